@@ -1,0 +1,3 @@
+//! Pure domain logic: no I/O here.
+
+pub mod profile;

@@ -1,0 +1,1 @@
+//! The agent engine (ReAct loop) and the permission broker.

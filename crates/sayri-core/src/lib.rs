@@ -1,0 +1,15 @@
+//! The headless brain of Sayri.
+//!
+//! `sayri-core` makes every decision and touches no socket, file, process or clock itself:
+//! it talks to the world only through the traits in [`ports`]. Adapters (`sayri-sandbox`,
+//! `sayri-llm`, `sayri-store`, …) implement them; the `sayri` binary wires them together.
+//!
+//! * [`domain`] — pure decisions: agent profiles, permission rules and shell analysis, prompts.
+//! * [`ports`] — the traits adapters implement.
+//! * [`engine`] — the ReAct agent loop and the permission broker.
+
+pub mod domain;
+pub mod engine;
+pub mod ports;
+
+pub use sayri_protocol::SandboxLevel;

@@ -1,0 +1,14 @@
+//! Port traits: the only way `sayri-core` reaches the outside world.
+
+pub mod approvals;
+pub mod chat;
+pub mod clock;
+pub mod sandbox;
+
+pub use approvals::{Approval, ApprovalStore, StoreError};
+pub use chat::{
+    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason, Role,
+    Usage,
+};
+pub use clock::Clock;
+pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};

@@ -1,0 +1,66 @@
+//! Every command and event name of the protocol, in one place.
+//!
+//! Names and meanings follow the original Sayri (spec §2.2 and §2.3); commands that a later
+//! issue implements are listed already so that clients can rely on them. The daemon answers a
+//! listed but unimplemented command with `ok:false`, `code:"not_implemented"`.
+
+/// Command names (`{"cmd": NAME, ...}`), spec §2.2.
+pub mod cmd {
+    macro_rules! names {
+        ($($id:ident = $s:literal),* $(,)?) => {
+            $(#[doc = concat!("`", $s, "`")] pub const $id: &str = $s;)*
+            /// Every command name, in spec order.
+            pub const ALL: &[&str] = &[$($s),*];
+        };
+    }
+    names! {
+        PING = "ping", VERSION = "version", STATUS = "status", TALK = "talk", ASK = "ask",
+        LISTEN = "listen", STOP_LISTENING = "stop_listening", TOGGLE_LISTENING = "toggle_listening",
+        INTERRUPT = "interrupt", NEW_CONVERSATION = "new_conversation",
+        SWITCH_SESSION = "switch_session", QUIT = "quit",
+        PERMISSION_LIST = "permission_list", PERMISSION_ANSWER = "permission_answer",
+        PERMISSION_FORGET = "permission_forget",
+        CONFIG_GET = "config_get", CONFIG_SET = "config_set", CONFIG_LIST = "config_list",
+        SETTINGS_SCHEMA = "settings_schema", SETTINGS_SAVE = "settings_save",
+        PLUGIN_SETTINGS_SET = "plugin_settings_set", ASSET_DOWNLOAD = "asset_download",
+        SKILLS_LIST = "skills_list", SKILLS_INSTALL = "skills_install",
+        SKILLS_UNINSTALL = "skills_uninstall", SKILLS_SEARCH = "skills_search",
+        PLUGINS_LIST = "plugins_list", PLUGIN_SET_ENABLED = "plugin_set_enabled",
+        UI_LIST = "ui_list", UI_START = "ui_start", UI_STOP = "ui_stop", UI_STATUS = "ui_status",
+        KILLALL = "killall", CLIPBOARD_COPY = "clipboard_copy",
+        GATEWAY_LIST = "gateway_list", GATEWAY_START = "gateway_start",
+        GATEWAY_STOP = "gateway_stop", GATEWAY_DELETE = "gateway_delete",
+        GATEWAY_SAVE = "gateway_save",
+        AGENTS_LIST = "agents_list", AGENT_SWITCH = "agent_switch", AGENT_SAVE = "agent_save",
+        AGENT_DELETE = "agent_delete",
+        SESSIONS_LIST = "sessions_list", SESSION_GET = "session_get",
+        SESSION_RENAME = "session_rename", SESSION_DELETE = "session_delete",
+        ROUTINES_LIST = "routines_list", ROUTINES_RUN = "routines_run",
+        ROUTINE_SAVE = "routine_save", ROUTINE_DELETE = "routine_delete",
+        ROUTINE_SET_ENABLED = "routine_set_enabled",
+        VAULT_LIST = "vault_list", VAULT_SET = "vault_set", VAULT_DELETE = "vault_delete",
+    }
+}
+
+/// Event names (`{"event": NAME, ...payload}`), spec §2.3, plus Sayri's additions.
+pub mod event {
+    macro_rules! names {
+        ($($id:ident = $s:literal),* $(,)?) => {
+            $(#[doc = concat!("`", $s, "`")] pub const $id: &str = $s;)*
+            /// Every event name.
+            pub const ALL: &[&str] = &[$($s),*];
+        };
+    }
+    names! {
+        READY = "ready", STATE = "state", AUDIO_LEVEL = "audio_level", MIC = "mic",
+        BUSY = "busy", PARTIAL = "partial", USER = "user", ASSISTANT_DELTA = "assistant_delta",
+        REASONING_DELTA = "reasoning_delta",
+        ASSISTANT_DONE = "assistant_done", TOOL_START = "tool_start", TOOL_FINISH = "tool_finish",
+        HINT = "hint", ERROR = "error", SPEAKING = "speaking", SHOW = "show", HIDE = "hide",
+        TOGGLE = "toggle", SETTINGS_REQUESTED = "settings_requested",
+        ATTACH_IMAGE = "attach_image", CONVERSATION_STARTED = "conversation_started",
+        PERMISSION_REQUEST = "permission_request", PERMISSION_RESOLVED = "permission_resolved",
+        SETTINGS_CHANGED = "settings_changed", PLUGIN_SETTINGS_CHANGED = "plugin_settings_changed",
+        ASSET_PROGRESS = "asset_progress", SHUTDOWN = "shutdown",
+    }
+}

@@ -1,0 +1,1 @@
+//! Linux isolation per sandbox level: Landlock, seccomp, namespaces, rlimits.

@@ -1,0 +1,1 @@
+//! SQLite storage for sessions, messages, approvals and preferences.
