@@ -1,1 +1,3 @@
 //! The agent engine (ReAct loop) and the permission broker.
+
+pub mod gate;

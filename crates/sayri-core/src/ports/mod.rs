@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod chat;
 pub mod clock;
+pub mod redact;
 pub mod sandbox;
 
 pub use approvals::{Approval, ApprovalStore, StoreError};
@@ -11,4 +12,5 @@ pub use chat::{
     Usage,
 };
 pub use clock::Clock;
+pub use redact::{NoSecrets, Redactor};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};

@@ -1,0 +1,69 @@
+//! The permission gate: the one evaluation point between "the model proposed a command" and
+//! "the sandbox runs it". The agent engine asks the gate; the gate evaluates rules, policies and
+//! saved approvals and, where someone can answer, asks a person through the permission broker.
+//! Whatever it decides travels to the sandbox unchanged — there is no second check that could
+//! disagree (spec §15.1 item 1).
+
+use crate::domain::profile::AgentProfile;
+use futures::future::BoxFuture;
+use sayri_protocol::SandboxLevel;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// One authorisation question.
+#[derive(Debug, Clone)]
+pub struct GateRequest {
+    /// The agent whose rules apply.
+    pub agent: Arc<AgentProfile>,
+    /// Level the command would run at (may be lower than the agent's own for remote turns).
+    pub level: SandboxLevel,
+    /// Session the turn belongs to (shown on the card; `interrupt` cancels its questions).
+    pub session_id: String,
+    /// Rule action, e.g. `shell`.
+    pub action: String,
+    /// The resource, e.g. the full command text.
+    pub resource: String,
+    /// Whether a person can answer a question now (false for gateway and routine turns).
+    pub approvable: bool,
+}
+
+/// Why a command was not authorised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// A rule or policy denies it.
+    Denied,
+    /// A person was asked and said no, or did not answer in time.
+    NotApproved,
+    /// It needs approval but nobody can answer on this path.
+    NoApprover,
+    /// The turn was interrupted while waiting.
+    Cancelled,
+}
+
+/// The gate's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateVerdict {
+    /// Run it. `reason` names the rule (or default) that allowed it.
+    Allow {
+        /// Human-readable reason, e.g. `Allowed: agent rule shell "git *"`.
+        reason: String,
+    },
+    /// Do not run it. `message` names the rule and its source and says what to do.
+    Refuse {
+        /// Category.
+        kind: RefusalKind,
+        /// Message fit for the model and the user.
+        message: String,
+    },
+}
+
+/// Decides whether a proposed command may run, asking a person when the rules say `ask`.
+pub trait PermissionGate: Send + Sync {
+    /// Answers `request`. Cancelling `cancel` ends any open question with
+    /// [`RefusalKind::Cancelled`].
+    fn authorize(
+        &self,
+        request: GateRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, GateVerdict>;
+}
