@@ -5,6 +5,7 @@ pub mod chat;
 pub mod clock;
 pub mod redact;
 pub mod sandbox;
+pub mod store;
 
 pub use approvals::{Approval, ApprovalStore, StoreError};
 pub use chat::{
@@ -14,3 +15,7 @@ pub use chat::{
 pub use clock::Clock;
 pub use redact::{NoSecrets, Redactor};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
+pub use store::{
+    NewMessage, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed, SessionStore,
+    StoredMessage, ToolCallRecord,
+};

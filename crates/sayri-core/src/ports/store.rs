@@ -1,0 +1,211 @@
+//! The `SessionStore` port: conversations, their messages, history search and learned
+//! preferences (spec §11, §4.9). `sayri-store` implements it on SQLite.
+//!
+//! Calls are synchronous: the adapter does short local writes (one transaction each). The engine
+//! calls them from async code between awaits; an adapter must therefore never block for long
+//! (no network, no user interaction).
+
+use super::approvals::StoreError;
+use super::chat::{Role, Usage};
+use serde::{Deserialize, Serialize};
+
+/// A conversation as listed (messages counted, not loaded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Session id (UUID for local sessions, `remote-…` for gateway turns).
+    pub id: String,
+    /// Title shown in lists (at most 36 characters once generated).
+    pub title: String,
+    /// Agent the conversation belongs to.
+    pub agent_id: String,
+    /// Unix seconds of the first message.
+    pub created_at: f64,
+    /// Unix seconds of the latest message (or rename).
+    pub updated_at: f64,
+    /// Number of stored messages.
+    pub messages: u32,
+}
+
+/// What a session row starts with when its first message creates it. A session row never
+/// exists without a message (spec §15.5 item 30).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSeed<'a> {
+    /// Session id.
+    pub id: &'a str,
+    /// Agent id.
+    pub agent_id: &'a str,
+    /// Initial title (e.g. the first 30 characters of the request).
+    pub title: &'a str,
+}
+
+/// The command step stored with a `tool` message, so a replayed conversation keeps its meaning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// Command text as run (or as refused).
+    pub command: String,
+    /// Exit code when the process exited (126 refusals, 124 timeouts).
+    pub exit_code: Option<i32>,
+    /// `success | failed | denied | timeout | killed`.
+    pub status: String,
+    /// Output after redaction (never raw: the vault's markers replace secrets).
+    pub output: String,
+    /// Wall time in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// A message to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    /// Author; `Tool` rows carry a [`ToolCallRecord`].
+    pub role: Role,
+    /// Text (for `tool` rows: the observation text as shown to the model).
+    pub content: String,
+    /// The command step, for `tool` rows.
+    pub tool_call: Option<ToolCallRecord>,
+    /// Token usage of the model request that produced this message (assistant rows).
+    pub usage: Option<Usage>,
+    /// Reasoning text of that request, kept apart; it is never replayed to a model.
+    pub reasoning: Option<String>,
+    /// Unix seconds.
+    pub timestamp: f64,
+}
+
+impl NewMessage {
+    /// A message of `role` with `content` at `timestamp`.
+    pub fn new(role: Role, content: impl Into<String>, timestamp: f64) -> Self {
+        NewMessage {
+            role,
+            content: content.into(),
+            tool_call: None,
+            usage: None,
+            reasoning: None,
+            timestamp,
+        }
+    }
+}
+
+/// A stored message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// Row id, increasing in insertion order.
+    pub id: i64,
+    /// Session id.
+    pub session_id: String,
+    /// Author.
+    pub role: Role,
+    /// Text.
+    pub content: String,
+    /// The command step of a `tool` row.
+    pub tool_call: Option<ToolCallRecord>,
+    /// Token usage of the request that produced it.
+    pub usage: Option<Usage>,
+    /// Reasoning kept apart (never replayed).
+    pub reasoning: Option<String>,
+    /// Unix seconds.
+    pub timestamp: f64,
+}
+
+/// One hit of a history search (`search_history`, spec §4.5(a)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// Session of the message.
+    pub session_id: String,
+    /// Title of that session.
+    pub session_title: String,
+    /// Author.
+    pub role: Role,
+    /// Content, cut to 400 characters.
+    pub content: String,
+    /// Unix seconds.
+    pub timestamp: f64,
+}
+
+/// A learned preference row (spec §4.9).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preference {
+    /// Row id.
+    pub id: i64,
+    /// Agent it belongs to.
+    pub agent_id: String,
+    /// What the person asked for (at most 120 characters).
+    pub intent: String,
+    /// The command that served it.
+    pub command: String,
+    /// A command to avoid for this intent (may be empty).
+    pub rejected_command: String,
+    /// Times it succeeded.
+    pub success_count: u32,
+    /// Times it failed.
+    pub failure_count: u32,
+    /// `success − 1.5 × failure`, rounded to 2 decimals.
+    pub score: f64,
+    /// Free notes.
+    pub notes: String,
+    /// Unix seconds.
+    pub updated_at: f64,
+}
+
+/// An observation to record as a preference.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PreferenceUpdate {
+    /// Agent id.
+    pub agent_id: String,
+    /// The current request (cut to 120 characters by the store).
+    pub intent: String,
+    /// Command run.
+    pub command: String,
+    /// Whether it succeeded (exit code 0).
+    pub success: bool,
+    /// Command to avoid, if any (`sayri pref record --rejected`).
+    pub rejected_command: Option<String>,
+    /// Notes, if any.
+    pub notes: Option<String>,
+    /// Unix seconds.
+    pub now: f64,
+}
+
+/// Durable conversations and learned preferences.
+pub trait SessionStore: Send + Sync {
+    /// Appends `message` to session `seed.id`, creating the session row (with `seed`'s agent and
+    /// title) in the same transaction if it does not exist yet. Bumps `updated_at`. Returns the
+    /// new message's row id.
+    fn append_message(&self, seed: &SessionSeed<'_>, message: &NewMessage)
+    -> Result<i64, StoreError>;
+    /// One session, or `None` if unknown.
+    fn session(&self, id: &str) -> Result<Option<SessionInfo>, StoreError>;
+    /// Sessions, newest `updated_at` first, at most `limit`.
+    fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError>;
+    /// Messages of a session in insertion order (empty for an unknown session).
+    fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
+    /// Sets a session's title. Returns whether the session exists.
+    fn rename_session(&self, id: &str, title: &str) -> Result<bool, StoreError>;
+    /// Deletes a session and its messages. Returns whether it existed.
+    fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
+    /// Case-insensitive substring search over message content (and, with `session_id = None`,
+    /// session titles). Newest `limit` hits, returned oldest first, content cut to 400 chars.
+    fn search_messages(
+        &self,
+        query: &str,
+        session_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError>;
+    /// Records an observation: inserts a row or updates the counters and score of the existing
+    /// `(agent, intent, command)` row. Returns the row as stored.
+    fn record_preference(&self, update: &PreferenceUpdate) -> Result<Preference, StoreError>;
+    /// Preferences whose intent, command or notes contain any token of `text` (lowercase tokens
+    /// longer than 1 char), score ≥ 0, best score then newest first.
+    fn query_preferences(
+        &self,
+        text: &str,
+        agent_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Preference>, StoreError>;
+    /// Preferences, best score then newest first.
+    fn list_preferences(
+        &self,
+        agent_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Preference>, StoreError>;
+    /// Deletes the preferences of one agent, or all. Returns how many were removed.
+    fn clear_preferences(&self, agent_id: Option<&str>) -> Result<usize, StoreError>;
+}

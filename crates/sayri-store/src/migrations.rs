@@ -1,0 +1,101 @@
+//! Versioned schema migrations, tracked in SQLite's `PRAGMA user_version`.
+//!
+//! * Version 0 — an empty file, or a database written by the original Python Sayri (same
+//!   tables, created with `CREATE TABLE IF NOT EXISTS`, no version).
+//! * Version 1 — the original tables (`sessions`, `messages`, `gateway_peers`,
+//!   `agent_preferences`); creating them "if not exists" adopts an original file unchanged.
+//! * Version 2 — Sayri's additions: per-message tool call (`tool_call_json`), token usage
+//!   (`prompt_tokens`, `completion_tokens`), `reasoning` kept apart, the
+//!   `security_authorizations` table (approvals) and indexes.
+//!
+//! Each step runs in its own transaction together with the version bump, so a crash during a
+//! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
+
+use rusqlite::Connection;
+
+/// The latest schema version this build writes.
+pub const LATEST: i64 = 2;
+
+/// Why a migration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    /// The file's version is newer than [`LATEST`].
+    #[error("schema version {found} is newer than {supported}")]
+    TooNew {
+        /// Version in the file.
+        found: i64,
+        /// [`LATEST`].
+        supported: i64,
+    },
+    /// SQLite failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+const V1: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY, title TEXT NOT NULL, agent_id TEXT NOT NULL,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL,
+  token_usage INTEGER DEFAULT 0, metadata TEXT DEFAULT '{}');
+CREATE TABLE IF NOT EXISTS messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL,
+  content TEXT NOT NULL, tool_calls_json TEXT DEFAULT '[]', tool_call_id TEXT,
+  timestamp REAL NOT NULL, metadata TEXT DEFAULT '{}',
+  FOREIGN KEY (session_id) REFERENCES sessions(id) ON DELETE CASCADE);
+CREATE TABLE IF NOT EXISTS gateway_peers (
+  peer_id TEXT PRIMARY KEY, channel TEXT NOT NULL, agent_id TEXT NOT NULL,
+  is_authorized INTEGER DEFAULT 0, authorized_at REAL, metadata TEXT DEFAULT '{}');
+CREATE TABLE IF NOT EXISTS agent_preferences (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, intent TEXT NOT NULL,
+  command TEXT NOT NULL, rejected_command TEXT DEFAULT '', success_count INTEGER DEFAULT 1,
+  failure_count INTEGER DEFAULT 0, score REAL DEFAULT 1.0, notes TEXT DEFAULT '',
+  created_at REAL NOT NULL, updated_at REAL NOT NULL);
+";
+
+const V2: &str = "
+ALTER TABLE messages ADD COLUMN tool_call_json TEXT;
+ALTER TABLE messages ADD COLUMN prompt_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN completion_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN reasoning TEXT;
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, id);
+CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions(updated_at);
+CREATE UNIQUE INDEX IF NOT EXISTS preferences_key ON agent_preferences(agent_id, intent, command);
+CREATE TABLE security_authorizations (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, action TEXT NOT NULL,
+  resource TEXT NOT NULL, created_at REAL NOT NULL,
+  UNIQUE (agent_id, action, resource));
+";
+
+/// The migration steps; index `i` upgrades version `i` to `i + 1`.
+const STEPS: [&str; LATEST as usize] = [V1, V2];
+
+/// Brings `conn` to [`LATEST`], one transaction per step.
+pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
+    let mut version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > LATEST {
+        return Err(MigrateError::TooNew {
+            found: version,
+            supported: LATEST,
+        });
+    }
+    while version < LATEST {
+        let tx = conn.transaction()?;
+        let step = STEPS[usize::try_from(version).unwrap_or(0)];
+        if version == 1 {
+            dedupe_preferences(&tx)?;
+        }
+        tx.execute_batch(step)?;
+        version += 1;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// The original never had a unique key on preferences; merge duplicates before adding one.
+fn dedupe_preferences(tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
+    tx.execute_batch(
+        "DELETE FROM agent_preferences WHERE id NOT IN (
+           SELECT MAX(id) FROM agent_preferences GROUP BY agent_id, intent, command);",
+    )
+}

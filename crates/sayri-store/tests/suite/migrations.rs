@@ -1,0 +1,107 @@
+use sayri_core::ports::{ApprovalStore, Role, SessionStore};
+use sayri_store::{OpenError, Store, migrations};
+
+/// The schema the original Python Sayri wrote (spec §11): no version, no approvals table.
+const ORIGINAL: &str = "
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY, title TEXT NOT NULL, agent_id TEXT NOT NULL,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL,
+  token_usage INTEGER DEFAULT 0, metadata TEXT DEFAULT '{}');
+CREATE TABLE messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL,
+  content TEXT NOT NULL, tool_calls_json TEXT DEFAULT '[]', tool_call_id TEXT,
+  timestamp REAL NOT NULL, metadata TEXT DEFAULT '{}',
+  FOREIGN KEY (session_id) REFERENCES sessions(id) ON DELETE CASCADE);
+CREATE TABLE gateway_peers (
+  peer_id TEXT PRIMARY KEY, channel TEXT NOT NULL, agent_id TEXT NOT NULL,
+  is_authorized INTEGER DEFAULT 0, authorized_at REAL, metadata TEXT DEFAULT '{}');
+CREATE TABLE agent_preferences (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, intent TEXT NOT NULL,
+  command TEXT NOT NULL, rejected_command TEXT DEFAULT '', success_count INTEGER DEFAULT 1,
+  failure_count INTEGER DEFAULT 0, score REAL DEFAULT 1.0, notes TEXT DEFAULT '',
+  created_at REAL NOT NULL, updated_at REAL NOT NULL);
+INSERT INTO sessions VALUES ('old', 'Old chat', 'default', 10, 20, 0, '{}');
+INSERT INTO sessions VALUES ('empty', 'New Conversation', 'default', 30, 30, 0, '{}');
+INSERT INTO messages (session_id, role, content, tool_calls_json, timestamp)
+  VALUES ('old', 'user', 'how much disk?', '[]', 11);
+INSERT INTO messages (session_id, role, content, tool_calls_json, timestamp)
+  VALUES ('old', 'assistant', '```bash\ndf -h\n```',
+          '[{\"id\":\"ab12cd34\",\"name\":\"bash\",\"status\":\"success\"}]', 12);
+INSERT INTO agent_preferences (agent_id, intent, command, created_at, updated_at)
+  VALUES ('default', 'play', 'vlc', 1, 1);
+INSERT INTO agent_preferences (agent_id, intent, command, created_at, updated_at)
+  VALUES ('default', 'play', 'vlc', 2, 2);
+";
+
+#[test]
+fn an_original_python_database_is_upgraded_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(ORIGINAL).unwrap();
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 0);
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), migrations::LATEST);
+    let msgs = store.messages("old").unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[0].content, "how much disk?");
+    assert_eq!(msgs[1].role, Role::Assistant);
+    assert_eq!(
+        msgs[1].tool_call, None,
+        "old list-shaped tool calls are left in their column"
+    );
+    // The empty row the original created at every start is never listed.
+    let listed: Vec<_> = store
+        .list_sessions(10)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(listed, ["old"]);
+    // Duplicate preference rows were merged so the new unique key holds.
+    assert_eq!(store.list_preferences(None, 10).unwrap().len(), 1);
+    // New tables exist.
+    assert!(store.all_approvals().unwrap().is_empty());
+    drop(store);
+    // Reopening is a no-op.
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), migrations::LATEST);
+    assert_eq!(store.messages("old").unwrap().len(), 2);
+}
+
+#[test]
+fn a_file_from_a_newer_sayri_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")
+            .unwrap();
+    }
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, OpenError::TooNew { found: 99, .. }), "{err}");
+    assert!(err.to_string().contains("upgrade Sayri"), "{err}");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 99);
+}
+
+#[test]
+fn pragmas_are_wal_and_foreign_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let _store = Store::open(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal", "WAL is persistent in the file");
+    assert!(dir.path().join("sessions.db-wal").exists());
+}

@@ -1,0 +1,15 @@
+mod approvals;
+mod crash;
+mod migrations;
+mod preferences;
+mod sessions;
+
+use sayri_store::Store;
+use tempfile::TempDir;
+
+/// A fresh database file in a temporary directory (kept alive by the returned guard).
+pub fn fresh() -> (TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("sessions.db")).unwrap();
+    (dir, store)
+}
