@@ -1,3 +1,8 @@
 //! Pure domain logic: no I/O here.
 
+pub mod codeblock;
+pub mod history;
 pub mod profile;
+pub mod prompt;
+pub mod strip;
+pub mod tokens;

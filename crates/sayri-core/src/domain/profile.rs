@@ -152,3 +152,201 @@ impl AgentProfile {
         }
     }
 }
+
+/// Why a profile file was rejected. Every variant names the file and, where known, the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProfileError {
+    /// Not valid JSON, or not an object.
+    #[error("{origin}: not a valid agent profile: {message} — fix the JSON or remove the file")]
+    Syntax {
+        /// File the text came from.
+        origin: String,
+        /// Parser message (with line and column).
+        message: String,
+    },
+    /// A field has a value that is not allowed.
+    #[error("{origin}: field `{field}`: {message}")]
+    Field {
+        /// File the text came from.
+        origin: String,
+        /// Dotted field path, e.g. `sandbox.level`.
+        field: String,
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+}
+
+impl AgentProfile {
+    /// Parses and validates a profile file's text (spec §7.1 format). `origin` is the file path
+    /// (for messages; its stem is the default `id`).
+    ///
+    /// Defaults follow spec §7.1 (missing `id` → file stem, missing `name` → "Main Sayri" for
+    /// `default` else the id, `timeout_seconds` 0 → 10, `isolated_dir` "" → none, absent
+    /// `blocked_binaries` → the four defaults, present-but-empty → none). Unlike the original,
+    /// an unknown `sandbox.level` is an error (never silently level 3), and so are unknown
+    /// fields, rules without action/effect, and out-of-range temperatures.
+    pub fn from_json(text: &str, origin: &str) -> Result<AgentProfile, ProfileError> {
+        let syntax = |message: String| ProfileError::Syntax {
+            origin: origin.to_string(),
+            message,
+        };
+        let field = |field: &str, message: String| ProfileError::Field {
+            origin: origin.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| syntax("the top level must be a JSON object".into()))?;
+        // Level first, with a precise message (case 32 row 7).
+        if let Some(level) = obj.get("sandbox").and_then(|s| s.get("level")) {
+            let ok = level
+                .as_str()
+                .is_some_and(|s| s.parse::<SandboxLevel>().is_ok());
+            if !ok {
+                return Err(field(
+                    "sandbox.level",
+                    format!(
+                        "unknown isolation level {level} — use one of LEVEL_0_NO_EXEC, LEVEL_1_READONLY, LEVEL_2_ISOLATED_DEV, LEVEL_3_HOST_USER, LEVEL_4_HOST_ROOT"
+                    ),
+                ));
+            }
+        }
+        let mut normalised = value.clone();
+        if let Some(l) = normalised
+            .get_mut("sandbox")
+            .and_then(|s| s.get_mut("level"))
+            && let Some(parsed) = l.as_str().and_then(|s| s.parse::<SandboxLevel>().ok())
+        {
+            *l = serde_json::Value::String(parsed.name().to_string());
+        }
+        if let Some(d) = normalised
+            .get_mut("sandbox")
+            .and_then(|s| s.get_mut("isolated_dir"))
+            && d.as_str() == Some("")
+        {
+            *d = serde_json::Value::Null;
+        }
+        let mut p: AgentProfile = serde_json::from_value(normalised).map_err(|e| {
+            let msg = e.to_string();
+            let name = msg
+                .split('`')
+                .nth(1)
+                .filter(|_| msg.starts_with("unknown field") || msg.starts_with("missing field"))
+                .unwrap_or("(see message)")
+                .to_string();
+            field(
+                &name,
+                format!("{msg} — see the agent profile format (spec §7.1)"),
+            )
+        })?;
+        let stem = std::path::Path::new(origin)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("agent")
+            .to_string();
+        if !obj.contains_key("id") || p.id.trim().is_empty() {
+            p.id = stem;
+        }
+        if !obj.contains_key("name") || p.name.trim().is_empty() {
+            p.name = if p.id == "default" {
+                "Main Sayri".into()
+            } else {
+                p.id.clone()
+            };
+        }
+        if p.sandbox.timeout_seconds == 0 {
+            p.sandbox.timeout_seconds = 10;
+        }
+        if !(0.0..=2.0).contains(&p.model.temperature) {
+            return Err(field(
+                "model.temperature",
+                format!("{} is outside 0–2", p.model.temperature),
+            ));
+        }
+        for (i, r) in p.sandbox.permission_rules.iter().enumerate() {
+            if r.action.trim().is_empty() || r.effect.trim().is_empty() {
+                return Err(field(
+                    &format!("sandbox.permission_rules[{i}]"),
+                    "a rule needs a non-empty `action` and `effect`".into(),
+                ));
+            }
+        }
+        Ok(p)
+    }
+
+    /// The most model calls one turn may make: 10 with `investigation_loop`, else 6.
+    pub fn max_model_calls(&self) -> usize {
+        if self.investigation_loop { 10 } else { 6 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_level_is_an_error_naming_file_and_field() {
+        let t = r#"{"id":"typo","sandbox":{"level":"LEVEL_1_READ_ONLY"}}"#;
+        let e = AgentProfile::from_json(t, "/cfg/agents/typo.json").unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains("/cfg/agents/typo.json") && s.contains("sandbox.level"),
+            "{s}"
+        );
+        assert!(s.contains("LEVEL_1_READ_ONLY"), "{s}");
+    }
+
+    #[test]
+    fn defaults_follow_the_original_format() {
+        let p = AgentProfile::from_json(
+            r#"{"sandbox":{"timeout_seconds":0,"isolated_dir":""}}"#,
+            "x/helper.json",
+        )
+        .unwrap();
+        assert_eq!((p.id.as_str(), p.name.as_str()), ("helper", "helper"));
+        assert_eq!(p.sandbox.timeout_seconds, 10);
+        assert_eq!(p.sandbox.isolated_dir, None);
+        assert_eq!(p.sandbox.blocked_binaries.len(), 4);
+        assert_eq!(p.sandbox.level, SandboxLevel::HostUser);
+        let p = AgentProfile::from_json(
+            r#"{"id":"default","sandbox":{"blocked_binaries":[]}}"#,
+            "d.json",
+        )
+        .unwrap();
+        assert_eq!(p.name, "Main Sayri");
+        assert!(p.sandbox.blocked_binaries.is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_bad_rules_and_syntax_are_errors() {
+        let e = AgentProfile::from_json(r#"{"colour":"red"}"#, "a.json").unwrap_err();
+        assert!(e.to_string().contains("colour"), "{e}");
+        let e = AgentProfile::from_json(
+            r#"{"sandbox":{"permission_rules":[{"action":"","effect":"allow"}]}}"#,
+            "a.json",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("permission_rules[0]"), "{e}");
+        assert!(matches!(
+            AgentProfile::from_json("[1]", "a.json"),
+            Err(ProfileError::Syntax { .. })
+        ));
+        assert!(matches!(
+            AgentProfile::from_json("{", "a.json"),
+            Err(ProfileError::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn round_trips_the_spec_example() {
+        let p = AgentProfile {
+            id: "c".into(),
+            ..AgentProfile::default()
+        };
+        let text = serde_json::to_string_pretty(&p).unwrap();
+        assert_eq!(AgentProfile::from_json(&text, "c.json").unwrap(), p);
+    }
+}

@@ -169,8 +169,11 @@ pub trait SessionStore: Send + Sync {
     /// Appends `message` to session `seed.id`, creating the session row (with `seed`'s agent and
     /// title) in the same transaction if it does not exist yet. Bumps `updated_at`. Returns the
     /// new message's row id.
-    fn append_message(&self, seed: &SessionSeed<'_>, message: &NewMessage)
-    -> Result<i64, StoreError>;
+    fn append_message(
+        &self,
+        seed: &SessionSeed<'_>,
+        message: &NewMessage,
+    ) -> Result<i64, StoreError>;
     /// One session, or `None` if unknown.
     fn session(&self, id: &str) -> Result<Option<SessionInfo>, StoreError>;
     /// Sessions, newest `updated_at` first, at most `limit`.

@@ -1,0 +1,218 @@
+//! Fenced code blocks in a model's answer: which ones are commands.
+//!
+//! Rules (spec §15.3 item 17 fixed):
+//! * Only the **answer** text is scanned; reasoning arrives separately and is never passed here.
+//!   As a second line of defence, `<think>…</think>` / `<thought>…</thought>` regions written
+//!   inline in the answer (outside fences) are skipped too.
+//! * A block is a CommonMark-style fence: a line of ≥ 3 backticks or tildes (indented ≤ 3
+//!   spaces) with an info string, closed by a line of the same character, at least as long,
+//!   with nothing else on it. Parsing is line by line, so prose between two blocks can never be
+//!   captured as a command.
+//! * Only blocks tagged `bash` or `sh` (first word of the info string, any case) are commands.
+//!   Untagged fences and other languages are never executed.
+//! * A fence still open when the text ends is returned with `closed: false` (models often stop
+//!   right before the closing fence); the engine decides what to do with it.
+
+/// One fenced block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeBlock {
+    /// Lowercased first word of the info string (`""` when untagged).
+    pub lang: String,
+    /// The lines between the fences, joined with `\n`, without a trailing newline.
+    pub body: String,
+    /// Whether a closing fence was found.
+    pub closed: bool,
+}
+
+impl CodeBlock {
+    /// Whether this block is a shell command to run (`bash` or `sh`).
+    pub fn is_command(&self) -> bool {
+        matches!(self.lang.as_str(), "bash" | "sh")
+    }
+
+    /// Whether this block asks for a history search (spec §4.5(a)).
+    pub fn is_history_search(&self) -> bool {
+        matches!(
+            self.lang.as_str(),
+            "search_history" | "search_chat_history" | "recall_history"
+        )
+    }
+}
+
+/// Parses an opening fence: returns (fence char, length, info string).
+fn opening(line: &str) -> Option<(char, usize, &str)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let ch = rest.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = rest.chars().take_while(|c| *c == ch).count();
+    if len < 3 {
+        return None;
+    }
+    let info = rest[len..].trim();
+    if ch == '`' && info.contains('`') {
+        return None;
+    }
+    Some((ch, len, info))
+}
+
+fn is_closing(line: &str, ch: char, len: usize) -> bool {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return false;
+    }
+    let t = line.trim();
+    t.chars().all(|c| c == ch) && t.chars().count() >= len
+}
+
+/// Every fenced block of `answer`, in order (see the module rules).
+pub fn extract_blocks(answer: &str) -> Vec<CodeBlock> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(char, usize, String, Vec<&str>)> = None;
+    let mut in_think = false;
+    for line in answer.lines() {
+        if let Some((ch, len, lang, body)) = &mut open {
+            if is_closing(line, *ch, *len) {
+                blocks.push(CodeBlock {
+                    lang: std::mem::take(lang),
+                    body: body.join("\n"),
+                    closed: true,
+                });
+                open = None;
+            } else {
+                body.push(line);
+            }
+            continue;
+        }
+        let lower = line.to_ascii_lowercase();
+        if in_think {
+            if lower.contains("</think>") || lower.contains("</thought>") {
+                in_think = false;
+            }
+            continue;
+        }
+        if let Some((ch, len, info)) = opening(line) {
+            let lang = info
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            open = Some((ch, len, lang, Vec::new()));
+            continue;
+        }
+        if let Some(pos) = lower.find("<think>").or_else(|| lower.find("<thought>")) {
+            let after = &lower[pos..];
+            if !(after.contains("</think>") || after.contains("</thought>")) {
+                in_think = true;
+            }
+        }
+    }
+    if let Some((_, _, lang, body)) = open {
+        blocks.push(CodeBlock {
+            lang,
+            body: body.join("\n"),
+            closed: false,
+        });
+    }
+    blocks
+}
+
+/// The `bash`/`sh` blocks of `answer` with a non-blank body, in order.
+pub fn command_blocks(answer: &str) -> Vec<CodeBlock> {
+    extract_blocks(answer)
+        .into_iter()
+        .filter(|b| b.is_command() && !b.body.trim().is_empty())
+        .collect()
+}
+
+/// The query of the first history-search request in `answer`: a fenced
+/// ```` ```search_history ```` block, or the tag form `<search_history>q</search_history>`.
+pub fn history_search(answer: &str) -> Option<String> {
+    if let Some(b) = extract_blocks(answer)
+        .into_iter()
+        .find(|b| b.is_history_search() && !b.body.trim().is_empty())
+    {
+        return Some(b.body.trim().to_string());
+    }
+    for tag in ["search_history", "recall_history"] {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        if let Some(start) = answer.find(&open) {
+            let rest = &answer[start + open.len()..];
+            if let Some(end) = rest.find(&close) {
+                let q = rest[..end].trim();
+                if !q.is_empty() {
+                    return Some(q.to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmds(s: &str) -> Vec<String> {
+        command_blocks(s).into_iter().map(|b| b.body).collect()
+    }
+
+    #[test]
+    fn only_bash_and_sh_tagged_fences_are_commands() {
+        let t = "A\n```\nrm -rf /\n```\n```python\nprint(1)\n```\n```Bash\nls -la\n```\n```sh title\npwd\n```";
+        assert_eq!(cmds(t), ["ls -la", "pwd"]);
+    }
+
+    #[test]
+    fn prose_between_blocks_is_never_captured() {
+        // The original's regex made a non-bash block followed by prose and a bash block
+        // capture the prose (spec §15.3 item 17).
+        let t = "```python\nx = 1\n```\nThen I will run rm -rf ~ maybe\n```bash\necho ok\n```\n";
+        assert_eq!(cmds(t), ["echo ok"]);
+    }
+
+    #[test]
+    fn multi_line_blocks_keep_their_lines_and_longer_fences_work() {
+        let t = "````bash\necho a\n```\necho b\n````\n~~~sh\nls\n~~~";
+        assert_eq!(cmds(t), ["echo a\n```\necho b", "ls"]);
+    }
+
+    #[test]
+    fn think_regions_inside_the_answer_are_skipped() {
+        let t = "<think>Old habit:\n```bash\nrm -rf ~/sayri-cache\n```\nno.</think>\n\nHere is the listing:\n```bash\nls -la\n```\n";
+        assert_eq!(cmds(t), ["ls -la"]);
+        // A literal <think> inside a fenced block of the answer is just code.
+        let t = "```bash\necho '<think>'\n```\n```sh\npwd\n```";
+        assert_eq!(cmds(t), ["echo '<think>'", "pwd"]);
+    }
+
+    #[test]
+    fn unclosed_final_fence_is_reported_as_such() {
+        let b = extract_blocks("Sure:\n```bash\ndf -h");
+        assert_eq!(b.len(), 1);
+        assert!(!b[0].closed);
+        assert_eq!(b[0].body, "df -h");
+    }
+
+    #[test]
+    fn indented_four_spaces_is_not_a_fence_and_empty_blocks_are_ignored() {
+        assert!(cmds("    ```bash\n    ls\n    ```").is_empty());
+        assert!(cmds("```bash\n   \n```").is_empty());
+    }
+
+    #[test]
+    fn history_search_forms() {
+        assert_eq!(
+            history_search("```search_history\nprinter\n```").as_deref(),
+            Some("printer")
+        );
+        assert_eq!(
+            history_search("x <recall_history> wifi </recall_history>").as_deref(),
+            Some("wifi")
+        );
+        assert_eq!(history_search("```bash\nls\n```"), None);
+    }
+}
