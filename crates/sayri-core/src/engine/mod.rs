@@ -1,3 +1,9 @@
-//! The agent engine (ReAct loop) and the permission broker.
+//! The agent engine (ReAct loop), its events, and the permission gate it asks.
 
+pub mod agent;
+pub mod delta_filter;
+pub mod events;
 pub mod gate;
+
+pub use agent::{AgentEngine, EnginePorts, EngineSettings, TurnOutcome, TurnRequest};
+pub use events::{CoreEvent, CoreState, EventSink, NullSink};

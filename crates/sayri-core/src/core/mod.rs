@@ -1,0 +1,478 @@
+//! `SayriCore`: the active agent and session, one local turn at a time, interrupt, sessions,
+//! agent switching and remote (gateway/routine) turns (spec §3, §15.3/§15.4 fixed).
+//!
+//! * **One local turn at a time.** `talk`/`ask` while a turn runs are refused with
+//!   [`CoreError::Busy`] (and a `hint`), never queued: a person who wants the new request
+//!   interrupts first. Remote turns run independently (their own session and events).
+//! * **Interrupt** cancels the turn's token (model stream dropped, command killed, open
+//!   permission questions ended) and bumps a generation counter under the same lock that
+//!   guards event delivery, so no event of the old turn reaches the sink afterwards.
+//! * **Events** of local turns go to the core's sink (broadcast by the daemon); those of a
+//!   remote turn go only to the sink its caller passes.
+//! * Voice is not implemented yet; [`CoreState`] already has its states.
+
+use crate::domain::profile::AgentProfile;
+use crate::engine::agent::{AgentEngine, TurnOutcome, TurnRequest};
+use crate::engine::events::{CoreEvent, CoreState, EventSink};
+use crate::ports::{SessionInfo, StoreError, StoredMessage};
+use sayri_protocol::SandboxLevel;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// Finds agent profiles by id (the daemon reads `$CONFIG/agents/<id>.json` with
+/// [`AgentProfile::from_json`]).
+pub trait AgentDirectory: Send + Sync {
+    /// The profile `id`, `Ok(None)` if there is none, `Err` with a user-facing message if its
+    /// file is invalid.
+    fn agent(&self, id: &str) -> Result<Option<AgentProfile>, String>;
+}
+
+/// A fixed set of agents (tests, or a daemon without an agents directory). Always has
+/// `default` (the built-in unless one is given).
+#[derive(Debug, Clone)]
+pub struct StaticAgents(HashMap<String, AgentProfile>);
+
+impl StaticAgents {
+    /// The given agents plus the built-in `default` if none has that id.
+    pub fn new(agents: impl IntoIterator<Item = AgentProfile>) -> Self {
+        let mut map: HashMap<_, _> = agents.into_iter().map(|a| (a.id.clone(), a)).collect();
+        map.entry("default".into())
+            .or_insert_with(AgentProfile::builtin_default);
+        StaticAgents(map)
+    }
+}
+
+impl AgentDirectory for StaticAgents {
+    fn agent(&self, id: &str) -> Result<Option<AgentProfile>, String> {
+        Ok(self.0.get(id).cloned())
+    }
+}
+
+/// Errors of core operations, with what to do next.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoreError {
+    /// A local turn is running.
+    #[error("a request is already running — wait for it to finish, or interrupt it first")]
+    Busy,
+    /// Empty request text.
+    #[error("missing 'text'")]
+    EmptyText,
+    /// Unknown agent id.
+    #[error("agent not found: {0}")]
+    UnknownAgent(String),
+    /// An agent file exists but is invalid.
+    #[error("{0}")]
+    BadAgent(String),
+    /// Unknown session id.
+    #[error("session not found: {0}")]
+    UnknownSession(String),
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The turn task ended without a result (a bug; the log has details).
+    #[error("the request ended unexpectedly — try again")]
+    Lost,
+}
+
+/// Result of [`SayriCore::ask`] (spec §3.7): `{text, error, session_id}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AskResult {
+    /// Final answer (`""` if none).
+    pub text: String,
+    /// Error message, `None` on success.
+    pub error: Option<String>,
+    /// Session of the turn.
+    pub session_id: String,
+}
+
+/// A session with its messages (`session_get`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionDetail {
+    /// The session.
+    pub info: SessionInfo,
+    /// Its messages in order.
+    pub messages: Vec<StoredMessage>,
+}
+
+/// A snapshot for `status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreStatus {
+    /// State machine state.
+    pub state: CoreState,
+    /// Whether a local turn runs.
+    pub busy: bool,
+    /// Active session id (may have no row yet).
+    pub session_id: String,
+    /// Active agent id.
+    pub agent_id: String,
+}
+
+/// A remote turn (gateway message or routine), spec §3.6.
+#[derive(Debug, Clone)]
+pub struct RemoteRequest {
+    /// Request text.
+    pub text: String,
+    /// Author as the gateway names them (e.g. `@bob`).
+    pub author: String,
+    /// Agent to use; `None` = the active agent.
+    pub target_agent_id: Option<String>,
+    /// Level requested by the caller: it can lower the agent's level, never raise it.
+    pub sandbox_level: Option<SandboxLevel>,
+    /// Gateway instance id (`""` for routines).
+    pub instance_id: String,
+    /// Session; `None` = `remote-<instance>-<agent>-<author>`.
+    pub session_id: Option<String>,
+    /// Cancels the turn (e.g. the gateway stopped).
+    pub cancel: CancellationToken,
+}
+
+struct Inner {
+    state: CoreState,
+    busy: bool,
+    agent: Arc<AgentProfile>,
+    session_id: String,
+    turn: Option<CancellationToken>,
+    generation: u64,
+}
+
+/// The headless brain's front: what IPC commands call.
+pub struct SayriCore {
+    engine: Arc<AgentEngine>,
+    agents: Arc<dyn AgentDirectory>,
+    sink: Arc<dyn EventSink>,
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// Delivers events of one local turn only while its generation is current. The check and
+/// the delivery happen under the core's lock, so `interrupt` (which bumps the generation
+/// under that lock) is a hard barrier.
+struct GenerationSink {
+    inner: Arc<Mutex<Inner>>,
+    sink: Arc<dyn EventSink>,
+    generation: u64,
+}
+
+impl EventSink for GenerationSink {
+    fn emit(&self, event: CoreEvent) {
+        let g = lock(&self.inner);
+        if g.generation == self.generation {
+            self.sink.emit(event);
+        }
+    }
+}
+
+fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn new_session_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl SayriCore {
+    /// A core with `agent_id` active (falls back to `default`) and a fresh session id (no row
+    /// until its first message). Emits nothing.
+    pub fn new(
+        engine: Arc<AgentEngine>,
+        agents: Arc<dyn AgentDirectory>,
+        sink: Arc<dyn EventSink>,
+        agent_id: &str,
+    ) -> Result<SayriCore, CoreError> {
+        let agent = match agents.agent(agent_id).map_err(CoreError::BadAgent)? {
+            Some(a) => a,
+            None => agents
+                .agent("default")
+                .map_err(CoreError::BadAgent)?
+                .unwrap_or_else(AgentProfile::builtin_default),
+        };
+        Ok(SayriCore {
+            engine,
+            agents,
+            sink,
+            inner: Arc::new(Mutex::new(Inner {
+                state: CoreState::Idle,
+                busy: false,
+                agent: Arc::new(agent),
+                session_id: new_session_id(),
+                turn: None,
+                generation: 0,
+            })),
+        })
+    }
+
+    /// The engine (for `prompt show`, settings and skills).
+    pub fn engine(&self) -> &Arc<AgentEngine> {
+        &self.engine
+    }
+
+    /// Current status.
+    pub fn status(&self) -> CoreStatus {
+        let g = lock(&self.inner);
+        CoreStatus {
+            state: g.state,
+            busy: g.busy,
+            session_id: g.session_id.clone(),
+            agent_id: g.agent.id.clone(),
+        }
+    }
+
+    /// The active agent.
+    pub fn active_agent(&self) -> Arc<AgentProfile> {
+        lock(&self.inner).agent.clone()
+    }
+
+    /// Starts a local turn and returns at once with the session id (`talk`). Events:
+    /// `busy true`, `state thinking`, `user`, deltas/tools, `assistant_done` or `error`,
+    /// `busy false`, `state idle`.
+    pub fn talk(&self, text: &str) -> Result<String, CoreError> {
+        let (session_id, _rx) = self.start_turn(text)?;
+        Ok(session_id)
+    }
+
+    /// Runs a local turn and resolves with its result (`ask`). Completion happens when the
+    /// turn ends (answer, error or interrupt).
+    pub async fn ask(&self, text: &str) -> Result<AskResult, CoreError> {
+        let (session_id, rx) = self.start_turn(text)?;
+        let outcome = rx.await.map_err(|_| CoreError::Lost)?;
+        Ok(AskResult {
+            text: outcome.text.unwrap_or_default(),
+            error: outcome.error,
+            session_id,
+        })
+    }
+
+    fn start_turn(
+        &self,
+        text: &str,
+    ) -> Result<(String, oneshot::Receiver<TurnOutcome>), CoreError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(CoreError::EmptyText);
+        }
+        let cancel = CancellationToken::new();
+        let (generation, request) = {
+            let mut g = lock(&self.inner);
+            if g.busy {
+                self.sink.emit(CoreEvent::Hint(
+                    "Please wait for the response to finish.".into(),
+                ));
+                return Err(CoreError::Busy);
+            }
+            g.generation += 1;
+            g.busy = true;
+            g.state = CoreState::Thinking;
+            g.turn = Some(cancel.clone());
+            self.sink.emit(CoreEvent::Busy(true));
+            self.sink.emit(CoreEvent::State(CoreState::Thinking));
+            self.sink.emit(CoreEvent::User(text.to_string()));
+            let request = TurnRequest {
+                session_id: g.session_id.clone(),
+                title_if_new: None,
+                agent: g.agent.clone(),
+                level: g.agent.sandbox.level,
+                text: text.to_string(),
+                approvable: true,
+                cancel: cancel.clone(),
+            };
+            (g.generation, request)
+        };
+        let session_id = request.session_id.clone();
+        let (tx, rx) = oneshot::channel();
+        let engine = self.engine.clone();
+        let inner = self.inner.clone();
+        let sink = self.sink.clone();
+        tokio::spawn(async move {
+            let gsink = GenerationSink {
+                inner: inner.clone(),
+                sink: sink.clone(),
+                generation,
+            };
+            let first_request = request.text.clone();
+            let outcome = engine.run_turn(request, &gsink).await;
+            {
+                let mut g = lock(&inner);
+                if g.generation == generation {
+                    g.busy = false;
+                    g.state = CoreState::Idle;
+                    g.turn = None;
+                    sink.emit(CoreEvent::Busy(false));
+                    sink.emit(CoreEvent::State(CoreState::Idle));
+                }
+            }
+            if outcome.new_session && outcome.text.is_some() && engine.settings().generate_titles {
+                let engine = engine.clone();
+                let sid = outcome.session_id.clone();
+                tokio::spawn(async move {
+                    engine.generate_title(&sid, &first_request).await;
+                });
+            }
+            let _ = tx.send(outcome);
+        });
+        Ok((session_id, rx))
+    }
+
+    /// Interrupts the running local turn: cancels its token, and from this call on none of
+    /// its events reach the sink. Emits `busy false` and `state idle` if a turn was running.
+    /// Returns whether one was.
+    pub fn interrupt(&self) -> bool {
+        let mut g = lock(&self.inner);
+        g.generation += 1;
+        let was = g.turn.take();
+        if let Some(c) = &was {
+            c.cancel();
+        }
+        if g.busy {
+            g.busy = false;
+            g.state = CoreState::Idle;
+            self.sink.emit(CoreEvent::Busy(false));
+            self.sink.emit(CoreEvent::State(CoreState::Idle));
+        }
+        was.is_some()
+    }
+
+    /// Starts a new conversation (interrupting a running turn). The session row appears with
+    /// its first message. Emits `conversation_started` and a hint. Returns the new id.
+    pub fn new_conversation(&self) -> String {
+        self.interrupt();
+        let id = new_session_id();
+        lock(&self.inner).session_id = id.clone();
+        self.sink.emit(CoreEvent::ConversationStarted(id.clone()));
+        self.sink
+            .emit(CoreEvent::Hint("New conversation started.".into()));
+        id
+    }
+
+    /// Makes `session_id` active and switches to its agent (fallback: current agent). An
+    /// unknown id changes nothing (spec §2.2). Returns the active session id.
+    pub fn switch_session(&self, session_id: &str) -> Result<String, CoreError> {
+        let store = &self.engine.ports().store;
+        let Some(info) = store.session(session_id)? else {
+            return Ok(lock(&self.inner).session_id.clone());
+        };
+        self.interrupt();
+        let agent = self.agents.agent(&info.agent_id).ok().flatten();
+        {
+            let mut g = lock(&self.inner);
+            g.session_id = info.id.clone();
+            if let Some(a) = agent {
+                g.agent = Arc::new(a);
+            }
+        }
+        let short: String = info.title.chars().take(24).collect();
+        self.sink
+            .emit(CoreEvent::Hint(format!("Conversation: {short}…")));
+        Ok(info.id)
+    }
+
+    /// Non-empty sessions, newest first.
+    pub fn sessions_list(&self, limit: usize) -> Result<Vec<SessionInfo>, CoreError> {
+        Ok(self.engine.ports().store.list_sessions(limit)?)
+    }
+
+    /// One session with its messages.
+    pub fn session_get(&self, session_id: &str) -> Result<SessionDetail, CoreError> {
+        let store = &self.engine.ports().store;
+        let info = store
+            .session(session_id)?
+            .ok_or_else(|| CoreError::UnknownSession(session_id.into()))?;
+        Ok(SessionDetail {
+            info,
+            messages: store.messages(session_id)?,
+        })
+    }
+
+    /// Renames a session.
+    pub fn session_rename(&self, session_id: &str, title: &str) -> Result<(), CoreError> {
+        if self
+            .engine
+            .ports()
+            .store
+            .rename_session(session_id, title.trim())?
+        {
+            Ok(())
+        } else {
+            Err(CoreError::UnknownSession(session_id.into()))
+        }
+    }
+
+    /// Deletes a session; deleting the active one starts a new conversation. Returns whether
+    /// it existed.
+    pub fn session_delete(&self, session_id: &str) -> Result<bool, CoreError> {
+        let active = lock(&self.inner).session_id == session_id;
+        if active {
+            self.interrupt();
+        }
+        let existed = self.engine.ports().store.delete_session(session_id)?;
+        if active {
+            self.new_conversation();
+        }
+        Ok(existed)
+    }
+
+    /// Switches the active agent (takes effect at the next turn). Emits a hint.
+    pub fn agent_switch(&self, agent_id: &str) -> Result<Arc<AgentProfile>, CoreError> {
+        let agent = self
+            .agents
+            .agent(agent_id)
+            .map_err(CoreError::BadAgent)?
+            .ok_or_else(|| CoreError::UnknownAgent(agent_id.into()))?;
+        let agent = Arc::new(agent);
+        lock(&self.inner).agent = agent.clone();
+        self.sink
+            .emit(CoreEvent::Hint(format!("Agent: {}", agent.name)));
+        Ok(agent)
+    }
+
+    /// Runs a remote turn (spec §3.6 with §15.1 items 8–9 and §15.4 item 27 fixed): no person
+    /// can approve at **any** step; the level is `min(requested, agent's)`; there is no
+    /// cut-off — events stream to `sink` until the turn ends. Does not touch the local state
+    /// machine. Returns the outcome (the final text, or the error).
+    pub async fn process_remote_message(
+        &self,
+        req: RemoteRequest,
+        sink: &dyn EventSink,
+    ) -> Result<TurnOutcome, CoreError> {
+        if req.text.trim().is_empty() {
+            return Err(CoreError::EmptyText);
+        }
+        let agent = match &req.target_agent_id {
+            Some(id) if !id.is_empty() => self
+                .agents
+                .agent(id)
+                .map_err(CoreError::BadAgent)?
+                .ok_or_else(|| CoreError::UnknownAgent(id.clone()))?,
+            _ => (*self.active_agent()).clone(),
+        };
+        let level = req
+            .sandbox_level
+            .map_or(agent.sandbox.level, |l| l.min(agent.sandbox.level));
+        let author = req.author.trim_start_matches('@').to_string();
+        let session_id = req.session_id.clone().unwrap_or_else(|| {
+            if req.instance_id.is_empty() {
+                format!("remote-{}-{}", agent.id, author)
+            } else {
+                format!("remote-{}-{}-{}", req.instance_id, agent.id, author)
+            }
+        });
+        let label = {
+            let l = req.instance_id.replace("sayri-gateway-", "");
+            let mut c = l.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => "Gateway".into(),
+            }
+        };
+        let request = TurnRequest {
+            session_id,
+            title_if_new: Some(format!("{} ({label})", req.author)),
+            agent: Arc::new(agent),
+            level,
+            text: req.text.trim().to_string(),
+            approvable: false,
+            cancel: req.cancel.clone(),
+        };
+        Ok(self.engine.run_turn(request, sink).await)
+    }
+}

@@ -1,0 +1,770 @@
+//! The agent engine: one ReAct turn over fenced `bash` blocks (spec §4.5, §15.3 fixed).
+//!
+//! A turn: store the request → system prompt + history by token budget → stream the model →
+//! if the answer holds a `bash`/`sh` block: permission gate → sandbox → redacted output →
+//! stored as a `tool` message → observation back to the model → repeat, at most
+//! [`AgentProfile::max_model_calls`] model calls (6, or 10 with `investigation_loop`).
+//!
+//! * **Several blocks in one reply**: the first runs; the observation tells the model how many
+//!   others were not run.
+//! * **A block in the last allowed step** is not run; the final answer says so.
+//! * **History search** (```` ```search_history ````) is answered from the store, at any level.
+//! * **Cancellation**: the turn's `CancellationToken` is checked before every model call,
+//!   authorisation and command, aborts the model stream at once (the stream is dropped), ends
+//!   open permission questions and kills the running command (the sandbox takes the token).
+//!   After it fires, the turn emits nothing and calls nothing more.
+//! * **`finish_reason: length`** and stream errors end the turn with an `⚠️` row stored and an
+//!   `error` event; a cut-off answer never runs a command.
+//! * **Remote turns** (`approvable = false`) pass that flag to the gate at every step.
+//! * **Learned preferences** record the current request as the intent.
+
+use super::delta_filter::DeltaFilter;
+use super::events::{CoreEvent, EventSink};
+use super::gate::{GateRequest, GateVerdict, PermissionGate};
+use crate::domain::codeblock;
+use crate::domain::history::{self, HistoryBudget};
+use crate::domain::profile::AgentProfile;
+use crate::domain::prompt::{self, SkillSummary};
+use crate::domain::strip::strip_patterns;
+use crate::ports::{
+    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest, ExecResult,
+    ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox, SessionSeed,
+    SessionStore, ToolCallRecord, Usage,
+};
+use futures::StreamExt;
+use sayri_protocol::SandboxLevel;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Engine-wide settings (from `sayri.toml`'s `provider.*`; the daemon maps them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineSettings {
+    /// Model used when a profile says `"default"`.
+    pub model: String,
+    /// Temperature used when… always the profile's; kept for the title request.
+    pub title_temperature: f32,
+    /// Completion cap when the profile has none (`None` = server default).
+    pub max_tokens: Option<u32>,
+    /// `provider.strip_patterns` (see `domain::strip`).
+    pub strip_patterns: String,
+    /// History budget.
+    pub history: HistoryBudget,
+    /// Characters of command output fed back to the model (the rest is cut with a marker).
+    pub observation_max_chars: usize,
+    /// Bytes of output the sandbox captures.
+    pub output_limit: usize,
+    /// Whether sessions get a generated title after their first exchange (spec §4.8).
+    pub generate_titles: bool,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            model: "default".into(),
+            title_temperature: 0.3,
+            max_tokens: None,
+            strip_patterns: String::new(),
+            history: HistoryBudget::default(),
+            observation_max_chars: 3000,
+            output_limit: 64 * 1024,
+            generate_titles: true,
+        }
+    }
+}
+
+/// The ports the engine uses.
+#[derive(Clone)]
+pub struct EnginePorts {
+    /// The chat model.
+    pub model: Arc<dyn ChatModel>,
+    /// Runs commands.
+    pub sandbox: Arc<dyn Sandbox>,
+    /// Authorises commands.
+    pub gate: Arc<dyn PermissionGate>,
+    /// Hides secrets in output.
+    pub redactor: Arc<dyn Redactor>,
+    /// Sessions, messages, preferences.
+    pub store: Arc<dyn SessionStore>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// One turn to run.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    /// Session to append to (created with the first message if new).
+    pub session_id: String,
+    /// Title for the session if this turn creates it; `None` = the first 30 characters of `text`.
+    pub title_if_new: Option<String>,
+    /// The agent.
+    pub agent: Arc<AgentProfile>,
+    /// Requested level; the engine uses `min(level, agent's level)` — never higher.
+    pub level: SandboxLevel,
+    /// The request text.
+    pub text: String,
+    /// Whether a person can answer permission questions (false for gateways and routines).
+    pub approvable: bool,
+    /// Cancels the turn.
+    pub cancel: CancellationToken,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnOutcome {
+    /// Session id.
+    pub session_id: String,
+    /// Final answer (after `strip_patterns`), if there is one.
+    pub text: Option<String>,
+    /// Error message, if the turn failed (`None` on success).
+    pub error: Option<String>,
+    /// Whether it was interrupted.
+    pub cancelled: bool,
+    /// Model calls made.
+    pub model_calls: usize,
+    /// Commands handed to the sandbox.
+    pub commands_run: usize,
+    /// Summed token usage of the turn's model calls (as reported by the server).
+    pub usage: Usage,
+    /// Whether the session was created by this turn (its first exchange).
+    pub new_session: bool,
+}
+
+/// Message stored and returned when a turn is interrupted.
+pub const INTERRUPTED: &str = "The request was interrupted.";
+
+/// Commands that only look things up: not recorded as learned preferences (spec §4.9).
+const LOOKUP_PREFIXES: &[&str] = &[
+    "sayri pref",
+    "sayri-pref",
+    "grep",
+    "which",
+    "find",
+    "cat",
+    "echo",
+    "pwd",
+    "ls",
+    "search_history",
+];
+
+/// The ReAct engine. Share it with `Arc`; turns may run concurrently (different sessions).
+pub struct AgentEngine {
+    ports: EnginePorts,
+    settings: RwLock<EngineSettings>,
+    skills: RwLock<Vec<SkillSummary>>,
+}
+
+/// One model step's result.
+struct Step {
+    answer: String,
+    reasoning: String,
+    usage: Option<Usage>,
+    finish: Option<FinishReason>,
+}
+
+enum StepEnd {
+    Done(Step),
+    Failed(ChatError),
+    Cancelled,
+}
+
+/// Forwards events only while the turn is not cancelled.
+struct TurnSink<'a> {
+    inner: &'a dyn EventSink,
+    cancel: &'a CancellationToken,
+}
+
+impl TurnSink<'_> {
+    fn emit(&self, e: CoreEvent) {
+        if !self.cancel.is_cancelled() {
+            self.inner.emit(e);
+        }
+    }
+}
+
+fn cut_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => s[..i].to_string(),
+        None => s.to_string(),
+    }
+}
+
+fn status_name(s: ExecStatus) -> &'static str {
+    match s {
+        ExecStatus::Success => "success",
+        ExecStatus::Failed => "failed",
+        ExecStatus::Denied => "denied",
+        ExecStatus::Timeout => "timeout",
+        ExecStatus::Killed => "killed",
+    }
+}
+
+/// The observation fed back to the model (and stored as the `tool` row's content).
+fn observation(result: &ExecResult, output: &str, max_chars: usize, not_run: usize) -> String {
+    let mut body = cut_chars(output.trim_end(), max_chars);
+    if output.trim_end().chars().count() > max_chars {
+        body.push_str("\n[output cut]");
+    }
+    if body.is_empty() {
+        body = "(no output)".into();
+    }
+    let code = result
+        .exit_code
+        .map_or_else(|| "none".to_string(), |c| c.to_string());
+    let head = match result.status {
+        ExecStatus::Success => format!("[Command result: exit code {code}]"),
+        ExecStatus::Failed => format!("[Command FAILED: exit code {code}]"),
+        ExecStatus::Denied => "[Command NOT RUN: refused]".to_string(),
+        ExecStatus::Timeout => "[Command TIMED OUT and was killed]".to_string(),
+        ExecStatus::Killed => "[Command killed]".to_string(),
+    };
+    let mut s = format!("{head}\n{body}");
+    if not_run > 0 {
+        s.push_str(&format!(
+            "\n[Note: only the first block runs; the other {not_run} block(s) of your reply were NOT run. Send one block per reply.]"
+        ));
+    }
+    let tail = match result.status {
+        ExecStatus::Success => "Answer the user from this result, or run the next command.",
+        ExecStatus::Denied => {
+            "Do not retry or work around it; tell the user what you would have run and why."
+        }
+        _ => "Explain what went wrong and how to fix it, or try a corrected command.",
+    };
+    s.push('\n');
+    s.push_str(tail);
+    s
+}
+
+impl AgentEngine {
+    /// An engine over `ports` with `settings`.
+    pub fn new(ports: EnginePorts, settings: EngineSettings) -> AgentEngine {
+        AgentEngine {
+            ports,
+            settings: RwLock::new(settings),
+            skills: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Replaces the settings (e.g. after `config_set`); running turns keep theirs.
+    pub fn set_settings(&self, settings: EngineSettings) {
+        *self.settings.write().unwrap_or_else(|p| p.into_inner()) = settings;
+    }
+
+    /// The current settings.
+    pub fn settings(&self) -> EngineSettings {
+        self.settings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the installed skills listed in prompts.
+    pub fn set_skills(&self, skills: Vec<SkillSummary>) {
+        *self.skills.write().unwrap_or_else(|p| p.into_inner()) = skills;
+    }
+
+    /// The ports (the core uses the store and clock directly).
+    pub fn ports(&self) -> &EnginePorts {
+        &self.ports
+    }
+
+    /// The system prompt a turn of `agent` at `level` (capped at the agent's) would use.
+    pub fn system_prompt(&self, agent: &AgentProfile, level: SandboxLevel) -> String {
+        let mut p = agent.clone();
+        p.sandbox.level = level.min(agent.sandbox.level);
+        let skills = self.skills.read().unwrap_or_else(|e| e.into_inner());
+        prompt::build_system_prompt(&p, &skills)
+    }
+
+    fn store_msg(&self, seed: &SessionSeed<'_>, m: NewMessage, sink: &TurnSink<'_>) {
+        if let Err(e) = self.ports.store.append_message(seed, &m) {
+            sink.emit(CoreEvent::Error(e.to_string()));
+        }
+    }
+
+    /// Runs one turn to its end (answer, error, or cancellation). Events go to `sink` until
+    /// the turn is cancelled. Never panics on model, sandbox or store failures: they become
+    /// `error` in the outcome.
+    pub async fn run_turn(&self, req: TurnRequest, sink: &dyn EventSink) -> TurnOutcome {
+        let settings = self.settings();
+        let cancel = req.cancel.clone();
+        let sink = TurnSink {
+            inner: sink,
+            cancel: &cancel,
+        };
+        let mut out = TurnOutcome {
+            session_id: req.session_id.clone(),
+            ..TurnOutcome::default()
+        };
+        let default_title = cut_chars(req.text.trim(), 30);
+        let title = req.title_if_new.clone().unwrap_or(default_title);
+        let seed = SessionSeed {
+            id: &req.session_id,
+            agent_id: &req.agent.id,
+            title: &title,
+        };
+        let store = &self.ports.store;
+
+        // History before this turn, then the request itself.
+        let past = match store.messages(&req.session_id) {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = e.to_string();
+                sink.emit(CoreEvent::Error(msg.clone()));
+                out.error = Some(msg);
+                return out;
+            }
+        };
+        out.new_session = past.is_empty();
+        if let Err(e) = store.append_message(
+            &seed,
+            &NewMessage::new(Role::User, req.text.clone(), self.ports.clock.now_unix()),
+        ) {
+            let msg = e.to_string();
+            sink.emit(CoreEvent::Error(msg.clone()));
+            out.error = Some(msg);
+            return out;
+        }
+
+        let level = req.level.min(req.agent.sandbox.level);
+        let mut profile = (*req.agent).clone();
+        profile.sandbox.level = level;
+        let profile = Arc::new(profile);
+        let system = self.system_prompt(&profile, level);
+        let mut messages = history::build_messages(&system, &past, &req.text, &settings.history);
+        let max_calls = profile.max_model_calls();
+        let model = if profile.model.model_name.is_empty() || profile.model.model_name == "default"
+        {
+            settings.model.clone()
+        } else {
+            profile.model.model_name.clone()
+        };
+        let max_tokens = profile.model.max_tokens.or(settings.max_tokens);
+
+        let mut streamed_any = false;
+        for call in 1..=max_calls {
+            if cancel.is_cancelled() {
+                return self.cancelled(out);
+            }
+            let request = ChatRequest {
+                model: model.clone(),
+                messages: messages.clone(),
+                temperature: Some(profile.model.temperature),
+                max_tokens,
+                tools: None,
+            };
+            out.model_calls += 1;
+            let step = match self
+                .stream_step(request, &sink, &cancel, streamed_any)
+                .await
+            {
+                StepEnd::Done(s) => s,
+                StepEnd::Cancelled => return self.cancelled(out),
+                StepEnd::Failed(e) => {
+                    let msg = format!("Provider error: {e}");
+                    self.store_msg(
+                        &seed,
+                        NewMessage::new(
+                            Role::Assistant,
+                            format!("⚠️ Sayri Error: {e}"),
+                            self.ports.clock.now_unix(),
+                        ),
+                        &sink,
+                    );
+                    sink.emit(CoreEvent::Error(msg.clone()));
+                    out.error = Some(msg);
+                    return out;
+                }
+            };
+            streamed_any |= !step.answer.trim().is_empty();
+            if let Some(u) = step.usage {
+                out.usage.prompt_tokens += u.prompt_tokens;
+                out.usage.completion_tokens += u.completion_tokens;
+                out.usage.total_tokens += u.total_tokens;
+            }
+            let reasoning = (!step.reasoning.is_empty()).then(|| step.reasoning.clone());
+            let now = self.ports.clock.now_unix();
+
+            match &step.finish {
+                Some(FinishReason::Length) => {
+                    let msg = "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise max_tokens for this agent or provider, or ask for a shorter answer.".to_string();
+                    if !step.answer.trim().is_empty() {
+                        let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
+                        m.usage = step.usage;
+                        m.reasoning = reasoning;
+                        self.store_msg(&seed, m, &sink);
+                    }
+                    self.store_msg(
+                        &seed,
+                        NewMessage::new(Role::Assistant, format!("⚠️ {msg}"), now),
+                        &sink,
+                    );
+                    sink.emit(CoreEvent::Error(msg.clone()));
+                    let partial = strip_patterns(&step.answer, &settings.strip_patterns);
+                    out.text = (!partial.is_empty()).then_some(partial);
+                    out.error = Some(msg);
+                    return out;
+                }
+                Some(FinishReason::ContentFilter) => {
+                    let msg = "The provider filtered the answer (finish_reason: content_filter). Rephrase the request.".to_string();
+                    self.store_msg(
+                        &seed,
+                        NewMessage::new(Role::Assistant, format!("⚠️ {msg}"), now),
+                        &sink,
+                    );
+                    sink.emit(CoreEvent::Error(msg.clone()));
+                    out.error = Some(msg);
+                    return out;
+                }
+                _ => {}
+            }
+
+            let last_step = call == max_calls;
+            // (a) History search, at any level.
+            if !last_step && let Some(q) = codeblock::history_search(&step.answer) {
+                let label = format!("search_history: {q}");
+                sink.emit(CoreEvent::ToolStart(label.clone()));
+                let obs = self.search_history(&req.session_id, &q);
+                sink.emit(CoreEvent::ToolFinish {
+                    command: label,
+                    output: obs.clone(),
+                    exit_code: Some(0),
+                });
+                history::push_merged(
+                    &mut messages,
+                    ChatMessage::new(Role::Assistant, step.answer.clone()),
+                );
+                history::push_merged(&mut messages, ChatMessage::new(Role::User, obs));
+                continue;
+            }
+
+            // (b) Commands.
+            let blocks = codeblock::command_blocks(&step.answer);
+            if let Some(first) = blocks.first() {
+                if last_step {
+                    let note = format!(
+                        "(I reached the step limit for this request, so this command was not run: `{}`. Ask me to continue if you want it run.)",
+                        first.body.trim()
+                    );
+                    let prose = strip_patterns(&step.answer, &settings.strip_patterns);
+                    let before = prose.split("```").next().unwrap_or("").trim().to_string();
+                    let text = if before.is_empty() {
+                        note
+                    } else {
+                        format!("{before}\n\n{note}")
+                    };
+                    return self.finish(out, &seed, text, step.usage, reasoning, &sink);
+                }
+                let command = first.body.trim().to_string();
+                let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
+                m.usage = step.usage;
+                m.reasoning = reasoning;
+                self.store_msg(&seed, m, &sink);
+                sink.emit(CoreEvent::ToolStart(command.clone()));
+
+                let result = self
+                    .authorize_and_run(&profile, level, &req, &command, &cancel)
+                    .await;
+                if result.status != ExecStatus::Denied {
+                    out.commands_run += 1;
+                }
+                let output = self.ports.redactor.redact(&result.output);
+                let obs = observation(
+                    &result,
+                    &output,
+                    settings.observation_max_chars,
+                    blocks.len() - 1,
+                );
+                let mut tool =
+                    NewMessage::new(Role::Tool, obs.clone(), self.ports.clock.now_unix());
+                tool.tool_call = Some(ToolCallRecord {
+                    command: command.clone(),
+                    exit_code: result.exit_code,
+                    status: status_name(result.status).into(),
+                    output: output.clone(),
+                    duration_ms: result.duration.as_secs_f64() * 1000.0,
+                });
+                self.store_msg(&seed, tool, &sink);
+                if cancel.is_cancelled() {
+                    return self.cancelled(out);
+                }
+                sink.emit(CoreEvent::ToolFinish {
+                    command: command.clone(),
+                    output,
+                    exit_code: result.exit_code,
+                });
+                if profile.reinforcement_learning
+                    && matches!(result.status, ExecStatus::Success | ExecStatus::Failed)
+                    && !LOOKUP_PREFIXES.iter().any(|p| command.starts_with(p))
+                {
+                    let update = PreferenceUpdate {
+                        agent_id: profile.id.clone(),
+                        intent: req.text.clone(),
+                        command: command.clone(),
+                        success: result.status == ExecStatus::Success,
+                        rejected_command: None,
+                        notes: None,
+                        now: self.ports.clock.now_unix(),
+                    };
+                    if let Err(e) = self.ports.store.record_preference(&update) {
+                        sink.emit(CoreEvent::Error(e.to_string()));
+                    }
+                }
+                history::push_merged(
+                    &mut messages,
+                    ChatMessage::new(Role::Assistant, step.answer.clone()),
+                );
+                history::push_merged(&mut messages, ChatMessage::new(Role::User, obs));
+                continue;
+            }
+
+            // (c) Final answer.
+            let clean = strip_patterns(&step.answer, &settings.strip_patterns);
+            if clean.is_empty() {
+                let msg =
+                    "The model returned an empty answer. Try again, or check the model server."
+                        .to_string();
+                self.store_msg(
+                    &seed,
+                    NewMessage::new(Role::Assistant, format!("⚠️ {msg}"), now),
+                    &sink,
+                );
+                sink.emit(CoreEvent::Error(msg.clone()));
+                out.error = Some(msg);
+                return out;
+            }
+            return self.finish(out, &seed, clean, step.usage, reasoning, &sink);
+        }
+        // Unreachable in practice: the last call always finishes above.
+        out
+    }
+
+    fn finish(
+        &self,
+        mut out: TurnOutcome,
+        seed: &SessionSeed<'_>,
+        text: String,
+        usage: Option<Usage>,
+        reasoning: Option<String>,
+        sink: &TurnSink<'_>,
+    ) -> TurnOutcome {
+        let mut m = NewMessage::new(Role::Assistant, text.clone(), self.ports.clock.now_unix());
+        m.usage = usage;
+        m.reasoning = reasoning;
+        self.store_msg(seed, m, sink);
+        sink.emit(CoreEvent::AssistantDone(text.clone()));
+        out.text = Some(text);
+        out
+    }
+
+    fn cancelled(&self, mut out: TurnOutcome) -> TurnOutcome {
+        out.cancelled = true;
+        out.error = Some(INTERRUPTED.into());
+        out
+    }
+
+    async fn stream_step(
+        &self,
+        request: ChatRequest,
+        sink: &TurnSink<'_>,
+        cancel: &CancellationToken,
+        separate: bool,
+    ) -> StepEnd {
+        let mut stream = self.ports.model.stream_chat(request);
+        let mut filter = DeltaFilter::default();
+        let mut step = Step {
+            answer: String::new(),
+            reasoning: String::new(),
+            usage: None,
+            finish: None,
+        };
+        let mut need_sep = separate;
+        let mut emit_text = |text: String, sink: &TurnSink<'_>| {
+            if !text.is_empty() {
+                if need_sep {
+                    sink.emit(CoreEvent::AssistantDelta("\n\n".into()));
+                    need_sep = false;
+                }
+                sink.emit(CoreEvent::AssistantDelta(text));
+            }
+        };
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return StepEnd::Cancelled,
+                item = stream.next() => item,
+            };
+            match item {
+                None => break,
+                Some(Err(e)) => return StepEnd::Failed(e),
+                Some(Ok(ChatEvent::Content(c))) => {
+                    step.answer.push_str(&c);
+                    emit_text(filter.push(&c), sink);
+                }
+                Some(Ok(ChatEvent::Reasoning(r))) => {
+                    step.reasoning.push_str(&r);
+                    sink.emit(CoreEvent::ReasoningDelta(r));
+                }
+                Some(Ok(ChatEvent::Usage(u))) => step.usage = Some(u),
+                Some(Ok(ChatEvent::ToolCall { .. })) => {}
+                Some(Ok(ChatEvent::Finish(f))) => {
+                    step.finish = Some(f);
+                    break;
+                }
+            }
+        }
+        drop(stream);
+        if step.finish.is_none() {
+            return StepEnd::Failed(ChatError::CutOff);
+        }
+        emit_text(filter.finish(), sink);
+        StepEnd::Done(step)
+    }
+
+    async fn authorize_and_run(
+        &self,
+        profile: &Arc<AgentProfile>,
+        level: SandboxLevel,
+        req: &TurnRequest,
+        command: &str,
+        cancel: &CancellationToken,
+    ) -> ExecResult {
+        let refused = |output: String| ExecResult {
+            status: ExecStatus::Denied,
+            exit_code: Some(126),
+            output,
+            duration: Duration::ZERO,
+            background_pid: None,
+        };
+        if level == SandboxLevel::NoExec {
+            return refused(
+                "Refused: this agent runs at LEVEL_0_NO_EXEC (conversation only); nothing is executed.".into(),
+            );
+        }
+        if cancel.is_cancelled() {
+            return refused(INTERRUPTED.into());
+        }
+        let verdict = self
+            .ports
+            .gate
+            .authorize(
+                GateRequest {
+                    agent: profile.clone(),
+                    level,
+                    session_id: req.session_id.clone(),
+                    action: "shell".into(),
+                    resource: command.to_string(),
+                    approvable: req.approvable,
+                },
+                cancel.clone(),
+            )
+            .await;
+        if let GateVerdict::Refuse { message, .. } = verdict {
+            return refused(message);
+        }
+        if cancel.is_cancelled() {
+            return refused(INTERRUPTED.into());
+        }
+        let exec = ExecRequest {
+            command: command.to_string(),
+            level,
+            agent_id: profile.id.clone(),
+            workspace: profile.sandbox.isolated_dir.as_ref().map(PathBuf::from),
+            timeout: Duration::from_secs(profile.sandbox.timeout_seconds.max(1)),
+            allow_network: profile.sandbox.allow_network,
+            env: Vec::new(),
+            output_limit: self.settings().output_limit,
+        };
+        self.ports.sandbox.run(exec, cancel.clone()).await
+    }
+
+    /// Answers a `search_history` request: this session first, then every session.
+    fn search_history(&self, session_id: &str, q: &str) -> String {
+        let store = &self.ports.store;
+        let mut hits = store
+            .search_messages(q, Some(session_id), 6)
+            .unwrap_or_default();
+        if hits.is_empty() {
+            hits = store.search_messages(q, None, 8).unwrap_or_default();
+        }
+        if hits.is_empty() {
+            return format!("[History search for '{q}']: no matching messages.");
+        }
+        let mut s = format!("[History search for '{q}']:");
+        for h in hits {
+            let role = match h.role {
+                Role::User => "USER",
+                Role::Tool => "TOOL",
+                _ => "SAYRI",
+            };
+            s.push_str(&format!(
+                "\n- [{role} ({})]: {}",
+                h.session_title,
+                self.ports.redactor.redact(&h.content)
+            ));
+        }
+        s
+    }
+
+    /// Generates a 3–4 word title for a session from its first request (spec §4.8) with a
+    /// short streamed request, and stores it if the title is still the initial one. Returns
+    /// the title set, or `None` (errors are ignored: a title is cosmetic).
+    pub async fn generate_title(&self, session_id: &str, first_request: &str) -> Option<String> {
+        let settings = self.settings();
+        let request = ChatRequest {
+            model: settings.model.clone(),
+            messages: vec![
+                ChatMessage::new(
+                    Role::System,
+                    "Write an ultra-short title (3-4 words) for this request, in its language. Only the words: no quotes, no period.",
+                ),
+                ChatMessage::new(Role::User, cut_chars(first_request, 120)),
+            ],
+            temperature: Some(settings.title_temperature),
+            max_tokens: Some(15),
+            tools: None,
+        };
+        let mut stream = self.ports.model.stream_chat(request);
+        let mut text = String::new();
+        let collect = async {
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(ChatEvent::Content(c)) => text.push_str(&c),
+                    Ok(ChatEvent::Finish(_)) => return true,
+                    Ok(_) => {}
+                    Err(_) => return false,
+                }
+            }
+            false
+        };
+        let complete = tokio::time::timeout(Duration::from_secs(10), collect)
+            .await
+            .unwrap_or(false);
+        if !complete {
+            return None;
+        }
+        let title = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '.' | '“' | '”'))
+            .to_string();
+        if title.chars().count() < 3 || title.starts_with("HTTP") {
+            return None;
+        }
+        let title = cut_chars(&title, 36);
+        let initial = cut_chars(first_request.trim(), 30);
+        let current = self.ports.store.session(session_id).ok().flatten()?;
+        if current.title != initial {
+            return None;
+        }
+        self.ports
+            .store
+            .rename_session(session_id, &title)
+            .ok()
+            .filter(|ok| *ok)
+            .map(|_| title)
+    }
+}

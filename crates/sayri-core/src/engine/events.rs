@@ -1,0 +1,179 @@
+//! Events the core emits, with the names and payloads of the wire protocol (spec §2.3), so the
+//! daemon can broadcast them 1:1: `{"event": ev.name(), ...ev.payload()}`.
+
+use sayri_protocol::names::event;
+use serde_json::{Value, json};
+
+/// The voice/activity state machine's states (spec §3.3). Voice states are reserved for the
+/// voice issue; text turns use `Idle` and `Thinking`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoreState {
+    /// Nothing happening.
+    Idle,
+    /// Microphone open, waiting for speech.
+    Listening,
+    /// Wake word heard / armed.
+    Activated,
+    /// A turn is running.
+    Thinking,
+    /// Text-to-speech is playing.
+    Speaking,
+}
+
+impl CoreState {
+    /// Wire name (`idle`, `listening`, `activated`, `thinking`, `speaking`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoreState::Idle => "idle",
+            CoreState::Listening => "listening",
+            CoreState::Activated => "activated",
+            CoreState::Thinking => "thinking",
+            CoreState::Speaking => "speaking",
+        }
+    }
+}
+
+/// One event for clients.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CoreEvent {
+    /// `state` — `{"state"}`.
+    State(CoreState),
+    /// `busy` — `{"active"}`: a turn started (true) or ended (false).
+    Busy(bool),
+    /// `user` — `{"text"}`: the request sent to the engine.
+    User(String),
+    /// `assistant_delta` — `{"delta"}`: a piece of answer text (fenced command blocks are held
+    /// back; see `engine::delta_filter`).
+    AssistantDelta(String),
+    /// `reasoning_delta` — `{"delta"}`: a piece of reasoning, shown apart.
+    ReasoningDelta(String),
+    /// `assistant_done` — `{"text"}`: the final, cleaned answer (authoritative; replaces the
+    /// streamed text).
+    AssistantDone(String),
+    /// `tool_start` — `{"command"}`: before a command is authorised and run, or
+    /// `search_history: <q>`.
+    ToolStart(String),
+    /// `tool_finish` — `{"command", "output", "exit_code"}`: output is **redacted**.
+    ToolFinish {
+        /// Command text.
+        command: String,
+        /// Redacted output (or the refusal message).
+        output: String,
+        /// Exit code; `null` when the process did not exit by itself.
+        exit_code: Option<i32>,
+    },
+    /// `hint` — `{"text"}`: a short status string.
+    Hint(String),
+    /// `error` — `{"error"}`: a message fit for the user.
+    Error(String),
+    /// `conversation_started` — `{"session_id"}`.
+    ConversationStarted(String),
+}
+
+impl CoreEvent {
+    /// The protocol event name (from `sayri_protocol::names::event`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CoreEvent::State(_) => event::STATE,
+            CoreEvent::Busy(_) => event::BUSY,
+            CoreEvent::User(_) => event::USER,
+            CoreEvent::AssistantDelta(_) => event::ASSISTANT_DELTA,
+            CoreEvent::ReasoningDelta(_) => event::REASONING_DELTA,
+            CoreEvent::AssistantDone(_) => event::ASSISTANT_DONE,
+            CoreEvent::ToolStart(_) => event::TOOL_START,
+            CoreEvent::ToolFinish { .. } => event::TOOL_FINISH,
+            CoreEvent::Hint(_) => event::HINT,
+            CoreEvent::Error(_) => event::ERROR,
+            CoreEvent::ConversationStarted(_) => event::CONVERSATION_STARTED,
+        }
+    }
+
+    /// The payload object (without the `event` key), shaped as in spec §2.3.
+    pub fn payload(&self) -> Value {
+        match self {
+            CoreEvent::State(s) => json!({ "state": s.as_str() }),
+            CoreEvent::Busy(a) => json!({ "active": a }),
+            CoreEvent::User(t) | CoreEvent::AssistantDone(t) | CoreEvent::Hint(t) => {
+                json!({ "text": t })
+            }
+            CoreEvent::AssistantDelta(d) | CoreEvent::ReasoningDelta(d) => json!({ "delta": d }),
+            CoreEvent::ToolStart(c) => json!({ "command": c }),
+            CoreEvent::ToolFinish {
+                command,
+                output,
+                exit_code,
+            } => json!({ "command": command, "output": output, "exit_code": exit_code }),
+            CoreEvent::Error(e) => json!({ "error": e }),
+            CoreEvent::ConversationStarted(s) => json!({ "session_id": s }),
+        }
+    }
+
+    /// The full wire object: `{"event": name, ...payload}`.
+    pub fn to_wire(&self) -> Value {
+        let mut v = self.payload();
+        if let Value::Object(m) = &mut v {
+            m.insert("event".into(), Value::String(self.name().into()));
+        }
+        v
+    }
+}
+
+/// Receives events. Implementations must not block (e.g. push into a broadcast channel): the
+/// core may call `emit` while holding its turn lock, which is what keeps stale events of an
+/// interrupted turn from ever reaching clients.
+pub trait EventSink: Send + Sync {
+    /// Delivers one event.
+    fn emit(&self, event: CoreEvent);
+}
+
+/// A sink that drops everything (e.g. for `ask` from a context without listeners).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NullSink;
+
+impl EventSink for NullSink {
+    fn emit(&self, _event: CoreEvent) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_shapes_match_the_protocol() {
+        let e = CoreEvent::ToolFinish {
+            command: "ls".into(),
+            output: "a".into(),
+            exit_code: Some(0),
+        };
+        assert_eq!(
+            e.to_wire(),
+            json!({"event":"tool_finish","command":"ls","output":"a","exit_code":0})
+        );
+        assert_eq!(
+            CoreEvent::Busy(true).to_wire(),
+            json!({"event":"busy","active":true})
+        );
+        assert_eq!(
+            CoreEvent::State(CoreState::Thinking).to_wire(),
+            json!({"event":"state","state":"thinking"})
+        );
+        assert_eq!(
+            CoreEvent::AssistantDelta("x".into()).to_wire(),
+            json!({"event":"assistant_delta","delta":"x"})
+        );
+        assert_eq!(
+            CoreEvent::ConversationStarted("s".into()).to_wire(),
+            json!({"event":"conversation_started","session_id":"s"})
+        );
+        for e in [
+            CoreEvent::Hint(String::new()),
+            CoreEvent::Error(String::new()),
+            CoreEvent::ReasoningDelta(String::new()),
+            CoreEvent::User(String::new()),
+            CoreEvent::AssistantDone(String::new()),
+            CoreEvent::ToolStart(String::new()),
+        ] {
+            assert!(event::ALL.contains(&e.name()));
+        }
+    }
+}
