@@ -1,0 +1,3 @@
+mod engine;
+mod engine_core;
+mod engine_fakes;
