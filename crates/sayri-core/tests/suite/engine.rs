@@ -466,3 +466,72 @@ async fn preferences_record_the_current_request_as_intent() {
         ("play some music", "rhythmbox &")
     );
 }
+
+/// Figure for the issue's benchmark: prompt tokens per request over a scripted 20-turn chat
+/// with one command per turn (counted with o200k_base over the request messages). The bound
+/// checked is the history budget, not a timing.
+#[tokio::test]
+async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
+    use sayri_core::domain::tokens;
+    let mut replies = Vec::new();
+    for _ in 0..20 {
+        replies.push(text(
+            "Checking the disk usage of your home directory now.\n```bash\ndu -sh ~\n```",
+        ));
+        replies.push(text(
+            "Your home directory uses 40G; the largest part is in Downloads.",
+        ));
+    }
+    let r = rig(replies, false);
+    let sink = RecordingSink::default();
+    for i in 0..20 {
+        let out = r
+            .engine
+            .run_turn(
+                turn(
+                    AgentProfile::builtin_default(),
+                    &format!("Turn {i}: how big is my home directory?"),
+                ),
+                &sink,
+            )
+            .await;
+        assert!(out.error.is_none());
+    }
+    let sizes: Vec<usize> = r
+        .model
+        .requests()
+        .iter()
+        .map(|q| {
+            q.messages
+                .iter()
+                .map(|m| tokens::count_message(&m.content))
+                .sum()
+        })
+        .collect();
+    println!("prompt tokens per request (40 requests, 20 turns): {sizes:?}");
+    println!(
+        "first {}, max {}, last {}",
+        sizes[0],
+        sizes.iter().max().unwrap(),
+        sizes.last().unwrap()
+    );
+    let budget = r.engine.settings().history;
+    let system = tokens::count(
+        &r.engine
+            .system_prompt(&AgentProfile::builtin_default(), SandboxLevel::HostUser),
+    );
+    // system + summary + verbatim + the current turn (request, one step, one observation).
+    let bound = system + budget.summary_tokens + budget.verbatim_tokens + 200 + 40;
+    assert!(
+        *sizes.iter().max().unwrap() <= bound,
+        "max {} > {bound}",
+        sizes.iter().max().unwrap()
+    );
+    // Later requests do not keep growing: the history is compacted.
+    assert!(
+        sizes[39] < sizes[39 - 10] + 60,
+        "{} vs {}",
+        sizes[39],
+        sizes[29]
+    );
+}
