@@ -535,3 +535,27 @@ async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
         sizes[29]
     );
 }
+
+/// Case 32 row 7: a misspelt level is refused with the file and field named, never level 3.
+#[test]
+fn profile_files_from_case_32_load_or_fail_closed() {
+    let ok = AgentProfile::from_json(
+        include_str!("../fixtures/researcher.json"),
+        "agents/researcher.json",
+    )
+    .unwrap();
+    assert_eq!(ok.sandbox.level, SandboxLevel::IsolatedDev);
+    assert_eq!(ok.sandbox.permission_rules[0].effect, "ask");
+    let err = AgentProfile::from_json(
+        include_str!("../fixtures/typo-level.json"),
+        "agents/typo-level.json",
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("agents/typo-level.json")
+            && msg.contains("sandbox.level")
+            && msg.contains("LEVEL_1_READ_ONLY"),
+        "{msg}"
+    );
+}
