@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 pub struct EngineSettings {
     /// Model used when a profile says `"default"`.
     pub model: String,
-    /// Temperature used when… always the profile's; kept for the title request.
+    /// Temperature of the title request (spec §4.8: 0.3). Turns use the profile's temperature.
     pub title_temperature: f32,
     /// Completion cap when the profile has none (`None` = server default).
     pub max_tokens: Option<u32>,
