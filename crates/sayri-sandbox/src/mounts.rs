@@ -77,6 +77,10 @@ pub fn setup(
         None
     };
 
+    // Everything inherited becomes read-only (also stops chmod/chown/utimes/xattr changes, which
+    // Landlock does not cover) and nosuid.
+    set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0)?;
+
     // Private /tmp.
     mnt(
         Some("tmpfs"),
@@ -173,7 +177,8 @@ pub fn setup(
     // The workspace, at its own path, on top of whatever hides its parents.
     if let (Some(ws), Some(f)) = (workspace, &ws_fd) {
         mkdirs(ws)?;
-        mnt(fd_path(f).to_str(), ws, None, MsFlags::MS_BIND | MsFlags::MS_REC, None)?;
+        mnt(fd_path(f).to_str(), ws, None, MsFlags::MS_BIND, None)?;
+        set_attr(ws, false, 0, MOUNT_ATTR_RDONLY)?;
     }
     for d in &hidden_dirs {
         mnt(
@@ -193,6 +198,50 @@ pub fn setup(
         nodev | MsFlags::MS_NOEXEC,
         None,
     )?;
+    Ok(())
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const AT_RECURSIVE: u32 = 0x8000;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr(2)` on the mount at `path` (and below it when `recursive`).
+fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), String> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: valid C string and a correctly sized mount_attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "cannot change the mount attributes of {}: {} (needs Linux 5.12+)",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
     Ok(())
 }
 
