@@ -32,7 +32,9 @@ mod tests {
         assert!(is_background_launch("xdg-open https://example.org"));
         assert!(is_background_launch("gtk-launch org.gnome.Calculator"));
         assert!(!is_background_launch("true && false &&"));
-        assert!(!is_background_launch("nohup sh -c 'sleep 4' >/dev/null 2>&1 & echo started"));
+        assert!(!is_background_launch(
+            "nohup sh -c 'sleep 4' >/dev/null 2>&1 & echo started"
+        ));
         assert!(!is_background_launch("echo \\&"));
         assert!(!is_background_launch("xdg-opener x"));
         assert_eq!(strip_trailing_ampersand("firefox  & "), "firefox");

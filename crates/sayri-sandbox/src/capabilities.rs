@@ -233,7 +233,10 @@ pub fn render(r: &CapabilityReport) -> String {
             .map(|v| v.to_string())
             .unwrap_or_else(|| k.landlock_error.clone().unwrap_or_default()),
         if k.seccomp_filter { "yes" } else { "no" },
-        k.namespaces.as_ref().map(|_| "yes".to_string()).unwrap_or_else(|e| e.clone()),
+        k.namespaces
+            .as_ref()
+            .map(|_| "yes".to_string())
+            .unwrap_or_else(|e| e.clone()),
         k.level1_dry_run
             .as_ref()
             .map(|_| "ok".to_string())
@@ -245,7 +248,11 @@ pub fn render(r: &CapabilityReport) -> String {
             "{} {}: {}\n",
             l.level.number(),
             l.level,
-            if l.guaranteed { "guaranteed" } else { "UNAVAILABLE" }
+            if l.guaranteed {
+                "guaranteed"
+            } else {
+                "UNAVAILABLE"
+            }
         ));
         for m in &l.missing {
             s.push_str(&format!("    missing: {m}\n"));

@@ -15,7 +15,11 @@ impl PidsCgroup {
     /// or `None` when there is none.
     pub fn create(max: u64) -> Option<Self> {
         let name = format!("sayri-sandbox-{}", std::process::id());
-        for root in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+        for root in [
+            "/sys/fs/cgroup/pids",
+            "/sys/fs/cgroup/unified",
+            "/sys/fs/cgroup",
+        ] {
             let root = PathBuf::from(root);
             if !root.join("cgroup.procs").exists() {
                 continue;
@@ -34,7 +38,10 @@ impl PidsCgroup {
 
     /// Moves the calling process into the cgroup.
     pub fn join_self(&self) -> std::io::Result<()> {
-        std::fs::write(self.dir.join("cgroup.procs"), std::process::id().to_string())
+        std::fs::write(
+            self.dir.join("cgroup.procs"),
+            std::process::id().to_string(),
+        )
     }
 
     /// Pids currently in the cgroup.

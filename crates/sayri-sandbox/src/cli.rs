@@ -75,7 +75,11 @@ pub async fn run_cli(cmd: SandboxCommand, settings: SandboxSettings) -> i32 {
                 } else {
                     print!("{}", capabilities::render(&r));
                 }
-                if r.levels[1].guaranteed && r.levels[2].guaranteed { 0 } else { 1 }
+                if r.levels[1].guaranteed && r.levels[2].guaranteed {
+                    0
+                } else {
+                    1
+                }
             }
             Err(e) => {
                 eprintln!("sayri sandbox check: {e}");

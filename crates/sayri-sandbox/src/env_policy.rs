@@ -4,7 +4,9 @@
 use sayri_protocol::SandboxLevel;
 
 /// Variables every level inherits from the launcher's environment.
-pub const BASE_ALLOW: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TZ", "SHELL"];
+pub const BASE_ALLOW: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TZ", "SHELL",
+];
 
 /// Extra variables inherited at levels 3–4 so desktop apps can open windows and reach the session bus.
 pub const DESKTOP_ALLOW: &[&str] = &[
@@ -100,7 +102,10 @@ mod tests {
         let env = build_env(
             SandboxLevel::IsolatedDev,
             parent(),
-            &[("API_TOKEN".into(), "t".into()), ("HOME".into(), "/x".into())],
+            &[
+                ("API_TOKEN".into(), "t".into()),
+                ("HOME".into(), "/x".into()),
+            ],
         );
         assert!(env.contains(&("API_TOKEN".into(), "t".into())));
         assert!(env.contains(&("HOME".into(), "/x".into())));

@@ -112,7 +112,12 @@ fn run_exec(json: &str) -> i32 {
     };
     let _ = nix::unistd::setsid();
     let mut blocked = SigSet::empty();
-    for s in [Signal::SIGCHLD, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
         blocked.add(s);
     }
     if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None) {
@@ -178,9 +183,17 @@ fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
                 } else {
                     None
                 };
-                mounts::setup(ws, &spec.deny_read, spec.limits.tmp_size_bytes, spec.allow_network)?;
+                mounts::setup(
+                    ws,
+                    &spec.deny_read,
+                    spec.limits.tmp_size_bytes,
+                    spec.allow_network,
+                )?;
                 std::env::set_current_dir(&spec.cwd).map_err(|e| {
-                    format!("cannot enter the working directory {}: {e}", spec.cwd.display())
+                    format!(
+                        "cannot enter the working directory {}: {e}",
+                        spec.cwd.display()
+                    )
                 })?;
                 rlimits::apply(&spec.limits, cpu, spec.limits.processes)?;
                 privileges::set_no_new_privs()?;
@@ -256,7 +269,10 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
                     rlimits::apply(&spec.limits, cpu, nproc)?;
                 }
                 std::env::set_current_dir(&spec.cwd).map_err(|e| {
-                    format!("cannot enter the working directory {}: {e}", spec.cwd.display())
+                    format!(
+                        "cannot enter the working directory {}: {e}",
+                        spec.cwd.display()
+                    )
                 })?;
                 if !elevated {
                     privileges::set_no_new_privs()?;

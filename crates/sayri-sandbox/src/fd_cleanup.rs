@@ -4,7 +4,14 @@
 /// `/proc/self/fd` on kernels older than 5.9).
 pub fn close_from(first: i32) {
     // SAFETY: close_range only closes descriptors; the helper owns every descriptor it inherits.
-    let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, libc::c_uint::MAX, 0) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            libc::c_uint::MAX,
+            0,
+        )
+    };
     if rc == 0 {
         return;
     }

@@ -28,7 +28,9 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     /// The helper program could not be started.
-    #[error("cannot start the sandbox helper {program}: {source}; check `helper_program` in the sandbox settings")]
+    #[error(
+        "cannot start the sandbox helper {program}: {source}; check `helper_program` in the sandbox settings"
+    )]
     Spawn {
         /// Helper path.
         program: PathBuf,
@@ -36,7 +38,9 @@ pub enum ProbeError {
         source: std::io::Error,
     },
     /// The helper answered something unreadable.
-    #[error("the sandbox helper's probe answer is unreadable ({0}); is the helper the same version as the daemon?")]
+    #[error(
+        "the sandbox helper's probe answer is unreadable ({0}); is the helper the same version as the daemon?"
+    )]
     Decode(String),
 }
 
@@ -79,8 +83,8 @@ impl LinuxSandbox {
                 program: s.helper_program.clone(),
                 source,
             })?;
-        let k: KernelFeatures = serde_json::from_slice(&out.stdout)
-            .map_err(|e| ProbeError::Decode(e.to_string()))?;
+        let k: KernelFeatures =
+            serde_json::from_slice(&out.stdout).map_err(|e| ProbeError::Decode(e.to_string()))?;
         Ok(capabilities::assess(&k))
     }
 
@@ -93,9 +97,11 @@ impl LinuxSandbox {
         let level = req.level;
         let workspace = match level {
             SandboxLevel::NoExec => {
-                return Err("LEVEL_0_NO_EXEC: this agent may not execute commands. Raise the \
+                return Err(
+                    "LEVEL_0_NO_EXEC: this agent may not execute commands. Raise the \
                             agent's sandbox level to run commands."
-                    .into());
+                        .into(),
+                );
             }
             SandboxLevel::ReadOnly => None,
             SandboxLevel::IsolatedDev => {
@@ -166,7 +172,11 @@ impl LinuxSandbox {
 }
 
 impl Sandbox for LinuxSandbox {
-    fn run(&self, request: ExecRequest, cancel: CancellationToken) -> BoxFuture<'static, ExecResult> {
+    fn run(
+        &self,
+        request: ExecRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, ExecResult> {
         let this = self.clone();
         Box::pin(async move { this.run_inner(request, cancel).await })
     }

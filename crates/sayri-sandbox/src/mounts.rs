@@ -57,7 +57,13 @@ pub fn setup(
     keep_resolv_conf: bool,
 ) -> Result<(), String> {
     let nodev = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    mnt(None, Path::new("/"), None, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None)?;
+    mnt(
+        None,
+        Path::new("/"),
+        None,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None,
+    )?;
 
     // Handles taken before anything is hidden.
     let ws_fd = workspace.map(open_path).transpose()?;
@@ -79,7 +85,12 @@ pub fn setup(
 
     // Everything inherited becomes read-only (also stops chmod/chown/utimes/xattr changes, which
     // Landlock does not cover) and nosuid.
-    set_attr(Path::new("/"), true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0)?;
+    set_attr(
+        Path::new("/"),
+        true,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+        0,
+    )?;
 
     // Private /tmp.
     mnt(

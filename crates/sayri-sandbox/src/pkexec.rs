@@ -12,7 +12,11 @@ pub const DENIED_MESSAGE: &str = "The administrator authorization (Polkit) was c
     denied, so the command did not run. Approve the dialog to run it as root, or use a lower level.";
 
 /// Program and arguments that run `helper helper_args… exec <spec>` as root via `pkexec`.
-pub fn command(helper: &Path, helper_args: &[OsString], spec_json: &str) -> (OsString, Vec<OsString>) {
+pub fn command(
+    helper: &Path,
+    helper_args: &[OsString],
+    spec_json: &str,
+) -> (OsString, Vec<OsString>) {
     let mut args = Vec::with_capacity(helper_args.len() + 3);
     args.push(helper.as_os_str().to_owned());
     args.extend(helper_args.iter().cloned());

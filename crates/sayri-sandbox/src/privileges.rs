@@ -30,7 +30,14 @@ pub fn drop_all_capabilities() -> Result<(), String> {
     let err = |what: &str| format!("{what} failed: {}", std::io::Error::last_os_error());
     // SAFETY: prctl/syscall calls with integer or properly sized struct arguments.
     unsafe {
-        if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 {
+        if libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        ) != 0
+        {
             return Err(err("clearing the ambient capability set"));
         }
         let last: libc::c_ulong = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")

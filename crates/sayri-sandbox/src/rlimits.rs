@@ -11,7 +11,11 @@ pub fn apply(limits: &ResourceLimits, cpu_seconds: u64, nproc: u64) -> Result<()
         setrlimit(r, v, v).map_err(|e| format!("cannot set {name} to {v}: {e}"))
     };
     set(Resource::RLIMIT_AS, limits.address_space_bytes, "RLIMIT_AS")?;
-    set(Resource::RLIMIT_FSIZE, limits.file_size_bytes, "RLIMIT_FSIZE")?;
+    set(
+        Resource::RLIMIT_FSIZE,
+        limits.file_size_bytes,
+        "RLIMIT_FSIZE",
+    )?;
     set(Resource::RLIMIT_CPU, cpu_seconds.max(1), "RLIMIT_CPU")?;
     set(Resource::RLIMIT_NPROC, nproc, "RLIMIT_NPROC")?;
     set(Resource::RLIMIT_CORE, 0, "RLIMIT_CORE")?;

@@ -112,7 +112,11 @@ pub fn build() -> Result<Vec<BpfProgram>, String> {
     let mut eacces = BTreeMap::new();
     eacces.insert(
         libc::SYS_socket,
-        vec![rule(vec![cond(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?])?],
+        vec![rule(vec![cond(
+            0,
+            SeccompCmpOp::Eq,
+            libc::AF_UNIX as u64,
+        )?])?],
     );
 
     let mut eafnosupport = BTreeMap::new();
@@ -150,10 +154,30 @@ fn x32_filter() -> BpfProgram {
     const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
     const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
     vec![
-        sock_filter { code: BPF_LD_W_ABS, jt: 0, jf: 0, k: 0 },
-        sock_filter { code: BPF_JGE_K, jt: 0, jf: 1, k: 0x4000_0000 },
-        sock_filter { code: BPF_RET_K, jt: 0, jf: 0, k: SECCOMP_RET_ERRNO | libc::ENOSYS as u32 },
-        sock_filter { code: BPF_RET_K, jt: 0, jf: 0, k: SECCOMP_RET_ALLOW },
+        sock_filter {
+            code: BPF_LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        sock_filter {
+            code: BPF_JGE_K,
+            jt: 0,
+            jf: 1,
+            k: 0x4000_0000,
+        },
+        sock_filter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        },
+        sock_filter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ALLOW,
+        },
     ]
 }
 

@@ -10,7 +10,10 @@ use std::ffi::OsString;
 const HELPER_ARG: &str = "__sandbox-exec";
 
 #[derive(Debug, Parser)]
-#[command(name = "sayri-sandbox", about = "Run commands at a Sayri isolation level")]
+#[command(
+    name = "sayri-sandbox",
+    about = "Run commands at a Sayri isolation level"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: SandboxCommand,

@@ -55,7 +55,13 @@ impl Fixture {
         let state = home.join(".local/share/sayri");
         let config = home.join(".config/sayri");
         let outside = home.join("sayri-outside");
-        for d in [&state, &config, &outside, &home.join(".ssh"), &home.join(".config/autostart")] {
+        for d in [
+            &state,
+            &config,
+            &outside,
+            &home.join(".ssh"),
+            &home.join(".config/autostart"),
+        ] {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
@@ -215,35 +221,155 @@ pub fn sandbox_attempts(f: &Fixture, tcp_port: u16, udp_port: u16) -> Vec<Attemp
     vec![
         attempt("write home", format!("echo x > {h}/pwned"), denied),
         attempt("write /etc", "echo x > /etc/sayri-pwned", denied),
-        attempt("write via /proc/self/root", format!("echo x > /proc/self/root{h}/pwned"), denied),
-        attempt("write via ..", format!("cd {out} && echo x > ../../home/pwned2"), denied),
-        attempt("write via /proc/self/fd", format!("exec 7<{out}; echo x > /proc/self/fd/7/new.txt"), denied),
-        attempt("overwrite victim", format!("printf OWNED > {out}/victim.txt"), denied),
-        attempt("chmod outside", format!("chmod 777 {out}/victim.txt"), &["Read-only file system", "Operation not permitted"]),
-        attempt("utimes outside", format!("touch -d 2001-01-01 {out}/victim.txt"), denied),
-        attempt("read ssh key", format!("cat {h}/.ssh/id_ed25519"), &["Permission denied"]),
-        attempt("list ssh dir", format!("ls {h}/.ssh"), &["Permission denied"]),
-        attempt("read vault", format!("cat {cfg}/vault.json"), &["Permission denied"]),
-        attempt("read config", format!("cat {cfg}/sayri.conf"), &["Permission denied"]),
-        attempt("read sessions db", format!("cat {st}/sessions.db"), &["Permission denied", "No such file"]),
-        attempt("read /etc/shadow", "cat /etc/shadow", &["Permission denied"]),
-        attempt("tcp to host loopback", format!("exec 3<>/dev/tcp/127.0.0.1/{tcp_port}; echo connected"), &["Permission denied", "Network is unreachable"]),
-        attempt("udp to host loopback", format!("echo x > /dev/udp/127.0.0.1/{udp_port} && echo sent"), &["Network is unreachable"]),
-        attempt("dns canary", "getent hosts c4n4ry-7f3a.example.invalid; echo rc=$?", &["rc=2"]),
-        attempt("interfaces", "cat /proc/net/dev | awk 'NR>2{print $1}' | tr '\\n' ' '; echo end", &["lo: end"]),
-        attempt("host unix socket", format!("{PY} -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{hs}')\""), &["PermissionError"]),
-        attempt("sayri daemon socket", format!("{PY} -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{ss}')\""), &["PermissionError"]),
+        attempt(
+            "write via /proc/self/root",
+            format!("echo x > /proc/self/root{h}/pwned"),
+            denied,
+        ),
+        attempt(
+            "write via ..",
+            format!("cd {out} && echo x > ../../home/pwned2"),
+            denied,
+        ),
+        attempt(
+            "write via /proc/self/fd",
+            format!("exec 7<{out}; echo x > /proc/self/fd/7/new.txt"),
+            denied,
+        ),
+        attempt(
+            "overwrite victim",
+            format!("printf OWNED > {out}/victim.txt"),
+            denied,
+        ),
+        attempt(
+            "chmod outside",
+            format!("chmod 777 {out}/victim.txt"),
+            &["Read-only file system", "Operation not permitted"],
+        ),
+        attempt(
+            "utimes outside",
+            format!("touch -d 2001-01-01 {out}/victim.txt"),
+            denied,
+        ),
+        attempt(
+            "read ssh key",
+            format!("cat {h}/.ssh/id_ed25519"),
+            &["Permission denied"],
+        ),
+        attempt(
+            "list ssh dir",
+            format!("ls {h}/.ssh"),
+            &["Permission denied"],
+        ),
+        attempt(
+            "read vault",
+            format!("cat {cfg}/vault.json"),
+            &["Permission denied"],
+        ),
+        attempt(
+            "read config",
+            format!("cat {cfg}/sayri.conf"),
+            &["Permission denied"],
+        ),
+        attempt(
+            "read sessions db",
+            format!("cat {st}/sessions.db"),
+            &["Permission denied", "No such file"],
+        ),
+        attempt(
+            "read /etc/shadow",
+            "cat /etc/shadow",
+            &["Permission denied"],
+        ),
+        attempt(
+            "tcp to host loopback",
+            format!("exec 3<>/dev/tcp/127.0.0.1/{tcp_port}; echo connected"),
+            &["Permission denied", "Network is unreachable"],
+        ),
+        attempt(
+            "udp to host loopback",
+            format!("echo x > /dev/udp/127.0.0.1/{udp_port} && echo sent"),
+            &["Network is unreachable"],
+        ),
+        attempt(
+            "dns canary",
+            "getent hosts c4n4ry-7f3a.example.invalid; echo rc=$?",
+            &["rc=2"],
+        ),
+        attempt(
+            "interfaces",
+            "cat /proc/net/dev | awk 'NR>2{print $1}' | tr '\\n' ' '; echo end",
+            &["lo: end"],
+        ),
+        attempt(
+            "host unix socket",
+            format!(
+                "{PY} -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{hs}')\""
+            ),
+            &["PermissionError"],
+        ),
+        attempt(
+            "sayri daemon socket",
+            format!(
+                "{PY} -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{ss}')\""
+            ),
+            &["PermissionError"],
+        ),
         attempt("runtime dir sockets hidden", "ls -A /run | wc -l", &["0"]),
-        attempt("signal a host process", format!("kill -0 {me}"), &["No such process"]),
-        attempt("ptrace", format!("{PY} -c \"import ctypes,os; l=ctypes.CDLL(None, use_errno=True); r=l.ptrace(16, 1, 0, 0); print('ptrace', r, os.strerror(ctypes.get_errno()))\""), &["ptrace -1 Operation not permitted"]),
-        attempt("mount", format!("{PY} -c \"import ctypes,os; l=ctypes.CDLL(None, use_errno=True); r=l.mount(b'none', b'/tmp', b'tmpfs', 0, None); print('mount', r, os.strerror(ctypes.get_errno()))\""), &["mount -1 Operation not permitted"]),
-        attempt("new user namespace", "unshare -Ur true", &["Operation not permitted"]),
-        attempt("capabilities", "grep CapEff /proc/self/status", &["0000000000000000"]),
-        attempt("raw disk device", "ls /dev | tr '\\n' ' '", &["fd full null random stderr stdin stdout tty urandom zero"]),
-        attempt("memory exhaustion", format!("{PY} -c 'x = bytearray(6 << 30)'"), &["MemoryError"]),
-        attempt("fork bomb", format!("{PY} -c '{FORK_BOMB}'"), &["Resource temporarily unavailable"]),
-        attempt("fill private tmp", "head -c 400M /dev/zero > /tmp/big", &["No space left on device", "File too large"]),
-        attempt("inherited fds", "ls /proc/self/fd | tr '\\n' ' '", &["0 1 2 3 "]),
+        attempt(
+            "signal a host process",
+            format!("kill -0 {me}"),
+            &["No such process"],
+        ),
+        attempt(
+            "ptrace",
+            format!(
+                "{PY} -c \"import ctypes,os; l=ctypes.CDLL(None, use_errno=True); r=l.ptrace(16, 1, 0, 0); print('ptrace', r, os.strerror(ctypes.get_errno()))\""
+            ),
+            &["ptrace -1 Operation not permitted"],
+        ),
+        attempt(
+            "mount",
+            format!(
+                "{PY} -c \"import ctypes,os; l=ctypes.CDLL(None, use_errno=True); r=l.mount(b'none', b'/tmp', b'tmpfs', 0, None); print('mount', r, os.strerror(ctypes.get_errno()))\""
+            ),
+            &["mount -1 Operation not permitted"],
+        ),
+        attempt(
+            "new user namespace",
+            "unshare -Ur true",
+            &["Operation not permitted"],
+        ),
+        attempt(
+            "capabilities",
+            "grep CapEff /proc/self/status",
+            &["0000000000000000"],
+        ),
+        attempt(
+            "raw disk device",
+            "ls /dev | tr '\\n' ' '",
+            &["fd full null random stderr stdin stdout tty urandom zero"],
+        ),
+        attempt(
+            "memory exhaustion",
+            format!("{PY} -c 'x = bytearray(6 << 30)'"),
+            &["MemoryError"],
+        ),
+        attempt(
+            "fork bomb",
+            format!("{PY} -c '{FORK_BOMB}'"),
+            &["Resource temporarily unavailable"],
+        ),
+        attempt(
+            "fill private tmp",
+            "head -c 400M /dev/zero > /tmp/big",
+            &["No space left on device", "File too large"],
+        ),
+        attempt(
+            "inherited fds",
+            "ls /proc/self/fd | tr '\\n' ' '",
+            &["0 1 2 3 "],
+        ),
         attempt("environment secrets", "env | grep -c SECRET_TOKEN", &["0"]),
     ]
 }
@@ -264,9 +390,15 @@ impl Listeners {
 
     /// Asserts that nothing reached the host listeners.
     pub fn assert_untouched(&self) {
-        assert!(self.tcp.accept().is_err(), "a TCP connection reached the host");
+        assert!(
+            self.tcp.accept().is_err(),
+            "a TCP connection reached the host"
+        );
         let mut b = [0u8; 16];
-        assert!(self.udp.recv_from(&mut b).is_err(), "a datagram reached the host");
+        assert!(
+            self.udp.recv_from(&mut b).is_err(),
+            "a datagram reached the host"
+        );
     }
 }
 

@@ -28,7 +28,11 @@ fn level1(user: User) {
 
     // Case 34, condition 3 (control): the command runs, the write fails, `done` is printed.
     let marker = f.home.join("sayri-failclosed-marker");
-    let o = f.run("LEVEL_1_READONLY", &[], &format!("touch {}; echo done", marker.display()));
+    let o = f.run(
+        "LEVEL_1_READONLY",
+        &[],
+        &format!("touch {}; echo done", marker.display()),
+    );
     assert_eq!(o.status, "success");
     assert!(o.output.contains("Read-only file system") || o.output.contains("Permission denied"));
     assert!(o.output.contains("done"));
@@ -54,7 +58,11 @@ fn level1_with_network_allowed_still_hides_sockets_and_secrets() {
     let f = Fixture::new(User::Nobody);
     let l = Listeners::new();
     let port = l.tcp.local_addr().unwrap().port();
-    let o = f.run("1", &["--network"], &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"));
+    let o = f.run(
+        "1",
+        &["--network"],
+        &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+    );
     assert!(o.output.contains("connected"), "{o:?}");
     let o = f.run(
         "1",

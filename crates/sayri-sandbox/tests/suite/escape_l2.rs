@@ -11,7 +11,11 @@ fn level2(user: User) {
         l.tcp.local_addr().unwrap().port(),
         l.udp.local_addr().unwrap().port(),
     );
-    let denied = &["Permission denied", "Read-only file system", "No such file or directory"][..];
+    let denied = &[
+        "Permission denied",
+        "Read-only file system",
+        "No such file or directory",
+    ][..];
     attempts.extend([
         attempt("workspace is writable", "echo data > mine.txt && cat mine.txt", &["data"]),
         attempt(

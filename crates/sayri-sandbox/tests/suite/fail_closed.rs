@@ -39,7 +39,10 @@ fn refused(syscall: i64, errno: i32, needle: &str) {
         let o = f.run_with(level, &[], &cmd, under_kernel_refusal(syscall, errno));
         assert_eq!(o.status, "denied", "{level}: {o:?}");
         assert_eq!(o.exit_code, Some(126));
-        assert!(o.output.contains(needle), "{level}: reason should name {needle}: {o:?}");
+        assert!(
+            o.output.contains(needle),
+            "{level}: reason should name {needle}: {o:?}"
+        );
         assert!(o.output.contains("did not run"), "{o:?}");
         assert!(!o.output.contains("done"));
         assert!(!marker.exists(), "{level} ran on the host");

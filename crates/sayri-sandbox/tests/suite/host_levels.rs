@@ -33,7 +33,13 @@ fn level3_runs_in_its_own_session_with_no_new_privs() {
 fn level3_setuid_binaries_do_not_elevate() {
     let f = Fixture::new(User::Nobody);
     // A setuid-root copy of `id`: elevates outside the sandbox (control), not inside.
-    let suid = f.outside.parent().unwrap().parent().unwrap().join("suid-id");
+    let suid = f
+        .outside
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("suid-id");
     std::fs::copy("/usr/bin/id", &suid).unwrap();
     std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
     let control = Command::new("setpriv")
@@ -41,9 +47,16 @@ fn level3_setuid_binaries_do_not_elevate() {
         .arg(&suid)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&control.stdout).contains("euid=0"), "control: {control:?}");
+    assert!(
+        String::from_utf8_lossy(&control.stdout).contains("euid=0"),
+        "control: {control:?}"
+    );
     for level in ["1", "2", "3"] {
-        let o = f.run(level, &[], &format!("{}; su -c true root; echo su=$?", suid.display()));
+        let o = f.run(
+            level,
+            &[],
+            &format!("{}; su -c true root; echo su=$?", suid.display()),
+        );
         assert!(!o.output.contains("euid=0"), "level {level}: {o:?}");
         assert!(o.output.contains("uid=65534"), "level {level}: {o:?}");
         assert!(o.output.contains("su=1"), "level {level}: {o:?}");
