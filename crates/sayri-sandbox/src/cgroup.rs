@@ -8,6 +8,9 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub struct PidsCgroup {
     dir: PathBuf,
+    /// The parent's `cgroup.procs`, opened before the helper enters a user namespace (writes
+    /// through it are checked against the opener's credentials).
+    parent_procs: Option<std::fs::File>,
 }
 
 impl PidsCgroup {
@@ -28,7 +31,11 @@ impl PidsCgroup {
             if std::fs::create_dir(&dir).is_err() {
                 continue;
             }
-            let cg = PidsCgroup { dir };
+            let parent_procs = std::fs::OpenOptions::new()
+                .write(true)
+                .open(root.join("cgroup.procs"))
+                .ok();
+            let cg = PidsCgroup { dir, parent_procs };
             if std::fs::write(cg.dir.join("pids.max"), max.to_string()).is_ok() {
                 return Some(cg);
             }
@@ -54,8 +61,33 @@ impl PidsCgroup {
     }
 }
 
+impl PidsCgroup {
+    /// Moves the calling process back to the parent cgroup and removes this one (call after every
+    /// task in it has been killed; `std::process::exit` skips `Drop`).
+    pub fn release(&self) {
+        if let Some(mut f) = self.parent_procs.as_ref() {
+            use std::io::Write;
+            let _ = f.write_all(std::process::id().to_string().as_bytes());
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
 impl Drop for PidsCgroup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Removes the (empty) cgroup a finished helper with `helper_pid` created, if any. The launcher
+/// calls this because a level-1/2 helper sits in a user namespace and cannot remove it itself.
+pub fn remove_for(helper_pid: u32) {
+    for root in [
+        "/sys/fs/cgroup/pids",
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup",
+    ] {
+        let _ =
+            std::fs::remove_dir(PathBuf::from(root).join(format!("sayri-sandbox-{helper_pid}")));
     }
 }

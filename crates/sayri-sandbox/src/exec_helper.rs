@@ -215,7 +215,13 @@ fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
                 }
             }
         }
-        Ok(ForkResult::Parent { child }) => wait_loop(child, deadline, blocked, cg.as_ref()),
+        Ok(ForkResult::Parent { child }) => {
+            let code = wait_loop(child, deadline, blocked, cg.as_ref());
+            if let Some(cg) = &cg {
+                cg.release();
+            }
+            code
+        }
         Err(e) => refuse(format!("cannot fork the sandbox init: {e}")),
     }
 }
@@ -313,7 +319,13 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
             });
             0
         }
-        Ok(ForkResult::Parent { child }) => wait_loop(child, deadline, blocked, cg.as_ref()),
+        Ok(ForkResult::Parent { child }) => {
+            let code = wait_loop(child, deadline, blocked, cg.as_ref());
+            if let Some(cg) = &cg {
+                cg.release();
+            }
+            code
+        }
         Err(e) => refuse(format!("cannot fork: {e}")),
     }
 }

@@ -337,6 +337,9 @@ impl LinuxSandbox {
                 break;
             }
         }
+        if let (Some(p), Some(_)) = (helper_pid, exit) {
+            crate::cgroup::remove_for(p as u32);
+        }
         let status_text = tokio::time::timeout(Duration::from_secs(1), status_reader)
             .await
             .ok()
