@@ -1,0 +1,312 @@
+//! What the kernel offers and, per level, whether its promise can be kept (`sayri sandbox check`).
+//!
+//! The probe runs in a single-threaded process (the exec helper's `probe` mode) because it enters
+//! namespaces: a forked child performs a complete level-1 setup dry run — namespaces, the private
+//! filesystem view, `no_new_privs`, capability drop, Landlock and seccomp — and reports the first
+//! step that failed.
+
+use crate::{landlock, mounts, namespaces, privileges, seccomp};
+use nix::unistd::{ForkResult, fork};
+use sayri_protocol::SandboxLevel;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+
+/// Facts about the running kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelFeatures {
+    /// Landlock ABI version, `None` when unavailable.
+    pub landlock_abi: Option<i32>,
+    /// Why Landlock is unavailable, if it is.
+    pub landlock_error: Option<String>,
+    /// Whether seccomp filters are supported (`PR_GET_SECCOMP` answers).
+    pub seccomp_filter: bool,
+    /// `Ok` when user, mount, pid, ipc, uts and net namespaces can be created unprivileged.
+    pub namespaces: Result<(), String>,
+    /// `Ok` when a complete level-1 setup (everything but `exec`) succeeded.
+    pub level1_dry_run: Result<(), String>,
+    /// Whether `pkexec` is on `PATH` (level 4).
+    pub pkexec: bool,
+    /// Whether the probe ran as root (process limits then come from a pids cgroup).
+    pub root: bool,
+    /// Whether a pids cgroup could be created (root only).
+    pub pids_cgroup: bool,
+}
+
+/// Whether one level's guarantees hold on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelSupport {
+    /// The level.
+    pub level: SandboxLevel,
+    /// True when every guarantee of the level is enforced.
+    pub guaranteed: bool,
+    /// What is missing (empty when guaranteed).
+    pub missing: Vec<String>,
+    /// What to do about it, or remarks.
+    pub advice: Vec<String>,
+}
+
+/// The `sayri sandbox check` report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapabilityReport {
+    /// Kernel facts.
+    pub kernel: KernelFeatures,
+    /// One entry per level, 0 to 4.
+    pub levels: Vec<LevelSupport>,
+}
+
+fn in_child(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let (r, w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    // SAFETY: called only from the single-threaded helper.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            drop(r);
+            let mut w = std::fs::File::from(w);
+            let code = match f() {
+                Ok(()) => 0,
+                Err(e) => {
+                    let _ = w.write_all(e.as_bytes());
+                    1
+                }
+            };
+            // SAFETY: immediate exit of the forked child.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(w);
+            let mut msg = String::new();
+            let _ = std::fs::File::from(r).read_to_string(&mut msg);
+            let st = nix::sys::wait::waitpid(child, None);
+            match st {
+                Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
+                _ if !msg.is_empty() => Err(msg),
+                other => Err(format!("probe child ended with {other:?}")),
+            }
+        }
+        Err(e) => Err(format!("fork: {e}")),
+    }
+}
+
+/// Probes the kernel. Must run in a single-threaded process (the helper's `probe` mode).
+pub fn probe_here() -> KernelFeatures {
+    let (landlock_abi, landlock_error) = match landlock::kernel_abi() {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(e)),
+    };
+    // SAFETY: prctl with integer arguments.
+    let seccomp_filter = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
+    let namespaces = in_child(|| namespaces::enter(false));
+    let level1_dry_run = in_child(|| {
+        namespaces::enter(false)?;
+        in_child(|| {
+            mounts::setup(None, &[], 1 << 20, false)?;
+            privileges::set_no_new_privs()?;
+            privileges::drop_all_capabilities()?;
+            landlock::restrict(&["/tmp".into()], true)?;
+            seccomp::install(&seccomp::build()?)
+        })
+    });
+    let root = nix::unistd::getuid().is_root();
+    let pids_cgroup = root && crate::cgroup::PidsCgroup::create(8).is_some();
+    let pkexec = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("pkexec").is_file()))
+        .unwrap_or(false)
+        || std::path::Path::new("/usr/bin/pkexec").is_file();
+    KernelFeatures {
+        landlock_abi,
+        landlock_error,
+        seccomp_filter,
+        namespaces,
+        level1_dry_run,
+        pkexec,
+        root,
+        pids_cgroup,
+    }
+}
+
+/// Decides per level from `k` (pure; no I/O).
+pub fn assess(k: &KernelFeatures) -> CapabilityReport {
+    let mut sandbox_missing = Vec::new();
+    let mut sandbox_advice = Vec::new();
+    match (k.landlock_abi, &k.landlock_error) {
+        (Some(v), _) if v >= landlock::REQUIRED_ABI => {}
+        (Some(v), _) => {
+            sandbox_missing.push(format!(
+                "Landlock ABI {v} (need >= {}: filesystem, TCP and scope restrictions)",
+                landlock::REQUIRED_ABI
+            ));
+            sandbox_advice.push("upgrade to Linux 6.7 or newer".into());
+        }
+        (None, e) => {
+            sandbox_missing.push(format!(
+                "Landlock: {}",
+                e.clone().unwrap_or_else(|| "unavailable".into())
+            ));
+            sandbox_advice.push(
+                "use a kernel with CONFIG_SECURITY_LANDLOCK=y and `landlock` in the `lsm=` boot \
+                 parameter"
+                    .into(),
+            );
+        }
+    }
+    if !k.seccomp_filter {
+        sandbox_missing.push("seccomp filters".into());
+        sandbox_advice.push("use a kernel with CONFIG_SECCOMP_FILTER=y".into());
+    }
+    if let Err(e) = &k.namespaces {
+        sandbox_missing.push(format!("namespaces: {e}"));
+    } else if let Err(e) = &k.level1_dry_run {
+        sandbox_missing.push(format!("sandbox setup: {e}"));
+        sandbox_advice.push(
+            "a container or security module may forbid mounting tmpfs/proc in a user namespace"
+                .into(),
+        );
+    }
+    if k.root && !k.pids_cgroup {
+        sandbox_advice.push(
+            "running as root without a writable pids cgroup: the process count is bounded only \
+             by the timeout (RLIMIT_NPROC does not apply to uid 0)"
+                .into(),
+        );
+    }
+    let ok = sandbox_missing.is_empty();
+    let mut levels = vec![LevelSupport {
+        level: SandboxLevel::NoExec,
+        guaranteed: true,
+        missing: vec![],
+        advice: vec!["never executes anything".into()],
+    }];
+    for level in [SandboxLevel::ReadOnly, SandboxLevel::IsolatedDev] {
+        levels.push(LevelSupport {
+            level,
+            guaranteed: ok,
+            missing: sandbox_missing.clone(),
+            advice: if ok {
+                sandbox_advice.clone()
+            } else {
+                let mut a = sandbox_advice.clone();
+                a.push(format!(
+                    "{level} refuses every command until this is fixed (exit 126); choose \
+                     LEVEL_0_NO_EXEC or, knowingly, LEVEL_3_HOST_USER"
+                ));
+                a
+            },
+        });
+    }
+    levels.push(LevelSupport {
+        level: SandboxLevel::HostUser,
+        guaranteed: true,
+        missing: vec![],
+        advice: vec![
+            "host user with an environment allow-list, own session, no_new_privs, rlimits; the \
+             process tree is killed through a child subreaper"
+                .into(),
+        ],
+    });
+    levels.push(LevelSupport {
+        level: SandboxLevel::HostRoot,
+        guaranteed: k.pkexec,
+        missing: if k.pkexec {
+            vec![]
+        } else {
+            vec!["pkexec (Polkit) is not installed".into()]
+        },
+        advice: vec![if k.pkexec {
+            "each command needs approval in a Polkit dialog (needs a graphical session)".into()
+        } else {
+            "install the Debian package `pkexec` (policykit-1) and a Polkit agent".into()
+        }],
+    });
+    CapabilityReport {
+        kernel: k.clone(),
+        levels,
+    }
+}
+
+/// Human-readable report, one block per level.
+pub fn render(r: &CapabilityReport) -> String {
+    let k = &r.kernel;
+    let mut s = String::new();
+    s.push_str(&format!(
+        "Landlock ABI: {}\nseccomp filters: {}\nuser/mount/pid/ipc/uts/net namespaces: {}\nlevel-1 \
+         setup dry run: {}\npkexec: {}\n\n",
+        k.landlock_abi
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| k.landlock_error.clone().unwrap_or_default()),
+        if k.seccomp_filter { "yes" } else { "no" },
+        k.namespaces
+            .as_ref()
+            .map(|_| "yes".to_string())
+            .unwrap_or_else(|e| e.clone()),
+        k.level1_dry_run
+            .as_ref()
+            .map(|_| "ok".to_string())
+            .unwrap_or_else(|e| e.clone()),
+        if k.pkexec { "yes" } else { "no" },
+    ));
+    for l in &r.levels {
+        s.push_str(&format!(
+            "{} {}: {}\n",
+            l.level.number(),
+            l.level,
+            if l.guaranteed {
+                "guaranteed"
+            } else {
+                "UNAVAILABLE"
+            }
+        ));
+        for m in &l.missing {
+            s.push_str(&format!("    missing: {m}\n"));
+        }
+        for a in &l.advice {
+            s.push_str(&format!("    note: {a}\n"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> KernelFeatures {
+        KernelFeatures {
+            landlock_abi: Some(7),
+            landlock_error: None,
+            seccomp_filter: true,
+            namespaces: Ok(()),
+            level1_dry_run: Ok(()),
+            pkexec: false,
+            root: false,
+            pids_cgroup: false,
+        }
+    }
+
+    #[test]
+    fn old_landlock_makes_levels_1_and_2_unavailable_and_says_why() {
+        let mut k = good();
+        k.landlock_abi = Some(3);
+        let r = assess(&k);
+        for l in &r.levels[1..=2] {
+            assert!(!l.guaranteed);
+            assert!(l.missing[0].contains("Landlock ABI 3"), "{:?}", l.missing);
+        }
+        assert!(r.levels[3].guaranteed);
+    }
+
+    #[test]
+    fn missing_namespaces_are_named() {
+        let mut k = good();
+        k.namespaces = Err("cannot create user namespaces: EPERM".into());
+        let r = assess(&k);
+        assert!(!r.levels[1].guaranteed);
+        assert!(r.levels[1].missing[0].contains("EPERM"));
+        assert!(render(&r).contains("UNAVAILABLE"));
+    }
+
+    #[test]
+    fn all_present_means_guaranteed() {
+        let r = assess(&good());
+        assert!(r.levels[..4].iter().all(|l| l.guaranteed));
+        assert!(!r.levels[4].guaranteed, "no pkexec on this report");
+    }
+}

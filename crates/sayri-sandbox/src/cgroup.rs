@@ -1,0 +1,93 @@
+//! A per-command `pids` cgroup (v1 `pids` controller or cgroup v2 with `pids` enabled) when the
+//! caller may create one — in practice when running as root, where `RLIMIT_NPROC` is not enforced
+//! (the kernel exempts uid 0). It caps the number of tasks and lists every task for the final kill.
+
+use std::path::PathBuf;
+
+/// A cgroup owned by one command; removed on drop.
+#[derive(Debug)]
+pub struct PidsCgroup {
+    dir: PathBuf,
+    /// The parent's `cgroup.procs`, opened before the helper enters a user namespace (writes
+    /// through it are checked against the opener's credentials).
+    parent_procs: Option<std::fs::File>,
+}
+
+impl PidsCgroup {
+    /// Creates `sayri-sandbox-<pid>` under the first writable pids hierarchy with `pids.max = max`,
+    /// or `None` when there is none.
+    pub fn create(max: u64) -> Option<Self> {
+        let name = format!("sayri-sandbox-{}", std::process::id());
+        for root in [
+            "/sys/fs/cgroup/pids",
+            "/sys/fs/cgroup/unified",
+            "/sys/fs/cgroup",
+        ] {
+            let root = PathBuf::from(root);
+            if !root.join("cgroup.procs").exists() {
+                continue;
+            }
+            let dir = root.join(&name);
+            if std::fs::create_dir(&dir).is_err() {
+                continue;
+            }
+            let parent_procs = std::fs::OpenOptions::new()
+                .write(true)
+                .open(root.join("cgroup.procs"))
+                .ok();
+            let cg = PidsCgroup { dir, parent_procs };
+            if std::fs::write(cg.dir.join("pids.max"), max.to_string()).is_ok() {
+                return Some(cg);
+            }
+        }
+        None
+    }
+
+    /// Moves the calling process into the cgroup.
+    pub fn join_self(&self) -> std::io::Result<()> {
+        std::fs::write(
+            self.dir.join("cgroup.procs"),
+            std::process::id().to_string(),
+        )
+    }
+
+    /// Pids currently in the cgroup.
+    pub fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl PidsCgroup {
+    /// Moves the calling process back to the parent cgroup and removes this one (call after every
+    /// task in it has been killed; `std::process::exit` skips `Drop`).
+    pub fn release(&self) {
+        if let Some(mut f) = self.parent_procs.as_ref() {
+            use std::io::Write;
+            let _ = f.write_all(std::process::id().to_string().as_bytes());
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Removes the (empty) cgroup a finished helper with `helper_pid` created, if any. The launcher
+/// calls this because a level-1/2 helper sits in a user namespace and cannot remove it itself.
+pub fn remove_for(helper_pid: u32) {
+    for root in [
+        "/sys/fs/cgroup/pids",
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup",
+    ] {
+        let _ =
+            std::fs::remove_dir(PathBuf::from(root).join(format!("sayri-sandbox-{helper_pid}")));
+    }
+}

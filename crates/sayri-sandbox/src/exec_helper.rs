@@ -1,0 +1,386 @@
+//! The exec helper: a fresh, single-threaded process (a re-exec of a helper program) that applies a
+//! level's isolation and runs `bash -c`. Namespaces cannot be entered from the multithreaded daemon,
+//! and nothing may allocate between `fork` and `exec` there, so all of it happens here.
+//!
+//! Order at levels 1–2: close inherited fds → new session → (root: pids cgroup) → user, mount, pid,
+//! ipc, uts (+net) namespaces → fork pid 1 → private filesystem view → rlimits → `no_new_privs` →
+//! drop capabilities → Landlock → seccomp → exec. Any failure refuses the command (fail closed).
+//!
+//! Order at levels 3–4: close inherited fds → new session → child subreaper (+ root: pids cgroup)
+//! → fork → rlimits → `no_new_privs` (level 3) → exec. When the main process exits, times out or is
+//! cancelled, every remaining descendant is killed.
+
+use crate::spec::{HelperReport, HelperSpec, STATUS_FD};
+use crate::{capabilities, cgroup, fd_cleanup, landlock, mounts, namespaces};
+use crate::{privileges, process_tree, rlimits, seccomp};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork};
+use sayri_protocol::SandboxLevel;
+use std::ffi::{CString, OsString};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Entry point of the helper mode. `args` are the arguments after the program's own prefix:
+/// `exec <spec-json>` runs one command (report on fd 3, exit code = the command's, 124 on timeout,
+/// 126 on refusal, 137 when cancelled); `probe` prints the kernel feature report as JSON.
+pub fn exec_helper_main(args: &[OsString]) -> ! {
+    let code = match args.first().and_then(|a| a.to_str()) {
+        Some("exec") => match args.get(1).and_then(|a| a.to_str()) {
+            Some(json) => run_exec(json),
+            None => {
+                eprintln!("sayri sandbox helper: missing the command spec (internal error)");
+                2
+            }
+        },
+        Some("probe") => {
+            let k = capabilities::probe_here();
+            match serde_json::to_string(&k) {
+                Ok(s) => {
+                    println!("{s}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("sayri sandbox helper: cannot encode the probe: {e}");
+                    1
+                }
+            }
+        }
+        _ => {
+            eprintln!("sayri sandbox helper: internal mode; use `sayri sandbox run` instead");
+            2
+        }
+    };
+    std::process::exit(code)
+}
+
+fn report(r: &HelperReport) {
+    if let Ok(line) = serde_json::to_string(r) {
+        // SAFETY: STATUS_FD is owned by this process for its lifetime; ManuallyDrop keeps it open.
+        let mut f = std::mem::ManuallyDrop::new(unsafe {
+            <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(STATUS_FD)
+        });
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn refuse(reason: String) -> i32 {
+    report(&HelperReport::Refused { reason });
+    126
+}
+
+struct Prepared {
+    bash: CString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+}
+
+fn prepare(spec: &HelperSpec, command: &str) -> Result<Prepared, String> {
+    let bash = ["/bin/bash", "/usr/bin/bash"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .ok_or("bash is not installed (looked for /bin/bash and /usr/bin/bash)")?;
+    let c = |s: &str| CString::new(s).map_err(|_| format!("{s:?} contains a NUL byte"));
+    Ok(Prepared {
+        bash: c(bash)?,
+        argv: vec![c("bash")?, c("-c")?, c(command)?],
+        envp: spec
+            .env
+            .iter()
+            .map(|(k, v)| c(&format!("{k}={v}")))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+fn exec(p: &Prepared) -> String {
+    // SAFETY: resetting a signal disposition to its default.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    let e = nix::unistd::execve(&p.bash, &p.argv, &p.envp).unwrap_err();
+    format!("cannot execute bash: {e}")
+}
+
+fn run_exec(json: &str) -> i32 {
+    let have_status = fd_cleanup::set_cloexec(STATUS_FD).is_ok();
+    fd_cleanup::close_from(STATUS_FD + 1);
+    if !have_status {
+        eprintln!("sayri sandbox helper: no status pipe on fd 3 (internal error)");
+    }
+    let spec: HelperSpec = match serde_json::from_str(json) {
+        Ok(s) => s,
+        Err(e) => return refuse(format!("invalid helper spec: {e}")),
+    };
+    let _ = nix::unistd::setsid();
+    let mut blocked = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        blocked.add(s);
+    }
+    if let Err(e) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None) {
+        return refuse(format!("cannot block signals: {e}"));
+    }
+    let deadline = Instant::now() + Duration::from_millis(spec.timeout_ms.max(1));
+    match spec.level {
+        SandboxLevel::NoExec => refuse("level 0 (LEVEL_0_NO_EXEC) never executes commands".into()),
+        SandboxLevel::ReadOnly | SandboxLevel::IsolatedDev => sandboxed(&spec, deadline, &blocked),
+        SandboxLevel::HostUser | SandboxLevel::HostRoot => host(&spec, deadline, &blocked),
+    }
+}
+
+fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
+    let prepared = match prepare(spec, &spec.command) {
+        Ok(p) => p,
+        Err(e) => return refuse(e),
+    };
+    let progs = match seccomp::build() {
+        Ok(p) => p,
+        Err(e) => return refuse(e),
+    };
+    if let Err(e) = landlock::kernel_abi().and_then(|abi| {
+        if abi >= landlock::REQUIRED_ABI {
+            Ok(())
+        } else {
+            Err(format!(
+                "the kernel offers Landlock ABI {abi}, this level needs ABI >= {} (Linux 6.7+)",
+                landlock::REQUIRED_ABI
+            ))
+        }
+    }) {
+        return refuse(e);
+    }
+    let cg = if nix::unistd::getuid().is_root() {
+        cgroup::PidsCgroup::create(spec.limits.processes + 4)
+    } else {
+        None
+    };
+    if let Some(cg) = &cg {
+        let _ = cg.join_self();
+    }
+    if let Err(e) = namespaces::enter(spec.allow_network) {
+        return refuse(e);
+    }
+    let mut writable = vec![std::path::PathBuf::from("/tmp")];
+    if spec.level == SandboxLevel::IsolatedDev {
+        match &spec.workspace {
+            Some(ws) => writable.push(ws.clone()),
+            None => return refuse("level 2 needs a workspace (internal error)".into()),
+        }
+    }
+    let cpu = spec.timeout_ms / 1000 + 2;
+    // SAFETY: the helper is single-threaded, so the child may allocate.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            let r = (|| -> Result<String, String> {
+                // SAFETY: prctl with integer arguments.
+                unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+                namespaces::set_hostname("sayri-sandbox")?;
+                let ws = if spec.level == SandboxLevel::IsolatedDev {
+                    spec.workspace.as_deref()
+                } else {
+                    None
+                };
+                mounts::setup(
+                    ws,
+                    &spec.deny_read,
+                    spec.limits.tmp_size_bytes,
+                    spec.allow_network,
+                )?;
+                std::env::set_current_dir(&spec.cwd).map_err(|e| {
+                    format!(
+                        "cannot enter the working directory {}: {e}",
+                        spec.cwd.display()
+                    )
+                })?;
+                rlimits::apply(&spec.limits, cpu, spec.limits.processes)?;
+                privileges::set_no_new_privs()?;
+                privileges::drop_all_capabilities()?;
+                landlock::restrict(&writable, !spec.allow_network)?;
+                seccomp::install(&progs)?;
+                Ok(exec(&prepared))
+            })();
+            match r {
+                Ok(exec_error) => {
+                    eprintln!("sayri sandbox: {exec_error}");
+                    // SAFETY: immediate exit of the forked child.
+                    unsafe { libc::_exit(127) }
+                }
+                Err(reason) => {
+                    report(&HelperReport::Refused { reason });
+                    // SAFETY: immediate exit of the forked child.
+                    unsafe { libc::_exit(126) }
+                }
+            }
+        }
+        Ok(ForkResult::Parent { child }) => {
+            let code = wait_loop(child, deadline, blocked, cg.as_ref());
+            if let Some(cg) = &cg {
+                cg.release();
+            }
+            code
+        }
+        Err(e) => refuse(format!("cannot fork the sandbox init: {e}")),
+    }
+}
+
+fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
+    let command = if spec.background {
+        crate::background::strip_trailing_ampersand(&spec.command)
+    } else {
+        spec.command.clone()
+    };
+    let prepared = match prepare(spec, &command) {
+        Ok(p) => p,
+        Err(e) => return refuse(e),
+    };
+    let uid = nix::unistd::getuid().as_raw();
+    let nproc = rlimits::nproc_for_host_user(uid, spec.limits.processes);
+    let cpu = spec.timeout_ms / 1000 + 2;
+    let elevated = spec.level == SandboxLevel::HostRoot;
+    let cg = if !spec.background && nix::unistd::getuid().is_root() {
+        cgroup::PidsCgroup::create(nproc)
+    } else {
+        None
+    };
+    if !spec.background {
+        if let Err(e) = process_tree::become_subreaper() {
+            return refuse(e);
+        }
+        if let Some(cg) = &cg {
+            let _ = cg.join_self();
+        }
+    }
+    // SAFETY: the helper is single-threaded, so the child may allocate.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            let r = (|| -> Result<String, String> {
+                if spec.background {
+                    let _ = nix::unistd::setsid();
+                    let null = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open("/dev/null")
+                        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+                    for fd in 0..3 {
+                        // SAFETY: dup2 onto the standard descriptors.
+                        unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+                    }
+                    let mut bg = spec.limits;
+                    bg.address_space_bytes = u64::MAX;
+                    rlimits::apply(&bg, u64::MAX, nproc)?;
+                } else {
+                    rlimits::apply(&spec.limits, cpu, nproc)?;
+                }
+                std::env::set_current_dir(&spec.cwd).map_err(|e| {
+                    format!(
+                        "cannot enter the working directory {}: {e}",
+                        spec.cwd.display()
+                    )
+                })?;
+                if !elevated {
+                    privileges::set_no_new_privs()?;
+                }
+                Ok(exec(&prepared))
+            })();
+            match r {
+                Ok(exec_error) => {
+                    eprintln!("sayri sandbox: {exec_error}");
+                    // SAFETY: immediate exit of the forked child.
+                    unsafe { libc::_exit(127) }
+                }
+                Err(reason) => {
+                    report(&HelperReport::Refused { reason });
+                    // SAFETY: immediate exit of the forked child.
+                    unsafe { libc::_exit(126) }
+                }
+            }
+        }
+        Ok(ForkResult::Parent { child }) if spec.background => {
+            // Short observation window: a launch that fails at once is reported as such.
+            let until = Instant::now() + Duration::from_millis(300).min(deadline - Instant::now());
+            while Instant::now() < until {
+                match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::Exited(_, code)) => {
+                        report(&HelperReport::Exited { code });
+                        return code;
+                    }
+                    Ok(WaitStatus::Signaled(_, sig, _)) => {
+                        report(&HelperReport::Signaled { signal: sig as i32 });
+                        return 128 + sig as i32;
+                    }
+                    _ => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+            report(&HelperReport::Background {
+                pid: child.as_raw() as u32,
+            });
+            0
+        }
+        Ok(ForkResult::Parent { child }) => {
+            let code = wait_loop(child, deadline, blocked, cg.as_ref());
+            if let Some(cg) = &cg {
+                cg.release();
+            }
+            code
+        }
+        Err(e) => refuse(format!("cannot fork: {e}")),
+    }
+}
+
+/// Waits for `main` (pid 1 of the sandbox, or the host command), the deadline, or a cancel signal;
+/// then kills whatever is left and reports.
+fn wait_loop(
+    main: Pid,
+    deadline: Instant,
+    blocked: &SigSet,
+    cg: Option<&cgroup::PidsCgroup>,
+) -> i32 {
+    let kill_rest = |main_alive: bool| {
+        if main_alive {
+            let _ = kill(main, Signal::SIGKILL);
+            let _ = waitpid(main, None);
+        }
+        process_tree::kill_all_descendants(&|| cg.map(|c| c.pids()).unwrap_or_default());
+    };
+    let set: libc::sigset_t = *blocked.as_ref();
+    loop {
+        // Collect any exit first (SIGCHLD may have been consumed already).
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == main => {
+                    kill_rest(false);
+                    report(&HelperReport::Exited { code });
+                    return code;
+                }
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
+                    kill_rest(false);
+                    report(&HelperReport::Signaled { signal: sig as i32 });
+                    return 128 + sig as i32;
+                }
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(_) => continue,
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            kill_rest(true);
+            report(&HelperReport::Timeout);
+            return 124;
+        }
+        let left = deadline - now;
+        let ts = libc::timespec {
+            tv_sec: left.as_secs() as libc::time_t,
+            tv_nsec: left.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: sigtimedwait with a valid set and timeout; the siginfo pointer may be null.
+        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+        if sig == libc::SIGTERM || sig == libc::SIGINT || sig == libc::SIGHUP {
+            kill_rest(true);
+            report(&HelperReport::Killed);
+            return 137;
+        }
+    }
+}

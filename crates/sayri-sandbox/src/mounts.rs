@@ -1,0 +1,265 @@
+//! The private filesystem view of levels 1–2, built inside the new mount namespace by the
+//! sandbox's pid 1 before it execs the command:
+//!
+//! * every mount becomes private (nothing propagates back to the host);
+//! * `/tmp` is a fresh, size-limited tmpfs (which also hides `/tmp/.X11-unix`);
+//! * `/run` (and a real `/var/run`) become empty tmpfs, hiding D-Bus, Wayland, PulseAudio, docker
+//!   and systemd-resolved sockets;
+//! * `/dev` is a minimal tmpfs with `null`, `zero`, `full`, `random`, `urandom` and `tty` bound in
+//!   (no raw disks, no `/dev/shm`);
+//! * `/proc` is a fresh procfs of the new pid namespace;
+//! * every existing deny-read path is covered: directories by an empty, read-only, mode-000 tmpfs,
+//!   files by an empty mode-000 file, so opening them fails with `EACCES`;
+//! * the workspace (level 2) is bound back at its own path even when a hidden directory (the state
+//!   dir, `/tmp`) contains it.
+//!
+//! Mounts cannot be undone afterwards: the command has no capabilities, `mount`/`umount2` are
+//! denied by seccomp, and Landlock forbids changing the mount topology.
+
+use nix::mount::{MsFlags, mount};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Device nodes bound into the private `/dev`.
+pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+fn mnt(
+    src: Option<&str>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: MsFlags,
+    data: Option<&str>,
+) -> Result<(), String> {
+    mount(src, target, fstype, flags, data)
+        .map_err(|e| format!("mount on {} failed: {e}", target.display()))
+}
+
+fn open_path(p: &Path) -> Result<File, String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| format!("cannot open {}: {e}", p.display()))
+}
+
+fn fd_path(f: &File) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()))
+}
+
+/// Builds the filesystem view (see the module docs). Runs as pid 1 of the new pid namespace,
+/// with full capabilities inside the new user namespace. Errors name the failing step.
+pub fn setup(
+    workspace: Option<&Path>,
+    deny_read: &[PathBuf],
+    tmp_size_bytes: u64,
+    keep_resolv_conf: bool,
+) -> Result<(), String> {
+    let nodev = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mnt(
+        None,
+        Path::new("/"),
+        None,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None,
+    )?;
+
+    // Handles taken before anything is hidden.
+    let ws_fd = workspace.map(open_path).transpose()?;
+    let mut devs = Vec::new();
+    for d in DEVICES {
+        let p = Path::new("/dev").join(d);
+        if p.exists() {
+            devs.push((p.clone(), open_path(&p)?));
+        }
+    }
+    let resolv = if keep_resolv_conf {
+        std::fs::canonicalize("/etc/resolv.conf")
+            .ok()
+            .filter(|p| p.starts_with("/run") || p.starts_with("/var/run"))
+            .and_then(|p| open_path(&p).ok().map(|f| (p, f)))
+    } else {
+        None
+    };
+
+    // Everything inherited becomes read-only (also stops chmod/chown/utimes/xattr changes, which
+    // Landlock does not cover) and nosuid.
+    set_attr(
+        Path::new("/"),
+        true,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+        0,
+    )?;
+
+    // Private /tmp.
+    mnt(
+        Some("tmpfs"),
+        Path::new("/tmp"),
+        Some("tmpfs"),
+        nodev,
+        Some(&format!("size={tmp_size_bytes},mode=1777")),
+    )?;
+
+    // Hide runtime sockets.
+    for run in ["/run", "/var/run"] {
+        let p = Path::new(run);
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.is_dir() => mnt(
+                Some("tmpfs"),
+                p,
+                Some("tmpfs"),
+                nodev | MsFlags::MS_NOEXEC,
+                Some("size=1m,mode=755"),
+            )?,
+            _ => {}
+        }
+    }
+    if let Some((path, f)) = &resolv {
+        if let Some(parent) = path.parent() {
+            mkdirs(parent)?;
+        }
+        File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        mnt(fd_path(f).to_str(), path, None, MsFlags::MS_BIND, None)?;
+    }
+
+    // Minimal /dev.
+    mnt(
+        Some("tmpfs"),
+        Path::new("/dev"),
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("size=64k,mode=755"),
+    )?;
+    for (p, f) in &devs {
+        File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+        mnt(fd_path(f).to_str(), p, None, MsFlags::MS_BIND, None)?;
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(target, Path::new("/dev").join(name))
+            .map_err(|e| format!("cannot create /dev/{name}: {e}"))?;
+    }
+
+    // Deny-read list.
+    let blank = Path::new("/tmp/.sayri-denied");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o000)
+        .open(blank)
+        .map_err(|e| format!("cannot create the blank file: {e}"))?;
+    let mut hidden_dirs = Vec::new();
+    for p in deny_read {
+        let Ok(meta) = std::fs::metadata(p) else {
+            continue; // absent: nothing to hide (it cannot appear: the filesystem is read-only)
+        };
+        if meta.is_dir() {
+            // An ancestor of the workspace stays traversable (0711) but unlistable and empty.
+            let mode = match workspace {
+                Some(ws) if ws.starts_with(p) => "711",
+                _ => "000",
+            };
+            mnt(
+                Some("tmpfs"),
+                p,
+                Some("tmpfs"),
+                nodev | MsFlags::MS_NOEXEC,
+                Some(&format!("size=64k,nr_inodes=64,mode={mode}")),
+            )?;
+            hidden_dirs.push(p.clone());
+        } else {
+            mnt(blank.to_str(), p, None, MsFlags::MS_BIND, None)?;
+            mnt(
+                None,
+                p,
+                None,
+                MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY,
+                None,
+            )?;
+        }
+    }
+    std::fs::remove_file(blank).map_err(|e| format!("cannot remove the blank file: {e}"))?;
+
+    // The workspace, at its own path, on top of whatever hides its parents.
+    if let (Some(ws), Some(f)) = (workspace, &ws_fd) {
+        mkdirs(ws)?;
+        mnt(fd_path(f).to_str(), ws, None, MsFlags::MS_BIND, None)?;
+        set_attr(ws, false, 0, MOUNT_ATTR_RDONLY)?;
+    }
+    for d in &hidden_dirs {
+        mnt(
+            None,
+            d,
+            None,
+            MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | nodev | MsFlags::MS_NOEXEC,
+            None,
+        )?;
+    }
+
+    // procfs of the new pid namespace (after the last /proc/self/fd use above).
+    mnt(
+        Some("proc"),
+        Path::new("/proc"),
+        Some("proc"),
+        nodev | MsFlags::MS_NOEXEC,
+        None,
+    )?;
+    Ok(())
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const AT_RECURSIVE: u32 = 0x8000;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr(2)` on the mount at `path` (and below it when `recursive`).
+fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), String> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: valid C string and a correctly sized mount_attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "cannot change the mount attributes of {}: {} (needs Linux 5.12+)",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+fn mkdirs(p: &Path) -> Result<(), String> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o711)
+        .create(p)
+        .map_err(|e| format!("cannot create {}: {e}", p.display()))
+}

@@ -1,0 +1,46 @@
+//! Linux namespaces for levels 1–2: a fresh user namespace (so no privilege is needed) owning new
+//! mount, pid, ipc, uts and — unless the network is allowed — network namespaces.
+
+use nix::sched::{CloneFlags, unshare};
+
+/// The namespaces a level-1/2 command gets.
+pub fn flags(allow_network: bool) -> CloneFlags {
+    let mut f = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
+    if !allow_network {
+        f |= CloneFlags::CLONE_NEWNET;
+    }
+    f
+}
+
+/// Enters the new namespaces (the calling process must be single-threaded) and maps the caller's
+/// uid and gid to themselves inside, so files in the workspace keep their owner.
+/// Errors say which step failed and how to enable unprivileged user namespaces.
+pub fn enter(allow_network: bool) -> Result<(), String> {
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    unshare(flags(allow_network)).map_err(|e| {
+        format!(
+            "cannot create user/mount/pid/ipc/uts{} namespaces: {e}; enable unprivileged user \
+             namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0; on \
+             Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0)",
+            if allow_network { "" } else { "/net" }
+        )
+    })?;
+    write_file("/proc/self/setgroups", "deny")?;
+    write_file("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
+    write_file("/proc/self/gid_map", &format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
+
+fn write_file(path: &str, content: &str) -> Result<(), String> {
+    std::fs::write(path, content).map_err(|e| format!("cannot write {path}: {e}"))
+}
+
+/// Sets the hostname inside the new uts namespace.
+pub fn set_hostname(name: &str) -> Result<(), String> {
+    nix::unistd::sethostname(name).map_err(|e| format!("cannot set the sandbox hostname: {e}"))
+}

@@ -1,0 +1,87 @@
+//! Killing a whole process tree on the host (levels 3–4). The helper is a child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`), so orphans — including `setsid`/double-forked ones — are re-parented
+//! to it instead of init and stay findable as its descendants.
+
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::unistd::Pid;
+use std::collections::HashMap;
+
+/// Makes the calling process a child subreaper.
+pub fn become_subreaper() -> Result<(), String> {
+    // SAFETY: prctl with integer arguments.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if rc != 0 {
+        return Err(format!(
+            "prctl(PR_SET_CHILD_SUBREAPER) failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// All descendants of `root`, parents before children (read from `/proc/<pid>/stat`).
+pub fn descendants(root: i32) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // Fields after the last ')' : state ppid ...
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            if let Some(ppid) = ppid {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut queue = vec![root];
+    while let Some(p) = queue.pop() {
+        if let Some(kids) = children.get(&p) {
+            for &k in kids {
+                out.push(k);
+                queue.push(k);
+            }
+        }
+    }
+    out
+}
+
+/// SIGKILLs every descendant of the calling process (and every pid in `extra`, e.g. a cgroup's)
+/// until none is left, reaping them. Gives up after about two seconds of stragglers.
+pub fn kill_all_descendants(extra: &dyn Fn() -> Vec<i32>) {
+    let me = std::process::id() as i32;
+    for _ in 0..200 {
+        let mut pids = descendants(me);
+        for p in extra() {
+            if p != me && !pids.contains(&p) {
+                pids.push(p);
+            }
+        }
+        reap();
+        if pids.is_empty() {
+            return;
+        }
+        for p in &pids {
+            let _ = kill(Pid::from_raw(*p), Signal::SIGKILL);
+        }
+        reap();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Reaps every exited child without blocking.
+pub fn reap() {
+    while let Ok(st) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+        if st == nix::sys::wait::WaitStatus::StillAlive {
+            break;
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The seccomp filters of levels 1–2 (installed after `no_new_privs`, just before `exec`).
+//!
+//! * `EPERM` for syscalls a sandboxed command has no business making: `ptrace` and cross-process
+//!   memory access, every mount/namespace/keyring/module/kexec/bpf/perf/io_uring entry point,
+//!   `clone` with namespace flags, and the terminal-injection ioctls `TIOCSTI`/`TIOCLINUX`.
+//! * `EACCES` for `socket(AF_UNIX, …)`: no pathname Unix socket of the host (D-Bus, Wayland,
+//!   docker.sock, Sayri's own) can be connected to, wherever its file lives. `socketpair` stays.
+//! * `EAFNOSUPPORT` for every other socket family but `AF_INET`, `AF_INET6` and `AF_NETLINK`.
+//! * `ENOSYS` for `clone3` (its flags sit in memory seccomp cannot read; libc falls back to `clone`)
+//!   and for x32-ABI syscall numbers, which would otherwise bypass the x86-64 rules.
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+
+/// Syscalls denied with `EPERM` unconditionally.
+pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
+    ("ptrace", libc::SYS_ptrace),
+    ("process_vm_readv", libc::SYS_process_vm_readv),
+    ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("mount", libc::SYS_mount),
+    ("umount2", libc::SYS_umount2),
+    ("pivot_root", libc::SYS_pivot_root),
+    ("chroot", libc::SYS_chroot),
+    ("move_mount", libc::SYS_move_mount),
+    ("open_tree", libc::SYS_open_tree),
+    ("fsopen", libc::SYS_fsopen),
+    ("fsconfig", libc::SYS_fsconfig),
+    ("fsmount", libc::SYS_fsmount),
+    ("fspick", libc::SYS_fspick),
+    ("mount_setattr", libc::SYS_mount_setattr),
+    ("unshare", libc::SYS_unshare),
+    ("setns", libc::SYS_setns),
+    ("bpf", libc::SYS_bpf),
+    ("keyctl", libc::SYS_keyctl),
+    ("add_key", libc::SYS_add_key),
+    ("request_key", libc::SYS_request_key),
+    ("init_module", libc::SYS_init_module),
+    ("finit_module", libc::SYS_finit_module),
+    ("delete_module", libc::SYS_delete_module),
+    ("kexec_load", libc::SYS_kexec_load),
+    ("kexec_file_load", libc::SYS_kexec_file_load),
+    ("reboot", libc::SYS_reboot),
+    ("swapon", libc::SYS_swapon),
+    ("swapoff", libc::SYS_swapoff),
+    ("perf_event_open", libc::SYS_perf_event_open),
+    ("userfaultfd", libc::SYS_userfaultfd),
+    ("io_uring_setup", libc::SYS_io_uring_setup),
+    ("io_uring_enter", libc::SYS_io_uring_enter),
+    ("io_uring_register", libc::SYS_io_uring_register),
+    ("acct", libc::SYS_acct),
+    ("quotactl", libc::SYS_quotactl),
+    ("open_by_handle_at", libc::SYS_open_by_handle_at),
+    ("name_to_handle_at", libc::SYS_name_to_handle_at),
+];
+
+const NS_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+fn arch() -> Result<TargetArch, String> {
+    TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| format!("seccomp filters are not available for this CPU architecture: {e}"))
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, v: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(|e| e.to_string())
+}
+
+fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conds).map_err(|e| e.to_string())
+}
+
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, String> {
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        arch()?,
+    )
+    .map_err(|e| format!("seccomp filter invalid: {e}"))?;
+    BpfProgram::try_from(filter).map_err(|e| format!("seccomp filter does not compile: {e}"))
+}
+
+/// Builds the filters (see the module docs), in installation order.
+pub fn build() -> Result<Vec<BpfProgram>, String> {
+    let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (_, nr) in DENIED_SYSCALLS {
+        eperm.insert(*nr, vec![]);
+    }
+    let clone_rules = NS_FLAGS
+        .iter()
+        .map(|f| rule(vec![cond(0, SeccompCmpOp::MaskedEq(*f), *f)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    eperm.insert(libc::SYS_clone, clone_rules);
+    eperm.insert(
+        libc::SYS_ioctl,
+        vec![
+            rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI)?])?,
+            rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?])?,
+        ],
+    );
+
+    let mut eacces = BTreeMap::new();
+    eacces.insert(
+        libc::SYS_socket,
+        vec![rule(vec![cond(
+            0,
+            SeccompCmpOp::Eq,
+            libc::AF_UNIX as u64,
+        )?])?],
+    );
+
+    let mut eafnosupport = BTreeMap::new();
+    eafnosupport.insert(
+        libc::SYS_socket,
+        vec![rule(vec![
+            cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?,
+            cond(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
+            cond(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
+            cond(0, SeccompCmpOp::Ne, libc::AF_NETLINK as u64)?,
+        ])?],
+    );
+
+    let mut enosys = BTreeMap::new();
+    enosys.insert(libc::SYS_clone3, vec![]);
+
+    let mut progs = vec![
+        compile(eperm, libc::EPERM)?,
+        compile(eacces, libc::EACCES)?,
+        compile(eafnosupport, libc::EAFNOSUPPORT)?,
+        compile(enosys, libc::ENOSYS)?,
+    ];
+    if cfg!(target_arch = "x86_64") {
+        progs.push(x32_filter());
+    }
+    Ok(progs)
+}
+
+/// `ENOSYS` for every syscall number with the x32 bit (`__X32_SYSCALL_BIT`) set.
+fn x32_filter() -> BpfProgram {
+    use seccompiler::sock_filter;
+    const BPF_LD_W_ABS: u16 = 0x20;
+    const BPF_JGE_K: u16 = 0x35;
+    const BPF_RET_K: u16 = 0x06;
+    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    vec![
+        sock_filter {
+            code: BPF_LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        sock_filter {
+            code: BPF_JGE_K,
+            jt: 0,
+            jf: 1,
+            k: 0x4000_0000,
+        },
+        sock_filter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        },
+        sock_filter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ALLOW,
+        },
+    ]
+}
+
+/// Installs `progs` on the calling thread (requires `no_new_privs`).
+pub fn install(progs: &[BpfProgram]) -> Result<(), String> {
+    for p in progs {
+        seccompiler::apply_filter(p)
+            .map_err(|e| format!("seccomp filter could not be installed: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn filters_compile_for_this_architecture() {
+        let progs = super::build().unwrap();
+        assert!(progs.len() >= 4);
+        assert!(progs.iter().all(|p| !p.is_empty()));
+    }
+}

@@ -1,0 +1,68 @@
+//! What the launcher tells the exec helper (one JSON argument) and what the helper reports back
+//! (JSON lines on file descriptor 3, the *status pipe*).
+
+use crate::settings::ResourceLimits;
+use sayri_protocol::SandboxLevel;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// File descriptor number on which the helper finds the status pipe.
+pub const STATUS_FD: i32 = 3;
+
+/// One command for the exec helper.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelperSpec {
+    /// Isolation level (1–4; level 0 never reaches the helper).
+    pub level: SandboxLevel,
+    /// Command text for `bash -c`.
+    pub command: String,
+    /// Level 2: the writable workspace (absolute, existing). Level 3–4: the working directory.
+    pub workspace: Option<PathBuf>,
+    /// Working directory of the command.
+    pub cwd: PathBuf,
+    /// Wall-clock limit in milliseconds.
+    pub timeout_ms: u64,
+    /// Levels 1–2: whether the command keeps the host's network.
+    pub allow_network: bool,
+    /// The command's complete environment (already filtered by the environment policy).
+    pub env: Vec<(String, String)>,
+    /// Levels 1–2: paths hidden from the command.
+    pub deny_read: Vec<PathBuf>,
+    /// Root of default workspaces (may lie inside a hidden path; re-exposed for the workspace only).
+    pub sandboxes_root: PathBuf,
+    /// Levels 3–4: run detached and report the pid (declared background launch).
+    pub background: bool,
+    /// Resource limits.
+    pub limits: ResourceLimits,
+}
+
+/// How the helper saw the command end. The helper writes one JSON line per event to fd 3; the
+/// launcher gives a `Refused` line precedence over everything else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum HelperReport {
+    /// Isolation could not be set up in full; the command did not run.
+    Refused {
+        /// What is missing and what to do.
+        reason: String,
+    },
+    /// The command's main process exited with `code`.
+    Exited {
+        /// Exit code 0–255.
+        code: i32,
+    },
+    /// The command's main process was killed by `signal` (not by the helper).
+    Signaled {
+        /// Signal number.
+        signal: i32,
+    },
+    /// The timeout expired; the whole tree was killed.
+    Timeout,
+    /// The launcher cancelled the command; the whole tree was killed.
+    Killed,
+    /// A declared background launch is running detached.
+    Background {
+        /// Its pid in the host pid namespace.
+        pid: u32,
+    },
+}
