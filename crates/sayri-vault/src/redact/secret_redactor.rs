@@ -1,0 +1,241 @@
+//! `SecretRedactor`: replaces every known secret, in every searched form, with `$SECRET:<KEY>`.
+
+use std::sync::Arc;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use zeroize::Zeroizing;
+
+use super::decoded_views::{View, build_view, view_kinds};
+use super::encoded_forms::encoded_forms;
+use super::stream::StreamRedactor;
+use crate::MIN_SECRET_CHARS;
+
+/// The marker a redacted secret becomes: `$SECRET:` followed by its key name.
+pub const MARKER_PREFIX: &str = "$SECRET:";
+
+/// Replaces secrets in text. Cheap to clone (shared, immutable); build a new one when secrets change.
+///
+/// What it finds, for every secret: the plain value; hex (lower/upper); base64 (standard and URL-safe,
+/// padded or not, at any of the 3 byte offsets inside a longer encoding); and all of these after the
+/// text is percent-decoded (any subset of characters, either hex case, `+` as space), JSON-unescaped,
+/// or stripped of `\r`/`\n` (values wrapped by `fold`, base64 line wrapping, CRLF). Each maximal run of
+/// overlapping matches becomes one `$SECRET:<KEY>` (the key of the leftmost, longest match).
+///
+/// Values shorter than [`MIN_SECRET_CHARS`] characters are ignored (they cannot be told apart from
+/// ordinary text).
+#[derive(Clone)]
+pub struct SecretRedactor {
+    inner: Arc<Compiled>,
+}
+
+struct Compiled {
+    /// (key name, value), in insertion order.
+    secrets: Vec<(String, Zeroizing<String>)>,
+    /// All patterns, sorted and unique, each with the index of the first secret that produced it.
+    patterns: Vec<(Zeroizing<Vec<u8>>, usize)>,
+    automaton: Option<AhoCorasick>,
+    max_pattern_len: usize,
+    any_space: bool,
+}
+
+/// A span of original text to replace, with the index of the secret it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub start: usize,
+    pub end: usize,
+    pub secret: usize,
+}
+
+/// What a search of a (possibly partial) text found.
+pub(crate) struct Found {
+    /// Merged, sorted, non-overlapping spans, snapped to char boundaries.
+    pub spans: Vec<Span>,
+    /// Partial mode: the earliest original offset from which the text could still grow into a match.
+    pub hold_from: usize,
+    /// Partial mode: original ranges of multi-byte escape units of every view.
+    pub units: Vec<(usize, usize)>,
+}
+
+impl std::fmt::Debug for SecretRedactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretRedactor")
+            .field("keys", &self.keys())
+            .field("patterns", &self.inner.patterns.len())
+            .finish()
+    }
+}
+
+impl Default for SecretRedactor {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
+}
+
+impl SecretRedactor {
+    /// Builds a redactor for `(key name, value)` pairs. Values are trimmed is not applied here: they are
+    /// searched exactly as given; values under [`MIN_SECRET_CHARS`] characters are skipped.
+    pub fn new(secrets: Vec<(String, Zeroizing<String>)>) -> Self {
+        let secrets: Vec<_> = secrets
+            .into_iter()
+            .filter(|(_, v)| v.chars().count() >= MIN_SECRET_CHARS)
+            .collect();
+        let mut patterns: Vec<(Zeroizing<Vec<u8>>, usize)> = Vec::new();
+        for (idx, (_, value)) in secrets.iter().enumerate() {
+            for p in encoded_forms(value) {
+                patterns.push((p, idx));
+            }
+        }
+        // Sort by bytes; for equal patterns keep the earliest secret.
+        patterns.sort_by(|a, b| a.0.as_slice().cmp(b.0.as_slice()).then(a.1.cmp(&b.1)));
+        patterns.dedup_by(|a, b| a.0.as_slice() == b.0.as_slice());
+        let automaton = if patterns.is_empty() {
+            None
+        } else {
+            AhoCorasickBuilder::new()
+                .match_kind(MatchKind::Standard)
+                .build(patterns.iter().map(|(p, _)| p.as_slice()))
+                .ok()
+        };
+        let max_pattern_len = patterns.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+        let any_space = secrets.iter().any(|(_, v)| v.contains(' '));
+        Self {
+            inner: Arc::new(Compiled {
+                secrets,
+                patterns,
+                automaton,
+                max_pattern_len,
+                any_space,
+            }),
+        }
+    }
+
+    /// The same redactor plus one secret that does not live in the vault (e.g. the LLM provider's API
+    /// key as `PROVIDER_API_KEY`). A value under [`MIN_SECRET_CHARS`] characters is ignored.
+    #[must_use]
+    pub fn with_extra(&self, name: &str, value: &str) -> Self {
+        let mut secrets = self.inner.secrets.clone();
+        secrets.push((name.to_string(), Zeroizing::new(value.to_string())));
+        Self::new(secrets)
+    }
+
+    /// Key names this redactor knows, in insertion order.
+    pub fn keys(&self) -> Vec<String> {
+        self.inner.secrets.iter().map(|(k, _)| k.clone()).collect()
+    }
+
+    /// True when there is nothing to redact.
+    pub fn is_empty(&self) -> bool {
+        self.inner.automaton.is_none()
+    }
+
+    /// Returns `text` with every occurrence of every secret, in every searched form, replaced by
+    /// `$SECRET:<KEY>`.
+    pub fn redact(&self, text: &str) -> String {
+        let found = self.find(text, false);
+        self.replace(text, &found.spans, 0, text.len())
+    }
+
+    /// A streaming redactor over this redactor's secrets (see [`StreamRedactor`]).
+    pub fn stream(&self) -> StreamRedactor {
+        StreamRedactor::new(self.clone())
+    }
+
+    /// The longest pattern in bytes (bounds how much a stream must hold back).
+    pub(crate) fn max_pattern_len(&self) -> usize {
+        self.inner.max_pattern_len
+    }
+
+    /// Searches `text` in every view. In `partial` mode also computes how much of the end to hold back.
+    pub(crate) fn find(&self, text: &str, partial: bool) -> Found {
+        let mut found = Found {
+            spans: Vec::new(),
+            hold_from: text.len(),
+            units: Vec::new(),
+        };
+        let Some(ac) = &self.inner.automaton else {
+            return found;
+        };
+        let mut raw: Vec<Span> = Vec::new();
+        for (strip, decoding) in view_kinds(text, self.inner.any_space) {
+            let view = build_view(text, strip, decoding, partial);
+            for m in ac.find_overlapping_iter(view.bytes.as_slice()) {
+                raw.push(Span {
+                    start: view.start[m.start()] as usize,
+                    end: view.end[m.end() - 1] as usize,
+                    secret: self.inner.patterns[m.pattern().as_usize()].1,
+                });
+            }
+            if partial {
+                let hold = self.hold_point(&view).unwrap_or(text.len());
+                let hold = view.incomplete_from.map_or(hold, |i| hold.min(i));
+                found.hold_from = found.hold_from.min(hold);
+                found
+                    .units
+                    .extend(view.units.iter().map(|&(s, e)| (s as usize, e as usize)));
+            }
+        }
+        found.spans = merge(text, raw);
+        found
+    }
+
+    /// The original offset of the longest suffix of `view` that is a proper prefix of some pattern.
+    fn hold_point(&self, view: &View) -> Option<usize> {
+        let n = view.bytes.len();
+        let lo = n.saturating_sub(self.inner.max_pattern_len.saturating_sub(1));
+        let patterns = &self.inner.patterns;
+        for i in lo..n {
+            let suffix = &view.bytes[i..];
+            let at = patterns.partition_point(|(p, _)| p.as_slice() < suffix);
+            let grows = patterns[at..]
+                .iter()
+                .take(2)
+                .any(|(p, _)| p.len() > suffix.len() && p.starts_with(suffix));
+            if grows {
+                return Some(view.start[i] as usize);
+            }
+        }
+        None
+    }
+
+    /// Writes `text[from..to]` with `spans` (which must lie inside or outside that range, never across
+    /// its ends) replaced by markers.
+    pub(crate) fn replace(&self, text: &str, spans: &[Span], from: usize, to: usize) -> String {
+        let mut out = String::with_capacity(to - from);
+        let mut pos = from;
+        for s in spans.iter().filter(|s| s.start >= from && s.end <= to) {
+            out.push_str(&text[pos..s.start]);
+            out.push_str(MARKER_PREFIX);
+            out.push_str(&self.inner.secrets[s.secret].0);
+            pos = s.end;
+        }
+        out.push_str(&text[pos..to]);
+        out
+    }
+}
+
+/// Sorts spans, widens them to char boundaries and merges overlapping ones (touching spans stay apart).
+fn merge(text: &str, mut raw: Vec<Span>) -> Vec<Span> {
+    for s in &mut raw {
+        while !text.is_char_boundary(s.start) {
+            s.start -= 1;
+        }
+        while !text.is_char_boundary(s.end) {
+            s.end += 1;
+        }
+    }
+    raw.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+    let mut out: Vec<Span> = Vec::with_capacity(raw.len());
+    for s in raw {
+        match out.last_mut() {
+            Some(last) if s.start < last.end => last.end = last.end.max(s.end),
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+impl sayri_core::ports::Redactor for SecretRedactor {
+    fn redact(&self, text: &str) -> String {
+        SecretRedactor::redact(self, text)
+    }
+}
