@@ -158,15 +158,21 @@ impl SecretRedactor {
         let mut raw: Vec<Span> = Vec::new();
         for (strip, decoding) in view_kinds(text, self.inner.any_space) {
             let view = build_view(text, strip, decoding, partial);
+            let breaks = LineBreaks {
+                text: text.as_bytes(),
+                view: &view,
+                active: strip,
+            };
             for m in ac.find_overlapping_iter(view.bytes.as_slice()) {
+                let s = breaks.trim(m.start(), m.end(), false);
                 raw.push(Span {
-                    start: view.start[m.start()] as usize,
+                    start: view.start[s] as usize,
                     end: view.end[m.end() - 1] as usize,
                     secret: self.inner.patterns[m.pattern().as_usize()].1,
                 });
             }
             if partial {
-                let hold = self.hold_point(&view).unwrap_or(text.len());
+                let hold = self.hold_point(&view, &breaks).unwrap_or(text.len());
                 let hold = view.incomplete_from.map_or(hold, |i| hold.min(i));
                 found.hold_from = found.hold_from.min(hold);
                 found
@@ -178,11 +184,13 @@ impl SecretRedactor {
         found
     }
 
-    /// The original offset of the longest suffix of `view` that is a proper prefix of some pattern.
-    fn hold_point(&self, view: &View) -> Option<usize> {
+    /// The earliest original offset from which the end of `view` could still grow into a match: the
+    /// start (after line-break trimming) of any suffix that is a proper prefix of some pattern.
+    fn hold_point(&self, view: &View, breaks: &LineBreaks<'_>) -> Option<usize> {
         let n = view.bytes.len();
         let lo = n.saturating_sub(self.inner.max_pattern_len.saturating_sub(1));
         let patterns = &self.inner.patterns;
+        let mut best: Option<usize> = None;
         for i in lo..n {
             let suffix = &view.bytes[i..];
             let at = patterns.partition_point(|(p, _)| p.as_slice() < suffix);
@@ -191,10 +199,14 @@ impl SecretRedactor {
                 .take(2)
                 .any(|(p, _)| p.len() > suffix.len() && p.starts_with(suffix));
             if grows {
-                return Some(view.start[i] as usize);
+                let t = breaks.trim(i, n, true);
+                if t < n {
+                    let o = view.start[t] as usize;
+                    best = Some(best.map_or(o, |b| b.min(o)));
+                }
             }
         }
-        None
+        best
     }
 
     /// Writes `text[from..to]` with `spans` (which must lie inside or outside that range, never across
@@ -210,6 +222,43 @@ impl SecretRedactor {
         }
         out.push_str(&text[pos..to]);
         out
+    }
+}
+
+/// A match may run across a stripped line break only when at least this many decoded bytes of it
+/// precede that break. Without the rule, every line ending in a secret's first character would have
+/// to wait for the next line; with it, a value folded into lines shorter than 4 bytes is not joined.
+pub(crate) const MIN_BYTES_BEFORE_BREAK: usize = 4;
+
+/// Line-break facts of a view with `\r`/`\n` stripped (inactive for other views).
+struct LineBreaks<'a> {
+    text: &'a [u8],
+    view: &'a View,
+    active: bool,
+}
+
+impl LineBreaks<'_> {
+    /// True when a stripped line break follows view byte `i` in the original text.
+    fn after(&self, i: usize) -> bool {
+        matches!(self.text.get(self.view.end[i] as usize), Some(b'\r' | b'\n'))
+    }
+
+    /// Moves the start of a (partial, when `trailing`) match `[start, end)` past every line break
+    /// that fewer than [`MIN_BYTES_BEFORE_BREAK`] of its bytes precede. Returns the new start
+    /// (`end` when nothing is left). The same rule serves one-shot and streaming redaction, so both
+    /// agree whatever the chunking.
+    fn trim(&self, start: usize, end: usize, trailing: bool) -> usize {
+        if !self.active {
+            return start;
+        }
+        let last = if trailing { end } else { end.saturating_sub(1) };
+        let mut s = start;
+        for i in start..last {
+            if self.after(i) && i + 1 - s < MIN_BYTES_BEFORE_BREAK {
+                s = i + 1;
+            }
+        }
+        s
     }
 }
 

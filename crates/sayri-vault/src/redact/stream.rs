@@ -11,13 +11,20 @@ use super::secret_redactor::SecretRedactor;
 /// After each chunk it returns the redacted text up to the earliest point from which the buffered
 /// text could still grow into a match (a suffix that is a proper prefix of a searched form, in any
 /// decoded view, or an escape cut off by the chunk end) and keeps only that tail. Text whose end is
-/// not the start of any secret form is returned at once, not delayed.
+/// not the start of any secret form is returned at once, not delayed. A tail of fewer than 4 bytes
+/// followed by a line break is not held: a match continues across a line break only when at least
+/// 4 of its bytes precede it, in one-shot and streaming redaction alike.
 ///
-/// A held tail is bounded: if it exceeds `8 × longest form + 1 KiB` bytes (only possible with long runs
-/// of line breaks inside a would-be match) its oldest part is released, redacted as far as known.
+/// The redactor also keeps the last emitted text as look-behind, so a match that began in text
+/// already emitted (as allowed by the line-break rule) is still found; only its unemitted part is
+/// replaced. A held tail is bounded: past `8 × longest form + 1 KiB` bytes (only possible with long
+/// runs of line breaks inside a would-be match) its oldest part is released, redacted as far as known.
 pub struct StreamRedactor {
     redactor: SecretRedactor,
-    pending: Zeroizing<String>,
+    /// Look-behind (already emitted) followed by the held-back tail.
+    buf: Zeroizing<String>,
+    /// Bytes at the start of `buf` that were already emitted.
+    emitted: usize,
 }
 
 impl StreamRedactor {
@@ -25,31 +32,37 @@ impl StreamRedactor {
     pub fn new(redactor: SecretRedactor) -> Self {
         Self {
             redactor,
-            pending: Zeroizing::new(String::new()),
+            buf: Zeroizing::new(String::new()),
+            emitted: 0,
         }
+    }
+
+    fn cap(&self) -> usize {
+        8 * self.redactor.max_pattern_len() + 1024
     }
 
     /// Adds a chunk; returns the redacted text that is now safe to emit (possibly empty).
     pub fn push(&mut self, chunk: &str) -> String {
-        self.pending.push_str(chunk);
         if self.redactor.is_empty() {
-            return std::mem::take(&mut *self.pending);
+            return chunk.to_string();
         }
-        let text: &str = &self.pending;
+        self.buf.push_str(chunk);
+        let text: &str = &self.buf;
         let found = self.redactor.find(text, true);
-        let mut cut = found.hold_from;
+        let floor = self.emitted;
+        let mut cut = found.hold_from.max(floor);
         // Never cut inside a match or inside an escape unit of any view.
         loop {
             let mut moved = false;
             for s in &found.spans {
-                if s.start < cut && cut < s.end {
-                    cut = s.start;
+                if s.start.max(floor) < cut && cut < s.end {
+                    cut = s.start.max(floor);
                     moved = true;
                 }
             }
             for &(s, e) in &found.units {
-                if s < cut && cut < e {
-                    cut = s;
+                if s.max(floor) < cut && cut < e {
+                    cut = s.max(floor);
                     moved = true;
                 }
             }
@@ -57,7 +70,7 @@ impl StreamRedactor {
                 break;
             }
         }
-        let cap = 8 * self.redactor.max_pattern_len() + 1024;
+        let cap = self.cap();
         if text.len() - cut > cap {
             cut = text.len() - cap;
             for s in &found.spans {
@@ -69,21 +82,46 @@ impl StreamRedactor {
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let out = self.redactor.replace(text, &found.spans, 0, cut);
-        let rest = Zeroizing::new(text[cut..].to_string());
-        self.pending = rest;
+        let cut = cut.max(floor);
+        let out = self.redactor.replace(text, &clip(&found.spans, floor), floor, cut);
+        // Keep up to `cap` bytes of emitted text as look-behind, then the held tail.
+        let mut keep_from = cut.saturating_sub(cap);
+        while !text.is_char_boundary(keep_from) {
+            keep_from -= 1;
+        }
+        self.emitted = cut - keep_from;
+        self.buf = Zeroizing::new(text[keep_from..].to_string());
         out
     }
 
     /// Ends the stream: returns the redacted held-back tail, and leaves the redactor empty for reuse.
     pub fn finish(&mut self) -> String {
-        let text = std::mem::take(&mut *self.pending);
+        let text = std::mem::take(&mut *self.buf);
         let text = Zeroizing::new(text);
-        self.redactor.redact(&text)
+        let floor = std::mem::take(&mut self.emitted);
+        if self.redactor.is_empty() {
+            return text[floor..].to_string();
+        }
+        let found = self.redactor.find(&text, false);
+        self.redactor
+            .replace(&text, &clip(&found.spans, floor), floor, text.len())
     }
 
-    /// Bytes currently held back.
+    /// Bytes currently held back (not yet emitted).
     pub fn pending_len(&self) -> usize {
-        self.pending.len()
+        self.buf.len() - self.emitted
     }
+}
+
+/// Drops spans that end in emitted text and starts the others no earlier than `floor`.
+fn clip(spans: &[super::secret_redactor::Span], floor: usize) -> Vec<super::secret_redactor::Span> {
+    spans
+        .iter()
+        .filter(|s| s.end > floor)
+        .map(|s| {
+            let mut s = *s;
+            s.start = s.start.max(floor);
+            s
+        })
+        .collect()
 }
