@@ -126,3 +126,21 @@ fn case14_two_writes_a_second_apart_hold_back_only_the_secret_prefix() {
     assert_eq!(s.pending_len(), 0);
     assert_eq!(s.finish(), "");
 }
+
+/// Lower-cases the hex digits of every `%XX` escape (and nothing else).
+pub fn lower_escapes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut left = 0;
+    for c in s.chars() {
+        if c == '%' {
+            left = 2;
+            out.push(c);
+        } else if left > 0 {
+            left -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
