@@ -45,7 +45,8 @@ fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), VaultE
         .and_then(|()| file.sync_all())
         .map_err(|e| VaultError::io("writing", tmp, e))?;
     drop(file);
-    std::fs::rename(tmp, path).map_err(|e| VaultError::io("renaming the new vault over", path, e))?;
+    std::fs::rename(tmp, path)
+        .map_err(|e| VaultError::io("renaming the new vault over", path, e))?;
     if let Some(dir) = path.parent() {
         sync_dir(dir)?;
     }

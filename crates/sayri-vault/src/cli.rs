@@ -4,7 +4,7 @@
 //! prompt. `get` prints the masked value; `get --reveal` prints the plaintext only when stdout is a
 //! terminal (never into a pipe or file, and there is no IPC equivalent).
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Write};
 
 use zeroize::Zeroizing;
 
@@ -103,7 +103,8 @@ fn passphrase(term: &mut Terminal<'_>, confirm: bool) -> Result<Zeroizing<String
         )));
     }
     let p = Zeroizing::new(
-        (term.hidden_prompt)("Vault passphrase: ").map_err(|e| VaultError::io("reading", "the terminal", e))?,
+        (term.hidden_prompt)("Vault passphrase: ")
+            .map_err(|e| VaultError::io("reading", "the terminal", e))?,
     );
     if confirm {
         let again = Zeroizing::new(
@@ -111,7 +112,9 @@ fn passphrase(term: &mut Terminal<'_>, confirm: bool) -> Result<Zeroizing<String
                 .map_err(|e| VaultError::io("reading", "the terminal", e))?,
         );
         if *again != *p {
-            return Err(VaultError::Usage("the passphrases differ; nothing was created".into()));
+            return Err(VaultError::Usage(
+                "the passphrases differ; nothing was created".into(),
+            ));
         }
     }
     Ok(p)
@@ -155,10 +158,15 @@ pub fn run_with(
                     .map_err(|e| VaultError::Crypto(format!("cannot encode the list ({e})")))?;
                 writeln!(term.stdout, "{text}").map_err(out_err)
             } else if list.is_empty() {
-                writeln!(term.stdout, "no secrets; add one with `sayri vault set NAME`").map_err(out_err)
+                writeln!(
+                    term.stdout,
+                    "no secrets; add one with `sayri vault set NAME`"
+                )
+                .map_err(out_err)
             } else {
                 for i in list {
-                    writeln!(term.stdout, "{}\t{}\t{}", i.key, i.masked, i.description).map_err(out_err)?;
+                    writeln!(term.stdout, "{}\t{}\t{}", i.key, i.masked, i.description)
+                        .map_err(out_err)?;
                 }
                 Ok(())
             }

@@ -116,7 +116,11 @@ pub enum VaultError {
 }
 
 impl VaultError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         Self::Io {
             action,
             path: path.into(),

@@ -8,8 +8,21 @@ pub const MAX_KEY_LEN: usize = 128;
 /// Names a secret may not take, because injecting them as environment variables would change how
 /// every command runs (loader, shell and identity variables).
 const RESERVED: &[&str] = &[
-    "PATH", "HOME", "SHELL", "USER", "LOGNAME", "PWD", "OLDPWD", "IFS", "ENV", "BASH_ENV", "TERM",
-    "LANG", "TMPDIR", "PS4", "PROMPT_COMMAND",
+    "PATH",
+    "HOME",
+    "SHELL",
+    "USER",
+    "LOGNAME",
+    "PWD",
+    "OLDPWD",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "TERM",
+    "LANG",
+    "TMPDIR",
+    "PS4",
+    "PROMPT_COMMAND",
 ];
 
 /// Normalises a secret name as spec §9 does (trim, upper-case, spaces → `_`) and then requires it to be

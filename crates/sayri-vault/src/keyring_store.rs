@@ -27,12 +27,20 @@ pub(crate) fn load() -> Result<DataKey, VaultError> {
             "cannot read the vault key (service `{SERVICE}`, account `{ACCOUNT}`): {e}. Unlock the keyring, or restore the key"
         ),
     })?);
-    let bytes = Zeroizing::new(STANDARD.decode(text.as_bytes()).map_err(|_| VaultError::Keyring {
-        why: format!("the entry `{SERVICE}`/`{ACCOUNT}` is not a Sayri vault key"),
-    })?);
-    let arr: [u8; KEY_LEN] = bytes.as_slice().try_into().map_err(|_| VaultError::Keyring {
-        why: format!("the entry `{SERVICE}`/`{ACCOUNT}` has the wrong length"),
-    })?;
+    let bytes =
+        Zeroizing::new(
+            STANDARD
+                .decode(text.as_bytes())
+                .map_err(|_| VaultError::Keyring {
+                    why: format!("the entry `{SERVICE}`/`{ACCOUNT}` is not a Sayri vault key"),
+                })?,
+        );
+    let arr: [u8; KEY_LEN] = bytes
+        .as_slice()
+        .try_into()
+        .map_err(|_| VaultError::Keyring {
+            why: format!("the entry `{SERVICE}`/`{ACCOUNT}` has the wrong length"),
+        })?;
     Ok(Zeroizing::new(arr))
 }
 

@@ -100,8 +100,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
     let mut tag = [0u8; TAG_LEN];
     nonce.copy_from_slice(&raw[..NONCE_LEN]);
     tag.copy_from_slice(&raw[NONCE_LEN..]);
-    let body: Body = serde_json::from_slice(body)
-        .map_err(|e| corrupt(format!("its header is not valid JSON of the expected shape ({e})")))?;
+    let body: Body = serde_json::from_slice(body).map_err(|e| {
+        corrupt(format!(
+            "its header is not valid JSON of the expected shape ({e})"
+        ))
+    })?;
     Ok(Parsed {
         body,
         signed,
@@ -172,8 +175,9 @@ pub(crate) fn encrypt_entry(
     description: &str,
     updated_at: u64,
 ) -> Result<EntryRecord, VaultError> {
-    let len = u32::try_from(value.len())
-        .map_err(|_| VaultError::Crypto("a secret value larger than 4 GiB cannot be stored".into()))?;
+    let len = u32::try_from(value.len()).map_err(|_| {
+        VaultError::Crypto("a secret value larger than 4 GiB cannot be stored".into())
+    })?;
     let mut plain = Zeroizing::new(Vec::with_capacity(4 + value.len() + description.len()));
     plain.extend_from_slice(&len.to_le_bytes());
     plain.extend_from_slice(value.as_bytes());
@@ -223,7 +227,10 @@ pub(crate) fn decrypt_entry(
             .map_err(|_| format!("the value of {} does not decrypt", rec.key))?,
     );
     let bad = || format!("the value of {} is malformed", rec.key);
-    let len_bytes: [u8; 4] = plain.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
+    let len_bytes: [u8; 4] = plain
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(bad)?;
     let len = u32::from_le_bytes(len_bytes) as usize;
     let value = plain.get(4..4 + len).ok_or_else(bad)?;
     let desc = plain.get(4 + len..).ok_or_else(bad)?;

@@ -74,7 +74,12 @@ impl std::fmt::Display for VaultStatus {
             self.vault_file.display(),
             if self.created { " (created now)" } else { "" }
         )?;
-        writeln!(f, "key source: {} — {}", self.key_source.describe(), self.key_location)?;
+        writeln!(
+            f,
+            "key source: {} — {}",
+            self.key_source.describe(),
+            self.key_location
+        )?;
         writeln!(f, "why: {}", self.reason)?;
         write!(f, "secrets: {}", self.secrets)?;
         for n in &self.notes {
@@ -202,10 +207,14 @@ impl Vault {
                 let KeySource::Passphrase(pass) = &source else {
                     return Err(VaultError::PassphraseRequired { path });
                 };
-                let kdf = parsed.body.kdf.as_ref().ok_or_else(|| VaultError::Corrupt {
-                    path: path.clone(),
-                    why: "a passphrase vault without Argon2id parameters".into(),
-                })?;
+                let kdf = parsed
+                    .body
+                    .kdf
+                    .as_ref()
+                    .ok_or_else(|| VaultError::Corrupt {
+                        path: path.clone(),
+                        why: "a passphrase vault without Argon2id parameters".into(),
+                    })?;
                 let salt = sealed_file::decode_salt(&kdf.salt)
                     .filter(|_| kdf.algorithm == "argon2id")
                     .ok_or_else(|| VaultError::Corrupt {
@@ -280,9 +289,13 @@ impl Vault {
                 why,
             };
             if normalize_key(&rec.key).ok().as_deref() != Some(rec.key.as_str()) {
-                return Err(corrupt(format!("it holds an invalid key name {:?}", rec.key)));
+                return Err(corrupt(format!(
+                    "it holds an invalid key name {:?}",
+                    rec.key
+                )));
             }
-            let (value, description) = sealed_file::decrypt_entry(&self.key, rec).map_err(corrupt)?;
+            let (value, description) =
+                sealed_file::decrypt_entry(&self.key, rec).map_err(corrupt)?;
             let entry = Entry {
                 value,
                 description,
@@ -532,7 +545,10 @@ impl Vault {
     /// The `(NAME, value)` environment variables for a command whose profile allows `allowed`
     /// (names normalised; unknown names skipped — see [`Vault::missing`]). Sorted by name, no duplicates.
     pub fn env_for(&self, allowed: &[String]) -> Vec<(String, Zeroizing<String>)> {
-        let mut names: Vec<String> = allowed.iter().filter_map(|a| normalize_key(a).ok()).collect();
+        let mut names: Vec<String> = allowed
+            .iter()
+            .filter_map(|a| normalize_key(a).ok())
+            .collect();
         names.sort();
         names.dedup();
         names

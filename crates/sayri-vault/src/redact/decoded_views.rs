@@ -246,7 +246,8 @@ fn json_unit(b: &[u8]) -> Unit {
             return match json_u16(rest) {
                 None => Unit::Incomplete,
                 Some(Ok(low)) if (0xDC00..0xE000).contains(&low) => {
-                    let cp = 0x10000 + ((u32::from(first) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+                    let cp =
+                        0x10000 + ((u32::from(first) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
                     match char::from_u32(cp) {
                         Some(ch) => Unit::Done(Decoded::Char(ch), 12),
                         None => literal,

@@ -66,7 +66,11 @@ fn base64_forms(
     let rem = total % 3;
     // In a trailing partial group of `rem` secret bytes, the first `rem` characters are pure.
     let core_end = full_chars + rem;
-    let tail_unpadded_end = if rem == 0 { full_chars } else { full_chars + rem + 1 };
+    let tail_unpadded_end = if rem == 0 {
+        full_chars
+    } else {
+        full_chars + rem + 1
+    };
     for end in [core_end, tail_unpadded_end, encoded.len()] {
         if end > start && end <= encoded.len() {
             out.push(Zeroizing::new(encoded[start..end].to_vec()));

@@ -36,6 +36,8 @@ struct Compiled {
     automaton: Option<AhoCorasick>,
     max_pattern_len: usize,
     any_space: bool,
+    /// `first_bytes[b]`: some pattern starts with byte `b`.
+    first_bytes: [bool; 256],
 }
 
 /// A span of original text to replace, with the index of the secret it belongs to.
@@ -54,6 +56,9 @@ pub(crate) struct Found {
     pub hold_from: usize,
     /// Partial mode: original ranges of multi-byte escape units of every view.
     pub units: Vec<(usize, usize)>,
+    /// Partial mode: earliest untrimmed start of a would-be match; the line-break rule may let its
+    /// beginning go out now, so a stream keeps text from here as look-behind.
+    pub lookbehind_from: usize,
 }
 
 impl std::fmt::Debug for SecretRedactor {
@@ -72,8 +77,8 @@ impl Default for SecretRedactor {
 }
 
 impl SecretRedactor {
-    /// Builds a redactor for `(key name, value)` pairs. Values are trimmed is not applied here: they are
-    /// searched exactly as given; values under [`MIN_SECRET_CHARS`] characters are skipped.
+    /// Builds a redactor for `(key name, value)` pairs. Values are searched exactly as given (no
+    /// trimming); values under [`MIN_SECRET_CHARS`] characters are skipped.
     pub fn new(secrets: Vec<(String, Zeroizing<String>)>) -> Self {
         let secrets: Vec<_> = secrets
             .into_iter()
@@ -98,6 +103,10 @@ impl SecretRedactor {
         };
         let max_pattern_len = patterns.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
         let any_space = secrets.iter().any(|(_, v)| v.contains(' '));
+        let mut first_bytes = [false; 256];
+        for (p, _) in &patterns {
+            first_bytes[usize::from(p[0])] = true;
+        }
         Self {
             inner: Arc::new(Compiled {
                 secrets,
@@ -105,6 +114,7 @@ impl SecretRedactor {
                 automaton,
                 max_pattern_len,
                 any_space,
+                first_bytes,
             }),
         }
     }
@@ -151,6 +161,7 @@ impl SecretRedactor {
             spans: Vec::new(),
             hold_from: text.len(),
             units: Vec::new(),
+            lookbehind_from: text.len(),
         };
         let Some(ac) = &self.inner.automaton else {
             return found;
@@ -172,9 +183,13 @@ impl SecretRedactor {
                 });
             }
             if partial {
-                let hold = self.hold_point(&view, &breaks).unwrap_or(text.len());
+                let (hold, behind) = self.hold_point(&view, &breaks);
+                let hold = hold.unwrap_or(text.len());
                 let hold = view.incomplete_from.map_or(hold, |i| hold.min(i));
                 found.hold_from = found.hold_from.min(hold);
+                if let Some(b) = behind {
+                    found.lookbehind_from = found.lookbehind_from.min(b);
+                }
                 found
                     .units
                     .extend(view.units.iter().map(|&(s, e)| (s as usize, e as usize)));
@@ -185,13 +200,18 @@ impl SecretRedactor {
     }
 
     /// The earliest original offset from which the end of `view` could still grow into a match: the
-    /// start (after line-break trimming) of any suffix that is a proper prefix of some pattern.
-    fn hold_point(&self, view: &View, breaks: &LineBreaks<'_>) -> Option<usize> {
+    /// start (after line-break trimming) of any suffix that is a proper prefix of some pattern; and the
+    /// earliest untrimmed start of such a suffix (what a stream must keep as look-behind).
+    fn hold_point(&self, view: &View, breaks: &LineBreaks<'_>) -> (Option<usize>, Option<usize>) {
         let n = view.bytes.len();
         let lo = n.saturating_sub(self.inner.max_pattern_len.saturating_sub(1));
         let patterns = &self.inner.patterns;
         let mut best: Option<usize> = None;
+        let mut behind: Option<usize> = None;
         for i in lo..n {
+            if !self.inner.first_bytes[usize::from(view.bytes[i])] {
+                continue;
+            }
             let suffix = &view.bytes[i..];
             let at = patterns.partition_point(|(p, _)| p.as_slice() < suffix);
             let grows = patterns[at..]
@@ -204,9 +224,12 @@ impl SecretRedactor {
                     let o = view.start[t] as usize;
                     best = Some(best.map_or(o, |b| b.min(o)));
                 }
+                if behind.is_none() {
+                    behind = Some(view.start[i] as usize);
+                }
             }
         }
-        best
+        (best, behind)
     }
 
     /// Writes `text[from..to]` with `spans` (which must lie inside or outside that range, never across
@@ -240,7 +263,10 @@ struct LineBreaks<'a> {
 impl LineBreaks<'_> {
     /// True when a stripped line break follows view byte `i` in the original text.
     fn after(&self, i: usize) -> bool {
-        matches!(self.text.get(self.view.end[i] as usize), Some(b'\r' | b'\n'))
+        matches!(
+            self.text.get(self.view.end[i] as usize),
+            Some(b'\r' | b'\n')
+        )
     }
 
     /// Moves the start of a (partial, when `trailing`) match `[start, end)` past every line break

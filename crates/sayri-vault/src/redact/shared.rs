@@ -39,7 +39,9 @@ impl SharedRedactor {
 
 impl std::fmt::Debug for SharedRedactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("SharedRedactor").field(&self.current()).finish()
+        f.debug_tuple("SharedRedactor")
+            .field(&self.current())
+            .finish()
     }
 }
 

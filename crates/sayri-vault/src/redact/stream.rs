@@ -15,9 +15,9 @@ use super::secret_redactor::SecretRedactor;
 /// followed by a line break is not held: a match continues across a line break only when at least
 /// 4 of its bytes precede it, in one-shot and streaming redaction alike.
 ///
-/// The redactor also keeps the last emitted text as look-behind, so a match that began in text
-/// already emitted (as allowed by the line-break rule) is still found; only its unemitted part is
-/// replaced. A held tail is bounded: past `8 × longest form + 1 KiB` bytes (only possible with long
+/// When the line-break rule lets the start of a would-be match go out, the redactor keeps that
+/// emitted text as look-behind, so the match is still found when the rest arrives; only its
+/// unemitted part is replaced. A held tail is bounded: past `8 × longest form + 1 KiB` bytes (only possible with long
 /// runs of line breaks inside a would-be match) its oldest part is released, redacted as far as known.
 pub struct StreamRedactor {
     redactor: SecretRedactor,
@@ -83,9 +83,11 @@ impl StreamRedactor {
             cut -= 1;
         }
         let cut = cut.max(floor);
-        let out = self.redactor.replace(text, &clip(&found.spans, floor), floor, cut);
-        // Keep up to `cap` bytes of emitted text as look-behind, then the held tail.
-        let mut keep_from = cut.saturating_sub(cap);
+        let out = self
+            .redactor
+            .replace(text, &clip(&found.spans, floor), floor, cut);
+        // Keep emitted text as look-behind only from where a would-be match may continue.
+        let mut keep_from = found.lookbehind_from.min(cut).max(cut.saturating_sub(cap));
         while !text.is_char_boundary(keep_from) {
             keep_from -= 1;
         }

@@ -19,7 +19,10 @@ fn a_failed_write_keeps_the_previous_file_and_memory() {
     let e = v.set("NEW_KEY", "new-value-1", "").unwrap_err();
     assert!(e.to_string().contains(".vault.enc.tmp"), "{e}");
     assert_eq!(std::fs::read(&file).unwrap(), before);
-    assert!(v.get("NEW_KEY").is_none(), "memory must match the file after a failed write");
+    assert!(
+        v.get("NEW_KEY").is_none(),
+        "memory must match the file after a failed write"
+    );
     std::fs::remove_dir(&tmp).unwrap();
     v.set("NEW_KEY", "new-value-1", "").unwrap();
     let v2 = Vault::open(paths(&dir), KeySource::Auto).unwrap();
@@ -78,11 +81,19 @@ fn a_writer_killed_mid_write_leaves_the_old_vault() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGXFSZ), "child: {status:?}");
     let tmp = file.with_file_name(".vault.enc.tmp");
-    assert!(tmp.exists(), "the partial temp file should be left by the crash");
+    assert!(
+        tmp.exists(),
+        "the partial temp file should be left by the crash"
+    );
     assert_eq!(std::fs::read(&file).unwrap(), before);
     let mut v = Vault::open(paths(&dir), KeySource::Auto).unwrap();
     assert_eq!(v.get("OLD_KEY").unwrap().as_str(), "old-value-1");
     // The stale temp file does not block the next write.
     v.set("AFTER", "after-crash", "").unwrap();
-    assert!(Vault::open(paths(&dir), KeySource::Auto).unwrap().get("AFTER").is_some());
+    assert!(
+        Vault::open(paths(&dir), KeySource::Auto)
+            .unwrap()
+            .get("AFTER")
+            .is_some()
+    );
 }

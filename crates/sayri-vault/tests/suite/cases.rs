@@ -49,7 +49,10 @@ fn case12_command_errors_are_redacted_in_stdout_and_stderr() {
         let (out, err, code) = run_sh(s, TOKEN);
         codes.push(code);
         let both = format!("{out}{err}");
-        assert!(both.contains(TOKEN), "the command must really print the token: {both:?}");
+        assert!(
+            both.contains(TOKEN),
+            "the command must really print the token: {both:?}"
+        );
         let red_out = r.redact(&out);
         let red_err = r.redact(&err);
         for red in [&red_out, &red_err] {

@@ -54,7 +54,12 @@ fn value_is_never_an_argument() {
 #[test]
 fn set_from_a_pipe_then_list_and_get_show_masks() {
     let dir = tempfile::tempdir().unwrap();
-    let (r, out, prompts) = run(&dir, &["set", "github token", "-d", "ci"], "ghp_0123456789abcdef\n", false);
+    let (r, out, prompts) = run(
+        &dir,
+        &["set", "github token", "-d", "ci"],
+        "ghp_0123456789abcdef\n",
+        false,
+    );
     r.unwrap();
     assert!(prompts.is_empty());
     assert_eq!(out, "stored GITHUB_TOKEN (ghp...def)\n");
@@ -107,7 +112,11 @@ fn init_with_a_passphrase_then_open_with_the_env_passphrase() {
     assert!(out.contains("passphrase"), "{out}");
     // Without a passphrase on a pipe: a clear refusal.
     let (r, _, _) = run(&dir, &["list"], "", false);
-    assert!(r.unwrap_err().to_string().contains("SAYRI_VAULT_PASSPHRASE"));
+    assert!(
+        r.unwrap_err()
+            .to_string()
+            .contains("SAYRI_VAULT_PASSPHRASE")
+    );
     let cmd = parse(&["list"]).unwrap();
     let mut stdin = std::io::Cursor::new(Vec::new());
     let mut stdout = Vec::new();

@@ -27,7 +27,10 @@ fn files_are_0600_and_new_directories_0700() {
 #[test]
 fn a_group_readable_key_file_is_refused_and_a_widened_vault_tightened() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Vault::open(paths(&dir), KeySource::Auto).unwrap().paths().clone();
+    let p = Vault::open(paths(&dir), KeySource::Auto)
+        .unwrap()
+        .paths()
+        .clone();
     std::fs::set_permissions(&p.vault_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let v = Vault::open(paths(&dir), KeySource::Auto).unwrap();
     assert_eq!(mode(&p.vault_file), 0o600);
@@ -50,15 +53,25 @@ fn a_missing_key_file_is_explained_and_nothing_is_overwritten() {
     let e = Vault::open(paths(&dir), KeySource::Auto).unwrap_err();
     assert!(e.to_string().contains("missing"), "{e}");
     assert_eq!(std::fs::read(&p.vault_file).unwrap(), before);
-    assert!(!p.key_file.exists(), "a new key must not be made for an existing vault");
+    assert!(
+        !p.key_file.exists(),
+        "a new key must not be made for an existing vault"
+    );
 }
 
 #[test]
 fn an_unprivileged_user_cannot_read_the_vault_or_key() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Vault::open(paths(&dir), KeySource::Auto).unwrap().paths().clone();
+    let p = Vault::open(paths(&dir), KeySource::Auto)
+        .unwrap()
+        .paths()
+        .clone();
     // Open every directory on the way, so only the files' own 0600 mode stands in the way.
-    for d in [dir.path(), p.vault_file.parent().unwrap(), p.key_file.parent().unwrap()] {
+    for d in [
+        dir.path(),
+        p.vault_file.parent().unwrap(),
+        p.key_file.parent().unwrap(),
+    ] {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     for f in [&p.vault_file, &p.key_file] {

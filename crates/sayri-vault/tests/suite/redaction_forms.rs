@@ -17,12 +17,18 @@ fn r() -> SecretRedactor {
 /// Redacts `text` and checks no 8-byte window of `encoded` (the form the text carries) survives.
 fn check(text: &str, encoded: &str) -> String {
     let red = r().redact(text);
-    assert!(red.contains("$SECRET:API_TOKEN"), "no marker in {red:?} (from {text:?})");
+    assert!(
+        red.contains("$SECRET:API_TOKEN"),
+        "no marker in {red:?} (from {text:?})"
+    );
     let flat: String = red.chars().filter(|c| *c != '\n' && *c != '\r').collect();
     let bytes = encoded.as_bytes();
     for w in bytes.windows(8.min(bytes.len())) {
         let piece = String::from_utf8_lossy(w);
-        assert!(!flat.contains(&*piece), "{piece:?} of {encoded:?} leaked in {red:?}");
+        assert!(
+            !flat.contains(&*piece),
+            "{piece:?} of {encoded:?} leaked in {red:?}"
+        );
     }
     assert_no_8char_piece(&red, TOKEN);
     red
@@ -91,7 +97,12 @@ fn percent_encoding_any_subset_either_case() {
     let all = utf8_percent_encode(TOKEN, NON_ALPHANUMERIC).to_string();
     let some = utf8_percent_encode(TOKEN, RESERVED).to_string();
     assert!(all.contains("%2B") && some.contains("%7E"));
-    for enc in [all.clone(), some.clone(), lower_escapes(&all), lower_escapes(&some)] {
+    for enc in [
+        all.clone(),
+        some.clone(),
+        lower_escapes(&all),
+        lower_escapes(&some),
+    ] {
         let url = format!("https://ci:{enc}@127.0.0.1:9/x.git?token={enc}&x=1");
         let red = check(&url, &enc);
         assert_eq!(
@@ -129,12 +140,21 @@ fn json_escaped_forms() {
     // `/` escaped as `\/` and characters as \uXXXX, in any mix.
     let slashed = TOKEN.replace('/', "\\/");
     check(&format!("{{\"t\":\"{slashed}\"}}"), &slashed);
-    let unicode: String = TOKEN.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+    let unicode: String = TOKEN
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
     check(&format!("{{\"t\":\"{unicode}\"}}"), &unicode);
     let mixed: String = TOKEN
         .chars()
         .enumerate()
-        .map(|(i, c)| if i % 3 == 0 { format!("\\u{:04X}", c as u32) } else { c.to_string() })
+        .map(|(i, c)| {
+            if i % 3 == 0 {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
         .collect();
     check(&mixed, &mixed);
     // A multi-line secret escaped into JSON (and a non-BMP character as a surrogate pair).
@@ -173,7 +193,10 @@ fn several_secrets_and_extra_values() {
     .with_extra("PROVIDER_API_KEY", "sk-local-7Hq2Zr9Wm4Xa1Pb6");
     assert_eq!(r.keys(), ["A_KEY", "B_KEY", "PROVIDER_API_KEY"]);
     let red = r.redact("alpha-secret-1 bravo-secret-2 abc sk-local-7Hq2Zr9Wm4Xa1Pb6");
-    assert_eq!(red, "$SECRET:A_KEY $SECRET:B_KEY abc $SECRET:PROVIDER_API_KEY");
+    assert_eq!(
+        red,
+        "$SECRET:A_KEY $SECRET:B_KEY abc $SECRET:PROVIDER_API_KEY"
+    );
     assert!(SecretRedactor::default().is_empty());
     assert_eq!(SecretRedactor::default().redact("x y"), "x y");
 }

@@ -37,10 +37,16 @@ fn piece() -> impl Strategy<Value = String> {
         Just(hex::encode(TOKEN)),
         Just(hex::encode_upper(OTHER)),
         Just(utf8_percent_encode(TOKEN, NON_ALPHANUMERIC).to_string()),
-        Just(lower_escapes(&utf8_percent_encode(OTHER, NON_ALPHANUMERIC).to_string())),
+        Just(lower_escapes(
+            &utf8_percent_encode(OTHER, NON_ALPHANUMERIC).to_string()
+        )),
         Just(serde_json::to_string(TOKEN).unwrap().replace('/', "\\/")),
         Just(folded(8, "\n")),
         Just(folded(5, "\r\n")),
+        // A line break after fewer than 4 bytes of a secret: the stream must not hold the line,
+        // and must still catch the rest through its look-behind.
+        Just(format!("s\n{}", &TOKEN[1..])),
+        Just(format!("sy-\r\n{}", &TOKEN[3..])),
     ]
 }
 
@@ -99,6 +105,20 @@ proptest! {
         }
         prop_assert_eq!(s.finish(), "");
     }
+}
+
+#[test]
+fn a_short_start_before_a_line_break_goes_out_at_once_and_the_rest_is_caught() {
+    let r = redactor();
+    let mut s = r.stream();
+    assert_eq!(s.push("value: sy\n"), "value: sy\n");
+    let rest = s.push(&TOKEN[2..]);
+    let tail = s.finish();
+    assert_eq!(
+        format!("value: sy\n{rest}{tail}"),
+        r.redact(&format!("value: sy\n{}", &TOKEN[2..]))
+    );
+    assert_eq!(format!("{rest}{tail}"), "$SECRET:API_TOKEN");
 }
 
 #[test]

@@ -80,7 +80,10 @@ fn invalid_names_and_short_values_are_refused_with_reasons() {
         assert!(e.to_string().contains("GITHUB_TOKEN"), "{e}");
     }
     let e = v.set("PIN", "  123 ", "").unwrap_err();
-    assert!(matches!(e, VaultError::ValueTooShort { chars: 3, .. }), "{e}");
+    assert!(
+        matches!(e, VaultError::ValueTooShort { chars: 3, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("at least 4"), "{e}");
     assert!(v.list().is_empty());
 }
@@ -151,9 +154,16 @@ fn tampering_any_single_byte_is_detected_and_the_file_kept() {
         match Vault::open(paths(&dir), KeySource::Auto) {
             Err(VaultError::Corrupt { .. } | VaultError::Tampered { .. }) => {}
             Err(e) => panic!("unexpected error kind {e}"),
-            Ok(_) => panic!("accepted a tampered file: {:?}", String::from_utf8_lossy(&t)),
+            Ok(_) => panic!(
+                "accepted a tampered file: {:?}",
+                String::from_utf8_lossy(&t)
+            ),
         }
-        assert_eq!(std::fs::read(&file).unwrap(), t, "a failed load changed the file");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            t,
+            "a failed load changed the file"
+        );
     }
     std::fs::write(&file, &good).unwrap();
     let v = Vault::open(paths(&dir), KeySource::Auto).unwrap();
@@ -170,7 +180,11 @@ fn a_write_through_a_handle_refuses_a_file_tampered_meanwhile() {
     bytes[n / 2] ^= 0x01;
     std::fs::write(&file, &bytes).unwrap();
     assert!(v.set("NEW_ONE", "new-value-1", "").is_err());
-    assert_eq!(std::fs::read(&file).unwrap(), bytes, "the tampered file was overwritten");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        bytes,
+        "the tampered file was overwritten"
+    );
     assert!(v.refresh().is_err());
 }
 
@@ -187,17 +201,26 @@ fn wrong_key_file_is_reported_as_failed_integrity() {
 }
 
 fn fast() -> KdfParams {
-    KdfParams { m_kib: 64, t: 1, p: 1 }
+    KdfParams {
+        m_kib: 64,
+        t: 1,
+        p: 1,
+    }
 }
 
 #[test]
 fn passphrase_vault_needs_the_right_passphrase() {
     let dir = tempfile::tempdir().unwrap();
-    let pass = |s: &str| KeySource::Passphrase(Passphrase::new(Zeroizing::new(s.into())).with_params(fast()));
+    let pass = |s: &str| {
+        KeySource::Passphrase(Passphrase::new(Zeroizing::new(s.into())).with_params(fast()))
+    };
     let mut v = Vault::open(paths(&dir), pass("correct horse")).unwrap();
     assert_eq!(v.status().key_source, KeySourceKind::Passphrase);
     v.set("K1", "passphrase-protected", "").unwrap();
-    assert!(!paths(&dir).key_file.exists(), "no key file for a passphrase vault");
+    assert!(
+        !paths(&dir).key_file.exists(),
+        "no key file for a passphrase vault"
+    );
     drop(v);
     assert!(matches!(
         Vault::open(paths(&dir), KeySource::Auto).unwrap_err(),
