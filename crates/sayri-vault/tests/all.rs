@@ -1,0 +1,3 @@
+//! Integration tests of sayri-vault (one binary; topics in `suite/`).
+
+mod suite;

@@ -1,0 +1,133 @@
+//! The CLI: values from stdin or a hidden prompt, never argv; `--reveal` only to a terminal.
+
+use clap::Parser;
+use sayri_vault::cli::{Terminal, VaultCommand, run_with};
+use zeroize::Zeroizing;
+
+use super::vault_file::paths;
+
+#[derive(Parser)]
+struct Top {
+    #[command(subcommand)]
+    vault: VaultCommand,
+}
+
+fn parse(args: &[&str]) -> Result<VaultCommand, clap::Error> {
+    Top::try_parse_from(std::iter::once("vault").chain(args.iter().copied())).map(|t| t.vault)
+}
+
+/// Runs a command with `input` on stdin; returns (result, stdout, prompts shown).
+fn run(
+    dir: &tempfile::TempDir,
+    args: &[&str],
+    input: &str,
+    tty: bool,
+) -> (Result<(), sayri_vault::VaultError>, String, Vec<String>) {
+    let cmd = parse(args).unwrap();
+    let mut stdin = std::io::Cursor::new(input.as_bytes().to_vec());
+    let mut stdout = Vec::new();
+    let mut prompts = Vec::new();
+    let typed = input.to_string();
+    let mut prompt = |p: &str| {
+        prompts.push(p.to_string());
+        Ok(typed.clone())
+    };
+    let mut term = Terminal {
+        stdin: &mut stdin,
+        stdout: &mut stdout,
+        stdin_is_tty: tty,
+        stdout_is_tty: tty,
+        hidden_prompt: &mut prompt,
+        env_passphrase: None,
+    };
+    let r = run_with(&cmd, &paths(dir), &mut term);
+    drop(term);
+    (r, String::from_utf8(stdout).unwrap(), prompts)
+}
+
+#[test]
+fn value_is_never_an_argument() {
+    assert!(parse(&["set", "GITHUB_TOKEN", "ghp_secretvalue"]).is_err());
+    assert!(parse(&["set", "GITHUB_TOKEN", "-d", "ci"]).is_ok());
+}
+
+#[test]
+fn set_from_a_pipe_then_list_and_get_show_masks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, out, prompts) = run(
+        &dir,
+        &["set", "github token", "-d", "ci"],
+        "ghp_0123456789abcdef\n",
+        false,
+    );
+    r.unwrap();
+    assert!(prompts.is_empty());
+    assert_eq!(out, "stored GITHUB_TOKEN (ghp...def)\n");
+    let (r, out, _) = run(&dir, &["list"], "", false);
+    r.unwrap();
+    assert_eq!(out, "GITHUB_TOKEN\tghp...def\tci\n");
+    let (r, out, _) = run(&dir, &["get", "GITHUB_TOKEN"], "", false);
+    r.unwrap();
+    assert!(!out.contains("0123456789"));
+}
+
+#[test]
+fn set_on_a_terminal_uses_the_hidden_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _, prompts) = run(&dir, &["set", "DB_PASS"], "hunter2-long", true);
+    r.unwrap();
+    assert_eq!(prompts, ["Value for DB_PASS (input hidden): "]);
+}
+
+#[test]
+fn reveal_only_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    run(&dir, &["set", "K"], "value-to-hide", false).0.unwrap();
+    let (r, out, _) = run(&dir, &["get", "K", "--reveal"], "", false);
+    let e = r.unwrap_err();
+    assert!(e.to_string().contains("only on a terminal"), "{e}");
+    assert!(out.is_empty());
+    let (r, out, _) = run(&dir, &["get", "K", "--reveal"], "", true);
+    r.unwrap();
+    assert_eq!(out, "value-to-hide\n");
+}
+
+#[test]
+fn short_value_and_status_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _, _) = run(&dir, &["set", "PIN"], "123\n", false);
+    assert!(r.unwrap_err().to_string().contains("at least 4"));
+    let (r, out, _) = run(&dir, &["status"], "", false);
+    r.unwrap();
+    assert!(out.contains("key source: key file"), "{out}");
+    assert!(out.contains("why:"), "{out}");
+}
+
+#[test]
+fn init_with_a_passphrase_then_open_with_the_env_passphrase() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, out, prompts) = run(&dir, &["init", "--passphrase"], "a long passphrase", true);
+    r.unwrap();
+    assert_eq!(prompts.len(), 2);
+    assert!(out.contains("passphrase"), "{out}");
+    // Without a passphrase on a pipe: a clear refusal.
+    let (r, _, _) = run(&dir, &["list"], "", false);
+    assert!(
+        r.unwrap_err()
+            .to_string()
+            .contains("SAYRI_VAULT_PASSPHRASE")
+    );
+    let cmd = parse(&["list"]).unwrap();
+    let mut stdin = std::io::Cursor::new(Vec::new());
+    let mut stdout = Vec::new();
+    let mut prompt = |_: &str| -> std::io::Result<String> { panic!("no prompt expected") };
+    let mut term = Terminal {
+        stdin: &mut stdin,
+        stdout: &mut stdout,
+        stdin_is_tty: false,
+        stdout_is_tty: false,
+        hidden_prompt: &mut prompt,
+        env_passphrase: Some(Zeroizing::new("a long passphrase".into())),
+    };
+    run_with(&cmd, &paths(&dir), &mut term).unwrap();
+}

@@ -1,0 +1,7 @@
+mod atomic_write;
+mod cases;
+mod cli;
+mod key_files;
+mod redaction_forms;
+mod stream_redaction;
+mod vault_file;
