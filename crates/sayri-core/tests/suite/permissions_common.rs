@@ -49,5 +49,10 @@ pub fn check_table(rules: &str, level: SandboxLevel, rows: &[(&str, &str, Effect
             ));
         }
     }
-    assert!(failures.is_empty(), "{} rows failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} rows failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -192,6 +192,9 @@ pub struct Decision {
     pub segments: Vec<SegmentDecision>,
     /// True when the deciding `ask`/`deny` came from the policy layer ("always" cannot lift it).
     pub policy: bool,
+    /// True when this is a refusal only because nobody could answer an `ask` (no approver on
+    /// this path, or a level that does not ask).
+    pub needs_approval: bool,
 }
 
 impl Decision {
@@ -541,6 +544,7 @@ pub fn evaluate(
             source: "analysis".into(),
             segments,
             policy: false,
+            needs_approval: false,
         };
     };
     let policy = top.rule.as_ref().is_some_and(|r| r.source.is_policy());
@@ -551,7 +555,9 @@ pub fn evaluate(
     };
     let mut effect = top.effect;
     let mut reason = top.reason.clone();
+    let mut needs_approval = false;
     if effect == Effect::Ask {
+        needs_approval = true;
         let can_ask = matches!(ctx.level, SandboxLevel::HostUser | SandboxLevel::HostRoot);
         if !can_ask {
             effect = Effect::Deny;
@@ -564,6 +570,8 @@ pub fn evaluate(
             reason = format!(
                 "{reason} — needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule"
             );
+        } else {
+            needs_approval = false;
         }
     }
     Decision {
@@ -573,6 +581,7 @@ pub fn evaluate(
         source,
         segments,
         policy,
+        needs_approval,
     }
 }
 
