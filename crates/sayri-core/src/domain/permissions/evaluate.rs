@@ -316,7 +316,7 @@ fn judge(
                 origin = Origin::Rule(p.source.clone());
                 neutral_left = false;
             }
-            Effect::Ask if effect < Effect::Ask => {
+            Effect::Ask if effect <= Effect::Ask => {
                 effect = Effect::Ask;
                 rule = Some(p.clone());
                 origin = Origin::Rule(p.source.clone());
@@ -393,7 +393,12 @@ pub fn evaluate(
             .iter_mut()
             .find(|x| x.command == seg.command && x.action == seg.action)
         {
-            if seg.effect > existing.effect {
+            let liftable = |s: &SegmentDecision| {
+                matches!(s.origin, Origin::Default | Origin::Rule(Source::Agent))
+            };
+            if seg.effect > existing.effect
+                || (seg.effect == existing.effect && liftable(existing) && !liftable(&seg))
+            {
                 *existing = seg;
             }
         } else {

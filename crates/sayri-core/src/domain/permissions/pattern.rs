@@ -2,7 +2,9 @@
 //!
 //! A pattern matches the **whole** value, case-insensitively: `*` matches any run of characters
 //! (including none), `?` exactly one character, every other character itself. A pattern that is
-//! exactly `*` matches anything, including the empty value.
+//! exactly `*` matches anything, including the empty value. A pattern ending in ` *` (space, star)
+//! names a command with any arguments, so it also matches the command without arguments:
+//! `git push *` matches `git push` (spec §15.1 item 5), `dd *` matches `dd` but not `ddrescue`.
 //!
 //! Shell values and shell patterns are compared after [`normalize_shell`]: whitespace runs become
 //! one space, the ends are trimmed, and spaces around `|`, `;` and `&` are removed, so `a | b` and
@@ -46,7 +48,14 @@ impl Pattern {
 
     /// Whether `value` (already normalised by the caller) matches the whole pattern.
     pub fn matches(&self, value: &str) -> bool {
-        wildcard_match(&self.chars, &fold(value))
+        let value = fold(value);
+        if wildcard_match(&self.chars, &value) {
+            return true;
+        }
+        match self.chars.as_slice() {
+            [head @ .., ' ', '*'] if !head.is_empty() => wildcard_match(head, &value),
+            _ => false,
+        }
     }
 }
 
@@ -129,6 +138,9 @@ mod tests {
         assert!(Pattern::new("git *").matches("GIT status"));
         assert!(!Pattern::new("git").matches("git status"));
         assert!(!Pattern::new("dd *").matches("ddrescue --help"));
+        assert!(Pattern::new("dd *").matches("dd"));
+        assert!(Pattern::new("git push *").matches("git push"));
+        assert!(!Pattern::new("git push *").matches("git pushx"));
         assert!(Pattern::new("a?c").matches("abc"));
         assert!(!Pattern::new("a?c").matches("ac"));
         assert!(Pattern::new("*").matches(""));

@@ -221,8 +221,24 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
                     }
                 }
                 n if WRITERS_ALL.contains(&n) => {
-                    for w in positionals(args, "tS", &["target-directory", "suffix"]) {
+                    let pos = positionals(args, "tS", &["target-directory", "suffix"]);
+                    for w in &pos {
                         push(Action::Write, &w.text);
+                    }
+                    // `mv a dir/` writes `dir/a`.
+                    if let Some((last, rest)) = pos.split_last()
+                        && last.text.ends_with('/')
+                        && matches!(n, "mv" | "ln")
+                    {
+                        for w in rest {
+                            let base = w
+                                .text
+                                .trim_end_matches('/')
+                                .rsplit('/')
+                                .next()
+                                .unwrap_or("");
+                            push(Action::Write, &format!("{}{base}", last.text));
+                        }
                     }
                 }
                 n if WRITERS_AFTER_FIRST.contains(&n) => {
@@ -244,6 +260,18 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
                             push(Action::Read, &w.text);
                         }
                         push(Action::Write, &last.text);
+                        // `cp a b dir/` writes `dir/a` and `dir/b`.
+                        if last.text.ends_with('/') {
+                            for w in rest {
+                                let base = w
+                                    .text
+                                    .trim_end_matches('/')
+                                    .rsplit('/')
+                                    .next()
+                                    .unwrap_or("");
+                                push(Action::Write, &format!("{}{base}", last.text));
+                            }
+                        }
                     }
                 }
                 "dd" => {
