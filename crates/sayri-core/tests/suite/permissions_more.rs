@@ -133,6 +133,7 @@ fn wrappers_are_peeled() {
             ),
             ("xargs-sh-c", "ls | xargs sh -c 'rm \"$0\"'", Deny),
             ("strace", "strace -f -o /tmp/t rm /tmp/x", Deny),
+            ("coproc", "coproc rm /tmp/x", Deny),
         ],
     );
 }
@@ -159,6 +160,7 @@ fn what_cannot_be_analysed_is_at_least_ask() {
             ("rot13-to-sh", "echo yf | tr a-z n-za-m | bash", Ask),
             ("parse-error", "ls 'unterminated", Ask),
             ("bash-c-var", "bash -c \"$SCRIPT\"", Ask),
+            ("keyword-as-program", "nice -n 5 { rm -rf /tmp/x; }", Ask),
         ],
     );
 }

@@ -42,6 +42,13 @@ use crate::ports::Approval;
 use sayri_protocol::SandboxLevel;
 use serde::Serialize;
 
+/// Shell reserved words and grouping tokens; as a program name they mean the text is not what it
+/// seems (bash would refuse it or run something else).
+const RESERVED: &[&str] = &[
+    "{", "}", "(", ")", "!", "[[", "]]", "if", "then", "else", "elif", "fi", "case", "esac", "for",
+    "select", "while", "until", "do", "done", "in", "function",
+];
+
 const SYSTEM_DIRS: &[&str] = &[
     "/bin",
     "/usr/bin",
@@ -423,7 +430,17 @@ pub fn evaluate(
                 let first = &layer[0];
                 let display = subject.display.clone();
                 judge_push(subject, &mut push);
-                if first.dynamic {
+                if RESERVED.contains(&first.raw.as_str()) {
+                    push(floor(
+                        &display,
+                        Effect::Ask,
+                        format!(
+                            "cannot be analysed: the shell keyword `{}` stands where a program name belongs",
+                            first.raw
+                        ),
+                        None,
+                    ));
+                } else if first.dynamic {
                     push(floor(
                         &display,
                         Effect::Ask,

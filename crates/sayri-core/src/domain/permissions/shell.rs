@@ -223,12 +223,34 @@ struct Ctx<'s> {
 
 impl Walker {
     fn walk_source(&mut self, src: &str, depth: usize) {
-        let Some(tree) = parse(src) else {
+        let Some(mut tree) = parse(src) else {
             self.out
                 .opaque
                 .push("the shell parser is unavailable".into());
             return;
         };
+        // tree-sitter-bash treats a newline followed by a word starting with `\` as part of the
+        // previous command (`ls\n\rm x` becomes `ls \rm x`); bash ends the command at the
+        // newline. Such newlines are replaced by `;` (same length, so offsets hold) and the text
+        // is parsed again.
+        let mut fixed = src.to_string();
+        for _ in 0..4 {
+            let mut gaps = Vec::new();
+            command_gap_newlines(tree.root_node(), &fixed, &mut gaps);
+            if gaps.is_empty() {
+                break;
+            }
+            let mut bytes = std::mem::take(&mut fixed).into_bytes();
+            for g in gaps {
+                bytes[g] = b';';
+            }
+            fixed = String::from_utf8(bytes).unwrap_or_default();
+            match parse(&fixed) {
+                Some(t) => tree = t,
+                None => break,
+            }
+        }
+        let src = fixed.as_str();
         let root = tree.root_node();
         if root.has_error() {
             self.out
@@ -587,6 +609,18 @@ impl Walker {
                     self.visit(child, ctx);
                 }
             }
+            "arithmetic_expansion" => {
+                // Bash refuses or re-reads malformed arithmetic (`$(( 'x' y ))`); never guess.
+                if node.has_error() || text.contains(['\'', '"', '`']) {
+                    self.opaque_once("an arithmetic expansion that is not plain arithmetic");
+                }
+                word.dynamic = true;
+                word.text.push_str(text);
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    self.visit(child, ctx);
+                }
+            }
             "brace_expression" => {
                 word.dynamic = true;
                 word.text.push_str(text);
@@ -602,6 +636,37 @@ impl Walker {
                 }
             }
         }
+    }
+}
+
+/// Byte offsets of newlines that sit between two words of one `command` node without a
+/// line-continuation backslash before them.
+fn command_gap_newlines(node: Node, src: &str, out: &mut Vec<usize>) {
+    if node.kind() == "word" {
+        // The grammar may also fold the newline into the next word (`\n\\rm`).
+        let bytes = src.as_bytes();
+        for i in node.byte_range() {
+            if bytes.get(i) == Some(&b'\n') && (i == 0 || bytes[i - 1] != b'\\') {
+                out.push(i);
+            }
+        }
+    }
+    if node.kind() == "command" {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        for pair in children.windows(2) {
+            let (from, to) = (pair[0].end_byte(), pair[1].start_byte());
+            let bytes = src.as_bytes();
+            for i in from..to.min(bytes.len()) {
+                if bytes[i] == b'\n' && (i == 0 || bytes[i - 1] != b'\\') {
+                    out.push(i);
+                }
+            }
+        }
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        command_gap_newlines(child, src, out);
     }
 }
 
@@ -796,6 +861,15 @@ mod tests {
         let sh = a.commands.iter().find(|c| c.words[0].text == "sh").unwrap();
         assert_eq!(sh.pipes.len(), 1);
         assert_eq!(sh.pipes[0].1, 1);
+    }
+
+    #[test]
+    fn newline_before_backslash_word_ends_the_command() {
+        assert_eq!(
+            words("ls -la\n\\rm -rf x"),
+            vec![vec!["ls", "-la"], vec!["rm", "-rf", "x"]]
+        );
+        assert_eq!(words("ls \\\n -la"), vec![vec!["ls", "-la"]]);
     }
 
     #[test]
