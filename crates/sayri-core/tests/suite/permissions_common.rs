@@ -32,11 +32,6 @@ pub fn decide_at(level: SandboxLevel, rules: &str, command: &str) -> Decision {
     )
 }
 
-/// Effect at level 3.
-pub fn effect(rules: &str, command: &str) -> Effect {
-    decide_at(SandboxLevel::HostUser, rules, command).effect
-}
-
 /// Asserts every row of a table `(id, command, expected)` under `rules`.
 pub fn check_table(rules: &str, level: SandboxLevel, rows: &[(&str, &str, Effect)]) {
     let mut failures = Vec::new();

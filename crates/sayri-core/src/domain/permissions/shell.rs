@@ -404,9 +404,8 @@ impl Walker {
         }
         for part in continuation {
             if let (Some(id), "pipeline") = (pipeline_id, part.kind()) {
-                let mut stage = 1;
                 let mut c = part.walk();
-                for child in part.named_children(&mut c) {
+                for (stage, child) in (1..).zip(part.named_children(&mut c)) {
                     let mut pipes = ctx.pipes.clone();
                     pipes.push((id, stage));
                     let inner = Ctx {
@@ -415,7 +414,6 @@ impl Walker {
                         pipes,
                     };
                     self.visit(child, &inner);
-                    stage += 1;
                 }
             } else {
                 self.visit(part, ctx);
