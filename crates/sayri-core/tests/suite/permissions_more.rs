@@ -161,6 +161,16 @@ fn what_cannot_be_analysed_is_at_least_ask() {
             ("parse-error", "ls 'unterminated", Ask),
             ("bash-c-var", "bash -c \"$SCRIPT\"", Ask),
             ("keyword-as-program", "nice -n 5 { rm -rf /tmp/x; }", Ask),
+            (
+                "xargs-replace-script",
+                "xargs -I{} sh -c '{}' < cmds.txt",
+                Ask,
+            ),
+            (
+                "xargs-i-command-word",
+                "xargs -i {} --help < progs.txt",
+                Ask,
+            ),
         ],
     );
 }

@@ -384,6 +384,25 @@ fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> S
 
 /// Evaluates one proposed action (spec §6.3 with the fixes of issue 4).
 ///
+/// ```
+/// use sayri_core::SandboxLevel;
+/// use sayri_core::domain::permissions::{Action, AgentRules, Effect, EvalContext, PolicySet, evaluate};
+/// use sayri_core::domain::profile::{AgentProfile, RawRule};
+///
+/// let mut profile = AgentProfile::builtin_default();
+/// profile.sandbox.ask_before_run = true;
+/// profile.sandbox.permission_rules = vec![
+///     RawRule { action: "shell".into(), resource: "*".into(), effect: "ask".into() },
+///     RawRule { action: "shell".into(), resource: "git *".into(), effect: "allow".into() },
+///     RawRule { action: "shell".into(), resource: "git clean*".into(), effect: "deny".into() },
+/// ];
+/// let agent = AgentRules::from_profile(&profile).unwrap();
+/// let ctx = EvalContext { level: SandboxLevel::HostUser, approver_available: true };
+/// let d = evaluate(Action::Shell, "git fetch && git clean -fd", &agent, &[], &PolicySet::baseline(), &ctx);
+/// assert_eq!(d.effect, Effect::Deny);
+/// assert_eq!(d.rule.unwrap().resource, "git clean*");
+/// ```
+///
 /// `approvals` are the agent's saved approvals (see [`approval_rules`]). Never fails; malformed
 /// rules are rejected earlier, when [`AgentRules`] and [`PolicySet`] are built.
 pub fn evaluate(

@@ -174,6 +174,14 @@ fn parse(src: &str) -> Option<tree_sitter::Tree> {
 
 /// Analyses `command` (bash syntax). Never fails: what cannot be analysed is listed in
 /// [`Analysis::opaque`].
+///
+/// ```
+/// use sayri_core::domain::permissions::shell::analyze;
+/// let a = analyze(r#"cd /tmp && sudo \rm -rf "x" | tee log"#);
+/// let programs: Vec<Vec<String>> = a.commands.iter().map(|c| c.programs()).collect();
+/// assert_eq!(programs, [vec!["cd"], vec!["sudo", "rm"], vec!["tee"]]);
+/// assert!(a.opaque.is_empty());
+/// ```
 pub fn analyze(command: &str) -> Analysis {
     let mut walker = Walker::default();
     walker.walk_source(command, 0);

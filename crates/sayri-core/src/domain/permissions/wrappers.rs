@@ -217,6 +217,8 @@ fn script_from(words: &[Word], via: &str) -> Script {
 enum Step {
     /// The wrapped command starts at this index of the arguments.
     Inner(usize),
+    /// The wrapped command, with words adjusted (e.g. `xargs -I` placeholders made dynamic).
+    InnerWords(Vec<Word>),
     /// Stop: nothing (more) is wrapped.
     Done,
 }
@@ -240,6 +242,10 @@ pub fn unwrap(words: &[Word], stdin: &Stdin) -> Unwrapped {
         match step {
             Step::Inner(start) if start < args.len() => {
                 let inner = args[start..].to_vec();
+                out.layers.push(inner.clone());
+                current = inner;
+            }
+            Step::InnerWords(inner) if !inner.is_empty() => {
                 out.layers.push(inner.clone());
                 current = inner;
             }
@@ -347,7 +353,7 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
             _ => Step::Done,
         },
         "xargs" => {
-            let (i, _) = after_options(
+            let (i, seen) = after_options(
                 "EILnPsda",
                 &[
                     "arg-file",
@@ -359,7 +365,29 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
                     "process-slot-var",
                 ],
             );
-            Step::Inner(i)
+            // With a replace string, words containing it are filled from input at run time
+            // (`xargs -I{} sh -c '{}'` runs whatever the input says).
+            let replace = value_of(&seen, &["-I"]).map(String::from).or_else(|| {
+                seen.iter()
+                    .find(|(n, _)| n == "-i" || n == "--replace")
+                    .map(|(_, v)| {
+                        v.clone()
+                            .filter(|v| !v.is_empty())
+                            .unwrap_or_else(|| "{}".into())
+                    })
+            });
+            match replace {
+                Some(r) if !r.is_empty() => Step::InnerWords(
+                    args[i.min(args.len())..]
+                        .iter()
+                        .map(|w| Word {
+                            dynamic: w.dynamic || w.text.contains(r.as_str()),
+                            ..w.clone()
+                        })
+                        .collect(),
+                ),
+                _ => Step::Inner(i),
+            }
         }
         "find" => {
             find_exec(args, out);
