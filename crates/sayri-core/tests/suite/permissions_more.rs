@@ -82,6 +82,9 @@ fn quoting_and_paths_do_not_hide_the_program() {
                 Allow,
             ),
             ("command-v", "command -v rm", Allow),
+            ("line-continuation", "r\\\nm -rf /tmp/x", Deny),
+            ("git-c-harmless", "git -c color.ui=false status", Allow),
+            ("trap-print", "trap -p", Allow),
         ],
     );
 }
@@ -134,6 +137,8 @@ fn wrappers_are_peeled() {
             ("xargs-sh-c", "ls | xargs sh -c 'rm \"$0\"'", Deny),
             ("strace", "strace -f -o /tmp/t rm /tmp/x", Deny),
             ("coproc", "coproc rm /tmp/x", Deny),
+            ("trap", "trap 'rm -rf /tmp/x' EXIT", Deny),
+            ("alias-body", "alias x='rm -rf /tmp/x'", Deny),
         ],
     );
 }

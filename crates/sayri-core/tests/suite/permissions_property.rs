@@ -39,7 +39,7 @@ fn denied() -> impl Strategy<Value = String> {
         ("chmod", "-R 777 /home/u"),
         ("mkfs.ext4", "/dev/sdz1"),
     ]);
-    let spelling = 0usize..6;
+    let spelling = 0usize..8;
     (word, spelling).prop_map(|((prog, args), how)| {
         let w = match how {
             0 => prog.to_string(),
@@ -47,6 +47,12 @@ fn denied() -> impl Strategy<Value = String> {
             2 => format!("'{prog}'"),
             3 => format!("\"{prog}\""),
             4 => format!("/usr/bin/{prog}"),
+            5 => {
+                // Line continuation inside the program name.
+                let (a, b) = prog.split_at(1);
+                format!("{a}\\\n{b}")
+            }
+            6 => format!("$'{prog}'"),
             _ => {
                 let (a, b) = prog.split_at(1);
                 format!("{a}''{b}")

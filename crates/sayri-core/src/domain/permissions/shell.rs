@@ -242,6 +242,23 @@ impl Walker {
         // newline. Such newlines are replaced by `;` (same length, so offsets hold) and the text
         // is parsed again.
         let mut fixed = src.to_string();
+        // Bash removes backslash-newline before splitting words (`r\<newline>m` is `rm`), while
+        // tree-sitter keeps two words. Remove those outside comments, single quotes and heredocs.
+        let joins = line_continuations(tree.root_node(), &fixed);
+        if !joins.is_empty() {
+            let mut out = String::with_capacity(fixed.len());
+            let mut last = 0;
+            for j in joins {
+                out.push_str(&fixed[last..j]);
+                last = j + 2;
+            }
+            out.push_str(&fixed[last..]);
+            fixed = out;
+            match parse(&fixed) {
+                Some(t) => tree = t,
+                None => return,
+            }
+        }
         for _ in 0..4 {
             let mut gaps = Vec::new();
             command_gap_newlines(tree.root_node(), &fixed, &mut gaps);
@@ -645,6 +662,42 @@ impl Walker {
     }
 }
 
+/// Byte offsets of line continuations (an odd run of backslashes, then a newline) that bash
+/// removes: not inside comments, single-quoted or ANSI-C strings, or heredoc bodies.
+fn line_continuations(root: Node, src: &str) -> Vec<usize> {
+    let bytes = src.as_bytes();
+    let mut out = Vec::new();
+    for i in 0..bytes.len().saturating_sub(1) {
+        if bytes[i] != b'\\' || bytes[i + 1] != b'\n' {
+            continue;
+        }
+        let run = bytes[..=i]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count();
+        if run % 2 == 0 {
+            continue;
+        }
+        let mut node = root.descendant_for_byte_range(i, i + 1);
+        let mut literal = false;
+        while let Some(n) = node {
+            if matches!(
+                n.kind(),
+                "comment" | "raw_string" | "ansi_c_string" | "heredoc_body" | "heredoc_content"
+            ) {
+                literal = true;
+                break;
+            }
+            node = n.parent();
+        }
+        if !literal {
+            out.push(i);
+        }
+    }
+    out
+}
+
 /// Byte offsets of newlines that sit between two words of one `command` node without a
 /// line-continuation backslash before them.
 fn command_gap_newlines(node: Node, src: &str, out: &mut Vec<usize>) {
@@ -867,6 +920,18 @@ mod tests {
         let sh = a.commands.iter().find(|c| c.words[0].text == "sh").unwrap();
         assert_eq!(sh.pipes.len(), 1);
         assert_eq!(sh.pipes[0].1, 1);
+    }
+
+    #[test]
+    fn line_continuations_join_like_bash() {
+        assert_eq!(words("r\\\nm -rf x"), vec![vec!["rm", "-rf", "x"]]);
+        assert_eq!(words("echo 'a\\\nb'"), vec![vec!["echo", "a\\\nb"]]);
+        // A continuation inside a comment does not swallow the next line.
+        assert_eq!(words("ls # c \\\nrm x"), vec![vec!["ls"], vec!["rm", "x"]]);
+        assert_eq!(
+            words("echo \\\\\nrm x"),
+            vec![vec!["echo", "\\"], vec!["rm", "x"]]
+        );
     }
 
     #[test]

@@ -16,6 +16,33 @@
 
 use super::shell::{Assignment, Stdin, Word, program_name};
 
+/// `git -c` settings (prefixes, lower case) that make git run a command or load code.
+const GIT_EXEC_SETTINGS: &[&str] = &[
+    "core.pager",
+    "core.editor",
+    "core.sshcommand",
+    "core.fsmonitor",
+    "core.hookspath",
+    "core.gitproxy",
+    "core.askpass",
+    "alias.",
+    "diff.external",
+    "credential.helper",
+    "gpg.program",
+    "sequence.editor",
+    "pager.",
+    "filter.",
+    "uploadpack.",
+    "protocol.",
+    "init.templatedir",
+    "include.",
+    "includeif.",
+    "merge.",
+    "diff.",
+    "remote.",
+    "url.",
+];
+
 /// Limit on wrapper layers peeled from one command.
 const MAX_LAYERS: usize = 16;
 
@@ -573,6 +600,68 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
         "eval" => {
             if !args.is_empty() {
                 out.scripts.push(script_from(args, "eval"));
+            }
+            Step::Done
+        }
+        "trap" => {
+            // `trap 'CMD' SIGNAL…` runs CMD later.
+            let (i, seen) = after_options("", &[]);
+            if !has(&seen, &["-p", "-l"])
+                && let Some(action) = args.get(i)
+                && args.len() > i + 1
+                && action.text != "-"
+            {
+                out.scripts
+                    .push(script_from(std::slice::from_ref(action), "trap"));
+            }
+            Step::Done
+        }
+        "alias" => {
+            for w in args {
+                if let Some((_, body)) = w.text.split_once('=') {
+                    out.opaque.push(
+                        "`alias` defines a command whose later uses cannot be tracked".into(),
+                    );
+                    let carrier = Word {
+                        text: body.to_string(),
+                        ..w.clone()
+                    };
+                    out.scripts.push(script_from(&[carrier], "alias"));
+                }
+            }
+            Step::Done
+        }
+        "hash" if args.iter().any(|w| w.text.starts_with("-p")) => {
+            out.opaque
+                .push("`hash -p` makes a command name run another file".into());
+            Step::Done
+        }
+        "enable" if args.iter().any(|w| w.text.starts_with("-f")) => {
+            out.opaque
+                .push("`enable -f` loads a builtin from a shared library".into());
+            Step::Done
+        }
+        "shopt" if args.iter().any(|w| w.text == "expand_aliases") => {
+            out.opaque
+                .push("`shopt expand_aliases` makes later aliases run".into());
+            Step::Done
+        }
+        "git" => {
+            for (k, w) in args.iter().enumerate() {
+                let setting = match w.text.as_str() {
+                    "-c" => args.get(k + 1).map(|v| v.text.to_ascii_lowercase()),
+                    t if t.starts_with("--config-env") => Some(t.to_ascii_lowercase()),
+                    _ => None,
+                };
+                if let Some(setting) = setting
+                    && GIT_EXEC_SETTINGS
+                        .iter()
+                        .any(|p| setting.trim_start_matches("--config-env=").starts_with(p))
+                {
+                    out.opaque.push(format!(
+                        "`git -c {setting}` can make git run another command"
+                    ));
+                }
             }
             Step::Done
         }
