@@ -52,6 +52,8 @@ fn separators_and_constructs_reach_the_denied_command() {
             ("two-procsubs", "diff <(ls) <(rm /tmp/y)", Deny),
             ("function-keyword", "function g { rm /tmp/x; }", Deny),
             ("redirected-group", "{ rm /tmp/x; } 2>/dev/null", Deny),
+            ("heredoc-and", "cat <<EOF && rm /tmp/x\nhi\nEOF", Deny),
+            ("heredoc-pipe", "cat <<EOF | xargs rm\n/tmp/x\nEOF", Deny),
         ],
     );
 }
@@ -162,6 +164,7 @@ fn what_cannot_be_analysed_is_at_least_ask() {
             ("python-heredoc", "python3 <<EOF\nimport os\nEOF", Ask),
             ("bash-heredoc", "bash <<'EOF'\nls\nEOF", Ask),
             ("pipe-to-sh", "echo ls | sh", Ask),
+            ("heredoc-pipe-to-sh", "cat <<'EOF' | sh\nls\nEOF", Ask),
             ("rot13-to-sh", "echo yf | tr a-z n-za-m | bash", Ask),
             ("parse-error", "ls 'unterminated", Ask),
             ("bash-c-var", "bash -c \"$SCRIPT\"", Ask),
