@@ -1,1 +1,3 @@
+//! Integration tests of `sayri-core`, one binary (see `suite/`).
+
 mod suite;

@@ -2,6 +2,7 @@
 
 pub mod codeblock;
 pub mod history;
+pub mod permissions;
 pub mod profile;
 pub mod prompt;
 pub mod strip;

@@ -1,9 +1,11 @@
 //! The agent engine (ReAct loop), its events, and the permission gate it asks.
 
 pub mod agent;
+pub mod broker;
 pub mod delta_filter;
 pub mod events;
 pub mod gate;
+pub mod rules_gate;
 
 pub use agent::{AgentEngine, EnginePorts, EngineSettings, TurnOutcome, TurnRequest};
 pub use events::{CoreEvent, CoreState, EventSink, NullSink};

@@ -1,0 +1,118 @@
+//! Dangerous `NAME=value` assignments.
+//!
+//! Leading assignments are removed from the text that rules are matched against (so
+//! `AWS_PROFILE=prod aws …` still meets an `aws *` rule). But some assignments change what the
+//! command loads or executes, and some values run commands themselves; such a command is never
+//! allowed without a person: it is at least `ask` (a deny rule still applies). The same holds for
+//! assignments given to `env`/`sudo` and for standalone or `export`ed ones, which affect every
+//! later command.
+
+use super::shell::Assignment;
+
+/// Exact variable names (compared case-insensitively) that change what gets loaded or executed.
+const DANGEROUS_NAMES: &[&str] = &[
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "IFS",
+    "ZDOTDIR",
+    "HOME",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONWARNINGS",
+    "PYTHONINSPECT",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "GEM_HOME",
+    "GEM_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "GCONV_PATH",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "GIT_PAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "BROWSER",
+    "SUDO_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_ASKPASS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXEC_PATH",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_PROXY_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_TEMPLATE_DIR",
+    "RUSTC_WRAPPER",
+    "RUSTC",
+    "RUSTFLAGS",
+    "CC",
+    "CXX",
+    "MAKEFLAGS",
+    "PROMPT",
+    "TERMINFO",
+    "XDG_CONFIG_HOME",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "TCLLIBPATH",
+];
+
+/// Name prefixes (compared case-insensitively) of variable families that do the same.
+const DANGEROUS_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "GIT_CONFIG",
+    "NPM_CONFIG_",
+    "BASH_FUNC_",
+    "CARGO_BUILD_",
+    "CARGO_TARGET_",
+];
+
+/// Why `assignment` makes a command need a person, or `None` if it is harmless
+/// (a plain literal value for an ordinary name, like `CI=1` or `RUST_LOG=debug`).
+pub fn assignment_risk(assignment: &Assignment) -> Option<String> {
+    let upper = assignment.name.to_ascii_uppercase();
+    if !assignment.value.inner.is_empty()
+        || assignment.value.raw.contains("$(")
+        || assignment.value.raw.contains('`')
+        || assignment.value.raw.contains("<(")
+        || assignment.value.raw.contains(">(")
+    {
+        return Some(format!(
+            "the value of `{}` runs a command (`{}`)",
+            assignment.name, assignment.value.raw
+        ));
+    }
+    if DANGEROUS_NAMES.contains(&upper.as_str())
+        || DANGEROUS_PREFIXES.iter().any(|p| upper.starts_with(p))
+    {
+        return Some(format!(
+            "`{}=` changes what the command loads or executes",
+            assignment.name
+        ));
+    }
+    None
+}

@@ -1,0 +1,640 @@
+//! The evaluation: one decision for one proposed action.
+//!
+//! # Order
+//! 1. **Subjects.** A `shell` resource is analysed ([`super::shell`]): every simple command, and
+//!    every layer of it under wrappers, becomes a subject matched as its words joined by one space
+//!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`). Its `read`/`write`/`web`
+//!    targets ([`super::targets`]) are subjects too. Other actions are one subject: the resource.
+//! 2. **Agent layer** per subject: the agent's `blocked_binaries` (as deny rules for the program
+//!    with any arguments), then its `permission_rules` — the **last** matching rule wins. Deny
+//!    and ask rules match the base name and the written path of a command word; allow rules match
+//!    the base name only for programs in the system directories (`/bin`, `/usr/bin`, `/sbin`,
+//!    `/usr/sbin`, `/usr/local/bin`, `/usr/local/sbin`), otherwise the written path, so
+//!    `./ls` is not allowed by `ls *`.
+//! 3. **Saved approvals** (agent-scoped "Allow always") turn an `ask` of step 2 into `allow`;
+//!    they never lift a deny.
+//! 4. **Default** when no agent rule matched: `deny` at level 0, else `allow` unless the agent
+//!    sets another default (e.g. `ask`). Targets without a matching rule add nothing.
+//! 5. **Policy layer** ([`super::policy`]), last match wins, tighten-only: `deny` denies, `ask`
+//!    raises to at least ask, `allow` lifts only a rule-less default deny. Remote-script execution
+//!    is a baseline deny.
+//! 6. **Analysis floors**: what cannot be analysed (parse errors, `eval`/`bash -c` of computed
+//!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`), dangerous
+//!    assignments ([`super::assignments`]) and non-ASCII command words are at least `ask`.
+//! 7. **Settling asks per subject**: with `ask_before_run` off, an `ask` that came from the
+//!    agent's own rules or its default is allowed without asking (seed semantics). Policy and
+//!    analysis asks stay asks.
+//! 8. **Strictest wins** over all subjects: deny > ask > allow.
+//! 9. **Who can answer**: an `ask` stands (a card is shown) only at levels 3–4 and when a person
+//!    can answer; otherwise it becomes a refusal saying it "needs approval in the Sayri app".
+//!
+//! Every refusal names the subject, the rule and its source.
+
+use super::approval::approval_rules;
+use super::assignments::assignment_risk;
+use super::policy::PolicySet;
+use super::remote_exec;
+use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
+use super::shell::{self, Word, program_name};
+use super::targets;
+use crate::domain::profile::AgentProfile;
+use crate::ports::Approval;
+use sayri_protocol::SandboxLevel;
+use serde::Serialize;
+
+/// Shell reserved words and grouping tokens; as a program name they mean the text is not what it
+/// seems (bash would refuse it or run something else).
+const RESERVED: &[&str] = &[
+    "{", "}", "(", ")", "!", "[[", "]]", "if", "then", "else", "elif", "fi", "case", "esac", "for",
+    "select", "while", "until", "do", "done", "in", "function",
+];
+
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin",
+    "/usr/bin",
+    "/sbin",
+    "/usr/sbin",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+];
+
+/// The agent layer of one agent: blocked binaries and its own rules, plus its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentRules {
+    /// Agent id (approvals are scoped to it).
+    pub agent_id: String,
+    /// Display name (shown on cards).
+    pub agent_name: String,
+    /// The agent's own level.
+    pub level: SandboxLevel,
+    /// `sandbox.ask_before_run`: whether the agent's own `ask` rules raise a card.
+    pub ask_before_run: bool,
+    /// Effect when no agent rule matches at levels 1–4; `None` = allow.
+    pub default_effect: Option<Effect>,
+    rules: Vec<Rule>,
+}
+
+impl AgentRules {
+    /// Builds the agent layer from a profile.
+    ///
+    /// # Errors
+    /// [`RuleError`] naming the first malformed `permission_rules` entry or an empty
+    /// `blocked_binaries` entry.
+    pub fn from_profile(profile: &AgentProfile) -> Result<Self, RuleError> {
+        let mut rules = Vec::new();
+        for (i, bin) in profile.sandbox.blocked_binaries.iter().enumerate() {
+            let name = bin.trim();
+            if name.is_empty() || name.contains(char::is_whitespace) {
+                return Err(RuleError {
+                    index: i,
+                    source_label: "blocked_binaries".into(),
+                    rule: format!("{bin:?}"),
+                    problem: "a blocked binary must be one program name".into(),
+                });
+            }
+            rules.push(Rule::new(
+                Action::Shell,
+                name,
+                Effect::Deny,
+                Source::BlockedBinaries,
+                i,
+            ));
+            rules.push(Rule::new(
+                Action::Shell,
+                &format!("{name} *"),
+                Effect::Deny,
+                Source::BlockedBinaries,
+                i,
+            ));
+        }
+        rules.extend(rules_from_raw(
+            &profile.sandbox.permission_rules,
+            &Source::Agent,
+        )?);
+        Ok(AgentRules {
+            agent_id: profile.id.clone(),
+            agent_name: profile.name.clone(),
+            level: profile.sandbox.level,
+            ask_before_run: profile.sandbox.ask_before_run,
+            default_effect: None,
+            rules,
+        })
+    }
+
+    /// Sets the effect used when no agent rule matches (levels 1–4).
+    pub fn with_default(mut self, effect: Effect) -> Self {
+        self.default_effect = Some(effect);
+        self
+    }
+
+    /// The blocked-binaries and agent rules, in evaluation order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    fn default_for(&self, level: SandboxLevel) -> Effect {
+        if level == SandboxLevel::NoExec {
+            Effect::Deny
+        } else {
+            self.default_effect.unwrap_or(Effect::Allow)
+        }
+    }
+}
+
+/// Circumstances of one evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvalContext {
+    /// Level the command would run at.
+    pub level: SandboxLevel,
+    /// Whether a person can answer a question now (false for gateway and routine turns).
+    pub approver_available: bool,
+}
+
+/// Where a subject's effect came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A rule (agent, blocked binaries, approval, baseline or policy file).
+    Rule(Source),
+    /// No agent rule matched: the level's or agent's default.
+    Default,
+    /// Static analysis (not analysable, dangerous assignment, remote-script execution…).
+    Analysis,
+}
+
+/// The decision for one subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentDecision {
+    /// What was judged: a simple command, or `write /path`, `read /path`, `web URL`.
+    pub command: String,
+    /// Its effect (after settling its own `ask`).
+    pub effect: Effect,
+    /// Why, naming the rule and its source.
+    pub reason: String,
+    /// The action of the subject.
+    #[serde(skip)]
+    pub action: Action,
+    /// The normalised value rules were matched against (`None` for analysis findings).
+    #[serde(skip)]
+    pub value: Option<String>,
+    /// The deciding rule.
+    #[serde(skip)]
+    pub rule: Option<Rule>,
+    /// Where the effect came from.
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// The decision for a whole action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// Final effect: `allow` (run), `ask` (show a card and wait), `deny` (refuse).
+    pub effect: Effect,
+    /// Why, naming the subject, rule and source.
+    pub reason: String,
+    /// The deciding rule, if a rule decided.
+    pub rule: Option<Rule>,
+    /// Source of the decision: a rule source, `default` or `analysis`.
+    pub source: String,
+    /// Every subject judged.
+    pub segments: Vec<SegmentDecision>,
+    /// True when the deciding `ask`/`deny` came from the policy layer ("always" cannot lift it).
+    pub policy: bool,
+    /// True when this is a refusal only because nobody could answer an `ask` (no approver on
+    /// this path, or a level that does not ask).
+    pub needs_approval: bool,
+}
+
+impl Decision {
+    /// `Blocked: …`, `Needs your approval: …` or `Allowed: …`.
+    pub fn message(&self) -> String {
+        let prefix = match self.effect {
+            Effect::Deny => "Blocked",
+            Effect::Ask => "Needs your approval",
+            Effect::Allow => "Allowed",
+        };
+        format!("{prefix}: {}", self.reason)
+    }
+}
+
+/// Short label of a rule: `agent rule #2: git clean*`, `baseline: dd *`,
+/// `/etc/sayri/policies.json #0: read /etc/shadow`.
+pub fn rule_label(rule: &Rule) -> String {
+    let what = if rule.action == Action::Shell {
+        rule.resource.clone()
+    } else {
+        format!("{} {}", rule.action, rule.resource)
+    };
+    match &rule.source {
+        Source::Agent => format!("agent rule #{}: {what}", rule.index),
+        Source::BlockedBinaries => format!("blocked_binaries #{}: {what}", rule.index),
+        Source::Approval => format!("saved approval: {what}"),
+        Source::Baseline => format!("baseline: {what}"),
+        Source::PolicyFile(path) => format!("{path} #{}: {what}", rule.index),
+    }
+}
+
+struct Subject {
+    action: Action,
+    display: String,
+    allow_forms: Vec<String>,
+    all_forms: Vec<String>,
+    primary: bool,
+}
+
+fn shell_subject(words: &[Word]) -> Option<Subject> {
+    let first = words.first()?;
+    let args: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+    let join = |head: &str| {
+        let mut v = vec![head];
+        v.extend(args.iter().copied());
+        Action::Shell.normalize(&v.join(" "))
+    };
+    let full = join(&first.text);
+    let (allow_forms, all_forms) = if first.text.contains('/') {
+        let base = join(&program_name(&first.text));
+        let dir = first.text.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+        if SYSTEM_DIRS.contains(&dir) {
+            (vec![base.clone(), full.clone()], vec![base, full])
+        } else {
+            (vec![full.clone()], vec![base, full])
+        }
+    } else {
+        (vec![full.clone()], vec![full])
+    };
+    Some(Subject {
+        action: Action::Shell,
+        display: allow_forms[0].clone(),
+        allow_forms,
+        all_forms,
+        primary: true,
+    })
+}
+
+fn matches(rule: &Rule, s: &Subject) -> bool {
+    if !rule.applies_to(s.action) {
+        return false;
+    }
+    let forms = if rule.effect == Effect::Allow {
+        &s.allow_forms
+    } else {
+        &s.all_forms
+    };
+    forms.iter().any(|v| rule.matches_value(v))
+}
+
+fn describe_subject(s: &Subject) -> String {
+    if s.action == Action::Shell {
+        format!("`{}`", s.display)
+    } else {
+        format!("{} `{}`", s.action, s.display)
+    }
+}
+
+fn judge(
+    s: &Subject,
+    agent: &AgentRules,
+    approvals: &[Rule],
+    policies: &PolicySet,
+    level: SandboxLevel,
+) -> Option<SegmentDecision> {
+    let hit = agent.rules.iter().rev().find(|r| matches(r, s));
+    let (mut effect, mut rule, mut origin) = match hit {
+        Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
+        None if s.primary => (agent.default_for(level), None, Origin::Default),
+        None => (Effect::Allow, None, Origin::Analysis),
+    };
+    let neutral = hit.is_none() && !s.primary;
+    let mut neutral_left = neutral;
+    if effect == Effect::Ask
+        && let Some(approval) = approvals
+            .iter()
+            .rev()
+            .find(|r| r.effect == Effect::Allow && matches(r, s))
+    {
+        effect = Effect::Allow;
+        rule = Some(approval.clone());
+        origin = Origin::Rule(Source::Approval);
+    }
+    if let Some(p) = policies.rules().iter().rev().find(|r| matches(r, s)) {
+        match p.effect {
+            Effect::Deny => {
+                effect = Effect::Deny;
+                rule = Some(p.clone());
+                origin = Origin::Rule(p.source.clone());
+                neutral_left = false;
+            }
+            Effect::Ask if effect <= Effect::Ask => {
+                effect = Effect::Ask;
+                rule = Some(p.clone());
+                origin = Origin::Rule(p.source.clone());
+                neutral_left = false;
+            }
+            Effect::Allow if origin == Origin::Default && effect == Effect::Deny => {
+                effect = Effect::Allow;
+                rule = Some(p.clone());
+                origin = Origin::Rule(p.source.clone());
+            }
+            _ => {}
+        }
+    }
+    if neutral_left {
+        return None;
+    }
+    let reason = match (&rule, &origin) {
+        (Some(r), _) => format!(
+            "{} matches {} ({})",
+            describe_subject(s),
+            rule_label(r),
+            r.effect
+        ),
+        (None, _) => format!(
+            "{} matches no rule; the default at {level} is {effect}",
+            describe_subject(s)
+        ),
+    };
+    Some(SegmentDecision {
+        command: if s.action == Action::Shell {
+            s.display.clone()
+        } else {
+            format!("{} {}", s.action, s.display)
+        },
+        effect,
+        reason,
+        action: s.action,
+        value: Some(s.allow_forms[0].clone()),
+        rule,
+        origin,
+    })
+}
+
+fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> SegmentDecision {
+    SegmentDecision {
+        command: command.to_string(),
+        effect,
+        reason,
+        action: Action::Shell,
+        value: None,
+        origin: match &rule {
+            Some(r) => Origin::Rule(r.source.clone()),
+            None => Origin::Analysis,
+        },
+        rule,
+    }
+}
+
+/// Evaluates one proposed action (spec §6.3 with the fixes of issue 4).
+///
+/// ```
+/// use sayri_core::SandboxLevel;
+/// use sayri_core::domain::permissions::{Action, AgentRules, Effect, EvalContext, PolicySet, evaluate};
+/// use sayri_core::domain::profile::{AgentProfile, RawRule};
+///
+/// let mut profile = AgentProfile::builtin_default();
+/// profile.sandbox.ask_before_run = true;
+/// profile.sandbox.permission_rules = vec![
+///     RawRule { action: "shell".into(), resource: "*".into(), effect: "ask".into() },
+///     RawRule { action: "shell".into(), resource: "git *".into(), effect: "allow".into() },
+///     RawRule { action: "shell".into(), resource: "git clean*".into(), effect: "deny".into() },
+/// ];
+/// let agent = AgentRules::from_profile(&profile).unwrap();
+/// let ctx = EvalContext { level: SandboxLevel::HostUser, approver_available: true };
+/// let d = evaluate(Action::Shell, "git fetch && git clean -fd", &agent, &[], &PolicySet::baseline(), &ctx);
+/// assert_eq!(d.effect, Effect::Deny);
+/// assert_eq!(d.rule.unwrap().resource, "git clean*");
+/// ```
+///
+/// `approvals` are the agent's saved approvals (see [`approval_rules`]). Never fails; malformed
+/// rules are rejected earlier, when [`AgentRules`] and [`PolicySet`] are built.
+pub fn evaluate(
+    action: Action,
+    resource: &str,
+    agent: &AgentRules,
+    approvals: &[Rule],
+    policies: &PolicySet,
+    ctx: &EvalContext,
+) -> Decision {
+    let mut segments: Vec<SegmentDecision> = Vec::new();
+    let mut push = |seg: SegmentDecision| {
+        if let Some(existing) = segments
+            .iter_mut()
+            .find(|x| x.command == seg.command && x.action == seg.action)
+        {
+            let liftable = |s: &SegmentDecision| {
+                matches!(s.origin, Origin::Default | Origin::Rule(Source::Agent))
+            };
+            if seg.effect > existing.effect
+                || (seg.effect == existing.effect && liftable(existing) && !liftable(&seg))
+            {
+                *existing = seg;
+            }
+        } else {
+            segments.push(seg);
+        }
+    };
+    let judge_push = |s: Subject, push: &mut dyn FnMut(SegmentDecision)| {
+        if let Some(seg) = judge(&s, agent, approvals, policies, ctx.level) {
+            push(seg);
+        }
+    };
+
+    if action == Action::Shell || action == Action::Any {
+        let analysis = shell::analyze(resource);
+        let mut any = false;
+        for cmd in &analysis.commands {
+            for layer in &cmd.unwrapped.layers {
+                let Some(subject) = shell_subject(layer) else {
+                    continue;
+                };
+                any = true;
+                let first = &layer[0];
+                let display = subject.display.clone();
+                judge_push(subject, &mut push);
+                if RESERVED.contains(&first.raw.as_str()) {
+                    push(floor(
+                        &display,
+                        Effect::Ask,
+                        format!(
+                            "cannot be analysed: the shell keyword `{}` stands where a program name belongs",
+                            first.raw
+                        ),
+                        None,
+                    ));
+                } else if first.dynamic {
+                    push(floor(
+                        &display,
+                        Effect::Ask,
+                        format!(
+                            "cannot be analysed: the command word `{}` is computed at run time",
+                            first.raw
+                        ),
+                        None,
+                    ));
+                } else if !first.text.is_ascii() {
+                    push(floor(
+                        &display,
+                        Effect::Ask,
+                        format!(
+                            "the command word `{}` contains non-ASCII characters that can imitate another program",
+                            first.text
+                        ),
+                        None,
+                    ));
+                }
+            }
+            for a in cmd
+                .assignments
+                .iter()
+                .chain(cmd.unwrapped.assignments.iter())
+            {
+                if let Some(risk) = assignment_risk(a) {
+                    push(floor(&cmd.text, Effect::Ask, risk, None));
+                }
+            }
+        }
+        for a in &analysis.standalone_assignments {
+            if let Some(risk) = assignment_risk(a) {
+                push(floor(
+                    &format!("{}={}", a.name, a.value.raw),
+                    Effect::Ask,
+                    risk,
+                    None,
+                ));
+            }
+        }
+        if !any {
+            judge_push(
+                Subject {
+                    action: Action::Shell,
+                    display: Action::Shell.normalize(resource),
+                    allow_forms: vec![Action::Shell.normalize(resource)],
+                    all_forms: vec![Action::Shell.normalize(resource)],
+                    primary: true,
+                },
+                &mut push,
+            );
+        }
+        for t in targets::targets(&analysis) {
+            let value = t.action.normalize(&t.value);
+            judge_push(
+                Subject {
+                    action: t.action,
+                    display: value.clone(),
+                    allow_forms: vec![value.clone()],
+                    all_forms: vec![value],
+                    primary: false,
+                },
+                &mut push,
+            );
+        }
+        let found = remote_exec::findings(&analysis);
+        let whole = Action::Shell.normalize(resource);
+        for d in found.denied {
+            let rule = PolicySet::remote_exec_rule();
+            push(floor(
+                &whole,
+                Effect::Deny,
+                format!("{d} (baseline: remote-script execution is never allowed)"),
+                Some(rule),
+            ));
+        }
+        for reason in analysis.opaque.iter().chain(found.opaque.iter()) {
+            push(floor(
+                &whole,
+                Effect::Ask,
+                format!("cannot be analysed: {reason}"),
+                None,
+            ));
+        }
+    } else {
+        let value = action.normalize(resource);
+        judge_push(
+            Subject {
+                action,
+                display: value.clone(),
+                allow_forms: vec![value.clone()],
+                all_forms: vec![value],
+                primary: true,
+            },
+            &mut push,
+        );
+    }
+
+    // Settle each subject's own ask (seed: ask_before_run off lets the agent's asks through).
+    if !agent.ask_before_run {
+        for seg in &mut segments {
+            if seg.effect == Effect::Ask
+                && matches!(seg.origin, Origin::Default | Origin::Rule(Source::Agent))
+            {
+                seg.effect = Effect::Allow;
+                seg.reason
+                    .push_str("; allowed without asking (ask_before_run is off)");
+            }
+        }
+    }
+
+    let top = segments
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.effect, std::cmp::Reverse(*i)))
+        .map(|(_, s)| s.clone());
+    let Some(top) = top else {
+        return Decision {
+            effect: Effect::Deny,
+            reason: "nothing to evaluate (empty command); nothing was run".into(),
+            rule: None,
+            source: "analysis".into(),
+            segments,
+            policy: false,
+            needs_approval: false,
+        };
+    };
+    let policy = top.rule.as_ref().is_some_and(|r| r.source.is_policy());
+    let source = match &top.origin {
+        Origin::Rule(s) => s.label(),
+        Origin::Default => "default".into(),
+        Origin::Analysis => "analysis".into(),
+    };
+    let mut effect = top.effect;
+    let mut reason = top.reason.clone();
+    let mut needs_approval = false;
+    if effect == Effect::Ask {
+        needs_approval = true;
+        let can_ask = matches!(ctx.level, SandboxLevel::HostUser | SandboxLevel::HostRoot);
+        if !can_ask {
+            effect = Effect::Deny;
+            reason = format!(
+                "{reason} — needs approval in the Sayri app, but {} does not ask; add an allow rule to the agent or run it at level 3",
+                ctx.level
+            );
+        } else if !ctx.approver_available {
+            effect = Effect::Deny;
+            reason = format!(
+                "{reason} — needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule"
+            );
+        } else {
+            needs_approval = false;
+        }
+    }
+    Decision {
+        effect,
+        reason,
+        rule: top.rule.clone(),
+        source,
+        segments,
+        policy,
+        needs_approval,
+    }
+}
+
+/// Convenience: evaluates with the saved approvals of the agent taken from `approvals`.
+pub fn evaluate_with_approvals(
+    action: Action,
+    resource: &str,
+    agent: &AgentRules,
+    approvals: &[Approval],
+    policies: &PolicySet,
+    ctx: &EvalContext,
+) -> Decision {
+    let rules = approval_rules(approvals, &agent.agent_id);
+    evaluate(action, resource, agent, &rules, policies, ctx)
+}

@@ -1,0 +1,23 @@
+//! The permission engine: rules, shell analysis, policies, decisions and approvals.
+//!
+//! Pure: no file, socket or clock access. Callers pass file contents and saved approvals in.
+//! The evaluation order is documented in [`evaluate`].
+
+pub mod approval;
+pub mod assignments;
+pub mod evaluate;
+pub mod pattern;
+pub mod policy;
+pub mod remote_exec;
+pub mod rule;
+pub mod shell;
+pub mod targets;
+pub mod wrappers;
+
+pub use approval::{ApprovalPlan, approval_rules, narrowest_pattern, plan_approvals};
+pub use evaluate::{
+    AgentRules, Decision, EvalContext, Origin, SegmentDecision, evaluate, evaluate_with_approvals,
+    rule_label,
+};
+pub use policy::{PolicyError, PolicySet, parse_policy_file};
+pub use rule::{Action, Effect, Rule, RuleError, Source};

@@ -1,0 +1,245 @@
+//! Remote-script execution: running what was just downloaded, in any spelling.
+//!
+//! Part of the compiled-in baseline (it cannot be allowed by any rule or approval). Denied forms:
+//! * a pipeline stage whose shell or interpreter reads its program from standard input
+//!   (`sh`, `sudo bash -s --`, `python3 -`, `sh /dev/stdin`) while an earlier stage downloads
+//!   (`curl`, `wget`, `fetch`, `aria2c`, `nc`, a `/dev/tcp/…` redirect) — also through
+//!   `tee`/`cat` or any other filter — or decodes a payload (`base64 -d`, `xxd -r`, `gunzip`, …);
+//! * a shell or interpreter running a process substitution, here-string or `<` input that
+//!   downloads: `bash <(curl …)`, `source <(curl …)`, `bash < <(wget …)`, `bash <<< "$(curl …)"`;
+//! * a script computed from a download: `sh -c "$(curl …)"`, `eval "$(wget -qO- …)"`, or a
+//!   command word that is itself `$(curl …)`;
+//! * download-then-run in one command: `curl -o x … && sh x`, `wget URL; bash file`,
+//!   `curl … > i.sh; chmod +x i.sh; ./i.sh`.
+//!
+//! Additionally, a shell or interpreter that reads its program from a pipe fed by anything else
+//! (`echo … | sh`, `tr … | bash`) is not analysable and so at least `ask`.
+
+use super::shell::{Analysis, SimpleCommand, Stdin, Word, program_name};
+use super::targets::is_fetcher;
+use super::wrappers::{ProgramSource, is_interpreter, program_source};
+
+/// Findings for one command string.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Remote-script executions (baseline deny), described for the user.
+    pub denied: Vec<String>,
+    /// Not analysable (at least ask).
+    pub opaque: Vec<String>,
+}
+
+const DECODERS: &[&str] = &[
+    "base64", "base32", "basenc", "xxd", "openssl", "gunzip", "zcat", "gzip", "bzip2", "bunzip2",
+    "xz", "unxz", "uudecode", "zstd", "unzstd",
+];
+
+fn downloads(cmd: &SimpleCommand) -> bool {
+    cmd.programs().iter().any(|p| is_fetcher(p))
+        || cmd.redirects.iter().any(|r| {
+            r.target.text.starts_with("/dev/tcp/") || r.target.text.starts_with("/dev/udp/")
+        })
+}
+
+fn decodes(cmd: &SimpleCommand) -> bool {
+    cmd.unwrapped.layers.iter().any(|layer| {
+        let Some(first) = layer.first() else {
+            return false;
+        };
+        let name = program_name(&first.text);
+        DECODERS.contains(&name.as_str())
+            && (matches!(
+                name.as_str(),
+                "gunzip" | "zcat" | "bunzip2" | "unxz" | "uudecode" | "unzstd"
+            ) || layer[1..].iter().any(|w| {
+                let t = w.text.as_str();
+                t == "-d" || t == "--decode" || t == "-D" || t == "-r" || t.starts_with("-d")
+            }))
+    })
+}
+
+fn word_downloads(a: &Analysis, w: &Word) -> bool {
+    w.inner
+        .iter()
+        .filter_map(|i| a.commands.get(*i))
+        .any(downloads)
+}
+
+/// The interpreter layer of a command and where it takes its program from.
+fn interpreter(cmd: &SimpleCommand) -> Option<(String, ProgramSource)> {
+    cmd.unwrapped.layers.iter().rev().find_map(|layer| {
+        let first = layer.first()?;
+        let name = program_name(&first.text);
+        if name == "source" || name == "." {
+            return Some((
+                name,
+                layer
+                    .get(1)
+                    .map(|w| ProgramSource::File(w.clone()))
+                    .unwrap_or(ProgramSource::Stdin),
+            ));
+        }
+        is_interpreter(&name).then(|| {
+            let src = program_source(&name, &layer[1..]);
+            (name, src)
+        })
+    })
+}
+
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Files a downloading command writes to (`-o F`, `-O F`, `> F`, wget's remote name).
+fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
+    let mut out = Vec::new();
+    for layer in &cmd.unwrapped.layers {
+        let Some(first) = layer.first() else { continue };
+        let name = program_name(&first.text);
+        if !is_fetcher(&name) {
+            continue;
+        }
+        let args = &layer[1..];
+        let mut explicit = false;
+        for (i, w) in args.iter().enumerate() {
+            let t = w.text.as_str();
+            let next = args.get(i + 1).map(|n| n.text.clone());
+            let value = match t {
+                "-o" | "--output" | "--output-document" => next,
+                "-O" if name == "wget" => next,
+                "-O" | "--remote-name" => {
+                    explicit = true;
+                    args.iter()
+                        .find(|u| u.text.contains("://"))
+                        .map(|u| basename(u.text.trim_end_matches('/')).to_string())
+                }
+                _ => t
+                    .strip_prefix("--output=")
+                    .or_else(|| t.strip_prefix("--output-document="))
+                    .map(String::from),
+            };
+            if let Some(v) = value
+                && v != "-"
+            {
+                explicit = true;
+                out.push(v);
+            }
+        }
+        if name == "wget" && !explicit {
+            for u in args.iter().filter(|u| u.text.contains("://")) {
+                out.push(basename(u.text.trim_end_matches('/')).to_string());
+            }
+        }
+    }
+    for r in &cmd.redirects {
+        if matches!(r.op.as_str(), ">" | ">>" | ">|" | "&>") {
+            out.push(r.target.text.clone());
+        }
+    }
+    out.retain(|f| !f.is_empty());
+    out
+}
+
+/// Looks for remote-script execution in an analysed command.
+pub fn findings(a: &Analysis) -> Findings {
+    let mut f = Findings::default();
+    let mut deny = |msg: String| {
+        if !f.denied.contains(&msg) {
+            f.denied.push(msg);
+        }
+    };
+    let mut opaque = Vec::new();
+    let downloaded: Vec<String> = a
+        .commands
+        .iter()
+        .filter(|c| downloads(c))
+        .flat_map(download_outputs)
+        .collect();
+
+    for cmd in &a.commands {
+        if let Some(first) = cmd.words.first()
+            && first.dynamic
+            && word_downloads(a, first)
+        {
+            deny(format!("`{}` runs downloaded text as a command", cmd.text));
+        }
+        for script in &cmd.unwrapped.scripts {
+            if script.text.is_none() && script.carriers.iter().any(|w| word_downloads(a, w)) {
+                deny(format!(
+                    "`{}` runs a downloaded script via {}",
+                    cmd.text, script.via
+                ));
+            }
+        }
+        let Some((name, source)) = interpreter(cmd) else {
+            continue;
+        };
+        match &source {
+            ProgramSource::File(w) => {
+                if w.process_substitution && word_downloads(a, w) {
+                    deny(format!(
+                        "`{}` runs a downloaded script through {name}",
+                        cmd.text
+                    ));
+                }
+                if downloaded.iter().any(|d| basename(d) == basename(&w.text)) {
+                    deny(format!(
+                        "`{}` runs `{}`, which this command downloads",
+                        cmd.text, w.text
+                    ));
+                }
+            }
+            ProgramSource::Stdin => match &cmd.stdin {
+                Stdin::File(w) | Stdin::HereString(w) if word_downloads(a, w) => {
+                    deny(format!("`{}` feeds a download to {name}", cmd.text));
+                }
+                Stdin::File(w)
+                    if w.text.starts_with("/dev/tcp/") || w.text.starts_with("/dev/udp/") =>
+                {
+                    deny(format!("`{}` feeds a network stream to {name}", cmd.text));
+                }
+                Stdin::Inherited => {
+                    for &(pipeline, stage) in &cmd.pipes {
+                        if stage == 0 {
+                            continue;
+                        }
+                        let upstream: Vec<&SimpleCommand> = a
+                            .commands
+                            .iter()
+                            .filter(|c| c.pipes.iter().any(|&(p, s)| p == pipeline && s < stage))
+                            .collect();
+                        if upstream.iter().any(|c| downloads(c)) {
+                            deny(format!(
+                                "remote script execution: downloaded content is piped into `{name}` in `{}`",
+                                cmd.text
+                            ));
+                        } else if upstream.iter().any(|c| decodes(c)) {
+                            deny(format!(
+                                "a decoded payload is piped into `{name}` in `{}`",
+                                cmd.text
+                            ));
+                        } else {
+                            opaque.push(format!(
+                                "`{name}` runs a program read from a pipe, which cannot be analysed"
+                            ));
+                        }
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        // A downloaded file run directly: `./i.sh`, `/tmp/i.sh`.
+    }
+    for cmd in &a.commands {
+        if let Some(first) = cmd.words.first()
+            && first.text.contains('/')
+            && downloaded
+                .iter()
+                .any(|d| basename(d) == basename(&first.text))
+        {
+            deny(format!("`{}` runs a file this command downloads", cmd.text));
+        }
+    }
+    f.opaque = opaque;
+    f
+}

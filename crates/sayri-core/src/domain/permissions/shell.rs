@@ -1,0 +1,959 @@
+//! Bash analysis: turns a command string into the simple commands bash would run.
+//!
+//! The text is parsed with the `tree-sitter-bash` grammar and walked completely: pipelines,
+//! `;`/`&&`/`||`/`&`/newline lists, subshells, `{ }` groups, `if`/`for`/`while`/`case`, function
+//! bodies, `$(…)`, backticks, `<(…)`/`>(…)`, expansions and heredoc bodies. Every simple command
+//! found anywhere becomes a [`SimpleCommand`] whose words are taken **as bash sees them**: quotes
+//! removed, backslash escapes resolved, `$'…'` decoded. A word whose value is only known at run
+//! time (expansions, substitutions, unquoted globs, brace expansion) is marked `dynamic`.
+//!
+//! After the walk, each command is unwrapped (see [`super::wrappers`]): `sudo`, `env`, `xargs`,
+//! `find -exec`, … yield the inner command as another layer, and literal scripts given to
+//! `bash -c`, `sh -c`, `eval`, `su -c`, `watch`, here-strings fed to a shell, … are parsed
+//! recursively (up to [`MAX_DEPTH`] levels). What cannot be analysed is recorded in
+//! [`Analysis::opaque`]; the evaluator turns that into at least `ask`.
+//!
+//! One parser is kept per thread and reused.
+
+use super::wrappers::{self, Unwrapped};
+use std::cell::RefCell;
+use tree_sitter::{Node, Parser};
+
+/// Nesting limit for scripts inside scripts (`bash -c "sh -c '…'"`); deeper is not analysed.
+pub const MAX_DEPTH: usize = 8;
+
+/// Limit on the number of simple commands analysed for one input; more is not analysed.
+pub const MAX_COMMANDS: usize = 2000;
+
+/// One word (command name or argument) after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Word {
+    /// The value bash would pass, as far as it is known statically. Dynamic parts keep their
+    /// source text (e.g. `$HOME`).
+    pub text: String,
+    /// The source text of the word.
+    pub raw: String,
+    /// Part of the value is computed at run time (expansion, substitution, glob, brace expansion).
+    pub dynamic: bool,
+    /// An unquoted glob character (`*`, `?`, `[`) is present.
+    pub glob: bool,
+    /// The whole word is a process substitution `<(…)` / `>(…)`.
+    pub process_substitution: bool,
+    /// Indices (into [`Analysis::commands`]) of the commands inside substitutions of this word.
+    pub inner: Vec<usize>,
+}
+
+impl Word {
+    /// A literal word (used by wrappers that split strings, and by tests).
+    pub fn literal(text: &str) -> Self {
+        Word {
+            text: text.to_string(),
+            raw: text.to_string(),
+            ..Word::default()
+        }
+    }
+}
+
+/// `NAME=value` before a command (or on its own, or after `export`/`env`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// Variable name.
+    pub name: String,
+    /// Value after quote removal.
+    pub value: Word,
+}
+
+/// A redirection such as `> file`, `2>> log`, `< in`, `<<< word`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// Operator text: `>`, `>>`, `<`, `&>`, `>|`, `<>`, `>&`, `<&`, `<<<`, `<<`, `<<-`.
+    pub op: String,
+    /// Explicit file descriptor, if any (`2` in `2>`).
+    pub fd: Option<String>,
+    /// Target word (file, descriptor number, here-string, or the heredoc delimiter).
+    pub target: Word,
+}
+
+/// Where a command's standard input comes from, as far as the text says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Stdin {
+    /// Inherited (or from a pipe — see [`SimpleCommand::pipes`]).
+    #[default]
+    Inherited,
+    /// A heredoc; `literal` when the delimiter was quoted (no expansion in the body).
+    Heredoc {
+        /// Body text.
+        body: String,
+        /// Whether the body is taken literally.
+        literal: bool,
+    },
+    /// A here-string.
+    HereString(Word),
+    /// A file or process substitution via `<`.
+    File(Word),
+}
+
+/// One simple command as bash would run it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SimpleCommand {
+    /// Source text of the command.
+    pub text: String,
+    /// Leading `NAME=value` assignments (not part of the matched text).
+    pub assignments: Vec<Assignment>,
+    /// Command word and arguments.
+    pub words: Vec<Word>,
+    /// Redirections written on this command.
+    pub redirects: Vec<Redirect>,
+    /// Standard input source.
+    pub stdin: Stdin,
+    /// Pipeline membership, outermost first: `(pipeline id, stage index)`.
+    pub pipes: Vec<(usize, usize)>,
+    /// Script nesting depth (0 = the text given; 1 = inside `bash -c '…'`, …).
+    pub depth: usize,
+    /// The command and the commands it wraps (see [`super::wrappers`]); `layers[0]` is `words`.
+    pub unwrapped: Unwrapped,
+}
+
+impl SimpleCommand {
+    /// The programs this command runs: the base name of each layer's command word.
+    pub fn programs(&self) -> Vec<String> {
+        self.unwrapped
+            .layers
+            .iter()
+            .filter_map(|l| l.first())
+            .map(|w| program_name(&w.text))
+            .collect()
+    }
+
+    /// The innermost layer (the command that finally runs).
+    pub fn innermost(&self) -> &[Word] {
+        self.unwrapped
+            .layers
+            .last()
+            .map(Vec::as_slice)
+            .unwrap_or(&self.words)
+    }
+}
+
+/// Base name of a command word: `/usr/bin/rm` → `rm`.
+pub fn program_name(word: &str) -> String {
+    word.rsplit('/').next().unwrap_or(word).to_string()
+}
+
+/// Result of analysing one command string.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Analysis {
+    /// Every simple command found, in discovery order (inner substitutions before their parent).
+    pub commands: Vec<SimpleCommand>,
+    /// Assignments that stand alone or follow `export`/`declare`/`local`/`readonly`
+    /// (they change the environment of every later command).
+    pub standalone_assignments: Vec<Assignment>,
+    /// Every redirection in the text (also those on `{ }` groups, loops and subshells).
+    pub redirects: Vec<Redirect>,
+    /// Reasons why part of the text cannot be analysed statically.
+    pub opaque: Vec<String>,
+}
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+fn parse(src: &str) -> Option<tree_sitter::Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(src, None)
+    })
+}
+
+/// Analyses `command` (bash syntax). Never fails: what cannot be analysed is listed in
+/// [`Analysis::opaque`].
+///
+/// ```
+/// use sayri_core::domain::permissions::shell::analyze;
+/// let a = analyze(r#"cd /tmp && sudo \rm -rf "x" | tee log"#);
+/// let programs: Vec<Vec<String>> = a.commands.iter().map(|c| c.programs()).collect();
+/// assert_eq!(programs, [vec!["cd"], vec!["sudo", "rm"], vec!["tee"]]);
+/// assert!(a.opaque.is_empty());
+/// ```
+pub fn analyze(command: &str) -> Analysis {
+    let mut walker = Walker::default();
+    walker.walk_source(command, 0);
+    let mut i = 0;
+    while i < walker.out.commands.len() {
+        if walker.out.commands.len() > MAX_COMMANDS {
+            walker
+                .out
+                .opaque
+                .push(format!("more than {MAX_COMMANDS} commands"));
+            break;
+        }
+        let cmd = &walker.out.commands[i];
+        let unwrapped = wrappers::unwrap(&cmd.words, &cmd.stdin);
+        let depth = cmd.depth;
+        for script in &unwrapped.scripts {
+            match &script.text {
+                Some(text) if depth < MAX_DEPTH => walker.walk_source(text, depth + 1),
+                Some(_) => walker.out.opaque.push(format!(
+                    "scripts nested more than {MAX_DEPTH} levels deep ({})",
+                    script.via
+                )),
+                None => walker.out.opaque.push(format!(
+                    "the script run by `{}` is computed at run time",
+                    script.via
+                )),
+            }
+        }
+        walker.out.opaque.extend(unwrapped.opaque.iter().cloned());
+        walker.out.commands[i].unwrapped = unwrapped;
+        i += 1;
+    }
+    walker.out
+}
+
+#[derive(Default)]
+struct Walker {
+    out: Analysis,
+    next_pipeline: usize,
+}
+
+struct Ctx<'s> {
+    src: &'s str,
+    depth: usize,
+    pipes: Vec<(usize, usize)>,
+}
+
+impl Walker {
+    fn walk_source(&mut self, src: &str, depth: usize) {
+        let Some(mut tree) = parse(src) else {
+            self.out
+                .opaque
+                .push("the shell parser is unavailable".into());
+            return;
+        };
+        // tree-sitter-bash treats a newline followed by a word starting with `\` as part of the
+        // previous command (`ls\n\rm x` becomes `ls \rm x`); bash ends the command at the
+        // newline. Such newlines are replaced by `;` (same length, so offsets hold) and the text
+        // is parsed again.
+        let mut fixed = src.to_string();
+        // Bash removes backslash-newline before splitting words (`r\<newline>m` is `rm`), while
+        // tree-sitter keeps two words. Remove those outside comments, single quotes and heredocs.
+        let joins = line_continuations(tree.root_node(), &fixed);
+        if !joins.is_empty() {
+            let mut out = String::with_capacity(fixed.len());
+            let mut last = 0;
+            for j in joins {
+                out.push_str(&fixed[last..j]);
+                last = j + 2;
+            }
+            out.push_str(&fixed[last..]);
+            fixed = out;
+            match parse(&fixed) {
+                Some(t) => tree = t,
+                None => return,
+            }
+        }
+        for _ in 0..4 {
+            let mut gaps = Vec::new();
+            command_gap_newlines(tree.root_node(), &fixed, &mut gaps);
+            if gaps.is_empty() {
+                break;
+            }
+            let mut bytes = std::mem::take(&mut fixed).into_bytes();
+            for g in gaps {
+                bytes[g] = b';';
+            }
+            fixed = String::from_utf8(bytes).unwrap_or_default();
+            match parse(&fixed) {
+                Some(t) => tree = t,
+                None => break,
+            }
+        }
+        let src = fixed.as_str();
+        let root = tree.root_node();
+        if root.has_error() {
+            self.out
+                .opaque
+                .push("the command is not valid bash (parse error)".into());
+        }
+        let ctx = Ctx {
+            src,
+            depth,
+            pipes: Vec::new(),
+        };
+        self.visit(root, &ctx);
+    }
+
+    fn visit(&mut self, node: Node, ctx: &Ctx) {
+        match node.kind() {
+            "comment" => {}
+            "command" => self.command(node, ctx, Vec::new(), Stdin::Inherited),
+            "redirected_statement" => self.redirected(node, ctx),
+            "pipeline" => {
+                let id = self.new_pipeline();
+                let mut stage = 0;
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    if child.kind() == "comment" {
+                        continue;
+                    }
+                    let mut pipes = ctx.pipes.clone();
+                    pipes.push((id, stage));
+                    let inner = Ctx {
+                        src: ctx.src,
+                        depth: ctx.depth,
+                        pipes,
+                    };
+                    self.visit(child, &inner);
+                    stage += 1;
+                }
+            }
+            "variable_assignment" => {
+                if let Some(a) = self.assignment(node, ctx) {
+                    self.out.standalone_assignments.push(a);
+                }
+            }
+            "declaration_command" => {
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    if child.kind() == "variable_assignment" {
+                        if let Some(a) = self.assignment(child, ctx) {
+                            self.out.standalone_assignments.push(a);
+                        }
+                    } else {
+                        self.visit(child, ctx);
+                    }
+                }
+            }
+            "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
+                let (r, _) = self.redirect(node, ctx);
+                if let Some(r) = r {
+                    self.out.redirects.push(r);
+                }
+            }
+            "command_substitution" | "process_substitution" => {
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    self.visit(child, ctx);
+                }
+            }
+            _ => {
+                if node.is_error() || node.is_missing() {
+                    self.opaque_once("the command is not valid bash (parse error)");
+                }
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    self.visit(child, ctx);
+                }
+            }
+        }
+    }
+
+    fn opaque_once(&mut self, reason: &str) {
+        if !self.out.opaque.iter().any(|r| r == reason) {
+            self.out.opaque.push(reason.to_string());
+        }
+    }
+
+    fn new_pipeline(&mut self) -> usize {
+        self.next_pipeline += 1;
+        self.next_pipeline
+    }
+
+    /// `body redirect…`: redirections of a command or of a compound statement. A heredoc may
+    /// carry the rest of a pipeline or list (`cat <<EOF | sh`), which tree-sitter nests inside
+    /// the heredoc redirect.
+    fn redirected(&mut self, node: Node, ctx: &Ctx) {
+        let mut redirects = Vec::new();
+        let mut stdin = Stdin::Inherited;
+        let mut continuation: Vec<Node> = Vec::new();
+        let mut body = None;
+        let mut cursor = node.walk();
+        for (i, child) in node.children(&mut cursor).enumerate() {
+            if node.field_name_for_child(i as u32) == Some("body") {
+                body = Some(child);
+                continue;
+            }
+            if !child.is_named() {
+                continue;
+            }
+            match child.kind() {
+                "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
+                    let (r, s) = self.redirect(child, ctx);
+                    if let Some(s) = s {
+                        stdin = s;
+                    }
+                    if let Some(r) = r {
+                        redirects.push(r);
+                    }
+                    if child.kind() == "heredoc_redirect" {
+                        let mut c2 = child.walk();
+                        for (j, part) in child.children(&mut c2).enumerate() {
+                            let field = child.field_name_for_child(j as u32);
+                            if part.kind() == "pipeline" || field == Some("right") {
+                                continuation.push(part);
+                            }
+                        }
+                    }
+                }
+                _ => self.visit(child, ctx),
+            }
+        }
+        self.out.redirects.extend(redirects.iter().cloned());
+        let piped = continuation.iter().any(|n| n.kind() == "pipeline");
+        let mut body_ctx_pipes = ctx.pipes.clone();
+        let pipeline_id = if piped {
+            let id = self.new_pipeline();
+            body_ctx_pipes.push((id, 0));
+            Some(id)
+        } else {
+            None
+        };
+        let body_ctx = Ctx {
+            src: ctx.src,
+            depth: ctx.depth,
+            pipes: body_ctx_pipes,
+        };
+        if let Some(body) = body {
+            if body.kind() == "command" {
+                self.command(body, &body_ctx, redirects, stdin);
+            } else {
+                self.visit(body, &body_ctx);
+            }
+        }
+        for part in continuation {
+            if let (Some(id), "pipeline") = (pipeline_id, part.kind()) {
+                let mut c = part.walk();
+                for (stage, child) in (1..).zip(part.named_children(&mut c)) {
+                    let mut pipes = ctx.pipes.clone();
+                    pipes.push((id, stage));
+                    let inner = Ctx {
+                        src: ctx.src,
+                        depth: ctx.depth,
+                        pipes,
+                    };
+                    self.visit(child, &inner);
+                }
+            } else {
+                self.visit(part, ctx);
+            }
+        }
+    }
+
+    fn command(&mut self, node: Node, ctx: &Ctx, mut redirects: Vec<Redirect>, mut stdin: Stdin) {
+        let mut assignments = Vec::new();
+        let mut words = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match child.kind() {
+                "variable_assignment" => {
+                    if let Some(a) = self.assignment(child, ctx) {
+                        assignments.push(a);
+                    }
+                }
+                "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
+                    let (r, s) = self.redirect(child, ctx);
+                    if let Some(s) = s {
+                        stdin = s;
+                    }
+                    if let Some(r) = r {
+                        self.out.redirects.push(r.clone());
+                        redirects.push(r);
+                    }
+                }
+                "comment" => {}
+                "command_name" => {
+                    let inner = child.named_child(0).unwrap_or(child);
+                    words.push(self.word(inner, ctx));
+                }
+                _ => words.push(self.word(child, ctx)),
+            }
+        }
+        self.out.commands.push(SimpleCommand {
+            text: ctx.src[node.byte_range()].to_string(),
+            assignments,
+            words,
+            redirects,
+            stdin,
+            pipes: ctx.pipes.clone(),
+            depth: ctx.depth,
+            unwrapped: Unwrapped::default(),
+        });
+    }
+
+    fn assignment(&mut self, node: Node, ctx: &Ctx) -> Option<Assignment> {
+        let name = node.child_by_field_name("name")?;
+        let name_text = ctx.src[name.byte_range()].to_string();
+        let value = match node.child_by_field_name("value") {
+            Some(v) => self.word(v, ctx),
+            None => Word::default(),
+        };
+        Some(Assignment {
+            name: name_text,
+            value,
+        })
+    }
+
+    /// Returns the redirect (if it has a target) and the stdin it establishes (if any).
+    fn redirect(&mut self, node: Node, ctx: &Ctx) -> (Option<Redirect>, Option<Stdin>) {
+        let mut fd = None;
+        let mut op = String::new();
+        let mut target = None;
+        let mut heredoc_body = None;
+        let mut heredoc_literal = false;
+        let mut cursor = node.walk();
+        for (i, child) in node.children(&mut cursor).enumerate() {
+            let field = node.field_name_for_child(i as u32);
+            match (child.kind(), field) {
+                ("file_descriptor", _) => fd = Some(ctx.src[child.byte_range()].to_string()),
+                (_, Some("descriptor")) => fd = Some(ctx.src[child.byte_range()].to_string()),
+                ("heredoc_start", _) => {
+                    let raw = &ctx.src[child.byte_range()];
+                    heredoc_literal = raw.contains(['\'', '"', '\\']);
+                    target = Some(Word::literal(raw));
+                }
+                ("heredoc_body", _) => {
+                    heredoc_body = Some(ctx.src[child.byte_range()].to_string());
+                    // Unquoted heredoc bodies run their `$(…)` substitutions.
+                    self.visit(child, ctx);
+                }
+                ("heredoc_end" | "pipeline", _) | (_, Some("right")) => {}
+                _ if !child.is_named() => {
+                    if op.is_empty() {
+                        op = ctx.src[child.byte_range()].to_string();
+                    }
+                }
+                _ => {
+                    if target.is_none() {
+                        target = Some(self.word(child, ctx));
+                    } else {
+                        self.visit(child, ctx);
+                    }
+                }
+            }
+        }
+        let Some(target) = target else {
+            return (None, None);
+        };
+        let stdin = match op.as_str() {
+            "<<<" => Some(Stdin::HereString(target.clone())),
+            "<<" | "<<-" => Some(Stdin::Heredoc {
+                body: heredoc_body.unwrap_or_default(),
+                literal: heredoc_literal,
+            }),
+            "<" if fd.as_deref().is_none_or(|f| f == "0") => Some(Stdin::File(target.clone())),
+            _ => None,
+        };
+        (Some(Redirect { op, fd, target }), stdin)
+    }
+
+    fn word(&mut self, node: Node, ctx: &Ctx) -> Word {
+        let before = self.out.commands.len();
+        let mut word = Word {
+            raw: ctx.src[node.byte_range()].to_string(),
+            process_substitution: node.kind() == "process_substitution",
+            ..Word::default()
+        };
+        let mut unquoted = String::new();
+        self.word_part(node, ctx, &mut word, &mut unquoted);
+        if has_brace_expansion(&unquoted) {
+            word.dynamic = true;
+        }
+        word.inner = (before..self.out.commands.len()).collect();
+        word
+    }
+
+    fn word_part(&mut self, node: Node, ctx: &Ctx, word: &mut Word, unquoted: &mut String) {
+        let text = &ctx.src[node.byte_range()];
+        match node.kind() {
+            "word" | "number" if node.named_child_count() == 0 => {
+                let value = unescape_unquoted(text);
+                if has_unescaped_glob(text) {
+                    word.glob = true;
+                    word.dynamic = true;
+                }
+                unquoted.push_str(text);
+                word.text.push_str(&value);
+            }
+            "raw_string" => {
+                let inner = text
+                    .strip_prefix('\'')
+                    .and_then(|t| t.strip_suffix('\''))
+                    .unwrap_or(text);
+                word.text.push_str(inner);
+            }
+            "ansi_c_string" => {
+                let inner = text
+                    .strip_prefix("$'")
+                    .and_then(|t| t.strip_suffix('\''))
+                    .unwrap_or(text);
+                word.text.push_str(&decode_ansi_c(inner));
+            }
+            "string" => {
+                let start = node.start_byte() + 1;
+                let end = node.end_byte().saturating_sub(1).max(start);
+                let mut pos = start;
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    if child.start_byte() > pos {
+                        word.text
+                            .push_str(&unescape_double(&ctx.src[pos..child.start_byte()]));
+                    }
+                    if child.kind() == "string_content" {
+                        word.text
+                            .push_str(&unescape_double(&ctx.src[child.byte_range()]));
+                    } else {
+                        let mut ignored = String::new();
+                        self.word_part(child, ctx, word, &mut ignored);
+                    }
+                    pos = child.end_byte();
+                }
+                if end > pos {
+                    word.text.push_str(&unescape_double(&ctx.src[pos..end]));
+                }
+            }
+            "translated_string" | "concatenation" => {
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    self.word_part(child, ctx, word, unquoted);
+                }
+            }
+            "command_substitution" | "process_substitution" => {
+                word.dynamic = true;
+                word.text.push_str(text);
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    self.visit(child, ctx);
+                }
+            }
+            "arithmetic_expansion" => {
+                // Bash refuses or re-reads malformed arithmetic (`$(( 'x' y ))`); never guess.
+                if node.has_error() || text.contains(['\'', '"', '`']) {
+                    self.opaque_once("an arithmetic expansion that is not plain arithmetic");
+                }
+                word.dynamic = true;
+                word.text.push_str(text);
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    self.visit(child, ctx);
+                }
+            }
+            "brace_expression" => {
+                word.dynamic = true;
+                word.text.push_str(text);
+            }
+            _ => {
+                // Expansions and anything else: value known only at run time. Substitutions
+                // inside (`${X:-$(cmd)}`) still run, so walk them.
+                word.dynamic = true;
+                word.text.push_str(text);
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    self.visit(child, ctx);
+                }
+            }
+        }
+    }
+}
+
+/// Byte offsets of line continuations (an odd run of backslashes, then a newline) that bash
+/// removes: not inside comments, single-quoted or ANSI-C strings, or heredoc bodies.
+fn line_continuations(root: Node, src: &str) -> Vec<usize> {
+    let bytes = src.as_bytes();
+    let mut out = Vec::new();
+    for i in 0..bytes.len().saturating_sub(1) {
+        if bytes[i] != b'\\' || bytes[i + 1] != b'\n' {
+            continue;
+        }
+        let run = bytes[..=i]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count();
+        if run % 2 == 0 {
+            continue;
+        }
+        let mut node = root.descendant_for_byte_range(i, i + 1);
+        let mut literal = false;
+        while let Some(n) = node {
+            if matches!(
+                n.kind(),
+                "comment" | "raw_string" | "ansi_c_string" | "heredoc_body" | "heredoc_content"
+            ) {
+                literal = true;
+                break;
+            }
+            node = n.parent();
+        }
+        if !literal {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// Byte offsets of newlines that sit between two words of one `command` node without a
+/// line-continuation backslash before them.
+fn command_gap_newlines(node: Node, src: &str, out: &mut Vec<usize>) {
+    if node.kind() == "word" {
+        // The grammar may also fold the newline into the next word (`\n\\rm`).
+        let bytes = src.as_bytes();
+        for i in node.byte_range() {
+            if bytes.get(i) == Some(&b'\n') && (i == 0 || bytes[i - 1] != b'\\') {
+                out.push(i);
+            }
+        }
+    }
+    if node.kind() == "command" {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        for pair in children.windows(2) {
+            let (from, to) = (pair[0].end_byte(), pair[1].start_byte());
+            let bytes = src.as_bytes();
+            for i in from..to.min(bytes.len()) {
+                if bytes[i] == b'\n' && (i == 0 || bytes[i - 1] != b'\\') {
+                    out.push(i);
+                }
+            }
+        }
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        command_gap_newlines(child, src, out);
+    }
+}
+
+/// Unquoted word: `\x` → `x`, backslash-newline removed.
+fn unescape_unquoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => out.push(n),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Inside double quotes only `\$`, `` \` ``, `\"`, `\\` and backslash-newline are escapes.
+fn unescape_double(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('$' | '`' | '"' | '\\') => {
+                    if let Some(n) = chars.next() {
+                        out.push(n);
+                    }
+                }
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn has_unescaped_glob(text: &str) -> bool {
+    let mut escaped = false;
+    for c in text.chars() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '*' | '?' | '[' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `{a,b}` or `{1..3}` in unquoted text: bash expands it into several words.
+fn has_brace_expansion(unquoted: &str) -> bool {
+    let Some(open) = unquoted.find('{') else {
+        return false;
+    };
+    let rest = &unquoted[open + 1..];
+    match rest.find('}') {
+        Some(close) => {
+            let inside = &rest[..close];
+            inside.contains(',') || inside.contains("..")
+        }
+        None => false,
+    }
+}
+
+/// Decodes the body of `$'…'` (ANSI-C quoting).
+fn decode_ansi_c(body: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = body.chars().collect();
+    let mut i = 0;
+    let hex = |s: &[char]| -> Option<u32> {
+        let t: String = s.iter().collect();
+        u32::from_str_radix(&t, 16).ok()
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if c != '\\' || i + 1 >= chars.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let n = chars[i + 1];
+        i += 2;
+        let simple = match n {
+            'n' => Some('\n'),
+            't' => Some('\t'),
+            'r' => Some('\r'),
+            'a' => Some('\u{7}'),
+            'b' => Some('\u{8}'),
+            'e' | 'E' => Some('\u{1b}'),
+            'f' => Some('\u{c}'),
+            'v' => Some('\u{b}'),
+            '\\' => Some('\\'),
+            '\'' => Some('\''),
+            '"' => Some('"'),
+            '?' => Some('?'),
+            _ => None,
+        };
+        if let Some(s) = simple {
+            out.push(s);
+            continue;
+        }
+        let take_while = |from: usize, max: usize, ok: fn(char) -> bool| -> usize {
+            let mut end = from;
+            while end < chars.len() && end - from < max && ok(chars[end]) {
+                end += 1;
+            }
+            end
+        };
+        match n {
+            'x' | 'u' | 'U' => {
+                let max = match n {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let end = take_while(i, max, |c| c.is_ascii_hexdigit());
+                match hex(&chars[i..end]).and_then(char::from_u32) {
+                    Some(ch) if end > i => out.push(ch),
+                    _ => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                }
+                i = end;
+            }
+            '0'..='7' => {
+                let end = take_while(i - 1, 3, |c| ('0'..='7').contains(&c));
+                let t: String = chars[i - 1..end].iter().collect();
+                if let Some(ch) = u32::from_str_radix(&t, 8).ok().and_then(char::from_u32) {
+                    out.push(ch);
+                }
+                i = end;
+            }
+            _ => {
+                out.push('\\');
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(cmd: &str) -> Vec<Vec<String>> {
+        analyze(cmd)
+            .commands
+            .iter()
+            .map(|c| c.words.iter().map(|w| w.text.clone()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn quote_removal() {
+        assert_eq!(
+            words(r#"\rm 'r'm "a"b'c' $'\x72m'"#),
+            vec![vec!["rm", "rm", "abc", "rm"]]
+        );
+        assert_eq!(
+            words(r#"echo "a\"b\$c\d""#),
+            vec![vec!["echo", "a\"b$c\\d"]]
+        );
+    }
+
+    #[test]
+    fn nested_and_lists() {
+        let a = analyze("a && (b | c); { d; } > f; echo $(e) `g` <(h)");
+        let names: Vec<_> = a.commands.iter().map(|c| c.words[0].text.clone()).collect();
+        for n in ["a", "b", "c", "d", "e", "g", "h", "echo"] {
+            assert!(names.contains(&n.to_string()), "{n} missing from {names:?}");
+        }
+        assert_eq!(a.redirects.len(), 1);
+        assert!(a.opaque.is_empty(), "{:?}", a.opaque);
+    }
+
+    #[test]
+    fn heredoc_pipeline_continuation() {
+        let a = analyze("cat <<EOF | sh\necho hi\nEOF");
+        let sh = a.commands.iter().find(|c| c.words[0].text == "sh").unwrap();
+        assert_eq!(sh.pipes.len(), 1);
+        assert_eq!(sh.pipes[0].1, 1);
+    }
+
+    #[test]
+    fn line_continuations_join_like_bash() {
+        assert_eq!(words("r\\\nm -rf x"), vec![vec!["rm", "-rf", "x"]]);
+        assert_eq!(words("echo 'a\\\nb'"), vec![vec!["echo", "a\\\nb"]]);
+        // A continuation inside a comment does not swallow the next line.
+        assert_eq!(words("ls # c \\\nrm x"), vec![vec!["ls"], vec!["rm", "x"]]);
+        assert_eq!(
+            words("echo \\\\\nrm x"),
+            vec![vec!["echo", "\\"], vec!["rm", "x"]]
+        );
+    }
+
+    #[test]
+    fn newline_before_backslash_word_ends_the_command() {
+        assert_eq!(
+            words("ls -la\n\\rm -rf x"),
+            vec![vec!["ls", "-la"], vec!["rm", "-rf", "x"]]
+        );
+        assert_eq!(words("ls \\\n -la"), vec![vec!["ls", "-la"]]);
+    }
+
+    #[test]
+    fn dynamic_command_words() {
+        for cmd in [
+            "$(printf rm) -rf x",
+            "\"${X:-rm}\" x",
+            "/???/?m x",
+            "{rm,-rf,/x}",
+        ] {
+            let a = analyze(cmd);
+            let dynamic = a.commands.last().is_some_and(|c| c.words[0].dynamic);
+            assert!(dynamic || !a.opaque.is_empty(), "{cmd}: {a:?}");
+        }
+    }
+}

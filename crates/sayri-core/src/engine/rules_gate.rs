@@ -1,0 +1,158 @@
+//! `RulesGate`: the [`PermissionGate`] built on the permission engine and the broker.
+//!
+//! For each request it builds the agent layer from the profile, loads the agent's saved
+//! approvals, evaluates (rules → approvals → default → policies → analysis floors) at the
+//! request's level, and then: `allow` → run; `deny` → refuse with the rule and its source;
+//! `ask` → ask a person through the [`PermissionBroker`] and run only on "Allow". The verdict is
+//! final — the sandbox does not evaluate again (spec §15.1 item 1).
+//!
+//! Fails closed: a malformed profile rule or an unknown action refuses; an unreadable approval
+//! store is treated as "no approvals" (so the command asks instead of running).
+
+use super::broker::{AskOutcome, PermissionBroker, Question};
+use super::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
+use crate::domain::permissions::{
+    Action, AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
+};
+use crate::ports::{ApprovalStore, Clock};
+use futures::future::BoxFuture;
+use std::sync::{Arc, RwLock};
+use tokio_util::sync::CancellationToken;
+
+/// The single evaluation point between a proposed command and the sandbox.
+pub struct RulesGate {
+    policies: RwLock<Arc<PolicySet>>,
+    approvals: Arc<dyn ApprovalStore>,
+    broker: Arc<PermissionBroker>,
+    clock: Arc<dyn Clock>,
+}
+
+impl RulesGate {
+    /// A gate over `policies` (baseline + files), the approval store and the broker.
+    pub fn new(
+        policies: PolicySet,
+        approvals: Arc<dyn ApprovalStore>,
+        broker: Arc<PermissionBroker>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        RulesGate {
+            policies: RwLock::new(Arc::new(policies)),
+            approvals,
+            broker,
+            clock,
+        }
+    }
+
+    /// Replaces the policy layer (e.g. after the policy files changed).
+    pub fn set_policies(&self, policies: PolicySet) {
+        let mut slot = self.policies.write().unwrap_or_else(|e| e.into_inner());
+        *slot = Arc::new(policies);
+    }
+
+    /// The broker (for `permission_answer`, `permission_list`, `interrupt`).
+    pub fn broker(&self) -> &Arc<PermissionBroker> {
+        &self.broker
+    }
+
+    async fn decide(&self, request: GateRequest, cancel: CancellationToken) -> GateVerdict {
+        let refuse = |kind: RefusalKind, message: String| GateVerdict::Refuse { kind, message };
+        let agent = match AgentRules::from_profile(&request.agent) {
+            Ok(a) => a,
+            Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
+        };
+        let Some(action) = Action::parse(&request.action) else {
+            return refuse(
+                RefusalKind::Denied,
+                format!(
+                    "Blocked: unknown action {:?}; nothing was run",
+                    request.action
+                ),
+            );
+        };
+        let approvals = self
+            .approvals
+            .approvals_for(&agent.agent_id)
+            .unwrap_or_default();
+        let policies = self
+            .policies
+            .read()
+            .map(|p| Arc::clone(&p))
+            .unwrap_or_else(|e| Arc::clone(&e.into_inner()));
+        let ctx = EvalContext {
+            level: request.level,
+            approver_available: request.approvable,
+        };
+        let decision = evaluate_with_approvals(
+            action,
+            &request.resource,
+            &agent,
+            &approvals,
+            &policies,
+            &ctx,
+        );
+        match decision.effect {
+            Effect::Allow => GateVerdict::Allow {
+                reason: decision.message(),
+            },
+            Effect::Deny => refuse(
+                if decision.needs_approval {
+                    RefusalKind::NoApprover
+                } else {
+                    RefusalKind::Denied
+                },
+                decision.message(),
+            ),
+            Effect::Ask => {
+                let plan = plan_approvals(&decision, &agent.agent_id, self.clock.now_unix());
+                let question = Question {
+                    action: action.name().to_string(),
+                    resource: request.resource.clone(),
+                    reason: decision.reason.clone(),
+                    agent_id: agent.agent_id.clone(),
+                    agent_name: agent.agent_name.clone(),
+                    session_id: request.session_id.clone(),
+                    policy: decision.policy,
+                    remember: plan.approvals,
+                };
+                let secs = self.broker.timeout().as_secs();
+                match self.broker.ask(question, cancel).await {
+                    AskOutcome::Allowed { .. } => GateVerdict::Allow {
+                        reason: format!("Allowed by a person: {}", decision.reason),
+                    },
+                    AskOutcome::Denied => refuse(
+                        RefusalKind::NotApproved,
+                        format!("Not run: a person denied it ({})", decision.reason),
+                    ),
+                    AskOutcome::TimedOut => refuse(
+                        RefusalKind::NotApproved,
+                        format!(
+                            "Not run: nobody answered within {secs} s ({}); ask again when someone can approve it in the Sayri app",
+                            decision.reason
+                        ),
+                    ),
+                    AskOutcome::Cancelled => refuse(
+                        RefusalKind::Cancelled,
+                        format!(
+                            "Not run: the turn was interrupted while waiting for approval ({})",
+                            decision.reason
+                        ),
+                    ),
+                    AskOutcome::Shutdown => refuse(
+                        RefusalKind::Cancelled,
+                        format!("Not run: Sayri is shutting down ({})", decision.reason),
+                    ),
+                }
+            }
+        }
+    }
+}
+
+impl PermissionGate for RulesGate {
+    fn authorize(
+        &self,
+        request: GateRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, GateVerdict> {
+        Box::pin(self.decide(request, cancel))
+    }
+}

@@ -1,0 +1,414 @@
+//! `sayri permissions …`: check a command against an agent's rules, list and forget approvals.
+//!
+//! * `check [--agent ID | --profile FILE] [--policies DIR] [--action shell] --resource CMD [--json]`
+//!   evaluates exactly as the daemon's gate does (rules → saved approvals → default → policies →
+//!   analysis) at the profile's level, assuming a person can answer, and exits **0** (allow),
+//!   **3** (ask) or **4** (deny); **2** for a usage or configuration error.
+//! * `list [--agent ID] [--json]` prints saved "Allow always" approvals.
+//! * `forget [--action A] [--agent ID]` removes approvals (no action: all of them).
+//!
+//! Profiles: `--agent ID` reads `$SAYRI_CONFIG_DIR/agents/<ID>.json` (default
+//! `~/.config/sayri`); `--profile FILE` reads that file; neither uses `agents/default.json` if it
+//! exists, else the built-in default agent. Policies: every `*.json` file of `--policies DIR` in
+//! name order, else `/usr/share/sayri/policies.json` then `/etc/sayri/policies.json` when present.
+
+use clap::{Args, Subcommand};
+use sayri_core::domain::permissions::{
+    Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals,
+};
+use sayri_core::domain::profile::AgentProfile;
+use sayri_core::ports::{Approval, ApprovalStore};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Exit code for `allow`.
+pub const EXIT_ALLOW: i32 = 0;
+/// Exit code for a usage or configuration error.
+pub const EXIT_ERROR: i32 = 2;
+/// Exit code for `ask`.
+pub const EXIT_ASK: i32 = 3;
+/// Exit code for `deny`.
+pub const EXIT_DENY: i32 = 4;
+
+/// System policy files, in load order.
+pub const SYSTEM_POLICY_FILES: [&str; 2] =
+    ["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"];
+
+/// `sayri permissions <command>`.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum PermissionsCommand {
+    /// Decide whether an action would be allowed, asked or denied (exit 0 / 3 / 4).
+    Check(CheckArgs),
+    /// List saved "Allow always" approvals.
+    List {
+        /// Only this agent's approvals.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget saved approvals (all of them when no --action is given).
+    Forget {
+        /// Only approvals of this action (shell, read, write, web, …).
+        #[arg(long)]
+        action: Option<String>,
+        /// Agent whose approvals of --action are removed.
+        #[arg(long, default_value = "")]
+        agent: String,
+    },
+}
+
+/// Arguments of `sayri permissions check`.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct CheckArgs {
+    /// Agent id: reads `$SAYRI_CONFIG_DIR/agents/<ID>.json`.
+    #[arg(long, conflicts_with = "profile")]
+    pub agent: Option<String>,
+    /// Agent profile file to use instead.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Directory whose `*.json` policy files replace the system policy files.
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+    /// Rule action: shell, read, write, web, skill, subagent.
+    #[arg(long, default_value = "shell")]
+    pub action: String,
+    /// The command (or path, URL, …) to check.
+    #[arg(long)]
+    pub resource: String,
+    /// Print the decision as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a permissions subcommand, printing to stdout/stderr; returns the exit code.
+pub fn run(command: &PermissionsCommand, store: &dyn ApprovalStore) -> i32 {
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    run_to(command, store, &mut out, &mut err)
+}
+
+/// [`run`] with explicit output streams (for tests).
+pub fn run_to(
+    command: &PermissionsCommand,
+    store: &dyn ApprovalStore,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let result = match command {
+        PermissionsCommand::Check(args) => check(args, store, out),
+        PermissionsCommand::List { agent, json } => list(store, agent.as_deref(), *json, out),
+        PermissionsCommand::Forget { action, agent } => store
+            .forget_approvals(action.as_deref().filter(|a| !a.is_empty()), agent)
+            .map_err(|e| format!("could not forget approvals: {e}"))
+            .and_then(|n| {
+                writeln!(out, "removed {n} approval(s)").map_err(|e| e.to_string())?;
+                Ok(EXIT_ALLOW)
+            }),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            let _ = writeln!(err, "sayri permissions: {message}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// The configuration directory: `$SAYRI_CONFIG_DIR`, else `~/.config/sayri`.
+pub fn config_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("SAYRI_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    directories::BaseDirs::new().map(|b| b.config_dir().join("sayri"))
+}
+
+/// Reads an agent profile file. Kept in one function so the validating profile loader can
+/// replace it.
+///
+/// # Errors
+/// A message naming the file and what is wrong.
+pub fn read_profile(path: &Path) -> Result<AgentProfile, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read agent profile {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "agent profile {} is not valid: {e}; fix the file or pick another agent",
+            path.display()
+        )
+    })
+}
+
+fn resolve_profile(args: &CheckArgs) -> Result<AgentProfile, String> {
+    if let Some(path) = &args.profile {
+        return read_profile(path);
+    }
+    let dir = config_dir();
+    match (&args.agent, dir) {
+        (Some(id), Some(dir)) => {
+            if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+                return Err(format!("invalid agent id {id:?}"));
+            }
+            read_profile(&dir.join("agents").join(format!("{id}.json")))
+        }
+        (Some(_), None) => {
+            Err("cannot find the configuration directory; set SAYRI_CONFIG_DIR".into())
+        }
+        (None, dir) => match dir.map(|d| d.join("agents").join("default.json")) {
+            Some(path) if path.exists() => read_profile(&path),
+            _ => Ok(AgentProfile::builtin_default()),
+        },
+    }
+}
+
+/// Loads the policy layer: the baseline plus `dir/*.json` (name order) or the system files.
+///
+/// # Errors
+/// A message naming the unreadable or malformed file.
+pub fn load_policies(dir: Option<&Path>) -> Result<PolicySet, String> {
+    let paths: Vec<PathBuf> = match dir {
+        Some(dir) => {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|e| format!("cannot read policy directory {}: {e}", dir.display()))?;
+            let mut v: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            v.sort();
+            v
+        }
+        None => SYSTEM_POLICY_FILES
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .collect(),
+    };
+    let mut files = Vec::new();
+    for p in &paths {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| format!("cannot read policy file {}: {e}", p.display()))?;
+        files.push((p.display().to_string(), text));
+    }
+    PolicySet::load(files.iter().map(|(p, t)| (p.as_str(), t.as_str()))).map_err(|e| e.to_string())
+}
+
+fn check(args: &CheckArgs, store: &dyn ApprovalStore, out: &mut dyn Write) -> Result<i32, String> {
+    let action = Action::parse(&args.action).ok_or_else(|| {
+        format!(
+            "unknown action {:?}; use shell, read, write, web, skill or subagent",
+            args.action
+        )
+    })?;
+    let profile = resolve_profile(args)?;
+    let agent = AgentRules::from_profile(&profile).map_err(|e| e.to_string())?;
+    let policies = load_policies(args.policies.as_deref())?;
+    let approvals: Vec<Approval> = store
+        .approvals_for(&agent.agent_id)
+        .map_err(|e| format!("cannot read saved approvals: {e}"))?;
+    let ctx = EvalContext {
+        level: profile.sandbox.level,
+        approver_available: true,
+    };
+    let decision =
+        evaluate_with_approvals(action, &args.resource, &agent, &approvals, &policies, &ctx);
+    print_decision(&decision, args.json, out).map_err(|e| e.to_string())?;
+    Ok(match decision.effect {
+        Effect::Allow => EXIT_ALLOW,
+        Effect::Ask => EXIT_ASK,
+        Effect::Deny => EXIT_DENY,
+    })
+}
+
+fn print_decision(d: &Decision, json: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    if json {
+        let text = serde_json::to_string_pretty(d).map_err(std::io::Error::other)?;
+        return writeln!(out, "{text}");
+    }
+    writeln!(out, "{}: {}", d.effect, d.message())?;
+    for s in &d.segments {
+        writeln!(
+            out,
+            "  {:<5} {}  — {}",
+            s.effect.name(),
+            s.command,
+            s.reason
+        )?;
+    }
+    Ok(())
+}
+
+fn list(
+    store: &dyn ApprovalStore,
+    agent: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<i32, String> {
+    let approvals = match agent {
+        Some(a) => store.approvals_for(a),
+        None => store.all_approvals(),
+    }
+    .map_err(|e| format!("cannot read saved approvals: {e}"))?;
+    let io = |e: std::io::Error| e.to_string();
+    if json {
+        let text = serde_json::to_string_pretty(&approvals).map_err(|e| e.to_string())?;
+        writeln!(out, "{text}").map_err(io)?;
+    } else if approvals.is_empty() {
+        writeln!(out, "no saved approvals").map_err(io)?;
+    } else {
+        for a in &approvals {
+            writeln!(out, "{:<12} {:<6} {}", a.agent_id, a.action, a.resource).map_err(io)?;
+        }
+    }
+    Ok(EXIT_ALLOW)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sayri_core::ports::StoreError;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Memory(Mutex<Vec<Approval>>);
+    impl ApprovalStore for Memory {
+        fn approvals_for(&self, agent_id: &str) -> Result<Vec<Approval>, StoreError> {
+            Ok(self
+                .0
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|a| a.agent_id == agent_id)
+                .cloned()
+                .collect())
+        }
+        fn all_approvals(&self) -> Result<Vec<Approval>, StoreError> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        fn add_approval(&self, a: &Approval) -> Result<(), StoreError> {
+            self.0.lock().unwrap().push(a.clone());
+            Ok(())
+        }
+        fn forget_approvals(
+            &self,
+            action: Option<&str>,
+            agent_id: &str,
+        ) -> Result<usize, StoreError> {
+            let mut v = self.0.lock().unwrap();
+            let n = v.len();
+            match action {
+                None => v.clear(),
+                Some(x) => v.retain(|a| !(a.action == x && a.agent_id == agent_id)),
+            }
+            Ok(n - v.len())
+        }
+    }
+
+    fn write_profile(dir: &Path, rules: &str) -> PathBuf {
+        let path = dir.join("agent.json");
+        let text = format!(
+            r#"{{"id":"tester","name":"Tester","sandbox":{{"level":"LEVEL_3_HOST_USER","ask_before_run":true,"blocked_binaries":[],"permission_rules":{rules}}}}}"#
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn check_cmd(profile: &Path, policies: &Path, resource: &str) -> PermissionsCommand {
+        PermissionsCommand::Check(CheckArgs {
+            agent: None,
+            profile: Some(profile.to_path_buf()),
+            policies: Some(policies.to_path_buf()),
+            action: "shell".into(),
+            resource: resource.into(),
+            json: true,
+        })
+    }
+
+    fn run_json(cmd: &PermissionsCommand, store: &Memory) -> (i32, serde_json::Value) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_to(cmd, store, &mut out, &mut err);
+        let v = serde_json::from_slice(&out).unwrap_or(serde_json::Value::Null);
+        (code, v)
+    }
+
+    #[test]
+    fn check_exit_codes_and_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let pol = dir.path().join("policies");
+        std::fs::create_dir(&pol).unwrap();
+        std::fs::write(
+            pol.join("10-site.json"),
+            r#"{"policies":[{"action":"shell","resource":"npm publish*","effect":"ask"}]}"#,
+        )
+        .unwrap();
+        let profile = write_profile(
+            dir.path(),
+            r#"[{"action":"shell","resource":"*","effect":"allow"},{"action":"shell","resource":"git clean*","effect":"deny"}]"#,
+        );
+        let store = Memory::default();
+        let (code, v) = run_json(&check_cmd(&profile, &pol, "git status"), &store);
+        assert_eq!((code, v["effect"].as_str()), (EXIT_ALLOW, Some("allow")));
+        let (code, v) = run_json(
+            &check_cmd(&profile, &pol, "git fetch && git clean -fd"),
+            &store,
+        );
+        assert_eq!(code, EXIT_DENY);
+        assert_eq!(v["rule"]["resource"], "git clean*");
+        assert_eq!(v["source"], "agent");
+        assert_eq!(v["segments"][1]["command"], "git clean -fd");
+        let (code, v) = run_json(&check_cmd(&profile, &pol, "npm publish"), &store);
+        assert_eq!(code, EXIT_ASK);
+        assert!(v["source"].as_str().unwrap().ends_with("10-site.json"));
+    }
+
+    #[test]
+    fn broken_inputs_exit_2_with_a_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let pol = dir.path().join("p");
+        std::fs::create_dir(&pol).unwrap();
+        std::fs::write(pol.join("bad.json"), "[{\"action\":\"shell\"}]").unwrap();
+        let profile = write_profile(dir.path(), "[]");
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_to(
+            &check_cmd(&profile, &pol, "ls"),
+            &Memory::default(),
+            &mut out,
+            &mut err,
+        );
+        assert_eq!(code, EXIT_ERROR);
+        let msg = String::from_utf8(err).unwrap();
+        assert!(msg.contains("bad.json") && msg.contains("#0"), "{msg}");
+    }
+
+    #[test]
+    fn list_and_forget() {
+        let store = Memory::default();
+        store
+            .add_approval(&Approval {
+                agent_id: "a".into(),
+                action: "shell".into(),
+                resource: "make".into(),
+                created_at: 0.0,
+            })
+            .unwrap();
+        let (code, v) = run_json(
+            &PermissionsCommand::List {
+                agent: None,
+                json: true,
+            },
+            &store,
+        );
+        assert_eq!(code, 0);
+        assert_eq!(v[0]["resource"], "make");
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let forget = PermissionsCommand::Forget {
+            action: Some("shell".into()),
+            agent: "a".into(),
+        };
+        assert_eq!(run_to(&forget, &store, &mut out, &mut err), 0);
+        assert_eq!(
+            String::from_utf8(out).unwrap().trim(),
+            "removed 1 approval(s)"
+        );
+    }
+}
