@@ -1,5 +1,5 @@
-//! `sayri`: the daemon and the CLI.
+//! `sayri`: the daemon and the CLI (see `sayri --help`).
 
-fn main() {
-    println!("sayri {}", env!("CARGO_PKG_VERSION"));
+fn main() -> std::process::ExitCode {
+    sayri::cli::main()
 }
