@@ -1,6 +1,7 @@
 //! The client registry and the [`Broadcaster`]: every event goes to every connected client.
 //!
-//! Each client has a bounded outbound queue ([`CLIENT_QUEUE_FRAMES`] frames). Broadcasting never
+//! Each client has a bounded outbound queue ([`CLIENT_QUEUE_FRAMES`] frames and
+//! [`CLIENT_QUEUE_BYTES`] bytes, whichever is reached first). Broadcasting never
 //! waits: a frame is encoded once and offered to each queue with `try_send`. A client whose queue
 //! is full has stopped reading; it is dropped (its connection is closed) with a log line, and
 //! nobody else is affected. Frames are whole NDJSON lines, written one at a time by the client's
@@ -10,7 +11,7 @@ use bytes::Bytes;
 use sayri_protocol::{Event, ndjson};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -18,12 +19,16 @@ use tokio_util::sync::CancellationToken;
 /// Capacity of each client's outbound queue, in frames (responses and events).
 pub const CLIENT_QUEUE_FRAMES: usize = 1024;
 
+/// Most bytes queued for one client before it counts as not reading (8 MiB).
+pub const CLIENT_QUEUE_BYTES: usize = 8 * 1024 * 1024;
+
 /// Identifies one connection; starts at 1, never reused within a daemon run.
 pub type ClientId = u64;
 
 struct Slot {
     tx: mpsc::Sender<Bytes>,
     cancel: CancellationToken,
+    queued: Arc<AtomicUsize>,
 }
 
 struct Inner {
@@ -48,6 +53,8 @@ pub struct Registration {
     pub rx: mpsc::Receiver<Bytes>,
     /// Cancelled when the client is dropped or the daemon terminates.
     pub cancel: CancellationToken,
+    /// Bytes queued and not yet written: add before sending, subtract after writing.
+    pub queued: Arc<AtomicUsize>,
 }
 
 impl Default for Broadcaster {
@@ -79,14 +86,22 @@ impl Broadcaster {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(self.inner.capacity);
         let cancel = parent.child_token();
+        let queued = Arc::new(AtomicUsize::new(0));
         self.clients().insert(
             id,
             Slot {
                 tx: tx.clone(),
                 cancel: cancel.clone(),
+                queued: queued.clone(),
             },
         );
-        Registration { id, tx, rx, cancel }
+        Registration {
+            id,
+            tx,
+            rx,
+            cancel,
+            queued,
+        }
     }
 
     /// Removes a client from the broadcast list (its queue drains, then its writer ends).
@@ -126,8 +141,20 @@ impl Broadcaster {
         let mut delivered = 0;
         let mut dropped = Vec::new();
         for (id, slot) in clients.iter() {
+            if slot.queued.load(Ordering::Relaxed) + frame.len() > CLIENT_QUEUE_BYTES {
+                tracing::warn!(
+                    client = id,
+                    "dropping client {id}: more than {CLIENT_QUEUE_BYTES} bytes are waiting for it (it stopped reading)"
+                );
+                slot.cancel.cancel();
+                dropped.push(*id);
+                continue;
+            }
             match slot.tx.try_send(frame.clone()) {
-                Ok(()) => delivered += 1,
+                Ok(()) => {
+                    slot.queued.fetch_add(frame.len(), Ordering::Relaxed);
+                    delivered += 1;
+                }
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::warn!(
                         client = id,
@@ -144,5 +171,47 @@ impl Broadcaster {
             clients.remove(&id);
         }
         delivered
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_queue_drops_only_that_client() {
+        let b = Broadcaster::new(4);
+        let root = CancellationToken::new();
+        let mut reader = b.register(&root);
+        let stuck = b.register(&root);
+        for i in 0..10 {
+            b.broadcast("tick", Map::new());
+            // The reading client drains as it goes.
+            while let Ok(f) = reader.rx.try_recv() {
+                reader.queued.fetch_sub(f.len(), Ordering::Relaxed);
+            }
+            assert_eq!(
+                b.client_count(),
+                if i < 4 { 2 } else { 1 },
+                "after {} events",
+                i + 1
+            );
+        }
+        assert!(stuck.cancel.is_cancelled());
+        assert!(!reader.cancel.is_cancelled());
+    }
+
+    #[test]
+    fn the_byte_budget_drops_a_client_before_the_frame_count_does() {
+        let b = Broadcaster::new(1024);
+        let root = CancellationToken::new();
+        let stuck = b.register(&root);
+        let mut payload = Map::new();
+        payload.insert("delta".into(), Value::String("x".repeat(1024 * 1024)));
+        for _ in 0..8 {
+            b.broadcast("big", payload.clone());
+        }
+        assert_eq!(b.client_count(), 0);
+        assert!(stuck.cancel.is_cancelled());
     }
 }

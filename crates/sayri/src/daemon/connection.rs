@@ -18,6 +18,7 @@ use sayri_protocol::ndjson::{self, Frame, LineFramer};
 use sayri_protocol::{Event, Response, names};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -31,16 +32,25 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// Serves one accepted, already authenticated connection until it ends.
 pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<Dispatcher>) {
-    let Registration { id, tx, rx, cancel } = state.broadcaster.register(&state.terminate);
+    let Registration {
+        id,
+        tx,
+        rx,
+        cancel,
+        queued,
+    } = state.broadcaster.register(&state.terminate);
+    let tx = Outbox { tx, queued };
     tracing::debug!(client = id, "client connected");
     let (rd, wr) = stream.into_split();
 
     // Greeting: the `ready` event with the status object, so a client knows it is accepted.
     let mut payload = Map::new();
     payload.insert("info".into(), build_status(&state));
-    let _ = tx.try_send(encode(&Event::new(names::event::READY, payload)));
+    let _ = tx
+        .send(encode(&Event::new(names::event::READY, payload)))
+        .await;
 
-    let writer = tokio::spawn(write_loop(wr, rx, cancel.clone()));
+    let writer = tokio::spawn(write_loop(wr, rx, cancel.clone(), tx.queued.clone()));
     let ctx = Ctx {
         daemon: state.clone(),
         client: id,
@@ -63,10 +73,29 @@ fn encode<T: serde::Serialize>(msg: &T) -> Bytes {
     }
 }
 
+/// A client's queue as seen by its reader and request tasks (responses are never dropped; they
+/// wait for room, which only slows down that client's own requests).
+#[derive(Clone)]
+struct Outbox {
+    tx: mpsc::Sender<Bytes>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Outbox {
+    async fn send(&self, frame: Bytes) -> Result<(), ()> {
+        let len = frame.len();
+        self.queued.fetch_add(len, Ordering::Relaxed);
+        self.tx.send(frame).await.map_err(|_| {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+        })
+    }
+}
+
 async fn write_loop(
     mut wr: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Bytes>,
     cancel: CancellationToken,
+    queued: Arc<AtomicUsize>,
 ) {
     loop {
         let frame = tokio::select! {
@@ -77,6 +106,7 @@ async fn write_loop(
             _ = cancel.cancelled() => break,
             r = wr.write_all(&frame) => if r.is_err() { break },
         }
+        queued.fetch_sub(frame.len(), Ordering::Relaxed);
     }
     // Whatever ended the writer ends the connection.
     cancel.cancel();
@@ -85,7 +115,7 @@ async fn write_loop(
 
 async fn read_loop(
     mut rd: OwnedReadHalf,
-    tx: mpsc::Sender<Bytes>,
+    tx: Outbox,
     ctx: Ctx,
     dispatcher: &Dispatcher,
     shutdown: &CancellationToken,
