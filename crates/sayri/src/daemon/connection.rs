@@ -41,7 +41,7 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
     } = state.broadcaster.register(&state.terminate);
     let tx = Outbox { tx, queued };
     tracing::debug!(client = id, "client connected");
-    let (rd, wr) = stream.into_split();
+    let (mut rd, wr) = stream.into_split();
 
     // Greeting: the `ready` event with the status object, so a client knows it is accepted.
     let mut payload = Map::new();
@@ -56,11 +56,13 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         client: id,
         client_gone: cancel.clone(),
     };
-    read_loop(rd, tx, ctx, &dispatcher, &state.shutdown).await;
-    // Stop broadcasting to it; the writer drains what is queued, then ends.
+    read_loop(&mut rd, tx, ctx, &dispatcher, &state.closing).await;
+    // Stop broadcasting to it; the writer drains what is queued, then ends. The socket closes
+    // only after the slot is gone (`rd` is dropped last).
     state.broadcaster.unregister(id);
     let _ = writer.await;
     cancel.cancel();
+    drop(rd);
     tracing::debug!(client = id, "client disconnected");
 }
 
@@ -114,11 +116,11 @@ async fn write_loop(
 }
 
 async fn read_loop(
-    mut rd: OwnedReadHalf,
+    rd: &mut OwnedReadHalf,
     tx: Outbox,
     ctx: Ctx,
     dispatcher: &Dispatcher,
-    shutdown: &CancellationToken,
+    closing: &CancellationToken,
 ) {
     let mut framer = LineFramer::default();
     let mut buf = vec![0u8; READ_CHUNK];
@@ -129,7 +131,7 @@ async fn read_loop(
     loop {
         let n = tokio::select! {
             _ = gone.cancelled() => return, // dropping `tasks` aborts in-flight requests
-            _ = shutdown.cancelled() => return,
+            _ = closing.cancelled() => return,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             r = rd.read(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
@@ -207,7 +209,7 @@ async fn read_loop(
     while !tasks.is_empty() {
         tokio::select! {
             _ = gone.cancelled() => return,
-            _ = shutdown.cancelled() => return,
+            _ = closing.cancelled() => return,
             _ = tasks.join_next() => {}
         }
     }

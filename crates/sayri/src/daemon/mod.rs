@@ -134,6 +134,7 @@ impl Daemon {
             .broadcaster
             .broadcast(names::event::SHUTDOWN, Map::new());
         state.broadcaster.unregister_all();
+        state.closing.cancel();
         tracker.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
             .await

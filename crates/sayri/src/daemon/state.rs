@@ -19,6 +19,8 @@ pub struct DaemonState {
     pub broadcaster: Broadcaster,
     /// Cancelled when a shutdown is requested (`quit`, SIGTERM, SIGINT).
     pub shutdown: CancellationToken,
+    /// Cancelled once `shutdown` has been broadcast: connections stop reading requests.
+    pub closing: CancellationToken,
     /// Cancelled after the shutdown grace period: cuts every remaining connection.
     pub terminate: CancellationToken,
     /// When the daemon started.
@@ -34,6 +36,7 @@ impl DaemonState {
             config_file_lock: tokio::sync::Mutex::new(()),
             broadcaster: Broadcaster::default(),
             shutdown: CancellationToken::new(),
+            closing: CancellationToken::new(),
             terminate: CancellationToken::new(),
             started: Instant::now(),
         })
