@@ -43,7 +43,7 @@ pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result
         }
     );
     println!("config:   {}", s("config_dir"));
-    println!("state:    {}", s("state_dir"));
+    println!("data:     {}", s("state_dir"));
     println!("socket:   {}", s("socket"));
     Ok(())
 }
