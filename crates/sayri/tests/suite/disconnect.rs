@@ -10,6 +10,13 @@ fn abrupt_disconnects_leak_nothing() {
     let env = Env::new();
     let d = env.start_daemon();
     let mut probe = RawClient::connect(&env.socket());
+    // Wait until start-up probes are gone: only `probe` is connected.
+    let mut id = 0;
+    let mut only_probe = || {
+        id += 1;
+        probe.call("status", json!({}), id)["result"]["clients"] == 1
+    };
+    assert!(eventually(Duration::from_secs(10), &mut only_probe));
     let baseline = d.fd_count();
     for i in 0..150 {
         let mut s = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
@@ -31,8 +38,7 @@ fn abrupt_disconnects_leak_nothing() {
         d.fd_count()
     );
     // The socket closes only after the client's slot is freed, so the count is exact now.
-    let st = probe.call("status", json!({}), 1);
-    assert_eq!(st["result"]["clients"], 1, "{st}");
+    assert!(only_probe(), "a client slot outlived its socket");
 }
 
 #[test]
