@@ -1,6 +1,7 @@
 //! Pure domain logic: no I/O here.
 
 pub mod codeblock;
+pub mod config;
 pub mod history;
 pub mod permissions;
 pub mod profile;

@@ -1,0 +1,2 @@
+//! Integration tests of the protocol crate.
+mod suite;

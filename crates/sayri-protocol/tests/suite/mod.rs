@@ -1,0 +1,2 @@
+mod protocol_doc;
+mod wire;

@@ -1,0 +1,49 @@
+//! `sayri status [--json]`.
+
+use crate::cli::autostart::connect_or_start;
+use crate::paths::Paths;
+use sayri_protocol::names::cmd;
+use serde_json::{Map, Value};
+
+/// Runs `sayri status`.
+pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result<()> {
+    let mut client = connect_or_start(paths, allow_start).await?;
+    let status = client.request(cmd::STATUS, Map::new()).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+        return Ok(());
+    }
+    let s = |k: &str| match status.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => "-".into(),
+        Some(v) => v.to_string(),
+    };
+    let provider = status.get("provider").cloned().unwrap_or(Value::Null);
+    let p = |k: &str| match provider.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => "-".into(),
+    };
+    println!(
+        "Sayri {} (protocol {}), daemon pid {}",
+        s("version"),
+        s("protocol_version"),
+        s("pid")
+    );
+    println!("state:    {} (busy: {})", s("state"), s("busy"));
+    println!("agent:    {}   session: {}", s("agent"), s("session_id"));
+    println!(
+        "provider: {} model {} (api key {})",
+        p("base_url"),
+        p("model"),
+        if provider.get("api_key_set") == Some(&Value::Bool(true)) {
+            "set"
+        } else {
+            "not set"
+        }
+    );
+    println!("config:   {}", s("config_dir"));
+    println!("data:     {}", s("state_dir"));
+    println!("socket:   {}", s("socket"));
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! One client connection: a reader that frames and dispatches requests, and a writer that drains
+//! the client's bounded outbound queue.
+//!
+//! * Framing is by `\n` whatever the reads ([`LineFramer`]); a line over 1 MiB is answered with
+//!   `line_too_long` and skipped, and the reader resynchronises on the next line.
+//! * Invalid lines get `ok:false`/`bad_request`, with the `id` when it can be recovered.
+//! * At most [`MAX_IN_FLIGHT`] task-mode requests run per connection; beyond that the reader
+//!   stops reading (backpressure on that client only).
+//! * When the client half-closes, in-flight requests finish and are answered, then the
+//!   connection closes. When it goes away or is dropped, in-flight requests are aborted.
+
+use crate::daemon::broadcast::Registration;
+use crate::daemon::dispatch::{Ctx, Dispatcher, Lookup, Mode};
+use crate::daemon::state::DaemonState;
+use crate::daemon::status::build_status;
+use bytes::Bytes;
+use sayri_protocol::ndjson::{self, Frame, LineFramer};
+use sayri_protocol::{Event, Response, names};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Most concurrently running task-mode requests per connection.
+pub const MAX_IN_FLIGHT: usize = 64;
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Serves one accepted, already authenticated connection until it ends.
+pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<Dispatcher>) {
+    let Registration {
+        id,
+        tx,
+        rx,
+        cancel,
+        queued,
+    } = state.broadcaster.register(&state.terminate);
+    let tx = Outbox { tx, queued };
+    tracing::debug!(client = id, "client connected");
+    let (mut rd, wr) = stream.into_split();
+
+    // Greeting: the `ready` event with the status object, so a client knows it is accepted.
+    let mut payload = Map::new();
+    payload.insert("info".into(), build_status(&state));
+    let _ = tx
+        .send(encode(&Event::new(names::event::READY, payload)))
+        .await;
+
+    let writer = tokio::spawn(write_loop(wr, rx, cancel.clone(), tx.queued.clone()));
+    let ctx = Ctx {
+        daemon: state.clone(),
+        client: id,
+        client_gone: cancel.clone(),
+    };
+    read_loop(&mut rd, tx, ctx, &dispatcher, &state.closing).await;
+    // Stop broadcasting to it; the writer drains what is queued, then ends. The socket closes
+    // only after the slot is gone (`rd` is dropped last).
+    state.broadcaster.unregister(id);
+    let _ = writer.await;
+    cancel.cancel();
+    drop(rd);
+    tracing::debug!(client = id, "client disconnected");
+}
+
+fn encode<T: serde::Serialize>(msg: &T) -> Bytes {
+    match ndjson::encode_line(msg) {
+        Ok(v) => Bytes::from(v),
+        Err(e) => Bytes::from(format!(
+            "{{\"ok\":false,\"error\":\"cannot encode message: {e}\",\"code\":\"internal\",\"id\":null}}\n"
+        )),
+    }
+}
+
+/// A client's queue as seen by its reader and request tasks (responses are never dropped; they
+/// wait for room, which only slows down that client's own requests).
+#[derive(Clone)]
+struct Outbox {
+    tx: mpsc::Sender<Bytes>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Outbox {
+    async fn send(&self, frame: Bytes) -> Result<(), ()> {
+        let len = frame.len();
+        self.queued.fetch_add(len, Ordering::Relaxed);
+        self.tx.send(frame).await.map_err(|_| {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+        })
+    }
+}
+
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Bytes>,
+    cancel: CancellationToken,
+    queued: Arc<AtomicUsize>,
+) {
+    loop {
+        let frame = tokio::select! {
+            _ = cancel.cancelled() => break,
+            f = rx.recv() => match f { Some(f) => f, None => break },
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            r = wr.write_all(&frame) => if r.is_err() { break },
+        }
+        queued.fetch_sub(frame.len(), Ordering::Relaxed);
+    }
+    // Whatever ended the writer ends the connection.
+    cancel.cancel();
+    let _ = wr.shutdown().await;
+}
+
+async fn read_loop(
+    rd: &mut OwnedReadHalf,
+    tx: Outbox,
+    ctx: Ctx,
+    dispatcher: &Dispatcher,
+    closing: &CancellationToken,
+) {
+    let mut framer = LineFramer::default();
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut frames = Vec::new();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let gone = ctx.client_gone.clone();
+    loop {
+        let n = tokio::select! {
+            _ = gone.cancelled() => return, // dropping `tasks` aborts in-flight requests
+            _ = closing.cancelled() => return,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+            r = rd.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+        };
+        framer.push(&buf[..n], &mut frames);
+        for frame in frames.drain(..) {
+            let line = match frame {
+                Frame::TooLong => {
+                    let resp = Response::err(ndjson::line_too_long_error(), Value::Null);
+                    if tx.send(encode(&resp)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Frame::Line(line) => line,
+            };
+            let req = match ndjson::decode_request(&line) {
+                None => continue,
+                Some(Ok(req)) => req,
+                Some(Err(bad)) => {
+                    if tx
+                        .send(encode(&Response::err(bad.error, bad.id)))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let (mode, handler) = match dispatcher.lookup(&req.cmd) {
+                Lookup::Found(mode, h) => (mode, h),
+                other => {
+                    let err = Dispatcher::missing(&req.cmd, matches!(other, Lookup::Unknown));
+                    if tx.send(encode(&Response::err(err, req.id))).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let params = Value::Object(req.params);
+            let id = req.id;
+            match mode {
+                Mode::Inline => {
+                    let resp = match handler(params, ctx.clone()).await {
+                        Ok(v) => Response::ok(v, id),
+                        Err(e) => Response::err(e, id),
+                    };
+                    if tx.send(encode(&resp)).await.is_err() {
+                        return;
+                    }
+                }
+                Mode::Task => {
+                    let permit = tokio::select! {
+                        _ = gone.cancelled() => return,
+                        p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+                    };
+                    let tx = tx.clone();
+                    let ctx = ctx.clone();
+                    tasks.spawn(async move {
+                        let resp = match handler(params, ctx).await {
+                            Ok(v) => Response::ok(v, id),
+                            Err(e) => Response::err(e, id),
+                        };
+                        let _ = tx.send(encode(&resp)).await;
+                        drop(permit);
+                    });
+                }
+            }
+        }
+    }
+    // Half-closed: let in-flight requests finish and answer.
+    while !tasks.is_empty() {
+        tokio::select! {
+            _ = gone.cancelled() => return,
+            _ = closing.cancelled() => return,
+            _ = tasks.join_next() => {}
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! `sayri daemon`: the single process that owns Sayri's brain and serves the NDJSON protocol on
+//! `sayri-daemon.sock` (see `PROTOCOL.md`).
+//!
+//! * [`listener`] — singleton lock, stale socket, 0600, `SO_PEERCRED`.
+//! * [`connection`] — per-client framing, dispatch, bounded outbound queue.
+//! * [`broadcast`] — the client registry and [`Broadcaster`].
+//! * [`dispatch`] — the command table; [`commands`] — the handlers.
+//! * [`status`] — the `status` object.
+
+pub mod broadcast;
+pub mod commands;
+pub mod connection;
+pub mod dispatch;
+pub mod listener;
+pub mod state;
+pub mod status;
+
+pub use broadcast::Broadcaster;
+pub use dispatch::{Ctx, Dispatcher, Mode};
+pub use state::DaemonState;
+
+use crate::config_file::{self, ConfigFileError};
+use crate::paths::{Paths, PathsError};
+use listener::{DaemonLock, ListenError};
+use sayri_core::domain::config::Config;
+use sayri_protocol::{PROTOCOL_VERSION, names};
+use serde_json::Map;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::UnixListener;
+use tokio_util::task::TaskTracker;
+
+/// How long clients get to receive their last frames (e.g. `shutdown`) before being cut off.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Directories.
+    #[error(transparent)]
+    Paths(#[from] PathsError),
+    /// The config file is unreadable or invalid.
+    #[error("{0}")]
+    Config(#[from] ConfigFileError),
+    /// Lock or socket.
+    #[error(transparent)]
+    Listen(#[from] ListenError),
+}
+
+/// A bound, not yet running daemon.
+pub struct Daemon {
+    state: Arc<DaemonState>,
+    listener: UnixListener,
+    lock: DaemonLock,
+    dispatcher: Arc<Dispatcher>,
+}
+
+/// The command table with every command this build implements.
+pub fn default_dispatcher() -> Dispatcher {
+    let mut d = Dispatcher::new();
+    commands::register_all(&mut d);
+    d
+}
+
+impl Daemon {
+    /// Prepares directories, loads the config, takes the lock and binds the socket.
+    /// Must be called inside a Tokio runtime.
+    pub fn bind(paths: Paths, dispatcher: Dispatcher) -> Result<Daemon, DaemonError> {
+        paths.ensure_dirs()?;
+        let (config, _existed) = config_file::load(&paths.config_file())?;
+        Self::bind_with_config(paths, config, dispatcher)
+    }
+
+    /// As [`Daemon::bind`] with an already loaded config.
+    pub fn bind_with_config(
+        paths: Paths,
+        config: Config,
+        dispatcher: Dispatcher,
+    ) -> Result<Daemon, DaemonError> {
+        paths.ensure_dirs()?;
+        let lock = listener::acquire_lock(&paths.lock_file())?;
+        let listener = listener::bind_private(&paths.socket())?;
+        Ok(Daemon {
+            state: DaemonState::new(paths, config),
+            listener,
+            lock,
+            dispatcher: Arc::new(dispatcher),
+        })
+    }
+
+    /// The shared state (for broadcasting or requesting shutdown from outside).
+    pub fn state(&self) -> Arc<DaemonState> {
+        self.state.clone()
+    }
+
+    /// Accepts clients until shutdown is requested, then says `shutdown` to everyone, lets them
+    /// drain for [`SHUTDOWN_GRACE`], closes them, and removes the socket.
+    pub async fn run(self) {
+        let Daemon {
+            state,
+            listener,
+            lock,
+            dispatcher,
+        } = self;
+        let tracker = TaskTracker::new();
+        tracing::info!(
+            "listening on {} (version {}, protocol {PROTOCOL_VERSION})",
+            state.paths.socket().display(),
+            env!("CARGO_PKG_VERSION")
+        );
+        loop {
+            let accepted = tokio::select! {
+                _ = state.shutdown.cancelled() => break,
+                a = listener.accept() => a,
+            };
+            match accepted {
+                Ok((stream, _)) => {
+                    if !listener::peer_is_us(&stream) {
+                        drop(stream);
+                        continue;
+                    }
+                    tracker.spawn(connection::serve(stream, state.clone(), dispatcher.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        tracing::info!("shutting down");
+        drop(listener);
+        let _ = std::fs::remove_file(state.paths.socket());
+        state
+            .broadcaster
+            .broadcast(names::event::SHUTDOWN, Map::new());
+        state.broadcaster.unregister_all();
+        state.closing.cancel();
+        tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::info!("closing connections that did not drain in time");
+        }
+        state.terminate.cancel();
+        tracker.wait().await;
+        drop(lock);
+        tracing::info!("stopped");
+    }
+}
+
+/// Runs the daemon in the foreground until `quit`, SIGTERM or SIGINT. Returns a one-line error
+/// when it cannot start (invalid config with file:line, another daemon running, …).
+pub fn run_foreground(paths: Paths) -> Result<(), DaemonError> {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return Err(DaemonError::Listen(ListenError::Io {
+                what: "start the async runtime for",
+                path: paths.socket(),
+                source: e,
+            }));
+        }
+    };
+    rt.block_on(async move {
+        let daemon = Daemon::bind(paths, default_dispatcher())?;
+        let state = daemon.state();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                tracing::warn!("cannot install signal handlers; stop the daemon with `sayri quit`");
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM received"),
+                _ = int.recv() => tracing::info!("SIGINT received"),
+            }
+            state.request_shutdown();
+        });
+        daemon.run().await;
+        Ok(())
+    })
+}

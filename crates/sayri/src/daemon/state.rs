@@ -1,0 +1,62 @@
+//! The daemon's shared state, handed to every command handler through [`crate::daemon::Ctx`].
+
+use crate::daemon::broadcast::Broadcaster;
+use crate::paths::Paths;
+use sayri_core::domain::config::Config;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Everything the daemon owns. One instance per daemon, behind an `Arc`.
+pub struct DaemonState {
+    /// Resolved directories.
+    pub paths: Paths,
+    /// Current configuration (replaced whole on `config_set`).
+    pub config: RwLock<Config>,
+    /// Serialises read-modify-write cycles of `sayri.toml`.
+    pub config_file_lock: tokio::sync::Mutex<()>,
+    /// Event fan-out to every client.
+    pub broadcaster: Broadcaster,
+    /// Cancelled when a shutdown is requested (`quit`, SIGTERM, SIGINT).
+    pub shutdown: CancellationToken,
+    /// Cancelled once `shutdown` has been broadcast: connections stop reading requests.
+    pub closing: CancellationToken,
+    /// Cancelled after the shutdown grace period: cuts every remaining connection.
+    pub terminate: CancellationToken,
+    /// When the daemon started.
+    pub started: Instant,
+}
+
+impl DaemonState {
+    /// New state for `paths` and `config`.
+    pub fn new(paths: Paths, config: Config) -> Arc<Self> {
+        Arc::new(DaemonState {
+            paths,
+            config: RwLock::new(config),
+            config_file_lock: tokio::sync::Mutex::new(()),
+            broadcaster: Broadcaster::default(),
+            shutdown: CancellationToken::new(),
+            closing: CancellationToken::new(),
+            terminate: CancellationToken::new(),
+            started: Instant::now(),
+        })
+    }
+
+    /// A copy of the current configuration.
+    pub fn config(&self) -> Config {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the configuration.
+    pub fn set_config(&self, cfg: Config) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = cfg;
+    }
+
+    /// Asks the daemon to stop (idempotent).
+    pub fn request_shutdown(&self) {
+        self.shutdown.cancel();
+    }
+}

@@ -1,0 +1,31 @@
+//! The `status` object (spec §2.2), built in one place so later issues add their fields here.
+
+use crate::daemon::state::DaemonState;
+use sayri_protocol::PROTOCOL_VERSION;
+use serde_json::{Value, json};
+
+/// Builds the status object: `version`, `protocol_version`, `state`, `busy`, `session_id`,
+/// `agent`, `provider {base_url, model, api_key_set}`, `config_dir`, `state_dir`, `socket`,
+/// `pid`, `clients` (connected IPC clients), `uptime_ms`.
+pub fn build_status(state: &DaemonState) -> Value {
+    let cfg = state.config();
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "protocol_version": PROTOCOL_VERSION,
+        "state": "idle",
+        "busy": false,
+        "session_id": Value::Null,
+        "agent": cfg.agent.default_agent,
+        "provider": {
+            "base_url": cfg.provider.base_url,
+            "model": cfg.provider.model,
+            "api_key_set": !cfg.provider.api_key.is_empty(),
+        },
+        "config_dir": state.paths.config_dir,
+        "state_dir": state.paths.state_dir,
+        "socket": state.paths.socket(),
+        "pid": std::process::id(),
+        "clients": state.broadcaster.client_count(),
+        "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}

@@ -1,0 +1,11 @@
+//! The `sayri` binary's library half: the daemon, the IPC client and the CLI.
+//!
+//! `main.rs` only calls [`cli::main`]. The library exists so integration tests and the bench
+//! binary can embed a daemon with extra handlers and reuse the client.
+
+pub mod cli;
+pub mod client;
+pub mod config_file;
+pub mod daemon;
+pub mod logging;
+pub mod paths;

@@ -1,0 +1,155 @@
+//! Where Sayri keeps things (spec §1.5, DESIGN §2 "Sockets").
+//!
+//! * config dir: `$SAYRI_CONFIG_DIR`, else `~/.config/sayri` — `sayri.toml` lives here.
+//! * state dir: `$SAYRI_STATE_DIR`, else `~/.local/share/sayri` — `daemon.log`, databases.
+//! * runtime dir: `$XDG_RUNTIME_DIR/sayri` when `XDG_RUNTIME_DIR` is set (absolute), else the
+//!   state dir — `sayri-daemon.sock`, its lock file, and later the legacy `sayri.sock`.
+//!
+//! Every directory is created with mode 0700 and re-chmodded 0700 when the daemon starts; a
+//! directory owned by another user is refused (fail closed). Computing paths never creates
+//! anything, so clients can look for the socket without side effects.
+
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// File name of the daemon control socket.
+pub const DAEMON_SOCKET: &str = "sayri-daemon.sock";
+/// File name of the legacy gateway socket (spec §2.5), reserved for a later issue.
+pub const LEGACY_SOCKET: &str = "sayri.sock";
+/// File name of the lock that makes the daemon a singleton.
+pub const DAEMON_LOCK: &str = "sayri-daemon.lock";
+/// Longest path a Unix socket address can hold (`sun_path` minus the NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// Errors locating or preparing Sayri's directories.
+#[derive(Debug, thiserror::Error)]
+pub enum PathsError {
+    /// Neither the override variable nor `$HOME` is available.
+    #[error("cannot find your home directory; set HOME, or SAYRI_CONFIG_DIR and SAYRI_STATE_DIR")]
+    NoHome,
+    /// Creating or chmodding a directory failed.
+    #[error("cannot prepare directory {path}: {source}; check its permissions")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A directory exists but belongs to someone else.
+    #[error(
+        "directory {path} belongs to uid {owner}, not to you (uid {me}); remove it or point SAYRI_STATE_DIR/SAYRI_CONFIG_DIR elsewhere"
+    )]
+    NotOwner {
+        /// The directory.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// Our effective uid.
+        me: u32,
+    },
+}
+
+/// The resolved directories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    /// `$SAYRI_CONFIG_DIR` or `~/.config/sayri`.
+    pub config_dir: PathBuf,
+    /// `$SAYRI_STATE_DIR` or `~/.local/share/sayri`.
+    pub state_dir: PathBuf,
+    /// `$XDG_RUNTIME_DIR/sayri` or the state dir.
+    pub runtime_dir: PathBuf,
+}
+
+fn env_dir(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+impl Paths {
+    /// Resolves the directories from the environment. Creates nothing.
+    pub fn from_env() -> Result<Paths, PathsError> {
+        let home = || {
+            directories::BaseDirs::new()
+                .map(|b| b.home_dir().to_path_buf())
+                .ok_or(PathsError::NoHome)
+        };
+        let config_dir = match env_dir("SAYRI_CONFIG_DIR") {
+            Some(p) => p,
+            None => home()?.join(".config/sayri"),
+        };
+        let state_dir = match env_dir("SAYRI_STATE_DIR") {
+            Some(p) => p,
+            None => home()?.join(".local/share/sayri"),
+        };
+        let runtime_dir = match env_dir("XDG_RUNTIME_DIR").filter(|p| p.is_absolute()) {
+            Some(p) => p.join("sayri"),
+            None => state_dir.clone(),
+        };
+        Ok(Paths {
+            config_dir,
+            state_dir,
+            runtime_dir,
+        })
+    }
+
+    /// `runtime/sayri-daemon.sock`.
+    pub fn socket(&self) -> PathBuf {
+        self.runtime_dir.join(DAEMON_SOCKET)
+    }
+    /// `runtime/sayri.sock` (legacy gateway socket; not served yet).
+    pub fn legacy_socket(&self) -> PathBuf {
+        self.runtime_dir.join(LEGACY_SOCKET)
+    }
+    /// `runtime/sayri-daemon.lock`.
+    pub fn lock_file(&self) -> PathBuf {
+        self.runtime_dir.join(DAEMON_LOCK)
+    }
+    /// `config/sayri.toml`.
+    pub fn config_file(&self) -> PathBuf {
+        self.config_dir.join("sayri.toml")
+    }
+    /// `state/daemon.log` (where a backgrounded daemon logs).
+    pub fn log_file(&self) -> PathBuf {
+        self.state_dir.join("daemon.log")
+    }
+
+    /// Creates config, state and runtime dirs with mode 0700 (re-chmodding existing ones).
+    pub fn ensure_dirs(&self) -> Result<(), PathsError> {
+        ensure_private_dir(&self.config_dir)?;
+        ensure_private_dir(&self.state_dir)?;
+        ensure_private_dir(&self.runtime_dir)
+    }
+}
+
+/// Our effective uid.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Creates `dir` (and parents) with mode 0700, then makes sure it is ours and 0700.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
+    let err = |source| PathsError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(err)?;
+    let meta = std::fs::metadata(dir).map_err(err)?;
+    if meta.uid() != euid() {
+        return Err(PathsError::NotOwner {
+            path: dir.to_path_buf(),
+            owner: meta.uid(),
+            me: euid(),
+        });
+    }
+    if meta.permissions().mode() & 0o777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,2 @@
+//! Integration tests of the `sayri` binary: the real daemon over its real socket.
+mod suite;

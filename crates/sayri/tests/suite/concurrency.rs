@@ -1,0 +1,93 @@
+//! Requests on one connection run concurrently: a long task-mode command (standing in for `ask`,
+//! which a later issue implements) does not block `ping` or `permission_answer` behind it.
+//! Uses an embedded daemon with the real socket, dispatcher and client.
+
+use sayri::client::Client;
+use sayri::daemon::{Daemon, default_dispatcher};
+use sayri::paths::Paths;
+use sayri_protocol::names::{cmd, event};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let paths = Paths {
+        config_dir: dir.path().join("c"),
+        state_dir: dir.path().join("s"),
+        runtime_dir: dir.path().join("s"),
+    };
+    let answered = Arc::new(Notify::new());
+    let mut d = default_dispatcher();
+    let wait = answered.clone();
+    d.register(cmd::ASK, move |_, ctx| {
+        let wait = wait.clone();
+        async move {
+            let mut p = Map::new();
+            p.insert("request".into(), json!({"id": "abc123"}));
+            ctx.broadcaster().broadcast(event::PERMISSION_REQUEST, p);
+            wait.notified().await;
+            Ok(json!({"text": "done"}))
+        }
+    });
+    let notify = answered.clone();
+    d.register_inline(cmd::PERMISSION_ANSWER, move |params, _| {
+        let notify = notify.clone();
+        async move {
+            notify.notify_one();
+            Ok(json!({"delivered": true, "request_id": params["request_id"]}))
+        }
+    });
+    let daemon = Daemon::bind_with_config(paths.clone(), Default::default(), d).unwrap();
+    let state = daemon.state();
+    let server = tokio::spawn(daemon.run());
+
+    let mut c = Client::connect(&paths.socket(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let ask_id = c.send(cmd::ASK, Map::new()).await.unwrap();
+    // The ask is pending; ping on the same connection is answered.
+    let pong = c
+        .call(cmd::PING, Map::new(), Duration::from_secs(5), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(pong, "pong");
+    let mut params = Map::new();
+    params.insert("request_id".into(), json!("abc123"));
+    let mut saw_request = false;
+    let r = c
+        .call(
+            cmd::PERMISSION_ANSWER,
+            params,
+            Duration::from_secs(5),
+            |ev| {
+                saw_request |= ev.event == event::PERMISSION_REQUEST;
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["delivered"], true);
+    assert!(
+        saw_request,
+        "the permission_request event arrived before the answer's reply"
+    );
+    // Now the ask completes.
+    let ask = loop {
+        match c.next_message().await.unwrap() {
+            sayri_protocol::ServerMessage::Response(r) if r.id() == &Value::from(ask_id) => {
+                break r;
+            }
+            _ => continue,
+        }
+    };
+    assert_eq!(ask.into_result().unwrap()["text"], "done");
+
+    state.request_shutdown();
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!paths.socket().exists());
+}

@@ -1,0 +1,56 @@
+//! Disconnects in the middle of a line or of a request leak nothing (no fd, no client slot).
+
+use super::support::*;
+use serde_json::json;
+use std::io::Write;
+use std::time::Duration;
+
+#[test]
+fn abrupt_disconnects_leak_nothing() {
+    let env = Env::new();
+    let d = env.start_daemon();
+    let mut probe = RawClient::connect(&env.socket());
+    // Wait until start-up probes are gone: only `probe` is connected.
+    let mut id = 0;
+    let mut only_probe = || {
+        id += 1;
+        probe.call("status", json!({}), id)["result"]["clients"] == 1
+    };
+    assert!(eventually(Duration::from_secs(10), &mut only_probe));
+    let baseline = d.fd_count();
+    for i in 0..150 {
+        let mut s = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
+        match i % 3 {
+            0 => s.write_all(b"{\"cmd\":\"pi").unwrap(),
+            1 => s
+                .write_all(b"{\"cmd\":\"config_list\",\"id\":1}\n")
+                .unwrap(),
+            _ => {
+                s.write_all(b"{\"cmd\":\"status\",\"id\":1}\n").unwrap();
+                s.shutdown(std::net::Shutdown::Write).unwrap();
+            }
+        }
+        drop(s);
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || d.fd_count() == baseline),
+        "fds: baseline {baseline}, now {}",
+        d.fd_count()
+    );
+    // The socket closes only after the client's slot is freed, so the count is exact now.
+    assert!(only_probe(), "a client slot outlived its socket");
+}
+
+#[test]
+fn a_half_closed_client_still_gets_its_answer() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.write(b"{\"cmd\":\"ping\",\"id\":1}\n");
+    c.writer.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(
+        c.read_response(),
+        json!({"ok": true, "result": "pong", "id": 1})
+    );
+    assert!(c.read_to_end().is_empty());
+}

@@ -1,0 +1,10 @@
+mod broadcast;
+mod cli;
+mod concurrency;
+mod config;
+mod disconnect;
+mod framing;
+mod peer_cred;
+mod singleton;
+mod slow_consumer;
+pub mod support;

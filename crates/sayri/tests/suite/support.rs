@@ -1,0 +1,226 @@
+//! Test support: isolated directories, a real daemon process, and a line-oriented raw client.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_sayri");
+
+/// Temp config/state dirs; never the real home.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::Builder::new()
+                .prefix("sy")
+                .tempdir_in("/tmp")
+                .unwrap(),
+        }
+    }
+    pub fn config_dir(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.state_dir().join("sayri-daemon.sock")
+    }
+    pub fn daemon_log(&self) -> PathBuf {
+        self.dir.path().join("daemon-foreground.log")
+    }
+    /// A `sayri` command with this environment.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("SAYRI_CONFIG_DIR", self.config_dir())
+            .env("SAYRI_STATE_DIR", self.state_dir())
+            .env("HOME", self.dir.path())
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("SAYRI_LOG")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null());
+        c
+    }
+    /// Runs `sayri ARGS` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+    /// Starts `sayri daemon` in the foreground and waits until it greets.
+    pub fn start_daemon(&self) -> Daemon {
+        let log = std::fs::File::create(self.daemon_log()).unwrap();
+        let child = self
+            .cmd()
+            .arg("daemon")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut d = Daemon {
+            child: Some(child),
+            log: self.daemon_log(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(c) = RawClient::try_connect(&self.socket()) {
+                drop(c);
+                return d;
+            }
+            if let Some(st) = d.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("daemon exited early ({st}): {}", d.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "daemon did not start: {}",
+                d.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// A daemon child process; terminated (SIGTERM, then SIGKILL) when dropped.
+pub struct Daemon {
+    pub child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+    /// Sends SIGTERM and waits up to `limit` for the exit status.
+    pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return Some(st);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    /// Resident set size in KiB, from /proc.
+    pub fn rss_kib(&self) -> u64 {
+        proc_status_kib(self.pid(), "VmRSS:")
+    }
+    /// Number of open file descriptors.
+    pub fn fd_count(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .unwrap()
+            .count()
+    }
+}
+
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap()
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.terminate(Duration::from_secs(5));
+    }
+}
+
+/// A blocking client speaking raw NDJSON, for byte-level tests.
+pub struct RawClient {
+    pub reader: BufReader<UnixStream>,
+    pub writer: UnixStream,
+}
+
+impl RawClient {
+    /// Connects and consumes the `ready` greeting.
+    pub fn try_connect(socket: &Path) -> std::io::Result<RawClient> {
+        let s = UnixStream::connect(socket)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut c = RawClient {
+            reader: BufReader::new(s.try_clone()?),
+            writer: s,
+        };
+        let greeting = c.read_value();
+        assert_eq!(greeting["event"], "ready", "{greeting}");
+        Ok(c)
+    }
+    pub fn connect(socket: &Path) -> RawClient {
+        Self::try_connect(socket).unwrap()
+    }
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+    }
+    /// Reads one raw line including its `\n`.
+    pub fn read_line_raw(&mut self) -> String {
+        let mut line = String::new();
+        let n = self.reader.read_line(&mut line).unwrap();
+        assert!(n > 0, "connection closed");
+        assert!(line.ends_with('\n'), "partial line: {line:?}");
+        line
+    }
+    pub fn read_value(&mut self) -> Value {
+        serde_json::from_str(&self.read_line_raw()).unwrap()
+    }
+    /// Reads the next response (skipping events), as the raw line.
+    pub fn read_response_raw(&mut self) -> String {
+        loop {
+            let line = self.read_line_raw();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v.get("event").is_none() {
+                return line;
+            }
+        }
+    }
+    pub fn read_response(&mut self) -> Value {
+        serde_json::from_str(&self.read_response_raw()).unwrap()
+    }
+    /// Sends one request and returns its response.
+    pub fn call(&mut self, cmd: &str, params: Value, id: u64) -> Value {
+        let line = serde_json::json!({"cmd": cmd, "params": params, "id": id}).to_string() + "\n";
+        self.write(line.as_bytes());
+        let r = self.read_response();
+        assert_eq!(r["id"], id, "{r}");
+        r
+    }
+    /// Reads until EOF; returns everything read.
+    pub fn read_to_end(&mut self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.reader.read_to_end(&mut v).unwrap();
+        v
+    }
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Polls `f` until it returns true or `limit` passes.
+pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
