@@ -86,7 +86,9 @@ impl OpenAiClient {
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()
-            .map_err(|e| ChatError::Config(format!("cannot build the HTTP client: {}", e.without_url())))?;
+            .map_err(|e| {
+                ChatError::Config(format!("cannot build the HTTP client: {}", e.without_url()))
+            })?;
         Ok(OpenAiClient {
             inner: Arc::new(Inner {
                 http,
@@ -124,11 +126,7 @@ impl OpenAiClient {
         let body = inner
             .with_retries(|| async {
                 let url = inner.endpoint.models.clone();
-                let send = inner
-                    .http
-                    .get(url)
-                    .headers(inner.headers.clone())
-                    .send();
+                let send = inner.http.get(url).headers(inner.headers.clone()).send();
                 let resp = match tokio::time::timeout(inner.config.first_byte_timeout, send).await {
                     Err(_) => return Attempt::Fail(inner.first_byte_timeout_error()),
                     Ok(Err(e)) => return inner.transport_attempt(e),
@@ -153,12 +151,20 @@ impl OpenAiClient {
         })?;
         let mut ids = Vec::new();
         if let Some(data) = json.get("data").and_then(Value::as_array) {
-            ids.extend(data.iter().filter_map(|m| m.get("id").and_then(Value::as_str)).map(str::to_string));
+            ids.extend(
+                data.iter()
+                    .filter_map(|m| m.get("id").and_then(Value::as_str))
+                    .map(str::to_string),
+            );
         } else if let Some(models) = json.get("models").and_then(Value::as_array) {
             ids.extend(
                 models
                     .iter()
-                    .filter_map(|m| m.get("name").or_else(|| m.get("model")).and_then(Value::as_str))
+                    .filter_map(|m| {
+                        m.get("name")
+                            .or_else(|| m.get("model"))
+                            .and_then(Value::as_str)
+                    })
                     .map(str::to_string),
             );
         }
@@ -234,7 +240,11 @@ impl Inner {
     /// Reads an error response and decides whether it is worth another attempt.
     async fn error_attempt<T>(&self, resp: reqwest::Response) -> Attempt<T> {
         let status = resp.status().as_u16();
-        let retry_after = parse_retry_after(resp.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()));
+        let retry_after = parse_retry_after(
+            resp.headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()),
+        );
         let body = tokio::time::timeout(Duration::from_secs(10), resp.text())
             .await
             .ok()
@@ -377,9 +387,7 @@ impl ChatRun {
             let read = match self.first.take() {
                 Some(b) => Ok(Some(b)),
                 None => {
-                    let Some(resp) = self.response.as_mut() else {
-                        return None;
-                    };
+                    let resp = self.response.as_mut()?;
                     match tokio::time::timeout(self.inner.config.idle_timeout, resp.chunk()).await {
                         Ok(r) => r,
                         Err(_) => {

@@ -115,13 +115,34 @@ mod tests {
 
     #[test]
     fn normalisation_table() {
-        assert_eq!(chat("http://127.0.0.1:11434/v1"), "http://127.0.0.1:11434/v1/chat/completions");
-        assert_eq!(chat(" http://127.0.0.1:11434/v1/ "), "http://127.0.0.1:11434/v1/chat/completions");
-        assert_eq!(chat("http://127.0.0.1:11434"), "http://127.0.0.1:11434/v1/chat/completions");
-        assert_eq!(chat("http://127.0.0.1:8080/"), "http://127.0.0.1:8080/v1/chat/completions");
-        assert_eq!(chat("localhost:1234/v1"), "http://localhost:1234/v1/chat/completions");
-        assert_eq!(chat("api.openai.com/v1"), "https://api.openai.com/v1/chat/completions");
-        assert_eq!(chat("https://openrouter.ai/api/v1"), "https://openrouter.ai/api/v1/chat/completions");
+        assert_eq!(
+            chat("http://127.0.0.1:11434/v1"),
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
+        assert_eq!(
+            chat(" http://127.0.0.1:11434/v1/ "),
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
+        assert_eq!(
+            chat("http://127.0.0.1:11434"),
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
+        assert_eq!(
+            chat("http://127.0.0.1:8080/"),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        assert_eq!(
+            chat("localhost:1234/v1"),
+            "http://localhost:1234/v1/chat/completions"
+        );
+        assert_eq!(
+            chat("api.openai.com/v1"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            chat("https://openrouter.ai/api/v1"),
+            "https://openrouter.ai/api/v1/chat/completions"
+        );
         assert_eq!(
             chat("http://127.0.0.1:8000/v1/chat/completions"),
             "http://127.0.0.1:8000/v1/chat/completions"
@@ -133,9 +154,17 @@ mod tests {
 
     #[test]
     fn empty_and_bad_urls_are_config_errors() {
-        assert!(matches!(Endpoint::parse("  "), Err(ChatError::Config(m)) if m.contains("provider.base_url")));
-        assert!(matches!(Endpoint::parse("ftp://x/v1"), Err(ChatError::Config(_))));
-        assert!(matches!(Endpoint::parse("http://"), Err(ChatError::Config(_))));
+        assert!(
+            matches!(Endpoint::parse("  "), Err(ChatError::Config(m)) if m.contains("provider.base_url"))
+        );
+        assert!(matches!(
+            Endpoint::parse("ftp://x/v1"),
+            Err(ChatError::Config(_))
+        ));
+        assert!(matches!(
+            Endpoint::parse("http://"),
+            Err(ChatError::Config(_))
+        ));
     }
 
     #[test]

@@ -29,10 +29,7 @@ pub fn server_message(body: &str) -> String {
         let pick = |v: &Value| -> Option<String> {
             match v {
                 Value::String(s) => Some(s.clone()),
-                Value::Object(_) => v
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                Value::Object(_) => v.get("message").and_then(Value::as_str).map(str::to_string),
                 _ => None,
             }
         };
@@ -82,7 +79,10 @@ pub fn http_error(status: u16, body: &str, retry_after: Option<u64>, url: &str) 
 /// Parses a `Retry-After` header value given in seconds (HTTP dates are not used by the
 /// providers we target and yield `None`).
 pub fn parse_retry_after(value: Option<&str>) -> Option<u64> {
-    value.and_then(|v| v.trim().parse::<f64>().ok()).filter(|s| s.is_finite() && *s >= 0.0).map(|s| s.ceil() as u64)
+    value
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| s.ceil() as u64)
 }
 
 #[cfg(test)]
@@ -91,21 +91,45 @@ mod tests {
 
     #[test]
     fn json_and_text_bodies() {
-        assert_eq!(server_message(r#"{"error":{"message":"bad model"}}"#), "bad model");
+        assert_eq!(
+            server_message(r#"{"error":{"message":"bad model"}}"#),
+            "bad model"
+        );
         assert_eq!(server_message(r#"{"error":"plain"}"#), "plain");
         assert_eq!(server_message(r#"{"detail":"Not Found"}"#), "Not Found");
-        assert_eq!(server_message("<html>\n<b>502</b>\n</html>"), "<html> <b>502</b> </html>");
+        assert_eq!(
+            server_message("<html>\n<b>502</b>\n</html>"),
+            "<html> <b>502</b> </html>"
+        );
         assert_eq!(server_message(&"x".repeat(500)).chars().count(), 201);
     }
 
     #[test]
     fn status_messages() {
         let e = http_error(429, "{}", Some(7), "http://h/v1/chat/completions");
-        assert_eq!(e.to_string(), "rate limit or quota exceeded (HTTP 429); retry after 7 s: {}");
-        assert!(http_error(401, "", None, "u").to_string().contains("provider.api_key"));
-        assert!(http_error(404, "", None, "http://h/v1/chat/completions").to_string().contains("http://h/v1/chat/completions"));
-        assert!(http_error(503, "overloaded", None, "u").to_string().contains("HTTP 503): overloaded"));
+        assert_eq!(
+            e.to_string(),
+            "rate limit or quota exceeded (HTTP 429); retry after 7 s: {}"
+        );
+        assert!(
+            http_error(401, "", None, "u")
+                .to_string()
+                .contains("provider.api_key")
+        );
+        assert!(
+            http_error(404, "", None, "http://h/v1/chat/completions")
+                .to_string()
+                .contains("http://h/v1/chat/completions")
+        );
+        assert!(
+            http_error(503, "overloaded", None, "u")
+                .to_string()
+                .contains("HTTP 503): overloaded")
+        );
         assert_eq!(parse_retry_after(Some(" 3 ")), Some(3));
-        assert_eq!(parse_retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
+        assert_eq!(
+            parse_retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")),
+            None
+        );
     }
 }

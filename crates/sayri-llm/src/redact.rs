@@ -32,9 +32,16 @@ impl std::fmt::Debug for CredentialRedactor {
 
 fn sensitive_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    ["authorization", "key", "token", "secret", "cookie", "password"]
-        .iter()
-        .any(|w| n.contains(w))
+    [
+        "authorization",
+        "key",
+        "token",
+        "secret",
+        "cookie",
+        "password",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
 }
 
 fn percent_encode(s: &str) -> String {
@@ -135,7 +142,10 @@ mod tests {
     #[test]
     fn key_and_encoded_forms_are_replaced() {
         let r = CredentialRedactor::new(Some("ab+c/d=e"), &[]);
-        assert_eq!(r.redact("k=ab+c/d=e and ab%2Bc%2Fd%3De"), format!("k={KEY_MARKER} and {KEY_MARKER}"));
+        assert_eq!(
+            r.redact("k=ab+c/d=e and ab%2Bc%2Fd%3De"),
+            format!("k={KEY_MARKER} and {KEY_MARKER}")
+        );
     }
 
     #[test]
@@ -148,8 +158,17 @@ mod tests {
 
     #[test]
     fn bearer_tokens_and_sensitive_headers() {
-        let r = CredentialRedactor::new(None, &[("X-Api-Key".into(), "hdr-secret-123".into()), ("X-Title".into(), "Sayri".into())]);
+        let r = CredentialRedactor::new(
+            None,
+            &[
+                ("X-Api-Key".into(), "hdr-secret-123".into()),
+                ("X-Title".into(), "Sayri".into()),
+            ],
+        );
         let out = r.redact("authorization: Bearer abc.def, x-api-key: hdr-secret-123, title Sayri");
-        assert_eq!(out, format!("authorization: Bearer {KEY_MARKER}, x-api-key: {KEY_MARKER}, title Sayri"));
+        assert_eq!(
+            out,
+            format!("authorization: Bearer {KEY_MARKER}, x-api-key: {KEY_MARKER}, title Sayri")
+        );
     }
 }

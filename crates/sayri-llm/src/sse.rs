@@ -138,15 +138,9 @@ impl SseParser {
                 self.has_data = true;
             }
             "event" => self.event = value.to_string(),
-            "id" => {
-                if !value.contains('\0') {
-                    self.last_id = value.to_string();
-                }
-            }
-            "retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    self.retry = value.parse().ok();
-                }
+            "id" if !value.contains('\0') => self.last_id = value.to_string(),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
             }
             _ => {} // unknown fields are ignored
         }
@@ -197,7 +191,10 @@ mod tests {
 
     #[test]
     fn lf_crlf_and_lone_cr_terminators() {
-        let ev = feed_split(b"data: lf\n\ndata: crlf\r\n\r\ndata: cr\r\rdata: mix\r\n\n", &[]);
+        let ev = feed_split(
+            b"data: lf\n\ndata: crlf\r\n\r\ndata: cr\r\rdata: mix\r\n\n",
+            &[],
+        );
         assert_eq!(datas(&ev), ["lf", "crlf", "cr", "mix"]);
     }
 
@@ -244,7 +241,10 @@ mod tests {
 
     #[test]
     fn comments_never_dispatch_and_do_not_end_events() {
-        let ev = feed_split(b": ping\n\n:keepalive\ndata: a\n: in between\ndata: b\n\n", &[]);
+        let ev = feed_split(
+            b": ping\n\n:keepalive\ndata: a\n: in between\ndata: b\n\n",
+            &[],
+        );
         assert_eq!(datas(&ev), ["a\nb"]);
     }
 
@@ -289,7 +289,10 @@ mod tests {
         assert_eq!(*reads[0].last().unwrap(), b'\r');
         let mut p = SseParser::new();
         let mut ev = p.feed(&reads[0]);
-        assert!(ev.is_empty(), "event 2 completes only with its blank line in read 2");
+        assert!(
+            ev.is_empty(),
+            "event 2 completes only with its blank line in read 2"
+        );
         ev.extend(p.feed(&reads[1]));
         assert_eq!(ev.len(), 4);
         assert!(ev[0].data.contains("\"Hel\""));

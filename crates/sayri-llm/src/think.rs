@@ -253,7 +253,9 @@ fn is_partial(rest: &str, tag: &str) -> bool {
 fn partial_suffix(s: &str, tag: &str) -> usize {
     (1..tag.len())
         .rev()
-        .find(|&n| n <= s.len() && s.is_char_boundary(s.len() - n) && tag.starts_with(&s[s.len() - n..]))
+        .find(|&n| {
+            n <= s.len() && s.is_char_boundary(s.len() - n) && tag.starts_with(&s[s.len() - n..])
+        })
         .unwrap_or(0)
 }
 
@@ -308,8 +310,7 @@ mod tests {
         (answer, reasoning, pieces.len())
     }
 
-    const REASONING: &str =
-        "The user wants a listing. Old habit would be:\n```bash\nrm -rf ~/sayri-cache\n```\nbut listing is enough.";
+    const REASONING: &str = "The user wants a listing. Old habit would be:\n```bash\nrm -rf ~/sayri-cache\n```\nbut listing is enough.";
 
     #[test]
     fn split_tags_across_deltas() {
@@ -328,21 +329,28 @@ mod tests {
 
     #[test]
     fn every_split_point_gives_the_same_result() {
-        let full = format!("  <think>{REASONING}</think>\n\nAnswer `x`:\n```\n<think>literal</think>\n```\ndone");
+        let full = format!(
+            "  <think>{REASONING}</think>\n\nAnswer `x`:\n```\n<think>literal</think>\n```\ndone"
+        );
         for cut in 0..=full.len() {
             if !full.is_char_boundary(cut) {
                 continue;
             }
             let (answer, reasoning, _) = run(InlineThink::Auto, &[&full[..cut], &full[cut..]]);
             assert_eq!(reasoning, REASONING, "cut {cut}");
-            assert_eq!(answer, "Answer `x`:\n```\n<think>literal</think>\n```\ndone", "cut {cut}");
+            assert_eq!(
+                answer, "Answer `x`:\n```\n<think>literal</think>\n```\ndone",
+                "cut {cut}"
+            );
         }
     }
 
     #[test]
     fn missing_opening_tag_in_auto_mode() {
-        let (answer, reasoning, _) =
-            run(InlineThink::Auto, &["Let me think about", " `rm -rf /`.</thi", "nk>\nUse ls."]);
+        let (answer, reasoning, _) = run(
+            InlineThink::Auto,
+            &["Let me think about", " `rm -rf /`.</thi", "nk>\nUse ls."],
+        );
         assert_eq!(reasoning, "Let me think about `rm -rf /`.");
         assert_eq!(answer, "Use ls.");
     }
@@ -370,8 +378,10 @@ mod tests {
         assert_eq!(answer, text);
         assert_eq!(reasoning, "");
         // Split inside the fence marker and inside the tag.
-        let (answer, reasoning, _) =
-            run(InlineThink::Explicit, &["Use this:\n`", "``html\n<thi", "nk>\n``", "`\nok"]);
+        let (answer, reasoning, _) = run(
+            InlineThink::Explicit,
+            &["Use this:\n`", "``html\n<thi", "nk>\n``", "`\nok"],
+        );
         assert_eq!(answer, text);
         assert_eq!(reasoning, "");
     }
@@ -394,6 +404,9 @@ mod tests {
     #[test]
     fn off_passes_through() {
         let (answer, reasoning, _) = run(InlineThink::Off, &["<think>x</think>y"]);
-        assert_eq!((answer.as_str(), reasoning.as_str()), ("<think>x</think>y", ""));
+        assert_eq!(
+            (answer.as_str(), reasoning.as_str()),
+            ("<think>x</think>y", "")
+        );
     }
 }

@@ -19,7 +19,9 @@ pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 #[derive(Debug, thiserror::Error)]
 pub enum RealModelError {
     /// A cached file is missing.
-    #[error("the real test model is not installed ({0} is missing) — run `./scripts/setup --tests`")]
+    #[error(
+        "the real test model is not installed ({0} is missing) — run `./scripts/setup --tests`"
+    )]
     Missing(PathBuf),
     /// Node could not be run.
     #[error("cannot start node for the real test model: {0} — run `./scripts/setup --tests`")]
@@ -52,7 +54,11 @@ impl RealModelServer {
         let model = dir.join(MODEL_FILE);
         let srv = dir.join("llm-server");
         let script = srv.join("server.mjs");
-        for p in [&model, &script, &srv.join("node_modules/node-llama-cpp/package.json")] {
+        for p in [
+            &model,
+            &script,
+            &srv.join("node_modules/node-llama-cpp/package.json"),
+        ] {
             if !p.exists() {
                 return Err(RealModelError::Missing(p.clone()));
             }
@@ -84,7 +90,10 @@ impl RealModelServer {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err(RealModelError::NotReady(limit, "GET /health never answered 200".into()))
+        Err(RealModelError::NotReady(
+            limit,
+            "GET /health never answered 200".into(),
+        ))
     }
 
     /// Base URL for a client: `http://127.0.0.1:<port>/v1`.
@@ -102,8 +111,7 @@ impl RealModelServer {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        if s
-            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             .is_err()
         {
             return false;

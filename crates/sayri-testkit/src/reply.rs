@@ -155,8 +155,15 @@ impl Reply {
 
     /// The body split into writes: boundaries, plus the cut and stall points.
     pub(crate) fn writes(&self) -> Vec<(usize, usize)> {
-        let end = self.cut_after.map_or(self.body.len(), |c| c.min(self.body.len()));
-        let mut cuts: Vec<usize> = self.boundaries.iter().copied().filter(|&o| o < end).collect();
+        let end = self
+            .cut_after
+            .map_or(self.body.len(), |c| c.min(self.body.len()));
+        let mut cuts: Vec<usize> = self
+            .boundaries
+            .iter()
+            .copied()
+            .filter(|&o| o < end)
+            .collect();
         if let Some((s, _)) = self.stall
             && s > 0
             && s < end

@@ -84,7 +84,10 @@ impl Script {
     fn next(&mut self, req: &RecordedRequest) -> Reply {
         match self {
             Script::Queue(q) => q.pop_front().unwrap_or_else(|| {
-                Reply::json(500, &json!({"error": {"message": "fake LLM script exhausted"}}))
+                Reply::json(
+                    500,
+                    &json!({"error": {"message": "fake LLM script exhausted"}}),
+                )
             }),
             Script::Repeat(r) => r.clone(),
             Script::Func(f) => f(req),
@@ -276,7 +279,10 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
     } else if req.method == "GET" && route == "/health" {
         Reply::json(200, &json!({"status": "ok"}))
     } else {
-        Reply::json(404, &json!({"error": {"message": format!("no route {} {}", req.method, route)}}))
+        Reply::json(
+            404,
+            &json!({"error": {"message": format!("no route {} {}", req.method, route)}}),
+        )
     };
     let (mut rd, mut wr) = stream.into_split();
     let sent = AtomicUsize::new(0);

@@ -8,9 +8,11 @@ use serde_json::json;
 use super::common::{ask, client, config, run};
 
 async fn one(body: &str) -> super::common::Outcome {
-    let server = FakeLlm::start(Script::queue([Reply::sse(body.as_bytes().to_vec()).with_write_size(5)]))
-        .await
-        .unwrap();
+    let server = FakeLlm::start(Script::queue([
+        Reply::sse(body.as_bytes().to_vec()).with_write_size(5)
+    ]))
+    .await
+    .unwrap();
     run(&client(&server.base_url()), ask("x")).await
 }
 
@@ -40,7 +42,10 @@ async fn ollama_empty_finish_reason_on_every_chunk() {
         "data: [DONE]\n\n",
     ))
     .await;
-    assert_eq!((out.content.as_str(), out.finish), ("ab", Some(FinishReason::Stop)));
+    assert_eq!(
+        (out.content.as_str(), out.finish),
+        ("ab", Some(FinishReason::Stop))
+    );
 }
 
 #[tokio::test]
@@ -60,7 +65,10 @@ async fn finish_reasons_are_reported() {
 
 #[tokio::test]
 async fn done_without_finish_reason_is_a_normal_end() {
-    let out = one("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n").await;
+    let out = one(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n",
+    )
+    .await;
     assert_eq!(out.error, None);
     assert_eq!(out.finish, Some(FinishReason::Stop));
 }
@@ -69,7 +77,10 @@ async fn done_without_finish_reason_is_a_normal_end() {
 async fn finish_reason_without_done_is_a_normal_end() {
     let out = one("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\n").await;
     assert_eq!(out.error, None);
-    assert_eq!((out.content.as_str(), out.finish), ("hi", Some(FinishReason::Stop)));
+    assert_eq!(
+        (out.content.as_str(), out.finish),
+        ("hi", Some(FinishReason::Stop))
+    );
 }
 
 #[tokio::test]
@@ -111,7 +122,9 @@ async fn error_object_mid_stream_is_an_error() {
 #[tokio::test]
 async fn utf8_split_across_http_writes() {
     let body = sse::content_stream(&["héllo ", "日本語 ", "😀"]);
-    let server = FakeLlm::start(Script::queue([Reply::sse(body).with_write_size(1)])).await.unwrap();
+    let server = FakeLlm::start(Script::queue([Reply::sse(body).with_write_size(1)]))
+        .await
+        .unwrap();
     let out = run(&client(&server.base_url()), ask("x")).await;
     assert_eq!(out.content, "héllo 日本語 😀");
     assert!(!out.content.contains('\u{FFFD}'));
@@ -119,12 +132,23 @@ async fn utf8_split_across_http_writes() {
 
 #[tokio::test]
 async fn explicit_think_streams_content_piece_by_piece() {
-    let server = FakeLlm::start(Script::queue([Reply::sse(sse::content_stream(&["a", "b", "c"])).with_event_writes()]))
-        .await
-        .unwrap();
-    let c = OpenAiClient::new(ClientConfig { inline_think: InlineThink::Explicit, ..config(&server.base_url()) }).unwrap();
+    let server = FakeLlm::start(Script::queue([Reply::sse(sse::content_stream(&[
+        "a", "b", "c",
+    ]))
+    .with_event_writes()]))
+    .await
+    .unwrap();
+    let c = OpenAiClient::new(ClientConfig {
+        inline_think: InlineThink::Explicit,
+        ..config(&server.base_url())
+    })
+    .unwrap();
     let out = run(&c, ask("x")).await;
-    let pieces: Vec<_> = out.events.iter().filter(|e| matches!(e, ChatEvent::Content(_))).collect();
+    let pieces: Vec<_> = out
+        .events
+        .iter()
+        .filter(|e| matches!(e, ChatEvent::Content(_)))
+        .collect();
     assert_eq!(pieces.len(), 3, "{:?}", out.events);
 }
 
@@ -139,19 +163,45 @@ async fn native_tool_calls_are_assembled_by_index() {
     ];
     let mut body: String = frames.iter().map(sse::data_event).collect();
     body.push_str(sse::DONE);
-    let server = FakeLlm::start(Script::queue([Reply::sse(body.into_bytes()).with_write_size(9)])).await.unwrap();
-    let c = OpenAiClient::new(ClientConfig { native_tools: true, ..config(&server.base_url()) }).unwrap();
-    let tools = json!([{"type":"function","function":{"name":"run_bash","parameters":{"type":"object"}}}]);
-    let out = run(&c, sayri_core::ports::ChatRequest { tools: Some(tools.clone()), ..ask("x") }).await;
+    let server = FakeLlm::start(Script::queue([
+        Reply::sse(body.into_bytes()).with_write_size(9)
+    ]))
+    .await
+    .unwrap();
+    let c = OpenAiClient::new(ClientConfig {
+        native_tools: true,
+        ..config(&server.base_url())
+    })
+    .unwrap();
+    let tools =
+        json!([{"type":"function","function":{"name":"run_bash","parameters":{"type":"object"}}}]);
+    let out = run(
+        &c,
+        sayri_core::ports::ChatRequest {
+            tools: Some(tools.clone()),
+            ..ask("x")
+        },
+    )
+    .await;
     let calls: Vec<_> = out
         .events
         .iter()
         .filter_map(|e| match e {
-            ChatEvent::ToolCall { id, name, arguments } => Some((id.as_str(), name.as_str(), arguments.as_str())),
+            ChatEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some((id.as_str(), name.as_str(), arguments.as_str())),
             _ => None,
         })
         .collect();
-    assert_eq!(calls, [("call_a", "run_bash", "{\"cmd\":\"ls\"}"), ("call_b", "read_file", "{\"path\":\"a\"}")]);
+    assert_eq!(
+        calls,
+        [
+            ("call_a", "run_bash", "{\"cmd\":\"ls\"}"),
+            ("call_b", "read_file", "{\"path\":\"a\"}")
+        ]
+    );
     assert_eq!(out.finish, Some(FinishReason::ToolCalls));
     assert_eq!(out.content, "");
     assert_eq!(server.chat_bodies()[0]["tools"], tools);
@@ -166,12 +216,22 @@ async fn cut_before_done_without_finish_is_cut_off_in_every_framing() {
     let cut = text[..stop].rfind("data: ").unwrap();
     assert!(text[..cut].contains("incomplete"));
     for framing in [Framing::Chunked, Framing::CloseDelimited, Framing::Length] {
-        let reply = Reply::sse(body.clone()).with_framing(framing).with_event_writes().cut_after(cut);
+        let reply = Reply::sse(body.clone())
+            .with_framing(framing)
+            .with_event_writes()
+            .cut_after(cut);
         let server = FakeLlm::start(Script::queue([reply])).await.unwrap();
         let out = run(&client(&server.base_url()), ask("x")).await;
         assert_eq!(out.error, Some(ChatError::CutOff), "{framing:?}");
-        assert_eq!(out.error.unwrap().to_string(), "the model stream was cut off");
+        assert_eq!(
+            out.error.unwrap().to_string(),
+            "the model stream was cut off"
+        );
         assert_eq!(out.finish, None);
-        assert_eq!(server.requests().len(), 1, "{framing:?}: no retry after the first byte");
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "{framing:?}: no retry after the first byte"
+        );
     }
 }

@@ -13,10 +13,17 @@ const KEY: &str = "sk-local-7Hq2Zr9Wm4Xa1Pb6";
 
 #[tokio::test]
 async fn case_12_key_echoed_in_401_body_never_leaves_the_client() {
-    let reply = Reply::json(401, &json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error"}}));
+    let reply = Reply::json(
+        401,
+        &json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error"}}),
+    );
     let server = FakeLlm::start(Script::repeat(reply.clone())).await.unwrap();
     server.set_models_reply(reply);
-    let c = OpenAiClient::new(ClientConfig { api_key: Some(KEY.into()), ..config(&server.base_url()) }).unwrap();
+    let c = OpenAiClient::new(ClientConfig {
+        api_key: Some(KEY.into()),
+        ..config(&server.base_url())
+    })
+    .unwrap();
     let out = run(&c, ask("x")).await;
     let err = out.error.expect("error");
     let shown = format!("{err} {err:?} {c:?}");
@@ -27,20 +34,37 @@ async fn case_12_key_echoed_in_401_body_never_leaves_the_client() {
     // The key did go to the server, as a Bearer token, and 401 is not retried.
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1);
-    assert_eq!(reqs[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     // list_models redacts the same way.
     let err = c.list_models().await.unwrap_err();
     assert!(matches!(err, ChatError::Http { status: 401, .. }));
     let shown = format!("{err} {err:?}");
-    assert!(!shown.contains("7Hq2Zr9Wm4Xa1Pb6") && shown.contains("$SECRET:PROVIDER_API_KEY"), "{shown}");
+    assert!(
+        !shown.contains("7Hq2Zr9Wm4Xa1Pb6") && shown.contains("$SECRET:PROVIDER_API_KEY"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
 async fn not_found_names_the_endpoint_and_the_fix() {
-    let server = FakeLlm::start(Script::repeat(Reply::json(404, &json!({"error": "model 'nope' not found"})))).await.unwrap();
-    let err = run(&client(&server.base_url()), ask("x")).await.error.unwrap();
+    let server = FakeLlm::start(Script::repeat(Reply::json(
+        404,
+        &json!({"error": "model 'nope' not found"}),
+    )))
+    .await
+    .unwrap();
+    let err = run(&client(&server.base_url()), ask("x"))
+        .await
+        .error
+        .unwrap();
     let msg = err.to_string();
-    assert!(msg.contains("HTTP 404") && msg.contains("model 'nope' not found"), "{msg}");
+    assert!(
+        msg.contains("HTTP 404") && msg.contains("model 'nope' not found"),
+        "{msg}"
+    );
     assert!(msg.contains(&server.base_url()), "{msg}");
     assert_eq!(server.requests().len(), 1, "404 is not retried");
 }
@@ -48,15 +72,31 @@ async fn not_found_names_the_endpoint_and_the_fix() {
 #[tokio::test]
 async fn rate_limit_retries_after_retry_after_then_reports_it() {
     let limited = || Reply::text(429, "slow down").with_header("Retry-After", "1");
-    let server = FakeLlm::start(Script::queue([limited(), limited(), limited()])).await.unwrap();
-    let c = OpenAiClient::new(ClientConfig { retries: 1, ..config(&server.base_url()) }).unwrap();
+    let server = FakeLlm::start(Script::queue([limited(), limited(), limited()]))
+        .await
+        .unwrap();
+    let c = OpenAiClient::new(ClientConfig {
+        retries: 1,
+        ..config(&server.base_url())
+    })
+    .unwrap();
     let t = std::time::Instant::now();
     let err = run(&c, ask("x")).await.error.unwrap();
-    assert!(t.elapsed() >= Duration::from_millis(900), "waited for Retry-After");
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "waited for Retry-After"
+    );
     assert_eq!(server.requests().len(), 2, "1 try + 1 retry");
     match err {
-        ChatError::Http { status: 429, retry_after: Some(1), ref message } => {
-            assert!(message.contains("retry after 1 s") && message.contains("slow down"), "{message}")
+        ChatError::Http {
+            status: 429,
+            retry_after: Some(1),
+            ref message,
+        } => {
+            assert!(
+                message.contains("retry after 1 s") && message.contains("slow down"),
+                "{message}"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -64,9 +104,23 @@ async fn rate_limit_retries_after_retry_after_then_reports_it() {
 
 #[tokio::test]
 async fn long_retry_after_is_returned_not_waited() {
-    let server = FakeLlm::start(Script::repeat(Reply::text(429, "quota").with_header("Retry-After", "3600"))).await.unwrap();
-    let err = run(&client(&server.base_url()), ask("x")).await.error.unwrap();
-    assert!(matches!(err, ChatError::Http { status: 429, retry_after: Some(3600), .. }));
+    let server = FakeLlm::start(Script::repeat(
+        Reply::text(429, "quota").with_header("Retry-After", "3600"),
+    ))
+    .await
+    .unwrap();
+    let err = run(&client(&server.base_url()), ask("x"))
+        .await
+        .error
+        .unwrap();
+    assert!(matches!(
+        err,
+        ChatError::Http {
+            status: 429,
+            retry_after: Some(3600),
+            ..
+        }
+    ));
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -88,21 +142,39 @@ async fn server_errors_are_retried_before_the_first_byte() {
 
 #[tokio::test]
 async fn server_error_after_retries_is_short_and_useful() {
-    let server = FakeLlm::start(Script::repeat(Reply::text(500, "<html>\n<h1>boom</h1></html>"))).await.unwrap();
-    let err = run(&client(&server.base_url()), ask("x")).await.error.unwrap();
+    let server = FakeLlm::start(Script::repeat(Reply::text(
+        500,
+        "<html>\n<h1>boom</h1></html>",
+    )))
+    .await
+    .unwrap();
+    let err = run(&client(&server.base_url()), ask("x"))
+        .await
+        .error
+        .unwrap();
     assert_eq!(server.requests().len(), 3, "default: 2 retries");
     let msg = err.to_string();
-    assert!(msg.starts_with("the model server failed (HTTP 500)") && !msg.contains('\n'), "{msg}");
+    assert!(
+        msg.starts_with("the model server failed (HTTP 500)") && !msg.contains('\n'),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
 async fn connection_refused_is_unreachable() {
     // Bind then drop to get a port with no listener.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/v1");
     let err = run(&client(&url), ask("x")).await.error.unwrap();
     assert_eq!(err, ChatError::Unreachable { url: url.clone() });
-    assert_eq!(err.to_string(), format!("no model server at {url} — is Ollama/llama-server running?"));
+    assert_eq!(
+        err.to_string(),
+        format!("no model server at {url} — is Ollama/llama-server running?")
+    );
     let err = client(&url).list_models().await.unwrap_err();
     assert!(matches!(err, ChatError::Unreachable { .. }));
 }
@@ -125,5 +197,8 @@ async fn no_retry_once_bytes_were_streamed() {
 #[tokio::test]
 async fn empty_base_url_is_a_config_error() {
     let err = OpenAiClient::new(ClientConfig::new("  ")).unwrap_err();
-    assert!(matches!(err, ChatError::Config(ref m) if m.contains("provider.base_url")), "{err}");
+    assert!(
+        matches!(err, ChatError::Config(ref m) if m.contains("provider.base_url")),
+        "{err}"
+    );
 }

@@ -22,8 +22,18 @@ async fn real_model_knows_the_capital_of_france() {
     let out = run(&c, request).await;
     assert_eq!(out.error, None);
     assert!(out.content.contains("Paris"), "answer: {:?}", out.content);
-    assert!(matches!(out.finish, Some(FinishReason::Stop | FinishReason::Length)));
+    assert!(matches!(
+        out.finish,
+        Some(FinishReason::Stop | FinishReason::Length)
+    ));
     let usage = out.usage.expect("server reports usage when asked");
-    assert!(usage.completion_tokens > 0 && usage.prompt_tokens > 0, "{usage:?}");
-    assert!(out.events.iter().any(|e| matches!(e, ChatEvent::Content(_))));
+    assert!(
+        usage.completion_tokens > 0 && usage.prompt_tokens > 0,
+        "{usage:?}"
+    );
+    assert!(
+        out.events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::Content(_)))
+    );
 }

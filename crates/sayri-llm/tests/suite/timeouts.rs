@@ -21,32 +21,54 @@ fn quick(url: &str) -> OpenAiClient {
 async fn first_byte_timeout() {
     let reply = Reply::sse(sse::content_stream(&["late"])).with_head_delay(Duration::from_secs(3));
     let server = FakeLlm::start(Script::repeat(reply)).await.unwrap();
-    let err = run(&quick(&server.base_url()), ask("x")).await.error.unwrap();
-    assert!(matches!(err, ChatError::Timeout(ref m) if m.contains("provider.timeout")), "{err}");
-    assert_eq!(server.requests().len(), 1, "a slow model is not asked twice");
+    let err = run(&quick(&server.base_url()), ask("x"))
+        .await
+        .error
+        .unwrap();
+    assert!(
+        matches!(err, ChatError::Timeout(ref m) if m.contains("provider.timeout")),
+        "{err}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a slow model is not asked twice"
+    );
 }
 
 #[tokio::test]
 async fn idle_timeout_between_chunks() {
     let body = sse::content_stream(&["a", "b"]);
-    let reply = Reply::sse(body).with_event_writes().stall_after(20, Duration::from_secs(3));
+    let reply = Reply::sse(body)
+        .with_event_writes()
+        .stall_after(20, Duration::from_secs(3));
     let server = FakeLlm::start(Script::repeat(reply)).await.unwrap();
-    let err = run(&quick(&server.base_url()), ask("x")).await.error.unwrap();
-    assert!(matches!(err, ChatError::Timeout(ref m) if m.contains("provider.idle_timeout")), "{err}");
+    let err = run(&quick(&server.base_url()), ask("x"))
+        .await
+        .error
+        .unwrap();
+    assert!(
+        matches!(err, ChatError::Timeout(ref m) if m.contains("provider.idle_timeout")),
+        "{err}"
+    );
     assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
 async fn keep_alive_comments_reset_the_idle_timer() {
     // 2.4 s of model silence broken by ": ping" every 300 ms; idle limit 600 ms.
-    let mut body = String::from("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"slow \"}}]}\r\n\r\n");
+    let mut body = String::from(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"slow \"}}]}\r\n\r\n",
+    );
     let mut bounds = vec![body.len()];
     for _ in 0..8 {
         body.push_str(": ping\r\n");
         bounds.push(body.len());
     }
     body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"answer\"},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\r\n\r\n");
-    let reply = Reply::sse(body.into_bytes()).with_boundaries(&bounds).with_write_delay(Duration::from_millis(300));
+    let reply = Reply::sse(body.into_bytes())
+        .with_boundaries(&bounds)
+        .with_write_delay(Duration::from_millis(300));
     let server = FakeLlm::start(Script::repeat(reply)).await.unwrap();
     let out = run(&quick(&server.base_url()), ask("x")).await;
     assert_eq!(out.error, None);
