@@ -307,4 +307,51 @@ mod tests {
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
             .collect()
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn line_end() -> impl Strategy<Value = &'static str> {
+            prop_oneof![Just("\n"), Just("\r\n"), Just("\r")]
+        }
+
+        proptest! {
+            /// Any stream of events, any line endings, any read boundaries: the same events.
+            #[test]
+            fn read_boundaries_never_change_the_events(
+                datas in proptest::collection::vec("[a-zé日😀 :{}\"]{0,12}", 1..6),
+                ends in proptest::collection::vec(line_end(), 12),
+                comment in any::<bool>(),
+                cuts in proptest::collection::vec(0usize..400, 0..8),
+            ) {
+                let mut text = String::new();
+                for (k, d) in datas.iter().enumerate() {
+                    let e1 = ends[(2 * k) % ends.len()];
+                    let mut e2 = ends[(2 * k + 1) % ends.len()];
+                    if e1 == "\r" && e2 == "\n" {
+                        e2 = "\r"; // "\r" + "\n" would be one terminator, not two
+                    }
+                    if comment {
+                        text.push_str(": ping");
+                        text.push_str(e1);
+                    }
+                    text.push_str("data:");
+                    text.push_str(d);
+                    text.push_str(e1);
+                    text.push_str(e2);
+                }
+                let bytes = text.as_bytes();
+                let whole = feed_split(bytes, &[]);
+                let mut cuts: Vec<usize> = cuts.into_iter().filter(|&c| c <= bytes.len()).collect();
+                cuts.sort_unstable();
+                let split = feed_split(bytes, &cuts);
+                prop_assert_eq!(&whole, &split);
+                let got: Vec<String> = whole.iter().map(|e| e.data.clone()).collect();
+                // "data:x" strips no space; "data: x" strips one.
+                let want: Vec<String> = datas.iter().map(|d| d.strip_prefix(' ').unwrap_or(d).to_string()).collect();
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
 }

@@ -409,4 +409,37 @@ mod tests {
             ("<think>x</think>y", "")
         );
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Splitting the content into deltas anywhere never changes the classification.
+            #[test]
+            fn delta_boundaries_never_change_the_split(
+                parts in proptest::collection::vec(prop_oneof![
+                    Just("<think>"), Just("</think>"), Just("```"), Just("\n"), Just(" "),
+                    Just("rm -rf"), Just("ls"), Just("é"), Just("<"), Just("`"),
+                ], 0..24),
+                cuts in proptest::collection::vec(0usize..200, 0..6),
+                auto in any::<bool>(),
+            ) {
+                let text: String = parts.concat();
+                let policy = if auto { InlineThink::Auto } else { InlineThink::Explicit };
+                let whole = run(policy, &[&text]);
+                let mut cuts: Vec<usize> = cuts.into_iter().filter(|&c| c <= text.len() && text.is_char_boundary(c)).collect();
+                cuts.sort_unstable();
+                cuts.dedup();
+                let mut deltas = Vec::new();
+                let mut start = 0;
+                for c in cuts.into_iter().chain(std::iter::once(text.len())) {
+                    deltas.push(&text[start..c]);
+                    start = c;
+                }
+                let split = run(policy, &deltas);
+                prop_assert_eq!((whole.0, whole.1), (split.0, split.1));
+            }
+        }
+    }
 }
