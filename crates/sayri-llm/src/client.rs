@@ -226,9 +226,17 @@ impl Inner {
                     None,
                 );
             }
-            return Attempt::Fail(ChatError::Unreachable {
-                url: display_url(&self.endpoint.base),
-            });
+            if nothing_listens(&e) {
+                return Attempt::Fail(ChatError::Unreachable {
+                    url: display_url(&self.endpoint.base),
+                });
+            }
+            // TLS and other handshake failures: say what broke, do not blame a stopped server.
+            return Attempt::Fail(ChatError::Other(format!(
+                "could not connect to the model server at {}: {} — check provider.base_url (http vs https) and certificates",
+                self.chat_url(),
+                error_chain(&e)
+            )));
         }
         if e.is_timeout() {
             return Attempt::Fail(self.first_byte_timeout_error());
@@ -333,6 +341,32 @@ impl Inner {
         })
         .await
     }
+}
+
+/// True when the connect error means no server is there: refused, unreachable, or the host
+/// name does not resolve.
+fn nothing_listens(e: &reqwest::Error) -> bool {
+    use std::io::ErrorKind;
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::AddrNotAvailable
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::NetworkUnreachable
+            )
+        {
+            return true;
+        }
+        let text = s.to_string().to_ascii_lowercase();
+        if text.contains("dns error") || text.contains("failed to lookup address") {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// Display of an error and its sources, without the URL (the caller names the endpoint).

@@ -202,3 +202,33 @@ async fn empty_base_url_is_a_config_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn tls_failure_is_not_blamed_on_a_stopped_server() {
+    // A plain-TCP peer that answers a TLS ClientHello with HTTP text.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        while let Ok((mut s, _)) = listener.accept().await {
+            let _ = s
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+                .await;
+        }
+    });
+    let url = format!("https://127.0.0.1:{port}/v1");
+    let err = run(&client(&url), ask("x")).await.error.unwrap();
+    assert!(
+        matches!(err, ChatError::Other(ref m) if m.contains("could not connect") && m.contains("https")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_host_is_unreachable() {
+    let err = run(&client("http://sayri-no-such-host.invalid/v1"), ask("x"))
+        .await
+        .error
+        .unwrap();
+    assert!(matches!(err, ChatError::Unreachable { .. }), "{err:?}");
+}
