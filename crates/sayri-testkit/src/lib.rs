@@ -13,6 +13,7 @@
 
 pub mod real_model;
 pub mod reply;
+pub mod script_file;
 pub mod server;
 pub mod sse;
 

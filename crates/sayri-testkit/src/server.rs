@@ -124,7 +124,12 @@ impl FakeLlm {
     /// Binds `127.0.0.1:0` and serves `script` for `POST …/chat/completions`,
     /// a model list (`fake-model`) for `GET …/models`, `200` for `GET /health`, `404` else.
     pub async fn start(script: Script) -> std::io::Result<FakeLlm> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        FakeLlm::start_on(0, script).await
+    }
+
+    /// Like [`FakeLlm::start`] on a chosen loopback port (0 = any free port).
+    pub async fn start_on(port: u16, script: Script) -> std::io::Result<FakeLlm> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             script: Mutex::new(script),

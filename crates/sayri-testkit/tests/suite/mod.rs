@@ -1,1 +1,2 @@
+mod bin;
 mod server;
