@@ -232,3 +232,52 @@ async fn unknown_host_is_unreachable() {
         .unwrap();
     assert!(matches!(err, ChatError::Unreachable { .. }), "{err:?}");
 }
+
+/// Collects everything written by the tracing subscriber.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_key_never_reaches_the_logs() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let echo = format!("upstream said: bad key {KEY}; header was Authorization: Bearer {KEY}");
+    let server = FakeLlm::start(Script::queue([
+        Reply::text(503, echo.clone()),
+        Reply::json(401, &json!({"error": {"message": echo}})),
+    ]))
+    .await
+    .unwrap();
+    let c = OpenAiClient::new(ClientConfig {
+        api_key: Some(KEY.into()),
+        ..config(&server.base_url())
+    })
+    .unwrap();
+    let out = run(&c, ask("x")).await;
+    assert!(matches!(
+        out.error,
+        Some(ChatError::Http { status: 401, .. })
+    ));
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("retrying the model request"),
+        "logs were captured: {logs}"
+    );
+    assert!(logs.contains("$SECRET:PROVIDER_API_KEY"), "{logs}");
+    assert!(!logs.contains("7Hq2Zr9Wm4Xa1Pb6"), "{logs}");
+}
