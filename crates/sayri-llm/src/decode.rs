@@ -270,3 +270,130 @@ fn push_pieces(pieces: Vec<Piece>, out: &mut Vec<ChatEvent>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::SseParser;
+
+    /// Parses and decodes `bytes` delivered in two reads split at `cut`.
+    fn decode(bytes: &[u8], cut: usize, think: InlineThink) -> (String, String, Vec<ChatEvent>) {
+        let mut parser = SseParser::new();
+        let mut decoder = ChunkDecoder::new(think);
+        let mut events = Vec::new();
+        for read in [&bytes[..cut], &bytes[cut..]] {
+            for ev in parser.feed(read) {
+                events.extend(decoder.on_data(&ev.data).unwrap());
+            }
+        }
+        events.extend(decoder.on_eof().unwrap());
+        let mut content = String::new();
+        let mut reasoning = String::new();
+        for e in &events {
+            match e {
+                ChatEvent::Content(t) => content.push_str(t),
+                ChatEvent::Reasoning(t) => reasoning.push_str(t),
+                _ => {}
+            }
+        }
+        (content, reasoning, events)
+    }
+
+    #[test]
+    fn fixtures_give_the_same_result_at_every_split_point() {
+        let fixtures: [(&[u8], &str, &str); 6] = [
+            (
+                include_bytes!("../tests/fixtures/22-sse-comments-crlf.sse"),
+                "Hello",
+                "",
+            ),
+            (
+                include_bytes!("../tests/fixtures/23-sse-empty-choices-usage.a.sse"),
+                "Done.",
+                "",
+            ),
+            (
+                include_bytes!("../tests/fixtures/23-sse-empty-choices-usage.b.sse"),
+                "Done.",
+                "",
+            ),
+            (
+                include_bytes!("../tests/fixtures/24-sse-reasoning.a.sse"),
+                ANSWER,
+                REASONING,
+            ),
+            (
+                include_bytes!("../tests/fixtures/24-sse-reasoning.b.sse"),
+                ANSWER,
+                REASONING,
+            ),
+            (
+                include_bytes!("../tests/fixtures/24-sse-reasoning.c.sse"),
+                ANSWER,
+                REASONING,
+            ),
+        ];
+        for (k, (bytes, answer, reasoning)) in fixtures.iter().enumerate() {
+            for think in [InlineThink::Auto, InlineThink::Explicit] {
+                for cut in 0..=bytes.len() {
+                    let (c, r, events) = decode(bytes, cut, think);
+                    assert_eq!(
+                        (c.as_str(), r.as_str()),
+                        (*answer, *reasoning),
+                        "fixture {k} cut {cut}"
+                    );
+                    assert_eq!(events.last(), Some(&ChatEvent::Finish(FinishReason::Stop)));
+                    let usage = events.iter().find_map(|e| match e {
+                        ChatEvent::Usage(u) => Some(*u),
+                        _ => None,
+                    });
+                    if k == 1 || k == 2 {
+                        assert_eq!(
+                            usage,
+                            Some(Usage {
+                                prompt_tokens: 12,
+                                completion_tokens: 2,
+                                total_tokens: 14
+                            })
+                        );
+                    } else {
+                        assert_eq!(usage, None);
+                    }
+                }
+            }
+        }
+    }
+
+    const REASONING: &str = "The user wants a listing. Old habit would be:\n```bash\nrm -rf ~/sayri-cache\n```\nbut listing is enough.";
+    const ANSWER: &str = "Here is the listing:\n```bash\nls -la\n```\n";
+
+    #[test]
+    fn eof_without_finish_is_cut_off_and_with_finish_is_complete() {
+        let mut d = ChunkDecoder::new(InlineThink::Explicit);
+        d.on_data(r#"{"choices":[{"index":0,"delta":{"content":"x"}}]}"#)
+            .unwrap();
+        assert_eq!(d.on_eof(), Err(ChatError::CutOff));
+        let mut d = ChunkDecoder::new(InlineThink::Explicit);
+        d.on_data(r#"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"length"}]}"#)
+            .unwrap();
+        assert_eq!(
+            d.on_eof().unwrap(),
+            vec![ChatEvent::Finish(FinishReason::Length)]
+        );
+    }
+
+    #[test]
+    fn data_after_done_is_ignored() {
+        let mut d = ChunkDecoder::new(InlineThink::Explicit);
+        assert_eq!(
+            d.on_data("[DONE]").unwrap(),
+            vec![ChatEvent::Finish(FinishReason::Stop)]
+        );
+        assert!(
+            d.on_data(r#"{"choices":[{"index":0,"delta":{"content":"late"}}]}"#)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(d.on_eof().unwrap().is_empty());
+    }
+}

@@ -56,21 +56,31 @@ async fn idle_timeout_between_chunks() {
 
 #[tokio::test]
 async fn keep_alive_comments_reset_the_idle_timer() {
-    // 2.4 s of model silence broken by ": ping" every 300 ms; idle limit 600 ms.
+    // 2.5 s of model silence broken by ": ping" every 250 ms; idle limit 1 s.
     let mut body = String::from(
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"slow \"}}]}\r\n\r\n",
     );
     let mut bounds = vec![body.len()];
-    for _ in 0..8 {
+    for _ in 0..10 {
         body.push_str(": ping\r\n");
         bounds.push(body.len());
     }
     body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"answer\"},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\r\n\r\n");
     let reply = Reply::sse(body.into_bytes())
         .with_boundaries(&bounds)
-        .with_write_delay(Duration::from_millis(300));
+        .with_write_delay(Duration::from_millis(250));
     let server = FakeLlm::start(Script::repeat(reply)).await.unwrap();
-    let out = run(&quick(&server.base_url()), ask("x")).await;
+    let c = OpenAiClient::new(ClientConfig {
+        idle_timeout: Duration::from_secs(1),
+        ..config(&server.base_url())
+    })
+    .unwrap();
+    let t = std::time::Instant::now();
+    let out = run(&c, ask("x")).await;
+    assert!(
+        t.elapsed() > Duration::from_secs(2),
+        "the silence really lasted longer than the idle limit"
+    );
     assert_eq!(out.error, None);
     assert_eq!(out.content, "slow answer");
 }
