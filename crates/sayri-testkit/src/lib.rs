@@ -1,1 +1,22 @@
-//! Test support: a scripted OpenAI-compatible server.
+//! Test support: a scripted OpenAI-compatible server ([`FakeLlm`]) that replays bytes exactly
+//! as scripted, and a launcher for a real local model ([`RealModelServer`]).
+//!
+//! ```no_run
+//! use sayri_testkit::{FakeLlm, Reply, Script, sse};
+//! # async fn demo() -> std::io::Result<()> {
+//! let server = FakeLlm::start(Script::queue([
+//!     Reply::sse(sse::content_stream(&["Hel", "lo"])).with_write_size(7),
+//! ])).await?;
+//! let base_url = server.base_url(); // http://127.0.0.1:PORT/v1
+//! # let _ = base_url; Ok(()) }
+//! ```
+
+pub mod real_model;
+pub mod reply;
+pub mod script_file;
+pub mod server;
+pub mod sse;
+
+pub use real_model::{RealModelError, RealModelServer};
+pub use reply::{Framing, Reply};
+pub use server::{Disconnect, FakeLlm, RecordedRequest, Script};

@@ -1,0 +1,9 @@
+mod cancel;
+mod cases;
+mod chunks;
+mod common;
+mod errors;
+mod models;
+mod real_model;
+mod request;
+mod timeouts;

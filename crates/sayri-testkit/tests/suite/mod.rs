@@ -1,0 +1,2 @@
+mod bin;
+mod server;

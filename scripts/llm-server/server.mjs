@@ -1,0 +1,134 @@
+// A minimal OpenAI-compatible chat server around node-llama-cpp, for Sayri's real-model tests.
+//
+// Usage: node server.mjs MODEL.gguf PORT   (PORT 0 picks a free port)
+// Prints one line "listening http://127.0.0.1:<port>" on stdout once the model is loaded.
+// Serves GET /health, GET /v1/models and POST /v1/chat/completions (stream true or false),
+// one generation at a time (requests queue). CPU only; never builds or downloads anything.
+import http from "node:http";
+import path from "node:path";
+import { getLlama, LlamaChatSession } from "node-llama-cpp";
+
+const [modelPath, portArg] = process.argv.slice(2);
+if (!modelPath) {
+    console.error("usage: node server.mjs MODEL.gguf PORT");
+    process.exit(2);
+}
+const modelId = path.basename(modelPath, ".gguf");
+
+const llama = await getLlama({ gpu: false, build: "never" });
+const model = await llama.loadModel({ modelPath });
+// One thread: llama.cpp's spinning thread pool collapses (seconds per token) when other jobs
+// share the 2 cores; a single thread stays at tens of tokens/s. SAYRI_LLM_THREADS overrides.
+const threads = Number(process.env.SAYRI_LLM_THREADS ?? 1);
+const context = await model.createContext({ contextSize: 2048, threads });
+const session = new LlamaChatSession({ contextSequence: context.getSequence() });
+
+// The session's own initial history carries node-llama-cpp's default system prompt, which this
+// tiny model answers well with; it is used when a request brings no system message.
+const defaultHistory = session.getChatHistory();
+let queue = Promise.resolve();
+let counter = 0;
+
+function toHistory(messages) {
+    const history = messages.some((m) => m.role === "system") ? [] : [...defaultHistory];
+    for (const m of messages) {
+        const text = typeof m.content === "string" ? m.content : "";
+        if (m.role === "system") history.push({ type: "system", text });
+        else if (m.role === "assistant") history.push({ type: "model", response: [text] });
+        else history.push({ type: "user", text });
+    }
+    return history;
+}
+
+async function generate(req, res, body) {
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    const last = messages.length > 0 ? messages[messages.length - 1] : null;
+    if (!last || last.role !== "user") {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "the last message must come from the user" } }));
+        return;
+    }
+    session.setChatHistory(toHistory(messages.slice(0, -1)));
+    const id = `chatcmpl-${++counter}`;
+    const created = Math.floor(Date.now() / 1000);
+    const stream = body.stream === true;
+    const abort = new AbortController();
+    res.on("close", () => abort.abort());
+    const chunk = (delta, finish) => ({
+        id, object: "chat.completion.chunk", created, model: modelId,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+    if (stream) {
+        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+        res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: "" }, null))}\n\n`);
+    }
+    let completion = 0;
+    const options = {
+        signal: abort.signal,
+        stopOnAbortSignal: true,
+        onTextChunk: (text) => {
+            completion += 1;
+            if (stream) res.write(`data: ${JSON.stringify(chunk({ content: text }, null))}\n\n`);
+        },
+    };
+    if (typeof body.max_tokens === "number" && body.max_tokens > 0) options.maxTokens = body.max_tokens;
+    if (typeof body.temperature === "number") options.temperature = body.temperature;
+    const result = await session.promptWithMeta(last.content ?? "", options);
+    if (abort.signal.aborted) return;
+    const finish = result.stopReason === "maxTokens" ? "length" : "stop";
+    const prompt = model.tokenize(messages.map((m) => m.content ?? "").join("\n")).length;
+    const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+    if (stream) {
+        const last = chunk({}, finish);
+        if (body.stream_options && body.stream_options.include_usage) last.usage = usage;
+        res.write(`data: ${JSON.stringify(last)}\n\n`);
+        res.end("data: [DONE]\n\n");
+    } else {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({
+            id, object: "chat.completion", created, model: modelId, usage,
+            choices: [{ index: 0, message: { role: "assistant", content: result.responseText }, finish_reason: finish }],
+        }));
+    }
+}
+
+const server = http.createServer((req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    if (req.method === "GET" && url.pathname === "/health") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end('{"status":"ok"}');
+        return;
+    }
+    if (req.method === "GET" && url.pathname === "/v1/models") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ object: "list", data: [{ id: modelId, object: "model", owned_by: "local" }] }));
+        return;
+    }
+    if (req.method === "POST" && url.pathname === "/v1/chat/completions") {
+        let raw = "";
+        req.setEncoding("utf8");
+        req.on("data", (d) => { raw += d; });
+        req.on("end", () => {
+            let body;
+            try {
+                body = JSON.parse(raw);
+            } catch {
+                res.writeHead(400, { "content-type": "application/json" });
+                res.end('{"error":{"message":"request body is not JSON"}}');
+                return;
+            }
+            queue = queue.then(() => generate(req, res, body)).catch((err) => {
+                console.error(err);
+                if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+                res.end(JSON.stringify({ error: { message: String(err && err.message || err) } }));
+            });
+        });
+        return;
+    }
+    res.writeHead(404, { "content-type": "application/json" });
+    res.end('{"error":{"message":"not found"}}');
+});
+
+server.listen(Number(portArg ?? 0), "127.0.0.1", () => {
+    console.log(`listening http://127.0.0.1:${server.address().port}`);
+});
