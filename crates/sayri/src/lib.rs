@@ -3,6 +3,8 @@
 //! `main.rs` only calls [`cli::main`]. The library exists so integration tests and the bench
 //! binary can embed a daemon with extra handlers and reuse the client.
 
+pub mod agents;
+pub mod brain;
 pub mod cli;
 pub mod client;
 pub mod config_file;

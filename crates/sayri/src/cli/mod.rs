@@ -3,10 +3,14 @@
 //! Client commands connect to the daemon, starting it in the background when it is not running
 //! (see [`autostart`]), unless `--no-start` is given.
 
+pub mod ask;
 pub mod autostart;
 pub mod config;
+pub mod local;
+pub mod permissions;
 pub mod ping;
 pub mod quit;
+pub mod sessions;
 pub mod status;
 
 use crate::paths::Paths;
@@ -46,13 +50,73 @@ pub enum Command {
     },
     /// Stop the daemon.
     Quit,
+    /// Ask one question; the answer streams to stdout, command steps to stderr.
+    Ask {
+        /// The question.
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+        /// Agent, session and timeout.
+        #[command(flatten)]
+        options: ask::AskOptions,
+        /// Print the whole result object as JSON instead of streaming text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Interactive conversation (one question per line).
+    Chat {
+        /// Agent, session and timeout.
+        #[command(flatten)]
+        options: ask::AskOptions,
+    },
+    /// List, show, rename or delete conversations.
+    Sessions {
+        /// What to do.
+        #[command(subcommand)]
+        action: sessions::SessionsAction,
+    },
+    /// Show the system prompt an agent gets.
+    Prompt {
+        /// What to do.
+        #[command(subcommand)]
+        action: local::PromptAction,
+    },
+    /// Learned preferences (what worked for which request).
+    Pref {
+        /// What to do.
+        #[command(subcommand)]
+        action: local::PrefAction,
+    },
+    /// Models of the configured provider.
+    Models {
+        /// What to do.
+        #[command(subcommand)]
+        action: local::ModelsAction,
+    },
+    /// Run a command in the sandbox, or check what each isolation level can guarantee here.
+    Sandbox {
+        /// What to do.
+        #[command(subcommand)]
+        action: sayri_sandbox::cli::SandboxCommand,
+    },
+    /// Check commands against permission rules; list or forget saved approvals.
+    Permissions {
+        /// What to do.
+        #[command(subcommand)]
+        action: permissions::PermissionsCommand,
+    },
+    /// The encrypted secrets vault.
+    Vault {
+        /// What to do.
+        #[command(subcommand)]
+        action: sayri_vault::cli::VaultCommand,
+    },
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             let msg = format!("{e:#}").replace('\n', " ");
             eprintln!("sayri: error: {msg}");
@@ -61,22 +125,63 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(cli: Cli) -> anyhow::Result<i32> {
     let paths = Paths::from_env()?;
-    if let Command::Daemon = cli.command {
-        crate::logging::init("info");
-        return Ok(crate::daemon::run_foreground(paths)?);
+    match cli.command {
+        Command::Daemon => {
+            crate::logging::init("info");
+            crate::daemon::run_foreground(paths)?;
+            return Ok(0);
+        }
+        Command::Prompt { action } => return local::prompt(&paths, action).map(|()| 0),
+        Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),
+        Command::Permissions { action } => {
+            paths.ensure_dirs()?;
+            let store = sayri_store::Store::open(paths.state_dir.join("sessions.db"))?;
+            return Ok(permissions::run(&action, &store));
+        }
+        Command::Vault { action } => {
+            paths.ensure_dirs()?;
+            sayri_vault::cli::run(
+                &action,
+                &sayri_vault::VaultPaths::new(&paths.config_dir, &paths.state_dir),
+            )?;
+            return Ok(0);
+        }
+        _ => {}
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let start = !cli.no_start;
     rt.block_on(async move {
+        let done = |r: anyhow::Result<()>| r.map(|()| 0);
         match cli.command {
-            Command::Daemon => Ok(()),
-            Command::Ping => ping::run(&paths, !cli.no_start).await,
-            Command::Status { json } => status::run(&paths, !cli.no_start, json).await,
-            Command::Config { action } => config::run(&paths, !cli.no_start, action).await,
-            Command::Quit => quit::run(&paths).await,
+            Command::Ping => done(ping::run(&paths, start).await),
+            Command::Status { json } => done(status::run(&paths, start, json).await),
+            Command::Config { action } => done(config::run(&paths, start, action).await),
+            Command::Quit => done(quit::run(&paths).await),
+            Command::Ask {
+                text,
+                options,
+                json,
+            } => done(ask::run_ask(&paths, start, &text.join(" "), &options, json).await),
+            Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
+            Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
+            Command::Models { action } => done(local::models(&paths, action).await),
+            Command::Sandbox { action } => {
+                let cfg = crate::config_file::load(&paths.config_file())?.0;
+                Ok(sayri_sandbox::cli::run_cli(
+                    action,
+                    crate::brain::sandbox_settings(&paths, &cfg),
+                )
+                .await)
+            }
+            Command::Daemon
+            | Command::Prompt { .. }
+            | Command::Pref { .. }
+            | Command::Permissions { .. }
+            | Command::Vault { .. } => Ok(0),
         }
     })
 }

@@ -45,6 +45,9 @@ pub enum DaemonError {
     /// Lock or socket.
     #[error(transparent)]
     Listen(#[from] ListenError),
+    /// The core could not be built (database, policies, agents).
+    #[error(transparent)]
+    Brain(#[from] crate::brain::BrainError),
 }
 
 /// A bound, not yet running daemon.
@@ -80,8 +83,30 @@ impl Daemon {
         paths.ensure_dirs()?;
         let lock = listener::acquire_lock(&paths.lock_file())?;
         let listener = listener::bind_private(&paths.socket())?;
+        let state = DaemonState::new(paths, config);
+        let cfg = state.config();
+        let (brain, migrated_key) =
+            crate::brain::Brain::build(&state.paths, &cfg, state.broadcaster.clone())?;
+        if migrated_key {
+            // The provider key now lives in the vault: remove the plaintext copy.
+            match config_file::update(&state.paths.config_file(), |c| {
+                c.set_json(
+                    "provider.api_key",
+                    &serde_json::Value::String(String::new()),
+                )
+            }) {
+                Ok((c, _)) => {
+                    state.set_config(c);
+                    tracing::info!("moved provider.api_key from sayri.toml into the vault");
+                }
+                Err(e) => tracing::error!(
+                    "provider.api_key was copied to the vault but could not be removed from sayri.toml: {e}"
+                ),
+            }
+        }
+        let _ = state.brain.set(std::sync::Arc::new(brain));
         Ok(Daemon {
-            state: DaemonState::new(paths, config),
+            state,
             listener,
             lock,
             dispatcher: Arc::new(dispatcher),
@@ -129,6 +154,11 @@ impl Daemon {
         }
         tracing::info!("shutting down");
         drop(listener);
+        if let Some(brain) = state.brain.get() {
+            // Open questions end (each sends `permission_resolved`); a running turn stops.
+            brain.broker.shutdown();
+            brain.core.interrupt();
+        }
         let _ = std::fs::remove_file(state.paths.socket());
         state
             .broadcaster

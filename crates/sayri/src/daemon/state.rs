@@ -1,9 +1,11 @@
 //! The daemon's shared state, handed to every command handler through [`crate::daemon::Ctx`].
 
+use crate::brain::Brain;
 use crate::daemon::broadcast::Broadcaster;
 use crate::paths::Paths;
 use sayri_core::domain::config::Config;
-use std::sync::{Arc, RwLock};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +27,8 @@ pub struct DaemonState {
     pub terminate: CancellationToken,
     /// When the daemon started.
     pub started: Instant,
+    /// The core and its adapters (set once at start; absent only in bare test daemons).
+    pub brain: OnceLock<Arc<Brain>>,
 }
 
 impl DaemonState {
@@ -39,6 +43,7 @@ impl DaemonState {
             closing: CancellationToken::new(),
             terminate: CancellationToken::new(),
             started: Instant::now(),
+            brain: OnceLock::new(),
         })
     }
 
@@ -53,6 +58,16 @@ impl DaemonState {
     /// Replaces the configuration.
     pub fn set_config(&self, cfg: Config) {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = cfg;
+    }
+
+    /// The brain, or an `internal` error for a daemon started without one.
+    pub fn brain(&self) -> Result<&Arc<Brain>, ProtocolError> {
+        self.brain.get().ok_or_else(|| {
+            ProtocolError::new(
+                ErrorCode::Internal,
+                "the assistant core is not running in this daemon",
+            )
+        })
     }
 
     /// Asks the daemon to stop (idempotent).

@@ -9,17 +9,25 @@ use serde_json::{Value, json};
 /// `pid`, `clients` (connected IPC clients), `uptime_ms`.
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
+    let brain = state.brain.get();
+    let core = brain.map(|b| b.core.status());
+    let key_set =
+        brain.and_then(|b| b.provider_key()).is_some() || !cfg.provider.api_key.is_empty();
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "protocol_version": PROTOCOL_VERSION,
-        "state": "idle",
-        "busy": false,
-        "session_id": Value::Null,
-        "agent": cfg.agent.default_agent,
+        "state": core.as_ref().map_or("idle", |c| c.state.as_str()),
+        "busy": core.as_ref().is_some_and(|c| c.busy),
+        "session_id": core.as_ref().map_or(Value::Null, |c| Value::String(c.session_id.clone())),
+        "agent": core.as_ref().map_or(cfg.agent.default_agent.clone(), |c| c.agent_id.clone()),
+        "vault": brain.map_or(Value::Null, |b| match &b.vault_error {
+            Some(e) => json!({"available": false, "error": e}),
+            None => json!({"available": true}),
+        }),
         "provider": {
             "base_url": cfg.provider.base_url,
             "model": cfg.provider.model,
-            "api_key_set": !cfg.provider.api_key.is_empty(),
+            "api_key_set": key_set,
         },
         "config_dir": state.paths.config_dir,
         "state_dir": state.paths.state_dir,

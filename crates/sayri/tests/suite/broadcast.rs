@@ -13,16 +13,15 @@ fn two_clients_both_receive_a_broadcast_and_the_shutdown_event() {
     // The requester gets the event (emitted by the handler) and its response, in that order.
     let ev_a = a.read_value();
     let r = a.read_value();
-    assert_eq!(
-        r["result"]["value"], "sk-abcdef123456",
-        "setter sees its value unmasked"
-    );
+    // The provider key goes to the vault, never to sayri.toml; nobody gets it back.
+    assert_eq!(r["result"]["value"], "***", "{r}");
+    assert_eq!(r["result"]["stored_in"], "vault", "{r}");
     let ev_b = b.read_value();
     for ev in [ev_a, ev_b] {
         assert_eq!(ev["event"], "settings_changed", "{ev}");
         assert_eq!(ev["keys"], json!(["provider.api_key"]));
         assert_eq!(
-            ev["values"]["provider.api_key"], "sk-...456",
+            ev["values"]["provider.api_key"], "***",
             "masked in broadcasts"
         );
     }

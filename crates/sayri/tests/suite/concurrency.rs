@@ -49,14 +49,16 @@ async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
         .unwrap();
     let ask_id = c.send(cmd::ASK, Map::new()).await.unwrap();
     // The ask is pending; ping on the same connection is answered.
+    let mut saw_request = false;
     let pong = c
-        .call(cmd::PING, Map::new(), Duration::from_secs(5), |_| {})
+        .call(cmd::PING, Map::new(), Duration::from_secs(5), |ev| {
+            saw_request |= ev.event == event::PERMISSION_REQUEST;
+        })
         .await
         .unwrap();
     assert_eq!(pong, "pong");
     let mut params = Map::new();
     params.insert("request_id".into(), json!("abc123"));
-    let mut saw_request = false;
     let r = c
         .call(
             cmd::PERMISSION_ANSWER,

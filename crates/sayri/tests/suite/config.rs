@@ -45,10 +45,11 @@ fn typed_set_get_list_and_persistence() {
     let r = c.call("config_list", json!({}), 7);
     let list = r["result"].as_array().unwrap();
     assert_eq!(list.len(), sayri_core::domain::config::KEYS.len());
+    // The provider key lives in the vault (shown masked); the file holds none.
     let key = list.iter().find(|e| e["key"] == "api_key").unwrap();
     assert_eq!(
         (key["value"].clone(), key["is_secret"].clone()),
-        (json!("sk-...456"), json!(true))
+        (json!("***"), json!(true))
     );
     let hist = list.iter().find(|e| e["key"] == "history_tokens").unwrap();
     assert_eq!(
@@ -60,6 +61,10 @@ fn typed_set_get_list_and_persistence() {
 
     let text = std::fs::read_to_string(env.config_dir().join("sayri.toml")).unwrap();
     assert!(text.contains("autostart = false"), "{text}");
+    assert!(
+        !text.contains("sk-abcdef"),
+        "no plaintext key in the config: {text}"
+    );
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(env.config_dir().join("sayri.toml"))
         .unwrap()
@@ -74,7 +79,7 @@ fn typed_set_get_list_and_persistence() {
     );
     assert_eq!(
         stdout(&env.run(&["config", "get", "provider.api_key"])),
-        "sk-...456\n"
+        "***\n"
     );
     let o = env.run(&["config", "set", "ui.orb_size", "big"]);
     assert_eq!(o.status.code(), Some(1));

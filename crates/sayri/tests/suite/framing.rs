@@ -103,6 +103,23 @@ fn bad_requests_are_answered_with_codes_and_recovered_ids() {
         "config_get",
         "config_set",
         "config_list",
+        "talk",
+        "ask",
+        "interrupt",
+        "new_conversation",
+        "switch_session",
+        "sessions_list",
+        "session_get",
+        "session_rename",
+        "session_delete",
+        "agents_list",
+        "agent_switch",
+        "permission_list",
+        "permission_answer",
+        "permission_forget",
+        "vault_list",
+        "vault_set",
+        "vault_delete",
     ];
     for (i, name) in sayri_protocol::names::cmd::ALL.iter().enumerate() {
         if implemented.contains(name) {

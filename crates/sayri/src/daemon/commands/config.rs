@@ -41,6 +41,7 @@ pub async fn config_get(params: Value, ctx: Ctx) -> Result<Value, ProtocolError>
     let name = full_key(&params)?;
     let spec = Config::spec(&name).map_err(config_err)?;
     let (value, _) = shown(&name, &ctx.daemon.config())?;
+    let value = vault_aware(&name, value, &ctx);
     Ok(json!({"group": spec.group, "key": spec.key, "value": value}))
 }
 
@@ -51,6 +52,11 @@ pub async fn config_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError>
     let value = params
         .get("value")
         .ok_or_else(|| ProtocolError::invalid_params("missing 'value'"))?;
+    if name == "provider.api_key"
+        && let Some(done) = set_provider_key(value, &ctx)?
+    {
+        return Ok(done);
+    }
     let path = ctx.daemon.paths.config_file();
     let _guard = ctx.daemon.config_file_lock.lock().await;
     let (cfg, stored) =
@@ -64,6 +70,9 @@ pub async fn config_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError>
         })?;
     ctx.daemon.set_config(cfg.clone());
     drop(_guard);
+    if let Ok(brain) = ctx.daemon.brain() {
+        brain.config_changed(&cfg);
+    }
     let (masked, _) = shown(&name, &cfg)?;
     let mut values = Map::new();
     values.insert(name.clone(), masked);
@@ -80,11 +89,70 @@ pub async fn config_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
     let cfg = ctx.daemon.config();
     let mut out = Vec::with_capacity(KEYS.len());
     for spec in KEYS {
-        let (value, secret) = shown(&spec.full_name(), &cfg)?;
+        let name = spec.full_name();
+        let (value, secret) = shown(&name, &cfg)?;
+        let value = vault_aware(&name, value, &ctx);
         out.push(json!({
             "group": spec.group, "key": spec.key, "value": value, "is_secret": secret,
             "type": spec.ty.name(), "doc": spec.doc,
         }));
     }
     Ok(Value::Array(out))
+}
+
+/// `provider.api_key` lives in the vault (`PROVIDER_API_KEY`), never in `sayri.toml`. Returns
+/// `None` when there is no vault to hold it (the key then goes to the file as before).
+fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolError> {
+    let Ok(brain) = ctx.daemon.brain() else {
+        return Ok(None);
+    };
+    let key = match value {
+        Value::String(s) => s.trim().to_string(),
+        Value::Null => String::new(),
+        _ => {
+            return Err(ProtocolError::invalid_params(
+                "provider.api_key must be a string",
+            ));
+        }
+    };
+    {
+        let mut guard = brain.vault();
+        let Some(vault) = guard.as_mut() else {
+            return Ok(None);
+        };
+        let r = if key.is_empty() {
+            vault.delete(crate::brain::PROVIDER_KEY).map(|_| ())
+        } else {
+            vault
+                .set(crate::brain::PROVIDER_KEY, &key, "LLM provider API key")
+                .map(|_| ())
+        };
+        r.map_err(|e| {
+            ProtocolError::invalid_params(format!("cannot store provider.api_key: {e}"))
+        })?;
+    }
+    brain.secrets_changed(&ctx.daemon.config());
+    let shown = if key.is_empty() {
+        json!("")
+    } else {
+        json!("***")
+    };
+    let mut values = Map::new();
+    values.insert("provider.api_key".into(), shown.clone());
+    let mut payload = Map::new();
+    payload.insert("keys".into(), json!(["provider.api_key"]));
+    payload.insert("values".into(), Value::Object(values));
+    ctx.broadcaster()
+        .broadcast(names::event::SETTINGS_CHANGED, payload);
+    Ok(Some(
+        json!({"group": "provider", "key": "api_key", "value": shown, "stored_in": "vault"}),
+    ))
+}
+
+/// `provider.api_key` is shown as `***` when the vault holds it (the file then holds none).
+fn vault_aware(name: &str, value: Value, ctx: &Ctx) -> Value {
+    if name == "provider.api_key" && ctx.daemon.brain().is_ok_and(|b| b.provider_key().is_some()) {
+        return json!("***");
+    }
+    value
 }

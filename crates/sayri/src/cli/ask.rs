@@ -1,0 +1,206 @@
+//! `sayri ask TEXT` and `sayri chat`: a turn through the daemon, streamed as it arrives.
+//!
+//! The answer goes to stdout as `assistant_delta` events arrive; tool steps go to stderr
+//! (`$ df -h` and a one-line result), so `sayri ask … > answer.txt` keeps only the answer.
+
+use crate::cli::autostart::connect_or_start;
+use crate::client::{Client, ClientError};
+use crate::paths::Paths;
+use sayri_protocol::message::Event;
+use sayri_protocol::names::{cmd, event};
+use serde_json::{Map, Value, json};
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+/// Options shared by `ask` and `chat`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AskOptions {
+    /// Agent to use (its profile in `$CONFIG/agents/ID.json`; `default` is built in).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Continue this session.
+    #[arg(long, conflicts_with = "new")]
+    pub session: Option<String>,
+    /// Start a new conversation.
+    #[arg(long)]
+    pub new: bool,
+    /// Seconds to wait for the answer before interrupting the turn.
+    #[arg(long, default_value_t = 300.0)]
+    pub timeout: f64,
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// Prints one event of a running turn; returns true when the answer text streamed something.
+fn show_event(ev: &Event, json_mode: bool, streamed: &mut bool) {
+    let p = &ev.payload;
+    let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut err = std::io::stderr();
+    match ev.event.as_str() {
+        event::ASSISTANT_DELTA if !json_mode => {
+            print!("{}", s("delta"));
+            let _ = std::io::stdout().flush();
+            *streamed = true;
+        }
+        event::TOOL_START => {
+            let _ = writeln!(err, "$ {}", s("command"));
+        }
+        event::TOOL_FINISH => {
+            let code = p.get("exit_code").and_then(Value::as_i64);
+            let out = s("output");
+            let _ = writeln!(
+                err,
+                "  → exit {}{}",
+                code.map_or("?".into(), |c| c.to_string()),
+                if out.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", one_line(&out, 100))
+                }
+            );
+        }
+        event::PERMISSION_REQUEST => {
+            let r = p.get("request").cloned().unwrap_or(Value::Null);
+            let g = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let _ = writeln!(
+                err,
+                "? permission needed for `{}` ({}) — answer in the Sayri app, or: sayri permissions answer {} --allow",
+                g("resource"),
+                g("reason"),
+                g("id")
+            );
+        }
+        event::ERROR => {
+            let _ = writeln!(err, "sayri: {}", s("error"));
+        }
+        _ => {}
+    }
+}
+
+fn params(text: &str, o: &AskOptions) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("text".into(), json!(text));
+    m.insert("timeout".into(), json!(o.timeout));
+    if let Some(a) = &o.agent {
+        m.insert("agent_id".into(), json!(a));
+    }
+    if let Some(s) = &o.session {
+        m.insert("session_id".into(), json!(s));
+    }
+    if o.new {
+        m.insert("new".into(), json!(true));
+    }
+    m
+}
+
+/// Runs one turn on `client`; prints as it streams. Returns the result object.
+async fn turn(
+    client: &mut Client,
+    text: &str,
+    o: &AskOptions,
+    json_mode: bool,
+) -> anyhow::Result<Value> {
+    let mut streamed = false;
+    let wait = Duration::from_secs_f64(o.timeout.max(1.0) + 30.0);
+    let result = client
+        .call(cmd::ASK, params(text, o), wait, |ev| {
+            show_event(ev, json_mode, &mut streamed)
+        })
+        .await
+        .map_err(|e| match e {
+            ClientError::Remote(p) => anyhow::anyhow!("{}", p.message),
+            other => anyhow::anyhow!("{other}"),
+        })?;
+    if !json_mode {
+        let answer = result.get("text").and_then(Value::as_str).unwrap_or("");
+        if !streamed && !answer.is_empty() {
+            print!("{answer}");
+        }
+        if streamed || !answer.is_empty() {
+            println!();
+        }
+    }
+    Ok(result)
+}
+
+/// `sayri ask TEXT`: exit 0 on an answer, 1 on error.
+pub async fn run_ask(
+    paths: &Paths,
+    allow_start: bool,
+    text: &str,
+    o: &AskOptions,
+    json_mode: bool,
+) -> anyhow::Result<()> {
+    if text.trim().is_empty() {
+        anyhow::bail!(
+            "nothing to ask: give the question as an argument, e.g. sayri ask \"how much disk space is free?\""
+        );
+    }
+    let mut client = connect_or_start(paths, allow_start).await?;
+    let result = turn(&mut client, text, o, json_mode).await?;
+    if json_mode {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    }
+    match result.get("error").and_then(Value::as_str) {
+        Some(e) if !e.is_empty() => anyhow::bail!("{e}"),
+        _ => Ok(()),
+    }
+}
+
+/// `sayri chat`: one question per line; `/new` starts a new conversation, `/quit` (or EOF) ends.
+pub async fn run_chat(paths: &Paths, allow_start: bool, o: &AskOptions) -> anyhow::Result<()> {
+    let mut client = connect_or_start(paths, allow_start).await?;
+    let mut opts = o.clone();
+    let stdin = std::io::stdin();
+    eprintln!("Sayri chat — type a question; /new for a new conversation, /quit to leave.");
+    loop {
+        eprint!("> ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            eprintln!();
+            return Ok(());
+        }
+        let line = line.trim();
+        match line {
+            "" => continue,
+            "/quit" | "/exit" => return Ok(()),
+            "/new" => {
+                let r = client.request(cmd::NEW_CONVERSATION, Map::new()).await?;
+                eprintln!(
+                    "new conversation {}",
+                    r.get("session_id").and_then(Value::as_str).unwrap_or("")
+                );
+                opts.new = false;
+                opts.session = None;
+                continue;
+            }
+            _ => {}
+        }
+        match turn(&mut client, line, &opts, false).await {
+            Ok(r) => {
+                if let Some(e) = r
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .filter(|e| !e.is_empty())
+                {
+                    eprintln!("sayri: {e}");
+                }
+                // Later lines continue the same conversation.
+                opts.new = false;
+                opts.session = r
+                    .get("session_id")
+                    .and_then(Value::as_str)
+                    .map(String::from);
+            }
+            Err(e) => eprintln!("sayri: {e}"),
+        }
+    }
+}

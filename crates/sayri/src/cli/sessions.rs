@@ -1,0 +1,128 @@
+//! `sayri sessions list|show|rename|delete` (through the daemon).
+
+use crate::cli::autostart::connect_or_start;
+use crate::paths::Paths;
+use sayri_protocol::names::cmd;
+use serde_json::{Map, Value, json};
+
+/// `sayri sessions …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SessionsAction {
+    /// List conversations, newest first.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one conversation with its messages and command steps.
+    Show {
+        /// Session id.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rename a conversation.
+    Rename {
+        /// Session id.
+        id: String,
+        /// New title.
+        title: String,
+    },
+    /// Delete a conversation and its messages.
+    Delete {
+        /// Session id.
+        id: String,
+    },
+}
+
+fn map(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Runs `sayri sessions …`.
+pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> anyhow::Result<()> {
+    let mut c = connect_or_start(paths, allow_start).await?;
+    let remote = |e: crate::client::ClientError| anyhow::anyhow!("{e}");
+    match action {
+        SessionsAction::List { limit, json } => {
+            let v = c
+                .request(cmd::SESSIONS_LIST, map(json!({"limit": limit})))
+                .await
+                .map_err(remote)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else if let Some(list) = v.as_array() {
+                if list.is_empty() {
+                    println!("no conversations yet — start one with: sayri ask \"…\"");
+                }
+                for s in list {
+                    println!(
+                        "{}  {:>3} msgs  {}",
+                        s.get("id").and_then(Value::as_str).unwrap_or(""),
+                        s.get("messages").and_then(Value::as_u64).unwrap_or(0),
+                        s.get("title").and_then(Value::as_str).unwrap_or("")
+                    );
+                }
+            }
+        }
+        SessionsAction::Show { id, json } => {
+            let v = c
+                .request(cmd::SESSION_GET, map(json!({"session_id": id})))
+                .await
+                .map_err(remote)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            println!("{}", v.get("title").and_then(Value::as_str).unwrap_or(""));
+            for m in v
+                .get("messages")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+                let content = m.get("content").and_then(Value::as_str).unwrap_or("");
+                if let Some(tc) = m.get("tool_call").filter(|t| !t.is_null()) {
+                    println!(
+                        "[{role}] $ {} → exit {}",
+                        tc.get("command").and_then(Value::as_str).unwrap_or(""),
+                        tc.get("exit_code")
+                            .map(|c| c.to_string())
+                            .unwrap_or_default()
+                    );
+                } else {
+                    println!("[{role}] {content}");
+                }
+            }
+        }
+        SessionsAction::Rename { id, title } => {
+            c.request(
+                cmd::SESSION_RENAME,
+                map(json!({"session_id": id, "title": title})),
+            )
+            .await
+            .map_err(remote)?;
+            println!("renamed");
+        }
+        SessionsAction::Delete { id } => {
+            let v = c
+                .request(cmd::SESSION_DELETE, map(json!({"session_id": id})))
+                .await
+                .map_err(remote)?;
+            if v.get("deleted") == Some(&Value::Bool(true)) {
+                println!("deleted");
+            } else {
+                anyhow::bail!("session not found: {id}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! `vault_list`, `vault_set`, `vault_delete` (spec §2.2). No command returns a plaintext value.
+
+use crate::daemon::commands::required_str;
+use crate::daemon::dispatch::Ctx;
+use sayri_protocol::{ErrorCode, ProtocolError};
+use serde_json::{Value, json};
+
+fn unavailable(ctx: &Ctx) -> ProtocolError {
+    let why = ctx
+        .daemon
+        .brain()
+        .ok()
+        .and_then(|b| b.vault_error.clone())
+        .unwrap_or_else(|| "unknown reason".into());
+    ProtocolError::new(
+        ErrorCode::Internal,
+        format!("the vault is unavailable: {why} — see `sayri vault status`"),
+    )
+}
+
+/// `vault_list` → `[{key, masked, description, updated_at}]`.
+pub async fn vault_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let brain = ctx.daemon.brain()?;
+    let mut guard = brain.vault();
+    let vault = guard.as_mut().ok_or_else(|| unavailable(&ctx))?;
+    let _ = vault.refresh();
+    serde_json::to_value(vault.list()).map_err(|e| ProtocolError::internal(e.to_string()))
+}
+
+/// `vault_set {key, value, description}` → `{"key","saved":true}`.
+pub async fn vault_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let key = required_str(&params, "key")?;
+    let value = params
+        .get("value")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ProtocolError::invalid_params("missing 'value'"))?;
+    let desc = params
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let brain = ctx.daemon.brain()?;
+    let stored = {
+        let mut guard = brain.vault();
+        let vault = guard.as_mut().ok_or_else(|| unavailable(&ctx))?;
+        vault
+            .set(key, value, desc)
+            .map_err(|e| ProtocolError::invalid_params(e.to_string()))?
+    };
+    brain.secrets_changed(&ctx.daemon.config());
+    Ok(json!({"key": stored, "saved": true}))
+}
+
+/// `vault_delete {key}` → `{"key","deleted"}`.
+pub async fn vault_delete(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let key = required_str(&params, "key")?;
+    let brain = ctx.daemon.brain()?;
+    let deleted = {
+        let mut guard = brain.vault();
+        let vault = guard.as_mut().ok_or_else(|| unavailable(&ctx))?;
+        vault
+            .delete(key)
+            .map_err(|e| ProtocolError::internal(e.to_string()))?
+    };
+    brain.secrets_changed(&ctx.daemon.config());
+    Ok(json!({"key": key, "deleted": deleted}))
+}
