@@ -33,10 +33,12 @@ fn random_bytes(n: usize) -> Vec<u8> {
 }
 
 /// A random canary of 32 characters with letters, digits and symbols. No quote, backslash,
-/// whitespace or glob character, so `echo $KEY` prints it unchanged.
+/// whitespace or glob character, so `echo $KEY` prints it unchanged. No `@` either: a URL
+/// parser (git, in the case-12 command) splits userinfo at it and prints only the part after
+/// it, a fragment no redactor can tell from other text (a known limit, see the vault README).
 fn canary() -> String {
     const ALNUM: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
-    const SYMBOLS: &[u8] = b"~+/-_.!@#%^&=:,";
+    const SYMBOLS: &[u8] = b"~+/-_.!#%^&=:,";
     let r = random_bytes(64);
     let mut s = String::from("cy");
     for (i, b) in r.iter().take(30).enumerate() {
@@ -395,6 +397,7 @@ const TURN2: &[&str] = &[
     "printf %s \"$CANARY_TOKEN\" | fold -w 8 | sed 's/$/\\r/'",
     "echo \"using $CANARY_TOKEN\" ; echo \"error: bad token $CANARY_TOKEN\" >&2 ; exit 3",
     "python3 -c 'import os; raise RuntimeError(\"auth failed for token \" + os.environ[\"CANARY_TOKEN\"])'",
+    "git ls-remote \"https://ci:${CANARY_TOKEN}@127.0.0.1:9/x.git\" 2>&1 | head -3 ; echo \"url was https://ci:${CANARY_TOKEN}@127.0.0.1:9/x.git\"",
 ];
 const UNSET: &str = "echo ${CANARY_TOKEN:-unset}";
 
@@ -456,7 +459,11 @@ fn canary_secret_in_every_form_reaches_no_request_row_log_or_event() {
 
     // --- No leak anywhere.
     let chat = bodies(&requests);
-    assert!(chat.len() >= 12, "expected every step to reach the model: {}", chat.len());
+    assert!(
+        chat.len() >= 12,
+        "expected every step to reach the model: {}",
+        chat.len()
+    );
     for (i, body) in chat.iter().enumerate() {
         assert_clean(&format!("request body #{i}"), body.as_bytes(), &secret);
     }
@@ -511,6 +518,14 @@ fn canary_secret_in_every_form_reaches_no_request_row_log_or_event() {
                 && tb["output"].as_str().unwrap().contains(MARKER_CANARY),
             "{tb}"
         );
+        // A secret inside a URL that an error message repeats (case 12, command 3).
+        let url = &finishes[TURN1.len() + 4];
+        assert!(
+            url["output"].as_str().unwrap().contains(&format!(
+                "url was https://ci:{MARKER_CANARY}@127.0.0.1:9/x.git"
+            )),
+            "{url}"
+        );
         // The agent without `allowed_secrets` gets no such variable.
         let unset = finishes.last().unwrap();
         assert_eq!(unset["command"], UNSET);
@@ -518,7 +533,10 @@ fn canary_secret_in_every_form_reaches_no_request_row_log_or_event() {
     }
     // The observations sent back to the model carry the marker too.
     let with_marker = chat.iter().filter(|b| b.contains(MARKER_CANARY)).count();
-    assert!(with_marker >= TURN1.len(), "{with_marker} bodies with the marker");
+    assert!(
+        with_marker >= TURN1.len(),
+        "{with_marker} bodies with the marker"
+    );
     let db = std::fs::read(env.state_dir().join("sessions.db")).unwrap();
     let mut db_all = db.clone();
     if let Ok(wal) = std::fs::read(env.state_dir().join("sessions.db-wal")) {
@@ -543,9 +561,9 @@ fn echo_401(key: &str) -> Reply {
     )
 }
 
-/// Masked forms of the provider key accepted in error text.
+/// Whether error text shows the provider key's redaction marker where the server echoed it.
 fn masked_key(text: &str) -> bool {
-    text.contains("$SECRET:PROVIDER_API_KEY") || text.contains("***")
+    text.contains("Incorrect API key provided: $SECRET:PROVIDER_API_KEY")
 }
 
 #[test]
@@ -612,7 +630,11 @@ fn provider_key_lives_in_the_vault_goes_out_as_bearer_and_is_masked_in_a_401_ech
         }
         assert_clean(name, lines.concat().as_bytes(), &key);
     }
-    assert_clean("daemon log", &std::fs::read(env.daemon_log()).unwrap(), &key);
+    assert_clean(
+        "daemon log",
+        &std::fs::read(env.daemon_log()).unwrap(),
+        &key,
+    );
     for (path, bytes) in file_bytes(&db_files(&env)) {
         assert_clean(&path.display().to_string(), &bytes, &key);
     }
@@ -632,7 +654,11 @@ fn a_plaintext_key_in_sayri_toml_moves_into_the_vault_on_first_start() {
         .unwrap();
     write_config(&env, &llm.base_url(), &format!("api_key = \"{key}\""));
     assert!(
-        !leaks(&std::fs::read(env.config_dir().join("sayri.toml")).unwrap(), &key).is_empty(),
+        !leaks(
+            &std::fs::read(env.config_dir().join("sayri.toml")).unwrap(),
+            &key
+        )
+        .is_empty(),
         "the fixture holds the key"
     );
     let mut d = start_debug_daemon(&env);
@@ -662,7 +688,11 @@ fn a_plaintext_key_in_sayri_toml_moves_into_the_vault_on_first_start() {
         );
     }
     quit_daemon(&env, &mut d);
-    assert_clean("daemon log", &std::fs::read(env.daemon_log()).unwrap(), &key);
+    assert_clean(
+        "daemon log",
+        &std::fs::read(env.daemon_log()).unwrap(),
+        &key,
+    );
     for (path, bytes) in file_bytes(&vault_files(&env)) {
         assert_clean(&path.display().to_string(), &bytes, &key);
     }
@@ -688,7 +718,11 @@ fn ipc_lists_masked_values_only_and_no_command_returns_plaintext() {
         json!({"key": "canary token", "value": secret, "description": "e2e"}),
         1,
     );
-    assert_eq!(r["result"], json!({"key": "CANARY_TOKEN", "saved": true}), "{r}");
+    assert_eq!(
+        r["result"],
+        json!({"key": "CANARY_TOKEN", "saved": true}),
+        "{r}"
+    );
     let r = c.call(
         "config_set",
         json!({"key": "provider.api_key", "value": key}),
@@ -705,7 +739,10 @@ fn ipc_lists_masked_values_only_and_no_command_returns_plaintext() {
     let r = c.call("vault_list", json!({}), 4);
     let list = r["result"].as_array().unwrap();
     let keys: Vec<&str> = list.iter().map(|e| e["key"].as_str().unwrap()).collect();
-    assert!(keys.contains(&"CANARY_TOKEN") && keys.contains(&"PROVIDER_API_KEY"), "{r}");
+    assert!(
+        keys.contains(&"CANARY_TOKEN") && keys.contains(&"PROVIDER_API_KEY"),
+        "{r}"
+    );
     assert!(!keys.contains(&"SHORT"), "{r}");
     let canary_row = list.iter().find(|e| e["key"] == "CANARY_TOKEN").unwrap();
     assert_eq!(canary_row["masked"], sayri_vault::mask(&secret), "{r}");
@@ -757,8 +794,16 @@ fn ipc_lists_masked_values_only_and_no_command_returns_plaintext() {
         assert_clean(&path.display().to_string(), &bytes, &secret);
         assert_clean(&path.display().to_string(), &bytes, &key);
     }
-    assert_clean("daemon log", &std::fs::read(env.daemon_log()).unwrap(), &secret);
-    assert_clean("daemon log", &std::fs::read(env.daemon_log()).unwrap(), &key);
+    assert_clean(
+        "daemon log",
+        &std::fs::read(env.daemon_log()).unwrap(),
+        &secret,
+    );
+    assert_clean(
+        "daemon log",
+        &std::fs::read(env.daemon_log()).unwrap(),
+        &key,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -788,7 +833,10 @@ fn a_flipped_byte_makes_the_vault_unavailable_and_the_file_is_left_untouched() {
     let st = c.call("status", json!({}), 1);
     assert_eq!(st["result"]["vault"]["available"], false, "{st}");
     let why = st["result"]["vault"]["error"].as_str().unwrap().to_string();
-    assert!(why.contains(&path.display().to_string()), "names the file: {why}");
+    assert!(
+        why.contains(&path.display().to_string()),
+        "names the file: {why}"
+    );
     let r = c.call("vault_list", json!({}), 2);
     assert!(r["error"].as_str().unwrap().contains("unavailable"), "{r}");
     // Writing is refused too; nothing replaces the damaged file.
