@@ -217,10 +217,15 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
 /// Adds to every command the secrets its agent may use (`allowed_secrets`), as environment
 /// variables. Nothing else is inherited: the sandbox's environment policy starts from an
 /// allow-list.
+///
+/// Before every command the vault is re-read when another process (the `sayri vault` CLI)
+/// changed it, and the redactor is rebuilt from it at once: a secret is never handed to a
+/// command before the redactor knows it.
 pub struct SecretsSandbox {
     inner: Arc<LinuxSandbox>,
     agents: Arc<FileAgents>,
     vault: Arc<Mutex<Option<Vault>>>,
+    redactor: SharedRedactor,
 }
 
 impl Sandbox for SecretsSandbox {
@@ -233,10 +238,18 @@ impl Sandbox for SecretsSandbox {
             Ok(Some(profile)) => profile.allowed_secrets,
             _ => Vec::new(),
         };
-        if !allowed.is_empty() {
+        {
             let mut guard = lock(&self.vault);
             if let Some(vault) = guard.as_mut() {
-                let _ = vault.refresh();
+                match vault.refresh() {
+                    Ok(true) => {
+                        let key = vault.get(PROVIDER_KEY);
+                        self.redactor
+                            .replace(redactor_for(Some(vault), key.as_deref().map(|k| &**k)));
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::error!("vault not re-read, secrets unchanged: {e}"),
+                }
                 for (k, v) in vault.env_for(&allowed) {
                     request.env.push((k, v.to_string()));
                 }
@@ -383,6 +396,7 @@ impl Brain {
                     inner: sandbox.clone(),
                     agents: agents.clone(),
                     vault: vault.clone(),
+                    redactor: redactor.clone(),
                 }),
                 gate: gate.clone(),
                 redactor: redactor_port,

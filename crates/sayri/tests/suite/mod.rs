@@ -8,3 +8,4 @@ mod peer_cred;
 mod singleton;
 mod slow_consumer;
 pub mod support;
+mod vault_canary;

@@ -18,13 +18,20 @@ fn unavailable(ctx: &Ctx) -> ProtocolError {
     )
 }
 
-/// `vault_list` → `[{key, masked, description, updated_at}]`.
+/// `vault_list` → `[{key, masked, description, updated_at}]`. When the file changed on disk
+/// (the `sayri vault` CLI), the redactor and the provider client are rebuilt from it too.
 pub async fn vault_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
-    let mut guard = brain.vault();
-    let vault = guard.as_mut().ok_or_else(|| unavailable(&ctx))?;
-    let _ = vault.refresh();
-    serde_json::to_value(vault.list()).map_err(|e| ProtocolError::internal(e.to_string()))
+    let (list, reloaded) = {
+        let mut guard = brain.vault();
+        let vault = guard.as_mut().ok_or_else(|| unavailable(&ctx))?;
+        let reloaded = matches!(vault.refresh(), Ok(true));
+        (vault.list(), reloaded)
+    };
+    if reloaded {
+        brain.secrets_changed(&ctx.daemon.config());
+    }
+    serde_json::to_value(list).map_err(|e| ProtocolError::internal(e.to_string()))
 }
 
 /// `vault_set {key, value, description}` → `{"key","saved":true}`.
