@@ -519,9 +519,10 @@ fn allow_always_survives_a_restart_is_exact_and_can_be_forgotten() {
     let (_, result) = run_with_answer(&mut a, &mut b, &exact, false, false);
     assert!(target.exists(), "a denied command did not run: {result}");
     let obs = model
-        .observation_containing(&format!("a person denied it"))
+        .observation_containing(&format!("`{exact}` matches"))
         .expect("the model is told it was not approved");
     assert!(obs.starts_with("[Command NOT RUN: refused]"), "{obs}");
+    assert!(obs.contains("a person denied it"), "{obs}");
 
     // `sayri permissions answer ID --allow --always` stores it again …
     let id = start_ask(&mut a, &exact);
