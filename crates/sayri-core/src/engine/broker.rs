@@ -8,6 +8,8 @@
 //! [`PermissionBroker::cancel_session`], [`PermissionBroker::cancel_all`] or
 //! [`PermissionBroker::shutdown`]. However it ends — even when the waiting future is dropped —
 //! the question is removed and `permission_resolved {request_id}` is emitted exactly once.
+//! Questions ended by `cancel_*` or `shutdown` are announced before those calls return, so a
+//! daemon that closes its clients right after `shutdown` still tells them.
 //!
 //! "Allow always" (`remember: true` with `allow: true`) stores the approvals planned for the
 //! question through the [`ApprovalStore`] port, unless the question came from the policy layer:
@@ -16,7 +18,7 @@
 use crate::ports::{Approval, ApprovalStore, Clock, StoreError};
 use serde::Serialize;
 use std::collections::hash_map::RandomState;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -120,6 +122,9 @@ pub struct PermissionBroker {
     clock: Arc<dyn Clock>,
     timeout: Duration,
     pending: Mutex<HashMap<String, Pending>>,
+    /// Questions whose `permission_resolved` was already emitted by `end_where` (so the
+    /// waiting side does not emit it again). Locked only while `pending` is locked.
+    announced: Mutex<HashSet<String>>,
     closed: AtomicBool,
     counter: AtomicU64,
     ids: RandomState,
@@ -138,6 +143,7 @@ impl PermissionBroker {
             clock,
             timeout: DEFAULT_TIMEOUT,
             pending: Mutex::new(HashMap::new()),
+            announced: Mutex::new(HashSet::new()),
             closed: AtomicBool::new(false),
             counter: AtomicU64::new(0),
             ids: RandomState::new(),
@@ -288,11 +294,16 @@ impl PermissionBroker {
                 .filter(|p| pred(&p.request))
                 .map(|p| p.request.id.clone())
                 .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
+            let ended: Vec<Pending> = ids.iter().filter_map(|id| map.remove(id)).collect();
+            let mut announced = self.announced.lock().unwrap_or_else(|e| e.into_inner());
+            announced.extend(ended.iter().map(|p| p.request.id.clone()));
+            ended
         };
         let n = ended.len();
         for p in ended {
             let _ = p.tx.send(how());
+            // Announced here, synchronously: the caller may close every client next.
+            self.sink.permission_resolved(&p.request.id);
         }
         n
     }
@@ -343,8 +354,19 @@ struct Resolved<'a> {
 
 impl Drop for Resolved<'_> {
     fn drop(&mut self) {
-        self.broker.lock().remove(&self.id);
-        self.broker.sink.permission_resolved(&self.id);
+        let already = {
+            let mut map = self.broker.lock();
+            map.remove(&self.id);
+            let mut announced = self
+                .broker
+                .announced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            announced.remove(&self.id)
+        };
+        if !already {
+            self.broker.sink.permission_resolved(&self.id);
+        }
     }
 }
 

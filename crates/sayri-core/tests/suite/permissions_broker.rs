@@ -303,6 +303,29 @@ async fn cancellation_token_session_cancel_and_shutdown() {
     assert!(rx.try_recv().is_err());
 }
 
+/// The daemon closes every client right after `shutdown()`/`cancel_*()`: the question must be
+/// announced before those calls return, not later when the waiting task wakes — and only once.
+#[tokio::test]
+async fn shutdown_and_cancel_announce_before_returning_and_only_once() {
+    let r = rig(Duration::from_secs(120));
+    let mut rx = r.sink.subscribe();
+    let b = r.broker.clone();
+    let t1 = tokio::spawn(async move { b.ask(question("s1"), CancellationToken::new()).await });
+    let q1 = next_request(&mut rx).await;
+    assert_eq!(r.broker.cancel_session("s1"), 1);
+    // Single-threaded runtime: the asking task has not run since; the event is already out.
+    assert_eq!(rx.try_recv(), Ok(Event::Resolved(q1.id.clone())));
+    assert_eq!(t1.await.unwrap(), AskOutcome::Cancelled);
+    let b = r.broker.clone();
+    let t2 = tokio::spawn(async move { b.ask(question("s2"), CancellationToken::new()).await });
+    let q2 = next_request(&mut rx).await;
+    assert_eq!(r.broker.shutdown(), 1);
+    assert_eq!(rx.try_recv(), Ok(Event::Resolved(q2.id.clone())));
+    assert_eq!(t2.await.unwrap(), AskOutcome::Shutdown);
+    tokio::task::yield_now().await;
+    assert!(rx.try_recv().is_err(), "resolved is emitted exactly once");
+}
+
 #[tokio::test]
 async fn dropping_the_waiting_future_still_resolves() {
     let r = rig(Duration::from_secs(120));

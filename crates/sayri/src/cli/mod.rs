@@ -135,7 +135,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Prompt { action } => return local::prompt(&paths, action).map(|()| 0),
         Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),
-        Command::Permissions { action } => {
+        Command::Permissions { action } if !action.needs_daemon() => {
             paths.ensure_dirs()?;
             let store = sayri_store::Store::open(paths.state_dir.join("sessions.db"))?;
             return Ok(permissions::run(&action, &store));
@@ -169,6 +169,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
             Command::Models { action } => done(local::models(&paths, action).await),
+            Command::Permissions {
+                action: permissions::PermissionsCommand::Answer(args),
+            } => done(permissions::answer(&paths, &args).await),
             Command::Sandbox { action } => {
                 let cfg = crate::config_file::load(&paths.config_file())?.0;
                 Ok(sayri_sandbox::cli::run_cli(

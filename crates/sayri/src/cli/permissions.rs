@@ -6,6 +6,9 @@
 //!   **3** (ask) or **4** (deny); **2** for a usage or configuration error.
 //! * `list [--agent ID] [--json]` prints saved "Allow always" approvals.
 //! * `forget [--action A] [--agent ID]` removes approvals (no action: all of them).
+//! * `answer REQUEST_ID --allow|--deny [--always]` answers an open permission question of the
+//!   running daemon over IPC (`permission_answer`); exits 0 when the answer was delivered, 1 when
+//!   the question is no longer open (answered, expired or unknown) or no daemon runs.
 //!
 //! Profiles: `--agent ID` reads `$SAYRI_CONFIG_DIR/agents/<ID>.json` (default
 //! `~/.config/sayri`); `--profile FILE` reads that file; neither uses `agents/default.json` if it
@@ -57,6 +60,69 @@ pub enum PermissionsCommand {
         #[arg(long, default_value = "")]
         agent: String,
     },
+    /// Answer an open permission question of the running daemon (Allow / Allow always / Deny).
+    Answer(AnswerArgs),
+}
+
+/// Arguments of `sayri permissions answer`.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct AnswerArgs {
+    /// The question's id (12 hex characters, as shown by `sayri ask` or the app).
+    pub request_id: String,
+    /// Run the command.
+    #[arg(long, conflicts_with = "deny", required_unless_present = "deny")]
+    pub allow: bool,
+    /// Do not run it.
+    #[arg(long)]
+    pub deny: bool,
+    /// With --allow: remember the approval for this agent ("Allow always").
+    #[arg(long, conflicts_with = "deny")]
+    pub always: bool,
+}
+
+impl PermissionsCommand {
+    /// True for subcommands that talk to the running daemon instead of the local database.
+    pub fn needs_daemon(&self) -> bool {
+        matches!(self, PermissionsCommand::Answer(_))
+    }
+}
+
+/// `sayri permissions answer`: sends `permission_answer` to the running daemon (never starts
+/// one: a new daemon has no open questions) and prints what happened.
+///
+/// # Errors
+/// No daemon runs, the connection fails, or the question is no longer open — each with what to
+/// do next.
+pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::Result<()> {
+    use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
+    let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
+        Ok(c) => c,
+        Err(ClientError::NotRunning { .. }) => anyhow::bail!(
+            "the Sayri daemon is not running, so no permission question is open; nothing was answered"
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    let mut params = serde_json::Map::new();
+    params.insert("request_id".into(), args.request_id.clone().into());
+    params.insert("allow".into(), args.allow.into());
+    params.insert("remember".into(), (args.allow && args.always).into());
+    let reply = client
+        .request(sayri_protocol::names::cmd::PERMISSION_ANSWER, params)
+        .await?;
+    if reply.get("delivered").and_then(serde_json::Value::as_bool) != Some(true) {
+        anyhow::bail!(
+            "no open permission question has id {:?} (already answered, expired or unknown); \
+             use the id of the latest permission request, or ask again",
+            args.request_id
+        );
+    }
+    let verdict = match (args.allow, args.always) {
+        (true, true) => "allowed (and remembered for this agent)",
+        (true, false) => "allowed once",
+        (false, _) => "denied",
+    };
+    println!("{}: {verdict}", args.request_id);
+    Ok(())
 }
 
 /// Arguments of `sayri permissions check`.
@@ -106,6 +172,9 @@ pub fn run_to(
                 writeln!(out, "removed {n} approval(s)").map_err(|e| e.to_string())?;
                 Ok(EXIT_ALLOW)
             }),
+        PermissionsCommand::Answer(_) => Err(
+            "`permissions answer` talks to the daemon; run it through the `sayri` command".into(),
+        ),
     };
     match result {
         Ok(code) => code,

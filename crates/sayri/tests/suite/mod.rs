@@ -5,6 +5,7 @@ mod config;
 mod disconnect;
 mod framing;
 mod peer_cred;
+mod permissions_ipc;
 mod singleton;
 mod slow_consumer;
 pub mod support;
