@@ -63,7 +63,12 @@ fn a_writer_killed_mid_write_leaves_the_old_vault() {
         "--ignored",
         "--nocapture",
     ])
-    .env("SAYRI_VAULT_TEST_DIR", dir.path());
+    .env("SAYRI_VAULT_TEST_DIR", dir.path())
+    // The file-size limit applies to every regular file the child writes: if the harness's
+    // output were redirected to a file (as CI logs are), the child would die writing its own
+    // progress line instead of the vault. Its output goes to /dev/null.
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
     // SAFETY: setrlimit is async-signal-safe; the closure touches no shared state.
     unsafe {
         cmd.pre_exec(|| {
