@@ -66,7 +66,7 @@ fn cmd(dir: &Path) -> Command {
 }
 
 fn start_daemon(dir: &Path) -> Child {
-    let child = cmd(dir)
+    let mut child = cmd(dir)
         .arg("daemon")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -83,6 +83,8 @@ fn start_daemon(dir: &Path) -> Child {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("the daemon did not start");
 }
 
