@@ -450,6 +450,14 @@ impl AgentEngine {
                     );
                     let prose = strip_patterns(&step.answer, &settings.strip_patterns);
                     let before = prose.split("```").next().unwrap_or("").trim().to_string();
+                    // The prose was streamed already; stream the note too, so clients that
+                    // show the streamed text (e.g. `sayri ask`) tell the user what was not run.
+                    let sep = if call > 1 || !before.is_empty() {
+                        "\n\n"
+                    } else {
+                        ""
+                    };
+                    sink.emit(CoreEvent::AssistantDelta(format!("{sep}{note}")));
                     let text = if before.is_empty() {
                         note
                     } else {

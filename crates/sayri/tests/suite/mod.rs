@@ -1,3 +1,4 @@
+mod agent_turn;
 mod broadcast;
 mod cli;
 mod concurrency;

@@ -224,3 +224,16 @@ pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
     f()
 }
+
+impl Env {
+    /// Like [`Env::new`], under `base` instead of `/tmp`. Sandbox levels 1–2 give commands a
+    /// private `/tmp`, so tests that look at files from inside a sandbox use `/var/tmp`.
+    pub fn new_in(base: &str) -> Env {
+        Env {
+            dir: tempfile::Builder::new()
+                .prefix("sy")
+                .tempdir_in(base)
+                .unwrap(),
+        }
+    }
+}
