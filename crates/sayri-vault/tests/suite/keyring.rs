@@ -180,6 +180,49 @@ fn keyring_error(r: Result<Vault, VaultError>) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The rest of this test binary opens vaults with `Auto`; with this feature on, `Auto` would use
+// whatever Secret Service the binary reaches, i.e. the developer's own login keyring. Refuse that.
+
+/// The session bus socket this process would reach, if one exists (zbus's lookup order:
+/// `DBUS_SESSION_BUS_ADDRESS`, then `$XDG_RUNTIME_DIR/bus`, then `/run/user/<uid>/bus`).
+fn reachable_session_bus() -> Option<PathBuf> {
+    let candidates: Vec<PathBuf> = match std::env::var("DBUS_SESSION_BUS_ADDRESS") {
+        Ok(addr) => {
+            let Some(path) = addr
+                .split(';')
+                .find_map(|a| a.strip_prefix("unix:path="))
+                .map(|p| p.split(',').next().unwrap_or(p))
+            else {
+                // abstract sockets, tcp, …: assume reachable.
+                return Some(PathBuf::from(addr));
+            };
+            vec![PathBuf::from(path)]
+        }
+        Err(_) => {
+            let uid = unsafe { libc::getuid() };
+            let mut v = vec![PathBuf::from(format!("/run/user/{uid}/bus"))];
+            if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR") {
+                v.insert(0, PathBuf::from(d).join("bus"));
+            }
+            v
+        }
+    };
+    candidates.into_iter().find(|p| p.exists())
+}
+
+#[test]
+fn this_test_binary_reaches_no_real_session_bus() {
+    if let Some(bus) = reachable_session_bus() {
+        panic!(
+            "this test binary reaches the session bus {}: with feature `keyring` the `Auto` tests of this suite \
+             would keep keys in your own keyring (and fail). Run it with \
+             `DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent cargo test -p sayri-vault --features keyring`",
+            bus.display()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // A new vault with `Auto` keeps its key in the keyring, never in a file, and reopens from it.
 
 #[test]
@@ -236,6 +279,12 @@ fn child_auto_keeps_the_key_in_an_unlocked_keyring() {
     drop(v);
     let e = Vault::open(paths_in(&dir), KeySource::KeyFile).unwrap_err();
     assert!(matches!(e, VaultError::KeySourceMismatch { .. }), "{e}");
+
+    // A second vault of the same user shares the one entry, and says so.
+    let v = Vault::open(paths_in(&dir.join("second")), KeySource::Auto).unwrap();
+    assert_eq!(v.status().key_source, KeySourceKind::Keyring);
+    assert!(v.status().reason.contains("reusing"), "{}", v.status());
+    assert_eq!(lookup_entry().unwrap(), text, "the entry is not replaced");
 }
 
 // ---------------------------------------------------------------------------------------------
