@@ -27,14 +27,16 @@ pub(crate) fn load() -> Result<DataKey, VaultError> {
             "cannot read the vault key (service `{SERVICE}`, account `{ACCOUNT}`): {e}. Unlock the keyring, or restore the key"
         ),
     })?);
-    let bytes =
-        Zeroizing::new(
-            STANDARD
-                .decode(text.as_bytes())
-                .map_err(|_| VaultError::Keyring {
-                    why: format!("the entry `{SERVICE}`/`{ACCOUNT}` is not a Sayri vault key"),
-                })?,
-        );
+    decode(&text)
+}
+
+/// Parses the stored text (standard base64 of [`KEY_LEN`] bytes) into a key.
+fn decode(text: &str) -> Result<DataKey, VaultError> {
+    let bytes = Zeroizing::new(STANDARD.decode(text.trim().as_bytes()).map_err(|_| {
+        VaultError::Keyring {
+            why: format!("the entry `{SERVICE}`/`{ACCOUNT}` is not a Sayri vault key"),
+        }
+    })?);
     let arr: [u8; KEY_LEN] = bytes
         .as_slice()
         .try_into()
@@ -44,18 +46,19 @@ pub(crate) fn load() -> Result<DataKey, VaultError> {
     Ok(Zeroizing::new(arr))
 }
 
-/// Creates a fresh data key in the keyring, or reuses one already stored there.
-pub(crate) fn create_or_load() -> Result<DataKey, VaultError> {
+/// Creates a fresh data key in the keyring, or reuses one already stored there (then the flag is
+/// true: every vault of this user whose key is in the keyring shares that one entry).
+pub(crate) fn create_or_load() -> Result<(DataKey, bool), VaultError> {
     let entry = entry()?;
     match entry.get_password() {
-        Ok(_) => load(),
+        Ok(text) => decode(&Zeroizing::new(text)).map(|key| (key, true)),
         Err(keyring::Error::NoEntry) => {
             let key = random_key()?;
             let text = Zeroizing::new(STANDARD.encode(key.as_slice()));
             entry.set_password(&text).map_err(|e| VaultError::Keyring {
                 why: format!("cannot store the vault key: {e}"),
             })?;
-            Ok(key)
+            Ok((key, false))
         }
         Err(e) => Err(VaultError::Keyring {
             why: format!("the Secret Service is not usable: {e}"),

@@ -326,13 +326,16 @@ impl Vault {
         let (key, kind, key_location, reason) = match source {
             KeySource::Auto => {
                 let keyring_why = match keyring_create() {
-                    Ok(key) => {
+                    Ok((key, reused)) => {
                         return Self::finish_create(
                             paths,
                             key,
                             KeySourceKind::Keyring,
                             keyring_location(),
-                            "the OS keyring (Secret Service) is reachable, so the data key is kept there".into(),
+                            format!(
+                                "the OS keyring (Secret Service) is reachable, so the data key is kept there{}",
+                                reused_note(reused)
+                            ),
                             None,
                         );
                     }
@@ -354,12 +357,15 @@ impl Vault {
                     }
                 }
             }
-            KeySource::Keyring => (
-                keyring_create()?,
-                KeySourceKind::Keyring,
-                keyring_location(),
-                "the OS keyring was requested".into(),
-            ),
+            KeySource::Keyring => {
+                let (key, reused) = keyring_create()?;
+                (
+                    key,
+                    KeySourceKind::Keyring,
+                    keyring_location(),
+                    format!("the OS keyring was requested{}", reused_note(reused)),
+                )
+            }
             KeySource::KeyFile => (
                 create_or_read_key_file(&paths.key_file)?,
                 KeySourceKind::KeyFile,
@@ -597,21 +603,32 @@ fn keyring_load() -> Result<DataKey, VaultError> {
     crate::keyring_store::load()
 }
 
+/// Said of a new vault whose keyring key already existed (another vault of this user made it).
+fn reused_note(reused: bool) -> &'static str {
+    if reused {
+        " (reusing the key already stored in that entry: every keyring-sealed vault of this user shares it)"
+    } else {
+        ""
+    }
+}
+
 #[cfg(feature = "keyring")]
-fn keyring_create() -> Result<DataKey, VaultError> {
+fn keyring_create() -> Result<(DataKey, bool), VaultError> {
     crate::keyring_store::create_or_load()
 }
 
 #[cfg(not(feature = "keyring"))]
 fn keyring_load() -> Result<DataKey, VaultError> {
     Err(VaultError::Keyring {
-        why: "this vault keeps its key in the OS keyring, but this build of sayri has no `keyring` feature; use a build with it".into(),
+        why: "this vault keeps its key in the OS keyring, but this build of sayri has no `keyring` feature; use a build with it (`cargo build -p sayri --features keyring`)".into(),
     })
 }
 
 #[cfg(not(feature = "keyring"))]
-fn keyring_create() -> Result<DataKey, VaultError> {
+fn keyring_create() -> Result<(DataKey, bool), VaultError> {
     Err(VaultError::Keyring {
-        why: "this build has no `keyring` feature".into(),
+        why:
+            "this build has no `keyring` feature (`cargo build -p sayri --features keyring` has it)"
+                .into(),
     })
 }
