@@ -14,6 +14,7 @@
 use crate::agents::FileAgents;
 use crate::daemon::broadcast::Broadcaster;
 use crate::paths::Paths;
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use sayri_core::core::SayriCore;
 use sayri_core::domain::config::Config;
@@ -152,8 +153,48 @@ impl ChatModel for BrokenModel {
     }
 }
 
-/// Builds the provider client from the config and the key in the vault.
+/// The provider client, built on first use: creating the HTTP client loads the system's TLS
+/// roots (about 100 ms and 10 MB), which must not sit on the daemon's start-up path.
+struct LazyModel {
+    built: Arc<std::sync::OnceLock<Arc<dyn ChatModel>>>,
+    build: Arc<dyn Fn() -> Arc<dyn ChatModel> + Send + Sync>,
+}
+
+impl ChatModel for LazyModel {
+    fn stream_chat(&self, request: ChatRequest) -> ChatStream {
+        if let Some(model) = self.built.get() {
+            return model.stream_chat(request);
+        }
+        let built = self.built.clone();
+        let build = self.build.clone();
+        let model = async move {
+            let made = tokio::task::spawn_blocking(move || build()).await;
+            match made {
+                Ok(m) => built.get_or_init(|| m).clone(),
+                Err(e) => Arc::new(BrokenModel(format!(
+                    "could not start the model client: {e}"
+                ))),
+            }
+        };
+        Box::pin(futures::stream::once(model).flat_map(move |m| m.stream_chat(request.clone())))
+    }
+}
+
+/// Builds the provider client from the config and the key in the vault (lazily, see
+/// [`LazyModel`]).
 pub fn build_model(
+    cfg: &Config,
+    key: Option<String>,
+    redactor: Arc<dyn Redactor>,
+) -> Arc<dyn ChatModel> {
+    let cfg = cfg.clone();
+    Arc::new(LazyModel {
+        built: Arc::new(std::sync::OnceLock::new()),
+        build: Arc::new(move || build_model_now(&cfg, key.clone(), redactor.clone())),
+    })
+}
+
+fn build_model_now(
     cfg: &Config,
     key: Option<String>,
     redactor: Arc<dyn Redactor>,
@@ -323,12 +364,14 @@ impl Brain {
         cfg: &Config,
         broadcaster: Broadcaster,
     ) -> Result<(Brain, bool), BrainError> {
+        let t0 = std::time::Instant::now();
         let db = paths.state_dir.join("sessions.db");
         let store = Arc::new(Store::open(&db).map_err(|e| BrainError::Store {
             path: db.clone(),
             message: e.to_string(),
         })?);
 
+        tracing::debug!("brain: store open in {:?}", t0.elapsed());
         let (mut vault, vault_error) = match Vault::open(
             VaultPaths::new(&paths.config_dir, &paths.state_dir),
             KeySource::Auto,
@@ -339,6 +382,7 @@ impl Brain {
                 (None, Some(e.to_string()))
             }
         };
+        tracing::debug!("brain: vault open at {:?}", t0.elapsed());
         let mut migrated = false;
         if !cfg.provider.api_key.is_empty() {
             match vault.as_mut() {
@@ -361,6 +405,7 @@ impl Brain {
         let redactor = SharedRedactor::new(redactor_for(vault.as_ref(), provider_key.as_deref()));
         let redactor_port: Arc<dyn Redactor> = Arc::new(redactor.clone());
 
+        tracing::debug!("brain: redactor at {:?}", t0.elapsed());
         let model = Arc::new(ReloadableModel::new(build_model(
             cfg,
             provider_key,
@@ -381,6 +426,7 @@ impl Brain {
             PermissionBroker::new(Arc::new(sink.clone()), store.clone(), clock.clone())
                 .with_timeout(timeout),
         );
+        tracing::debug!("brain: model+sandbox+broker at {:?}", t0.elapsed());
         let policies = load_policies(cfg).map_err(BrainError::Other)?;
         let gate = Arc::new(RulesGate::new(
             policies,
@@ -405,6 +451,7 @@ impl Brain {
             },
             engine_settings(cfg),
         ));
+        tracing::debug!("brain: engine at {:?}", t0.elapsed());
         let core = SayriCore::new(
             engine,
             agents.clone(),
@@ -412,6 +459,7 @@ impl Brain {
             &cfg.agent.default_agent,
         )
         .map_err(|e| BrainError::Other(e.to_string()))?;
+        tracing::debug!("brain: core at {:?}", t0.elapsed());
         Ok((
             Brain {
                 core,
