@@ -84,8 +84,9 @@ fn spawn_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
 
 fn last_log_line(paths: &Paths) -> Option<String> {
     let text = std::fs::read_to_string(paths.log_file()).ok()?;
-    text.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| l.trim().to_string())
+    text.lines().rev().find(|l| !l.trim().is_empty()).map(|l| {
+        let l = l.trim();
+        // The daemon's own "sayri: error: " prefix would repeat ours.
+        l.strip_prefix("sayri: error: ").unwrap_or(l).to_string()
+    })
 }

@@ -40,7 +40,7 @@ pub enum DaemonError {
     #[error(transparent)]
     Paths(#[from] PathsError),
     /// The config file is unreadable or invalid.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigFileError),
     /// Lock or socket.
     #[error(transparent)]
