@@ -341,11 +341,21 @@ pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> SandboxSettings {
     s
 }
 
-/// Reads the policy files named by `permissions.policy_files` (missing files are skipped; an
-/// unreadable or malformed one is an error naming it).
+/// System policy files: they always apply, whatever `permissions.policy_files` says (a user
+/// setting — or a command running as the user — cannot switch the administrator's policy off).
+pub const SYSTEM_POLICY_FILES: [&str; 2] = ["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"];
+
+/// Reads the system policy files and those named by `permissions.policy_files` (missing files
+/// are skipped; an unreadable or malformed one is an error naming it). Policies only tighten.
 pub fn load_policies(cfg: &Config) -> Result<PolicySet, String> {
     let mut texts = Vec::new();
-    for path in &cfg.permissions.policy_files {
+    let mut files: Vec<String> = SYSTEM_POLICY_FILES.iter().map(|s| s.to_string()).collect();
+    for f in &cfg.permissions.policy_files {
+        if !files.contains(f) {
+            files.push(f.clone());
+        }
+    }
+    for path in &files {
         match std::fs::read_to_string(path) {
             Ok(text) => texts.push((path.clone(), text)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -77,9 +77,7 @@ fn show_event(ev: &Event, json_mode: bool, streamed: &mut bool) {
                 g("id")
             );
         }
-        event::ERROR => {
-            let _ = writeln!(err, "sayri: {}", s("error"));
-        }
+        // `error` events are not printed: the turn's result carries the same error, printed once.
         _ => {}
     }
 }
@@ -130,28 +128,58 @@ async fn turn(
     Ok(result)
 }
 
-/// `sayri ask TEXT`: exit 0 on an answer, 1 on error.
+/// Exit code after Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Sends `interrupt` on a connection of its own (the turn's connection is busy waiting).
+async fn interrupt_turn(paths: &Paths) {
+    if let Ok(mut c) = connect_or_start(paths, false).await {
+        let _ = c.request(cmd::INTERRUPT, Map::new()).await;
+    }
+}
+
+/// `sayri ask TEXT`: exit 0 on an answer, 1 on error, 130 when Ctrl-C interrupted the turn
+/// (the daemon stops the model stream and kills a running command).
 pub async fn run_ask(
     paths: &Paths,
     allow_start: bool,
     text: &str,
     o: &AskOptions,
     json_mode: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<i32> {
     if text.trim().is_empty() {
         anyhow::bail!(
             "nothing to ask: give the question as an argument, e.g. sayri ask \"how much disk space is free?\""
         );
     }
     let mut client = connect_or_start(paths, allow_start).await?;
-    let result = turn(&mut client, text, o, json_mode).await?;
+    let result = tokio::select! {
+        r = turn(&mut client, text, o, json_mode) => r?,
+        _ = tokio::signal::ctrl_c() => {
+            interrupt_turn(paths).await;
+            eprintln!("\nsayri: interrupted");
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
     if json_mode {
         println!("{}", serde_json::to_string_pretty(&result)?);
     }
     match result.get("error").and_then(Value::as_str) {
         Some(e) if !e.is_empty() => anyhow::bail!("{e}"),
-        _ => Ok(()),
+        _ => Ok(0),
     }
+}
+
+/// `sayri interrupt`: stops the running turn (model stream and command).
+pub async fn run_interrupt(paths: &Paths) -> anyhow::Result<()> {
+    let mut c = connect_or_start(paths, false).await?;
+    let r = c.request(cmd::INTERRUPT, Map::new()).await?;
+    if r.get("interrupted") == Some(&Value::Bool(true)) {
+        println!("interrupted");
+    } else {
+        println!("nothing was running");
+    }
+    Ok(())
 }
 
 /// `sayri chat`: one question per line; `/new` starts a new conversation, `/quit` (or EOF) ends.

@@ -62,6 +62,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Stop the running request (its model stream and any running command).
+    Interrupt,
     /// Interactive conversation (one question per line).
     Chat {
         /// Agent, session and timeout.
@@ -115,6 +117,14 @@ pub enum Command {
 /// Parses the command line, runs it, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Daemon) {
+        // A client writing into a closed pipe (`sayri sessions list | head -1`) ends quietly,
+        // as command-line tools do, instead of panicking. The daemon keeps ignoring SIGPIPE.
+        // SAFETY: called before any thread is started; restores the default disposition.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match run(cli) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
@@ -165,7 +175,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 text,
                 options,
                 json,
-            } => done(ask::run_ask(&paths, start, &text.join(" "), &options, json).await),
+            } => ask::run_ask(&paths, start, &text.join(" "), &options, json).await,
+            Command::Interrupt => done(ask::run_interrupt(&paths).await),
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
             Command::Models { action } => done(local::models(&paths, action).await),

@@ -41,6 +41,9 @@ fn maybe_switch_agent(params: &Value, ctx: &Ctx) -> Result<(), ProtocolError> {
     if let Some(id) = agent {
         let brain = ctx.daemon.brain()?;
         if brain.core.active_agent().id != id {
+            if brain.core.status().busy {
+                return Err(core_err(CoreError::Busy));
+            }
             brain.core.agent_switch(id).map_err(core_err)?;
         }
     }
@@ -48,8 +51,17 @@ fn maybe_switch_agent(params: &Value, ctx: &Ctx) -> Result<(), ProtocolError> {
 }
 
 /// Switches session first when `session_id` is given, or starts a new one with `new: true`.
+/// While a turn runs this is refused (switching would cut the running turn short).
 fn maybe_switch_session(params: &Value, ctx: &Ctx) -> Result<(), ProtocolError> {
     let brain = ctx.daemon.brain()?;
+    let wants_switch = params.get("new").and_then(Value::as_bool) == Some(true)
+        || params
+            .get("session_id")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty() && s != brain.core.status().session_id);
+    if wants_switch && brain.core.status().busy {
+        return Err(core_err(CoreError::Busy));
+    }
     if params.get("new").and_then(Value::as_bool) == Some(true) {
         brain.core.new_conversation();
     } else if let Some(id) = params

@@ -57,6 +57,9 @@ pub async fn config_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError>
     {
         return Ok(done);
     }
+    if name == "agent.default_agent" {
+        check_agent(value, &ctx)?;
+    }
     let path = ctx.daemon.paths.config_file();
     let _guard = ctx.daemon.config_file_lock.lock().await;
     let (cfg, stored) =
@@ -72,6 +75,12 @@ pub async fn config_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError>
     drop(_guard);
     if let Ok(brain) = ctx.daemon.brain() {
         brain.config_changed(&cfg);
+        if name == "agent.default_agent"
+            && brain.core.active_agent().id != cfg.agent.default_agent
+            && let Err(e) = brain.core.agent_switch(&cfg.agent.default_agent)
+        {
+            tracing::warn!("agent.default_agent saved, but the active agent stays: {e}");
+        }
     }
     let (masked, _) = shown(&name, &cfg)?;
     let mut values = Map::new();
@@ -155,4 +164,24 @@ fn vault_aware(name: &str, value: Value, ctx: &Ctx) -> Value {
         return json!("***");
     }
     value
+}
+
+/// `agent.default_agent` must name an agent that exists (a profile file, or the built-in
+/// `default`), so a typo cannot leave the daemon without a usable agent.
+fn check_agent(value: &Value, ctx: &Ctx) -> Result<(), ProtocolError> {
+    let Ok(brain) = ctx.daemon.brain() else {
+        return Ok(());
+    };
+    let id = value.as_str().unwrap_or_default();
+    match brain.agents.load(id) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(ProtocolError::new(
+            ErrorCode::NotFound,
+            format!(
+                "agent not found: {id} — create {}/{id}.json first (see `sayri prompt show --agent ID`)",
+                brain.agents.dir().display()
+            ),
+        )),
+        Err(e) => Err(ProtocolError::invalid_params(e)),
+    }
 }
