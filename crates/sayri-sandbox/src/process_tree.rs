@@ -56,10 +56,20 @@ pub fn descendants(root: i32) -> Vec<i32> {
 
 /// SIGKILLs every descendant of the calling process (and every pid in `extra`, e.g. a cgroup's)
 /// until none is left, reaping them. Gives up after about two seconds of stragglers.
+///
+/// The `/proc` walk is skipped when the caller has no child left at all (`ECHILD`): every living
+/// descendant has a living or zombie ancestor among the caller's children, and an orphan is
+/// re-parented to the caller when it is a child subreaper (levels 3–4) or to the sandbox's pid 1
+/// (levels 1–2, whose pid namespace dies with it), so no child means no descendant.
 pub fn kill_all_descendants(extra: &dyn Fn() -> Vec<i32>) {
     let me = std::process::id() as i32;
     for _ in 0..200 {
-        let mut pids = descendants(me);
+        reap();
+        let mut pids = if has_children() {
+            descendants(me)
+        } else {
+            Vec::new()
+        };
         for p in extra() {
             if p != me && !pids.contains(&p) {
                 pids.push(p);
@@ -75,6 +85,23 @@ pub fn kill_all_descendants(extra: &dyn Fn() -> Vec<i32>) {
         reap();
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Whether the calling process has any child, running or not yet reaped (`waitpid` with
+/// `WNOHANG` does not fail with `ECHILD`). Nothing is reaped.
+pub fn has_children() -> bool {
+    // SAFETY: siginfo_t is plain data (all-zero is valid); waitid gets a valid buffer, and
+    // WNOWAIT leaves any exited child unreaped.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    !(rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
 /// Reaps every exited child without blocking.
