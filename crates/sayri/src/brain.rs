@@ -343,7 +343,8 @@ pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> SandboxSettings {
 
 /// System policy files: they always apply, whatever `permissions.policy_files` says (a user
 /// setting — or a command running as the user — cannot switch the administrator's policy off).
-pub const SYSTEM_POLICY_FILES: [&str; 2] = ["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"];
+pub const SYSTEM_POLICY_FILES: [&str; 2] =
+    ["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"];
 
 /// Reads the system policy files and those named by `permissions.policy_files` (missing files
 /// are skipped; an unreadable or malformed one is an error naming it). Policies only tighten.

@@ -7,6 +7,7 @@ mod disconnect;
 mod framing;
 mod peer_cred;
 mod permissions_ipc;
+mod protocol_status;
 mod singleton;
 mod slow_consumer;
 pub mod support;
