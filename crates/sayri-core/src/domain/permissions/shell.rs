@@ -734,14 +734,7 @@ fn stray_backquotes(node: Node, src: &str, out: &mut StrayBackquotes) {
     ) {
         return;
     }
-    let literal_heredoc = node.kind() == "heredoc_redirect" && {
-        let mut c = node.walk();
-        let quoted = node
-            .children(&mut c)
-            .find(|n| n.kind() == "heredoc_start")
-            .is_some_and(|n| src[n.byte_range()].contains(['\'', '"', '\\']));
-        quoted
-    };
+    let literal_heredoc = node.kind() == "heredoc_redirect" && quoted_heredoc(node, src);
     let mut pos = node.start_byte();
     let mut cursor = node.walk();
     let children: Vec<Node> = node.children(&mut cursor).collect();
@@ -769,6 +762,15 @@ fn subscript_substitution(text: &str) -> bool {
             rest.contains("$(") || rest.contains('`') || rest.contains("$[")
         }
     })
+}
+
+/// Whether the heredoc's delimiter is quoted (its body is taken literally).
+fn quoted_heredoc(redirect: Node, src: &str) -> bool {
+    let mut c = redirect.walk();
+    let start = redirect
+        .children(&mut c)
+        .find(|n| n.kind() == "heredoc_start");
+    start.is_some_and(|n| src[n.byte_range()].contains(['\'', '"', '\\']))
 }
 
 fn scan_backquotes(text: &str, out: &mut StrayBackquotes) {
