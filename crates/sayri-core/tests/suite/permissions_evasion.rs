@@ -170,3 +170,47 @@ fn builtins_that_run_command_strings_are_not_allowed() {
     );
     assert_not_allowed(&["history -s 'rm victim'; fc -s"], false);
 }
+
+/// Runs `f` on a thread with the default stack of a tokio worker (2 MiB).
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .expect("analysis overflowed a 2 MiB stack")
+}
+
+#[test]
+fn hostile_nesting_neither_overflows_the_stack_nor_is_allowed() {
+    let cases = [
+        format!("{}rm x{}", "$(".repeat(3000), ")".repeat(3000)),
+        format!("echo {}y{}", "${x:-".repeat(3000), "}".repeat(3000)),
+        format!("{}ls{}", "{ ".repeat(3000), "; }".repeat(3000)),
+        format!("{}ls{}", "(".repeat(5000), ")".repeat(5000)),
+        format!("echo {}`rm x`{}", "${x:-".repeat(3000), "}".repeat(3000)),
+    ];
+    for text in cases {
+        let shown = text[..40].to_string();
+        let d = on_small_stack(move || decide_at(SandboxLevel::HostUser, RULES, &text));
+        assert_ne!(d.effect, Effect::Allow, "{shown}…: {}", d.reason);
+    }
+}
+
+#[test]
+fn deepest_analysed_nesting_fits_a_small_stack() {
+    // Just inside the depth limit the text is still analysed (rm found and denied).
+    let mut levels = 1;
+    loop {
+        let text = format!("{}rm x{}", "$(".repeat(levels + 1), ")".repeat(levels + 1));
+        let a = sayri_core::domain::permissions::shell::analyze(&text);
+        if a.opaque.iter().any(|r| r.contains("nested more than")) {
+            break;
+        }
+        levels += 1;
+    }
+    assert!(levels > 20, "only {levels} levels are analysed");
+    let text = format!("{}rm x{}", "$(".repeat(levels), ")".repeat(levels));
+    let d = on_small_stack(move || decide_at(SandboxLevel::HostUser, RULES, &text));
+    assert_eq!(d.effect, Effect::Deny, "{}", d.reason);
+}

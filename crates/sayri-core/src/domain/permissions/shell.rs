@@ -25,6 +25,10 @@ pub const MAX_DEPTH: usize = 8;
 /// Limit on the number of simple commands analysed for one input; more is not analysed.
 pub const MAX_COMMANDS: usize = 2000;
 
+/// Limit on the depth of the syntax tree (nested substitutions, groups, expansions) analysed;
+/// deeper text is not analysed. Keeps the recursive walk well inside a 2 MiB thread stack.
+pub const MAX_TREE_DEPTH: usize = 256;
+
 /// One word (command name or argument) after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Word {
@@ -237,6 +241,12 @@ impl Walker {
                 .push("the shell parser is unavailable".into());
             return;
         };
+        if tree_depth(tree.root_node()) > MAX_TREE_DEPTH {
+            self.opaque_once(&format!(
+                "constructs nested more than {MAX_TREE_DEPTH} levels deep"
+            ));
+            return;
+        }
         // tree-sitter-bash treats a newline followed by a word starting with `\` as part of the
         // previous command (`ls\n\rm x` becomes `ls \rm x`); bash ends the command at the
         // newline. Such newlines are replaced by `;` (same length, so offsets hold) and the text
@@ -694,6 +704,29 @@ impl Walker {
                     self.visit(child, ctx);
                 }
             }
+        }
+    }
+}
+
+/// Depth of the deepest node under `root` (the root is depth 1), measured without recursion.
+fn tree_depth(root: Node) -> usize {
+    let mut cursor = root.walk();
+    let mut depth = 1;
+    let mut max = 1;
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            max = max.max(depth);
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return max;
+            }
+            depth -= 1;
         }
     }
 }
