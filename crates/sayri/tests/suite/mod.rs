@@ -1,3 +1,4 @@
+mod attack;
 mod broadcast;
 mod cli;
 mod concurrency;
