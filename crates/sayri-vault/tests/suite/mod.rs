@@ -2,6 +2,7 @@ mod atomic_write;
 mod cases;
 mod cli;
 mod key_files;
+mod redaction_evasion;
 mod redaction_forms;
 mod stream_redaction;
 mod vault_file;
