@@ -1,6 +1,6 @@
 //! Red-team cases of redaction. A secret split by a line break keeps being caught in a stream
-//! even when the match must be held back. One-line dumps of a secret by the real tools (`rev`, `od -tx1`, `hexdump -C`, `xxd`) are
-//! redacted in one-shot and streamed output. Multi-line dumps (offsets between the pieces) are a
+//! even when the match must be held back. One-line dumps of a secret by the real tools (`rev`,
+//! `od -tx1`, `hexdump -C`, `xxd`) are redacted in one-shot and streamed output. Multi-line dumps (offsets between the pieces) are a
 //! documented limit, so the secret here fits on one dump line (≤ 16 bytes at offset 0).
 
 use sayri_vault::SecretRedactor;
