@@ -120,23 +120,13 @@ impl Client {
                 });
             }
         };
-        // Before sending a byte: the listener must be our own user (`SO_PEERCRED` of a listening
-        // socket names whoever created it).
-        let me = crate::paths::euid();
-        let uid = stream
-            .peer_cred()
-            .map_err(|source| ClientError::Connect {
-                socket: socket.to_path_buf(),
-                source,
-            })?
-            .uid();
-        if uid != me {
-            return Err(ClientError::Impostor {
-                socket: socket.to_path_buf(),
-                uid,
-                me,
-            });
-        }
+        // Read before sending anything: the listener must be our own user (`SO_PEERCRED` of a
+        // listening socket names whoever created it). Checked after the greeting, so a daemon
+        // of another user that refuses *us* is still reported as such.
+        let peer = stream.peer_cred().map_err(|source| ClientError::Connect {
+            socket: socket.to_path_buf(),
+            source,
+        })?;
         let (rd, wr) = stream.into_split();
         let mut client = Client {
             rd,
@@ -172,6 +162,14 @@ impl Client {
                     secs: timeout.as_secs_f64(),
                     log: socket.display().to_string(),
                 })??;
+        let me = crate::paths::euid();
+        if peer.uid() != me {
+            return Err(ClientError::Impostor {
+                socket: socket.to_path_buf(),
+                uid: peer.uid(),
+                me,
+            });
+        }
         Ok(client)
     }
 
