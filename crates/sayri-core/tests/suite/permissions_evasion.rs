@@ -214,3 +214,48 @@ fn deepest_analysed_nesting_fits_a_small_stack() {
     let d = on_small_stack(move || decide_at(SandboxLevel::HostUser, RULES, &text));
     assert_eq!(d.effect, Effect::Deny, "{}", d.reason);
 }
+
+#[test]
+fn protected_paths_are_found_through_globs_dot_segments_procfs_and_cd() {
+    // Baseline only: reading /etc/shadow is denied however the path is spelled.
+    for text in [
+        "cat /etc/shad?w",
+        "cat /etc/s*w",
+        "cat /etc/shado[w]",
+        "cat /etc/*",
+        "cat /*/shadow",
+        "cat /etc/./shadow",
+        "cat //etc//shadow",
+        "cat /etc/../etc/shadow",
+        "cat /proc/self/root/etc/shadow",
+        "cat /proc/1/root/etc/shadow",
+        "cd /etc && cat shadow",
+        "cd /etc; cat ./shadow",
+        "echo x > /dev/s?a",
+        "echo x > /dev/../dev/sda",
+    ] {
+        let d = decide_at(SandboxLevel::HostUser, "[]", text);
+        assert_eq!(d.effect, Effect::Deny, "{text:?}: {}", d.reason);
+    }
+    // The baseline asks before SSH private keys, also through globs and `..`.
+    for text in [
+        "cat ~/.ss?/id_rsa",
+        "cat /home/u/.ssh/../.ssh/id_rsa",
+    ] {
+        let d = decide_at(SandboxLevel::HostUser, "[]", text);
+        assert_eq!(d.effect, Effect::Ask, "{text:?}: {}", d.reason);
+    }
+    // Globs and paths that cannot name a protected file stay allowed.
+    for text in [
+        "cat /etc/shado[!w]",
+        "cat /etc/pass*",
+        "cat *.txt",
+        "cat /tmp/*",
+        "cd /tmp && cat notes.txt",
+        "ls /etc",
+        "cat /proc/self/status",
+    ] {
+        let d = decide_at(SandboxLevel::HostUser, "[]", text);
+        assert_eq!(d.effect, Effect::Allow, "{text:?}: {}", d.reason);
+    }
+}
