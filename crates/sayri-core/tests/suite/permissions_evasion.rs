@@ -238,10 +238,7 @@ fn protected_paths_are_found_through_globs_dot_segments_procfs_and_cd() {
         assert_eq!(d.effect, Effect::Deny, "{text:?}: {}", d.reason);
     }
     // The baseline asks before SSH private keys, also through globs and `..`.
-    for text in [
-        "cat ~/.ss?/id_rsa",
-        "cat /home/u/.ssh/../.ssh/id_rsa",
-    ] {
+    for text in ["cat ~/.ss?/id_rsa", "cat /home/u/.ssh/../.ssh/id_rsa"] {
         let d = decide_at(SandboxLevel::HostUser, "[]", text);
         assert_eq!(d.effect, Effect::Ask, "{text:?}: {}", d.reason);
     }
@@ -258,4 +255,29 @@ fn protected_paths_are_found_through_globs_dot_segments_procfs_and_cd() {
         let d = decide_at(SandboxLevel::HostUser, "[]", text);
         assert_eq!(d.effect, Effect::Allow, "{text:?}: {}", d.reason);
     }
+}
+
+#[test]
+fn every_spelling_of_a_root_system_or_home_wipe_is_denied_by_the_baseline() {
+    for text in [
+        "rm -rf /*",
+        "rm -rf //",
+        "rm -rf /.",
+        "rm --recursive --force /",
+        "rm -rf /usr /etc",
+        "rm -rf ${HOME}",
+        "rm -rf /home/*",
+        "cd /tmp && rm -r -f /usr/../",
+        "sudo rm -rf -- /",
+    ] {
+        let d = decide_at(
+            SandboxLevel::HostUser,
+            r#"[{"action":"shell","resource":"*","effect":"allow"}]"#,
+            text,
+        );
+        assert_eq!(d.effect, Effect::Deny, "{text:?}: {}", d.reason);
+        assert_eq!(d.source, "baseline", "{text:?}");
+    }
+    let d = decide_at(SandboxLevel::HostUser, "[]", "rm -rf ./target /tmp/build");
+    assert_eq!(d.effect, Effect::Allow, "{}", d.reason);
 }

@@ -34,6 +34,7 @@ use super::approval::approval_rules;
 use super::assignments::assignment_risk;
 use super::pattern::resolve_absolute;
 use super::policy::PolicySet;
+use super::recursive_delete;
 use super::remote_exec;
 use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
 use super::shell::{self, Word, program_name};
@@ -580,6 +581,22 @@ pub fn evaluate(
                 },
                 &mut push,
             );
+        }
+        for d in recursive_delete::findings(&analysis) {
+            push(floor(
+                &Action::Shell.normalize(resource),
+                Effect::Deny,
+                format!(
+                    "{d} (baseline: a recursive delete of the root, a system directory or home is never allowed)"
+                ),
+                Some(Rule::new(
+                    Action::Shell,
+                    recursive_delete::RULE,
+                    Effect::Deny,
+                    Source::Baseline,
+                    0,
+                )),
+            ));
         }
         let found = remote_exec::findings(&analysis);
         let whole = Action::Shell.normalize(resource);
