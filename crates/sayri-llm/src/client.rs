@@ -27,6 +27,13 @@ use crate::sse::SseParser;
 const MAX_RETRY_AFTER: u64 = 30;
 /// Cap of the doubling backoff.
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// Most bytes read from one streamed answer (SSE framing included); a server that sends more
+/// (an endless line, endless events) is misbehaving and the answer ends with an error.
+pub const MAX_STREAM_BYTES: usize = 128 << 20;
+/// Most bytes read from an error response body (the message shown is short anyway).
+pub const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+/// Most bytes read from a model list.
+pub const MAX_MODELS_BODY_BYTES: usize = 16 << 20;
 
 /// Streaming chat client for one OpenAI-compatible endpoint. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -135,10 +142,16 @@ impl OpenAiClient {
                 if !resp.status().is_success() {
                     return inner.error_attempt(resp).await;
                 }
-                match tokio::time::timeout(inner.config.first_byte_timeout, resp.text()).await {
+                let read = read_capped(resp, MAX_MODELS_BODY_BYTES);
+                match tokio::time::timeout(inner.config.first_byte_timeout, read).await {
                     Err(_) => Attempt::Fail(inner.first_byte_timeout_error()),
                     Ok(Err(e)) => Attempt::Fail(inner.other(&e)),
-                    Ok(Ok(text)) => Attempt::Done(text),
+                    Ok(Ok((_, true))) => Attempt::Fail(ChatError::Other(format!(
+                        "the model list from {} is larger than {} MiB; the server is misbehaving",
+                        display_url(inner.endpoint.models.as_str()),
+                        MAX_MODELS_BODY_BYTES >> 20
+                    ))),
+                    Ok(Ok((text, false))) => Attempt::Done(text),
                 }
             })
             .await
@@ -253,11 +266,15 @@ impl Inner {
                 .get(RETRY_AFTER)
                 .and_then(|v| v.to_str().ok()),
         );
-        let body = tokio::time::timeout(Duration::from_secs(10), resp.text())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let body = tokio::time::timeout(
+            Duration::from_secs(10),
+            read_capped(resp, MAX_ERROR_BODY_BYTES),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|(text, _)| text)
+        .unwrap_or_default();
         let err = http_error(status, &body, retry_after, &self.chat_url());
         match status {
             429 => match retry_after {
@@ -369,6 +386,23 @@ fn nothing_listens(e: &reqwest::Error) -> bool {
     false
 }
 
+/// Reads at most `cap` bytes of a body as (lossy) UTF-8; `true` when more was left unread.
+async fn read_capped(
+    mut resp: reqwest::Response,
+    cap: usize,
+) -> Result<(String, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = cap - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((String::from_utf8_lossy(&body).into_owned(), true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((String::from_utf8_lossy(&body).into_owned(), false))
+}
+
 /// Display of an error and its sources, without the URL (the caller names the endpoint).
 fn error_chain(e: &reqwest::Error) -> String {
     let mut parts = Vec::new();
@@ -393,6 +427,8 @@ struct ChatRun {
     decoder: ChunkDecoder,
     queue: VecDeque<ChatEvent>,
     ended: bool,
+    /// Body bytes read so far (checked against [`MAX_STREAM_BYTES`]).
+    received: usize,
 }
 
 impl ChatRun {
@@ -436,6 +472,14 @@ impl ChatRun {
             };
             match read {
                 Ok(Some(bytes)) => {
+                    self.received = self.received.saturating_add(bytes.len());
+                    if self.received > MAX_STREAM_BYTES {
+                        return self.fail(ChatError::Other(format!(
+                            "the model server at {} sent more than {} MiB for one answer; it is misbehaving, so the answer was stopped — check provider.base_url",
+                            self.inner.chat_url(),
+                            MAX_STREAM_BYTES >> 20
+                        )));
+                    }
                     for event in self.parser.feed(&bytes) {
                         if event.event == "error" {
                             return self.fail(ChatError::Other(format!(
@@ -492,6 +536,7 @@ impl ChatModel for OpenAiClient {
             decoder: ChunkDecoder::new(self.inner.config.inline_think),
             queue: VecDeque::new(),
             ended: false,
+            received: 0,
         };
         futures::stream::unfold(run, |mut run| async move {
             run.next_item().await.map(|item| (item, run))

@@ -38,6 +38,18 @@ pub enum ClientError {
         /// OS error.
         source: io::Error,
     },
+    /// The socket is served by a process of another user: not our daemon (fail closed).
+    #[error(
+        "the socket {socket} is served by uid {uid}, not by you (uid {me}); another user may be impersonating the Sayri daemon, so nothing was sent — check who owns its directory"
+    )]
+    Impostor {
+        /// Socket path.
+        socket: PathBuf,
+        /// The serving process's uid (`SO_PEERCRED`).
+        uid: u32,
+        /// Our effective uid.
+        me: u32,
+    },
     /// The daemon closed the connection before greeting us.
     #[error(
         "the daemon at {socket} closed the connection without greeting; it only accepts its own user (is it running as someone else?)"
@@ -108,6 +120,13 @@ impl Client {
                 });
             }
         };
+        // Read before sending anything: the listener must be our own user (`SO_PEERCRED` of a
+        // listening socket names whoever created it). Checked after the greeting, so a daemon
+        // of another user that refuses *us* is still reported as such.
+        let peer = stream.peer_cred().map_err(|source| ClientError::Connect {
+            socket: socket.to_path_buf(),
+            source,
+        })?;
         let (rd, wr) = stream.into_split();
         let mut client = Client {
             rd,
@@ -143,6 +162,14 @@ impl Client {
                     secs: timeout.as_secs_f64(),
                     log: socket.display().to_string(),
                 })??;
+        let me = crate::paths::euid();
+        if peer.uid() != me {
+            return Err(ClientError::Impostor {
+                socket: socket.to_path_buf(),
+                uid: peer.uid(),
+                me,
+            });
+        }
         Ok(client)
     }
 

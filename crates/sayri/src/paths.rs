@@ -135,6 +135,19 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathsError> {
         path: dir.to_path_buf(),
         source,
     };
+    // A symlink planted by another user (in a shared, world-writable parent) could be swapped
+    // for one to their directory after the checks below.
+    if let Ok(link) = std::fs::symlink_metadata(dir)
+        && link.file_type().is_symlink()
+        && link.uid() != euid()
+        && link.uid() != 0
+    {
+        return Err(PathsError::NotOwner {
+            path: dir.to_path_buf(),
+            owner: link.uid(),
+            me: euid(),
+        });
+    }
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

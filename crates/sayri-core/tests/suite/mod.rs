@@ -4,5 +4,6 @@ mod engine_fakes;
 mod permissions_broker;
 mod permissions_cases;
 mod permissions_common;
+mod permissions_evasion;
 mod permissions_more;
 mod permissions_property;

@@ -3,6 +3,7 @@ mod cases;
 mod chunks;
 mod common;
 mod errors;
+mod hostile_server;
 mod models;
 mod real_model;
 mod request;

@@ -34,6 +34,7 @@ pub(crate) fn encoded_forms(secret: &str) -> Vec<Zeroizing<Vec<u8>>> {
     }
     out.push(Zeroizing::new(hex::encode(plain).into_bytes()));
     out.push(Zeroizing::new(hex::encode_upper(plain).into_bytes()));
+    separated_forms(secret, &mut out);
     for engine in [&STANDARD, &URL_SAFE] {
         for offset in 0..3usize {
             base64_forms(engine, plain, offset, &mut out);
@@ -43,6 +44,62 @@ pub(crate) fn encoded_forms(secret: &str) -> Vec<Zeroizing<Vec<u8>>> {
     out.sort_unstable_by(|a, b| a.as_slice().cmp(b.as_slice()));
     out.dedup_by(|a, b| a.as_slice() == b.as_slice());
     out
+}
+
+/// Forms that dump tools and one-liners print on one line: the characters reversed (`rev`); hex
+/// bytes in either
+/// case separated by a space, `:` or `-` (`od -An -tx1`, `hexdump`, MAC-style), prefixed by `\x`
+/// or written as `0x67, ` (`xxd -i`), and grouped by two bytes as `xxd` prints them (at either
+/// byte alignment). A dump that breaks the secret over several lines with offsets between them is
+/// not covered, and neither are characters separated by spaces (`od -c`): such forms would make
+/// ordinary lines of words wait for the next line in a stream.
+fn separated_forms(secret: &str, out: &mut Vec<Zeroizing<Vec<u8>>>) {
+    let rev: String = secret.chars().rev().collect();
+    out.push(Zeroizing::new(rev.into_bytes()));
+    let plain = secret.as_bytes();
+    for upper in [false, true] {
+        let pair = |b: u8| {
+            if upper {
+                format!("{b:02X}")
+            } else {
+                format!("{b:02x}")
+            }
+        };
+        let pairs: Vec<String> = plain.iter().map(|b| pair(*b)).collect();
+        for sep in [" ", ":", "-"] {
+            out.push(Zeroizing::new(pairs.join(sep).into_bytes()));
+        }
+        let prefixed: String = pairs.iter().map(|p| format!("\\x{p}")).collect();
+        out.push(Zeroizing::new(prefixed.into_bytes()));
+        let c_array = pairs
+            .iter()
+            .map(|p| format!("0x{p}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(Zeroizing::new(c_array.into_bytes()));
+        // `hexdump -C`: one space between bytes, two after every eighth byte of the dump.
+        for align in 0..8usize {
+            let mut spaced = String::new();
+            for (i, p) in pairs.iter().enumerate() {
+                if i > 0 {
+                    spaced.push_str(if (i + align) % 8 == 0 { "  " } else { " " });
+                }
+                spaced.push_str(p);
+            }
+            out.push(Zeroizing::new(spaced.into_bytes()));
+        }
+        // xxd groups: a space after every second byte, counted from the start of the dump.
+        for parity in [0usize, 1] {
+            let mut grouped = String::new();
+            for (i, p) in pairs.iter().enumerate() {
+                grouped.push_str(p);
+                if (i + parity) % 2 == 1 && i + 1 < pairs.len() {
+                    grouped.push(' ');
+                }
+            }
+            out.push(Zeroizing::new(grouped.into_bytes()));
+        }
+    }
 }
 
 fn base64_forms(

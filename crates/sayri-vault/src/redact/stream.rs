@@ -87,7 +87,14 @@ impl StreamRedactor {
             .redactor
             .replace(text, &clip(&found.spans, floor), floor, cut);
         // Keep emitted text as look-behind only from where a would-be match may continue.
-        let mut keep_from = found.lookbehind_from.min(cut).max(cut.saturating_sub(cap));
+        let mut keep_from = found.lookbehind_from.min(cut);
+        // A match held back (not yet emitted) may have been found only with the look-behind
+        // before it (a secret split by a line break whose first bytes were already emitted, its
+        // span trimmed past the break): keep all of it until the match goes out.
+        if found.spans.iter().any(|s| s.end > cut) {
+            keep_from = 0;
+        }
+        let mut keep_from = keep_from.max(cut.saturating_sub(cap));
         while !text.is_char_boundary(keep_from) {
             keep_from -= 1;
         }

@@ -4,6 +4,7 @@
 //! (`$ df -h` and a one-line result), so `sayri ask … > answer.txt` keeps only the answer.
 
 use crate::cli::autostart::connect_or_start;
+use crate::cli::terminal_text::terminal_safe;
 use crate::client::{Client, ClientError};
 use crate::paths::Paths;
 use sayri_protocol::message::Event;
@@ -41,7 +42,8 @@ fn one_line(s: &str, max: usize) -> String {
 /// Prints one event of a running turn; returns true when the answer text streamed something.
 fn show_event(ev: &Event, json_mode: bool, streamed: &mut bool) {
     let p = &ev.payload;
-    let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    // Everything here comes from the model or its commands: never raw to the terminal.
+    let s = |k: &str| terminal_safe(p.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
     let mut err = std::io::stderr();
     match ev.event.as_str() {
         event::ASSISTANT_DELTA if !json_mode => {
@@ -68,7 +70,9 @@ fn show_event(ev: &Event, json_mode: bool, streamed: &mut bool) {
         }
         event::PERMISSION_REQUEST => {
             let r = p.get("request").cloned().unwrap_or(Value::Null);
-            let g = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let g = |k: &str| {
+                terminal_safe(r.get(k).and_then(Value::as_str).unwrap_or("")).into_owned()
+            };
             let _ = writeln!(
                 err,
                 "? permission needed for `{}` ({}) — answer in the Sayri app, or: sayri permissions answer {} --allow",
@@ -119,7 +123,7 @@ async fn turn(
     if !json_mode {
         let answer = result.get("text").and_then(Value::as_str).unwrap_or("");
         if !streamed && !answer.is_empty() {
-            print!("{answer}");
+            print!("{}", terminal_safe(answer));
         }
         if streamed || !answer.is_empty() {
             println!();

@@ -12,6 +12,7 @@ pub mod ping;
 pub mod quit;
 pub mod sessions;
 pub mod status;
+pub mod terminal_text;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};

@@ -326,7 +326,14 @@ fn list(
         writeln!(out, "no saved approvals").map_err(io)?;
     } else {
         for a in &approvals {
-            writeln!(out, "{:<12} {:<6} {}", a.agent_id, a.action, a.resource).map_err(io)?;
+            writeln!(
+                out,
+                "{:<12} {:<6} {}",
+                a.agent_id,
+                a.action,
+                crate::cli::terminal_text::terminal_safe(&a.resource)
+            )
+            .map_err(io)?;
         }
     }
     Ok(EXIT_ALLOW)

@@ -1,6 +1,7 @@
 //! `sayri sessions list|show|rename|delete` (through the daemon).
 
 use crate::cli::autostart::connect_or_start;
+use crate::cli::terminal_text::terminal_safe;
 use crate::paths::Paths;
 use sayri_protocol::names::cmd;
 use serde_json::{Map, Value, json};
@@ -67,7 +68,7 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
                         "{}  {:>3} msgs  {}",
                         s.get("id").and_then(Value::as_str).unwrap_or(""),
                         s.get("messages").and_then(Value::as_u64).unwrap_or(0),
-                        s.get("title").and_then(Value::as_str).unwrap_or("")
+                        terminal_safe(s.get("title").and_then(Value::as_str).unwrap_or(""))
                     );
                 }
             }
@@ -81,7 +82,10 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(());
             }
-            println!("{}", v.get("title").and_then(Value::as_str).unwrap_or(""));
+            println!(
+                "{}",
+                terminal_safe(v.get("title").and_then(Value::as_str).unwrap_or(""))
+            );
             for m in v
                 .get("messages")
                 .and_then(Value::as_array)
@@ -93,13 +97,13 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
                 if let Some(tc) = m.get("tool_call").filter(|t| !t.is_null()) {
                     println!(
                         "[{role}] $ {} → exit {}",
-                        tc.get("command").and_then(Value::as_str).unwrap_or(""),
+                        terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or("")),
                         tc.get("exit_code")
                             .map(|c| c.to_string())
                             .unwrap_or_default()
                     );
                 } else {
-                    println!("[{role}] {content}");
+                    println!("[{}] {}", terminal_safe(role), terminal_safe(content));
                 }
             }
         }

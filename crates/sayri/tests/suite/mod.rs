@@ -1,4 +1,5 @@
 mod agent_turn;
+mod attack;
 mod broadcast;
 mod cli;
 mod concurrency;

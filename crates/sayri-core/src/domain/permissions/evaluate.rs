@@ -32,7 +32,9 @@
 
 use super::approval::approval_rules;
 use super::assignments::assignment_risk;
+use super::pattern::resolve_absolute;
 use super::policy::PolicySet;
+use super::recursive_delete;
 use super::remote_exec;
 use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
 use super::shell::{self, Word, program_name};
@@ -239,6 +241,8 @@ struct Subject {
     allow_forms: Vec<String>,
     all_forms: Vec<String>,
     primary: bool,
+    /// `all_forms` hold shell globs: deny and ask rules match when they could name the same path.
+    glob: bool,
 }
 
 fn shell_subject(words: &[Word]) -> Option<Subject> {
@@ -267,6 +271,7 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
         allow_forms,
         all_forms,
         primary: true,
+        glob: false,
     })
 }
 
@@ -279,7 +284,50 @@ fn matches(rule: &Rule, s: &Subject) -> bool {
     } else {
         &s.all_forms
     };
-    forms.iter().any(|v| rule.matches_value(v))
+    forms.iter().any(|v| {
+        rule.matches_value(v) || (s.glob && rule.effect != Effect::Allow && rule.intersects_glob(v))
+    })
+}
+
+/// The forms a `read`/`write` path is judged in by deny and ask rules: as written, resolved
+/// lexically (`/etc/./shadow`, `//etc/x/../shadow`, `/proc/self/root/etc/shadow` are
+/// `/etc/shadow`), and a relative path joined to every directory the command `cd`s or `pushd`s
+/// to (`cd /etc && cat shadow`).
+fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
+    let mut forms = vec![value.to_string()];
+    let mut add = |f: String| {
+        if !forms.contains(&f) {
+            forms.push(f);
+        }
+    };
+    if let Some(r) = resolve_absolute(value) {
+        add(r);
+    } else if !value.starts_with(['~', '$']) {
+        for d in cd_dirs {
+            if let Some(r) = resolve_absolute(&format!("{d}/{value}")) {
+                add(r);
+            }
+        }
+    }
+    forms
+}
+
+/// Literal absolute directories given to `cd`/`pushd` anywhere in the analysed text.
+fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    for cmd in &analysis.commands {
+        for layer in &cmd.unwrapped.layers {
+            if let [first, dir, ..] = layer.as_slice()
+                && matches!(first.text.as_str(), "cd" | "pushd")
+                && !dir.dynamic
+                && dir.text.starts_with('/')
+                && !out.contains(&dir.text)
+            {
+                out.push(dir.text.clone());
+            }
+        }
+    }
+    out
 }
 
 fn describe_subject(s: &Subject) -> String {
@@ -509,22 +557,46 @@ pub fn evaluate(
                     allow_forms: vec![Action::Shell.normalize(resource)],
                     all_forms: vec![Action::Shell.normalize(resource)],
                     primary: true,
+                    glob: false,
                 },
                 &mut push,
             );
         }
+        let dirs = cd_dirs(&analysis);
         for t in targets::targets(&analysis) {
             let value = t.action.normalize(&t.value);
+            let (all_forms, glob) = if matches!(t.action, Action::Read | Action::Write) {
+                (path_forms(&value, &dirs), value.contains(['*', '?', '[']))
+            } else {
+                (vec![value.clone()], false)
+            };
             judge_push(
                 Subject {
                     action: t.action,
                     display: value.clone(),
-                    allow_forms: vec![value.clone()],
-                    all_forms: vec![value],
+                    allow_forms: vec![value],
+                    all_forms,
                     primary: false,
+                    glob,
                 },
                 &mut push,
             );
+        }
+        for d in recursive_delete::findings(&analysis) {
+            push(floor(
+                &Action::Shell.normalize(resource),
+                Effect::Deny,
+                format!(
+                    "{d} (baseline: a recursive delete of the root, a system directory or home is never allowed)"
+                ),
+                Some(Rule::new(
+                    Action::Shell,
+                    recursive_delete::RULE,
+                    Effect::Deny,
+                    Source::Baseline,
+                    0,
+                )),
+            ));
         }
         let found = remote_exec::findings(&analysis);
         let whole = Action::Shell.normalize(resource);
@@ -554,6 +626,7 @@ pub fn evaluate(
                 allow_forms: vec![value.clone()],
                 all_forms: vec![value],
                 primary: true,
+                glob: false,
             },
             &mut push,
         );

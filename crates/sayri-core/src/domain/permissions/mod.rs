@@ -8,6 +8,7 @@ pub mod assignments;
 pub mod evaluate;
 pub mod pattern;
 pub mod policy;
+pub mod recursive_delete;
 pub mod remote_exec;
 pub mod rule;
 pub mod shell;

@@ -59,6 +59,192 @@ impl Pattern {
     }
 }
 
+impl Pattern {
+    /// Whether some value matches both this pattern and `glob`, a shell glob written in a command
+    /// (`*`, `?` and `[…]`, compared case-insensitively like patterns). Used to judge a path such
+    /// as `/etc/shad?w` against deny and ask rules: the shell may expand it to a protected file.
+    pub fn intersects_glob(&self, glob: &str) -> bool {
+        let a: Vec<Class> = self.chars.iter().map(|c| pattern_class(*c)).collect();
+        let b = glob_classes(&fold(glob));
+        let tail_star = matches!(self.chars.as_slice(), [head @ .., ' ', '*'] if !head.is_empty());
+        if classes_intersect(&a, &b) {
+            return true;
+        }
+        tail_star && classes_intersect(&a[..a.len() - 2], &b)
+    }
+}
+
+/// One position of a glob: any run (`*`), one character (`?`), a set, or a literal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Class {
+    Star,
+    Any,
+    Set {
+        negated: bool,
+        items: Vec<(char, char)>,
+    },
+    Lit(char),
+}
+
+fn pattern_class(c: char) -> Class {
+    match c {
+        '*' => Class::Star,
+        '?' => Class::Any,
+        c => Class::Lit(c),
+    }
+}
+
+/// Parses a shell glob: `*`, `?`, `[abc]`, `[a-z]`, `[!x]`/`[^x]`; a `[` without its `]` is literal.
+fn glob_classes(glob: &[char]) -> Vec<Class> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < glob.len() {
+        match glob[i] {
+            '*' => out.push(Class::Star),
+            '?' => out.push(Class::Any),
+            '[' => {
+                let mut j = i + 1;
+                let negated = matches!(glob.get(j), Some('!' | '^'));
+                if negated {
+                    j += 1;
+                }
+                let start = j;
+                let mut items = Vec::new();
+                while j < glob.len() && (glob[j] != ']' || j == start) {
+                    if j + 2 < glob.len() && glob[j + 1] == '-' && glob[j + 2] != ']' {
+                        items.push((glob[j], glob[j + 2]));
+                        j += 3;
+                    } else {
+                        items.push((glob[j], glob[j]));
+                        j += 1;
+                    }
+                }
+                if j < glob.len() {
+                    out.push(Class::Set { negated, items });
+                    i = j;
+                } else {
+                    out.push(Class::Lit('['));
+                }
+            }
+            c => out.push(Class::Lit(c)),
+        }
+        i += 1;
+    }
+    out
+}
+
+fn admits(class: &Class, c: char) -> bool {
+    match class {
+        Class::Star | Class::Any => true,
+        Class::Lit(l) => *l == c,
+        Class::Set { negated, items } => {
+            items.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c)) != *negated
+        }
+    }
+}
+
+/// Whether two single-character classes can match the same character.
+fn share(a: &Class, b: &Class) -> bool {
+    match (a, b) {
+        (Class::Lit(c), other) | (other, Class::Lit(c)) => admits(other, *c),
+        (
+            Class::Set {
+                negated: false,
+                items,
+            },
+            other,
+        )
+        | (
+            other,
+            Class::Set {
+                negated: false,
+                items,
+            },
+        ) => items.iter().any(|(lo, hi)| {
+            let (lo, hi) = (*lo as u32, *hi as u32);
+            (lo..=hi.min(lo + 256))
+                .filter_map(char::from_u32)
+                .any(|c| admits(other, c))
+        }),
+        // `?` or negated sets on both sides: some character fits both (sets are small).
+        _ => true,
+    }
+}
+
+/// Whether some string matches both class sequences (dynamic programming over positions).
+fn classes_intersect(a: &[Class], b: &[Class]) -> bool {
+    let (n, m) = (a.len(), b.len());
+    // reach[i][j]: the prefixes a[..i] and b[..j] can match one common string.
+    let mut reach = vec![vec![false; m + 1]; n + 1];
+    reach[0][0] = true;
+    for i in 0..=n {
+        for j in 0..=m {
+            if !reach[i][j] {
+                continue;
+            }
+            if i < n && a[i] == Class::Star {
+                reach[i + 1][j] = true;
+                if j < m {
+                    reach[i][j + 1] = true;
+                }
+            }
+            // A glob's `*`, `?` and sets never match `/` (the shell expands one path segment),
+            // nor a `.` that starts a segment (hidden files need a literal dot).
+            let glob_at_segment_start = j == 0 || b[j - 1] == Class::Lit('/');
+            let value_at_segment_start = i == 0 || a[i - 1] == Class::Lit('/');
+            let wild_may_take = |c: &Class, at_start: bool| {
+                *c != Class::Lit('/') && !(at_start && *c == Class::Lit('.'))
+            };
+            if j < m && b[j] == Class::Star {
+                reach[i][j + 1] = true;
+                if i < n && wild_may_take(&a[i], glob_at_segment_start && value_at_segment_start) {
+                    reach[i + 1][j] = true;
+                }
+            }
+            if i < n
+                && j < m
+                && a[i] != Class::Star
+                && b[j] != Class::Star
+                && (matches!(b[j], Class::Lit(_)) || wild_may_take(&a[i], glob_at_segment_start))
+                && (a[i] != Class::Lit('/') || b[j] == Class::Lit('/'))
+                && share(&a[i], &b[j])
+            {
+                reach[i + 1][j + 1] = true;
+            }
+        }
+    }
+    reach[n][m]
+}
+
+/// `path` resolved lexically: repeated `/` and `.` segments removed, `..` applied to what precedes
+/// it, and a leading `/proc/self/root`, `/proc/thread-self/root` or `/proc/<pid>/root` (the same
+/// root seen through procfs) dropped. `None` for a relative path.
+pub fn resolve_absolute(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+        if parts.len() == 3
+            && parts[0] == "proc"
+            && parts[2] == "root"
+            && (parts[1] == "self"
+                || parts[1] == "thread-self"
+                || parts[1].chars().all(|c| c.is_ascii_digit()))
+        {
+            parts.clear();
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
+}
+
 /// Case folding used by matching: Unicode lower case, character by character.
 fn fold(text: &str) -> Vec<char> {
     text.chars().flat_map(char::to_lowercase).collect()

@@ -12,7 +12,8 @@
 //!
 //! The baseline denies disk-wrecking and power programs (`mkfs*`, `dd`, `fdisk*`, `sfdisk*`,
 //! `parted*`, `wipefs*`, `mkswap*`, `blkdiscard*`, `shutdown*`, `reboot*`, `halt*`, `poweroff*`,
-//! `init 0`, `init 6`), `rm -rf /` spellings, writes to block devices, reading `/etc/shadow`, and
+//! `init 0`, `init 6`), `rm -rf /` spellings (and, read from the command by
+//! [`super::recursive_delete`], any recursive `rm` of the root, a system directory or home), writes to block devices, reading `/etc/shadow`, and
 //! every form of remote-script execution (see [`super::remote_exec`]). It asks before reading
 //! SSH private keys.
 

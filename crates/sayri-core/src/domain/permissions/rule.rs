@@ -285,6 +285,12 @@ impl Rule {
         self.pattern.matches(value)
     }
 
+    /// Whether some value matched by this rule could also come out of the shell glob `glob`
+    /// (see [`Pattern::intersects_glob`]).
+    pub fn intersects_glob(&self, glob: &str) -> bool {
+        self.pattern.intersects_glob(glob)
+    }
+
     /// Whether the resource is the match-everything `*`.
     pub fn is_match_all(&self) -> bool {
         self.pattern.is_match_all()

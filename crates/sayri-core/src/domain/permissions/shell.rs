@@ -25,6 +25,10 @@ pub const MAX_DEPTH: usize = 8;
 /// Limit on the number of simple commands analysed for one input; more is not analysed.
 pub const MAX_COMMANDS: usize = 2000;
 
+/// Limit on the depth of the syntax tree (nested substitutions, groups, expansions) analysed;
+/// deeper text is not analysed. Keeps the recursive walk well inside a 2 MiB thread stack.
+pub const MAX_TREE_DEPTH: usize = 256;
+
 /// One word (command name or argument) after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Word {
@@ -237,6 +241,12 @@ impl Walker {
                 .push("the shell parser is unavailable".into());
             return;
         };
+        if tree_depth(tree.root_node()) > MAX_TREE_DEPTH {
+            self.opaque_once(&format!(
+                "constructs nested more than {MAX_TREE_DEPTH} levels deep"
+            ));
+            return;
+        }
         // tree-sitter-bash treats a newline followed by a word starting with `\` as part of the
         // previous command (`ls\n\rm x` becomes `ls \rm x`); bash ends the command at the
         // newline. Such newlines are replaced by `;` (same length, so offsets hold) and the text
@@ -288,6 +298,27 @@ impl Walker {
             pipes: Vec::new(),
         };
         self.visit(root, &ctx);
+        // The grammar does not see every backquote substitution bash runs (inside `${…}`, in
+        // array subscripts, in unquoted heredoc bodies). Find the ones left in plain text and
+        // analyse their scripts as bash would run them.
+        let mut stray = StrayBackquotes::default();
+        stray_backquotes(root, src, &mut stray);
+        if stray.unmatched {
+            self.opaque_once("a backquote substitution whose end cannot be found");
+        }
+        if stray.subscript_substitution {
+            self.opaque_once(
+                "quoted text like `a[$(…)]` that bash runs as a command substitution when it \
+                 evaluates it as an array subscript (read, printf -v, test -v, let, unset, …)",
+            );
+        }
+        for script in stray.scripts {
+            if depth < MAX_DEPTH {
+                self.walk_source(&script, depth + 1);
+            } else {
+                self.opaque_once("backquote substitutions nested too deeply");
+            }
+        }
     }
 
     fn visit(&mut self, node: Node, ctx: &Ctx) {
@@ -490,6 +521,21 @@ impl Walker {
     fn assignment(&mut self, node: Node, ctx: &Ctx) -> Option<Assignment> {
         let name = node.child_by_field_name("name")?;
         let name_text = ctx.src[name.byte_range()].to_string();
+        // `a[$(cmd)]=1`: the subscript is expanded (and its substitutions run) before assigning;
+        // even a quoted `a['$(cmd)']` runs when the subscript is evaluated as arithmetic.
+        if name.kind() == "subscript" {
+            if subscript_substitution(&name_text) {
+                self.opaque_once(
+                    "an array subscript holding a substitution that bash runs when it assigns",
+                );
+            }
+            let mut cursor = name.walk();
+            for (i, child) in name.children(&mut cursor).enumerate() {
+                if name.field_name_for_child(i as u32) == Some("index") {
+                    self.visit(child, ctx);
+                }
+            }
+        }
         let value = match node.child_by_field_name("value") {
             Some(v) => self.word(v, ctx),
             None => Word::default(),
@@ -659,6 +705,135 @@ impl Walker {
                 }
             }
         }
+    }
+}
+
+/// Depth of the deepest node under `root` (the root is depth 1), measured without recursion.
+fn tree_depth(root: Node) -> usize {
+    let mut cursor = root.walk();
+    let mut depth = 1;
+    let mut max = 1;
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            max = max.max(depth);
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return max;
+            }
+            depth -= 1;
+        }
+    }
+}
+
+/// Backquote substitutions found in text the grammar left as plain text.
+#[derive(Default)]
+struct StrayBackquotes {
+    /// The scripts between backquote pairs, with `\\`, `` \` `` and `\$` resolved.
+    scripts: Vec<String>,
+    /// A backquote without its closing partner.
+    unmatched: bool,
+    /// Literal text shaped like an array subscript holding a substitution (`'a[$(cmd)]'`).
+    subscript_substitution: bool,
+}
+
+/// Collects backquote substitutions from the parts of the tree that are not parsed further:
+/// the text of a node not covered by its children. Skips text bash takes literally (comments,
+/// single-quoted and ANSI-C strings, bodies of heredocs with a quoted delimiter) and the
+/// backquote tokens of substitutions the grammar did recognise.
+fn stray_backquotes(node: Node, src: &str, out: &mut StrayBackquotes) {
+    let value = match node.kind() {
+        "raw_string" => Some(src[node.byte_range()].trim_matches('\'').to_string()),
+        "ansi_c_string" => Some(decode_ansi_c(
+            src[node.byte_range()]
+                .trim_start_matches('$')
+                .trim_matches('\''),
+        )),
+        "string_content" => Some(unescape_double(&src[node.byte_range()])),
+        "word" if node.child_count() == 0 => Some(unescape_unquoted(&src[node.byte_range()])),
+        _ => None,
+    };
+    if value.is_some_and(|v| subscript_substitution(&v)) {
+        out.subscript_substitution = true;
+    }
+    if matches!(
+        node.kind(),
+        "comment" | "raw_string" | "ansi_c_string" | "`"
+    ) {
+        return;
+    }
+    let literal_heredoc = node.kind() == "heredoc_redirect" && quoted_heredoc(node, src);
+    let mut pos = node.start_byte();
+    let mut cursor = node.walk();
+    let children: Vec<Node> = node.children(&mut cursor).collect();
+    for child in children {
+        if child.start_byte() > pos {
+            scan_backquotes(&src[pos..child.start_byte()], out);
+        }
+        if !(literal_heredoc && child.kind() == "heredoc_body") {
+            stray_backquotes(child, src, out);
+        }
+        pos = pos.max(child.end_byte());
+    }
+    if node.end_byte() > pos {
+        scan_backquotes(&src[pos..node.end_byte()], out);
+    }
+}
+
+/// `NAME[` followed later by `$(`, `` ` `` or `$[`: bash expands such a subscript when a
+/// builtin or arithmetic evaluates the text as a variable reference.
+fn subscript_substitution(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, b)| {
+        *b == b'[' && i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') && {
+            let rest = &text[i + 1..];
+            rest.contains("$(") || rest.contains('`') || rest.contains("$[")
+        }
+    })
+}
+
+/// Whether the heredoc's delimiter is quoted (its body is taken literally).
+fn quoted_heredoc(redirect: Node, src: &str) -> bool {
+    let mut c = redirect.walk();
+    let start = redirect
+        .children(&mut c)
+        .find(|n| n.kind() == "heredoc_start");
+    start.is_some_and(|n| src[n.byte_range()].contains(['\'', '"', '\\']))
+}
+
+fn scan_backquotes(text: &str, out: &mut StrayBackquotes) {
+    let mut chars = text.chars();
+    let mut current: Option<String> = None;
+    while let Some(c) = chars.next() {
+        match (c, current.as_mut()) {
+            ('\\', None) => {
+                chars.next();
+            }
+            ('\\', Some(script)) => match chars.next() {
+                Some(n @ ('\\' | '`' | '$')) => script.push(n),
+                Some(n) => {
+                    script.push('\\');
+                    script.push(n);
+                }
+                None => script.push('\\'),
+            },
+            ('`', None) => current = Some(String::new()),
+            ('`', Some(_)) => {
+                if let Some(script) = current.take() {
+                    out.scripts.push(script);
+                }
+            }
+            (c, Some(script)) => script.push(c),
+            (_, None) => {}
+        }
+    }
+    if current.is_some() {
+        out.unmatched = true;
     }
 }
 

@@ -170,6 +170,47 @@ fn skip_options(
     (i, seen)
 }
 
+/// For programs whose options may follow positional arguments (GNU `getopt` permutation):
+/// the value of `-X VALUE`, `-…X VALUE`, `-XVALUE`, `--long VALUE` or `--long=VALUE` anywhere in
+/// `args` before a `--`. Assumes the other short options in a cluster take no value.
+fn permuted_option_value(args: &[Word], short: char, long: Option<&str>) -> Option<Word> {
+    let mut k = 0;
+    while k < args.len() {
+        let t = args[k].text.as_str();
+        if t == "--" {
+            return None;
+        }
+        if let Some(rest) = t.strip_prefix("--") {
+            let Some(long) = long else {
+                k += 1;
+                continue;
+            };
+            if rest == long {
+                return args.get(k + 1).cloned();
+            }
+            if let Some(v) = rest.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+                return Some(Word {
+                    text: v.to_string(),
+                    ..args[k].clone()
+                });
+            }
+        } else if let Some(cluster) = t.strip_prefix('-')
+            && let Some(pos) = cluster.find(short)
+        {
+            let attached = &cluster[pos + short.len_utf8()..];
+            if attached.is_empty() {
+                return args.get(k + 1).cloned();
+            }
+            return Some(Word {
+                text: attached.to_string(),
+                ..args[k].clone()
+            });
+        }
+        k += 1;
+    }
+    None
+}
+
 fn has(seen: &[(String, Option<String>)], names: &[&str]) -> bool {
     seen.iter().any(|(n, _)| names.contains(&n.as_str()))
 }
@@ -337,9 +378,8 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
                     "chdir",
                     "split-string",
                     "argv0",
-                    "default-signal",
-                    "ignore-signal",
-                    "block-signal",
+                    // `--default-signal`, `--ignore-signal` and `--block-signal` take their
+                    // signal list only as `=SIG`; the next word is the program.
                 ],
             );
             let i = i.min(args.len());
@@ -385,7 +425,7 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
                 &[
                     "arg-file",
                     "delimiter",
-                    "eof",
+                    // `--eof` takes its string only as `--eof=STR`.
                     "max-args",
                     "max-procs",
                     "max-chars",
@@ -533,6 +573,13 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
                 out.scripts.push(script_from(&[carrier], name));
                 return Step::Done;
             }
+            // GNU option parsing also takes `-c` after the user name (`su root -c CMD`).
+            if let Some(carrier) =
+                permuted_option_value(&args[i.min(args.len())..], 'c', Some("command"))
+            {
+                out.scripts.push(script_from(&[carrier], name));
+                return Step::Done;
+            }
             if name == "runuser" && has(&seen, &["-u", "--user"]) {
                 return Step::Inner(i);
             }
@@ -557,12 +604,35 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
                     .cloned()
                     .unwrap_or_else(|| Word::literal(cmd));
                 out.scripts.push(script_from(&[carrier], "script -c"));
+            } else if let Some(carrier) = permuted_option_value(args, 'c', Some("command")) {
+                // GNU option parsing also takes `-c` after the log file (`script LOG -c CMD`).
+                out.scripts.push(script_from(&[carrier], "script -c"));
             }
             Step::Done
         }
         "chroot" => Step::Inner(after_options("", &["userspec", "groups"]).0 + 1),
-        "unshare" => Step::Inner(after_options("RwSG", &["root", "wd", "setuid", "setgid"]).0),
-        "nsenter" => Step::Inner(after_options("tSGwr", &["target", "setuid", "setgid"]).0),
+        "unshare" => Step::Inner(
+            after_options(
+                "RwSG",
+                &[
+                    "root",
+                    "wd",
+                    "setuid",
+                    "setgid",
+                    "propagation",
+                    "setgroups",
+                    "map-user",
+                    "map-group",
+                    "map-users",
+                    "map-groups",
+                    "monotonic",
+                    "boottime",
+                ],
+            )
+            .0,
+        ),
+        // `-r`/`--root` and `-w`/`--wd` take their directory only when attached.
+        "nsenter" => Step::Inner(after_options("tSG", &["target", "setuid", "setgid"]).0),
         "setpriv" => Step::Inner(
             after_options(
                 "",
@@ -614,6 +684,32 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
                 out.scripts
                     .push(script_from(std::slice::from_ref(action), "trap"));
             }
+            Step::Done
+        }
+        // Builtins that run a command string later: `mapfile -C CALLBACK` (for every few
+        // lines read), `compgen -C CMD` / `complete -C CMD` (to produce completions).
+        "mapfile" | "readarray" | "compgen" | "complete" => {
+            if let Some(carrier) = permuted_option_value(args, 'C', None) {
+                let via = format!("{name} -C");
+                out.scripts.push(script_from(&[carrier], &via));
+            }
+            Step::Done
+        }
+        // `fc` without `-l` re-runs commands from the history, which the text does not show.
+        "fc" if !args
+            .iter()
+            .any(|w| w.text.starts_with('-') && w.text.contains('l')) =>
+        {
+            out.opaque
+                .push("`fc` runs commands from the shell history".into());
+            Step::Done
+        }
+        "bind"
+            if args
+                .iter()
+                .any(|w| w.text.starts_with('-') && w.text.contains('x')) =>
+        {
+            out.opaque.push("`bind -x` binds a key to a command".into());
             Step::Done
         }
         "alias" => {
