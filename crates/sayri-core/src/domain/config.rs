@@ -539,8 +539,138 @@ impl Config {
     /// expected type; the config is unchanged on error.
     pub fn set_json(&mut self, name: &str, value: &Json) -> Result<ConfigValue, ConfigError> {
         let (g, k) = Self::split(name)?;
+        let before = self.clone();
         self.set_with(g, k, |_| Ok(Conv::Json(value.clone())))?;
+        if let Err(expected) = self.check(name) {
+            let got = self
+                .get(name)
+                .map(|v| v.to_json().to_string())
+                .unwrap_or_default();
+            *self = before;
+            return Err(ConfigError::BadValue {
+                key: name.into(),
+                expected,
+                got,
+            });
+        }
         self.get(name)
+    }
+
+    /// Range and choice checks beyond the type (e.g. `stt.mode` is one of four words, a
+    /// timeout is at least one second). `Err` carries what is expected.
+    fn check(&self, name: &str) -> Result<(), &'static str> {
+        let one_of = |v: &str, choices: &[&str], expected: &'static str| {
+            if choices.contains(&v) {
+                Ok(())
+            } else {
+                Err(expected)
+            }
+        };
+        let range_i = |v: i64, lo: i64, hi: i64, expected: &'static str| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(expected)
+            }
+        };
+        let range_f = |v: f64, lo: f64, hi: f64, expected: &'static str| {
+            if v.is_finite() && (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(expected)
+            }
+        };
+        match name {
+            "provider.base_url" => {
+                let u = self.provider.base_url.trim();
+                match u.split_once("://") {
+                    _ if u.is_empty() => Err("a URL such as http://127.0.0.1:11434/v1"),
+                    Some((scheme, _))
+                        if !scheme.eq_ignore_ascii_case("http")
+                            && !scheme.eq_ignore_ascii_case("https") =>
+                    {
+                        Err("an http:// or https:// URL")
+                    }
+                    _ => Ok(()),
+                }
+            }
+            "provider.model" if self.provider.model.trim().is_empty() => Err("a model name"),
+            "provider.temperature" => {
+                range_f(self.provider.temperature, 0.0, 2.0, "a number from 0 to 2")
+            }
+            "provider.max_tokens" => range_i(
+                self.provider.max_tokens,
+                0,
+                1_000_000,
+                "a token count from 0 (omit) to 1000000",
+            ),
+            "provider.timeout" => range_i(self.provider.timeout, 1, 86_400, "seconds, at least 1"),
+            "provider.connect_timeout" => range_i(
+                self.provider.connect_timeout,
+                1,
+                3_600,
+                "seconds, from 1 to 3600",
+            ),
+            "provider.idle_timeout" => {
+                range_i(self.provider.idle_timeout, 1, 86_400, "seconds, at least 1")
+            }
+            "provider.retries" => range_i(self.provider.retries, 0, 10, "a count from 0 to 10"),
+            "stt.mode" => one_of(
+                &self.stt.mode,
+                &["always", "wakeword", "manual", "disabled"],
+                "one of always, wakeword, manual, disabled",
+            ),
+            "stt.silence_ms" => range_i(
+                self.stt.silence_ms,
+                200,
+                60_000,
+                "milliseconds, from 200 to 60000",
+            ),
+            "tts.speed" => range_f(self.tts.speed, 0.1, 4.0, "a factor from 0.1 to 4"),
+            "ui.orb_size" => range_i(self.ui.orb_size, 40, 1_000, "pixels, from 40 to 1000"),
+            "ui.orb_position" => one_of(
+                &self.ui.orb_position,
+                &["top-right", "top-left", "bottom-right", "bottom-left"],
+                "one of top-right, top-left, bottom-right, bottom-left",
+            ),
+            "ui.autostart_mode" => one_of(
+                &self.ui.autostart_mode,
+                &["ui", "daemon", "off"],
+                "one of ui, daemon, off",
+            ),
+            "agent.default_agent" => {
+                let id = self.agent.default_agent.as_str();
+                if !id.is_empty()
+                    && !id.starts_with('.')
+                    && id
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+                {
+                    Ok(())
+                } else {
+                    Err("an agent id (letters, digits, '-' and '_')")
+                }
+            }
+            "agent.history_tokens" => range_i(
+                self.agent.history_tokens,
+                200,
+                1_000_000,
+                "a token count of at least 200",
+            ),
+            "agent.output_limit" => range_i(
+                self.agent.output_limit,
+                1_024,
+                16 * 1024 * 1024,
+                "bytes, from 1024 to 16777216",
+            ),
+            "permissions.ask_timeout" => range_i(
+                self.permissions.ask_timeout,
+                1,
+                86_400,
+                "seconds, at least 1",
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// Sets `"group.key"` from command-line text (same rules as [`Config::set_json`] with a
@@ -604,6 +734,12 @@ impl Config {
                         format!("{name} must be {expected}, not {got}"),
                     ),
                     other => other,
+                })?;
+                cfg.check(&name).map_err(|expected| {
+                    perr(
+                        value.span().start,
+                        format!("{name} must be {expected}, not {}", value.get_ref()),
+                    )
                 })?;
             }
         }
@@ -755,4 +891,34 @@ mod tests {
             ConfigValue::StrList(vec!["Authorization: Bea...ijk".into()])
         );
     }
+
+    #[test]
+    fn values_outside_their_range_or_choices_are_refused_and_nothing_changes() {
+        let mut c = Config::default();
+        for (key, bad) in [
+            ("stt.mode", json!("foo")),
+            ("provider.base_url", json!("ftp://x")),
+            ("provider.base_url", json!("")),
+            ("provider.model", json!(" ")),
+            ("provider.temperature", json!(99)),
+            ("provider.timeout", json!(0)),
+            ("ui.orb_position", json!("middle")),
+            ("agent.default_agent", json!("../../etc")),
+            ("permissions.ask_timeout", json!(-1)),
+        ] {
+            let before = c.clone();
+            let e = c.set_json(key, &bad).unwrap_err();
+            assert!(
+                matches!(&e, ConfigError::BadValue { key: k, .. } if k == key),
+                "{key}: {e}"
+            );
+            assert_eq!(c, before, "{key} left unchanged");
+        }
+        c.set_json("provider.base_url", &json!("https://api.example.invalid/v1")).unwrap();
+        c.set_json("stt.mode", &json!("manual")).unwrap();
+        let e = Config::from_toml_str("[stt]\nmode = \"foo\"\n", "f.toml").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("f.toml:2:") && msg.contains("stt.mode"), "{msg}");
+    }
+
 }
