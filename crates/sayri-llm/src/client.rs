@@ -261,6 +261,8 @@ impl Inner {
     /// Reads an error response and decides whether it is worth another attempt.
     async fn error_attempt<T>(&self, resp: reqwest::Response) -> Attempt<T> {
         let status = resp.status().as_u16();
+        // The URL actually requested (chat completions or the model list).
+        let url = display_url(resp.url().as_str());
         let retry_after = parse_retry_after(
             resp.headers()
                 .get(RETRY_AFTER)
@@ -275,7 +277,7 @@ impl Inner {
         .and_then(Result::ok)
         .map(|(text, _)| text)
         .unwrap_or_default();
-        let err = http_error(status, &body, retry_after, &self.chat_url());
+        let err = http_error(status, &body, retry_after, &url);
         match status {
             429 => match retry_after {
                 Some(s) if s > MAX_RETRY_AFTER => Attempt::Fail(err),

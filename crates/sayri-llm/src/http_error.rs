@@ -55,6 +55,9 @@ pub fn http_error(status: u16, body: &str, retry_after: Option<u64>, url: &str) 
         401 | 403 => format!(
             "the model server rejected the API key (HTTP {status}){detail} — check provider.api_key"
         ),
+        404 if url.trim_end_matches('/').ends_with("/models") => format!(
+            "no model list at {url} (HTTP 404){detail} — check provider.base_url (it usually ends in /v1)"
+        ),
         404 => format!(
             "model or endpoint not found (HTTP 404) at {url}{detail} — check provider.base_url and provider.model (`sayri models list --remote`)"
         ),
@@ -120,6 +123,12 @@ mod tests {
             http_error(404, "", None, "http://h/v1/chat/completions")
                 .to_string()
                 .contains("http://h/v1/chat/completions")
+        );
+        // The model list names its own URL and does not suggest itself.
+        let m = http_error(404, "", None, "http://h/v1/models").to_string();
+        assert!(
+            m.contains("http://h/v1/models") && !m.contains("models list"),
+            "{m}"
         );
         assert!(
             http_error(503, "overloaded", None, "u")

@@ -185,6 +185,11 @@ pub fn run_with(
                     .map_err(|e| VaultError::io("reading", "stdin", e))?;
                 s
             };
+            if value.trim().is_empty() {
+                return Err(VaultError::Usage(format!(
+                    "no value given for {name}: pipe it in (e.g. `printf %s \"$TOKEN\" | sayri vault set {name}`) or run on a terminal to be prompted"
+                )));
+            }
             let mut v = open(paths, term)?;
             let name = v.set(&name, &value, description)?;
             writeln!(term.stdout, "stored {name} ({})", crate::mask(value.trim())).map_err(out_err)

@@ -914,11 +914,17 @@ mod tests {
             );
             assert_eq!(c, before, "{key} left unchanged");
         }
-        c.set_json("provider.base_url", &json!("https://api.example.invalid/v1")).unwrap();
+        c.set_json(
+            "provider.base_url",
+            &json!("https://api.example.invalid/v1"),
+        )
+        .unwrap();
         c.set_json("stt.mode", &json!("manual")).unwrap();
         let e = Config::from_toml_str("[stt]\nmode = \"foo\"\n", "f.toml").unwrap_err();
         let msg = e.to_string();
-        assert!(msg.starts_with("f.toml:2:") && msg.contains("stt.mode"), "{msg}");
+        assert!(
+            msg.starts_with("f.toml:2:") && msg.contains("stt.mode"),
+            "{msg}"
+        );
     }
-
 }

@@ -388,6 +388,21 @@ impl AgentEngine {
             let now = self.ports.clock.now_unix();
 
             match &step.finish {
+                // A plain-text answer that hit the token limit is still an answer: keep it, say
+                // it was cut off. Only a reply that was writing a code block is an error (its
+                // command cannot be trusted, so nothing runs).
+                Some(FinishReason::Length)
+                    if !step.answer.contains("```")
+                        && !strip_patterns(&step.answer, &settings.strip_patterns).is_empty() =>
+                {
+                    let note = "\n\n(The answer was cut off at the token limit; raise max_tokens for longer answers.)";
+                    sink.emit(CoreEvent::AssistantDelta(note.to_string()));
+                    let text = format!(
+                        "{}{note}",
+                        strip_patterns(&step.answer, &settings.strip_patterns)
+                    );
+                    return self.finish(out, &seed, text, step.usage, reasoning, &sink);
+                }
                 Some(FinishReason::Length) => {
                     let msg = "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise max_tokens for this agent or provider, or ask for a shorter answer.".to_string();
                     if !step.answer.trim().is_empty() {

@@ -304,6 +304,33 @@ async fn finish_length_runs_nothing_and_reports_a_clear_error() {
 }
 
 #[tokio::test]
+async fn finish_length_on_plain_text_keeps_the_answer_and_says_it_was_cut_off() {
+    let r = rig(
+        vec![Reply::Events(vec![
+            Ok(ChatEvent::Content(
+                "Paris is the capital of France, and its".into(),
+            )),
+            Ok(ChatEvent::Finish(FinishReason::Length)),
+        ])],
+        false,
+    );
+    let sink = RecordingSink::default();
+    let out = r
+        .engine
+        .run_turn(turn(AgentProfile::builtin_default(), "x"), &sink)
+        .await;
+    assert!(r.sandbox.commands().is_empty());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let text = out.text.unwrap();
+    assert!(
+        text.starts_with("Paris is the capital") && text.contains("cut off at the token limit"),
+        "{text}"
+    );
+    let last = r.store.messages("s1").unwrap().last().unwrap().clone();
+    assert_eq!(last.content, text);
+}
+
+#[tokio::test]
 async fn stream_errors_and_cut_off_streams_become_error_rows_and_events() {
     let r = rig(
         vec![Reply::Events(vec![Err(ChatError::Unreachable {
