@@ -322,6 +322,9 @@ pub struct Brain {
     pub redactor: SharedRedactor,
     /// The sandbox (for `status`).
     pub sandbox: Arc<LinuxSandbox>,
+    /// What each sandbox level can guarantee here, probed once in the background at start
+    /// (`Err` with the reason when the probe failed; unset while it runs).
+    pub sandbox_report: Arc<std::sync::OnceLock<Result<sayri_sandbox::CapabilityReport, String>>>,
     /// The provider client slot.
     pub model: Arc<ReloadableModel>,
     /// Agent profiles on disk.
@@ -471,6 +474,25 @@ impl Brain {
         )
         .map_err(|e| BrainError::Other(e.to_string()))?;
         tracing::debug!("brain: core at {:?}", t0.elapsed());
+        // Probe the kernel off the start-up path; `status` shows the result (case 34: an
+        // unavailable level is visible up front, not only when a command is refused).
+        let sandbox_report = Arc::new(std::sync::OnceLock::new());
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let (sb, slot) = (sandbox.clone(), sandbox_report.clone());
+            handle.spawn(async move {
+                let r = sb.capabilities().await.map_err(|e| e.to_string());
+                if let Ok(report) = &r {
+                    for l in report.levels.iter().filter(|l| !l.guaranteed) {
+                        tracing::warn!(
+                            "sandbox level {} is unavailable on this machine: {}",
+                            l.level,
+                            l.missing.join("; ")
+                        );
+                    }
+                }
+                let _ = slot.set(r);
+            });
+        }
         Ok((
             Brain {
                 core,
@@ -481,6 +503,7 @@ impl Brain {
                 vault_error,
                 redactor,
                 sandbox,
+                sandbox_report,
                 model,
                 agents,
             },

@@ -42,6 +42,46 @@ pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result
             "not set"
         }
     );
+    let sb = status.get("sandbox").cloned().unwrap_or(Value::Null);
+    if let Some(levels) = sb.get("levels").and_then(Value::as_array) {
+        let off: Vec<String> = levels
+            .iter()
+            .filter(|l| l.get("available") == Some(&Value::Bool(false)))
+            .map(|l| {
+                format!(
+                    "{} ({})",
+                    l.get("level").and_then(Value::as_str).unwrap_or("?"),
+                    l.get("missing")
+                        .and_then(Value::as_array)
+                        .map(|m| m
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join("; "))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        if off.is_empty() {
+            println!("sandbox:  every level available");
+        } else {
+            println!(
+                "sandbox:  unavailable here: {} — see `sayri sandbox check`",
+                off.join(", ")
+            );
+        }
+    } else if let Some(e) = sb.get("error").and_then(Value::as_str) {
+        println!("sandbox:  could not be probed: {e}");
+    }
+    if let Some(v) = status
+        .get("vault")
+        .filter(|v| v.get("available") == Some(&Value::Bool(false)))
+    {
+        println!(
+            "vault:    unavailable: {} — see `sayri vault status`",
+            v.get("error").and_then(Value::as_str).unwrap_or("?")
+        );
+    }
     println!("config:   {}", s("config_dir"));
     println!("data:     {}", s("state_dir"));
     println!("socket:   {}", s("socket"));

@@ -20,6 +20,16 @@ pub fn build_status(state: &DaemonState) -> Value {
         "busy": core.as_ref().is_some_and(|c| c.busy),
         "session_id": core.as_ref().map_or(Value::Null, |c| Value::String(c.session_id.clone())),
         "agent": core.as_ref().map_or(cfg.agent.default_agent.clone(), |c| c.agent_id.clone()),
+        "sandbox": brain.map_or(Value::Null, |b| match b.sandbox_report.get() {
+            None => json!({"probing": true}),
+            Some(Err(e)) => json!({"error": e}),
+            Some(Ok(r)) => json!({
+                "levels": r.levels.iter().map(|l| json!({
+                    "level": l.level, "available": l.guaranteed, "missing": l.missing,
+                })).collect::<Vec<_>>(),
+                "unavailable": r.levels.iter().filter(|l| !l.guaranteed).map(|l| l.level).collect::<Vec<_>>(),
+            }),
+        }),
         "vault": brain.map_or(Value::Null, |b| match &b.vault_error {
             Some(e) => json!({"available": false, "error": e}),
             None => json!({"available": true}),

@@ -11,5 +11,6 @@ mod permissions_ipc;
 mod protocol_status;
 mod singleton;
 mod slow_consumer;
+mod status_sandbox;
 pub mod support;
 mod vault_canary;
