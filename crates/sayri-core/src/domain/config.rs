@@ -504,7 +504,7 @@ config_keys! {
     }
     permissions => PermissionsConfig, "`[permissions]`: the permission broker." {
         ask_timeout: i64 = 120, "How long a permission question waits for an answer, seconds (then deny).";
-        policy_files: Vec<String> = &["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"], "Policy files that can only tighten rules, in order.";
+        policy_files: Vec<String> = &["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"], "Extra policy files that can only tighten rules, in order (the system files /usr/share/sayri/policies.json and /etc/sayri/policies.json always apply).";
     }
     sandbox => SandboxSettings, "`[sandbox]`: isolation for levels 1–2." {
         deny_read: Vec<String> = &[], "Extra paths that sandboxed commands may not read.";

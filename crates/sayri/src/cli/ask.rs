@@ -191,7 +191,7 @@ pub async fn run_chat(paths: &Paths, allow_start: bool, o: &AskOptions) -> anyho
     let mut client = connect_or_start(paths, allow_start).await?;
     let mut opts = o.clone();
     let stdin = std::io::stdin();
-    eprintln!("Sayri chat — type a question; /new for a new conversation, /quit to leave.");
+    eprintln!("Sayri chat — type a question; /new for a new conversation, /help, /quit to leave.");
     loop {
         eprint!("> ");
         let _ = std::io::stderr().flush();
@@ -204,6 +204,12 @@ pub async fn run_chat(paths: &Paths, allow_start: bool, o: &AskOptions) -> anyho
         match line {
             "" => continue,
             "/quit" | "/exit" => return Ok(()),
+            "/help" | "/?" => {
+                eprintln!(
+                    "/new  start a new conversation\n/quit leave (or Ctrl-D)\nanything else is sent as a question"
+                );
+                continue;
+            }
             "/new" => {
                 let r = client.request(cmd::NEW_CONVERSATION, Map::new()).await?;
                 eprintln!(
