@@ -244,3 +244,44 @@ fn case06_wrappers_and_downloads() {
     assert_eq!(d.source, "baseline");
     assert!(d.policy);
 }
+
+#[test]
+fn a_command_cannot_manage_sayri_itself_even_when_everything_is_allowed() {
+    let all = r#"[{"action":"shell","resource":"*","effect":"allow"}]"#;
+    check_table(
+        all,
+        L3,
+        &[
+            (
+                "answer own card",
+                "sayri permissions answer 0123456789ab --allow --always",
+                Deny,
+            ),
+            (
+                "via path",
+                "/usr/bin/sayri permissions answer 0123456789ab --allow",
+                Deny,
+            ),
+            (
+                "in background",
+                "(sleep 5; sayri permissions answer x --allow) &",
+                Deny,
+            ),
+            (
+                "loosen policy",
+                "sayri config set permissions.policy_files '[]'",
+                Deny,
+            ),
+            ("secrets", "sayri vault get GITHUB_TOKEN --reveal", Deny),
+            ("stop daemon", "true && sayri quit", Deny),
+            ("config file", "echo x >> ~/.config/sayri/sayri.toml", Deny),
+            (
+                "config file abs",
+                "printf x > /home/u/.config/sayri/agents/default.json",
+                Deny,
+            ),
+            ("read-only use", "sayri pref query open music", Allow),
+            ("status", "sayri status --json", Allow),
+        ],
+    );
+}

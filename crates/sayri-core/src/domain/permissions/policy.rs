@@ -23,6 +23,17 @@ use super::rule::{Action, Effect, Rule, RuleError, Source};
 const DENIED_PROGRAMS: &[&str] = &["dd"];
 /// Prefix patterns denied as written.
 const DENIED_SHELL: &[&str] = &[
+    // Sayri's own management from inside a command: a model must not answer its own permission
+    // cards, change its settings or policies, read or change secrets, or stop the daemon.
+    // (A speed bump, not a boundary: a level-3 command runs as the user and could reach the
+    // socket by other means; levels 1–2 cannot reach any Unix socket at all.)
+    "sayri permissions answer*",
+    "sayri permissions forget*",
+    "sayri config set*",
+    "sayri vault*",
+    "sayri quit*",
+    "sayri daemon*",
+    "sayri sandbox*",
     "mkfs*",
     "fdisk*",
     "sfdisk*",
@@ -56,6 +67,7 @@ const DENIED_SHELL: &[&str] = &[
     "* --no-preserve-root*",
 ];
 const DENIED_WRITES: &[&str] = &[
+    "*/.config/sayri/*",
     "/dev/sd*",
     "/dev/hd*",
     "/dev/vd*",
