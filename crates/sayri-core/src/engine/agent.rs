@@ -348,9 +348,17 @@ impl AgentEngine {
             if cancel.is_cancelled() {
                 return self.cancelled(out);
             }
+            // Redacted with the secrets known now: a value that became a secret after it was
+            // observed (e.g. `vault_set` while a card was open) never goes out again.
             let request = ChatRequest {
                 model: model.clone(),
-                messages: messages.clone(),
+                messages: messages
+                    .iter()
+                    .map(|m| ChatMessage {
+                        content: self.ports.redactor.redact(&m.content),
+                        ..m.clone()
+                    })
+                    .collect(),
                 temperature: Some(profile.model.temperature),
                 max_tokens,
                 tools: None,
@@ -743,7 +751,10 @@ impl AgentEngine {
                     Role::System,
                     "Write an ultra-short title (3-4 words) for this request, in its language. Only the words: no quotes, no period.",
                 ),
-                ChatMessage::new(Role::User, cut_chars(first_request, 120)),
+                ChatMessage::new(
+                    Role::User,
+                    self.ports.redactor.redact(&cut_chars(first_request, 120)),
+                ),
             ],
             temperature: Some(settings.title_temperature),
             max_tokens: Some(15),

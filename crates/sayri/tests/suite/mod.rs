@@ -1,5 +1,6 @@
 mod agent_turn;
 mod attack;
+mod attack2;
 mod broadcast;
 mod cli;
 mod concurrency;

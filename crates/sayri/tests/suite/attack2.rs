@@ -1,0 +1,334 @@
+//! Second red-team pass on the integrated daemon: a hostile model (scripted with `sayri-testkit`)
+//! against the real `sayri daemon`, its real socket, the real sandbox and the real SQLite store.
+
+use super::support::*;
+use sayri_testkit::{FakeLlm, RecordedRequest, Reply, Script, sse};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The scripted model with the runtime that drives it (dropped after the server).
+struct Model {
+    llm: FakeLlm,
+    _rt: tokio::runtime::Runtime,
+}
+
+/// Title requests (`max_tokens: 15`) get a title; every other request takes the next reply.
+fn start_model(replies: Vec<Reply>) -> Model {
+    let queue = Arc::new(Mutex::new(VecDeque::from(replies)));
+    let script = Script::from_fn(move |req: &RecordedRequest| {
+        if req
+            .json()
+            .is_some_and(|v| v.get("max_tokens") == Some(&json!(15)))
+        {
+            return Reply::sse(sse::content_stream(&["Hostile"]));
+        }
+        queue
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Reply::sse(sse::content_stream(&["Done."])))
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let llm = rt.block_on(FakeLlm::start(script)).unwrap();
+    Model { llm, _rt: rt }
+}
+
+/// `sayri.toml` for the model, and agent `hostile` at level 3 (`ask_before_run` as given).
+fn setup(env: &Env, model: &Model, ask_before_run: bool, ask_timeout: u64) {
+    let config = env.config_dir();
+    std::fs::create_dir_all(config.join("agents")).unwrap();
+    std::fs::write(
+        config.join("sayri.toml"),
+        format!(
+            "[provider]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nretries = 0\n\n\
+             [permissions]\nask_timeout = {ask_timeout}\npolicy_files = []\n\n\
+             [agent]\ndefault_agent = \"hostile\"\n",
+            model.llm.base_url()
+        ),
+    )
+    .unwrap();
+    let profile = json!({
+        "id": "hostile",
+        "name": "Hostile",
+        "sandbox": {
+            "level": "LEVEL_3_HOST_USER",
+            "ask_before_run": ask_before_run,
+            "timeout_seconds": 10,
+            "blocked_binaries": [],
+            "permission_rules": [{"action": "shell", "resource": "touch *", "effect": "ask"}],
+        },
+    });
+    std::fs::write(config.join("agents/hostile.json"), profile.to_string()).unwrap();
+}
+
+/// Reads lines until an event named `name` arrives (or `limit` passes); returns it.
+fn wait_event(c: &mut RawClient, name: &str, limit: Duration) -> Option<Value> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let v = c.read_value();
+        if v["event"] == name {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Sends `ask` without waiting for the answer.
+fn send_ask(c: &mut RawClient, text: &str, id: u64) {
+    let line =
+        json!({"cmd": "ask", "params": {"text": text, "timeout": 60}, "id": id}).to_string() + "\n";
+    c.write(line.as_bytes());
+}
+
+/// Reads until the response with `id`; returns it and how long it took.
+fn wait_response(c: &mut RawClient, id: u64) -> (Value, Duration) {
+    let t0 = Instant::now();
+    loop {
+        let v = c.read_value();
+        if v.get("event").is_none() && v["id"] == id {
+            return (v, t0.elapsed());
+        }
+    }
+}
+
+fn marker_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/var/tmp").unwrap()
+}
+
+fn ran(marker: &Path) -> bool {
+    marker.exists()
+}
+
+/// A reply whose first block holds a 1 MiB command and is followed by 10 000 more blocks: one
+/// card (for the first block only), `interrupt` settles it, nothing runs, and a late answer to
+/// the settled card is not delivered.
+#[test]
+fn a_flood_reply_raises_one_card_and_interrupt_settles_it_without_running() {
+    let dir = marker_dir();
+    let marker = dir.path().join("ran");
+    let mut text = format!("Sure.\n```bash\ntouch {} # ", marker.display());
+    text.push_str(&"A".repeat(1 << 20));
+    text.push_str("\n```\n~~~bash\ntouch x\n~~~\r\n```bash\r\ntouch y\r\n```\r\n");
+    for i in 0..10_000 {
+        text.push_str(&format!("```bash\necho {i}\n```\n"));
+    }
+    text.push_str("```bash\nunterminated");
+    let model = start_model(vec![Reply::sse(sse::content_stream(&[&text]))]);
+    let env = Env::new();
+    setup(&env, &model, true, 30);
+    let d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok();
+    send_ask(&mut c, "go", 1);
+    let card = wait_event(&mut c, "permission_request", Duration::from_secs(20))
+        .expect("a card for the first block");
+    let id = card["request"]["id"].as_str().unwrap().to_string();
+    let mut o = RawClient::connect(&env.socket());
+    let r = o.call("interrupt", json!({}), 9);
+    assert_eq!(r["result"]["interrupted"], true, "{r}");
+    let (resp, _) = wait_response(&mut c, 1);
+    assert!(resp["result"]["error"].is_string(), "{resp}");
+    let r = o.call(
+        "permission_answer",
+        json!({"request_id": id, "allow": true}),
+        10,
+    );
+    assert_eq!(r["result"]["delivered"], false, "{r}");
+    let r = o.call("permission_list", json!({}), 11);
+    assert_eq!(r["result"]["pending"], json!([]), "{r}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!ran(&marker), "nothing may run after an interrupt");
+    eprintln!("daemon RSS after the flood: {} KiB", d.rss_kib());
+}
+
+/// A model that sends nothing but SSE comments (keep-alives) forever: `interrupt` still ends
+/// the turn, and the daemon drops the model connection.
+#[test]
+fn interrupt_ends_an_endless_keep_alive_stream() {
+    let body = ": keep-alive\n\n".repeat(100_000);
+    let model = start_model(vec![
+        Reply::sse(body)
+            .with_write_size(14)
+            .with_write_delay(Duration::from_millis(5)),
+    ]);
+    let env = Env::new();
+    setup(&env, &model, true, 30);
+    let _d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok();
+    send_ask(&mut c, "go", 1);
+    wait_event(&mut c, "user", Duration::from_secs(10)).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut o = RawClient::connect(&env.socket());
+    let r = o.call("interrupt", json!({}), 9);
+    assert_eq!(r["result"]["interrupted"], true, "{r}");
+    let (resp, _) = wait_response(&mut c, 1);
+    assert!(resp["result"]["error"].is_string(), "{resp}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let gone = rt.block_on(model.llm.wait_for_disconnect(Duration::from_secs(5)));
+    assert!(gone.is_some(), "the model connection was left open");
+}
+
+/// A `tool_calls` flood, a command with a NUL byte, and invalid UTF-8 in content: nothing
+/// runs, the daemon keeps answering.
+#[test]
+fn tool_call_flood_nul_command_and_invalid_utf8_run_nothing() {
+    let dir = marker_dir();
+    let marker = dir.path().join("ran");
+    let mut flood = Vec::new();
+    for i in 0..20_000 {
+        let c = json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":i,"id":format!("c{i}"),"type":"function","function":{"name":"bash","arguments":format!("{{\"cmd\":\"touch {}\"}}", marker.display())}}]},"finish_reason":null}]});
+        flood.extend_from_slice(sse::data_event(&c).as_bytes());
+    }
+    flood.extend_from_slice(&sse::content_stream(&["flooded"]));
+    let nul = format!("```bash\ntouch {}\u{0}\n```\n", marker.display());
+    let mut bad =
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\xfe bad\"}}]}\n\n"
+            .to_vec();
+    bad.extend_from_slice(&sse::content_stream(&[" end"]));
+    let model = start_model(vec![
+        Reply::sse(flood),
+        Reply::sse(sse::content_stream(&[&nul])),
+        Reply::sse(bad),
+    ]);
+    let env = Env::new();
+    setup(&env, &model, false, 30);
+    let _d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok();
+    let r = c.call("ask", json!({"text": "one", "timeout": 20}), 1);
+    assert_eq!(r["result"]["text"], "flooded", "{r}");
+    let r = c.call("ask", json!({"text": "two", "timeout": 20}), 2);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(!ran(&marker), "no tool call and no NUL-cut command may run");
+    let r = c.call("ping", json!({}), 3);
+    assert_eq!(r["ok"], true, "{r}");
+}
+
+/// 100 clients ask at once: exactly one turn runs, every other client gets a prompt answer
+/// (busy), nobody hangs.
+#[test]
+fn a_hundred_concurrent_asks_get_one_turn_and_ninety_nine_busy_answers() {
+    let model = start_model(vec![
+        Reply::sse(sse::content_stream(&["slow"])).with_head_delay(Duration::from_secs(2)),
+    ]);
+    let env = Env::new();
+    setup(&env, &model, false, 30);
+    let d = env.start_daemon();
+    let sock = env.socket();
+    // Connected first: a client that connects while a turn runs may see a broadcast event
+    // before its `ready` greeting (reported separately), which `RawClient` treats as an error.
+    let barrier = Arc::new(std::sync::Barrier::new(100));
+    let hs: Vec<_> = (0..100)
+        .map(|i| {
+            let sock = sock.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut c = RawClient::connect(&sock);
+                barrier.wait();
+                c.writer
+                    .set_read_timeout(Some(Duration::from_secs(20)))
+                    .ok();
+                c.call("ask", json!({"text": format!("q{i}"), "timeout": 10}), 1)
+            })
+        })
+        .collect();
+    let rs: Vec<Value> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    let ok: Vec<_> = rs.iter().filter(|r| r["ok"] == true).collect();
+    assert_eq!(ok.len(), 1, "{ok:?}");
+    assert_eq!(ok[0]["result"]["text"], "slow");
+    for r in rs.iter().filter(|r| r["ok"] != true) {
+        assert!(r.to_string().to_lowercase().contains("busy"), "{r}");
+    }
+    eprintln!("RSS {} KiB, {} fds", d.rss_kib(), d.fd_count());
+}
+
+/// A value printed by a command before it became a secret, then stored with `vault_set` while a
+/// permission card of the same turn is open: the next command prints it again. From the moment
+/// it is a secret it must not leave the daemon: not in `tool_finish`, not in any later request
+/// body (the earlier observation included), not in SQLite rows written afterwards.
+#[test]
+fn a_secret_stored_mid_turn_is_redacted_from_then_on_in_events_and_request_bodies() {
+    let dir = marker_dir();
+    let file = dir.path().join("token.txt");
+    let secret = format!("tok-{}-{}", std::process::id(), "Zq8vN3xLr5Pw");
+    std::fs::write(&file, &secret).unwrap();
+    let marker = dir.path().join("ran");
+    let model = start_model(vec![
+        Reply::sse(sse::content_stream(&[&format!(
+            "```bash\ncat {}\n```\n",
+            file.display()
+        )])),
+        Reply::sse(sse::content_stream(&[&format!(
+            "```bash\ntouch {} && cat {}\n```\n",
+            marker.display(),
+            file.display()
+        )])),
+        Reply::sse(sse::content_stream(&["Done."])),
+    ]);
+    let env = Env::new();
+    setup(&env, &model, true, 30);
+    let _d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok();
+    send_ask(&mut c, "show the token", 1);
+    let card = wait_event(&mut c, "permission_request", Duration::from_secs(15))
+        .expect("the second command raises a card");
+    let id = card["request"]["id"].as_str().unwrap().to_string();
+    let mut o = RawClient::connect(&env.socket());
+    let r = o.call(
+        "vault_set",
+        json!({"key": "MID_TURN_TOKEN", "value": secret, "description": ""}),
+        2,
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    let r = o.call(
+        "permission_answer",
+        json!({"request_id": id, "allow": true}),
+        3,
+    );
+    assert_eq!(r["result"]["delivered"], true, "{r}");
+    let finish = wait_event(&mut c, "tool_finish", Duration::from_secs(15)).unwrap();
+    assert!(ran(&marker), "the allowed command ran");
+    assert!(
+        !finish.to_string().contains(&secret),
+        "tool_finish leaks: {finish}"
+    );
+    let (resp, _) = wait_response(&mut c, 1);
+    assert_eq!(resp["result"]["text"], "Done.", "{resp}");
+    let bodies: Vec<String> = model
+        .llm
+        .chat_bodies()
+        .iter()
+        .filter(|b| b.get("max_tokens") != Some(&json!(15)))
+        .map(|b| b.to_string())
+        .collect();
+    assert_eq!(bodies.len(), 3, "three model calls");
+    assert!(
+        bodies[1].contains(&secret),
+        "before vault_set the value was not a secret yet"
+    );
+    assert!(
+        !bodies[2].contains(&secret),
+        "the request after vault_set still carries the secret: {}",
+        bodies[2]
+    );
+}
