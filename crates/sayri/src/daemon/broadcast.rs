@@ -83,10 +83,27 @@ impl Broadcaster {
 
     /// Registers a new connection; `parent` cancels it too (daemon termination).
     pub fn register(&self, parent: &CancellationToken) -> Registration {
+        self.register_greeted(parent, None)
+    }
+
+    /// Like [`Broadcaster::register`], with `first` queued before the connection can receive
+    /// any broadcast: a client's greeting is always its first line, even while a turn runs.
+    pub fn register_greeted(
+        &self,
+        parent: &CancellationToken,
+        first: Option<Bytes>,
+    ) -> Registration {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel(self.inner.capacity);
+        let (tx, rx) = mpsc::channel(self.inner.capacity.max(1));
         let cancel = parent.child_token();
         let queued = Arc::new(AtomicUsize::new(0));
+        if let Some(frame) = first {
+            let len = frame.len();
+            // The channel is new and has room, so this cannot fail.
+            if tx.try_send(frame).is_ok() {
+                queued.fetch_add(len, Ordering::Relaxed);
+            }
+        }
         self.clients().insert(
             id,
             Slot {

@@ -32,23 +32,28 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// Serves one accepted, already authenticated connection until it ends.
 pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<Dispatcher>) {
+    // Greeting: the `ready` event with the status object, so a client knows it is accepted.
+    // It is queued before the connection joins the broadcast list, so no event of a running
+    // turn can come before it; `clients` counts this connection too.
+    let mut info = build_status(&state);
+    if let Some(n) = info.get("clients").and_then(Value::as_u64) {
+        info["clients"] = Value::from(n + 1);
+    }
+    let mut payload = Map::new();
+    payload.insert("info".into(), info);
+    let greeting = encode(&Event::new(names::event::READY, payload));
     let Registration {
         id,
         tx,
         rx,
         cancel,
         queued,
-    } = state.broadcaster.register(&state.terminate);
+    } = state
+        .broadcaster
+        .register_greeted(&state.terminate, Some(greeting));
     let tx = Outbox { tx, queued };
     tracing::debug!(client = id, "client connected");
     let (mut rd, wr) = stream.into_split();
-
-    // Greeting: the `ready` event with the status object, so a client knows it is accepted.
-    let mut payload = Map::new();
-    payload.insert("info".into(), build_status(&state));
-    let _ = tx
-        .send(encode(&Event::new(names::event::READY, payload)))
-        .await;
 
     let writer = tokio::spawn(write_loop(wr, rx, cancel.clone(), tx.queued.clone()));
     let ctx = Ctx {
