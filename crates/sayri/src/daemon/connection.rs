@@ -10,12 +10,13 @@
 //!   connection closes. When it goes away or is dropped, in-flight requests are aborted.
 
 use crate::daemon::broadcast::Registration;
+use crate::daemon::command_peer;
 use crate::daemon::dispatch::{Ctx, Dispatcher, Lookup, Mode};
 use crate::daemon::state::DaemonState;
 use crate::daemon::status::build_status;
 use bytes::Bytes;
 use sayri_protocol::ndjson::{self, Frame, LineFramer};
-use sayri_protocol::{Event, Response, names};
+use sayri_protocol::{ErrorCode, Event, ProtocolError, Response, names};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,7 +53,8 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         .broadcaster
         .register_greeted(&state.terminate, Some(greeting));
     let tx = Outbox { tx, queued };
-    tracing::debug!(client = id, "client connected");
+    let from_command = command_peer::peer_is_command(stream.peer_cred().ok().and_then(|c| c.pid()));
+    tracing::debug!(client = id, from_command, "client connected");
     let (mut rd, wr) = stream.into_split();
 
     let writer = tokio::spawn(write_loop(wr, rx, cancel.clone(), tx.queued.clone()));
@@ -60,6 +62,7 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         daemon: state.clone(),
         client: id,
         client_gone: cancel.clone(),
+        from_command,
     };
     read_loop(&mut rd, tx, ctx, &dispatcher, &state.closing).await;
     // Stop broadcasting to it; the writer drains what is queued, then ends. The socket closes
@@ -169,6 +172,20 @@ async fn read_loop(
                     continue;
                 }
             };
+            if ctx.from_command && command_peer::MANAGEMENT.contains(&req.cmd.as_str()) {
+                let err = ProtocolError::new(
+                    ErrorCode::Denied,
+                    format!(
+                        "{} is refused to a client running inside a command of Sayri; run it yourself from a terminal",
+                        req.cmd
+                    ),
+                );
+                tracing::warn!(cmd = %req.cmd, "refused a management command from inside a command");
+                if tx.send(encode(&Response::err(err, req.id))).await.is_err() {
+                    return;
+                }
+                continue;
+            }
             let (mode, handler) = match dispatcher.lookup(&req.cmd) {
                 Lookup::Found(mode, h) => (mode, h),
                 other => {

@@ -46,6 +46,9 @@ pub struct Ctx {
     pub client: ClientId,
     /// Cancelled when that client disconnects or is dropped.
     pub client_gone: CancellationToken,
+    /// The client runs inside a command of this daemon
+    /// ([`crate::daemon::command_peer::peer_is_command`]): management commands are refused.
+    pub from_command: bool,
 }
 
 impl Ctx {

@@ -8,6 +8,7 @@
 //! * [`status`] — the `status` object.
 
 pub mod broadcast;
+pub mod command_peer;
 pub mod commands;
 pub mod connection;
 pub mod dispatch;

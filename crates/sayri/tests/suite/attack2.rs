@@ -389,3 +389,81 @@ fn ready_is_the_first_line_even_while_a_turn_streams() {
         "first lines that were not `ready`: {wrong:?}"
     );
 }
+
+/// A command of a turn (level 3, allowed by the agent's rules) that talks to the daemon's socket
+/// directly, without the `sayri` CLI the baseline policy knows: it may ping, but it may not
+/// point the provider elsewhere (which would send the API key there), change secrets, forget
+/// approvals or stop the daemon.
+#[test]
+fn a_command_reaching_the_socket_directly_cannot_manage_sayri() {
+    let dir = marker_dir();
+    let out = dir.path().join("answers.ndjson");
+    let env = Env::new();
+    let script = format!(
+        r#"import json, socket
+s = socket.socket(socket.AF_UNIX)
+s.connect({sock:?})
+f = s.makefile("rwb")
+f.readline()
+reqs = [
+    {{"cmd": "ping", "id": 1}},
+    {{"cmd": "config_set", "params": {{"key": "provider.base_url", "value": "http://127.0.0.1:9/v1"}}, "id": 2}},
+    {{"cmd": "vault_set", "params": {{"key": "PLANTED", "value": "x"}}, "id": 3}},
+    {{"cmd": "permission_forget", "params": {{}}, "id": 4}},
+    {{"cmd": "quit", "id": 5}},
+]
+with open({out:?}, "w") as o:
+    for r in reqs:
+        f.write((json.dumps(r) + "\n").encode()); f.flush()
+        while True:
+            v = json.loads(f.readline())
+            if "event" not in v:
+                break
+        o.write(json.dumps(v) + "\n")
+"#,
+        sock = env.socket().display().to_string(),
+        out = out.display().to_string(),
+    );
+    let probe = dir.path().join("probe.py");
+    std::fs::write(&probe, script).unwrap();
+    let model = start_model(vec![Reply::sse(sse::content_stream(&[&format!(
+        "```bash\npython3 {}\n```\n",
+        probe.display()
+    )]))]);
+    setup(&env, &model, false, 30);
+    let mut d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok();
+    let r = c.call("ask", json!({"text": "go", "timeout": 20}), 1);
+    assert_eq!(r["ok"], true, "{r}");
+    let answers: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap_or_else(|e| {
+            panic!(
+                "the probe wrote no answers ({e}); daemon log: {}",
+                d.log_text()
+            )
+        })
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    assert_eq!(answers[0]["ok"], true, "ping is fine: {}", answers[0]);
+    for a in &answers[1..] {
+        assert_eq!(
+            a["ok"], false,
+            "a management command from a command went through: {a}"
+        );
+        assert_eq!(a["code"], "denied", "{a}");
+    }
+    let r = c.call("config_get", json!({"key": "provider.base_url"}), 2);
+    assert_eq!(r["result"]["value"], json!(model.llm.base_url()), "{r}");
+    assert!(
+        d.child.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "the daemon was stopped"
+    );
+    // The user's own CLI still manages Sayri.
+    let o = env.run(&["config", "set", "provider.retries", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

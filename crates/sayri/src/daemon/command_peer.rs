@@ -1,0 +1,69 @@
+//! Connections made from inside a command the daemon runs.
+//!
+//! Every process the daemon starts for a command is its descendant (the exec helper is a child
+//! subreaper, and remaining descendants are killed when the command ends). A peer whose process
+//! (from `SO_PEERCRED`) has the daemon among its ancestors is therefore a command of a turn,
+//! driven by the model. Such a connection may use the assistant, but not manage Sayri: it may
+//! not answer or forget permission cards, change settings, agents or secrets, or stop the
+//! daemon. When the ancestry cannot be read the peer counts as a command (fail closed).
+//!
+//! This is a boundary for commands that reach the socket by any means (a script, `socat`,
+//! Python) at levels 3–4; levels 1–2 cannot reach a Unix socket at all. A command that gets a
+//! service manager to start a process outside the daemon's tree is not caught.
+
+use sayri_protocol::names::cmd;
+
+/// Commands refused to a connection made from inside a command.
+pub const MANAGEMENT: &[&str] = &[
+    cmd::PERMISSION_ANSWER,
+    cmd::PERMISSION_FORGET,
+    cmd::CONFIG_SET,
+    cmd::SETTINGS_SAVE,
+    cmd::PLUGIN_SETTINGS_SET,
+    cmd::VAULT_SET,
+    cmd::VAULT_DELETE,
+    cmd::QUIT,
+    cmd::KILLALL,
+    cmd::AGENT_SAVE,
+    cmd::AGENT_DELETE,
+    cmd::AGENT_SWITCH,
+    cmd::GATEWAY_SAVE,
+    cmd::GATEWAY_DELETE,
+    cmd::GATEWAY_START,
+    cmd::ROUTINE_SAVE,
+    cmd::ROUTINE_DELETE,
+    cmd::ROUTINE_SET_ENABLED,
+    cmd::SKILLS_INSTALL,
+    cmd::SKILLS_UNINSTALL,
+    cmd::PLUGIN_SET_ENABLED,
+];
+
+/// The parent pid of `pid`, from `/proc/<pid>/stat` (the field after the parenthesised name).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether the process `peer` (a pid from `SO_PEERCRED`; `None` when unknown) runs inside a
+/// command of this daemon: it is a strict descendant of this process. Unknown or unreadable
+/// ancestry answers `true` (fail closed); the peer being this process itself answers `false`
+/// (an embedded daemon's own clients).
+pub fn peer_is_command(peer: Option<i32>) -> bool {
+    let me = std::process::id() as i32;
+    let Some(mut pid) = peer.filter(|&p| p > 0) else {
+        return true;
+    };
+    if pid == me {
+        return false;
+    }
+    for _ in 0..4096 {
+        match parent_of(pid) {
+            Some(p) if p == me => return true,
+            Some(p) if p <= 1 => return false,
+            Some(p) => pid = p,
+            None => return true,
+        }
+    }
+    true
+}
