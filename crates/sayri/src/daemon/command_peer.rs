@@ -4,8 +4,9 @@
 //! subreaper, and remaining descendants are killed when the command ends). A peer whose process
 //! (from `SO_PEERCRED`) has the daemon among its ancestors is therefore a command of a turn,
 //! driven by the model. Such a connection may use the assistant, but not manage Sayri: it may
-//! not answer or forget permission cards, change settings, agents or secrets, or stop the
-//! daemon. When the ancestry cannot be read the peer counts as a command (fail closed).
+//! not answer or forget permission cards, change settings, agents or secrets, delete the
+//! user's sessions, or stop the daemon. When the ancestry cannot be read the peer counts as a
+//! command (fail closed).
 //!
 //! This is a boundary for commands that reach the socket by any means (a script, `socat`,
 //! Python) at levels 3–4; levels 1–2 cannot reach a Unix socket at all. A command that gets a
@@ -36,6 +37,7 @@ pub const MANAGEMENT: &[&str] = &[
     cmd::SKILLS_INSTALL,
     cmd::SKILLS_UNINSTALL,
     cmd::PLUGIN_SET_ENABLED,
+    cmd::SESSION_DELETE,
 ];
 
 /// The parent pid of `pid`, from `/proc/<pid>/stat` (the field after the parenthesised name).

@@ -410,7 +410,8 @@ reqs = [
     {{"cmd": "config_set", "params": {{"key": "provider.base_url", "value": "http://127.0.0.1:9/v1"}}, "id": 2}},
     {{"cmd": "vault_set", "params": {{"key": "PLANTED", "value": "x"}}, "id": 3}},
     {{"cmd": "permission_forget", "params": {{}}, "id": 4}},
-    {{"cmd": "quit", "id": 5}},
+    {{"cmd": "session_delete", "params": {{"session_id": "x"}}, "id": 5}},
+    {{"cmd": "quit", "id": 6}},
 ]
 with open({out:?}, "w") as o:
     for r in reqs:
@@ -448,7 +449,7 @@ with open({out:?}, "w") as o:
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(answers.len(), 5, "{answers:?}");
+    assert_eq!(answers.len(), 6, "{answers:?}");
     assert_eq!(answers[0]["ok"], true, "ping is fine: {}", answers[0]);
     for a in &answers[1..] {
         assert_eq!(
