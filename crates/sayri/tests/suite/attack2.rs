@@ -468,3 +468,60 @@ with open({out:?}, "w") as o:
     let o = env.run(&["config", "set", "provider.retries", "1"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// The provider key, set over IPC while the daemon runs, appears in no log line even at
+/// `RUST_LOG=trace` (HTTP client internals included), and goes out only as the bearer header.
+#[test]
+fn the_provider_key_is_not_in_a_trace_level_log() {
+    let key = format!("sk-attack2-{}-Hq7Tz2Lm9Vc4", std::process::id());
+    let model = start_model(vec![Reply::sse(sse::content_stream(&["Hello."]))]);
+    let env = Env::new();
+    setup(&env, &model, false, 30);
+    let log = std::fs::File::create(env.daemon_log()).unwrap();
+    let child = env
+        .cmd()
+        .env("RUST_LOG", "trace")
+        .arg("daemon")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut d = Daemon {
+        child: Some(child),
+        log: env.daemon_log(),
+    };
+    assert!(eventually(Duration::from_secs(15), || {
+        RawClient::try_connect(&env.socket()).is_ok()
+    }));
+    let mut c = RawClient::connect(&env.socket());
+    let r = c.call(
+        "config_set",
+        json!({"key": "provider.api_key", "value": key}),
+        1,
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    let r = c.call("ask", json!({"text": "hi", "timeout": 20}), 2);
+    assert_eq!(r["result"]["text"], "Hello.", "{r}");
+    let sent = model
+        .llm
+        .requests()
+        .iter()
+        .filter_map(|q| q.header("authorization").map(str::to_string))
+        .collect::<Vec<_>>();
+    assert!(
+        sent.iter().any(|h| h.contains(&key)),
+        "the key went out: {sent:?}"
+    );
+    d.terminate(Duration::from_secs(5));
+    let text = std::fs::read_to_string(env.daemon_log()).unwrap();
+    assert!(
+        text.len() > 1000,
+        "trace logging was on: {} bytes",
+        text.len()
+    );
+    assert!(!text.contains(&key), "the key is in the trace log");
+    assert!(
+        !text.contains(&key[10..]),
+        "part of the key is in the trace log"
+    );
+}
