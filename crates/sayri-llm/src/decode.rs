@@ -12,6 +12,9 @@
 
 use std::collections::BTreeMap;
 
+/// Most tool calls assembled from one streamed reply; further distinct calls are dropped.
+pub const MAX_TOOL_CALLS: usize = 64;
+
 use sayri_core::ports::{ChatError, ChatEvent, FinishReason, Usage};
 use serde::Deserialize;
 use serde_json::Value;
@@ -215,6 +218,11 @@ impl ChunkDecoder {
         }
         for (pos, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
             let index = call.index.unwrap_or(pos as u32);
+            if !self.calls.contains_key(&index) && self.calls.len() >= MAX_TOOL_CALLS {
+                // A flood of distinct calls would cost far more memory than its bytes on the
+                // wire; calls past the cap are dropped.
+                continue;
+            }
             let entry = self.calls.entry(index).or_default();
             if let Some(id) = call.id.filter(|s| !s.is_empty()) {
                 entry.id = id;
@@ -297,6 +305,31 @@ mod tests {
             }
         }
         (content, reasoning, events)
+    }
+
+    #[test]
+    fn a_flood_of_distinct_tool_calls_is_capped_and_a_known_call_still_grows() {
+        let mut decoder = ChunkDecoder::new(InlineThink::Off);
+        for i in 0..5_000u32 {
+            let c = serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": i, "id": format!("c{i}"), "function": {"name": "bash", "arguments": "{"}}
+            ]}}]});
+            decoder.on_data(&c.to_string()).unwrap();
+        }
+        let more = serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": "}"}}
+        ]}, "finish_reason": "tool_calls"}]});
+        let mut events = decoder.on_data(&more.to_string()).unwrap();
+        events.extend(decoder.on_eof().unwrap());
+        let calls: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ChatEvent::ToolCall { id, arguments, .. } => Some((id.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls.len(), MAX_TOOL_CALLS);
+        assert_eq!(calls[0], ("c0".to_string(), "{}".to_string()));
     }
 
     #[test]
