@@ -525,3 +525,44 @@ fn the_provider_key_is_not_in_a_trace_level_log() {
         "part of the key is in the trace log"
     );
 }
+
+/// `new_conversation` while a permission card is open ends the turn like `interrupt`: the card
+/// is settled for every client, a late `allow` is not delivered, and nothing runs.
+#[test]
+fn new_conversation_while_a_card_is_open_settles_it_and_runs_nothing() {
+    let dir = marker_dir();
+    let marker = dir.path().join("ran");
+    let model = start_model(vec![Reply::sse(sse::content_stream(&[&format!(
+        "```bash\ntouch {}\n```\n",
+        marker.display()
+    )]))]);
+    let env = Env::new();
+    setup(&env, &model, true, 30);
+    let _d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok();
+    send_ask(&mut c, "go", 1);
+    let card = wait_event(&mut c, "permission_request", Duration::from_secs(15)).unwrap();
+    let id = card["request"]["id"].as_str().unwrap().to_string();
+    let mut o = RawClient::connect(&env.socket());
+    let r = o.call("new_conversation", json!({}), 2);
+    assert_eq!(r["ok"], true, "{r}");
+    let (resp, _) = wait_response(&mut c, 1);
+    assert_eq!(resp["ok"], true, "{resp}");
+    let r = o.call("permission_list", json!({}), 3);
+    assert_eq!(
+        r["result"]["pending"],
+        json!([]),
+        "the card is still open: {r}"
+    );
+    let r = o.call(
+        "permission_answer",
+        json!({"request_id": id, "allow": true}),
+        4,
+    );
+    assert_eq!(r["result"]["delivered"], false, "{r}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!ran(&marker), "a command ran after its turn ended");
+}
