@@ -85,6 +85,12 @@ pub enum ClientError {
     Remote(ProtocolError),
 }
 
+/// Longest line accepted from the daemon, in bytes. The 1 MiB limit binds requests; the
+/// daemon's own lines carry model text (an answer, a proposed command) that is bounded only by
+/// the model stream cap (128 MiB in `sayri-llm`) and JSON escaping, and the peer was checked
+/// to be our own uid.
+pub const MAX_DAEMON_LINE_BYTES: usize = 512 << 20;
+
 /// A connected client.
 pub struct Client {
     rd: OwnedReadHalf,
@@ -131,7 +137,7 @@ impl Client {
         let mut client = Client {
             rd,
             wr,
-            framer: LineFramer::default(),
+            framer: LineFramer::new(MAX_DAEMON_LINE_BYTES),
             pending: VecDeque::new(),
             buf: vec![0; 64 * 1024],
             next_id: 1,
@@ -179,7 +185,7 @@ impl Client {
             while let Some(frame) = self.pending.pop_front() {
                 match frame {
                     Frame::TooLong => {
-                        return Err(ClientError::BadFrame("a line longer than 1 MiB".into()));
+                        return Err(ClientError::BadFrame("a line longer than 512 MiB".into()));
                     }
                     Frame::Line(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
                     Frame::Line(line) => {

@@ -611,3 +611,21 @@ fn a_restart_while_a_card_is_open_runs_nothing_and_forgets_the_card() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(!ran(&marker), "the command ran across a restart");
 }
+
+/// A model answer larger than the 1 MiB request-line limit still reaches `sayri ask`: the
+/// daemon's own lines to its client are not bound by the limit on requests.
+#[test]
+fn sayri_ask_prints_an_answer_larger_than_one_mib() {
+    let big = "word ".repeat(300_000);
+    let model = start_model(vec![Reply::sse(sse::content_stream(&[&big]))]);
+    let env = Env::new();
+    setup(&env, &model, false, 30);
+    let _d = env.start_daemon();
+    let o = env.run(&["ask", "--timeout", "30", "talk a lot"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).trim_end().len() >= big.trim_end().len(),
+        "{} bytes",
+        stdout(&o).len()
+    );
+}
