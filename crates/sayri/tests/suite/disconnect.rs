@@ -10,11 +10,13 @@ fn abrupt_disconnects_leak_nothing() {
     let env = Env::new();
     let d = env.start_daemon();
     let mut probe = RawClient::connect(&env.socket());
-    // Wait until start-up probes are gone: only `probe` is connected.
+    // Wait until start-up probes are gone: only `probe` is connected, and the daemon's sandbox
+    // capability probe (a helper process with its pipes) has finished.
     let mut id = 0;
     let mut only_probe = || {
         id += 1;
-        probe.call("status", json!({}), id)["result"]["clients"] == 1
+        let st = probe.call("status", json!({}), id);
+        st["result"]["clients"] == 1 && st["result"]["sandbox"].get("probing").is_none()
     };
     assert!(eventually(Duration::from_secs(10), &mut only_probe));
     let baseline = d.fd_count();
