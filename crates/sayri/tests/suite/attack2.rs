@@ -88,6 +88,20 @@ fn send_ask(c: &mut RawClient, text: &str, id: u64) {
 }
 
 /// Reads until the response with `id`; returns it and how long it took.
+/// Connects, sends `ask {text}` as request 1, and waits up to `secs` for its permission card;
+/// returns the connection and the card's request id.
+fn ask_until_card(env: &Env, text: &str, secs: u64, what: &str) -> (RawClient, String) {
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok();
+    send_ask(&mut c, text, 1);
+    let card = wait_event(&mut c, "permission_request", Duration::from_secs(secs))
+        .unwrap_or_else(|| panic!("no card: {what}"));
+    let id = card["request"]["id"].as_str().unwrap().to_string();
+    (c, id)
+}
+
 fn wait_response(c: &mut RawClient, id: u64) -> (Value, Duration) {
     let t0 = Instant::now();
     loop {
@@ -124,14 +138,7 @@ fn a_flood_reply_raises_one_card_and_interrupt_settles_it_without_running() {
     let env = Env::new();
     setup(&env, &model, true, 30);
     let d = env.start_daemon();
-    let mut c = RawClient::connect(&env.socket());
-    c.writer
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok();
-    send_ask(&mut c, "go", 1);
-    let card = wait_event(&mut c, "permission_request", Duration::from_secs(20))
-        .expect("a card for the first block");
-    let id = card["request"]["id"].as_str().unwrap().to_string();
+    let (mut c, id) = ask_until_card(&env, "go", 20, "a card for the first block");
     let mut o = RawClient::connect(&env.socket());
     let r = o.call("interrupt", json!({}), 9);
     assert_eq!(r["result"]["interrupted"], true, "{r}");
@@ -285,14 +292,12 @@ fn a_secret_stored_mid_turn_is_redacted_from_then_on_in_events_and_request_bodie
     let env = Env::new();
     setup(&env, &model, true, 30);
     let _d = env.start_daemon();
-    let mut c = RawClient::connect(&env.socket());
-    c.writer
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok();
-    send_ask(&mut c, "show the token", 1);
-    let card = wait_event(&mut c, "permission_request", Duration::from_secs(15))
-        .expect("the second command raises a card");
-    let id = card["request"]["id"].as_str().unwrap().to_string();
+    let (mut c, id) = ask_until_card(
+        &env,
+        "show the token",
+        15,
+        "the second command raises a card",
+    );
     let mut o = RawClient::connect(&env.socket());
     let r = o.call(
         "vault_set",

@@ -53,9 +53,14 @@ impl Env {
     }
     /// Starts `sayri daemon` in the foreground and waits until it greets.
     pub fn start_daemon(&self) -> Daemon {
+        self.start_daemon_logging("info")
+    }
+    /// As [`Env::start_daemon`] with `RUST_LOG=filter` (its stderr goes to `daemon_log()`).
+    pub fn start_daemon_logging(&self, filter: &str) -> Daemon {
         let log = std::fs::File::create(self.daemon_log()).unwrap();
         let child = self
             .cmd()
+            .env("RUST_LOG", filter)
             .arg("daemon")
             .stdout(Stdio::null())
             .stderr(log)
@@ -65,7 +70,7 @@ impl Env {
             child: Some(child),
             log: self.daemon_log(),
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if let Ok(c) = RawClient::try_connect(&self.socket()) {
                 drop(c);

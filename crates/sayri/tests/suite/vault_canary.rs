@@ -246,35 +246,7 @@ fn write_agent(env: &Env, id: &str, allowed: &[&str]) {
 
 /// `sayri daemon` in the foreground with `RUST_LOG=debug`, stderr to `env.daemon_log()`.
 fn start_debug_daemon(env: &Env) -> Daemon {
-    let log = std::fs::File::create(env.daemon_log()).unwrap();
-    let child = env
-        .cmd()
-        .env("RUST_LOG", "debug")
-        .arg("daemon")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let mut d = Daemon {
-        child: Some(child),
-        log: env.daemon_log(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        if let Ok(c) = RawClient::try_connect(&env.socket()) {
-            drop(c);
-            return d;
-        }
-        if let Some(st) = d.child.as_mut().unwrap().try_wait().unwrap() {
-            panic!("daemon exited early ({st}): {}", d.log_text());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "daemon did not start: {}",
-            d.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    env.start_daemon_logging("debug")
 }
 
 /// Stops the daemon with `quit` and waits for the process to end.
