@@ -21,6 +21,13 @@ use std::ffi::{CString, OsString};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+/// First argument that switches a program into the exec-helper mode: `PROGRAM __sandbox-exec exec
+/// <spec-json>` or `PROGRAM __sandbox-exec probe`. A program that nests the helper (the `sayri` and
+/// `sayri-sandbox` binaries) checks for it first thing in `main`, before anything starts a thread,
+/// and hands the remaining arguments to [`exec_helper_main`]; [`crate::LinuxSandboxSettings`]
+/// `helper_args` carries it back to the launcher.
+pub const EXEC_HELPER_ARG: &str = "__sandbox-exec";
+
 /// Entry point of the helper mode. `args` are the arguments after the program's own prefix:
 /// `exec <spec-json>` runs one command (report on fd 3, exit code = the command's, 124 on timeout,
 /// 126 on refusal, 137 when cancelled); `probe` prints the kernel feature report as JSON.

@@ -5,7 +5,7 @@
 
 use crate::capabilities::{self, CapabilityReport, KernelFeatures};
 use crate::output::OutputCapture;
-use crate::settings::SandboxSettings;
+use crate::settings::LinuxSandboxSettings;
 use crate::spec::{HelperReport, HelperSpec};
 use crate::{background, env_policy, pkexec};
 use futures::future::BoxFuture;
@@ -47,7 +47,7 @@ pub enum ProbeError {
 /// Runs commands at levels 0–4 on Linux. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct LinuxSandbox {
-    settings: Arc<SandboxSettings>,
+    settings: Arc<LinuxSandboxSettings>,
 }
 
 /// Exit code of refusals.
@@ -58,14 +58,14 @@ pub const EXIT_TIMEOUT: i32 = 124;
 impl LinuxSandbox {
     /// A sandbox with `settings`. Nothing is checked here: every run fails closed on its own, and
     /// [`Self::capabilities`] reports up front.
-    pub fn new(settings: SandboxSettings) -> Self {
+    pub fn new(settings: LinuxSandboxSettings) -> Self {
         LinuxSandbox {
             settings: Arc::new(settings),
         }
     }
 
     /// The settings.
-    pub fn settings(&self) -> &SandboxSettings {
+    pub fn settings(&self) -> &LinuxSandboxSettings {
         &self.settings
     }
 
