@@ -57,8 +57,9 @@ pub struct LinuxSandboxSettings {
 pub const DEFAULT_OUTPUT_LIMIT: usize = 64 * 1024;
 
 impl LinuxSandboxSettings {
-    /// Settings from the environment: `SAYRI_STATE_DIR`, `SAYRI_CONFIG_DIR` and `HOME`
-    /// (spec §1.5), with the given helper program and argument prefix.
+    /// Settings from the environment, with the given helper program and argument prefix: the state
+    /// directory is `$SAYRI_STATE_DIR` or `$HOME/.local/share/sayri`, the config directory
+    /// `$SAYRI_CONFIG_DIR` or `$HOME/.config/sayri` (`/` stands in for an unset `HOME`).
     pub fn from_env(helper_program: PathBuf, helper_args: Vec<OsString>) -> Self {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)

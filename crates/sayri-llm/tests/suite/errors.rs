@@ -1,4 +1,4 @@
-//! HTTP errors, retries, unreachable servers and key redaction (case 12).
+//! HTTP errors, retries, unreachable servers, and the API key redacted from every error text.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use super::common::{ask, client, config, run};
 const KEY: &str = "sk-local-7Hq2Zr9Wm4Xa1Pb6";
 
 #[tokio::test]
-async fn case_12_key_echoed_in_401_body_never_leaves_the_client() {
+async fn key_echoed_in_401_body_never_leaves_the_client() {
     let reply = Reply::json(
         401,
         &json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error"}}),

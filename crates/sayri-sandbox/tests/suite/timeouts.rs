@@ -1,4 +1,5 @@
-//! Case 08: timeouts kill the whole tree; only declared background launches (levels 3-4) survive;
+//! Timeouts kill the whole process tree, orphans included; only declared background launches
+//! (levels 3-4) survive;
 //! the result comes when the main process ends, not when the last pipe holder closes. Also
 //! cancellation and output capture through the library API.
 
