@@ -336,32 +336,32 @@ mod tests {
     fn fixtures_give_the_same_result_at_every_split_point() {
         let fixtures: [(&[u8], &str, &str); 6] = [
             (
-                include_bytes!("../tests/fixtures/22-sse-comments-crlf.sse"),
+                include_bytes!("../tests/fixtures/sse-comments-crlf.sse"),
                 "Hello",
                 "",
             ),
             (
-                include_bytes!("../tests/fixtures/23-sse-empty-choices-usage.a.sse"),
+                include_bytes!("../tests/fixtures/sse-empty-choices-usage.a.sse"),
                 "Done.",
                 "",
             ),
             (
-                include_bytes!("../tests/fixtures/23-sse-empty-choices-usage.b.sse"),
+                include_bytes!("../tests/fixtures/sse-empty-choices-usage.b.sse"),
                 "Done.",
                 "",
             ),
             (
-                include_bytes!("../tests/fixtures/24-sse-reasoning.a.sse"),
+                include_bytes!("../tests/fixtures/sse-reasoning.a.sse"),
                 ANSWER,
                 REASONING,
             ),
             (
-                include_bytes!("../tests/fixtures/24-sse-reasoning.b.sse"),
+                include_bytes!("../tests/fixtures/sse-reasoning.b.sse"),
                 ANSWER,
                 REASONING,
             ),
             (
-                include_bytes!("../tests/fixtures/24-sse-reasoning.c.sse"),
+                include_bytes!("../tests/fixtures/sse-reasoning.c.sse"),
                 ANSWER,
                 REASONING,
             ),

@@ -1,4 +1,5 @@
-//! Base URL normalisation (spec §4.7, plus `/v1` for bare host URLs).
+//! Base URL normalisation: what a user types as the provider URL becomes the chat and model-list
+//! endpoints.
 //!
 //! 1. Trim; empty is an error.
 //! 2. No scheme: `http://` for loopback/`localhost` hosts (local servers speak plain HTTP),

@@ -149,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn case_12_error_body() {
+    fn key_in_a_provider_error_body_is_replaced() {
         let r = CredentialRedactor::new(Some(KEY), &[]);
         let out = r.redact(&format!("Incorrect API key provided: {KEY}"));
         assert!(!out.contains("7Hq2Zr9Wm4Xa1Pb6"));

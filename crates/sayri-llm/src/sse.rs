@@ -11,7 +11,7 @@
 /// One dispatched SSE event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {
-    /// The `event:` field, empty when absent (the spec's default type is `message`).
+    /// The `event:` field, empty when absent (such an event has the type `message`).
     pub event: String,
     /// The `data:` lines joined by `\n`.
     pub data: String,
@@ -101,8 +101,8 @@ impl SseParser {
         self.line.extend_from_slice(rest);
     }
 
-    /// Ends the stream. Per the SSE spec an event not closed by a blank line is discarded;
-    /// returns `true` when such an incomplete event (or a partial line) was pending, which
+    /// Ends the stream. An event not closed by a blank line is discarded (as every SSE client
+    /// does); returns `true` when such an incomplete event (or a partial line) was pending, which
     /// callers use to tell a cut-off stream from a clean end.
     pub fn finish(&mut self) -> bool {
         let pending = !self.line.is_empty() || self.has_data;
@@ -282,8 +282,8 @@ mod tests {
     }
 
     #[test]
-    fn case_22_exact_reads() {
-        let hex = include_str!("../tests/fixtures/22-sse-comments-crlf.chunks.hex");
+    fn comments_crlf_fixture_parses_at_its_recorded_read_boundaries() {
+        let hex = include_str!("../tests/fixtures/sse-comments-crlf.chunks.hex");
         let reads: Vec<Vec<u8>> = hex.lines().map(|l| decode_hex(l.trim())).collect();
         assert_eq!(reads.len(), 2);
         assert_eq!(*reads[0].last().unwrap(), b'\r');

@@ -9,7 +9,7 @@
 
 use sayri_core::ports::{ExecRequest, Sandbox};
 use sayri_protocol::SandboxLevel;
-use sayri_sandbox::{LinuxSandbox, SandboxSettings};
+use sayri_sandbox::{LinuxSandbox, LinuxSandboxSettings};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +50,7 @@ fn main() {
         std::process::exit(1);
     }
     let dir = std::env::temp_dir().join(format!("sayri-bench-{}", std::process::id()));
-    let mut s = SandboxSettings::from_env(helper, vec!["__sandbox-exec".into()]);
+    let mut s = LinuxSandboxSettings::from_env(helper, vec![sayri_sandbox::EXEC_HELPER_ARG.into()]);
     s.state_dir = dir.join("state");
     s.config_dir = dir.join("config");
     let sb = LinuxSandbox::new(s);

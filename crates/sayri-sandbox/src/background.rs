@@ -1,4 +1,6 @@
-//! Declared background launches (case 08): what may outlive a command at levels 3–4.
+//! Declared background launches: what may outlive a command at levels 3–4 (everything else the
+//! command started is killed when it ends; pinned by
+//! `orphans_die_at_level3_but_declared_background_launches_survive`).
 
 /// Whether `command` is a declared background launch: it ends in a single `&` (not `&&`), or
 /// starts with `xdg-open ` or `gtk-launch `. Only levels 3–4 honour it; at levels 1–2 nothing

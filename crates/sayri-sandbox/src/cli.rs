@@ -2,7 +2,7 @@
 
 use crate::capabilities;
 use crate::launcher::LinuxSandbox;
-use crate::settings::SandboxSettings;
+use crate::settings::LinuxSandboxSettings;
 use clap::{Args, Subcommand};
 use sayri_core::ports::{ExecRequest, ExecStatus, Sandbox};
 use sayri_protocol::SandboxLevel;
@@ -65,7 +65,7 @@ pub struct CheckArgs {
 }
 
 /// Runs a subcommand; returns the process exit code.
-pub async fn run_cli(cmd: SandboxCommand, settings: SandboxSettings) -> i32 {
+pub async fn run_cli(cmd: SandboxCommand, settings: LinuxSandboxSettings) -> i32 {
     let sandbox = LinuxSandbox::new(settings);
     match cmd {
         SandboxCommand::Check(a) => match sandbox.capabilities().await {

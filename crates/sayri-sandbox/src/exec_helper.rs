@@ -19,7 +19,15 @@ use nix::unistd::{ForkResult, Pid, fork};
 use sayri_protocol::SandboxLevel;
 use std::ffi::{CString, OsString};
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// First argument that switches a program into the exec-helper mode: `PROGRAM __sandbox-exec exec
+/// <spec-json>` or `PROGRAM __sandbox-exec probe`. A program that nests the helper (the `sayri` and
+/// `sayri-sandbox` binaries) checks for it first thing in `main`, before anything starts a thread,
+/// and hands the remaining arguments to [`exec_helper_main`]; [`crate::LinuxSandboxSettings`]
+/// `helper_args` carries it back to the launcher.
+pub const EXEC_HELPER_ARG: &str = "__sandbox-exec";
 
 /// Entry point of the helper mode. `args` are the arguments after the program's own prefix:
 /// `exec <spec-json>` runs one command (report on fd 3, exit code = the command's, 124 on timeout,
@@ -131,103 +139,93 @@ fn run_exec(json: &str) -> i32 {
     }
 }
 
+/// What levels 1–2 settle in the helper before the fork, so the sandbox's pid 1 has nothing left
+/// to allocate or look up that could fail for a reason other than the isolation itself.
+struct SandboxPlan {
+    prepared: Prepared,
+    filters: Vec<seccompiler::BpfProgram>,
+    cgroup: Option<cgroup::PidsCgroup>,
+    writable: Vec<PathBuf>,
+}
+
+/// Levels 1–2: plan in the helper (which enters the namespaces), fork the sandbox's pid 1, which
+/// builds the private filesystem view, locks itself down and execs; the helper supervises it.
 fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
-    let prepared = match prepare(spec, &spec.command) {
+    let plan = match plan_sandbox(spec) {
         Ok(p) => p,
         Err(e) => return refuse(e),
     };
-    let progs = match seccomp::build() {
-        Ok(p) => p,
-        Err(e) => return refuse(e),
-    };
-    if let Err(e) = landlock::kernel_abi().and_then(|abi| {
-        if abi >= landlock::REQUIRED_ABI {
-            Ok(())
-        } else {
-            Err(format!(
-                "the kernel offers Landlock ABI {abi}, this level needs ABI >= {} (Linux 6.7+)",
-                landlock::REQUIRED_ABI
-            ))
-        }
-    }) {
-        return refuse(e);
-    }
-    let cg = if nix::unistd::getuid().is_root() {
-        cgroup::PidsCgroup::create(spec.limits.processes + 4)
-    } else {
-        None
-    };
-    if let Some(Err(e)) = cg.as_ref().map(|c| c.join_self()) {
-        return refuse(format!(
-            "cannot join the pids cgroup that bounds the process count: {e}"
-        ));
-    }
-    if let Err(e) = namespaces::enter(spec.allow_network) {
-        return refuse(e);
-    }
-    let mut writable = vec![std::path::PathBuf::from("/tmp")];
-    if spec.level == SandboxLevel::IsolatedDev {
-        match &spec.workspace {
-            Some(ws) => writable.push(ws.clone()),
-            None => return refuse("level 2 needs a workspace (internal error)".into()),
-        }
-    }
-    let cpu = spec.timeout_ms / 1000 + 2;
     // SAFETY: the helper is single-threaded, so the child may allocate.
     match unsafe { fork() } {
-        Ok(ForkResult::Child) => {
-            let r = (|| -> Result<String, String> {
-                // SAFETY: prctl with integer arguments.
-                unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-                namespaces::set_hostname("sayri-sandbox")?;
-                let ws = if spec.level == SandboxLevel::IsolatedDev {
-                    spec.workspace.as_deref()
-                } else {
-                    None
-                };
-                mounts::setup(
-                    ws,
-                    &spec.deny_read,
-                    spec.limits.tmp_size_bytes,
-                    spec.allow_network,
-                )?;
-                std::env::set_current_dir(&spec.cwd).map_err(|e| {
-                    format!(
-                        "cannot enter the working directory {}: {e}",
-                        spec.cwd.display()
-                    )
-                })?;
-                rlimits::apply(&spec.limits, cpu, spec.limits.processes)?;
-                privileges::set_no_new_privs()?;
-                privileges::drop_all_capabilities()?;
-                landlock::restrict(&writable, !spec.allow_network)?;
-                seccomp::install(&progs)?;
-                Ok(exec(&prepared))
-            })();
-            match r {
-                Ok(exec_error) => {
-                    eprintln!("sayri sandbox: {exec_error}");
-                    // SAFETY: immediate exit of the forked child.
-                    unsafe { libc::_exit(127) }
-                }
-                Err(reason) => {
-                    report(&HelperReport::Refused { reason });
-                    // SAFETY: immediate exit of the forked child.
-                    unsafe { libc::_exit(126) }
-                }
-            }
-        }
-        Ok(ForkResult::Parent { child }) => {
-            let code = wait_loop(child, deadline, blocked, cg.as_ref());
-            if let Some(cg) = &cg {
-                cg.release();
-            }
-            code
-        }
+        Ok(ForkResult::Child) => exit_child(isolate_and_exec(spec, &plan)),
+        Ok(ForkResult::Parent { child }) => supervise(child, deadline, blocked, plan.cgroup),
         Err(e) => refuse(format!("cannot fork the sandbox init: {e}")),
     }
 }
 
+/// Checks what levels 1–2 need (bash, seccomp filters, the Landlock ABI), joins the pids cgroup
+/// (root only) and enters the new namespaces. Errors are refusal reasons.
+fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
+    let prepared = prepare(spec, &spec.command)?;
+    let filters = seccomp::build()?;
+    let abi = landlock::kernel_abi()?;
+    if abi < landlock::REQUIRED_ABI {
+        return Err(format!(
+            "the kernel offers Landlock ABI {abi}, this level needs ABI >= {} (Linux 6.7+)",
+            landlock::REQUIRED_ABI
+        ));
+    }
+    let cgroup = if nix::unistd::getuid().is_root() {
+        join_pids_cgroup(spec)?
+    } else {
+        None
+    };
+    namespaces::enter(spec.allow_network)?;
+    let mut writable = vec![PathBuf::from("/tmp")];
+    if spec.level == SandboxLevel::IsolatedDev {
+        match &spec.workspace {
+            Some(ws) => writable.push(ws.clone()),
+            None => return Err("level 2 needs a workspace (internal error)".into()),
+        }
+    }
+    Ok(SandboxPlan {
+        prepared,
+        filters,
+        cgroup,
+        writable,
+    })
+}
+
+/// In the sandbox's pid 1: the private filesystem view, working directory, rlimits,
+/// `no_new_privs`, capability drop, Landlock, seccomp, then `exec`. Returns only on failure: `Ok`
+/// with the `exec` error, `Err` with the step that failed (see [`exit_child`]).
+fn isolate_and_exec(spec: &HelperSpec, plan: &SandboxPlan) -> Result<String, String> {
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    namespaces::set_hostname("sayri-sandbox")?;
+    let ws = if spec.level == SandboxLevel::IsolatedDev {
+        spec.workspace.as_deref()
+    } else {
+        None
+    };
+    mounts::setup(
+        ws,
+        &spec.deny_read,
+        spec.limits.tmp_size_bytes,
+        spec.allow_network,
+    )?;
+    enter_working_directory(spec)?;
+    rlimits::apply(&spec.limits, cpu_seconds(spec), spec.limits.processes)?;
+    privileges::set_no_new_privs()?;
+    privileges::drop_all_capabilities()?;
+    landlock::restrict(&plan.writable, !spec.allow_network)?;
+    seccomp::install(&plan.filters)?;
+    Ok(exec(&plan.prepared))
+}
+
+/// Levels 3–4: the command runs as the host user (or root through `pkexec`) in its own session. A
+/// foreground command is supervised with the helper as child subreaper (and, as root, in a pids
+/// cgroup); a declared background launch is detached and only watched briefly.
 fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     let command = if spec.background {
         crate::background::strip_trailing_ampersand(&spec.command)
@@ -247,97 +245,152 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     } else {
         rlimits::nproc_for_host_user(uid, spec.limits.processes)
     };
-    let cpu = spec.timeout_ms / 1000 + 2;
-    let elevated = spec.level == SandboxLevel::HostRoot;
-    let cg = if !spec.background && root {
-        cgroup::PidsCgroup::create(spec.limits.processes + 4)
-    } else {
-        None
-    };
+    let mut cgroup = None;
     if !spec.background {
         if let Err(e) = process_tree::become_subreaper() {
             return refuse(e);
         }
-        if let Some(Err(e)) = cg.as_ref().map(|c| c.join_self()) {
-            return refuse(format!(
-                "cannot join the pids cgroup that bounds the process count: {e}"
-            ));
+        if root {
+            match join_pids_cgroup(spec) {
+                Ok(cg) => cgroup = cg,
+                Err(e) => return refuse(e),
+            }
         }
     }
     // SAFETY: the helper is single-threaded, so the child may allocate.
     match unsafe { fork() } {
-        Ok(ForkResult::Child) => {
-            let r = (|| -> Result<String, String> {
-                if spec.background {
-                    let _ = nix::unistd::setsid();
-                    let null = std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .open("/dev/null")
-                        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
-                    for fd in 0..3 {
-                        // SAFETY: dup2 onto the standard descriptors.
-                        unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
-                    }
-                    let mut bg = spec.limits;
-                    bg.address_space_bytes = u64::MAX;
-                    rlimits::apply(&bg, u64::MAX, nproc)?;
-                } else {
-                    rlimits::apply(&spec.limits, cpu, nproc)?;
-                }
-                std::env::set_current_dir(&spec.cwd).map_err(|e| {
-                    format!(
-                        "cannot enter the working directory {}: {e}",
-                        spec.cwd.display()
-                    )
-                })?;
-                if !elevated {
-                    privileges::set_no_new_privs()?;
-                }
-                Ok(exec(&prepared))
-            })();
-            match r {
-                Ok(exec_error) => {
-                    eprintln!("sayri sandbox: {exec_error}");
-                    // SAFETY: immediate exit of the forked child.
-                    unsafe { libc::_exit(127) }
-                }
-                Err(reason) => {
-                    report(&HelperReport::Refused { reason });
-                    // SAFETY: immediate exit of the forked child.
-                    unsafe { libc::_exit(126) }
-                }
-            }
-        }
+        Ok(ForkResult::Child) => exit_child(host_exec(spec, &prepared, nproc)),
         Ok(ForkResult::Parent { child }) if spec.background => {
-            // Short observation window: a launch that fails at once is reported as such.
-            let until = Instant::now() + Duration::from_millis(300).min(deadline - Instant::now());
-            while Instant::now() < until {
-                match waitpid(child, Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::Exited(_, code)) => {
-                        report(&HelperReport::Exited { code });
-                        return code;
-                    }
-                    Ok(WaitStatus::Signaled(_, sig, _)) => {
-                        report(&HelperReport::Signaled { signal: sig as i32 });
-                        return 128 + sig as i32;
-                    }
-                    _ => std::thread::sleep(Duration::from_millis(20)),
-                }
-            }
-            report(&HelperReport::Background {
-                pid: child.as_raw() as u32,
-            });
-            0
+            watch_background_launch(child, deadline)
         }
-        Ok(ForkResult::Parent { child }) => {
-            let code = wait_loop(child, deadline, blocked, cg.as_ref());
-            if let Some(cg) = &cg {
-                cg.release();
-            }
-            code
-        }
+        Ok(ForkResult::Parent { child }) => supervise(child, deadline, blocked, cgroup),
         Err(e) => refuse(format!("cannot fork: {e}")),
+    }
+}
+
+/// In the forked host child: detach a background launch, rlimits, working directory,
+/// `no_new_privs` (level 3; level 4 must keep the privileges `pkexec` granted), then `exec`.
+/// Returns only on failure, like [`isolate_and_exec`].
+fn host_exec(spec: &HelperSpec, prepared: &Prepared, nproc: u64) -> Result<String, String> {
+    if spec.background {
+        detach_from_launcher()?;
+        let mut bg = spec.limits;
+        bg.address_space_bytes = u64::MAX;
+        rlimits::apply(&bg, u64::MAX, nproc)?;
+    } else {
+        rlimits::apply(&spec.limits, cpu_seconds(spec), nproc)?;
+    }
+    enter_working_directory(spec)?;
+    if spec.level != SandboxLevel::HostRoot {
+        privileges::set_no_new_privs()?;
+    }
+    Ok(exec(prepared))
+}
+
+/// A background launch gets its own session and `/dev/null` as stdin, stdout and stderr, so it
+/// holds none of the launcher's pipes open.
+fn detach_from_launcher() -> Result<(), String> {
+    let _ = nix::unistd::setsid();
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    for fd in 0..3 {
+        // SAFETY: dup2 onto the standard descriptors.
+        unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+    }
+    Ok(())
+}
+
+/// Watches a background launch for a short window (300 ms, or less when the deadline is nearer):
+/// a launch that fails at once is reported with its exit, one still running as `Background`.
+fn watch_background_launch(child: Pid, deadline: Instant) -> i32 {
+    let until = Instant::now() + Duration::from_millis(300).min(deadline - Instant::now());
+    while Instant::now() < until {
+        if let Ok(st) = waitpid(child, Some(WaitPidFlag::WNOHANG))
+            && let Some((end, code)) = ended(&st)
+        {
+            report(&end);
+            return code;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    report(&HelperReport::Background {
+        pid: child.as_raw() as u32,
+    });
+    0
+}
+
+/// Creates a pids cgroup capping the command's processes (the budget plus the helper and the
+/// sandbox's pid 1, with room to spare) and moves the helper into it; `Ok(None)` when no pids
+/// hierarchy is writable. Only used as root, where `RLIMIT_NPROC` does not apply.
+fn join_pids_cgroup(spec: &HelperSpec) -> Result<Option<cgroup::PidsCgroup>, String> {
+    let Some(cg) = cgroup::PidsCgroup::create(spec.limits.processes + 4) else {
+        return Ok(None);
+    };
+    cg.join_self()
+        .map_err(|e| format!("cannot join the pids cgroup that bounds the process count: {e}"))?;
+    Ok(Some(cg))
+}
+
+/// Changes to the command's working directory.
+fn enter_working_directory(spec: &HelperSpec) -> Result<(), String> {
+    std::env::set_current_dir(&spec.cwd).map_err(|e| {
+        format!(
+            "cannot enter the working directory {}: {e}",
+            spec.cwd.display()
+        )
+    })
+}
+
+/// `RLIMIT_CPU` in seconds: the wall-clock timeout plus two seconds, so the timeout fires first.
+fn cpu_seconds(spec: &HelperSpec) -> u64 {
+    spec.timeout_ms / 1000 + 2
+}
+
+/// Ends a forked child whose setup returned `setup`: `Ok` carries the error of an `exec` that
+/// failed (printed to stderr, exit 127), `Err` a step that could not be applied (reported as
+/// `Refused`, exit 126, so the command counts as not run).
+fn exit_child(setup: Result<String, String>) -> ! {
+    match setup {
+        Ok(exec_error) => {
+            eprintln!("sayri sandbox: {exec_error}");
+            // SAFETY: immediate exit of the forked child.
+            unsafe { libc::_exit(127) }
+        }
+        Err(reason) => {
+            report(&HelperReport::Refused { reason });
+            // SAFETY: immediate exit of the forked child.
+            unsafe { libc::_exit(126) }
+        }
+    }
+}
+
+/// Runs [`wait_loop`] for `main`, then moves the helper out of `cgroup` and removes it.
+fn supervise(
+    main: Pid,
+    deadline: Instant,
+    blocked: &SigSet,
+    cgroup: Option<cgroup::PidsCgroup>,
+) -> i32 {
+    let code = wait_loop(main, deadline, blocked, cgroup.as_ref());
+    if let Some(cg) = &cgroup {
+        cg.release();
+    }
+    code
+}
+
+/// The report and the helper's exit code for a process that ended with `st` (exit code, or 128 +
+/// the signal number), or `None` when it has not ended.
+fn ended(st: &WaitStatus) -> Option<(HelperReport, i32)> {
+    match *st {
+        WaitStatus::Exited(_, code) => Some((HelperReport::Exited { code }, code)),
+        WaitStatus::Signaled(_, sig, _) => Some((
+            HelperReport::Signaled { signal: sig as i32 },
+            128 + sig as i32,
+        )),
+        _ => None,
     }
 }
 
@@ -361,18 +414,16 @@ fn wait_loop(
         // Collect any exit first (SIGCHLD may have been consumed already).
         loop {
             match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) if pid == main => {
-                    kill_rest(false);
-                    report(&HelperReport::Exited { code });
-                    return code;
-                }
-                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
-                    kill_rest(false);
-                    report(&HelperReport::Signaled { signal: sig as i32 });
-                    return 128 + sig as i32;
-                }
                 Ok(WaitStatus::StillAlive) | Err(_) => break,
-                Ok(_) => continue,
+                Ok(st) => {
+                    if st.pid() == Some(main)
+                        && let Some((end, code)) = ended(&st)
+                    {
+                        kill_rest(false);
+                        report(&end);
+                        return code;
+                    }
+                }
             }
         }
         let now = Instant::now();

@@ -5,7 +5,7 @@
 
 use crate::capabilities::{self, CapabilityReport, KernelFeatures};
 use crate::output::OutputCapture;
-use crate::settings::SandboxSettings;
+use crate::settings::LinuxSandboxSettings;
 use crate::spec::{HelperReport, HelperSpec};
 use crate::{background, env_policy, pkexec};
 use futures::future::BoxFuture;
@@ -47,7 +47,7 @@ pub enum ProbeError {
 /// Runs commands at levels 0–4 on Linux. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct LinuxSandbox {
-    settings: Arc<SandboxSettings>,
+    settings: Arc<LinuxSandboxSettings>,
 }
 
 /// Exit code of refusals.
@@ -58,14 +58,14 @@ pub const EXIT_TIMEOUT: i32 = 124;
 impl LinuxSandbox {
     /// A sandbox with `settings`. Nothing is checked here: every run fails closed on its own, and
     /// [`Self::capabilities`] reports up front.
-    pub fn new(settings: SandboxSettings) -> Self {
+    pub fn new(settings: LinuxSandboxSettings) -> Self {
         LinuxSandbox {
             settings: Arc::new(settings),
         }
     }
 
     /// The settings.
-    pub fn settings(&self) -> &SandboxSettings {
+    pub fn settings(&self) -> &LinuxSandboxSettings {
         &self.settings
     }
 
@@ -196,10 +196,19 @@ fn pipe_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(std::io::Error::from)
 }
 
+/// How long the launcher waits past the request's timeout before it kills the helper itself (the
+/// helper enforces the timeout; this only catches a helper that hangs).
+const BACKSTOP_MARGIN: Duration = Duration::from_secs(3);
+/// How long output is still read after the helper exited (a descendant that escaped the kill may
+/// hold the pipe open; it is not waited for).
+const OUTPUT_GRACE: Duration = Duration::from_millis(100);
+/// How long the launcher waits for the rest of the status pipe after the helper exited.
+const STATUS_WAIT: Duration = Duration::from_secs(1);
+
 impl LinuxSandbox {
+    /// Validates, starts the helper, supervises it and interprets its reports.
     async fn run_inner(&self, req: ExecRequest, cancel: CancellationToken) -> ExecResult {
         let start = Instant::now();
-        let level = req.level;
         let spec = match self.helper_spec(&req) {
             Ok(s) => s,
             Err(reason) => return denied(reason, start),
@@ -217,31 +226,73 @@ impl LinuxSandbox {
             Ok(j) => j,
             Err(e) => return denied(format!("cannot encode the helper spec: {e}"), start),
         };
+        let (program, args) = self.helper_command(req.level, json);
+        let mut helper = match RunningHelper::spawn(&program, &args) {
+            Ok(h) => h,
+            Err(reason) => return denied(reason, start),
+        };
+        let end = helper
+            .supervise(self.output_limit(&req), req.timeout, &cancel)
+            .await;
+        let reports = helper.reports().await;
+        interpret(req.level, req.timeout, &reports, end, start)
+    }
+
+    /// Program and arguments that run the helper on `spec_json`: the helper program itself, or
+    /// `pkexec` in front of it at level 4.
+    fn helper_command(&self, level: SandboxLevel, spec_json: String) -> (OsString, Vec<OsString>) {
         let s = &self.settings;
-        let (program, args): (OsString, Vec<OsString>) = if level == SandboxLevel::HostRoot {
-            pkexec::command(&s.helper_program, &s.helper_args, &json)
+        if level == SandboxLevel::HostRoot {
+            pkexec::command(&s.helper_program, &s.helper_args, &spec_json)
         } else {
             let mut a = s.helper_args.clone();
             a.push("exec".into());
-            a.push(json.into());
+            a.push(spec_json.into());
             (s.helper_program.clone().into_os_string(), a)
-        };
-        let limit = if req.output_limit == 0 {
-            s.default_output_limit
+        }
+    }
+
+    /// The request's output cap in bytes, or the settings' default when it asks for 0.
+    fn output_limit(&self, req: &ExecRequest) -> usize {
+        if req.output_limit == 0 {
+            self.settings.default_output_limit
         } else {
             req.output_limit
-        };
+        }
+    }
+}
 
+/// A started exec helper: its process, the read end of the shared stdout/stderr pipe, and a task
+/// collecting everything written to the status pipe.
+struct RunningHelper {
+    child: tokio::process::Child,
+    pid: Option<i32>,
+    output: Option<pipe::Receiver>,
+    status: tokio::task::JoinHandle<String>,
+}
+
+/// How supervision saw the helper end: its exit status (always set once supervision returns),
+/// whether the launcher cancelled it or had to kill it at the backstop, and the captured output.
+struct HelperEnd {
+    exit: Option<std::process::ExitStatus>,
+    cancelled: bool,
+    backstopped: bool,
+    output: String,
+}
+
+impl RunningHelper {
+    /// Starts `program args…` with an empty environment, stdin from `/dev/null`, stdout and stderr
+    /// on one pipe and the status pipe on fd 3. Errors are the refusal text for the caller.
+    fn spawn(program: &OsString, args: &[OsString]) -> Result<Self, String> {
         let ((out_r, out_w), (st_r, st_w)) = match (pipe_pair(), pipe_pair()) {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => return denied(format!("cannot create pipes: {e}"), start),
+            (Err(e), _) | (_, Err(e)) => return Err(format!("cannot create pipes: {e}")),
         };
-        let out_w2 = match out_w.try_clone() {
-            Ok(f) => f,
-            Err(e) => return denied(format!("cannot duplicate a pipe: {e}"), start),
-        };
-        let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&args)
+        let out_w2 = out_w
+            .try_clone()
+            .map_err(|e| format!("cannot duplicate a pipe: {e}"))?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::from(out_w))
@@ -264,41 +315,55 @@ impl LinuxSandbox {
         let spawned = cmd.spawn();
         drop(cmd);
         drop(st_w);
-        let mut child = match spawned {
-            Ok(c) => c,
-            Err(e) => {
-                return denied(
-                    format!(
-                        "cannot start the sandbox helper {}: {e}; the command did not run",
-                        program.to_string_lossy()
-                    ),
-                    start,
-                );
-            }
-        };
-        let helper_pid = child.id().map(|p| p as i32);
-        let mut out = match pipe::Receiver::from_file(std::fs::File::from(out_r)) {
+        let child = spawned.map_err(|e| {
+            format!(
+                "cannot start the sandbox helper {}: {e}; the command did not run",
+                program.to_string_lossy()
+            )
+        })?;
+        let pid = child.id().map(|p| p as i32);
+        let output = match pipe::Receiver::from_file(std::fs::File::from(out_r)) {
             Ok(r) => Some(r),
             Err(e) => {
                 tracing::warn!("cannot watch the output pipe: {e}");
                 None
             }
         };
-        let status_reader = tokio::spawn(async move {
+        let status = tokio::spawn(async move {
             let mut text = String::new();
             if let Ok(mut r) = pipe::Receiver::from_file(std::fs::File::from(st_r)) {
                 let _ = r.read_to_string(&mut text).await;
             }
             text
         });
+        Ok(RunningHelper {
+            child,
+            pid,
+            output,
+            status,
+        })
+    }
 
+    /// Reads output (keeping the first `limit` bytes) until the helper has exited and the pipe is
+    /// closed, or [`OUTPUT_GRACE`] after the exit. On `cancel` the helper gets SIGTERM (it kills
+    /// the command's tree and reports `Killed`); `timeout` + [`BACKSTOP_MARGIN`] after the start
+    /// the helper's process group is SIGKILLed. Removes the cgroup the helper may have left.
+    async fn supervise(
+        &mut self,
+        limit: usize,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> HelperEnd {
         let mut capture = OutputCapture::new(limit);
         let mut chunk = vec![0u8; 16 * 1024];
-        let backstop = tokio::time::sleep(req.timeout + Duration::from_secs(3));
+        let backstop = tokio::time::sleep(timeout + BACKSTOP_MARGIN);
         tokio::pin!(backstop);
-        let mut exit: Option<std::process::ExitStatus> = None;
-        let mut cancelled = false;
-        let mut backstopped = false;
+        let mut end = HelperEnd {
+            exit: None,
+            cancelled: false,
+            backstopped: false,
+            output: String::new(),
+        };
         let mut grace: Option<tokio::time::Instant> = None;
         loop {
             let grace_sleep = async {
@@ -307,131 +372,154 @@ impl LinuxSandbox {
                     None => futures::future::pending().await,
                 }
             };
+            let out = &mut self.output;
             tokio::select! {
                 r = async { match out.as_mut() { Some(o) => o.read(&mut chunk).await, None => futures::future::pending().await } }, if out.is_some() => {
                     match r {
-                        Ok(0) | Err(_) => out = None,
+                        Ok(0) | Err(_) => *out = None,
                         Ok(n) => capture.push(&chunk[..n]),
                     }
                 }
-                st = child.wait(), if exit.is_none() => {
-                    exit = Some(st.unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(255 << 8)));
-                    grace = Some(tokio::time::Instant::now() + Duration::from_millis(100));
+                st = self.child.wait(), if end.exit.is_none() => {
+                    end.exit = Some(st.unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(255 << 8)));
+                    grace = Some(tokio::time::Instant::now() + OUTPUT_GRACE);
                 }
-                _ = cancel.cancelled(), if !cancelled && exit.is_none() => {
-                    cancelled = true;
-                    if let Some(p) = helper_pid {
+                _ = cancel.cancelled(), if !end.cancelled && end.exit.is_none() => {
+                    end.cancelled = true;
+                    if let Some(p) = self.pid {
                         let _ = kill(Pid::from_raw(p), Signal::SIGTERM);
                     }
                 }
-                _ = &mut backstop, if !backstopped && exit.is_none() => {
-                    backstopped = true;
-                    if let Some(p) = helper_pid {
+                _ = &mut backstop, if !end.backstopped && end.exit.is_none() => {
+                    end.backstopped = true;
+                    if let Some(p) = self.pid {
                         let _ = killpg(Pid::from_raw(p), Signal::SIGKILL);
                         let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
                     }
                 }
                 _ = grace_sleep => break,
             }
-            if exit.is_some() && out.is_none() {
+            if end.exit.is_some() && self.output.is_none() {
                 break;
             }
         }
-        if let (Some(p), Some(_)) = (helper_pid, exit) {
+        if let (Some(p), Some(_)) = (self.pid, end.exit) {
             crate::cgroup::remove_for(p as u32);
         }
-        let status_text = tokio::time::timeout(Duration::from_secs(1), status_reader)
+        end.output = capture.finish();
+        end
+    }
+
+    /// The JSON lines the helper wrote to the status pipe (unreadable lines skipped), waiting at
+    /// most [`STATUS_WAIT`] for the pipe to close.
+    async fn reports(self) -> Vec<HelperReport> {
+        let status_text = tokio::time::timeout(STATUS_WAIT, self.status)
             .await
             .ok()
             .and_then(|r| r.ok())
             .unwrap_or_default();
-        let reports: Vec<HelperReport> = status_text
+        status_text
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let mut output = capture.finish();
-        let duration = start.elapsed();
-        let mut result = ExecResult {
-            status: ExecStatus::Failed,
-            exit_code: None,
-            output: String::new(),
-            duration,
-            background_pid: None,
-        };
-        if let Some(reason) = reports.iter().find_map(|r| match r {
-            HelperReport::Refused { reason } => Some(reason.clone()),
-            _ => None,
-        }) {
-            return ExecResult {
-                output: format!(
-                    "Sandbox unavailable for {level}: {reason}. The command did not run."
-                ),
-                ..denied(String::new(), start)
-            };
-        }
-        let helper_code = exit.and_then(|e| {
-            use std::os::unix::process::ExitStatusExt;
-            e.code().or(e.signal().map(|s| 128 + s))
-        });
-        match reports.last() {
-            Some(HelperReport::Exited { code }) => {
-                result.exit_code = Some(*code);
-                result.status = if *code == 0 {
-                    ExecStatus::Success
-                } else {
-                    ExecStatus::Failed
-                };
-            }
-            Some(HelperReport::Signaled { signal }) => {
-                result.exit_code = Some(128 + signal);
-                result.status = ExecStatus::Failed;
-            }
-            Some(HelperReport::Timeout) => {
-                result.exit_code = Some(EXIT_TIMEOUT);
-                result.status = ExecStatus::Timeout;
-            }
-            Some(HelperReport::Killed) => {
-                result.status = ExecStatus::Killed;
-            }
-            Some(HelperReport::Background { pid }) => {
-                result.status = ExecStatus::Success;
-                result.exit_code = Some(0);
-                result.background_pid = Some(*pid);
-                output = format!("started in background (pid {pid})");
-            }
-            Some(HelperReport::Refused { .. }) | None => {
-                if cancelled {
-                    result.status = ExecStatus::Killed;
-                } else if backstopped {
-                    result.status = ExecStatus::Timeout;
-                    result.exit_code = Some(EXIT_TIMEOUT);
-                } else if level == SandboxLevel::HostRoot
-                    && helper_code.is_some_and(|c| pkexec::PKEXEC_DENIED_CODES.contains(&c))
-                {
-                    return ExecResult {
-                        output: pkexec::DENIED_MESSAGE.into(),
-                        ..denied(String::new(), start)
-                    };
-                } else {
-                    result.exit_code = helper_code;
-                    result.status = if helper_code == Some(0) {
-                        ExecStatus::Success
-                    } else {
-                        ExecStatus::Failed
-                    };
-                }
-            }
-        }
-        if result.status == ExecStatus::Timeout {
-            if !output.is_empty() && !output.ends_with('\n') {
-                output.push('\n');
-            }
-            output.push_str(&format!(
-                "[timed out after {:.1} s; the whole process tree was killed]",
-                req.timeout.as_secs_f64()
-            ));
-        }
-        result.output = output;
-        result
+            .collect()
     }
+}
+
+/// Turns the helper's reports and how it ended into the result. A `Refused` report wins over
+/// everything; otherwise the last report decides. Without one (the helper died, was cancelled or
+/// killed at the backstop, or `pkexec` refused) the launcher's own view and the helper's exit code
+/// decide. A timeout appends a note to the output.
+fn interpret(
+    level: SandboxLevel,
+    timeout: Duration,
+    reports: &[HelperReport],
+    end: HelperEnd,
+    start: Instant,
+) -> ExecResult {
+    let HelperEnd {
+        exit,
+        cancelled,
+        backstopped,
+        mut output,
+    } = end;
+    let duration = start.elapsed();
+    if let Some(reason) = reports.iter().find_map(|r| match r {
+        HelperReport::Refused { reason } => Some(reason.clone()),
+        _ => None,
+    }) {
+        return ExecResult {
+            output: format!("Sandbox unavailable for {level}: {reason}. The command did not run."),
+            ..denied(String::new(), start)
+        };
+    }
+    let helper_code = exit.and_then(|e| {
+        use std::os::unix::process::ExitStatusExt;
+        e.code().or(e.signal().map(|s| 128 + s))
+    });
+    let by_code = |code: Option<i32>| {
+        if code == Some(0) {
+            ExecStatus::Success
+        } else {
+            ExecStatus::Failed
+        }
+    };
+    let mut result = ExecResult {
+        status: ExecStatus::Failed,
+        exit_code: None,
+        output: String::new(),
+        duration,
+        background_pid: None,
+    };
+    match reports.last() {
+        Some(HelperReport::Exited { code }) => {
+            result.exit_code = Some(*code);
+            result.status = by_code(Some(*code));
+        }
+        Some(HelperReport::Signaled { signal }) => {
+            result.exit_code = Some(128 + signal);
+            result.status = ExecStatus::Failed;
+        }
+        Some(HelperReport::Timeout) => {
+            result.exit_code = Some(EXIT_TIMEOUT);
+            result.status = ExecStatus::Timeout;
+        }
+        Some(HelperReport::Killed) => {
+            result.status = ExecStatus::Killed;
+        }
+        Some(HelperReport::Background { pid }) => {
+            result.status = ExecStatus::Success;
+            result.exit_code = Some(0);
+            result.background_pid = Some(*pid);
+            output = format!("started in background (pid {pid})");
+        }
+        Some(HelperReport::Refused { .. }) | None => {
+            if cancelled {
+                result.status = ExecStatus::Killed;
+            } else if backstopped {
+                result.status = ExecStatus::Timeout;
+                result.exit_code = Some(EXIT_TIMEOUT);
+            } else if level == SandboxLevel::HostRoot
+                && helper_code.is_some_and(|c| pkexec::PKEXEC_DENIED_CODES.contains(&c))
+            {
+                return ExecResult {
+                    output: pkexec::DENIED_MESSAGE.into(),
+                    ..denied(String::new(), start)
+                };
+            } else {
+                result.exit_code = helper_code;
+                result.status = by_code(helper_code);
+            }
+        }
+    }
+    if result.status == ExecStatus::Timeout {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&format!(
+            "[timed out after {:.1} s; the whole process tree was killed]",
+            timeout.as_secs_f64()
+        ));
+    }
+    result.output = output;
+    result
 }

@@ -26,6 +26,6 @@ pub mod settings;
 pub mod spec;
 
 pub use capabilities::{CapabilityReport, KernelFeatures, LevelSupport};
-pub use exec_helper::exec_helper_main;
+pub use exec_helper::{EXEC_HELPER_ARG, exec_helper_main};
 pub use launcher::LinuxSandbox;
-pub use settings::{ResourceLimits, SandboxSettings};
+pub use settings::{LinuxSandboxSettings, ResourceLimits};

@@ -56,7 +56,6 @@ pub fn setup(
     tmp_size_bytes: u64,
     keep_resolv_conf: bool,
 ) -> Result<(), String> {
-    let nodev = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     mnt(
         None,
         Path::new("/"),
@@ -64,25 +63,7 @@ pub fn setup(
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None,
     )?;
-
-    // Handles taken before anything is hidden.
-    let ws_fd = workspace.map(open_path).transpose()?;
-    let mut devs = Vec::new();
-    for d in DEVICES {
-        let p = Path::new("/dev").join(d);
-        if p.exists() {
-            devs.push((p.clone(), open_path(&p)?));
-        }
-    }
-    let resolv = if keep_resolv_conf {
-        std::fs::canonicalize("/etc/resolv.conf")
-            .ok()
-            .filter(|p| p.starts_with("/run") || p.starts_with("/var/run"))
-            .and_then(|p| open_path(&p).ok().map(|f| (p, f)))
-    } else {
-        None
-    };
-
+    let held = HeldPaths::open(workspace, keep_resolv_conf)?;
     // Everything inherited becomes read-only (also stops chmod/chown/utimes/xattr changes, which
     // Landlock does not cover) and nosuid.
     set_attr(
@@ -91,17 +72,88 @@ pub fn setup(
         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
         0,
     )?;
+    mount_private_tmp(tmp_size_bytes)?;
+    hide_runtime_sockets(held.resolv_conf.as_ref())?;
+    mount_minimal_dev(&held.devices)?;
+    let hidden_dirs = hide_deny_read(deny_read, workspace)?;
+    // The workspace, at its own path, on top of whatever hides its parents.
+    if let (Some(ws), Some(f)) = (workspace, &held.workspace) {
+        mkdirs(ws)?;
+        mnt(fd_path(f).to_str(), ws, None, MsFlags::MS_BIND, None)?;
+        set_attr(ws, false, 0, MOUNT_ATTR_RDONLY)?;
+    }
+    for d in &hidden_dirs {
+        mnt(
+            None,
+            d,
+            None,
+            MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | NODEV | MsFlags::MS_NOEXEC,
+            None,
+        )?;
+    }
+    // procfs of the new pid namespace (after the last /proc/self/fd use above).
+    mnt(
+        Some("proc"),
+        Path::new("/proc"),
+        Some("proc"),
+        NODEV | MsFlags::MS_NOEXEC,
+        None,
+    )?;
+    Ok(())
+}
 
-    // Private /tmp.
+/// `nosuid` and `nodev`, the flags of every tmpfs the view mounts.
+const NODEV: MsFlags = MsFlags::MS_NOSUID.union(MsFlags::MS_NODEV);
+
+/// `O_PATH` handles taken before anything is hidden, bound back afterwards through
+/// `/proc/self/fd`: the workspace, the device nodes, and `/etc/resolv.conf`'s target when it lives
+/// under `/run` (kept only when the command has network).
+struct HeldPaths {
+    workspace: Option<File>,
+    devices: Vec<(PathBuf, File)>,
+    resolv_conf: Option<(PathBuf, File)>,
+}
+
+impl HeldPaths {
+    fn open(workspace: Option<&Path>, keep_resolv_conf: bool) -> Result<Self, String> {
+        let workspace = workspace.map(open_path).transpose()?;
+        let mut devices = Vec::new();
+        for d in DEVICES {
+            let p = Path::new("/dev").join(d);
+            if p.exists() {
+                devices.push((p.clone(), open_path(&p)?));
+            }
+        }
+        let resolv_conf = if keep_resolv_conf {
+            std::fs::canonicalize("/etc/resolv.conf")
+                .ok()
+                .filter(|p| p.starts_with("/run") || p.starts_with("/var/run"))
+                .and_then(|p| open_path(&p).ok().map(|f| (p, f)))
+        } else {
+            None
+        };
+        Ok(HeldPaths {
+            workspace,
+            devices,
+            resolv_conf,
+        })
+    }
+}
+
+/// A fresh, size-limited tmpfs on `/tmp` (world-writable with the sticky bit).
+fn mount_private_tmp(tmp_size_bytes: u64) -> Result<(), String> {
     mnt(
         Some("tmpfs"),
         Path::new("/tmp"),
         Some("tmpfs"),
-        nodev,
+        NODEV,
         Some(&format!("size={tmp_size_bytes},mode=1777")),
-    )?;
+    )
+}
 
-    // Hide runtime sockets.
+/// Empty tmpfs over `/run` and a real `/var/run` (hiding the host's sockets), then the held
+/// `resolv.conf` target bound back at its own path.
+fn hide_runtime_sockets(resolv_conf: Option<&(PathBuf, File)>) -> Result<(), String> {
     for run in ["/run", "/var/run"] {
         let p = Path::new(run);
         match std::fs::symlink_metadata(p) {
@@ -109,21 +161,25 @@ pub fn setup(
                 Some("tmpfs"),
                 p,
                 Some("tmpfs"),
-                nodev | MsFlags::MS_NOEXEC,
+                NODEV | MsFlags::MS_NOEXEC,
                 Some("size=1m,mode=755"),
             )?,
             _ => {}
         }
     }
-    if let Some((path, f)) = &resolv {
+    if let Some((path, f)) = resolv_conf {
         if let Some(parent) = path.parent() {
             mkdirs(parent)?;
         }
         File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         mnt(fd_path(f).to_str(), path, None, MsFlags::MS_BIND, None)?;
     }
+    Ok(())
+}
 
-    // Minimal /dev.
+/// A small tmpfs on `/dev` with the held device nodes bound in and the `fd`, `stdin`, `stdout`,
+/// `stderr` symlinks.
+fn mount_minimal_dev(devices: &[(PathBuf, File)]) -> Result<(), String> {
     mnt(
         Some("tmpfs"),
         Path::new("/dev"),
@@ -131,7 +187,7 @@ pub fn setup(
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
         Some("size=64k,mode=755"),
     )?;
-    for (p, f) in &devs {
+    for (p, f) in devices {
         File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
         mnt(fd_path(f).to_str(), p, None, MsFlags::MS_BIND, None)?;
     }
@@ -144,8 +200,14 @@ pub fn setup(
         std::os::unix::fs::symlink(target, Path::new("/dev").join(name))
             .map_err(|e| format!("cannot create /dev/{name}: {e}"))?;
     }
+    Ok(())
+}
 
-    // Deny-read list.
+/// Covers every existing deny-read path: a directory with an empty tmpfs (mode 000, or 711 when
+/// it contains the workspace so the workspace stays reachable), a file with an empty, read-only,
+/// mode-000 file. Returns the covered directories, which are made read-only once the workspace is
+/// bound back.
+fn hide_deny_read(deny_read: &[PathBuf], workspace: Option<&Path>) -> Result<Vec<PathBuf>, String> {
     let blank = Path::new("/tmp/.sayri-denied");
     std::fs::OpenOptions::new()
         .write(true)
@@ -159,7 +221,6 @@ pub fn setup(
             continue; // absent: nothing to hide (it cannot appear: the filesystem is read-only)
         };
         if meta.is_dir() {
-            // An ancestor of the workspace stays traversable (0711) but unlistable and empty.
             let mode = match workspace {
                 Some(ws) if ws.starts_with(p) => "711",
                 _ => "000",
@@ -168,7 +229,7 @@ pub fn setup(
                 Some("tmpfs"),
                 p,
                 Some("tmpfs"),
-                nodev | MsFlags::MS_NOEXEC,
+                NODEV | MsFlags::MS_NOEXEC,
                 Some(&format!("size=64k,nr_inodes=64,mode={mode}")),
             )?;
             hidden_dirs.push(p.clone());
@@ -184,32 +245,7 @@ pub fn setup(
         }
     }
     std::fs::remove_file(blank).map_err(|e| format!("cannot remove the blank file: {e}"))?;
-
-    // The workspace, at its own path, on top of whatever hides its parents.
-    if let (Some(ws), Some(f)) = (workspace, &ws_fd) {
-        mkdirs(ws)?;
-        mnt(fd_path(f).to_str(), ws, None, MsFlags::MS_BIND, None)?;
-        set_attr(ws, false, 0, MOUNT_ATTR_RDONLY)?;
-    }
-    for d in &hidden_dirs {
-        mnt(
-            None,
-            d,
-            None,
-            MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | nodev | MsFlags::MS_NOEXEC,
-            None,
-        )?;
-    }
-
-    // procfs of the new pid namespace (after the last /proc/self/fd use above).
-    mnt(
-        Some("proc"),
-        Path::new("/proc"),
-        Some("proc"),
-        nodev | MsFlags::MS_NOEXEC,
-        None,
-    )?;
-    Ok(())
+    Ok(hidden_dirs)
 }
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;

@@ -28,12 +28,13 @@ pub fn command(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::EXEC_HELPER_ARG;
 
     #[test]
     fn helper_runs_under_pkexec_with_its_prefix() {
         let (prog, args) = command(
             Path::new("/usr/bin/sayri"),
-            &["__sandbox-exec".into()],
+            &[EXEC_HELPER_ARG.into()],
             "{\"level\":\"LEVEL_4_HOST_ROOT\"}",
         );
         assert_eq!(prog, "pkexec");
@@ -41,7 +42,7 @@ mod tests {
             args,
             vec![
                 OsString::from("/usr/bin/sayri"),
-                "__sandbox-exec".into(),
+                EXEC_HELPER_ARG.into(),
                 "exec".into(),
                 "{\"level\":\"LEVEL_4_HOST_ROOT\"}".into()
             ]

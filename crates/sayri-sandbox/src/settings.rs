@@ -32,7 +32,7 @@ impl Default for ResourceLimits {
 
 /// Everything [`crate::LinuxSandbox`] needs to know about this installation.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SandboxSettings {
+pub struct LinuxSandboxSettings {
     /// Sayri's state directory (`$SAYRI_STATE_DIR`, default `~/.local/share/sayri`): hidden at
     /// levels 1–2, and parent of the default level-2 workspaces (`<state>/sandboxes/<agent_id>`).
     pub state_dir: PathBuf,
@@ -46,7 +46,8 @@ pub struct SandboxSettings {
     pub default_output_limit: usize,
     /// Program that runs the exec helper (e.g. the `sayri` binary).
     pub helper_program: PathBuf,
-    /// Arguments placed before the helper's own arguments (e.g. `["__sandbox-exec"]`).
+    /// Arguments placed before the helper's own arguments (e.g. `[EXEC_HELPER_ARG]`, see
+    /// [`crate::EXEC_HELPER_ARG`]).
     pub helper_args: Vec<OsString>,
     /// Resource limits for every command.
     pub limits: ResourceLimits,
@@ -55,9 +56,10 @@ pub struct SandboxSettings {
 /// Default output cap: 64 KiB.
 pub const DEFAULT_OUTPUT_LIMIT: usize = 64 * 1024;
 
-impl SandboxSettings {
-    /// Settings from the environment: `SAYRI_STATE_DIR`, `SAYRI_CONFIG_DIR` and `HOME`
-    /// (spec §1.5), with the given helper program and argument prefix.
+impl LinuxSandboxSettings {
+    /// Settings from the environment, with the given helper program and argument prefix: the state
+    /// directory is `$SAYRI_STATE_DIR` or `$HOME/.local/share/sayri`, the config directory
+    /// `$SAYRI_CONFIG_DIR` or `$HOME/.config/sayri` (`/` stands in for an unset `HOME`).
     pub fn from_env(helper_program: PathBuf, helper_args: Vec<OsString>) -> Self {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
@@ -68,7 +70,7 @@ impl SandboxSettings {
         let config_dir = std::env::var_os("SAYRI_CONFIG_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join(".config/sayri"));
-        SandboxSettings {
+        LinuxSandboxSettings {
             state_dir,
             config_dir,
             home_dir: home,

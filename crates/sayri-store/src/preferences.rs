@@ -1,4 +1,4 @@
-//! Learned preferences (spec §4.9): which command served which intent, scored by outcome.
+//! Learned preferences: which command served which intent, scored by outcome.
 //!
 //! Scoring: a new row starts at success 1/0 or failure 0/1 with score `1.0` or `-1.5`; each
 //! further observation of the same (agent, intent, command) bumps a counter and sets

@@ -1,4 +1,4 @@
-//! Secret names: normalisation (spec §9) and the environment-variable-name rule.
+//! Secret names: normalisation and the environment-variable-name rule.
 
 use crate::VaultError;
 
@@ -25,8 +25,8 @@ const RESERVED: &[&str] = &[
     "PROMPT_COMMAND",
 ];
 
-/// Normalises a secret name as spec §9 does (trim, upper-case, spaces → `_`) and then requires it to be
-/// a valid environment variable name: only `[A-Z0-9_]`, not starting with a digit, at most
+/// Normalises a secret name (trim, upper-case, spaces → `_`) and then requires it to be a valid
+/// environment variable name: only `[A-Z0-9_]`, not starting with a digit, at most
 /// [`MAX_KEY_LEN`] bytes, not a reserved variable (`PATH`, `HOME`, `LD_*`, …).
 ///
 /// # Errors

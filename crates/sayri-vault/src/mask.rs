@@ -1,4 +1,4 @@
-//! Masked display of a secret value for listings (spec §9).
+//! Masked display of a secret value for listings.
 
 /// Masks a value for display: the first 3 and last 3 characters around `...` when the value has more
 /// than 8 characters, else `***`. Counts Unicode scalar values, not bytes.

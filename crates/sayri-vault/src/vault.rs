@@ -89,7 +89,7 @@ impl std::fmt::Display for VaultStatus {
     }
 }
 
-/// One row of [`Vault::list`]: never the value, only its mask (spec §9).
+/// One row of [`Vault::list`]: never the value, only its mask (see [`crate::mask`]).
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct SecretInfo {
     /// Normalised key name (also the environment variable name).

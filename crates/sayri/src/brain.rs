@@ -28,7 +28,7 @@ use sayri_core::ports::{
     Sandbox,
 };
 use sayri_llm::{ClientConfig, InlineThink, OpenAiClient};
-use sayri_sandbox::{LinuxSandbox, SandboxSettings};
+use sayri_sandbox::{LinuxSandbox, LinuxSandboxSettings};
 use sayri_store::Store;
 use sayri_vault::{KeySource, SharedRedactor, Vault, VaultPaths};
 use serde_json::{Map, Value};
@@ -332,9 +332,10 @@ pub struct Brain {
 }
 
 /// Sandbox settings for the daemon: the helper is this very binary (`sayri __sandbox-exec`).
-pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> SandboxSettings {
+pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sayri"));
-    let mut s = SandboxSettings::from_env(exe, vec![OsString::from("__sandbox-exec")]);
+    let mut s =
+        LinuxSandboxSettings::from_env(exe, vec![OsString::from(sayri_sandbox::EXEC_HELPER_ARG)]);
     s.state_dir = paths.state_dir.clone();
     s.config_dir = paths.config_dir.clone();
     s.extra_deny_read = cfg.sandbox.deny_read.iter().map(PathBuf::from).collect();

@@ -85,3 +85,11 @@ pub async fn run(client: &OpenAiClient, request: ChatRequest) -> Outcome {
     }
     out
 }
+
+/// Asks `x` through `client` and returns the error the stream ended with (panics without one).
+pub async fn error_of(client: &OpenAiClient) -> ChatError {
+    run(client, ask("x"))
+        .await
+        .error
+        .expect("the stream ended without an error")
+}

@@ -1,4 +1,4 @@
-//! HTTP errors, retries, unreachable servers and key redaction (case 12).
+//! HTTP errors, retries, unreachable servers, and the API key redacted from every error text.
 
 use std::time::Duration;
 
@@ -7,12 +7,12 @@ use sayri_llm::{ClientConfig, OpenAiClient};
 use sayri_testkit::{FakeLlm, Reply, Script, sse};
 use serde_json::json;
 
-use super::common::{ask, client, config, run};
+use super::common::{ask, client, config, error_of, run};
 
 const KEY: &str = "sk-local-7Hq2Zr9Wm4Xa1Pb6";
 
 #[tokio::test]
-async fn case_12_key_echoed_in_401_body_never_leaves_the_client() {
+async fn key_echoed_in_401_body_never_leaves_the_client() {
     let reply = Reply::json(
         401,
         &json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error"}}),
@@ -56,10 +56,7 @@ async fn not_found_names_the_endpoint_and_the_fix() {
     )))
     .await
     .unwrap();
-    let err = run(&client(&server.base_url()), ask("x"))
-        .await
-        .error
-        .unwrap();
+    let err = error_of(&client(&server.base_url())).await;
     let msg = err.to_string();
     assert!(
         msg.contains("HTTP 404") && msg.contains("model 'nope' not found"),
@@ -81,7 +78,7 @@ async fn rate_limit_retries_after_retry_after_then_reports_it() {
     })
     .unwrap();
     let t = std::time::Instant::now();
-    let err = run(&c, ask("x")).await.error.unwrap();
+    let err = error_of(&c).await;
     assert!(
         t.elapsed() >= Duration::from_millis(900),
         "waited for Retry-After"
@@ -109,10 +106,7 @@ async fn long_retry_after_is_returned_not_waited() {
     ))
     .await
     .unwrap();
-    let err = run(&client(&server.base_url()), ask("x"))
-        .await
-        .error
-        .unwrap();
+    let err = error_of(&client(&server.base_url())).await;
     assert!(matches!(
         err,
         ChatError::Http {
@@ -148,10 +142,7 @@ async fn server_error_after_retries_is_short_and_useful() {
     )))
     .await
     .unwrap();
-    let err = run(&client(&server.base_url()), ask("x"))
-        .await
-        .error
-        .unwrap();
+    let err = error_of(&client(&server.base_url())).await;
     assert_eq!(server.requests().len(), 3, "default: 2 retries");
     let msg = err.to_string();
     assert!(
@@ -169,7 +160,7 @@ async fn connection_refused_is_unreachable() {
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}/v1");
-    let err = run(&client(&url), ask("x")).await.error.unwrap();
+    let err = error_of(&client(&url)).await;
     assert_eq!(err, ChatError::Unreachable { url: url.clone() });
     assert_eq!(
         err.to_string(),
@@ -217,7 +208,7 @@ async fn tls_failure_is_not_blamed_on_a_stopped_server() {
         }
     });
     let url = format!("https://127.0.0.1:{port}/v1");
-    let err = run(&client(&url), ask("x")).await.error.unwrap();
+    let err = error_of(&client(&url)).await;
     assert!(
         matches!(err, ChatError::Other(ref m) if m.contains("could not connect") && m.contains("https")),
         "{err:?}"
@@ -226,10 +217,7 @@ async fn tls_failure_is_not_blamed_on_a_stopped_server() {
 
 #[tokio::test]
 async fn unknown_host_is_unreachable() {
-    let err = run(&client("http://sayri-no-such-host.invalid/v1"), ask("x"))
-        .await
-        .error
-        .unwrap();
+    let err = error_of(&client("http://sayri-no-such-host.invalid/v1")).await;
     assert!(matches!(err, ChatError::Unreachable { .. }), "{err:?}");
 }
 

@@ -1,5 +1,4 @@
 mod cancel;
-mod cases;
 mod chunks;
 mod common;
 mod errors;
@@ -7,4 +6,5 @@ mod hostile_server;
 mod models;
 mod real_model;
 mod request;
+mod stream_quirks;
 mod timeouts;

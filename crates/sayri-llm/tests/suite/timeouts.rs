@@ -6,7 +6,7 @@ use sayri_core::ports::ChatError;
 use sayri_llm::{ClientConfig, OpenAiClient};
 use sayri_testkit::{FakeLlm, Reply, Script, sse};
 
-use super::common::{ask, config, run};
+use super::common::{ask, config, error_of, run};
 
 fn quick(url: &str) -> OpenAiClient {
     OpenAiClient::new(ClientConfig {
@@ -21,10 +21,7 @@ fn quick(url: &str) -> OpenAiClient {
 async fn first_byte_timeout() {
     let reply = Reply::sse(sse::content_stream(&["late"])).with_head_delay(Duration::from_secs(3));
     let server = FakeLlm::start(Script::repeat(reply)).await.unwrap();
-    let err = run(&quick(&server.base_url()), ask("x"))
-        .await
-        .error
-        .unwrap();
+    let err = error_of(&quick(&server.base_url())).await;
     assert!(
         matches!(err, ChatError::Timeout(ref m) if m.contains("provider.timeout")),
         "{err}"
@@ -43,10 +40,7 @@ async fn idle_timeout_between_chunks() {
         .with_event_writes()
         .stall_after(20, Duration::from_secs(3));
     let server = FakeLlm::start(Script::repeat(reply)).await.unwrap();
-    let err = run(&quick(&server.base_url()), ask("x"))
-        .await
-        .error
-        .unwrap();
+    let err = error_of(&quick(&server.base_url())).await;
     assert!(
         matches!(err, ChatError::Timeout(ref m) if m.contains("provider.idle_timeout")),
         "{err}"

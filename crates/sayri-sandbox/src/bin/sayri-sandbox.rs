@@ -3,11 +3,8 @@
 
 use clap::Parser;
 use sayri_sandbox::cli::{SandboxCommand, run_cli};
-use sayri_sandbox::{SandboxSettings, exec_helper_main};
+use sayri_sandbox::{EXEC_HELPER_ARG, LinuxSandboxSettings, exec_helper_main};
 use std::ffi::OsString;
-
-/// Hidden first argument selecting the exec-helper mode.
-const HELPER_ARG: &str = "__sandbox-exec";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,7 +18,7 @@ struct Cli {
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == HELPER_ARG) {
+    if args.get(1).is_some_and(|a| a == EXEC_HELPER_ARG) {
         exec_helper_main(&args[2..]);
     }
     let cli = Cli::parse();
@@ -32,7 +29,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let settings = SandboxSettings::from_env(exe, vec![HELPER_ARG.into()]);
+    let settings = LinuxSandboxSettings::from_env(exe, vec![EXEC_HELPER_ARG.into()]);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,4 +1,7 @@
-//! Level 1 escape suite (cases 10 and 34 condition 3 included), as root and as uid 65534.
+//! Level 1 escape suite, as root and as uid 65534: no write outside the private `/tmp`, no network
+//! (TCP, UDP, loopback services or a DNS lookup carrying data out) unless allowed, no secrets, no
+//! host sockets; and a write that the read-only filesystem refuses fails without stopping the
+//! command.
 
 use super::common::*;
 
@@ -26,7 +29,7 @@ fn level1(user: User) {
     assert!(!f.home.join("pwned").exists());
     assert!(!f.outside.join("new.txt").exists());
 
-    // Case 34, condition 3 (control): the command runs, the write fails, `done` is printed.
+    // With every mechanism present the command runs: the write fails, `done` is printed.
     let marker = f.home.join("sayri-failclosed-marker");
     let o = f.run(
         "LEVEL_1_READONLY",

@@ -1,4 +1,5 @@
-//! Level 2 escape suite (case 07: symlinks and hard links in the workspace), as root and as uid 65534.
+//! Level 2 escape suite, as root and as uid 65534: the workspace is the only writable place, and
+//! symlinks or hard links planted in it lead nowhere outside.
 
 use super::common::*;
 

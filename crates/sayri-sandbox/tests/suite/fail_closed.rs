@@ -1,4 +1,4 @@
-//! Case 34: when a mechanism a level needs is missing, levels 1-2 refuse (126, reason named) and
+//! Fail closed: when a mechanism a level needs is missing, levels 1-2 refuse (126, reason named) and
 //! nothing runs; levels 0 and 3 are unaffected. The kernel refusals are real: the CLI runs under a
 //! seccomp filter that makes `landlock_create_ruleset` fail with ENOSYS or `unshare` with EPERM,
 //! which is what a kernel without Landlock or with user namespaces disabled answers.

@@ -1,11 +1,12 @@
-//! Case 08: timeouts kill the whole tree; only declared background launches (levels 3-4) survive;
+//! Timeouts kill the whole process tree, orphans included; only declared background launches
+//! (levels 3-4) survive;
 //! the result comes when the main process ends, not when the last pipe holder closes. Also
 //! cancellation and output capture through the library API.
 
 use super::common::*;
 use sayri_core::ports::{ExecRequest, ExecStatus, Sandbox};
 use sayri_protocol::SandboxLevel;
-use sayri_sandbox::{LinuxSandbox, SandboxSettings};
+use sayri_sandbox::{LinuxSandbox, LinuxSandboxSettings};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -118,9 +119,9 @@ fn orphans_die_at_level3_but_declared_background_launches_survive() {
 }
 
 fn sandbox() -> LinuxSandbox {
-    let mut s = SandboxSettings::from_env(
+    let mut s = LinuxSandboxSettings::from_env(
         env!("CARGO_BIN_EXE_sayri-sandbox").into(),
-        vec!["__sandbox-exec".into()],
+        vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
     );
     let dir = std::env::temp_dir().join(format!("sayri-lib-test-{}", std::process::id()));
     s.state_dir = dir.join("state");

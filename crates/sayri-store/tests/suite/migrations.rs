@@ -1,7 +1,7 @@
 use sayri_core::ports::{ApprovalStore, Role, SessionStore};
 use sayri_store::{OpenError, Store, migrations};
 
-/// The schema the original Python Sayri wrote (spec §11): no version, no approvals table.
+/// The schema the original Python Sayri wrote: no version, no approvals table.
 const ORIGINAL: &str = "
 CREATE TABLE sessions (
   id TEXT PRIMARY KEY, title TEXT NOT NULL, agent_id TEXT NOT NULL,

@@ -1,6 +1,7 @@
 mod atomic_write;
-mod cases;
 mod cli;
+mod command_output_redaction;
+mod common;
 mod key_files;
 #[cfg(feature = "keyring")]
 mod keyring;

@@ -8,7 +8,7 @@ use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode
 use sayri_vault::SecretRedactor;
 use zeroize::Zeroizing;
 
-use super::cases::{TOKEN, assert_no_8char_piece, lower_escapes};
+use super::common::{TOKEN, assert_no_8char_piece, lower_escapes};
 
 fn r() -> SecretRedactor {
     SecretRedactor::new(vec![("API_TOKEN".into(), Zeroizing::new(TOKEN.into()))])

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use sayri_vault::SecretRedactor;
 use zeroize::Zeroizing;
 
-use super::cases::{TOKEN, assert_no_8char_piece, lower_escapes};
+use super::common::{TOKEN, assert_no_8char_piece, lower_escapes};
 
 const OTHER: &str = "pw-Ωmega-Zx81 kq";
 

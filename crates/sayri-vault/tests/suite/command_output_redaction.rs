@@ -1,24 +1,15 @@
-//! Cases 12 (secrets in error messages) and 14 (secrets split across lines or chunks), at the
-//! redactor level, with the outputs the real commands of those cases print.
+//! Secrets in real commands' output, at the redactor level: echoed in error messages (a Python
+//! exception, `git`, a provider's HTTP error) and split across lines or chunks (`fold`, CRLF, two
+//! writes a second apart).
 
+use super::common::{TOKEN, assert_no_8char_piece};
 use sayri_vault::SecretRedactor;
 use zeroize::Zeroizing;
 
-pub const TOKEN: &str = "sy-cS~ke4R1J+dBi2ewQr8t4/lC4";
 const PROVIDER_KEY: &str = "sk-local-7Hq2Zr9Wm4Xa1Pb6";
 
 fn redactor(name: &str) -> SecretRedactor {
     SecretRedactor::new(vec![(name.to_string(), Zeroizing::new(TOKEN.to_string()))])
-}
-
-/// No 8-character substring of `secret` survives in `text` once `\r` and `\n` are removed.
-pub fn assert_no_8char_piece(text: &str, secret: &str) {
-    let flat: String = text.chars().filter(|c| *c != '\n' && *c != '\r').collect();
-    let chars: Vec<char> = secret.chars().collect();
-    for w in chars.windows(8) {
-        let piece: String = w.iter().collect();
-        assert!(!flat.contains(&piece), "{piece:?} leaked in {text:?}");
-    }
 }
 
 fn run_sh(script: &str, token: &str) -> (String, String, i32) {
@@ -37,7 +28,7 @@ fn run_sh(script: &str, token: &str) -> (String, String, i32) {
 }
 
 #[test]
-fn case12_command_errors_are_redacted_in_stdout_and_stderr() {
+fn command_errors_are_redacted_in_stdout_and_stderr() {
     let r = redactor("DEPLOY_TOKEN");
     let scripts = [
         r#"python3 -c 'import os; raise RuntimeError("auth failed for token " + os.environ["DEPLOY_TOKEN"])'"#,
@@ -69,7 +60,7 @@ fn case12_command_errors_are_redacted_in_stdout_and_stderr() {
 }
 
 #[test]
-fn case12_provider_key_in_an_http_error_is_redacted_via_with_extra() {
+fn provider_key_in_an_http_error_is_redacted_via_with_extra() {
     let r = redactor("DEPLOY_TOKEN").with_extra("PROVIDER_API_KEY", PROVIDER_KEY);
     let body = r#"{"error":{"message":"Incorrect API key provided: sk-local-7Hq2Zr9Wm4Xa1Pb6","type":"invalid_request_error"}}"#;
     let error_text = format!("HTTP 401: {body}");
@@ -88,7 +79,7 @@ fn case12_provider_key_in_an_http_error_is_redacted_via_with_extra() {
 }
 
 #[test]
-fn case14_fold_and_crlf_outputs_collapse_into_one_marker() {
+fn fold_and_crlf_outputs_collapse_into_one_marker() {
     let r = redactor("API_TOKEN");
     let (b, _, _) = run_sh(r#"printf '%s' "$API_TOKEN" | fold -w 8; echo"#, TOKEN);
     assert_eq!(b, "sy-cS~ke\n4R1J+dBi\n2ewQr8t4\n/lC4\n");
@@ -112,7 +103,7 @@ fn case14_fold_and_crlf_outputs_collapse_into_one_marker() {
 }
 
 #[test]
-fn case14_two_writes_a_second_apart_hold_back_only_the_secret_prefix() {
+fn two_writes_a_second_apart_hold_back_only_the_secret_prefix() {
     let r = redactor("API_TOKEN");
     let mut s = r.stream();
     // Command A's two writes: first 10 characters, then the rest and a newline.
@@ -128,22 +119,4 @@ fn case14_two_writes_a_second_apart_hold_back_only_the_secret_prefix() {
     assert_eq!(s.push("done: 100\n"), "done: 100\n");
     assert_eq!(s.pending_len(), 0);
     assert_eq!(s.finish(), "");
-}
-
-/// Lower-cases the hex digits of every `%XX` escape (and nothing else).
-pub fn lower_escapes(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut left = 0;
-    for c in s.chars() {
-        if c == '%' {
-            left = 2;
-            out.push(c);
-        } else if left > 0 {
-            left -= 1;
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -1,4 +1,7 @@
-//! Cases 22, 23, 24 end to end over HTTP, with several write boundaries each.
+//! Streams as real servers send them, end to end over HTTP with several write boundaries each:
+//! SSE comments, CRLF line ends and `data:` without a space; `choices` empty or null around a
+//! usage chunk; reasoning (a `reasoning_content` field or inline `<think>`) that must never reach
+//! the answer. The fixtures are byte-exact recordings.
 
 use sayri_core::ports::{ChatEvent, FinishReason, Usage};
 use sayri_llm::{ClientConfig, InlineThink, OpenAiClient};
@@ -20,12 +23,12 @@ fn plans(body: &[u8]) -> Vec<Reply> {
 }
 
 #[tokio::test]
-async fn case_22_comments_crlf_and_data_without_space() {
-    let reads = hex_reads("22-sse-comments-crlf.chunks.hex");
+async fn comments_crlf_and_data_without_space_give_the_answer() {
+    let reads = hex_reads("sse-comments-crlf.chunks.hex");
     let body: Vec<u8> = reads.concat();
     assert_eq!(
         body,
-        fixture("22-sse-comments-crlf.sse"),
+        fixture("sse-comments-crlf.sse"),
         "hex reads == .sse bytes"
     );
     let exact = Reply::sse(body.clone())
@@ -46,10 +49,10 @@ async fn case_22_comments_crlf_and_data_without_space() {
 }
 
 #[tokio::test]
-async fn case_23_empty_and_null_choices_with_usage() {
+async fn empty_and_null_choices_around_usage_give_the_answer_and_usage() {
     for file in [
-        "23-sse-empty-choices-usage.a.sse",
-        "23-sse-empty-choices-usage.b.sse",
+        "sse-empty-choices-usage.a.sse",
+        "sse-empty-choices-usage.b.sse",
     ] {
         let body = fixture(file);
         let replies = plans(&body);
@@ -84,11 +87,11 @@ const REASONING: &str = "The user wants a listing. Old habit would be:\n```bash\
 const ANSWER: &str = "Here is the listing:\n```bash\nls -la\n```\n";
 
 #[tokio::test]
-async fn case_24_reasoning_never_reaches_the_answer() {
+async fn reasoning_never_reaches_the_answer() {
     for file in [
-        "24-sse-reasoning.a.sse",
-        "24-sse-reasoning.b.sse",
-        "24-sse-reasoning.c.sse",
+        "sse-reasoning.a.sse",
+        "sse-reasoning.b.sse",
+        "sse-reasoning.c.sse",
     ] {
         for think in [InlineThink::Auto, InlineThink::Explicit] {
             let body = fixture(file);
