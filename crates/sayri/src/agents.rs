@@ -2,7 +2,7 @@
 //! [`AgentProfile::from_json`]. The built-in `default` agent is used when no `default.json`
 //! exists. This is the one place that reads profile files.
 
-use sayri_core::core::AgentDirectory;
+use sayri_core::assistant::AgentDirectory;
 use sayri_core::domain::profile::AgentProfile;
 use std::path::{Path, PathBuf};
 

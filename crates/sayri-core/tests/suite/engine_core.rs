@@ -2,7 +2,7 @@
 
 use super::engine_fakes::*;
 use sayri_core::SandboxLevel;
-use sayri_core::core::{CoreError, RemoteRequest};
+use sayri_core::assistant::{CoreError, RemoteRequest};
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::{CoreEvent, CoreState};
 use sayri_core::ports::SessionStore;

@@ -4,7 +4,7 @@
 
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
-use sayri_core::core::{SayriCore, StaticAgents};
+use sayri_core::assistant::{SayriCore, StaticAgents};
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use sayri_core::engine::{AgentEngine, CoreEvent, EnginePorts, EngineSettings, EventSink};
