@@ -9,7 +9,7 @@
 //! * Unknown groups or keys are errors that name the key; they are never ignored.
 //! * Values are typed. Setting from text or JSON converts strictly: for a bool the string
 //!   `"false"` is `false` (also `no`/`off`/`0`), and a bad value names the key and expected type.
-//! * Secret-looking keys are masked when shown ([`mask`], [`is_secret`]).
+//! * Secret-looking keys are masked when shown ([`mask_value`], [`is_secret`]).
 //!
 //! ```
 //! use sayri_core::domain::config::Config;
@@ -19,6 +19,8 @@
 //! assert!(!cfg.provider.native_tools);
 //! ```
 
+use super::profile::valid_agent_id;
+use super::text::mask;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -346,21 +348,6 @@ pub fn is_secret(group: &str, key: &str) -> bool {
         .any(|w| padded.contains(&format!("_{w}_")))
 }
 
-/// Masks a secret string: empty stays empty, up to 8 characters → `***`, longer → the first 3
-/// and last 3 characters around `...` (spec §2.2).
-pub fn mask(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    match chars.len() {
-        0 => String::new(),
-        1..=8 => "***".into(),
-        n => format!(
-            "{}...{}",
-            chars[..3].iter().collect::<String>(),
-            chars[n - 3..].iter().collect::<String>()
-        ),
-    }
-}
-
 /// Masks a value for display: strings via [`mask`], header lists `Name: value` keep the name and
 /// mask the value; other types are returned as is.
 pub fn mask_value(v: &ConfigValue) -> ConfigValue {
@@ -639,13 +626,7 @@ impl Config {
                 "one of ui, daemon, off",
             ),
             "agent.default_agent" => {
-                let id = self.agent.default_agent.as_str();
-                if !id.is_empty()
-                    && !id.starts_with('.')
-                    && id
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-                {
+                if valid_agent_id(&self.agent.default_agent) {
                     Ok(())
                 } else {
                     Err("an agent id (letters, digits, '-' and '_')")

@@ -153,6 +153,26 @@ impl AgentProfile {
     }
 }
 
+/// Whether `id` can name an agent: not empty, no leading dot, and only letters, digits, `-` and
+/// `_` (so it is always a plain file stem under `$CONFIG/agents/` and a plain directory name
+/// under the sandboxes root). The one check used by the daemon's loader, the CLI and the
+/// `agent.default_agent` setting.
+///
+/// ```
+/// use sayri_core::domain::profile::valid_agent_id;
+/// assert!(valid_agent_id("research-2"));
+/// assert!(!valid_agent_id("../etc"));
+/// assert!(!valid_agent_id(".hidden"));
+/// assert!(!valid_agent_id(""));
+/// ```
+pub fn valid_agent_id(id: &str) -> bool {
+    !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
 /// Why a profile file was rejected. Every variant names the file and, where known, the field.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProfileError {

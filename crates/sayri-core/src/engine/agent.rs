@@ -26,6 +26,7 @@ use crate::domain::history::{self, HistoryBudget};
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::strip::strip_patterns;
+use crate::domain::text::cut_chars;
 use crate::ports::{
     ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest, ExecResult,
     ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox, SessionSeed,
@@ -180,13 +181,6 @@ impl TurnSink<'_> {
         if !self.cancel.is_cancelled() {
             self.inner.emit(e);
         }
-    }
-}
-
-fn cut_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => s[..i].to_string(),
-        None => s.to_string(),
     }
 }
 

@@ -37,7 +37,7 @@ use super::policy::PolicySet;
 use super::recursive_delete;
 use super::remote_exec;
 use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
-use super::shell::{self, Word, program_name};
+use super::shell::{self, Word, base_name};
 use super::targets;
 use crate::domain::profile::AgentProfile;
 use crate::ports::Approval;
@@ -255,7 +255,7 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
     };
     let full = join(&first.text);
     let (allow_forms, all_forms) = if first.text.contains('/') {
-        let base = join(&program_name(&first.text));
+        let base = join(&base_name(&first.text));
         let dir = first.text.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
         if SYSTEM_DIRS.contains(&dir) {
             (vec![base.clone(), full.clone()], vec![base, full])

@@ -9,7 +9,7 @@
 //! also with `/*`).
 
 use super::pattern::resolve_absolute;
-use super::shell::{Analysis, program_name};
+use super::shell::{Analysis, base_name};
 
 /// The baseline rule text named in refusals.
 pub const RULE: &str = "rm -r (root, system or home directory)";
@@ -48,7 +48,7 @@ pub fn findings(analysis: &Analysis) -> Vec<String> {
     for cmd in &analysis.commands {
         for layer in &cmd.unwrapped.layers {
             let Some(first) = layer.first() else { continue };
-            if program_name(&first.text) != "rm" {
+            if base_name(&first.text) != "rm" {
                 continue;
             }
             let mut recursive = false;

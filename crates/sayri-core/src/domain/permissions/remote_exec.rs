@@ -15,7 +15,7 @@
 //! Additionally, a shell or interpreter that reads its program from a pipe fed by anything else
 //! (`echo … | sh`, `tr … | bash`) is not analysable and so at least `ask`.
 
-use super::shell::{Analysis, SimpleCommand, Stdin, Word, program_name};
+use super::shell::{Analysis, SimpleCommand, Stdin, Word, base_name};
 use super::targets::is_fetcher;
 use super::wrappers::{ProgramSource, is_interpreter, program_source};
 
@@ -45,10 +45,10 @@ fn decodes(cmd: &SimpleCommand) -> bool {
         let Some(first) = layer.first() else {
             return false;
         };
-        let name = program_name(&first.text);
-        DECODERS.contains(&name.as_str())
+        let name = base_name(&first.text);
+        DECODERS.contains(&name)
             && (matches!(
-                name.as_str(),
+                name,
                 "gunzip" | "zcat" | "bunzip2" | "unxz" | "uudecode" | "unzstd"
             ) || layer[1..].iter().any(|w| {
                 let t = w.text.as_str();
@@ -68,7 +68,7 @@ fn word_downloads(a: &Analysis, w: &Word) -> bool {
 fn interpreter(cmd: &SimpleCommand) -> Option<(String, ProgramSource)> {
     cmd.unwrapped.layers.iter().rev().find_map(|layer| {
         let first = layer.first()?;
-        let name = program_name(&first.text);
+        let name = base_name(&first.text).to_string();
         if name == "source" || name == "." {
             return Some((
                 name,
@@ -85,16 +85,12 @@ fn interpreter(cmd: &SimpleCommand) -> Option<(String, ProgramSource)> {
     })
 }
 
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 /// Files a downloading command writes to (`-o F`, `-O F`, `> F`, wget's remote name).
 fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
     let mut out = Vec::new();
     for layer in &cmd.unwrapped.layers {
         let Some(first) = layer.first() else { continue };
-        let name = program_name(&first.text);
+        let name = base_name(&first.text);
         if !is_fetcher(&name) {
             continue;
         }
@@ -110,7 +106,7 @@ fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
                     explicit = true;
                     args.iter()
                         .find(|u| u.text.contains("://"))
-                        .map(|u| basename(u.text.trim_end_matches('/')).to_string())
+                        .map(|u| base_name(u.text.trim_end_matches('/')).to_string())
                 }
                 _ => t
                     .strip_prefix("--output=")
@@ -126,7 +122,7 @@ fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
         }
         if name == "wget" && !explicit {
             for u in args.iter().filter(|u| u.text.contains("://")) {
-                out.push(basename(u.text.trim_end_matches('/')).to_string());
+                out.push(base_name(u.text.trim_end_matches('/')).to_string());
             }
         }
     }
@@ -181,7 +177,10 @@ pub fn findings(a: &Analysis) -> Findings {
                         cmd.text
                     ));
                 }
-                if downloaded.iter().any(|d| basename(d) == basename(&w.text)) {
+                if downloaded
+                    .iter()
+                    .any(|d| base_name(d) == base_name(&w.text))
+                {
                     deny(format!(
                         "`{}` runs `{}`, which this command downloads",
                         cmd.text, w.text
@@ -235,7 +234,7 @@ pub fn findings(a: &Analysis) -> Findings {
             && first.text.contains('/')
             && downloaded
                 .iter()
-                .any(|d| basename(d) == basename(&first.text))
+                .any(|d| base_name(d) == base_name(&first.text))
         {
             deny(format!("`{}` runs a file this command downloads", cmd.text));
         }

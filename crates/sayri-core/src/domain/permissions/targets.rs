@@ -7,7 +7,7 @@
 //! reported as written (`~` and `$HOME` are not expanded), so rules for them should use `*`.
 
 use super::rule::Action;
-use super::shell::{Analysis, Word, program_name};
+use super::shell::{Analysis, Word, base_name};
 
 /// One target of a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,14 +186,14 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
     for cmd in &analysis.commands {
         for layer in &cmd.unwrapped.layers {
             let Some(first) = layer.first() else { continue };
-            let name = program_name(&first.text);
+            let name = base_name(&first.text);
             let args = &layer[1..];
             for w in args {
                 if is_url(&w.text) {
                     push(Action::Web, &w.text);
                 }
             }
-            match name.as_str() {
+            match name {
                 n if READERS.contains(&n) => {
                     for w in positionals(args, "nc", &["lines", "bytes"]) {
                         push(Action::Read, &w.text);
@@ -231,12 +231,7 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
                         && matches!(n, "mv" | "ln")
                     {
                         for w in rest {
-                            let base = w
-                                .text
-                                .trim_end_matches('/')
-                                .rsplit('/')
-                                .next()
-                                .unwrap_or("");
+                            let base = base_name(w.text.trim_end_matches('/'));
                             push(Action::Write, &format!("{}{base}", last.text));
                         }
                     }
@@ -263,12 +258,7 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
                         // `cp a b dir/` writes `dir/a` and `dir/b`.
                         if last.text.ends_with('/') {
                             for w in rest {
-                                let base = w
-                                    .text
-                                    .trim_end_matches('/')
-                                    .rsplit('/')
-                                    .next()
-                                    .unwrap_or("");
+                                let base = base_name(w.text.trim_end_matches('/'));
                                 push(Action::Write, &format!("{}{base}", last.text));
                             }
                         }

@@ -14,7 +14,7 @@
 //! that match its own text still apply — adding it never makes a decision weaker than judging
 //! its own command line.
 
-use super::shell::{Assignment, Stdin, Word, program_name};
+use super::shell::{Assignment, Stdin, Word, base_name};
 
 /// `git -c` settings (prefixes, lower case) that make git run a command or load code.
 const GIT_EXEC_SETTINGS: &[&str] = &[
@@ -304,7 +304,7 @@ pub fn unwrap(words: &[Word], stdin: &Stdin) -> Unwrapped {
         if first.dynamic {
             break;
         }
-        let name = program_name(&first.text);
+        let name = base_name(&first.text);
         let args = &current[1..];
         let step = step(&name, args, stdin, &mut out);
         match step {
