@@ -273,7 +273,7 @@ impl SayriCore {
                 agent: g.agent.clone(),
                 level: g.agent.sandbox.level,
                 text: text.to_string(),
-                approvable: true,
+                approver_available: true,
                 cancel: cancel.clone(),
             };
             (g.generation, request)
@@ -470,7 +470,7 @@ impl SayriCore {
             agent: Arc::new(agent),
             level,
             text: req.text.trim().to_string(),
-            approvable: false,
+            approver_available: false,
             cancel: req.cancel.clone(),
         };
         Ok(self.engine.run_turn(request, sink).await)

@@ -15,7 +15,7 @@
 //!   After it fires, the turn emits nothing and calls nothing more.
 //! * **`finish_reason: length`** and stream errors end the turn with an `⚠️` row stored and an
 //!   `error` event; a cut-off answer never runs a command.
-//! * **Remote turns** (`approvable = false`) pass that flag to the gate at every step.
+//! * **Remote turns** (`approver_available = false`) pass that flag to the gate at every step.
 //! * **Learned preferences** record the current request as the intent.
 
 use super::delta_filter::DeltaFilter;
@@ -23,6 +23,7 @@ use super::events::{CoreEvent, EventSink};
 use super::gate::{GateRequest, GateVerdict, PermissionGate};
 use crate::domain::codeblock;
 use crate::domain::history::{self, HistoryBudget};
+use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::strip::strip_patterns;
@@ -106,7 +107,7 @@ pub struct TurnRequest {
     /// The request text.
     pub text: String,
     /// Whether a person can answer permission questions (false for gateways and routines).
-    pub approvable: bool,
+    pub approver_available: bool,
     /// Cancels the turn.
     pub cancel: CancellationToken,
 }
@@ -679,9 +680,9 @@ impl AgentEngine {
                     agent: profile.clone(),
                     level,
                     session_id: req.session_id.clone(),
-                    action: "shell".into(),
+                    action: Action::Shell,
                     resource: command.to_string(),
-                    approvable: req.approvable,
+                    approver_available: req.approver_available,
                 },
                 cancel.clone(),
             )

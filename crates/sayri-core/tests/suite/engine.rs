@@ -16,7 +16,7 @@ fn turn(agent: AgentProfile, text: &str) -> TurnRequest {
         agent: Arc::new(agent),
         level,
         text: text.into(),
-        approvable: true,
+        approver_available: true,
         cancel: CancellationToken::new(),
     }
 }

@@ -220,8 +220,8 @@ async fn remote_turns_never_approve_and_never_raise_the_level() {
     let asked = r.gate.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 2);
     assert!(
-        asked.iter().all(|q| !q.approvable),
-        "approvable=false at every step"
+        asked.iter().all(|q| !q.approver_available),
+        "approver_available=false at every step"
     );
     assert!(
         r.sandbox

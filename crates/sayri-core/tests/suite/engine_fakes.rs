@@ -170,12 +170,12 @@ impl PermissionGate for TestGate {
         request: GateRequest,
         _cancel: CancellationToken,
     ) -> BoxFuture<'_, GateVerdict> {
-        let approvable = request.approvable;
+        let approver_available = request.approver_available;
         self.asked.lock().unwrap().push(request);
         let deny = self.deny;
         Box::pin(async move {
             if deny {
-                let kind = if approvable {
+                let kind = if approver_available {
                     RefusalKind::Denied
                 } else {
                     RefusalKind::NoApprover

@@ -2,7 +2,7 @@
 //! store (the SQLite adapter lives in `sayri-store`).
 
 use sayri_core::SandboxLevel;
-use sayri_core::domain::permissions::PolicySet;
+use sayri_core::domain::permissions::{Action, PolicySet};
 use sayri_core::domain::profile::{AgentProfile, RawRule};
 use sayri_core::engine::broker::{
     AskOutcome, PermissionBroker, PermissionRequest, PermissionSink, Question,
@@ -348,14 +348,14 @@ fn agent(rules: &str) -> Arc<AgentProfile> {
     Arc::new(p)
 }
 
-fn gate_request(agent: &Arc<AgentProfile>, command: &str, approvable: bool) -> GateRequest {
+fn gate_request(agent: &Arc<AgentProfile>, command: &str, approver_available: bool) -> GateRequest {
     GateRequest {
         agent: agent.clone(),
         level: SandboxLevel::HostUser,
         session_id: "s1".into(),
-        action: "shell".into(),
+        action: Action::Shell,
         resource: command.into(),
-        approvable,
+        approver_available,
     }
 }
 

@@ -92,7 +92,7 @@ fn case03_env_prefix() {
             ("11", "BASH_ENV=/tmp/rc bash -c 'ls -la'", Ask),
         ],
     );
-    // The substitution inside an assignment is itself a segment: a deny on it wins.
+    // The substitution inside an assignment is itself a subject: a deny on it wins.
     let touch_denied = r#"[{"action":"shell","resource":"*","effect":"allow"},
       {"action":"shell","resource":"touch *","effect":"deny"}]"#;
     check_table(

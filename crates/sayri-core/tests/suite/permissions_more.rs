@@ -486,7 +486,7 @@ fn levels_defaults_and_settlement() {
         "ls",
     );
     assert_eq!(d.effect, Deny);
-    assert!(d.needs_approval);
+    assert!(d.no_approver);
     assert!(
         d.reason.contains("needs approval in the Sayri app"),
         "{}",
@@ -724,10 +724,15 @@ fn decision_json_shape() {
     assert_eq!(v["source"], "agent");
     assert_eq!(v["rule"]["resource"], "git clean*");
     assert_eq!(v["rule"]["action"], "shell");
-    let segs = v["segments"].as_array().unwrap();
-    assert_eq!(segs.len(), 2);
-    assert_eq!(segs[0]["command"], "git fetch");
-    assert_eq!(segs[0]["effect"], "allow");
-    assert_eq!(segs[1]["command"], "git clean -fd");
-    assert!(segs[1]["reason"].as_str().unwrap().contains("git clean*"));
+    let subjects = v["subjects"].as_array().unwrap();
+    assert_eq!(subjects.len(), 2);
+    assert_eq!(subjects[0]["command"], "git fetch");
+    assert_eq!(subjects[0]["effect"], "allow");
+    assert_eq!(subjects[1]["command"], "git clean -fd");
+    assert!(
+        subjects[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("git clean*")
+    );
 }

@@ -295,7 +295,7 @@ fn print_decision(d: &Decision, json: bool, out: &mut dyn Write) -> std::io::Res
         return writeln!(out, "{text}");
     }
     writeln!(out, "{}: {}", d.effect, d.message())?;
-    for s in &d.segments {
+    for s in &d.subjects {
         writeln!(
             out,
             "  {:<5} {}  — {}",
@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(code, EXIT_DENY);
         assert_eq!(v["rule"]["resource"], "git clean*");
         assert_eq!(v["source"], "agent");
-        assert_eq!(v["segments"][1]["command"], "git clean -fd");
+        assert_eq!(v["subjects"][1]["command"], "git clean -fd");
         let (code, v) = run_json(&check_cmd(&profile, &pol, "npm publish"), &store);
         assert_eq!(code, EXIT_ASK);
         assert!(v["source"].as_str().unwrap().ends_with("10-site.json"));

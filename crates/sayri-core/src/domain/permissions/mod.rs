@@ -17,7 +17,7 @@ pub mod wrappers;
 
 pub use approval::{ApprovalPlan, approval_rules, narrowest_pattern, plan_approvals};
 pub use evaluate::{
-    AgentRules, Decision, EvalContext, Origin, SegmentDecision, evaluate, evaluate_with_approvals,
+    AgentRules, Decision, EvalContext, Origin, SubjectDecision, evaluate, evaluate_with_approvals,
     rule_label,
 };
 pub use policy::{PolicyError, PolicySet, parse_policy_file};
