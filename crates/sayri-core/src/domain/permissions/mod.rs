@@ -6,6 +6,7 @@
 pub mod approval;
 pub mod assignments;
 pub mod evaluate;
+pub mod options;
 pub mod pattern;
 pub mod policy;
 pub mod recursive_delete;

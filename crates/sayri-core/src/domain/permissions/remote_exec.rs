@@ -15,8 +15,9 @@
 //! Additionally, a shell or interpreter that reads its program from a pipe fed by anything else
 //! (`echo … | sh`, `tr … | bash`) is not analysable and so at least `ask`.
 
+use super::options::{Order, Spec, parse};
 use super::shell::{Analysis, SimpleCommand, Stdin, Word, base_name};
-use super::targets::is_fetcher;
+use super::targets::{FETCH_OPTIONS, is_fetcher};
 use super::wrappers::{ProgramSource, is_interpreter, program_source};
 
 /// Findings for one command string.
@@ -50,10 +51,8 @@ fn decodes(cmd: &SimpleCommand) -> bool {
             && (matches!(
                 name,
                 "gunzip" | "zcat" | "bunzip2" | "unxz" | "uudecode" | "unzstd"
-            ) || layer[1..].iter().any(|w| {
-                let t = w.text.as_str();
-                t == "-d" || t == "--decode" || t == "-D" || t == "-r" || t.starts_with("-d")
-            }))
+            ) || parse(&layer[1..], Spec::NONE, Order::Permute)
+                .has(&["-d", "--decode", "-D", "-r"]))
     })
 }
 
@@ -95,31 +94,28 @@ fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
             continue;
         }
         let args = &layer[1..];
-        let mut explicit = false;
-        for (i, w) in args.iter().enumerate() {
-            let t = w.text.as_str();
-            let next = args.get(i + 1).map(|n| n.text.clone());
-            let value = match t {
-                "-o" | "--output" | "--output-document" => next,
-                "-O" if name == "wget" => next,
-                "-O" | "--remote-name" => {
-                    explicit = true;
-                    args.iter()
-                        .find(|u| u.text.contains("://"))
-                        .map(|u| base_name(u.text.trim_end_matches('/')).to_string())
-                }
-                _ => t
-                    .strip_prefix("--output=")
-                    .or_else(|| t.strip_prefix("--output-document="))
-                    .map(String::from),
-            };
-            if let Some(v) = value
-                && v != "-"
-            {
-                explicit = true;
-                out.push(v);
-            }
+        let p = parse(args, FETCH_OPTIONS, Order::Permute);
+        let mut outputs: Vec<String> = p
+            .values(&["-o", "--output", "--output-document"])
+            .map(String::from)
+            .collect();
+        let remote_name = if name == "wget" {
+            outputs.extend(p.values(&["-O"]).map(String::from));
+            p.has(&["--remote-name"])
+        } else {
+            // curl's `-O`: the file is named after the URL.
+            p.has(&["-O", "--remote-name"])
+        };
+        if remote_name {
+            outputs.extend(
+                args.iter()
+                    .find(|u| u.text.contains("://"))
+                    .map(|u| base_name(u.text.trim_end_matches('/')).to_string()),
+            );
         }
+        outputs.retain(|v| v != "-");
+        let explicit = remote_name || !outputs.is_empty();
+        out.extend(outputs);
         if name == "wget" && !explicit {
             for u in args.iter().filter(|u| u.text.contains("://")) {
                 out.push(base_name(u.text.trim_end_matches('/')).to_string());
