@@ -682,7 +682,9 @@ fn watch(args: &[Word], out: &mut Unwrapped) -> Step {
 }
 
 /// `su`/`runuser`: `-c CMD` (also after the user name: GNU option parsing) is a script;
-/// `runuser -u USER COMMAND…` runs a command directly.
+/// `runuser -u USER COMMAND…` runs a command directly. Otherwise they run the user's shell with
+/// the arguments after the user name (`su root -- -c CMD` runs CMD), reading commands from
+/// standard input when there are none (`curl … | su`): that shell is the next layer, `sh`.
 fn su(name: &str, args: &[Word], out: &mut Unwrapped) -> Step {
     let p = parse(args, SU, Order::Permute);
     if p.last(&["-c", "--command"])
@@ -694,7 +696,14 @@ fn su(name: &str, args: &[Word], out: &mut Unwrapped) -> Step {
     if name == "runuser" && p.has(&["-u", "--user"]) {
         return Step::Inner(p.operands.first().copied().unwrap_or(args.len()));
     }
-    Step::Done
+    let mut operands = p
+        .operand_words(args)
+        .into_iter()
+        .skip_while(|w| w.text == "-");
+    let _user = operands.next();
+    let mut shell = vec![Word::literal("sh")];
+    shell.extend(operands.cloned());
+    Step::InnerWords(shell)
 }
 
 /// `trap 'CMD' SIGNAL…` runs CMD later.
