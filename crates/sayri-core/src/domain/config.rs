@@ -1,11 +1,11 @@
 //! Sayri's typed configuration (`sayri.toml`): every key, its type, default and meaning.
 //!
 //! Pure data and parsing; reading and writing the file is the binary's job. The key table below
-//! is the single source of truth: adding a key is one line in [`config_keys!`]'s invocation, and
+//! is the single source of truth: adding a key is one line in the `config_keys!` invocation, and
 //! the typed struct, the default, `get`/`set` by `"group.key"`, `config_list` and the TOML reader
 //! all follow from it.
 //!
-//! Rules (spec §1.7, §2.2, and the bugs of §15.4 we do not repeat):
+//! Rules:
 //! * Unknown groups or keys are errors that name the key; they are never ignored.
 //! * Values are typed. Setting from text or JSON converts strictly: for a bool the string
 //!   `"false"` is `false` (also `no`/`off`/`0`), and a bad value names the key and expected type.
@@ -319,7 +319,7 @@ impl KeySpec {
     }
 }
 
-/// Word fragments that make a key name secret-looking (spec §2.2).
+/// Word fragments that make a key name secret-looking.
 const SECRET_WORDS: &[&str] = &[
     "api_key",
     "apikey",
@@ -390,7 +390,7 @@ macro_rules! config_keys {
             $( #[doc = $gdoc] pub $group: $gty, )*
         }
 
-        /// Every key in documentation order (spec §1.7 order, then Sayri's additions).
+        /// Every key in documentation order (the order `config_list` shows them in).
         pub const KEYS: &[KeySpec] = &[
             $( $( KeySpec {
                 group: stringify!($group),
@@ -506,7 +506,7 @@ impl Config {
             .ok_or_else(|| ConfigError::UnknownKey { key: name.into() })
     }
 
-    /// The spec row for `"group.key"`.
+    /// The key table's row ([`KeySpec`]) for `"group.key"`.
     pub fn spec(name: &str) -> Result<&'static KeySpec, ConfigError> {
         let (g, k) = Self::split(name)?;
         KEYS.iter()

@@ -1,4 +1,4 @@
-//! The agent engine: one ReAct turn over fenced `bash` blocks (spec §4.5, §15.3 fixed).
+//! The agent engine: one ReAct turn over fenced `bash` blocks.
 //!
 //! A turn: store the request → system prompt + history by token budget → stream the model →
 //! if the answer holds a `bash`/`sh` block: permission gate → sandbox → redacted output →
@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 pub struct EngineSettings {
     /// Model used when a profile says `"default"`.
     pub model: String,
-    /// Temperature of the title request (spec §4.8: 0.3). Turns use the profile's temperature.
+    /// Temperature of the title request (default 0.3). Turns use the profile's temperature.
     pub title_temperature: f32,
     /// Completion cap when the profile has none (`None` = server default).
     pub max_tokens: Option<u32>,
@@ -57,7 +57,7 @@ pub struct EngineSettings {
     pub observation_max_chars: usize,
     /// Bytes of output the sandbox captures.
     pub output_limit: usize,
-    /// Whether sessions get a generated title after their first exchange (spec §4.8).
+    /// Whether sessions get a generated title after their first exchange.
     pub generate_titles: bool,
 }
 
@@ -136,7 +136,8 @@ pub struct TurnOutcome {
 /// Message stored and returned when a turn is interrupted.
 pub const INTERRUPTED: &str = "The request was interrupted.";
 
-/// Commands that only look things up: not recorded as learned preferences (spec §4.9).
+/// Commands that only look things up: not recorded as learned preferences (a preference is a
+/// command that did something for the request).
 const LOOKUP_PREFIXES: &[&str] = &[
     "sayri pref",
     "sayri-pref",
@@ -438,7 +439,7 @@ impl AgentEngine {
         s
     }
 
-    /// Generates a 3–4 word title for a session from its first request (spec §4.8) with a
+    /// Generates a 3–4 word title for a session from its first request with a
     /// short streamed request, and stores it if the title is still the initial one. Returns
     /// the title set, or `None` (errors are ignored: a title is cosmetic).
     pub async fn generate_title(&self, session_id: &str, first_request: &str) -> Option<String> {

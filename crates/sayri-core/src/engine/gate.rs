@@ -2,7 +2,7 @@
 //! "the sandbox runs it". The agent engine asks the gate; the gate evaluates rules, policies and
 //! saved approvals and, where someone can answer, asks a person through the permission broker.
 //! Whatever it decides travels to the sandbox unchanged — there is no second check that could
-//! disagree (spec §15.1 item 1).
+//! disagree.
 
 use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;

@@ -4,7 +4,7 @@
 //! approvals, evaluates (rules → approvals → default → policies → analysis floors) at the
 //! request's level, and then: `allow` → run; `deny` → refuse with the rule and its source;
 //! `ask` → ask a person through the [`PermissionBroker`] and run only on "Allow". The verdict is
-//! final — the sandbox does not evaluate again (spec §15.1 item 1).
+//! final — the sandbox does not evaluate again, so no second check can disagree with it.
 //!
 //! Fails closed: a malformed profile rule refuses; an unreadable approval
 //! store is treated as "no approvals" (so the command asks instead of running).

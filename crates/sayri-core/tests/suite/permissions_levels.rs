@@ -79,7 +79,7 @@ fn levels_defaults_and_settlement() {
         d.reason
     );
 
-    // ask_before_run off: the agent's own asks are allowed without asking (seed semantics)…
+    // ask_before_run off: the agent's own asks are allowed without asking…
     let mut p = profile(
         L3,
         r#"[{"action":"shell","resource":"make*","effect":"ask"}]"#,

@@ -32,8 +32,8 @@ fn blocked_binaries_are_program_denies() {
     assert_eq!(d.source, "blocked_binaries");
     assert_eq!(run("nc").effect, Deny);
     assert_eq!(run("ncat host 1").effect, Allow);
-    // Seed semantics (issue 4): blocked binaries come first in the agent layer, so a later
-    // explicit agent rule for the same command wins over them.
+    // Blocked binaries come first in the agent layer, so a later explicit agent rule for the
+    // same command wins over them (the agent layer's last matching rule wins).
     let mut p = profile(
         L3,
         r#"[{"action":"shell","resource":"nc -z *","effect":"allow"}]"#,

@@ -82,8 +82,8 @@ fn wrapped_disk_tools_and_piped_downloads_are_denied() {
                 Deny,
             ),
             ("29", "cd /; dd if=/dev/zero of=/dev/sdz", Deny),
-            // Row 30: patterns are case-insensitive (issue 4), so `DD` meets `dd *` too. The case
-            // allows either outcome; we document and pin the stricter one.
+            // Patterns are case-insensitive, so `DD` meets the baseline's `dd *` too (on a
+            // case-sensitive file system `DD` is another program; the stricter outcome is pinned).
             ("30", "DD if=/dev/zero of=/dev/sdz", Deny),
         ],
     );

@@ -495,7 +495,7 @@ async fn preferences_record_the_current_request_as_intent() {
     );
 }
 
-/// Figure for the benchmark: prompt tokens per request over a scripted 20-turn chat
+/// Figure: prompt tokens per request over a scripted 20-turn chat
 /// with one command per turn (counted with o200k_base over the request messages). The bound
 /// checked is the history budget, not a timing.
 #[tokio::test]
@@ -564,9 +564,10 @@ async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
     );
 }
 
-/// Case 32 row 7: a misspelt level is refused with the file and field named, never level 3.
+/// A valid level-2 profile file loads; a misspelt level is refused with the file and field
+/// named, never loaded as level 3.
 #[test]
-fn profile_files_from_case_32_load_or_fail_closed() {
+fn profile_files_load_or_fail_closed() {
     let ok = AgentProfile::from_json(
         include_str!("../fixtures/researcher.json"),
         "agents/researcher.json",

@@ -2,7 +2,7 @@
 //!
 //! An approval is an agent-scoped `allow` rule. Its pattern is the **exact** normalised text of
 //! each subject that asked — never widened: approving `rm -rf /tmp/x` approves exactly
-//! `rm -rf /tmp/x`, not `rm *` (spec §15.1 item 5). A subject whose text contains `*` or `?`
+//! `rm -rf /tmp/x`, not `rm *`. A subject whose text contains `*` or `?`
 //! cannot be written as an exact pattern (they are wildcards), so it is not remembered.
 //! Subjects whose `ask` came from the policy layer or from static analysis are not remembered
 //! either: an approval can never lift those (they are re-asked every time).

@@ -22,8 +22,8 @@
 //!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`), dangerous
 //!    assignments ([`super::assignments`]) and non-ASCII command words are at least `ask`.
 //! 7. **Settling asks per subject**: with `ask_before_run` off, an `ask` that came from the
-//!    agent's own rules or its default is allowed without asking (seed semantics). Policy and
-//!    analysis asks stay asks.
+//!    agent's own rules or its default is allowed without asking (`ask_before_run` is the
+//!    agent's own switch for its own asks). Policy and analysis asks stay asks.
 //! 8. **Strictest wins** over all subjects: deny > ask > allow.
 //! 9. **Who can answer**: an `ask` stands (a card is shown) only at levels 3–4 and when a person
 //!    can answer; otherwise it becomes a refusal saying it "needs approval in the Sayri app".

@@ -1,7 +1,7 @@
 //! The permission engine: rules, shell analysis, policies, decisions and approvals.
 //!
 //! Pure: no file, socket or clock access. Callers pass file contents and saved approvals in.
-//! The evaluation order is documented in [`evaluate`].
+//! The evaluation order is documented in [`mod@evaluate`].
 
 pub mod approval;
 pub mod assignments;
