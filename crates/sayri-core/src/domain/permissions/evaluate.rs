@@ -297,7 +297,7 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
     };
     let full = join(&first.text);
     let (allow_forms, all_forms) = if first.text.contains('/') {
-        let base = join(&base_name(&first.text));
+        let base = join(base_name(&first.text));
         let dir = first.text.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
         if SYSTEM_DIRS.contains(&dir) {
             (vec![base.clone(), full.clone()], vec![base, full])

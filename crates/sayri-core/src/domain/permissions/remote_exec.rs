@@ -90,7 +90,7 @@ fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
     for layer in &cmd.unwrapped.layers {
         let Some(first) = layer.first() else { continue };
         let name = base_name(&first.text);
-        if !is_fetcher(&name) {
+        if !is_fetcher(name) {
             continue;
         }
         let args = &layer[1..];
