@@ -7,9 +7,9 @@
 //! * [`domain`] — pure decisions: agent profiles, permission rules and shell analysis, prompts.
 //! * [`ports`] — the traits adapters implement.
 //! * [`engine`] — the ReAct agent loop, its events, and the permission gate.
-//! * [`core`] — `SayriCore`: active agent and session, turns, interrupt, remote turns.
+//! * [`assistant`] — `SayriCore`: active agent and session, turns, interrupt, remote turns.
 
-pub mod core;
+pub mod assistant;
 pub mod domain;
 pub mod engine;
 pub mod ports;

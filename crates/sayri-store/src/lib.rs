@@ -133,11 +133,3 @@ pub(crate) fn like_escape(s: &str) -> String {
     }
     out
 }
-
-/// Cuts `s` to at most `max` characters (not bytes).
-pub(crate) fn cut_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => s[..i].to_string(),
-        None => s.to_string(),
-    }
-}

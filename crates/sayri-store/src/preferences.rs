@@ -4,8 +4,9 @@
 //! further observation of the same (agent, intent, command) bumps a counter and sets
 //! `score = round(success − 1.5 × failure, 2)`. Queries return only rows with `score ≥ 0`.
 
-use crate::{Store, cut_chars, like_escape, sql_err};
+use crate::{Store, like_escape, sql_err};
 use rusqlite::{Row, params};
+use sayri_core::domain::text::cut_chars;
 use sayri_core::ports::{Preference, PreferenceUpdate, StoreError};
 
 const COLS: &str = "id, agent_id, intent, command, rejected_command, success_count,

@@ -1,7 +1,8 @@
 //! Sessions and messages: the `SessionStore` half about conversations.
 
-use crate::{Store, cut_chars, like_escape, sql_err};
+use crate::{Store, like_escape, sql_err};
 use rusqlite::{OptionalExtension, Row, params};
+use sayri_core::domain::text::cut_chars;
 use sayri_core::ports::{
     NewMessage, Role, SearchHit, SessionInfo, SessionSeed, StoreError, StoredMessage,
     ToolCallRecord, Usage,

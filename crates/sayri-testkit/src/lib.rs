@@ -1,5 +1,6 @@
 //! Test support: a scripted OpenAI-compatible server ([`FakeLlm`]) that replays bytes exactly
-//! as scripted, and a launcher for a real local model ([`RealModelServer`]).
+//! as scripted, a launcher for a real local model ([`RealModelServer`]), and in-memory fakes
+//! of `sayri-core`'s ports ([`fakes`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -11,6 +12,7 @@
 //! # let _ = base_url; Ok(()) }
 //! ```
 
+pub mod fakes;
 pub mod real_model;
 pub mod reply;
 pub mod script_file;

@@ -19,7 +19,6 @@ mod key_name;
 mod key_source;
 #[cfg(feature = "keyring")]
 mod keyring_store;
-mod mask;
 mod redact;
 mod sealed_file;
 mod vault;
@@ -27,8 +26,8 @@ mod vault;
 pub use error::VaultError;
 pub use key_name::{MAX_KEY_LEN, normalize_key};
 pub use key_source::{KdfParams, KeySource, KeySourceKind, Passphrase};
-pub use mask::mask;
 pub use redact::{MARKER_PREFIX, SecretRedactor, SharedRedactor, StreamRedactor};
+pub use sayri_core::domain::text::mask;
 pub use vault::{SecretInfo, Vault, VaultPaths, VaultStatus};
 
 /// Shortest secret value accepted by [`Vault::set`] and searched by the redactor, in characters.

@@ -2,23 +2,15 @@
 //! [`AgentProfile::from_json`]. The built-in `default` agent is used when no `default.json`
 //! exists. This is the one place that reads profile files.
 
-use sayri_core::core::AgentDirectory;
+use sayri_core::assistant::AgentDirectory;
 use sayri_core::domain::profile::AgentProfile;
+pub use sayri_core::domain::profile::valid_agent_id;
 use std::path::{Path, PathBuf};
 
 /// The agents directory.
 #[derive(Debug, Clone)]
 pub struct FileAgents {
     dir: PathBuf,
-}
-
-/// `true` when `id` is a plain file stem (no path separators, no leading dot).
-pub fn valid_agent_id(id: &str) -> bool {
-    !id.is_empty()
-        && !id.starts_with('.')
-        && id
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
 impl FileAgents {

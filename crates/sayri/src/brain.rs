@@ -16,7 +16,7 @@ use crate::daemon::broadcast::Broadcaster;
 use crate::paths::Paths;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use sayri_core::core::SayriCore;
+use sayri_core::assistant::SayriCore;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::history::HistoryBudget;
 use sayri_core::domain::permissions::PolicySet;

@@ -1,6 +1,6 @@
 //! Fenced code blocks in a model's answer: which ones are commands.
 //!
-//! Rules (spec §15.3 item 17 fixed):
+//! Rules:
 //! * Only the **answer** text is scanned; reasoning arrives separately and is never passed here.
 //!   As a second line of defence, `<think>…</think>` / `<thought>…</thought>` regions written
 //!   inline in the answer (outside fences) are skipped too.
@@ -30,7 +30,7 @@ impl CodeBlock {
         matches!(self.lang.as_str(), "bash" | "sh")
     }
 
-    /// Whether this block asks for a history search (spec §4.5(a)).
+    /// Whether this block asks for a history search (```` ```search_history ````).
     pub fn is_history_search(&self) -> bool {
         matches!(
             self.lang.as_str(),
@@ -168,8 +168,8 @@ mod tests {
 
     #[test]
     fn prose_between_blocks_is_never_captured() {
-        // The original's regex made a non-bash block followed by prose and a bash block
-        // capture the prose (spec §15.3 item 17).
+        // A non-bash block followed by prose and a bash block: only the bash block's body is a
+        // command, never the prose between the blocks.
         let t = "```python\nx = 1\n```\nThen I will run rm -rf ~ maybe\n```bash\necho ok\n```\n";
         assert_eq!(cmds(t), ["echo ok"]);
     }

@@ -1,15 +1,15 @@
 //! Sayri's typed configuration (`sayri.toml`): every key, its type, default and meaning.
 //!
 //! Pure data and parsing; reading and writing the file is the binary's job. The key table below
-//! is the single source of truth: adding a key is one line in [`config_keys!`]'s invocation, and
+//! is the single source of truth: adding a key is one line in the `config_keys!` invocation, and
 //! the typed struct, the default, `get`/`set` by `"group.key"`, `config_list` and the TOML reader
 //! all follow from it.
 //!
-//! Rules (spec §1.7, §2.2, and the bugs of §15.4 we do not repeat):
+//! Rules:
 //! * Unknown groups or keys are errors that name the key; they are never ignored.
 //! * Values are typed. Setting from text or JSON converts strictly: for a bool the string
 //!   `"false"` is `false` (also `no`/`off`/`0`), and a bad value names the key and expected type.
-//! * Secret-looking keys are masked when shown ([`mask`], [`is_secret`]).
+//! * Secret-looking keys are masked when shown ([`mask_value`], [`is_secret`]).
 //!
 //! ```
 //! use sayri_core::domain::config::Config;
@@ -19,6 +19,8 @@
 //! assert!(!cfg.provider.native_tools);
 //! ```
 
+use super::profile::valid_agent_id;
+use super::text::mask;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -317,7 +319,7 @@ impl KeySpec {
     }
 }
 
-/// Word fragments that make a key name secret-looking (spec §2.2).
+/// Word fragments that make a key name secret-looking.
 const SECRET_WORDS: &[&str] = &[
     "api_key",
     "apikey",
@@ -344,21 +346,6 @@ pub fn is_secret(group: &str, key: &str) -> bool {
     SECRET_WORDS
         .iter()
         .any(|w| padded.contains(&format!("_{w}_")))
-}
-
-/// Masks a secret string: empty stays empty, up to 8 characters → `***`, longer → the first 3
-/// and last 3 characters around `...` (spec §2.2).
-pub fn mask(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    match chars.len() {
-        0 => String::new(),
-        1..=8 => "***".into(),
-        n => format!(
-            "{}...{}",
-            chars[..3].iter().collect::<String>(),
-            chars[n - 3..].iter().collect::<String>()
-        ),
-    }
 }
 
 /// Masks a value for display: strings via [`mask`], header lists `Name: value` keep the name and
@@ -403,7 +390,7 @@ macro_rules! config_keys {
             $( #[doc = $gdoc] pub $group: $gty, )*
         }
 
-        /// Every key in documentation order (spec §1.7 order, then Sayri's additions).
+        /// Every key in documentation order (the order `config_list` shows them in).
         pub const KEYS: &[KeySpec] = &[
             $( $( KeySpec {
                 group: stringify!($group),
@@ -519,7 +506,7 @@ impl Config {
             .ok_or_else(|| ConfigError::UnknownKey { key: name.into() })
     }
 
-    /// The spec row for `"group.key"`.
+    /// The key table's row ([`KeySpec`]) for `"group.key"`.
     pub fn spec(name: &str) -> Result<&'static KeySpec, ConfigError> {
         let (g, k) = Self::split(name)?;
         KEYS.iter()
@@ -639,13 +626,7 @@ impl Config {
                 "one of ui, daemon, off",
             ),
             "agent.default_agent" => {
-                let id = self.agent.default_agent.as_str();
-                if !id.is_empty()
-                    && !id.starts_with('.')
-                    && id
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-                {
+                if valid_agent_id(&self.agent.default_agent) {
                     Ok(())
                 } else {
                     Err("an agent id (letters, digits, '-' and '_')")

@@ -1,10 +1,10 @@
-//! History by token budget (spec §4.4 reworked, §15.3 item 20 fixed).
+//! History by token budget, not by message count.
 //!
 //! A request is: `[system prompt (+ summary of older messages)] + recent messages verbatim +
 //! the current request`. Recent messages are taken newest-first while they fit
 //! [`HistoryBudget::verbatim_tokens`]; everything older is summarised into one line per
 //! message (newest-first while it fits [`HistoryBudget::summary_tokens`]) appended to the system
-//! prompt, with the `search_history` escape hatch (spec §4.5(a)) named so the model can recall
+//! prompt, with the `search_history` escape hatch named so the model can recall
 //! verbatim details.
 //!
 //! Replay rules: `user` rows as user; `assistant` rows as assistant (their content only —

@@ -7,4 +7,5 @@ pub mod permissions;
 pub mod profile;
 pub mod prompt;
 pub mod strip;
+pub mod text;
 pub mod tokens;

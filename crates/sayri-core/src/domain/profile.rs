@@ -1,4 +1,4 @@
-//! Agent profiles (spec §7.1): who an agent is, its model settings and its sandbox.
+//! Agent profiles: who an agent is, its model settings and its sandbox.
 //!
 //! This module holds the data shape. Loading and validating `$CONFIG/agents/<id>.json` happens
 //! in one place (the profile loader) so later features (agent creation, non-escalation) build on it.
@@ -49,7 +49,7 @@ fn star() -> String {
     "*".into()
 }
 
-/// The sandbox part of an agent profile (spec §5.5).
+/// The sandbox part of an agent profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
@@ -61,7 +61,7 @@ pub struct SandboxConfig {
     pub isolated_dir: Option<String>,
     /// Network for levels 1–2.
     pub allow_network: bool,
-    /// Stored for compatibility; not enforced (spec §5.5).
+    /// Stored so older profile files load; not enforced (rules and `blocked_binaries` are).
     pub allowed_binaries: Vec<String>,
     /// Programs denied outright (become deny rules).
     pub blocked_binaries: Vec<String>,
@@ -88,7 +88,7 @@ impl Default for SandboxConfig {
     }
 }
 
-/// An agent profile (`$CONFIG/agents/<id>.json`, spec §7.1).
+/// An agent profile (`$CONFIG/agents/<id>.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentProfile {
@@ -116,7 +116,8 @@ pub struct AgentProfile {
     pub allowed_secrets: Vec<String>,
     /// Allows up to 10 model calls per turn instead of 6.
     pub investigation_loop: bool,
-    /// Records learned preferences (spec §4.9).
+    /// Records learned preferences: `(agent, request, command, success)` after a command that
+    /// ran and is not a lookup.
     pub reinforcement_learning: bool,
     /// Creation time, Unix seconds.
     pub created_at: f64,
@@ -153,6 +154,26 @@ impl AgentProfile {
     }
 }
 
+/// Whether `id` can name an agent: not empty, no leading dot, and only letters, digits, `-` and
+/// `_` (so it is always a plain file stem under `$CONFIG/agents/` and a plain directory name
+/// under the sandboxes root). The one check used by the daemon's loader, the CLI and the
+/// `agent.default_agent` setting.
+///
+/// ```
+/// use sayri_core::domain::profile::valid_agent_id;
+/// assert!(valid_agent_id("research-2"));
+/// assert!(!valid_agent_id("../etc"));
+/// assert!(!valid_agent_id(".hidden"));
+/// assert!(!valid_agent_id(""));
+/// ```
+pub fn valid_agent_id(id: &str) -> bool {
+    !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
 /// Why a profile file was rejected. Every variant names the file and, where known, the field.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProfileError {
@@ -177,14 +198,15 @@ pub enum ProfileError {
 }
 
 impl AgentProfile {
-    /// Parses and validates a profile file's text (spec §7.1 format). `origin` is the file path
+    /// Parses and validates a profile file's text (the JSON shape of [`AgentProfile`]). `origin`
+    /// is the file path
     /// (for messages; its stem is the default `id`).
     ///
-    /// Defaults follow spec §7.1 (missing `id` → file stem, missing `name` → "Main Sayri" for
-    /// `default` else the id, `timeout_seconds` 0 → 10, `isolated_dir` "" → none, absent
-    /// `blocked_binaries` → the four defaults, present-but-empty → none). Unlike the original,
-    /// an unknown `sandbox.level` is an error (never silently level 3), and so are unknown
-    /// fields, rules without action/effect, and out-of-range temperatures.
+    /// Defaults: missing `id` → file stem, missing `name` → "Main Sayri" for `default` else the
+    /// id, `timeout_seconds` 0 → 10, `isolated_dir` "" → none, absent `blocked_binaries` → the
+    /// four defaults, present-but-empty → none. An unknown `sandbox.level` is an error (never
+    /// silently level 3), and so are unknown fields, rules without action/effect, and
+    /// out-of-range temperatures.
     pub fn from_json(text: &str, origin: &str) -> Result<AgentProfile, ProfileError> {
         let syntax = |message: String| ProfileError::Syntax {
             origin: origin.to_string(),
@@ -200,7 +222,8 @@ impl AgentProfile {
         let obj = value
             .as_object()
             .ok_or_else(|| syntax("the top level must be a JSON object".into()))?;
-        // Level first, with a precise message (case 32 row 7).
+        // Level first, with a message that lists the valid levels (a misspelt level must not
+        // load as some other level; pinned by `unknown_level_is_an_error_naming_file_and_field`).
         if let Some(level) = obj.get("sandbox").and_then(|s| s.get("level")) {
             let ok = level
                 .as_str()
@@ -237,10 +260,7 @@ impl AgentProfile {
                 .filter(|_| msg.starts_with("unknown field") || msg.starts_with("missing field"))
                 .unwrap_or("(see message)")
                 .to_string();
-            field(
-                &name,
-                format!("{msg} — see the agent profile format (spec §7.1)"),
-            )
+            field(&name, format!("{msg} — fix or remove that field"))
         })?;
         let stem = std::path::Path::new(origin)
             .file_stem()
@@ -300,7 +320,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_follow_the_original_format() {
+    fn missing_fields_take_their_defaults() {
         let p = AgentProfile::from_json(
             r#"{"sandbox":{"timeout_seconds":0,"isolated_dir":""}}"#,
             "x/helper.json",
@@ -341,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_the_spec_example() {
+    fn a_serialised_profile_loads_back_unchanged() {
         let p = AgentProfile {
             id: "c".into(),
             ..AgentProfile::default()

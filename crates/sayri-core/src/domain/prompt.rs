@@ -1,5 +1,5 @@
-//! The system prompt (spec §4.3 in spirit), written for token economy: the default agent's
-//! fixed prompt stays at most 700 `o200k_base` tokens (asserted by a test).
+//! The system prompt, written for token economy: the default agent's fixed prompt stays at most
+//! 700 `o200k_base` tokens (asserted by `default_agent_prompt_fits_700_tokens`).
 //!
 //! Order: identity and agent, where commands run (the level in plain words), restrictions,
 //! skills (one line each), the block protocol, memory/preferences, truthfulness rules, then the

@@ -1,4 +1,4 @@
-//! `strip_patterns`: removing unwanted text from the final answer (spec §4.5(c)).
+//! `strip_patterns`: removing unwanted text from the final answer.
 //!
 //! Always removes `<think>…</think>` and `<thought>…</thought>` (any case, across lines). Then
 //! each entry of the configured pattern string (split on commas and newlines, trimmed,

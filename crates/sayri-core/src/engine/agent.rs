@@ -1,4 +1,4 @@
-//! The agent engine: one ReAct turn over fenced `bash` blocks (spec §4.5, §15.3 fixed).
+//! The agent engine: one ReAct turn over fenced `bash` blocks.
 //!
 //! A turn: store the request → system prompt + history by token budget → stream the model →
 //! if the answer holds a `bash`/`sh` block: permission gate → sandbox → redacted output →
@@ -15,7 +15,7 @@
 //!   After it fires, the turn emits nothing and calls nothing more.
 //! * **`finish_reason: length`** and stream errors end the turn with an `⚠️` row stored and an
 //!   `error` event; a cut-off answer never runs a command.
-//! * **Remote turns** (`approvable = false`) pass that flag to the gate at every step.
+//! * **Remote turns** (`approver_available = false`) pass that flag to the gate at every step.
 //! * **Learned preferences** record the current request as the intent.
 
 use super::delta_filter::DeltaFilter;
@@ -23,9 +23,11 @@ use super::events::{CoreEvent, EventSink};
 use super::gate::{GateRequest, GateVerdict, PermissionGate};
 use crate::domain::codeblock;
 use crate::domain::history::{self, HistoryBudget};
+use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::strip::strip_patterns;
+use crate::domain::text::cut_chars;
 use crate::ports::{
     ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest, ExecResult,
     ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox, SessionSeed,
@@ -43,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 pub struct EngineSettings {
     /// Model used when a profile says `"default"`.
     pub model: String,
-    /// Temperature of the title request (spec §4.8: 0.3). Turns use the profile's temperature.
+    /// Temperature of the title request (default 0.3). Turns use the profile's temperature.
     pub title_temperature: f32,
     /// Completion cap when the profile has none (`None` = server default).
     pub max_tokens: Option<u32>,
@@ -55,7 +57,7 @@ pub struct EngineSettings {
     pub observation_max_chars: usize,
     /// Bytes of output the sandbox captures.
     pub output_limit: usize,
-    /// Whether sessions get a generated title after their first exchange (spec §4.8).
+    /// Whether sessions get a generated title after their first exchange.
     pub generate_titles: bool,
 }
 
@@ -105,7 +107,7 @@ pub struct TurnRequest {
     /// The request text.
     pub text: String,
     /// Whether a person can answer permission questions (false for gateways and routines).
-    pub approvable: bool,
+    pub approver_available: bool,
     /// Cancels the turn.
     pub cancel: CancellationToken,
 }
@@ -134,7 +136,8 @@ pub struct TurnOutcome {
 /// Message stored and returned when a turn is interrupted.
 pub const INTERRUPTED: &str = "The request was interrupted.";
 
-/// Commands that only look things up: not recorded as learned preferences (spec §4.9).
+/// Commands that only look things up: not recorded as learned preferences (a preference is a
+/// command that did something for the request).
 const LOOKUP_PREFIXES: &[&str] = &[
     "sayri pref",
     "sayri-pref",
@@ -180,13 +183,6 @@ impl TurnSink<'_> {
         if !self.cancel.is_cancelled() {
             self.inner.emit(e);
         }
-    }
-}
-
-fn cut_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => s[..i].to_string(),
-        None => s.to_string(),
     }
 }
 
@@ -278,322 +274,26 @@ impl AgentEngine {
         prompt::build_system_prompt(&p, &skills)
     }
 
-    fn store_msg(&self, seed: &SessionSeed<'_>, m: NewMessage, sink: &TurnSink<'_>) {
-        if let Err(e) = self.ports.store.append_message(seed, &m) {
-            sink.emit(CoreEvent::Error(e.to_string()));
-        }
-    }
-
     /// Runs one turn to its end (answer, error, or cancellation). Events go to `sink` until
     /// the turn is cancelled. Never panics on model, sandbox or store failures: they become
     /// `error` in the outcome.
     pub async fn run_turn(&self, req: TurnRequest, sink: &dyn EventSink) -> TurnOutcome {
-        let settings = self.settings();
-        let cancel = req.cancel.clone();
-        let sink = TurnSink {
-            inner: sink,
-            cancel: &cancel,
+        let title = req
+            .title_if_new
+            .clone()
+            .unwrap_or_else(|| cut_chars(req.text.trim(), 30));
+        let mut turn = Turn::new(self, &req, &title, sink);
+        let mut messages = match turn.start() {
+            Ok(messages) => messages,
+            Err(out) => return out,
         };
-        let mut out = TurnOutcome {
-            session_id: req.session_id.clone(),
-            ..TurnOutcome::default()
-        };
-        let default_title = cut_chars(req.text.trim(), 30);
-        let title = req.title_if_new.clone().unwrap_or(default_title);
-        let seed = SessionSeed {
-            id: &req.session_id,
-            agent_id: &req.agent.id,
-            title: &title,
-        };
-        let store = &self.ports.store;
-
-        // History before this turn, then the request itself.
-        let past = match store.messages(&req.session_id) {
-            Ok(p) => p,
-            Err(e) => {
-                let msg = e.to_string();
-                sink.emit(CoreEvent::Error(msg.clone()));
-                out.error = Some(msg);
+        for call in 1..=turn.max_calls {
+            if let Some(out) = turn.step(call, &mut messages).await {
                 return out;
             }
-        };
-        out.new_session = past.is_empty();
-        if let Err(e) = store.append_message(
-            &seed,
-            &NewMessage::new(Role::User, req.text.clone(), self.ports.clock.now_unix()),
-        ) {
-            let msg = e.to_string();
-            sink.emit(CoreEvent::Error(msg.clone()));
-            out.error = Some(msg);
-            return out;
         }
-
-        let level = req.level.min(req.agent.sandbox.level);
-        let mut profile = (*req.agent).clone();
-        profile.sandbox.level = level;
-        let profile = Arc::new(profile);
-        let system = self.system_prompt(&profile, level);
-        let mut messages = history::build_messages(&system, &past, &req.text, &settings.history);
-        let max_calls = profile.max_model_calls();
-        let model = if profile.model.model_name.is_empty() || profile.model.model_name == "default"
-        {
-            settings.model.clone()
-        } else {
-            profile.model.model_name.clone()
-        };
-        let max_tokens = profile.model.max_tokens.or(settings.max_tokens);
-
-        let mut streamed_any = false;
-        for call in 1..=max_calls {
-            if cancel.is_cancelled() {
-                return self.cancelled(out);
-            }
-            // Redacted with the secrets known now: a value that became a secret after it was
-            // observed (e.g. `vault_set` while a card was open) never goes out again.
-            let request = ChatRequest {
-                model: model.clone(),
-                messages: messages
-                    .iter()
-                    .map(|m| ChatMessage {
-                        content: self.ports.redactor.redact(&m.content),
-                        ..m.clone()
-                    })
-                    .collect(),
-                temperature: Some(profile.model.temperature),
-                max_tokens,
-                tools: None,
-            };
-            out.model_calls += 1;
-            let step = match self
-                .stream_step(request, &sink, &cancel, streamed_any)
-                .await
-            {
-                StepEnd::Done(s) => s,
-                StepEnd::Cancelled => return self.cancelled(out),
-                StepEnd::Failed(e) => {
-                    let msg = format!("Provider error: {e}");
-                    self.store_msg(
-                        &seed,
-                        NewMessage::new(
-                            Role::Assistant,
-                            format!("⚠️ Sayri Error: {e}"),
-                            self.ports.clock.now_unix(),
-                        ),
-                        &sink,
-                    );
-                    sink.emit(CoreEvent::Error(msg.clone()));
-                    out.error = Some(msg);
-                    return out;
-                }
-            };
-            streamed_any |= !step.answer.trim().is_empty();
-            if let Some(u) = step.usage {
-                out.usage.prompt_tokens += u.prompt_tokens;
-                out.usage.completion_tokens += u.completion_tokens;
-                out.usage.total_tokens += u.total_tokens;
-            }
-            let reasoning = (!step.reasoning.is_empty()).then(|| step.reasoning.clone());
-            let now = self.ports.clock.now_unix();
-
-            match &step.finish {
-                // A plain-text answer that hit the token limit is still an answer: keep it, say
-                // it was cut off. Only a reply that was writing a code block is an error (its
-                // command cannot be trusted, so nothing runs).
-                Some(FinishReason::Length)
-                    if !step.answer.contains("```")
-                        && !strip_patterns(&step.answer, &settings.strip_patterns).is_empty() =>
-                {
-                    let note = "\n\n(The answer was cut off at the token limit; raise max_tokens for longer answers.)";
-                    sink.emit(CoreEvent::AssistantDelta(note.to_string()));
-                    let text = format!(
-                        "{}{note}",
-                        strip_patterns(&step.answer, &settings.strip_patterns)
-                    );
-                    return self.finish(out, &seed, text, step.usage, reasoning, &sink);
-                }
-                Some(FinishReason::Length) => {
-                    let msg = "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise max_tokens for this agent or provider, or ask for a shorter answer.".to_string();
-                    if !step.answer.trim().is_empty() {
-                        let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
-                        m.usage = step.usage;
-                        m.reasoning = reasoning;
-                        self.store_msg(&seed, m, &sink);
-                    }
-                    self.store_msg(
-                        &seed,
-                        NewMessage::new(Role::Assistant, format!("⚠️ {msg}"), now),
-                        &sink,
-                    );
-                    sink.emit(CoreEvent::Error(msg.clone()));
-                    let partial = strip_patterns(&step.answer, &settings.strip_patterns);
-                    out.text = (!partial.is_empty()).then_some(partial);
-                    out.error = Some(msg);
-                    return out;
-                }
-                Some(FinishReason::ContentFilter) => {
-                    let msg = "The provider filtered the answer (finish_reason: content_filter). Rephrase the request.".to_string();
-                    self.store_msg(
-                        &seed,
-                        NewMessage::new(Role::Assistant, format!("⚠️ {msg}"), now),
-                        &sink,
-                    );
-                    sink.emit(CoreEvent::Error(msg.clone()));
-                    out.error = Some(msg);
-                    return out;
-                }
-                _ => {}
-            }
-
-            let last_step = call == max_calls;
-            // (a) History search, at any level.
-            if !last_step && let Some(q) = codeblock::history_search(&step.answer) {
-                let label = format!("search_history: {q}");
-                sink.emit(CoreEvent::ToolStart(label.clone()));
-                let obs = self.search_history(&req.session_id, &q);
-                sink.emit(CoreEvent::ToolFinish {
-                    command: label,
-                    output: obs.clone(),
-                    exit_code: Some(0),
-                });
-                history::push_merged(
-                    &mut messages,
-                    ChatMessage::new(Role::Assistant, step.answer.clone()),
-                );
-                history::push_merged(&mut messages, ChatMessage::new(Role::User, obs));
-                continue;
-            }
-
-            // (b) Commands.
-            let blocks = codeblock::command_blocks(&step.answer);
-            if let Some(first) = blocks.first() {
-                if last_step {
-                    let note = format!(
-                        "(I reached the step limit for this request, so this command was not run: `{}`. Ask me to continue if you want it run.)",
-                        first.body.trim()
-                    );
-                    let prose = strip_patterns(&step.answer, &settings.strip_patterns);
-                    let before = prose.split("```").next().unwrap_or("").trim().to_string();
-                    // The prose was streamed already; stream the note too, so clients that
-                    // show the streamed text (e.g. `sayri ask`) tell the user what was not run.
-                    let sep = if call > 1 || !before.is_empty() {
-                        "\n\n"
-                    } else {
-                        ""
-                    };
-                    sink.emit(CoreEvent::AssistantDelta(format!("{sep}{note}")));
-                    let text = if before.is_empty() {
-                        note
-                    } else {
-                        format!("{before}\n\n{note}")
-                    };
-                    return self.finish(out, &seed, text, step.usage, reasoning, &sink);
-                }
-                let command = first.body.trim().to_string();
-                let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
-                m.usage = step.usage;
-                m.reasoning = reasoning;
-                self.store_msg(&seed, m, &sink);
-                sink.emit(CoreEvent::ToolStart(command.clone()));
-
-                let result = self
-                    .authorize_and_run(&profile, level, &req, &command, &cancel)
-                    .await;
-                if result.status != ExecStatus::Denied {
-                    out.commands_run += 1;
-                }
-                let output = self.ports.redactor.redact(&result.output);
-                let obs = observation(
-                    &result,
-                    &output,
-                    settings.observation_max_chars,
-                    blocks.len() - 1,
-                );
-                let mut tool =
-                    NewMessage::new(Role::Tool, obs.clone(), self.ports.clock.now_unix());
-                tool.tool_call = Some(ToolCallRecord {
-                    command: command.clone(),
-                    exit_code: result.exit_code,
-                    status: status_name(result.status).into(),
-                    output: output.clone(),
-                    duration_ms: result.duration.as_secs_f64() * 1000.0,
-                });
-                self.store_msg(&seed, tool, &sink);
-                if cancel.is_cancelled() {
-                    return self.cancelled(out);
-                }
-                sink.emit(CoreEvent::ToolFinish {
-                    command: command.clone(),
-                    output,
-                    exit_code: result.exit_code,
-                });
-                if profile.reinforcement_learning
-                    && matches!(result.status, ExecStatus::Success | ExecStatus::Failed)
-                    && !LOOKUP_PREFIXES.iter().any(|p| command.starts_with(p))
-                {
-                    let update = PreferenceUpdate {
-                        agent_id: profile.id.clone(),
-                        intent: req.text.clone(),
-                        command: command.clone(),
-                        success: result.status == ExecStatus::Success,
-                        rejected_command: None,
-                        notes: None,
-                        now: self.ports.clock.now_unix(),
-                    };
-                    if let Err(e) = self.ports.store.record_preference(&update) {
-                        sink.emit(CoreEvent::Error(e.to_string()));
-                    }
-                }
-                history::push_merged(
-                    &mut messages,
-                    ChatMessage::new(Role::Assistant, step.answer.clone()),
-                );
-                history::push_merged(&mut messages, ChatMessage::new(Role::User, obs));
-                continue;
-            }
-
-            // (c) Final answer.
-            let clean = strip_patterns(&step.answer, &settings.strip_patterns);
-            if clean.is_empty() {
-                let msg =
-                    "The model returned an empty answer. Try again, or check the model server."
-                        .to_string();
-                self.store_msg(
-                    &seed,
-                    NewMessage::new(Role::Assistant, format!("⚠️ {msg}"), now),
-                    &sink,
-                );
-                sink.emit(CoreEvent::Error(msg.clone()));
-                out.error = Some(msg);
-                return out;
-            }
-            return self.finish(out, &seed, clean, step.usage, reasoning, &sink);
-        }
-        // Unreachable in practice: the last call always finishes above.
-        out
-    }
-
-    fn finish(
-        &self,
-        mut out: TurnOutcome,
-        seed: &SessionSeed<'_>,
-        text: String,
-        usage: Option<Usage>,
-        reasoning: Option<String>,
-        sink: &TurnSink<'_>,
-    ) -> TurnOutcome {
-        let mut m = NewMessage::new(Role::Assistant, text.clone(), self.ports.clock.now_unix());
-        m.usage = usage;
-        m.reasoning = reasoning;
-        self.store_msg(seed, m, sink);
-        sink.emit(CoreEvent::AssistantDone(text.clone()));
-        out.text = Some(text);
-        out
-    }
-
-    fn cancelled(&self, mut out: TurnOutcome) -> TurnOutcome {
-        out.cancelled = true;
-        out.error = Some(INTERRUPTED.into());
-        out
+        // Unreachable in practice: the last call always finishes in `Turn::step`.
+        turn.out
     }
 
     async fn stream_step(
@@ -685,9 +385,9 @@ impl AgentEngine {
                     agent: profile.clone(),
                     level,
                     session_id: req.session_id.clone(),
-                    action: "shell".into(),
+                    action: Action::Shell,
                     resource: command.to_string(),
-                    approvable: req.approvable,
+                    approver_available: req.approver_available,
                 },
                 cancel.clone(),
             )
@@ -739,7 +439,7 @@ impl AgentEngine {
         s
     }
 
-    /// Generates a 3–4 word title for a session from its first request (spec §4.8) with a
+    /// Generates a 3–4 word title for a session from its first request with a
     /// short streamed request, and stores it if the title is still the initial one. Returns
     /// the title set, or `None` (errors are ignored: a title is cosmetic).
     pub async fn generate_title(&self, session_id: &str, first_request: &str) -> Option<String> {
@@ -801,4 +501,412 @@ impl AgentEngine {
             .filter(|ok| *ok)
             .map(|_| title)
     }
+}
+
+/// One running turn: the request, the settings and profile it runs with, where its rows go,
+/// and its outcome so far. Each step of the ReAct loop is a method.
+struct Turn<'a> {
+    engine: &'a AgentEngine,
+    req: &'a TurnRequest,
+    /// The settings at the start of the turn (later changes do not affect it).
+    settings: EngineSettings,
+    seed: SessionSeed<'a>,
+    sink: TurnSink<'a>,
+    /// The agent at the turn's level (`min(requested, agent's)`).
+    profile: Arc<AgentProfile>,
+    level: SandboxLevel,
+    /// The model name sent to the provider.
+    model: String,
+    max_tokens: Option<u32>,
+    max_calls: usize,
+    /// Whether an earlier step streamed prose (the next step's prose is separated from it).
+    streamed_any: bool,
+    out: TurnOutcome,
+}
+
+/// How a command step ended when the turn goes on.
+enum Observed {
+    /// The observation was recorded; the next model call follows.
+    Continue,
+    /// The turn ended (it was cancelled while the command ran).
+    End(TurnOutcome),
+}
+
+impl<'a> Turn<'a> {
+    fn new(
+        engine: &'a AgentEngine,
+        req: &'a TurnRequest,
+        title: &'a str,
+        sink: &'a dyn EventSink,
+    ) -> Turn<'a> {
+        let settings = engine.settings();
+        let level = req.level.min(req.agent.sandbox.level);
+        let mut profile = (*req.agent).clone();
+        profile.sandbox.level = level;
+        let model = if profile.model.model_name.is_empty() || profile.model.model_name == "default"
+        {
+            settings.model.clone()
+        } else {
+            profile.model.model_name.clone()
+        };
+        let max_tokens = profile.model.max_tokens.or(settings.max_tokens);
+        Turn {
+            engine,
+            req,
+            seed: SessionSeed {
+                id: &req.session_id,
+                agent_id: &req.agent.id,
+                title,
+            },
+            sink: TurnSink {
+                inner: sink,
+                cancel: &req.cancel,
+            },
+            max_calls: profile.max_model_calls(),
+            profile: Arc::new(profile),
+            level,
+            model,
+            max_tokens,
+            settings,
+            streamed_any: false,
+            out: TurnOutcome {
+                session_id: req.session_id.clone(),
+                ..TurnOutcome::default()
+            },
+        }
+    }
+
+    fn now(&self) -> f64 {
+        self.engine.ports.clock.now_unix()
+    }
+
+    /// Stores a message of this turn's session; a store failure is reported as an `error`
+    /// event and the turn goes on.
+    fn store(&self, m: NewMessage) {
+        if let Err(e) = self.engine.ports.store.append_message(&self.seed, &m) {
+            self.sink.emit(CoreEvent::Error(e.to_string()));
+        }
+    }
+
+    /// Reads the history before this turn and stores the request. Returns the messages of the
+    /// first model call, or the finished outcome when the store fails.
+    fn start(&mut self) -> Result<Vec<ChatMessage>, TurnOutcome> {
+        let store = &self.engine.ports.store;
+        let past = match store.messages(&self.req.session_id) {
+            Ok(p) => p,
+            Err(e) => return Err(self.fail(None, e.to_string())),
+        };
+        self.out.new_session = past.is_empty();
+        let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
+        if let Err(e) = store.append_message(&self.seed, &request) {
+            return Err(self.fail(None, e.to_string()));
+        }
+        let system = self.engine.system_prompt(&self.profile, self.level);
+        Ok(history::build_messages(
+            &system,
+            &past,
+            &self.req.text,
+            &self.settings.history,
+        ))
+    }
+
+    /// Ends the turn with an error: stores `warning` (an `⚠️ …` assistant row) when given,
+    /// emits `error` with `message`, and returns the outcome carrying `message`.
+    fn fail(&mut self, warning: Option<NewMessage>, message: String) -> TurnOutcome {
+        if let Some(w) = warning {
+            self.store(w);
+        }
+        self.sink.emit(CoreEvent::Error(message.clone()));
+        self.out.error = Some(message);
+        std::mem::take(&mut self.out)
+    }
+
+    /// The outcome of an interrupted turn (nothing is emitted or stored).
+    fn cancelled(&mut self) -> TurnOutcome {
+        self.out.cancelled = true;
+        self.out.error = Some(INTERRUPTED.into());
+        std::mem::take(&mut self.out)
+    }
+
+    /// Stores the final answer, emits `assistant_done` and ends the turn.
+    fn finish(
+        &mut self,
+        text: String,
+        usage: Option<Usage>,
+        reasoning: Option<String>,
+    ) -> TurnOutcome {
+        let mut m = NewMessage::new(Role::Assistant, text.clone(), self.now());
+        m.usage = usage;
+        m.reasoning = reasoning;
+        self.store(m);
+        self.sink.emit(CoreEvent::AssistantDone(text.clone()));
+        self.out.text = Some(text);
+        std::mem::take(&mut self.out)
+    }
+
+    /// One model call and what its answer asks for: a history search, a command, or the final
+    /// answer. Returns the outcome when the turn ends here, `None` when it goes on.
+    async fn step(&mut self, call: usize, messages: &mut Vec<ChatMessage>) -> Option<TurnOutcome> {
+        if self.req.cancel.is_cancelled() {
+            return Some(self.cancelled());
+        }
+        let request = self.chat_request(messages);
+        self.out.model_calls += 1;
+        let step = match self
+            .engine
+            .stream_step(request, &self.sink, &self.req.cancel, self.streamed_any)
+            .await
+        {
+            StepEnd::Done(s) => s,
+            StepEnd::Cancelled => return Some(self.cancelled()),
+            StepEnd::Failed(e) => {
+                let warning =
+                    NewMessage::new(Role::Assistant, format!("⚠️ Sayri Error: {e}"), self.now());
+                return Some(self.fail(Some(warning), format!("Provider error: {e}")));
+            }
+        };
+        self.streamed_any |= !step.answer.trim().is_empty();
+        if let Some(u) = step.usage {
+            self.out.usage.prompt_tokens += u.prompt_tokens;
+            self.out.usage.completion_tokens += u.completion_tokens;
+            self.out.usage.total_tokens += u.total_tokens;
+        }
+        let reasoning = (!step.reasoning.is_empty()).then(|| step.reasoning.clone());
+        let now = self.now();
+        if let Some(out) = self.unfinished_answer(&step, reasoning.clone(), now) {
+            return Some(out);
+        }
+        let last_step = call == self.max_calls;
+        if !last_step && let Some(q) = codeblock::history_search(&step.answer) {
+            self.answer_history_search(&step, &q, messages);
+            return None;
+        }
+        let blocks = codeblock::command_blocks(&step.answer);
+        if let Some(first) = blocks.first() {
+            let command = first.body.trim().to_string();
+            if last_step {
+                return Some(self.stop_at_step_limit(call, &step, &command, reasoning));
+            }
+            let not_run = blocks.len() - 1;
+            return match self
+                .run_command(&step, command, not_run, reasoning, now, messages)
+                .await
+            {
+                Observed::Continue => None,
+                Observed::End(out) => Some(out),
+            };
+        }
+        Some(self.final_answer(step, reasoning, now))
+    }
+
+    /// The request of the next model call. Redacted with the secrets known now: a value that
+    /// became a secret after it was observed (e.g. `vault_set` while a card was open) never goes
+    /// out again.
+    fn chat_request(&self, messages: &[ChatMessage]) -> ChatRequest {
+        let redactor = &self.engine.ports.redactor;
+        ChatRequest {
+            model: self.model.clone(),
+            messages: messages
+                .iter()
+                .map(|m| ChatMessage {
+                    content: redactor.redact(&m.content),
+                    ..m.clone()
+                })
+                .collect(),
+            temperature: Some(self.profile.model.temperature),
+            max_tokens: self.max_tokens,
+            tools: None,
+        }
+    }
+
+    /// An answer the provider did not finish normally. A plain-text answer that hit the token
+    /// limit is still an answer: it is kept, with a note that it was cut off. A cut-off reply
+    /// that was writing a code block is an error (its command cannot be trusted, so nothing
+    /// runs), and so is a filtered answer. `None` when the answer finished normally.
+    fn unfinished_answer(
+        &mut self,
+        step: &Step,
+        reasoning: Option<String>,
+        now: f64,
+    ) -> Option<TurnOutcome> {
+        let strip = &self.settings.strip_patterns;
+        match &step.finish {
+            Some(FinishReason::Length)
+                if !step.answer.contains("```")
+                    && !strip_patterns(&step.answer, strip).is_empty() =>
+            {
+                let note = "\n\n(The answer was cut off at the token limit; raise max_tokens for longer answers.)";
+                self.sink.emit(CoreEvent::AssistantDelta(note.to_string()));
+                let text = format!("{}{note}", strip_patterns(&step.answer, strip));
+                Some(self.finish(text, step.usage, reasoning))
+            }
+            Some(FinishReason::Length) => {
+                let msg = "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise max_tokens for this agent or provider, or ask for a shorter answer.".to_string();
+                if !step.answer.trim().is_empty() {
+                    let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
+                    m.usage = step.usage;
+                    m.reasoning = reasoning;
+                    self.store(m);
+                }
+                let partial = strip_patterns(&step.answer, strip);
+                self.out.text = (!partial.is_empty()).then_some(partial);
+                Some(self.fail(Some(warning_row(&msg, now)), msg))
+            }
+            Some(FinishReason::ContentFilter) => {
+                let msg = "The provider filtered the answer (finish_reason: content_filter). Rephrase the request.".to_string();
+                Some(self.fail(Some(warning_row(&msg, now)), msg))
+            }
+            _ => None,
+        }
+    }
+
+    /// Answers a ```` ```search_history ```` block from the store; the results go back to the
+    /// model as the observation.
+    fn answer_history_search(&self, step: &Step, query: &str, messages: &mut Vec<ChatMessage>) {
+        let label = format!("search_history: {query}");
+        self.sink.emit(CoreEvent::ToolStart(label.clone()));
+        let obs = self.engine.search_history(&self.req.session_id, query);
+        self.sink.emit(CoreEvent::ToolFinish {
+            command: label,
+            output: obs.clone(),
+            exit_code: Some(0),
+        });
+        observe(messages, &step.answer, obs);
+    }
+
+    /// A command proposed in the last allowed step is not run: the final answer is the prose
+    /// before it plus a note naming the command.
+    fn stop_at_step_limit(
+        &mut self,
+        call: usize,
+        step: &Step,
+        command: &str,
+        reasoning: Option<String>,
+    ) -> TurnOutcome {
+        let note = format!(
+            "(I reached the step limit for this request, so this command was not run: `{command}`. Ask me to continue if you want it run.)"
+        );
+        let prose = strip_patterns(&step.answer, &self.settings.strip_patterns);
+        let before = prose.split("```").next().unwrap_or("").trim().to_string();
+        // The prose was streamed already; stream the note too, so clients that show the
+        // streamed text (e.g. `sayri ask`) tell the user what was not run.
+        let sep = if call > 1 || !before.is_empty() {
+            "\n\n"
+        } else {
+            ""
+        };
+        self.sink
+            .emit(CoreEvent::AssistantDelta(format!("{sep}{note}")));
+        let text = if before.is_empty() {
+            note
+        } else {
+            format!("{before}\n\n{note}")
+        };
+        self.finish(text, step.usage, reasoning)
+    }
+
+    /// Stores the step, authorises and runs `command`, stores its redacted result as a `tool`
+    /// row, records a learned preference, and feeds the observation back to the model.
+    async fn run_command(
+        &mut self,
+        step: &Step,
+        command: String,
+        not_run: usize,
+        reasoning: Option<String>,
+        now: f64,
+        messages: &mut Vec<ChatMessage>,
+    ) -> Observed {
+        let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
+        m.usage = step.usage;
+        m.reasoning = reasoning;
+        self.store(m);
+        self.sink.emit(CoreEvent::ToolStart(command.clone()));
+        let result = self
+            .engine
+            .authorize_and_run(
+                &self.profile,
+                self.level,
+                self.req,
+                &command,
+                &self.req.cancel,
+            )
+            .await;
+        if result.status != ExecStatus::Denied {
+            self.out.commands_run += 1;
+        }
+        let output = self.engine.ports.redactor.redact(&result.output);
+        let obs = observation(
+            &result,
+            &output,
+            self.settings.observation_max_chars,
+            not_run,
+        );
+        let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
+        tool.tool_call = Some(ToolCallRecord {
+            command: command.clone(),
+            exit_code: result.exit_code,
+            status: status_name(result.status).into(),
+            output: output.clone(),
+            duration_ms: result.duration.as_secs_f64() * 1000.0,
+        });
+        self.store(tool);
+        if self.req.cancel.is_cancelled() {
+            return Observed::End(self.cancelled());
+        }
+        self.sink.emit(CoreEvent::ToolFinish {
+            command: command.clone(),
+            output,
+            exit_code: result.exit_code,
+        });
+        self.learn_preference(&command, result.status);
+        observe(messages, &step.answer, obs);
+        Observed::Continue
+    }
+
+    /// With `reinforcement_learning`, records `(agent, request, command, success)` for a
+    /// command that ran and is not a lookup.
+    fn learn_preference(&self, command: &str, status: ExecStatus) {
+        if !self.profile.reinforcement_learning
+            || !matches!(status, ExecStatus::Success | ExecStatus::Failed)
+            || LOOKUP_PREFIXES.iter().any(|p| command.starts_with(p))
+        {
+            return;
+        }
+        let update = PreferenceUpdate {
+            agent_id: self.profile.id.clone(),
+            intent: self.req.text.clone(),
+            command: command.to_string(),
+            success: status == ExecStatus::Success,
+            rejected_command: None,
+            notes: None,
+            now: self.now(),
+        };
+        if let Err(e) = self.engine.ports.store.record_preference(&update) {
+            self.sink.emit(CoreEvent::Error(e.to_string()));
+        }
+    }
+
+    /// An answer without a block ends the turn; an empty one (after `strip_patterns`) is an
+    /// error.
+    fn final_answer(&mut self, step: Step, reasoning: Option<String>, now: f64) -> TurnOutcome {
+        let clean = strip_patterns(&step.answer, &self.settings.strip_patterns);
+        if clean.is_empty() {
+            let msg = "The model returned an empty answer. Try again, or check the model server."
+                .to_string();
+            return self.fail(Some(warning_row(&msg, now)), msg);
+        }
+        self.finish(clean, step.usage, reasoning)
+    }
+}
+
+/// The `⚠️ …` assistant row stored when a turn ends with an error.
+fn warning_row(message: &str, now: f64) -> NewMessage {
+    NewMessage::new(Role::Assistant, format!("⚠️ {message}"), now)
+}
+
+/// Appends the model's `answer` and the `observation` of what it asked for to the history of
+/// the next model call.
+fn observe(messages: &mut Vec<ChatMessage>, answer: &str, observation: String) {
+    history::push_merged(messages, ChatMessage::new(Role::Assistant, answer));
+    history::push_merged(messages, ChatMessage::new(Role::User, observation));
 }

@@ -1,6 +1,6 @@
 //! The permission broker: asks every connected person a question and waits for one answer.
 //!
-//! [`PermissionBroker::ask`] opens a question (spec §2.3/§6.4): it emits a
+//! [`PermissionBroker::ask`] opens a question: it emits a
 //! [`PermissionRequest`] through the [`PermissionSink`] (the daemon broadcasts it as the
 //! `permission_request` event to every client), then waits for
 //! [`PermissionBroker::answer`] (`permission_answer`), the timeout (default
@@ -27,7 +27,8 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// How long a question waits for an answer unless configured otherwise: 120 s (spec §6.4).
+/// How long a question waits for an answer unless configured otherwise: 120 s. No answer in
+/// time counts as "no".
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A question as shown to clients (payload of `permission_request`, item of

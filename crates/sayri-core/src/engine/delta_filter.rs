@@ -1,4 +1,4 @@
-//! What of a model's streamed answer reaches clients as `assistant_delta` (spec §15.3 item 18).
+//! What of a model's streamed answer reaches clients as `assistant_delta`.
 //!
 //! Policy: prose streams live, token by token, in every step (so a person sees "Let me check
 //! the disk…" at once). Fenced code is held back from the line that opens a fence until the

@@ -1,11 +1,11 @@
-//! Events the core emits, with the names and payloads of the wire protocol (spec §2.3), so the
+//! Events the core emits, with the names and payloads of the wire protocol (`PROTOCOL.md`), so the
 //! daemon can broadcast them 1:1: `{"event": ev.name(), ...ev.payload()}`.
 
 use sayri_protocol::names::event;
 use serde_json::{Value, json};
 
-/// The voice/activity state machine's states (spec §3.3). Voice states are reserved for the
-/// voice issue; text turns use `Idle` and `Thinking`.
+/// The voice/activity state machine's states. The voice states are reserved for voice input,
+/// which is not built yet; text turns use `Idle` and `Thinking`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CoreState {
     /// Nothing happening.
@@ -88,7 +88,7 @@ impl CoreEvent {
         }
     }
 
-    /// The payload object (without the `event` key), shaped as in spec §2.3.
+    /// The payload object (without the `event` key), shaped as `PROTOCOL.md` lists it.
     pub fn payload(&self) -> Value {
         match self {
             CoreEvent::State(s) => json!({ "state": s.as_str() }),

@@ -2,8 +2,9 @@
 //! "the sandbox runs it". The agent engine asks the gate; the gate evaluates rules, policies and
 //! saved approvals and, where someone can answer, asks a person through the permission broker.
 //! Whatever it decides travels to the sandbox unchanged — there is no second check that could
-//! disagree (spec §15.1 item 1).
+//! disagree.
 
+use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use futures::future::BoxFuture;
 use sayri_protocol::SandboxLevel;
@@ -19,12 +20,12 @@ pub struct GateRequest {
     pub level: SandboxLevel,
     /// Session the turn belongs to (shown on the card; `interrupt` cancels its questions).
     pub session_id: String,
-    /// Rule action, e.g. `shell`.
-    pub action: String,
+    /// What is to be done, e.g. [`Action::Shell`] for a command.
+    pub action: Action,
     /// The resource, e.g. the full command text.
     pub resource: String,
     /// Whether a person can answer a question now (false for gateway and routine turns).
-    pub approvable: bool,
+    pub approver_available: bool,
 }
 
 /// Why a command was not authorised.

@@ -4,15 +4,15 @@
 //! approvals, evaluates (rules → approvals → default → policies → analysis floors) at the
 //! request's level, and then: `allow` → run; `deny` → refuse with the rule and its source;
 //! `ask` → ask a person through the [`PermissionBroker`] and run only on "Allow". The verdict is
-//! final — the sandbox does not evaluate again (spec §15.1 item 1).
+//! final — the sandbox does not evaluate again, so no second check can disagree with it.
 //!
-//! Fails closed: a malformed profile rule or an unknown action refuses; an unreadable approval
+//! Fails closed: a malformed profile rule refuses; an unreadable approval
 //! store is treated as "no approvals" (so the command asks instead of running).
 
 use super::broker::{AskOutcome, PermissionBroker, Question};
 use super::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use crate::domain::permissions::{
-    Action, AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
+    AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
 };
 use crate::ports::{ApprovalStore, Clock};
 use futures::future::BoxFuture;
@@ -60,15 +60,7 @@ impl RulesGate {
             Ok(a) => a,
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };
-        let Some(action) = Action::parse(&request.action) else {
-            return refuse(
-                RefusalKind::Denied,
-                format!(
-                    "Blocked: unknown action {:?}; nothing was run",
-                    request.action
-                ),
-            );
-        };
+        let action = request.action;
         let approvals = self
             .approvals
             .approvals_for(&agent.agent_id)
@@ -80,7 +72,7 @@ impl RulesGate {
             .unwrap_or_else(|e| Arc::clone(&e.into_inner()));
         let ctx = EvalContext {
             level: request.level,
-            approver_available: request.approvable,
+            approver_available: request.approver_available,
         };
         let decision = evaluate_with_approvals(
             action,
@@ -95,7 +87,7 @@ impl RulesGate {
                 reason: decision.message(),
             },
             Effect::Deny => refuse(
-                if decision.needs_approval {
+                if decision.no_approver {
                     RefusalKind::NoApprover
                 } else {
                     RefusalKind::Denied

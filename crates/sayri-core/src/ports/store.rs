@@ -1,5 +1,5 @@
 //! The `SessionStore` port: conversations, their messages, history search and learned
-//! preferences (spec §11, §4.9). `sayri-store` implements it on SQLite.
+//! preferences. `sayri-store` implements it on SQLite.
 //!
 //! Calls are synchronous: the adapter does short local writes (one transaction each). The engine
 //! calls them from async code between awaits; an adapter must therefore never block for long
@@ -27,7 +27,8 @@ pub struct SessionInfo {
 }
 
 /// What a session row starts with when its first message creates it. A session row never
-/// exists without a message (spec §15.5 item 30).
+/// exists without a message (pinned by `sayri-store`'s
+/// `a_session_exists_only_once_it_has_a_message`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionSeed<'a> {
     /// Session id.
@@ -105,7 +106,7 @@ pub struct StoredMessage {
     pub timestamp: f64,
 }
 
-/// One hit of a history search (`search_history`, spec §4.5(a)).
+/// One hit of a history search (the model's ```` ```search_history ```` block).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
     /// Session of the message.
@@ -120,7 +121,7 @@ pub struct SearchHit {
     pub timestamp: f64,
 }
 
-/// A learned preference row (spec §4.9).
+/// A learned preference row: a command that worked (or failed) for a kind of request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Preference {
     /// Row id.

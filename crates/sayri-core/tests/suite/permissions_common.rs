@@ -6,6 +6,21 @@ use sayri_core::domain::permissions::{
 };
 use sayri_core::domain::profile::{AgentProfile, RawRule};
 
+/// Level 3 (host user): the level that asks.
+pub const L3: SandboxLevel = SandboxLevel::HostUser;
+/// Everything allowed except `rm` with arguments.
+pub const DENY_RM: &str = r#"[{"action":"shell","resource":"*","effect":"allow"},
+                          {"action":"shell","resource":"rm *","effect":"deny"}]"#;
+/// Everything allowed by the agent (the baseline still applies).
+pub const ALLOW_ALL: &str = r#"[{"action":"shell","resource":"*","effect":"allow"}]"#;
+/// Everything asks except `ls`, `git`, `echo`, `cat` and programs starting with `r`.
+pub const ASK_BUT: &str = r#"[{"action":"shell","resource":"*","effect":"ask"},
+    {"action":"shell","resource":"ls *","effect":"allow"},
+    {"action":"shell","resource":"git *","effect":"allow"},
+    {"action":"shell","resource":"echo *","effect":"allow"},
+    {"action":"shell","resource":"cat *","effect":"allow"},
+    {"action":"shell","resource":"r*","effect":"allow"}]"#;
+
 /// A profile at `level` with `ask_before_run: true`, no blocked binaries, and `rules` (JSON list).
 pub fn profile(level: SandboxLevel, rules: &str) -> AgentProfile {
     let mut p = AgentProfile::builtin_default();

@@ -295,7 +295,7 @@ fn print_decision(d: &Decision, json: bool, out: &mut dyn Write) -> std::io::Res
         return writeln!(out, "{text}");
     }
     writeln!(out, "{}: {}", d.effect, d.message())?;
-    for s in &d.segments {
+    for s in &d.subjects {
         writeln!(
             out,
             "  {:<5} {}  — {}",
@@ -342,43 +342,7 @@ fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sayri_core::ports::StoreError;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Memory(Mutex<Vec<Approval>>);
-    impl ApprovalStore for Memory {
-        fn approvals_for(&self, agent_id: &str) -> Result<Vec<Approval>, StoreError> {
-            Ok(self
-                .0
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|a| a.agent_id == agent_id)
-                .cloned()
-                .collect())
-        }
-        fn all_approvals(&self) -> Result<Vec<Approval>, StoreError> {
-            Ok(self.0.lock().unwrap().clone())
-        }
-        fn add_approval(&self, a: &Approval) -> Result<(), StoreError> {
-            self.0.lock().unwrap().push(a.clone());
-            Ok(())
-        }
-        fn forget_approvals(
-            &self,
-            action: Option<&str>,
-            agent_id: &str,
-        ) -> Result<usize, StoreError> {
-            let mut v = self.0.lock().unwrap();
-            let n = v.len();
-            match action {
-                None => v.clear(),
-                Some(x) => v.retain(|a| !(a.action == x && a.agent_id == agent_id)),
-            }
-            Ok(n - v.len())
-        }
-    }
+    use sayri_testkit::fakes::MemoryApprovals;
 
     fn write_profile(dir: &Path, rules: &str) -> PathBuf {
         let path = dir.join("agent.json");
@@ -400,7 +364,7 @@ mod tests {
         })
     }
 
-    fn run_json(cmd: &PermissionsCommand, store: &Memory) -> (i32, serde_json::Value) {
+    fn run_json(cmd: &PermissionsCommand, store: &MemoryApprovals) -> (i32, serde_json::Value) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run_to(cmd, store, &mut out, &mut err);
         let v = serde_json::from_slice(&out).unwrap_or(serde_json::Value::Null);
@@ -421,7 +385,7 @@ mod tests {
             dir.path(),
             r#"[{"action":"shell","resource":"*","effect":"allow"},{"action":"shell","resource":"git clean*","effect":"deny"}]"#,
         );
-        let store = Memory::default();
+        let store = MemoryApprovals::default();
         let (code, v) = run_json(&check_cmd(&profile, &pol, "git status"), &store);
         assert_eq!((code, v["effect"].as_str()), (EXIT_ALLOW, Some("allow")));
         let (code, v) = run_json(
@@ -431,7 +395,7 @@ mod tests {
         assert_eq!(code, EXIT_DENY);
         assert_eq!(v["rule"]["resource"], "git clean*");
         assert_eq!(v["source"], "agent");
-        assert_eq!(v["segments"][1]["command"], "git clean -fd");
+        assert_eq!(v["subjects"][1]["command"], "git clean -fd");
         let (code, v) = run_json(&check_cmd(&profile, &pol, "npm publish"), &store);
         assert_eq!(code, EXIT_ASK);
         assert!(v["source"].as_str().unwrap().ends_with("10-site.json"));
@@ -447,7 +411,7 @@ mod tests {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run_to(
             &check_cmd(&profile, &pol, "ls"),
-            &Memory::default(),
+            &MemoryApprovals::default(),
             &mut out,
             &mut err,
         );
@@ -458,7 +422,7 @@ mod tests {
 
     #[test]
     fn list_and_forget() {
-        let store = Memory::default();
+        let store = MemoryApprovals::default();
         store
             .add_approval(&Approval {
                 agent_id: "a".into(),

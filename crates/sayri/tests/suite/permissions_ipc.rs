@@ -733,17 +733,17 @@ fn cli_check(env: &Env, policies: &Path, agent: &str, resource: &str) -> (i32, V
     (out.status.code().unwrap(), v)
 }
 
-/// The documented shape: effect, reason, rule (object or null), source, segments.
+/// The documented shape: effect, reason, rule (object or null), source, subjects.
 fn assert_shape(v: &Value, resource: &str) {
     for key in ["effect", "reason", "source"] {
         assert!(v[key].is_string(), "{resource:?}: '{key}' missing: {v}");
     }
     assert!(v["rule"].is_object() || v["rule"].is_null(), "{v}");
-    let segs = v["segments"].as_array().expect("segments");
-    assert!(!segs.is_empty(), "{resource:?}: {v}");
-    for s in segs {
+    let subjects = v["subjects"].as_array().expect("subjects");
+    assert!(!subjects.is_empty(), "{resource:?}: {v}");
+    for s in subjects {
         for key in ["command", "effect", "reason"] {
-            assert!(s[key].is_string(), "{resource:?}: segment '{key}': {s}");
+            assert!(s[key].is_string(), "{resource:?}: subject '{key}': {s}");
         }
     }
 }
@@ -870,7 +870,7 @@ fn permissions_check_cli_exit_codes_and_json_for_the_case_files() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
-    // The deny names the segment and rule that caused it.
+    // The deny names the subject and rule that caused it.
     let (_, v) = cli_check(
         &env,
         &policies,
@@ -878,9 +878,10 @@ fn permissions_check_cli_exit_codes_and_json_for_the_case_files() {
         "git fetch && git pull && git clean -fd",
     );
     assert_eq!(v["rule"]["resource"], "git clean*", "{v}");
-    let segs = v["segments"].as_array().unwrap();
+    let subjects = v["subjects"].as_array().unwrap();
     assert_eq!(
-        segs.iter()
+        subjects
+            .iter()
             .map(|s| (
                 s["command"].as_str().unwrap(),
                 s["effect"].as_str().unwrap()

@@ -2,7 +2,7 @@
 //!
 //! An approval is an agent-scoped `allow` rule. Its pattern is the **exact** normalised text of
 //! each subject that asked — never widened: approving `rm -rf /tmp/x` approves exactly
-//! `rm -rf /tmp/x`, not `rm *` (spec §15.1 item 5). A subject whose text contains `*` or `?`
+//! `rm -rf /tmp/x`, not `rm *`. A subject whose text contains `*` or `?`
 //! cannot be written as an exact pattern (they are wildcards), so it is not remembered.
 //! Subjects whose `ask` came from the policy layer or from static analysis are not remembered
 //! either: an approval can never lift those (they are re-asked every time).
@@ -46,13 +46,12 @@ pub struct ApprovalPlan {
 /// Plans the approvals for "Allow always" on `decision` (which should be an `ask`).
 pub fn plan_approvals(decision: &Decision, agent_id: &str, now_unix: f64) -> ApprovalPlan {
     let mut plan = ApprovalPlan::default();
-    for seg in decision.segments.iter().filter(|s| s.effect == Effect::Ask) {
-        let liftable = matches!(seg.origin, Origin::Default | Origin::Rule(Source::Agent));
-        if !liftable {
+    for subject in decision.subjects.iter().filter(|s| s.effect == Effect::Ask) {
+        if !subject.origin.is_agent_layer() {
             plan.not_remembered.push(format!(
                 "{}: asked by {} — asked again every time",
-                seg.command,
-                if matches!(seg.origin, Origin::Analysis) {
+                subject.command,
+                if matches!(subject.origin, Origin::Analysis) {
                     "analysis"
                 } else {
                     "a policy"
@@ -60,16 +59,16 @@ pub fn plan_approvals(decision: &Decision, agent_id: &str, now_unix: f64) -> App
             ));
             continue;
         }
-        match seg.value.as_deref().and_then(narrowest_pattern) {
+        match subject.value.as_deref().and_then(narrowest_pattern) {
             Some(pattern) => plan.approvals.push(Approval {
                 agent_id: agent_id.to_string(),
-                action: seg.action.name().to_string(),
+                action: subject.action.name().to_string(),
                 resource: pattern,
                 created_at: now_unix,
             }),
             None => plan.not_remembered.push(format!(
                 "{}: contains `*` or `?`, which cannot be approved exactly",
-                seg.command
+                subject.command
             )),
         }
     }

@@ -22,8 +22,8 @@
 //!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`), dangerous
 //!    assignments ([`super::assignments`]) and non-ASCII command words are at least `ask`.
 //! 7. **Settling asks per subject**: with `ask_before_run` off, an `ask` that came from the
-//!    agent's own rules or its default is allowed without asking (seed semantics). Policy and
-//!    analysis asks stay asks.
+//!    agent's own rules or its default is allowed without asking (`ask_before_run` is the
+//!    agent's own switch for its own asks). Policy and analysis asks stay asks.
 //! 8. **Strictest wins** over all subjects: deny > ask > allow.
 //! 9. **Who can answer**: an `ask` stands (a card is shown) only at levels 3–4 and when a person
 //!    can answer; otherwise it becomes a refusal saying it "needs approval in the Sayri app".
@@ -37,7 +37,7 @@ use super::policy::PolicySet;
 use super::recursive_delete;
 use super::remote_exec;
 use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
-use super::shell::{self, Word, program_name};
+use super::shell::{self, Word, base_name};
 use super::targets;
 use crate::domain::profile::AgentProfile;
 use crate::ports::Approval;
@@ -152,6 +152,24 @@ pub struct EvalContext {
     pub approver_available: bool,
 }
 
+impl EvalContext {
+    /// Whether an `ask` can be put to a person here: only at levels 3–4 (the levels that ask)
+    /// and only when an approver is available. `Err` says why not and what to do instead, to
+    /// be appended to the refusal's reason. The one place this rule lives.
+    pub fn can_ask(&self) -> Result<(), String> {
+        if !matches!(self.level, SandboxLevel::HostUser | SandboxLevel::HostRoot) {
+            return Err(format!(
+                "needs approval in the Sayri app, but {} does not ask; add an allow rule to the agent or run it at level 3",
+                self.level
+            ));
+        }
+        if !self.approver_available {
+            return Err("needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule".into());
+        }
+        Ok(())
+    }
+}
+
 /// Where a subject's effect came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -163,9 +181,18 @@ pub enum Origin {
     Analysis,
 }
 
+impl Origin {
+    /// Whether the effect came from the agent's own layer (its rules or its default). Only such
+    /// an `ask` may be settled without asking (`ask_before_run` off) or remembered by "Allow
+    /// always"; policy and analysis asks are asked every time.
+    pub fn is_agent_layer(&self) -> bool {
+        matches!(self, Origin::Default | Origin::Rule(Source::Agent))
+    }
+}
+
 /// The decision for one subject.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SegmentDecision {
+pub struct SubjectDecision {
     /// What was judged: a simple command, or `write /path`, `read /path`, `web URL`.
     pub command: String,
     /// Its effect (after settling its own `ask`).
@@ -197,13 +224,14 @@ pub struct Decision {
     pub rule: Option<Rule>,
     /// Source of the decision: a rule source, `default` or `analysis`.
     pub source: String,
-    /// Every subject judged.
-    pub segments: Vec<SegmentDecision>,
+    /// Every subject judged, in the order found.
+    pub subjects: Vec<SubjectDecision>,
     /// True when the deciding `ask`/`deny` came from the policy layer ("always" cannot lift it).
     pub policy: bool,
-    /// True when this is a refusal only because nobody could answer an `ask` (no approver on
-    /// this path, or a level that does not ask).
-    pub needs_approval: bool,
+    /// True when this is a refusal only because the deciding `ask` could not be put to a person
+    /// (no approver available on this path, or a level that does not ask; see
+    /// [`EvalContext::can_ask`]).
+    pub no_approver: bool,
 }
 
 impl Decision {
@@ -245,6 +273,20 @@ struct Subject {
     glob: bool,
 }
 
+impl Subject {
+    /// A subject judged as one value: a non-shell resource, or shell text with no command in it.
+    fn whole(action: Action, value: &str) -> Subject {
+        Subject {
+            action,
+            display: value.to_string(),
+            allow_forms: vec![value.to_string()],
+            all_forms: vec![value.to_string()],
+            primary: true,
+            glob: false,
+        }
+    }
+}
+
 fn shell_subject(words: &[Word]) -> Option<Subject> {
     let first = words.first()?;
     let args: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
@@ -255,7 +297,7 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
     };
     let full = join(&first.text);
     let (allow_forms, all_forms) = if first.text.contains('/') {
-        let base = join(&program_name(&first.text));
+        let base = join(base_name(&first.text));
         let dir = first.text.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
         if SYSTEM_DIRS.contains(&dir) {
             (vec![base.clone(), full.clone()], vec![base, full])
@@ -344,7 +386,7 @@ fn judge(
     approvals: &[Rule],
     policies: &PolicySet,
     level: SandboxLevel,
-) -> Option<SegmentDecision> {
+) -> Option<SubjectDecision> {
     let hit = agent.rules.iter().rev().find(|r| matches(r, s));
     let (mut effect, mut rule, mut origin) = match hit {
         Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
@@ -400,7 +442,7 @@ fn judge(
             describe_subject(s)
         ),
     };
-    Some(SegmentDecision {
+    Some(SubjectDecision {
         command: if s.action == Action::Shell {
             s.display.clone()
         } else {
@@ -415,8 +457,8 @@ fn judge(
     })
 }
 
-fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> SegmentDecision {
-    SegmentDecision {
+fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> SubjectDecision {
+    SubjectDecision {
         command: command.to_string(),
         effect,
         reason,
@@ -430,7 +472,10 @@ fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> S
     }
 }
 
-/// Evaluates one proposed action (spec §6.3 with the fixes of issue 4).
+/// Evaluates one proposed action: every subject is judged through the agent layer, saved
+/// approvals, the default, the policy layer and the analysis floors; each subject's own `ask`
+/// is settled; the strictest subject decides; an `ask` nobody can answer becomes a refusal.
+/// The order is spelled out in this module's documentation.
 ///
 /// ```
 /// use sayri_core::SandboxLevel;
@@ -461,191 +506,221 @@ pub fn evaluate(
     policies: &PolicySet,
     ctx: &EvalContext,
 ) -> Decision {
-    let mut segments: Vec<SegmentDecision> = Vec::new();
-    let mut push = |seg: SegmentDecision| {
-        if let Some(existing) = segments
-            .iter_mut()
-            .find(|x| x.command == seg.command && x.action == seg.action)
-        {
-            let liftable = |s: &SegmentDecision| {
-                matches!(s.origin, Origin::Default | Origin::Rule(Source::Agent))
-            };
-            if seg.effect > existing.effect
-                || (seg.effect == existing.effect && liftable(existing) && !liftable(&seg))
-            {
-                *existing = seg;
-            }
-        } else {
-            segments.push(seg);
-        }
+    let mut judged = Judgement {
+        agent,
+        approvals,
+        policies,
+        level: ctx.level,
+        subjects: Vec::new(),
     };
-    let judge_push = |s: Subject, push: &mut dyn FnMut(SegmentDecision)| {
-        if let Some(seg) = judge(&s, agent, approvals, policies, ctx.level) {
-            push(seg);
-        }
-    };
-
     if action == Action::Shell || action == Action::Any {
-        let analysis = shell::analyze(resource);
-        let mut any = false;
-        for cmd in &analysis.commands {
-            for layer in &cmd.unwrapped.layers {
-                let Some(subject) = shell_subject(layer) else {
-                    continue;
-                };
-                any = true;
-                let first = &layer[0];
-                let display = subject.display.clone();
-                judge_push(subject, &mut push);
-                if RESERVED.contains(&first.raw.as_str()) {
-                    push(floor(
-                        &display,
-                        Effect::Ask,
-                        format!(
-                            "cannot be analysed: the shell keyword `{}` stands where a program name belongs",
-                            first.raw
-                        ),
-                        None,
-                    ));
-                } else if first.dynamic {
-                    push(floor(
-                        &display,
-                        Effect::Ask,
-                        format!(
-                            "cannot be analysed: the command word `{}` is computed at run time",
-                            first.raw
-                        ),
-                        None,
-                    ));
-                } else if !first.text.is_ascii() {
-                    push(floor(
-                        &display,
-                        Effect::Ask,
-                        format!(
-                            "the command word `{}` contains non-ASCII characters that can imitate another program",
-                            first.text
-                        ),
-                        None,
-                    ));
-                }
-            }
-            for a in cmd
-                .assignments
-                .iter()
-                .chain(cmd.unwrapped.assignments.iter())
-            {
-                if let Some(risk) = assignment_risk(a) {
-                    push(floor(&cmd.text, Effect::Ask, risk, None));
-                }
-            }
-        }
-        for a in &analysis.standalone_assignments {
-            if let Some(risk) = assignment_risk(a) {
-                push(floor(
-                    &format!("{}={}", a.name, a.value.raw),
-                    Effect::Ask,
-                    risk,
-                    None,
-                ));
-            }
-        }
-        if !any {
-            judge_push(
-                Subject {
-                    action: Action::Shell,
-                    display: Action::Shell.normalize(resource),
-                    allow_forms: vec![Action::Shell.normalize(resource)],
-                    all_forms: vec![Action::Shell.normalize(resource)],
-                    primary: true,
-                    glob: false,
-                },
-                &mut push,
-            );
-        }
-        let dirs = cd_dirs(&analysis);
-        for t in targets::targets(&analysis) {
-            let value = t.action.normalize(&t.value);
-            let (all_forms, glob) = if matches!(t.action, Action::Read | Action::Write) {
-                (path_forms(&value, &dirs), value.contains(['*', '?', '[']))
-            } else {
-                (vec![value.clone()], false)
-            };
-            judge_push(
-                Subject {
-                    action: t.action,
-                    display: value.clone(),
-                    allow_forms: vec![value],
-                    all_forms,
-                    primary: false,
-                    glob,
-                },
-                &mut push,
-            );
-        }
-        for d in recursive_delete::findings(&analysis) {
-            push(floor(
-                &Action::Shell.normalize(resource),
-                Effect::Deny,
-                format!(
-                    "{d} (baseline: a recursive delete of the root, a system directory or home is never allowed)"
-                ),
-                Some(Rule::new(
-                    Action::Shell,
-                    recursive_delete::RULE,
-                    Effect::Deny,
-                    Source::Baseline,
-                    0,
-                )),
-            ));
-        }
-        let found = remote_exec::findings(&analysis);
-        let whole = Action::Shell.normalize(resource);
-        for d in found.denied {
-            let rule = PolicySet::remote_exec_rule();
-            push(floor(
-                &whole,
-                Effect::Deny,
-                format!("{d} (baseline: remote-script execution is never allowed)"),
-                Some(rule),
-            ));
-        }
-        for reason in analysis.opaque.iter().chain(found.opaque.iter()) {
-            push(floor(
-                &whole,
-                Effect::Ask,
-                format!("cannot be analysed: {reason}"),
-                None,
-            ));
-        }
+        judge_shell(resource, &mut judged);
     } else {
-        let value = action.normalize(resource);
-        judge_push(
-            Subject {
-                action,
-                display: value.clone(),
-                allow_forms: vec![value.clone()],
-                all_forms: vec![value],
-                primary: true,
-                glob: false,
-            },
-            &mut push,
+        judged.judge(&Subject::whole(action, &action.normalize(resource)));
+    }
+    let mut subjects = judged.subjects;
+    if !agent.ask_before_run {
+        allow_agent_asks(&mut subjects);
+    }
+    conclude(subjects, ctx)
+}
+
+/// The subjects judged so far for one evaluation: one decision per distinct subject (text and
+/// action), the strictest seen.
+struct Judgement<'a> {
+    agent: &'a AgentRules,
+    approvals: &'a [Rule],
+    policies: &'a PolicySet,
+    level: SandboxLevel,
+    subjects: Vec<SubjectDecision>,
+}
+
+impl Judgement<'_> {
+    /// Records `d`. A subject judged twice keeps the stricter decision; on a tie, a decision
+    /// from a policy or the analysis replaces one from the agent layer (so it cannot be settled
+    /// or remembered as the agent's own ask).
+    fn add(&mut self, d: SubjectDecision) {
+        match self
+            .subjects
+            .iter_mut()
+            .find(|x| x.command == d.command && x.action == d.action)
+        {
+            Some(existing) => {
+                if d.effect > existing.effect
+                    || (d.effect == existing.effect
+                        && existing.origin.is_agent_layer()
+                        && !d.origin.is_agent_layer())
+                {
+                    *existing = d;
+                }
+            }
+            None => self.subjects.push(d),
+        }
+    }
+
+    /// Judges `s` against the rules; a target no rule mentions adds nothing.
+    fn judge(&mut self, s: &Subject) {
+        if let Some(d) = judge(s, self.agent, self.approvals, self.policies, self.level) {
+            self.add(d);
+        }
+    }
+
+    /// Records an analysis finding (or a baseline finding with its `rule`) about `command`.
+    fn floor(&mut self, command: &str, effect: Effect, reason: String, rule: Option<Rule>) {
+        self.add(floor(command, effect, reason, rule));
+    }
+}
+
+/// A shell command: every layer of every simple command, the assignments, the `read`/`write`/
+/// `web` targets, and the baseline's findings about the whole text. The order of the subjects
+/// is the order the refusal reason is chosen in (the first strictest wins), so it is kept:
+/// commands, standalone assignments, the whole text when no command was found, targets,
+/// recursive deletes, remote-script execution, what cannot be analysed.
+fn judge_shell(resource: &str, judged: &mut Judgement<'_>) {
+    let analysis = shell::analyze(resource);
+    let whole = Action::Shell.normalize(resource);
+    let any_command = judge_commands(&analysis, judged);
+    for a in &analysis.standalone_assignments {
+        if let Some(risk) = assignment_risk(a) {
+            let text = format!("{}={}", a.name, a.value.raw);
+            judged.floor(&text, Effect::Ask, risk, None);
+        }
+    }
+    if !any_command {
+        judged.judge(&Subject::whole(Action::Shell, &whole));
+    }
+    judge_targets(&analysis, judged);
+    judge_baseline_findings(&analysis, &whole, judged);
+}
+
+/// Judges each layer of each simple command (plus the doubts about its command word) and the
+/// command's dangerous assignments. Returns whether any command was found.
+fn judge_commands(analysis: &shell::Analysis, judged: &mut Judgement<'_>) -> bool {
+    let mut any = false;
+    for cmd in &analysis.commands {
+        for layer in &cmd.unwrapped.layers {
+            let Some(subject) = shell_subject(layer) else {
+                continue;
+            };
+            any = true;
+            judged.judge(&subject);
+            if let Some(doubt) = command_word_doubt(&layer[0]) {
+                judged.floor(&subject.display, Effect::Ask, doubt, None);
+            }
+        }
+        for a in cmd
+            .assignments
+            .iter()
+            .chain(cmd.unwrapped.assignments.iter())
+        {
+            if let Some(risk) = assignment_risk(a) {
+                judged.floor(&cmd.text, Effect::Ask, risk, None);
+            }
+        }
+    }
+    any
+}
+
+/// Why a command word cannot be trusted to name the program that runs: a shell keyword where a
+/// program belongs, a word computed at run time, or non-ASCII look-alike characters.
+fn command_word_doubt(first: &Word) -> Option<String> {
+    if RESERVED.contains(&first.raw.as_str()) {
+        Some(format!(
+            "cannot be analysed: the shell keyword `{}` stands where a program name belongs",
+            first.raw
+        ))
+    } else if first.dynamic {
+        Some(format!(
+            "cannot be analysed: the command word `{}` is computed at run time",
+            first.raw
+        ))
+    } else if !first.text.is_ascii() {
+        Some(format!(
+            "the command word `{}` contains non-ASCII characters that can imitate another program",
+            first.text
+        ))
+    } else {
+        None
+    }
+}
+
+/// The files read or written and the URLs fetched, each judged as its own subject. Paths are
+/// also judged resolved and joined to the directories the command changes to.
+fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
+    let dirs = cd_dirs(analysis);
+    for t in targets::targets(analysis) {
+        let value = t.action.normalize(&t.value);
+        let (all_forms, glob) = if matches!(t.action, Action::Read | Action::Write) {
+            (path_forms(&value, &dirs), value.contains(['*', '?', '[']))
+        } else {
+            (vec![value.clone()], false)
+        };
+        judged.judge(&Subject {
+            action: t.action,
+            display: value.clone(),
+            allow_forms: vec![value],
+            all_forms,
+            primary: false,
+            glob,
+        });
+    }
+}
+
+/// The baseline's findings about the whole text: recursive deletes of the root, a system
+/// directory or home and remote-script execution are denied; what cannot be analysed asks.
+fn judge_baseline_findings(analysis: &shell::Analysis, whole: &str, judged: &mut Judgement<'_>) {
+    for d in recursive_delete::findings(analysis) {
+        let rule = Rule::new(
+            Action::Shell,
+            recursive_delete::RULE,
+            Effect::Deny,
+            Source::Baseline,
+            0,
+        );
+        judged.floor(
+            whole,
+            Effect::Deny,
+            format!(
+                "{d} (baseline: a recursive delete of the root, a system directory or home is never allowed)"
+            ),
+            Some(rule),
         );
     }
+    let found = remote_exec::findings(analysis);
+    for d in found.denied {
+        judged.floor(
+            whole,
+            Effect::Deny,
+            format!("{d} (baseline: remote-script execution is never allowed)"),
+            Some(PolicySet::remote_exec_rule()),
+        );
+    }
+    for reason in analysis.opaque.iter().chain(found.opaque.iter()) {
+        judged.floor(
+            whole,
+            Effect::Ask,
+            format!("cannot be analysed: {reason}"),
+            None,
+        );
+    }
+}
 
-    // Settle each subject's own ask (seed: ask_before_run off lets the agent's asks through).
-    if !agent.ask_before_run {
-        for seg in &mut segments {
-            if seg.effect == Effect::Ask
-                && matches!(seg.origin, Origin::Default | Origin::Rule(Source::Agent))
-            {
-                seg.effect = Effect::Allow;
-                seg.reason
-                    .push_str("; allowed without asking (ask_before_run is off)");
-            }
+/// With `ask_before_run` off, an `ask` from the agent's own rules or default is allowed without
+/// asking. Policy and analysis asks stay asks.
+fn allow_agent_asks(subjects: &mut [SubjectDecision]) {
+    for d in subjects {
+        if d.effect == Effect::Ask && d.origin.is_agent_layer() {
+            d.effect = Effect::Allow;
+            d.reason
+                .push_str("; allowed without asking (ask_before_run is off)");
         }
     }
+}
 
-    let top = segments
+/// The strictest subject (the first one on a tie) decides; an `ask` that cannot be put to a
+/// person becomes a refusal that says why. Nothing judged is a refusal.
+fn conclude(subjects: Vec<SubjectDecision>, ctx: &EvalContext) -> Decision {
+    let top = subjects
         .iter()
         .enumerate()
         .max_by_key(|(i, s)| (s.effect, std::cmp::Reverse(*i)))
@@ -656,9 +731,9 @@ pub fn evaluate(
             reason: "nothing to evaluate (empty command); nothing was run".into(),
             rule: None,
             source: "analysis".into(),
-            segments,
+            subjects,
             policy: false,
-            needs_approval: false,
+            no_approver: false,
         };
     };
     let policy = top.rule.as_ref().is_some_and(|r| r.source.is_policy());
@@ -667,35 +742,18 @@ pub fn evaluate(
         Origin::Default => "default".into(),
         Origin::Analysis => "analysis".into(),
     };
-    let mut effect = top.effect;
-    let mut reason = top.reason.clone();
-    let mut needs_approval = false;
-    if effect == Effect::Ask {
-        needs_approval = true;
-        let can_ask = matches!(ctx.level, SandboxLevel::HostUser | SandboxLevel::HostRoot);
-        if !can_ask {
-            effect = Effect::Deny;
-            reason = format!(
-                "{reason} — needs approval in the Sayri app, but {} does not ask; add an allow rule to the agent or run it at level 3",
-                ctx.level
-            );
-        } else if !ctx.approver_available {
-            effect = Effect::Deny;
-            reason = format!(
-                "{reason} — needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule"
-            );
-        } else {
-            needs_approval = false;
-        }
-    }
+    let (effect, reason, no_approver) = match (top.effect, ctx.can_ask()) {
+        (Effect::Ask, Err(why)) => (Effect::Deny, format!("{} — {why}", top.reason), true),
+        (effect, _) => (effect, top.reason, false),
+    };
     Decision {
         effect,
         reason,
-        rule: top.rule.clone(),
+        rule: top.rule,
         source,
-        segments,
+        subjects,
         policy,
-        needs_approval,
+        no_approver,
     }
 }
 

@@ -1,11 +1,12 @@
 //! The permission engine: rules, shell analysis, policies, decisions and approvals.
 //!
 //! Pure: no file, socket or clock access. Callers pass file contents and saved approvals in.
-//! The evaluation order is documented in [`evaluate`].
+//! The evaluation order is documented in [`mod@evaluate`].
 
 pub mod approval;
 pub mod assignments;
 pub mod evaluate;
+pub mod options;
 pub mod pattern;
 pub mod policy;
 pub mod recursive_delete;
@@ -17,7 +18,7 @@ pub mod wrappers;
 
 pub use approval::{ApprovalPlan, approval_rules, narrowest_pattern, plan_approvals};
 pub use evaluate::{
-    AgentRules, Decision, EvalContext, Origin, SegmentDecision, evaluate, evaluate_with_approvals,
+    AgentRules, Decision, EvalContext, Origin, SubjectDecision, evaluate, evaluate_with_approvals,
     rule_label,
 };
 pub use policy::{PolicyError, PolicySet, parse_policy_file};

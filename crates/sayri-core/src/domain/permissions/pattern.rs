@@ -1,10 +1,10 @@
-//! Whole-value wildcard patterns (spec §6.2).
+//! Whole-value wildcard patterns.
 //!
 //! A pattern matches the **whole** value, case-insensitively: `*` matches any run of characters
 //! (including none), `?` exactly one character, every other character itself. A pattern that is
 //! exactly `*` matches anything, including the empty value. A pattern ending in ` *` (space, star)
 //! names a command with any arguments, so it also matches the command without arguments:
-//! `git push *` matches `git push` (spec §15.1 item 5), `dd *` matches `dd` but not `ddrescue`.
+//! `git push *` matches `git push`, `dd *` matches `dd` but not `ddrescue`.
 //!
 //! Shell values and shell patterns are compared after [`normalize_shell`]: whitespace runs become
 //! one space, the ends are trimmed, and spaces around `|`, `;` and `&` are removed, so `a | b` and
@@ -276,7 +276,7 @@ fn wildcard_match(pattern: &[char], value: &[char]) -> bool {
     p == pattern.len()
 }
 
-/// Shell normalisation (spec §6.2): collapse whitespace runs to one space, trim, and delete the
+/// Shell normalisation: collapse whitespace runs to one space, trim, and delete the
 /// spaces around `|`, `;` and `&`.
 pub fn normalize_shell(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

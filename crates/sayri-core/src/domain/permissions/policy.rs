@@ -1,4 +1,4 @@
-//! The policy layer: Sayri's compiled-in baseline plus system policy files (spec §6.3).
+//! The policy layer: Sayri's compiled-in baseline plus system policy files.
 //!
 //! Policies only **tighten**: a policy `deny` denies, a policy `ask` asks (a real card where
 //! someone can answer), and a policy `allow` can only lift a *rule-less default deny*. Within the

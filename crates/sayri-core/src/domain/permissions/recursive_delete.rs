@@ -8,8 +8,9 @@
 //! `/etc`, …), `/home` or `/home/*`, or the home directory (`~`, `~/`, `$HOME`, `${HOME}`, each
 //! also with `/*`).
 
+use super::options::{Order, Spec, parse};
 use super::pattern::resolve_absolute;
-use super::shell::{Analysis, program_name};
+use super::shell::{Analysis, base_name};
 
 /// The baseline rule text named in refusals.
 pub const RULE: &str = "rm -r (root, system or home directory)";
@@ -48,27 +49,17 @@ pub fn findings(analysis: &Analysis) -> Vec<String> {
     for cmd in &analysis.commands {
         for layer in &cmd.unwrapped.layers {
             let Some(first) = layer.first() else { continue };
-            if program_name(&first.text) != "rm" {
+            if base_name(&first.text) != "rm" {
                 continue;
             }
-            let mut recursive = false;
-            let mut operands = Vec::new();
-            let mut options_done = false;
-            for w in &layer[1..] {
-                let t = w.text.as_str();
-                if !options_done && t == "--" {
-                    options_done = true;
-                } else if !options_done && t.starts_with("--") {
-                    recursive |= t == "--recursive";
-                } else if !options_done && t.len() > 1 && t.starts_with('-') {
-                    recursive |= t.contains(['r', 'R']);
-                } else {
-                    operands.push(t);
-                }
+            let args = &layer[1..];
+            let p = parse(args, Spec::NONE, Order::Permute);
+            if !p.has(&["-r", "-R", "--recursive"]) {
+                continue;
             }
-            if recursive {
-                for op in operands.into_iter().filter(|o| is_protected(o)) {
-                    out.push(format!("`rm` deletes `{op}` recursively"));
+            for op in p.operand_words(args) {
+                if is_protected(&op.text) {
+                    out.push(format!("`rm` deletes `{}` recursively", op.text));
                 }
             }
         }

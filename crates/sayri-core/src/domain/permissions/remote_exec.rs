@@ -15,8 +15,9 @@
 //! Additionally, a shell or interpreter that reads its program from a pipe fed by anything else
 //! (`echo … | sh`, `tr … | bash`) is not analysable and so at least `ask`.
 
-use super::shell::{Analysis, SimpleCommand, Stdin, Word, program_name};
-use super::targets::is_fetcher;
+use super::options::{Order, Spec, parse};
+use super::shell::{Analysis, SimpleCommand, Stdin, Word, base_name};
+use super::targets::{FETCH_OPTIONS, is_fetcher};
 use super::wrappers::{ProgramSource, is_interpreter, program_source};
 
 /// Findings for one command string.
@@ -45,15 +46,13 @@ fn decodes(cmd: &SimpleCommand) -> bool {
         let Some(first) = layer.first() else {
             return false;
         };
-        let name = program_name(&first.text);
-        DECODERS.contains(&name.as_str())
+        let name = base_name(&first.text);
+        DECODERS.contains(&name)
             && (matches!(
-                name.as_str(),
+                name,
                 "gunzip" | "zcat" | "bunzip2" | "unxz" | "uudecode" | "unzstd"
-            ) || layer[1..].iter().any(|w| {
-                let t = w.text.as_str();
-                t == "-d" || t == "--decode" || t == "-D" || t == "-r" || t.starts_with("-d")
-            }))
+            ) || parse(&layer[1..], Spec::NONE, Order::Permute)
+                .has(&["-d", "--decode", "-D", "-r"]))
     })
 }
 
@@ -68,7 +67,7 @@ fn word_downloads(a: &Analysis, w: &Word) -> bool {
 fn interpreter(cmd: &SimpleCommand) -> Option<(String, ProgramSource)> {
     cmd.unwrapped.layers.iter().rev().find_map(|layer| {
         let first = layer.first()?;
-        let name = program_name(&first.text);
+        let name = base_name(&first.text).to_string();
         if name == "source" || name == "." {
             return Some((
                 name,
@@ -85,48 +84,41 @@ fn interpreter(cmd: &SimpleCommand) -> Option<(String, ProgramSource)> {
     })
 }
 
-fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 /// Files a downloading command writes to (`-o F`, `-O F`, `> F`, wget's remote name).
 fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
     let mut out = Vec::new();
     for layer in &cmd.unwrapped.layers {
         let Some(first) = layer.first() else { continue };
-        let name = program_name(&first.text);
-        if !is_fetcher(&name) {
+        let name = base_name(&first.text);
+        if !is_fetcher(name) {
             continue;
         }
         let args = &layer[1..];
-        let mut explicit = false;
-        for (i, w) in args.iter().enumerate() {
-            let t = w.text.as_str();
-            let next = args.get(i + 1).map(|n| n.text.clone());
-            let value = match t {
-                "-o" | "--output" | "--output-document" => next,
-                "-O" if name == "wget" => next,
-                "-O" | "--remote-name" => {
-                    explicit = true;
-                    args.iter()
-                        .find(|u| u.text.contains("://"))
-                        .map(|u| basename(u.text.trim_end_matches('/')).to_string())
-                }
-                _ => t
-                    .strip_prefix("--output=")
-                    .or_else(|| t.strip_prefix("--output-document="))
-                    .map(String::from),
-            };
-            if let Some(v) = value
-                && v != "-"
-            {
-                explicit = true;
-                out.push(v);
-            }
+        let p = parse(args, FETCH_OPTIONS, Order::Permute);
+        let mut outputs: Vec<String> = p
+            .values(&["-o", "--output", "--output-document"])
+            .map(String::from)
+            .collect();
+        let remote_name = if name == "wget" {
+            outputs.extend(p.values(&["-O"]).map(String::from));
+            p.has(&["--remote-name"])
+        } else {
+            // curl's `-O`: the file is named after the URL.
+            p.has(&["-O", "--remote-name"])
+        };
+        if remote_name {
+            outputs.extend(
+                args.iter()
+                    .find(|u| u.text.contains("://"))
+                    .map(|u| base_name(u.text.trim_end_matches('/')).to_string()),
+            );
         }
+        outputs.retain(|v| v != "-");
+        let explicit = remote_name || !outputs.is_empty();
+        out.extend(outputs);
         if name == "wget" && !explicit {
             for u in args.iter().filter(|u| u.text.contains("://")) {
-                out.push(basename(u.text.trim_end_matches('/')).to_string());
+                out.push(base_name(u.text.trim_end_matches('/')).to_string());
             }
         }
     }
@@ -181,7 +173,10 @@ pub fn findings(a: &Analysis) -> Findings {
                         cmd.text
                     ));
                 }
-                if downloaded.iter().any(|d| basename(d) == basename(&w.text)) {
+                if downloaded
+                    .iter()
+                    .any(|d| base_name(d) == base_name(&w.text))
+                {
                     deny(format!(
                         "`{}` runs `{}`, which this command downloads",
                         cmd.text, w.text
@@ -235,7 +230,7 @@ pub fn findings(a: &Analysis) -> Findings {
             && first.text.contains('/')
             && downloaded
                 .iter()
-                .any(|d| basename(d) == basename(&first.text))
+                .any(|d| base_name(d) == base_name(&first.text))
         {
             deny(format!("`{}` runs a file this command downloads", cmd.text));
         }

@@ -1,4 +1,4 @@
-//! Permission rules: `{action, resource, effect}` with a remembered source (spec §6.1).
+//! Permission rules: `{action, resource, effect}` with a remembered source.
 //!
 //! Rules are validated strictly: an unknown action or effect, a missing field or an empty
 //! resource is an error naming the rule, its position and where it came from — a malformed rule
@@ -58,7 +58,7 @@ impl Action {
         }
     }
 
-    /// Normalises a value of this action for matching (§6.2): shell whitespace rules for
+    /// Normalises a value of this action for matching: shell whitespace rules for
     /// `shell`, path rules for `read`/`write`, unchanged otherwise.
     pub fn normalize(self, value: &str) -> String {
         match self {

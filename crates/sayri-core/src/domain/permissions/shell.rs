@@ -125,7 +125,7 @@ impl SimpleCommand {
             .layers
             .iter()
             .filter_map(|l| l.first())
-            .map(|w| program_name(&w.text))
+            .map(|w| base_name(&w.text).to_string())
             .collect()
     }
 
@@ -139,9 +139,10 @@ impl SimpleCommand {
     }
 }
 
-/// Base name of a command word: `/usr/bin/rm` → `rm`.
-pub fn program_name(word: &str) -> String {
-    word.rsplit('/').next().unwrap_or(word).to_string()
+/// The last `/`-separated part of a command word or path: `/usr/bin/rm` → `rm`, `rm` → `rm`,
+/// `dir/` → `` (callers trim a trailing `/` first when they want the directory's name).
+pub fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Result of analysing one command string.

@@ -6,8 +6,9 @@
 //! from URLs (every `scheme://` argument, and the arguments of `curl`, `wget`, …). Paths are
 //! reported as written (`~` and `$HOME` are not expanded), so rules for them should use `*`.
 
+use super::options::{Order, Spec, parse};
 use super::rule::Action;
-use super::shell::{Analysis, Word, program_name};
+use super::shell::{Analysis, Word, base_name};
 
 /// One target of a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,75 +93,67 @@ fn is_url(text: &str) -> bool {
         )
 }
 
-/// Positional arguments, skipping options and the values of options that take one.
-fn positionals<'a>(
-    args: &'a [Word],
-    short_with_arg: &str,
-    long_with_arg: &[&str],
-) -> Vec<&'a Word> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut only_positional = false;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if only_positional || t == "-" || !t.starts_with('-') {
-            out.push(&args[i]);
-            i += 1;
-            continue;
-        }
-        if t == "--" {
-            only_positional = true;
-            i += 1;
-            continue;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            i += if !long.contains('=') && long_with_arg.contains(&long) {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        let body = &t[1..];
-        let takes = body
-            .char_indices()
-            .find(|(_, c)| short_with_arg.contains(*c))
-            .map(|(k, c)| k + c.len_utf8() == body.len());
-        i += if takes == Some(true) { 2 } else { 1 };
-    }
-    out
-}
+/// Options that take an argument, per kind of program.
+const READ_OPTIONS: Spec<'static> = Spec {
+    short_with_arg: "nc",
+    long_with_arg: &["lines", "bytes"],
+};
+const PATTERN_OPTIONS: Spec<'static> = Spec {
+    short_with_arg: "efABCmd",
+    long_with_arg: &["regexp", "file", "max-count"],
+};
+const WRITE_OPTIONS: Spec<'static> = Spec {
+    short_with_arg: "tS",
+    long_with_arg: &["target-directory", "suffix"],
+};
+const MODE_OPTIONS: Spec<'static> = Spec {
+    short_with_arg: "",
+    long_with_arg: &["reference"],
+};
+const COPY_OPTIONS: Spec<'static> = Spec {
+    short_with_arg: "tSmogb",
+    long_with_arg: &["target-directory", "suffix", "mode", "owner", "group"],
+};
+/// Options of `curl`, `wget` and the other fetchers that take an argument.
+pub(super) const FETCH_OPTIONS: Spec<'static> = Spec {
+    short_with_arg: "oOHdXuAexTFbcKmwrCEUtPQY",
+    long_with_arg: &[
+        "output",
+        "output-document",
+        "header",
+        "data",
+        "request",
+        "user",
+        "user-agent",
+        "referer",
+        "proxy",
+        "upload-file",
+        "form",
+        "cookie",
+        "cookie-jar",
+        "config",
+        "max-time",
+        "connect-timeout",
+        "write-out",
+        "range",
+        "data-binary",
+        "data-raw",
+        "data-urlencode",
+        "post-data",
+        "post-file",
+        "body-file",
+        "method",
+        "tries",
+        "timeout",
+    ],
+};
 
-fn option_values(args: &[Word], short: &[&str], long: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, w) in args.iter().enumerate() {
-        let t = w.text.as_str();
-        if short.contains(&t) || long.contains(&t) {
-            if let Some(v) = args.get(i + 1) {
-                out.push(v.text.clone());
-            }
-        } else if let Some((name, v)) = t.split_once('=')
-            && long.contains(&name)
-        {
-            out.push(v.to_string());
-        } else {
-            for s in short {
-                if let Some(v) = t.strip_prefix(s)
-                    && !v.is_empty()
-                    && !t.starts_with("--")
-                {
-                    out.push(v.to_string());
-                }
-            }
-        }
-    }
-    out
-}
+/// Targets found so far, without duplicates, in discovery order.
+#[derive(Default)]
+struct Found(Vec<Target>);
 
-/// Every target of the analysed command, deduplicated, in discovery order.
-pub fn targets(analysis: &Analysis) -> Vec<Target> {
-    let mut out: Vec<Target> = Vec::new();
-    let mut push = |action: Action, value: &str| {
+impl Found {
+    fn push(&mut self, action: Action, value: &str) {
         if value.is_empty() {
             return;
         }
@@ -168,192 +161,170 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
             action,
             value: value.to_string(),
         };
-        if !out.contains(&t) {
-            out.push(t);
+        if !self.0.contains(&t) {
+            self.0.push(t);
         }
-    };
+    }
+}
+
+/// Every target of the analysed command, deduplicated, in discovery order.
+pub fn targets(analysis: &Analysis) -> Vec<Target> {
+    let mut found = Found::default();
     for r in &analysis.redirects {
         let value = r.target.text.as_str();
         match r.op.as_str() {
-            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => push(Action::Write, value),
+            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => found.push(Action::Write, value),
             ">&" | "&>|" if !value.chars().all(|c| c.is_ascii_digit()) && value != "-" => {
-                push(Action::Write, value)
+                found.push(Action::Write, value)
             }
-            "<" => push(Action::Read, value),
+            "<" => found.push(Action::Read, value),
             _ => {}
         }
     }
     for cmd in &analysis.commands {
         for layer in &cmd.unwrapped.layers {
-            let Some(first) = layer.first() else { continue };
-            let name = program_name(&first.text);
-            let args = &layer[1..];
-            for w in args {
-                if is_url(&w.text) {
-                    push(Action::Web, &w.text);
-                }
-            }
-            match name.as_str() {
-                n if READERS.contains(&n) => {
-                    for w in positionals(args, "nc", &["lines", "bytes"]) {
-                        push(Action::Read, &w.text);
-                    }
-                }
-                n if PATTERN_READERS.contains(&n) => {
-                    let explicit = args
-                        .iter()
-                        .any(|w| matches!(w.text.as_str(), "-e" | "-f" | "--regexp" | "--file"));
-                    let pos = positionals(args, "efABCmd", &["regexp", "file", "max-count"]);
-                    let skip = usize::from(!explicit);
-                    let in_place = n == "sed"
-                        && args
-                            .iter()
-                            .any(|w| w.text.starts_with("-i") || w.text.starts_with("--in-place"));
-                    for w in pos.into_iter().skip(skip) {
-                        push(
-                            if in_place {
-                                Action::Write
-                            } else {
-                                Action::Read
-                            },
-                            &w.text,
-                        );
-                    }
-                }
-                n if WRITERS_ALL.contains(&n) => {
-                    let pos = positionals(args, "tS", &["target-directory", "suffix"]);
-                    for w in &pos {
-                        push(Action::Write, &w.text);
-                    }
-                    // `mv a dir/` writes `dir/a`.
-                    if let Some((last, rest)) = pos.split_last()
-                        && last.text.ends_with('/')
-                        && matches!(n, "mv" | "ln")
-                    {
-                        for w in rest {
-                            let base = w
-                                .text
-                                .trim_end_matches('/')
-                                .rsplit('/')
-                                .next()
-                                .unwrap_or("");
-                            push(Action::Write, &format!("{}{base}", last.text));
-                        }
-                    }
-                }
-                n if WRITERS_AFTER_FIRST.contains(&n) => {
-                    for w in positionals(args, "", &["reference"]).into_iter().skip(1) {
-                        push(Action::Write, &w.text);
-                    }
-                }
-                "cp" | "install" | "rsync" => {
-                    let pos = positionals(
-                        args,
-                        "tSmogb",
-                        &["target-directory", "suffix", "mode", "owner", "group"],
-                    );
-                    for d in option_values(args, &["-t"], &["--target-directory"]) {
-                        push(Action::Write, &d);
-                    }
-                    if let Some((last, rest)) = pos.split_last() {
-                        for w in rest {
-                            push(Action::Read, &w.text);
-                        }
-                        push(Action::Write, &last.text);
-                        // `cp a b dir/` writes `dir/a` and `dir/b`.
-                        if last.text.ends_with('/') {
-                            for w in rest {
-                                let base = w
-                                    .text
-                                    .trim_end_matches('/')
-                                    .rsplit('/')
-                                    .next()
-                                    .unwrap_or("");
-                                push(Action::Write, &format!("{}{base}", last.text));
-                            }
-                        }
-                    }
-                }
-                "dd" => {
-                    for w in args {
-                        if let Some(v) = w.text.strip_prefix("of=") {
-                            push(Action::Write, v);
-                        } else if let Some(v) = w.text.strip_prefix("if=") {
-                            push(Action::Read, v);
-                        }
-                    }
-                }
-                n if FETCHERS.contains(&n) => {
-                    for v in option_values(args, &["-o", "-O"], &["--output", "--output-document"])
-                    {
-                        if v != "-" && !(n == "curl" && v.starts_with('-')) {
-                            push(Action::Write, &v);
-                        }
-                    }
-                    for v in option_values(args, &["-T"], &["--upload-file"]) {
-                        push(Action::Read, &v);
-                    }
-                    for v in option_values(
-                        args,
-                        &["-d", "-F"],
-                        &[
-                            "--data",
-                            "--data-binary",
-                            "--data-raw",
-                            "--data-urlencode",
-                            "--form",
-                            "--post-file",
-                            "--body-file",
-                        ],
-                    ) {
-                        if let Some(file) = v.split_once('@').map(|(_, f)| f) {
-                            push(Action::Read, file);
-                        }
-                    }
-                    for v in option_values(args, &[], &["--post-file", "--body-file"]) {
-                        push(Action::Read, &v);
-                    }
-                    for w in positionals(
-                        args,
-                        "oOHdXuAexTFbcKmwrCEUtPQY",
-                        &[
-                            "output",
-                            "output-document",
-                            "header",
-                            "data",
-                            "request",
-                            "user",
-                            "user-agent",
-                            "referer",
-                            "proxy",
-                            "upload-file",
-                            "form",
-                            "cookie",
-                            "cookie-jar",
-                            "config",
-                            "max-time",
-                            "connect-timeout",
-                            "write-out",
-                            "range",
-                            "data-binary",
-                            "data-raw",
-                            "data-urlencode",
-                            "post-data",
-                            "post-file",
-                            "body-file",
-                            "method",
-                            "tries",
-                            "timeout",
-                        ],
-                    ) {
-                        push(Action::Web, &w.text);
-                    }
-                }
-                _ => {}
+            if let Some(first) = layer.first() {
+                command_targets(base_name(&first.text), &layer[1..], &mut found);
             }
         }
     }
-    out
+    found.0
+}
+
+/// The targets of one command layer: every URL argument, and the files and URLs of the
+/// programs this module knows.
+fn command_targets(name: &str, args: &[Word], found: &mut Found) {
+    for w in args {
+        if is_url(&w.text) {
+            found.push(Action::Web, &w.text);
+        }
+    }
+    let operands = |spec: Spec<'_>| parse(args, spec, Order::Permute);
+    match name {
+        n if READERS.contains(&n) => {
+            let p = operands(READ_OPTIONS);
+            for w in p.operand_words(args) {
+                found.push(Action::Read, &w.text);
+            }
+        }
+        n if PATTERN_READERS.contains(&n) => pattern_reader_targets(n, args, found),
+        n if WRITERS_ALL.contains(&n) => {
+            let pos = operands(WRITE_OPTIONS).operand_words(args);
+            for w in &pos {
+                found.push(Action::Write, &w.text);
+            }
+            // `mv a dir/` writes `dir/a`.
+            if let Some((last, rest)) = pos.split_last()
+                && last.text.ends_with('/')
+                && matches!(n, "mv" | "ln")
+            {
+                into_directory(last, rest, found);
+            }
+        }
+        n if WRITERS_AFTER_FIRST.contains(&n) => {
+            for w in operands(MODE_OPTIONS)
+                .operand_words(args)
+                .into_iter()
+                .skip(1)
+            {
+                found.push(Action::Write, &w.text);
+            }
+        }
+        "cp" | "install" | "rsync" => copy_targets(args, found),
+        "dd" => {
+            for w in args {
+                if let Some(v) = w.text.strip_prefix("of=") {
+                    found.push(Action::Write, v);
+                } else if let Some(v) = w.text.strip_prefix("if=") {
+                    found.push(Action::Read, v);
+                }
+            }
+        }
+        n if FETCHERS.contains(&n) => fetch_targets(n, args, found),
+        _ => {}
+    }
+}
+
+/// `grep`/`sed`/`awk`/…: the first operand is the pattern or script unless `-e`/`-f` gave it;
+/// the other operands are read, or written by `sed -i`.
+fn pattern_reader_targets(name: &str, args: &[Word], found: &mut Found) {
+    let p = parse(args, PATTERN_OPTIONS, Order::Permute);
+    let explicit = p.has(&["-e", "-f", "--regexp", "--file"]);
+    let in_place = name == "sed" && p.has(&["-i", "--in-place"]);
+    let action = if in_place {
+        Action::Write
+    } else {
+        Action::Read
+    };
+    for w in p
+        .operand_words(args)
+        .into_iter()
+        .skip(usize::from(!explicit))
+    {
+        found.push(action, &w.text);
+    }
+}
+
+/// `cp`/`install`/`rsync`: the sources are read, the last operand (or `-t DIR`) is written.
+fn copy_targets(args: &[Word], found: &mut Found) {
+    let p = parse(args, COPY_OPTIONS, Order::Permute);
+    for d in p.values(&["-t", "--target-directory"]) {
+        found.push(Action::Write, d);
+    }
+    let pos = p.operand_words(args);
+    if let Some((last, rest)) = pos.split_last() {
+        for w in rest {
+            found.push(Action::Read, &w.text);
+        }
+        found.push(Action::Write, &last.text);
+        // `cp a b dir/` writes `dir/a` and `dir/b`.
+        if last.text.ends_with('/') {
+            into_directory(last, rest, found);
+        }
+    }
+}
+
+/// `dir/NAME` for each of `sources` (a move or copy into a directory).
+fn into_directory(dir: &Word, sources: &[&Word], found: &mut Found) {
+    for w in sources {
+        let base = base_name(w.text.trim_end_matches('/'));
+        found.push(Action::Write, &format!("{}{base}", dir.text));
+    }
+}
+
+/// `curl`/`wget`/…: `-o FILE` is written, `-T FILE` and `-d @FILE` are read, operands are URLs.
+fn fetch_targets(name: &str, args: &[Word], found: &mut Found) {
+    let p = parse(args, FETCH_OPTIONS, Order::Permute);
+    for v in p.values(&["-o", "-O", "--output", "--output-document"]) {
+        if v != "-" && !(name == "curl" && v.starts_with('-')) {
+            found.push(Action::Write, v);
+        }
+    }
+    for v in p.values(&["-T", "--upload-file"]) {
+        found.push(Action::Read, v);
+    }
+    let data = [
+        "-d",
+        "-F",
+        "--data",
+        "--data-binary",
+        "--data-raw",
+        "--data-urlencode",
+        "--form",
+        "--post-file",
+        "--body-file",
+    ];
+    for v in p.values(&data) {
+        if let Some(file) = v.split_once('@').map(|(_, f)| f) {
+            found.push(Action::Read, file);
+        }
+    }
+    for v in p.values(&["--post-file", "--body-file"]) {
+        found.push(Action::Read, v);
+    }
+    for w in p.operand_words(args) {
+        found.push(Action::Web, &w.text);
+    }
 }
 
 /// Whether `name` downloads from the network.

@@ -2,9 +2,12 @@
 //!
 //! `sudo dd …` runs `dd`; so do `env -i PATH=… dd`, `nice -n 10 dd`, `timeout 60 dd`,
 //! `busybox dd`, `xargs dd`, `find … -exec dd {} \;` and many more. [`unwrap`] peels such
-//! wrappers one by one (their options, option arguments and positional arguments are skipped per
-//! program) and returns every layer, outermost first, so rules are judged against the wrapper
-//! **and** the wrapped command. Programs that run a *script* (`bash -c`, `sh -c`, `eval`,
+//! wrappers one by one and returns every layer, outermost first, so rules are judged against the
+//! wrapper **and** the wrapped command. Most wrappers are one row of a table (`WRAPPERS`): their
+//! names, which of their options take an argument, the options with which they run no command,
+//! and how many operands come before the command; options are read by the one option reader,
+//! [`super::options`]. Only the wrappers that carry a script or reshape the command have code of
+//! their own. Programs that run a *script* (`bash -c`, `sh -c`, `eval`,
 //! `su -c`, `flock -c`, `watch`, `env -S`, `find -exec` lists, here-strings fed to a shell) yield
 //! that script text for recursive analysis; if the script is computed at run time the caller gets
 //! `None` and treats it as not analysable. Interactive shells (`bash -i`, which load aliases and
@@ -14,7 +17,8 @@
 //! that match its own text still apply — adding it never makes a decision weaker than judging
 //! its own command line.
 
-use super::shell::{Assignment, Stdin, Word, program_name};
+use super::options::{Order, Parsed, Spec, parse};
+use super::shell::{Assignment, Stdin, Word, base_name};
 
 /// `git -c` settings (prefixes, lower case) that make git run a command or load code.
 const GIT_EXEC_SETTINGS: &[&str] = &[
@@ -118,110 +122,6 @@ fn is_stdin_path(text: &str) -> bool {
     matches!(text, "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
 }
 
-/// Skips options. Returns the index of the first positional argument (after a `--`) and the
-/// options seen as `(name, value)`; names are `-x` for short and `--name` for long options.
-fn skip_options(
-    args: &[Word],
-    short_with_arg: &str,
-    long_with_arg: &[&str],
-) -> (usize, Vec<(String, Option<String>)>) {
-    let mut seen = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].text.as_str();
-        if a == "--" {
-            return (i + 1, seen);
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            if value.is_none() && long_with_arg.contains(&name) {
-                seen.push((format!("--{name}"), args.get(i + 1).map(|w| w.text.clone())));
-                i += 2;
-            } else {
-                seen.push((format!("--{name}"), value));
-                i += 1;
-            }
-            continue;
-        }
-        if a.len() > 1 && a.starts_with('-') {
-            let body: Vec<char> = a[1..].chars().collect();
-            let mut consumed_next = false;
-            for (k, ch) in body.iter().enumerate() {
-                if short_with_arg.contains(*ch) {
-                    let rest: String = body[k + 1..].iter().collect();
-                    if rest.is_empty() {
-                        seen.push((format!("-{ch}"), args.get(i + 1).map(|w| w.text.clone())));
-                        consumed_next = true;
-                    } else {
-                        seen.push((format!("-{ch}"), Some(rest)));
-                    }
-                    break;
-                }
-                seen.push((format!("-{ch}"), None));
-            }
-            i += if consumed_next { 2 } else { 1 };
-            continue;
-        }
-        return (i, seen);
-    }
-    (i, seen)
-}
-
-/// For programs whose options may follow positional arguments (GNU `getopt` permutation):
-/// the value of `-X VALUE`, `-…X VALUE`, `-XVALUE`, `--long VALUE` or `--long=VALUE` anywhere in
-/// `args` before a `--`. Assumes the other short options in a cluster take no value.
-fn permuted_option_value(args: &[Word], short: char, long: Option<&str>) -> Option<Word> {
-    let mut k = 0;
-    while k < args.len() {
-        let t = args[k].text.as_str();
-        if t == "--" {
-            return None;
-        }
-        if let Some(rest) = t.strip_prefix("--") {
-            let Some(long) = long else {
-                k += 1;
-                continue;
-            };
-            if rest == long {
-                return args.get(k + 1).cloned();
-            }
-            if let Some(v) = rest.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
-                return Some(Word {
-                    text: v.to_string(),
-                    ..args[k].clone()
-                });
-            }
-        } else if let Some(cluster) = t.strip_prefix('-')
-            && let Some(pos) = cluster.find(short)
-        {
-            let attached = &cluster[pos + short.len_utf8()..];
-            if attached.is_empty() {
-                return args.get(k + 1).cloned();
-            }
-            return Some(Word {
-                text: attached.to_string(),
-                ..args[k].clone()
-            });
-        }
-        k += 1;
-    }
-    None
-}
-
-fn has(seen: &[(String, Option<String>)], names: &[&str]) -> bool {
-    seen.iter().any(|(n, _)| names.contains(&n.as_str()))
-}
-
-fn value_of<'a>(seen: &'a [(String, Option<String>)], names: &[&str]) -> Option<&'a str> {
-    seen.iter()
-        .rev()
-        .find(|(n, _)| names.contains(&n.as_str()))
-        .and_then(|(_, v)| v.as_deref())
-}
-
 /// Leading `NAME=value` words (as `env` and `sudo` accept them).
 fn take_assignments(args: &[Word], out: &mut Vec<Assignment>) -> usize {
     let mut i = 0;
@@ -282,6 +182,7 @@ fn script_from(words: &[Word], via: &str) -> Script {
     }
 }
 
+/// What one wrapper layer wraps.
 enum Step {
     /// The wrapped command starts at this index of the arguments.
     Inner(usize),
@@ -304,10 +205,8 @@ pub fn unwrap(words: &[Word], stdin: &Stdin) -> Unwrapped {
         if first.dynamic {
             break;
         }
-        let name = program_name(&first.text);
         let args = &current[1..];
-        let step = step(&name, args, stdin, &mut out);
-        match step {
+        match step(base_name(&first.text), args, stdin, &mut out) {
             Step::Inner(start) if start < args.len() => {
                 let inner = args[start..].to_vec();
                 out.layers.push(inner.clone());
@@ -323,11 +222,51 @@ pub fn unwrap(words: &[Word], stdin: &Stdin) -> Unwrapped {
     out
 }
 
-fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
-    let after_options = |short: &str, long: &[&str]| skip_options(args, short, long);
-    match name {
-        "sudo" | "sudoedit" => {
-            let (i, seen) = after_options(
+/// A program that runs the command given after its own options (and, for some, a fixed number
+/// of other arguments). Wrappers that carry a script, or need more than this, have their own
+/// arm in [`step`].
+struct Wrapper {
+    /// Program names.
+    names: &'static [&'static str],
+    /// Its options: which take an argument. The first operand ends them.
+    options: Spec<'static>,
+    /// Options with which it runs no command (`sudo -l` lists, `ionice -p PID` changes a
+    /// running process, `command -v` looks a name up).
+    no_command: &'static [&'static str],
+    /// Operands between the options and the command (`timeout DURATION`, `chroot DIR`).
+    skip: usize,
+    /// Takes `NAME=value` words before the command (they set the command's environment).
+    assignments: bool,
+}
+
+const fn wrapper(names: &'static [&'static str], options: Spec<'static>) -> Wrapper {
+    Wrapper {
+        names,
+        options,
+        no_command: &[],
+        skip: 0,
+        assignments: false,
+    }
+}
+
+const fn spec(
+    short_with_arg: &'static str,
+    long_with_arg: &'static [&'static str],
+) -> Spec<'static> {
+    Spec {
+        short_with_arg,
+        long_with_arg,
+    }
+}
+
+/// The plain wrappers.
+const WRAPPERS: &[Wrapper] = &[
+    Wrapper {
+        no_command: &["-e", "--edit", "-l", "--list", "-v", "-k", "-K"],
+        assignments: true,
+        ..wrapper(
+            &["sudo"],
+            spec(
                 "ughCDpTrtUR",
                 &[
                     "user",
@@ -342,331 +281,266 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
                     "command-timeout",
                     "host",
                 ],
-            );
-            if name == "sudoedit" || has(&seen, &["-e", "--edit", "-l", "--list", "-v", "-k", "-K"])
-            {
-                return Step::Done;
-            }
-            Step::Inner(i + take_assignments(&args[i.min(args.len())..], &mut out.assignments))
-        }
-        "doas" => Step::Inner(after_options("uC", &[]).0),
-        "pkexec" => Step::Inner(after_options("", &["user"]).0),
-        "run0" => Step::Inner(
-            after_options(
-                "ugDp",
-                &[
-                    "user",
-                    "group",
-                    "nice",
-                    "chdir",
-                    "setenv",
-                    "unit",
-                    "property",
-                    "description",
-                    "slice",
-                    "machine",
-                    "background",
-                ],
-            )
-            .0,
+            ),
+        )
+    },
+    wrapper(&["doas"], spec("uC", &[])),
+    wrapper(&["pkexec"], spec("", &["user"])),
+    wrapper(
+        &["run0"],
+        spec(
+            "ugDp",
+            &[
+                "user",
+                "group",
+                "nice",
+                "chdir",
+                "setenv",
+                "unit",
+                "property",
+                "description",
+                "slice",
+                "machine",
+                "background",
+            ],
         ),
-        "env" => {
-            let (i, seen) = after_options(
-                "uCSPa",
-                &[
-                    "unset",
-                    "chdir",
-                    "split-string",
-                    "argv0",
-                    // `--default-signal`, `--ignore-signal` and `--block-signal` take their
-                    // signal list only as `=SIG`; the next word is the program.
-                ],
-            );
-            let i = i.min(args.len());
-            let n = take_assignments(&args[i..], &mut out.assignments);
-            if let Some(split) = value_of(&seen, &["-S", "--split-string"]) {
-                let mut carriers = vec![Word::literal(split)];
-                carriers.extend(args[i + n..].iter().cloned());
-                out.scripts.push(script_from(&carriers, "env -S"));
-                return Step::Done;
-            }
-            Step::Inner(i + n)
-        }
-        "nice" => Step::Inner(after_options("n", &["adjustment"]).0),
-        "ionice" => {
-            let (i, seen) = after_options("cnpPu", &["class", "classdata", "pid", "pgid", "uid"]);
-            if has(&seen, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
-                return Step::Done;
-            }
-            Step::Inner(i)
-        }
-        "timeout" | "gtimeout" => Step::Inner(after_options("sk", &["signal", "kill-after"]).0 + 1),
-        "nohup" | "setsid" | "builtin" | "unbuffer" | "fakeroot" | "catchsegv" | "torsocks"
-        | "caffeinate" => Step::Inner(after_options("", &[]).0),
-        "stdbuf" => Step::Inner(after_options("ioe", &["input", "output", "error"]).0),
-        "time" => Step::Inner(after_options("fo", &["format", "output"]).0),
-        "command" => {
-            let (i, seen) = after_options("", &[]);
-            if has(&seen, &["-v", "-V"]) {
-                return Step::Done;
-            }
-            Step::Inner(i)
-        }
-        "exec" => Step::Inner(after_options("a", &[]).0),
+    ),
+    wrapper(&["nice"], spec("n", &["adjustment"])),
+    Wrapper {
+        no_command: &["-p", "-P", "-u", "--pid", "--pgid", "--uid"],
+        ..wrapper(
+            &["ionice"],
+            spec("cnpPu", &["class", "classdata", "pid", "pgid", "uid"]),
+        )
+    },
+    Wrapper {
+        skip: 1,
+        ..wrapper(
+            &["timeout", "gtimeout"],
+            spec("sk", &["signal", "kill-after"]),
+        )
+    },
+    wrapper(
+        &[
+            "nohup",
+            "setsid",
+            "builtin",
+            "unbuffer",
+            "fakeroot",
+            "catchsegv",
+            "torsocks",
+            "caffeinate",
+            "firejail",
+        ],
+        Spec::NONE,
+    ),
+    wrapper(&["stdbuf"], spec("ioe", &["input", "output", "error"])),
+    wrapper(&["time"], spec("fo", &["format", "output"])),
+    Wrapper {
+        no_command: &["-v", "-V"],
+        ..wrapper(&["command"], Spec::NONE)
+    },
+    wrapper(&["exec"], spec("a", &[])),
+    Wrapper {
+        no_command: &["-p", "--pid", "-m", "--max"],
+        skip: 1,
+        ..wrapper(
+            &["chrt"],
+            spec("TPD", &["sched-runtime", "sched-period", "sched-deadline"]),
+        )
+    },
+    Wrapper {
+        no_command: &["-p", "--pid"],
+        skip: 1,
+        ..wrapper(&["taskset"], Spec::NONE)
+    },
+    Wrapper {
+        skip: 1,
+        ..wrapper(&["chroot"], spec("", &["userspec", "groups"]))
+    },
+    wrapper(
+        &["unshare"],
+        spec(
+            "RwSG",
+            &[
+                "root",
+                "wd",
+                "setuid",
+                "setgid",
+                "propagation",
+                "setgroups",
+                "map-user",
+                "map-group",
+                "map-users",
+                "map-groups",
+                "monotonic",
+                "boottime",
+            ],
+        ),
+    ),
+    // `-r`/`--root` and `-w`/`--wd` take their directory only when attached.
+    wrapper(&["nsenter"], spec("tSG", &["target", "setuid", "setgid"])),
+    wrapper(
+        &["setpriv"],
+        spec(
+            "",
+            &[
+                "reuid",
+                "regid",
+                "ruid",
+                "rgid",
+                "euid",
+                "egid",
+                "groups",
+                "inh-caps",
+                "ambient-caps",
+                "bounding-set",
+                "securebits",
+                "pdeathsig",
+                "selinux-label",
+                "apparmor-profile",
+                "landlock-access",
+                "landlock-rule",
+            ],
+        ),
+    ),
+    wrapper(&["prlimit"], spec("p", &["pid"])),
+    Wrapper {
+        no_command: &["-p"],
+        ..wrapper(&["strace", "ltrace"], spec("eoOpPsuEISXbnA", &[]))
+    },
+    wrapper(&["proxychains", "proxychains4"], spec("f", &[])),
+];
+
+/// `env`'s options; `-S` splits its argument into a command line (a script).
+const ENV: Spec<'static> = spec(
+    "uCSPa",
+    &[
+        "unset",
+        "chdir",
+        "split-string",
+        "argv0",
+        // `--default-signal`, `--ignore-signal` and `--block-signal` take their signal list
+        // only as `=SIG`; the next word is the program.
+    ],
+);
+
+const XARGS: Spec<'static> = spec(
+    "EILnPsda",
+    &[
+        "arg-file",
+        "delimiter",
+        // `--eof` takes its string only as `--eof=STR`.
+        "max-args",
+        "max-procs",
+        "max-chars",
+        "process-slot-var",
+    ],
+);
+
+const FLOCK: Spec<'static> = spec("wEc", &["wait", "timeout", "conflict-exit-code", "command"]);
+
+const SYSTEMD_RUN: Spec<'static> = spec(
+    "upEMH",
+    &[
+        "unit",
+        "property",
+        "description",
+        "slice",
+        "setenv",
+        "machine",
+        "host",
+        "uid",
+        "gid",
+        "nice",
+        "working-directory",
+        "on-active",
+        "on-boot",
+        "on-startup",
+        "on-unit-active",
+        "on-unit-inactive",
+        "on-calendar",
+        "on-clock-change",
+        "on-timezone-change",
+        "path-property",
+        "socket-property",
+        "timer-property",
+        "service-type",
+        "json",
+    ],
+);
+
+const WATCH: Spec<'static> = spec("nq", &["interval", "equexit"]);
+
+const SU: Spec<'static> = spec(
+    "cgGswu",
+    &[
+        "command",
+        "shell",
+        "group",
+        "supp-group",
+        "whitelist-environment",
+        "user",
+    ],
+);
+
+const SCRIPT: Spec<'static> = spec(
+    "cEIOT",
+    &[
+        "command",
+        "echo",
+        "log-in",
+        "log-out",
+        "log-timing",
+        "logging-format",
+    ],
+);
+
+/// `mapfile`/`readarray` and `compgen`/`complete`: options that take an argument.
+const MAPFILE: Spec<'static> = spec("dnOsuCc", &[]);
+const COMPLETE: Spec<'static> = spec("AGWFCXPSo", &[]);
+
+/// Options of the shells (`-o OPTION`, `--rcfile FILE`).
+const SHELL: Spec<'static> = spec("oO", &["rcfile", "init-file"]);
+
+/// One wrapper layer: what `name` (with `args`) wraps, recording scripts it carries and what
+/// makes it impossible to analyse in `out`.
+fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
+    if let Some(w) = WRAPPERS.iter().find(|w| w.names.contains(&name)) {
+        return plain_wrapper(w, args, out);
+    }
+    match name {
         // `coproc cmd args` runs `cmd` in the background (the grammar has no coproc node).
         "coproc" => Step::Inner(0),
+        // `busybox dd …` runs its applet; with an option first it runs none.
         "busybox" | "toybox" => match args.first() {
             Some(w) if !w.text.starts_with('-') => Step::Inner(0),
             _ => Step::Done,
         },
-        "xargs" => {
-            let (i, seen) = after_options(
-                "EILnPsda",
-                &[
-                    "arg-file",
-                    "delimiter",
-                    // `--eof` takes its string only as `--eof=STR`.
-                    "max-args",
-                    "max-procs",
-                    "max-chars",
-                    "process-slot-var",
-                ],
-            );
-            // With a replace string, words containing it are filled from input at run time
-            // (`xargs -I{} sh -c '{}'` runs whatever the input says).
-            let replace = value_of(&seen, &["-I"]).map(String::from).or_else(|| {
-                seen.iter()
-                    .find(|(n, _)| n == "-i" || n == "--replace")
-                    .map(|(_, v)| {
-                        v.clone()
-                            .filter(|v| !v.is_empty())
-                            .unwrap_or_else(|| "{}".into())
-                    })
-            });
-            match replace {
-                Some(r) if !r.is_empty() => Step::InnerWords(
-                    args[i.min(args.len())..]
-                        .iter()
-                        .map(|w| Word {
-                            dynamic: w.dynamic || w.text.contains(r.as_str()),
-                            ..w.clone()
-                        })
-                        .collect(),
-                ),
-                _ => Step::Inner(i),
-            }
-        }
+        "env" => env(args, out),
+        "xargs" => xargs(args),
         "find" => {
             find_exec(args, out);
             Step::Done
         }
-        "flock" => {
-            let (i, seen) =
-                after_options("wEc", &["wait", "timeout", "conflict-exit-code", "command"]);
-            if let Some(cmd) = seen
-                .iter()
-                .rev()
-                .find(|(n, _)| n == "-c" || n == "--command")
-            {
-                // `flock -c CMD FILE` is unusual but legal; the command string is what runs.
-                let carrier = args
-                    .iter()
-                    .find(|w| Some(&w.text) == cmd.1.as_ref())
-                    .cloned()
-                    .unwrap_or_else(|| Word::literal(cmd.1.as_deref().unwrap_or("")));
-                out.scripts.push(script_from(&[carrier], "flock -c"));
-                return Step::Done;
-            }
-            let rest = &args[(i + 1).min(args.len())..];
-            if let Some(first) = rest.first()
-                && (first.text == "-c" || first.text == "--command")
-            {
-                if let Some(script) = rest.get(1) {
-                    out.scripts
-                        .push(script_from(std::slice::from_ref(script), "flock -c"));
-                }
-                return Step::Done;
-            }
-            Step::Inner(i + 1)
-        }
-        "chrt" => {
-            let (i, seen) =
-                after_options("TPD", &["sched-runtime", "sched-period", "sched-deadline"]);
-            if has(&seen, &["-p", "--pid", "-m", "--max"]) {
-                return Step::Done;
-            }
-            Step::Inner(i + 1)
-        }
-        "taskset" => {
-            let (i, seen) = after_options("", &[]);
-            if has(&seen, &["-p", "--pid"]) {
-                return Step::Done;
-            }
-            Step::Inner(i + 1)
-        }
+        "flock" => flock(args, out),
         "systemd-run" => {
-            let (i, seen) = after_options(
-                "upEMH",
-                &[
-                    "unit",
-                    "property",
-                    "description",
-                    "slice",
-                    "setenv",
-                    "machine",
-                    "host",
-                    "uid",
-                    "gid",
-                    "nice",
-                    "working-directory",
-                    "on-active",
-                    "on-boot",
-                    "on-startup",
-                    "on-unit-active",
-                    "on-unit-inactive",
-                    "on-calendar",
-                    "on-clock-change",
-                    "on-timezone-change",
-                    "path-property",
-                    "socket-property",
-                    "timer-property",
-                    "service-type",
-                    "json",
-                ],
-            );
-            if has(&seen, &["-S", "--shell"]) {
+            let p = parse(args, SYSTEMD_RUN, Order::InOrder);
+            if p.has(&["-S", "--shell"]) {
                 out.opaque
                     .push("`systemd-run --shell` starts an interactive shell".into());
                 return Step::Done;
             }
-            Step::Inner(i)
+            Step::Inner(p.end)
         }
-        "watch" => {
-            let (i, seen) = after_options("nq", &["interval", "equexit"]);
-            let rest = &args[i.min(args.len())..];
-            if has(&seen, &["-x", "--exec"]) {
-                return Step::Inner(i);
-            }
-            if !rest.is_empty() {
-                out.scripts.push(script_from(rest, "watch"));
-            }
-            Step::Done
-        }
-        "su" | "runuser" => {
-            let (i, seen) = after_options(
-                "cgGswu",
-                &[
-                    "command",
-                    "shell",
-                    "group",
-                    "supp-group",
-                    "whitelist-environment",
-                    "user",
-                ],
-            );
-            if let Some(cmd) = value_of(&seen, &["-c", "--command"]) {
-                let carrier = args
-                    .iter()
-                    .find(|w| w.text == cmd)
-                    .cloned()
-                    .unwrap_or_else(|| Word::literal(cmd));
-                out.scripts.push(script_from(&[carrier], name));
-                return Step::Done;
-            }
-            // GNU option parsing also takes `-c` after the user name (`su root -c CMD`).
-            if let Some(carrier) =
-                permuted_option_value(&args[i.min(args.len())..], 'c', Some("command"))
-            {
-                out.scripts.push(script_from(&[carrier], name));
-                return Step::Done;
-            }
-            if name == "runuser" && has(&seen, &["-u", "--user"]) {
-                return Step::Inner(i);
-            }
-            Step::Done
-        }
+        "watch" => watch(args, out),
+        "su" | "runuser" => su(name, args, out),
         "script" => {
-            let (_, seen) = after_options(
-                "cEIOT",
-                &[
-                    "command",
-                    "echo",
-                    "log-in",
-                    "log-out",
-                    "log-timing",
-                    "logging-format",
-                ],
-            );
-            if let Some(cmd) = value_of(&seen, &["-c", "--command"]) {
-                let carrier = args
-                    .iter()
-                    .find(|w| w.text == cmd)
-                    .cloned()
-                    .unwrap_or_else(|| Word::literal(cmd));
-                out.scripts.push(script_from(&[carrier], "script -c"));
-            } else if let Some(carrier) = permuted_option_value(args, 'c', Some("command")) {
-                // GNU option parsing also takes `-c` after the log file (`script LOG -c CMD`).
-                out.scripts.push(script_from(&[carrier], "script -c"));
-            }
+            // GNU option parsing also takes `-c` after the log file (`script LOG -c CMD`).
+            let p = parse(args, SCRIPT, Order::Permute);
+            push_option_script(&p, &["-c", "--command"], args, "script -c", out);
             Step::Done
         }
-        "chroot" => Step::Inner(after_options("", &["userspec", "groups"]).0 + 1),
-        "unshare" => Step::Inner(
-            after_options(
-                "RwSG",
-                &[
-                    "root",
-                    "wd",
-                    "setuid",
-                    "setgid",
-                    "propagation",
-                    "setgroups",
-                    "map-user",
-                    "map-group",
-                    "map-users",
-                    "map-groups",
-                    "monotonic",
-                    "boottime",
-                ],
-            )
-            .0,
-        ),
-        // `-r`/`--root` and `-w`/`--wd` take their directory only when attached.
-        "nsenter" => Step::Inner(after_options("tSG", &["target", "setuid", "setgid"]).0),
-        "setpriv" => Step::Inner(
-            after_options(
-                "",
-                &[
-                    "reuid",
-                    "regid",
-                    "ruid",
-                    "rgid",
-                    "euid",
-                    "egid",
-                    "groups",
-                    "inh-caps",
-                    "ambient-caps",
-                    "bounding-set",
-                    "securebits",
-                    "pdeathsig",
-                    "selinux-label",
-                    "apparmor-profile",
-                    "landlock-access",
-                    "landlock-rule",
-                ],
-            )
-            .0,
-        ),
-        "prlimit" => Step::Inner(after_options("p", &["pid"]).0),
-        "strace" | "ltrace" => {
-            let (i, seen) = after_options("eoOpPsuEISXbnA", &[]);
-            if has(&seen, &["-p"]) {
-                return Step::Done;
-            }
-            Step::Inner(i)
-        }
-        "proxychains" | "proxychains4" => Step::Inner(after_options("f", &[]).0),
-        "firejail" => Step::Inner(after_options("", &[]).0),
         "eval" => {
             if !args.is_empty() {
                 out.scripts.push(script_from(args, "eval"));
@@ -674,97 +548,19 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
             Step::Done
         }
         "trap" => {
-            // `trap 'CMD' SIGNAL…` runs CMD later.
-            let (i, seen) = after_options("", &[]);
-            if !has(&seen, &["-p", "-l"])
-                && let Some(action) = args.get(i)
-                && args.len() > i + 1
-                && action.text != "-"
-            {
-                out.scripts
-                    .push(script_from(std::slice::from_ref(action), "trap"));
-            }
+            trap(args, out);
             Step::Done
         }
         // Builtins that run a command string later: `mapfile -C CALLBACK` (for every few
         // lines read), `compgen -C CMD` / `complete -C CMD` (to produce completions).
         "mapfile" | "readarray" | "compgen" | "complete" => {
-            if let Some(carrier) = permuted_option_value(args, 'C', None) {
-                let via = format!("{name} -C");
-                out.scripts.push(script_from(&[carrier], &via));
-            }
-            Step::Done
-        }
-        // `fc` without `-l` re-runs commands from the history, which the text does not show.
-        "fc" if !args
-            .iter()
-            .any(|w| w.text.starts_with('-') && w.text.contains('l')) =>
-        {
-            out.opaque
-                .push("`fc` runs commands from the shell history".into());
-            Step::Done
-        }
-        "bind"
-            if args
-                .iter()
-                .any(|w| w.text.starts_with('-') && w.text.contains('x')) =>
-        {
-            out.opaque.push("`bind -x` binds a key to a command".into());
-            Step::Done
-        }
-        "alias" => {
-            for w in args {
-                if let Some((_, body)) = w.text.split_once('=') {
-                    out.opaque.push(
-                        "`alias` defines a command whose later uses cannot be tracked".into(),
-                    );
-                    let carrier = Word {
-                        text: body.to_string(),
-                        ..w.clone()
-                    };
-                    out.scripts.push(script_from(&[carrier], "alias"));
-                }
-            }
-            Step::Done
-        }
-        "hash" if args.iter().any(|w| w.text.starts_with("-p")) => {
-            out.opaque
-                .push("`hash -p` makes a command name run another file".into());
-            Step::Done
-        }
-        "enable" if args.iter().any(|w| w.text.starts_with("-f")) => {
-            out.opaque
-                .push("`enable -f` loads a builtin from a shared library".into());
-            Step::Done
-        }
-        "shopt" if args.iter().any(|w| w.text == "expand_aliases") => {
-            out.opaque
-                .push("`shopt expand_aliases` makes later aliases run".into());
-            Step::Done
-        }
-        "git" => {
-            for (k, w) in args.iter().enumerate() {
-                let setting = match w.text.as_str() {
-                    "-c" => args.get(k + 1).map(|v| v.text.to_ascii_lowercase()),
-                    t if t.starts_with("--config-env") => Some(t.to_ascii_lowercase()),
-                    _ => None,
-                };
-                if let Some(setting) = setting
-                    && GIT_EXEC_SETTINGS
-                        .iter()
-                        .any(|p| setting.trim_start_matches("--config-env=").starts_with(p))
-                {
-                    out.opaque.push(format!(
-                        "`git -c {setting}` can make git run another command"
-                    ));
-                }
-            }
-            Step::Done
-        }
-        "source" | "." => {
-            out.opaque.push(format!(
-                "`{name}` runs the commands of a file whose contents are not known here"
-            ));
+            let options = if matches!(name, "mapfile" | "readarray") {
+                MAPFILE
+            } else {
+                COMPLETE
+            };
+            let p = parse(args, options, Order::Permute);
+            push_option_script(&p, &["-C"], args, &format!("{name} -C"), out);
             Step::Done
         }
         _ if is_shell(name) => {
@@ -780,20 +576,225 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
             }
             Step::Done
         }
-        _ => Step::Done,
+        _ => {
+            if let Some(reason) = untrackable(name, args, out) {
+                out.opaque.push(reason);
+            }
+            Step::Done
+        }
     }
 }
 
+/// A [`Wrapper`]: its options, then its `NAME=value` words and fixed operands, then the command.
+fn plain_wrapper(w: &Wrapper, args: &[Word], out: &mut Unwrapped) -> Step {
+    let p = parse(args, w.options, Order::InOrder);
+    if p.has(w.no_command) {
+        return Step::Done;
+    }
+    let mut start = p.end;
+    if w.assignments {
+        start += take_assignments(&args[start..], &mut out.assignments);
+    }
+    Step::Inner(start + w.skip)
+}
+
+/// Records the value of the last option named in `names` as a script run by `via`.
+fn push_option_script(p: &Parsed, names: &[&str], args: &[Word], via: &str, out: &mut Unwrapped) {
+    if let Some(carrier) = p.last(names).and_then(|o| Parsed::carrier(o, args)) {
+        out.scripts.push(script_from(&[carrier], via));
+    }
+}
+
+/// `env [OPTION]… [NAME=VALUE]… [COMMAND]`; `env -S 'CMD ARGS'` splits its argument into the
+/// command line, which is analysed as a script (with the words after it appended).
+fn env(args: &[Word], out: &mut Unwrapped) -> Step {
+    let p = parse(args, ENV, Order::InOrder);
+    let n = take_assignments(&args[p.end..], &mut out.assignments);
+    if let Some(split) = p.value(&["-S", "--split-string"]) {
+        let mut carriers = vec![Word::literal(split)];
+        carriers.extend(args[p.end + n..].iter().cloned());
+        out.scripts.push(script_from(&carriers, "env -S"));
+        return Step::Done;
+    }
+    Step::Inner(p.end + n)
+}
+
+/// `xargs [OPTION]… COMMAND`. With a replace string, words containing it are filled from the
+/// input at run time (`xargs -I{} sh -c '{}'` runs whatever the input says), so they are
+/// marked dynamic.
+fn xargs(args: &[Word]) -> Step {
+    let p = parse(args, XARGS, Order::InOrder);
+    let replace = p.value(&["-I"]).map(String::from).or_else(|| {
+        p.last(&["-i", "--replace"]).map(|o| {
+            o.value
+                .clone()
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "{}".into())
+        })
+    });
+    match replace {
+        Some(r) if !r.is_empty() => Step::InnerWords(
+            args[p.end..]
+                .iter()
+                .map(|w| Word {
+                    dynamic: w.dynamic || w.text.contains(r.as_str()),
+                    ..w.clone()
+                })
+                .collect(),
+        ),
+        _ => Step::Inner(p.end),
+    }
+}
+
+/// `flock [OPTION]… FILE COMMAND…`, or a command string: `flock [OPTION]… FILE -c CMD` and the
+/// unusual but legal `flock -c CMD FILE`.
+fn flock(args: &[Word], out: &mut Unwrapped) -> Step {
+    let p = parse(args, FLOCK, Order::InOrder);
+    if p.has(&["-c", "--command"]) {
+        push_option_script(&p, &["-c", "--command"], args, "flock -c", out);
+        return Step::Done;
+    }
+    let rest = &args[(p.end + 1).min(args.len())..];
+    if let Some(first) = rest.first()
+        && (first.text == "-c" || first.text == "--command")
+    {
+        if let Some(script) = rest.get(1) {
+            out.scripts
+                .push(script_from(std::slice::from_ref(script), "flock -c"));
+        }
+        return Step::Done;
+    }
+    Step::Inner(p.end + 1)
+}
+
+/// `watch CMD…` runs its words joined as a shell command line; `watch -x CMD…` runs them
+/// directly.
+fn watch(args: &[Word], out: &mut Unwrapped) -> Step {
+    let p = parse(args, WATCH, Order::InOrder);
+    if p.has(&["-x", "--exec"]) {
+        return Step::Inner(p.end);
+    }
+    let rest = &args[p.end..];
+    if !rest.is_empty() {
+        out.scripts.push(script_from(rest, "watch"));
+    }
+    Step::Done
+}
+
+/// `su`/`runuser`: `-c CMD` (also after the user name: GNU option parsing) is a script;
+/// `runuser -u USER COMMAND…` runs a command directly. Otherwise they run the user's shell with
+/// the arguments after the user name (`su root -- -c CMD` runs CMD), reading commands from
+/// standard input when there are none (`curl … | su`): that shell is the next layer, `sh`.
+fn su(name: &str, args: &[Word], out: &mut Unwrapped) -> Step {
+    let p = parse(args, SU, Order::Permute);
+    if p.last(&["-c", "--command"])
+        .is_some_and(|o| o.value.is_some())
+    {
+        push_option_script(&p, &["-c", "--command"], args, name, out);
+        return Step::Done;
+    }
+    if name == "runuser" && p.has(&["-u", "--user"]) {
+        return Step::Inner(p.operands.first().copied().unwrap_or(args.len()));
+    }
+    let mut operands = p
+        .operand_words(args)
+        .into_iter()
+        .skip_while(|w| w.text == "-");
+    let _user = operands.next();
+    let mut shell = vec![Word::literal("sh")];
+    shell.extend(operands.cloned());
+    Step::InnerWords(shell)
+}
+
+/// `trap 'CMD' SIGNAL…` runs CMD later.
+fn trap(args: &[Word], out: &mut Unwrapped) {
+    let p = parse(args, Spec::NONE, Order::InOrder);
+    if !p.has(&["-p", "-l"])
+        && let Some(action) = args.get(p.end)
+        && args.len() > p.end + 1
+        && action.text != "-"
+    {
+        out.scripts
+            .push(script_from(std::slice::from_ref(action), "trap"));
+    }
+}
+
+/// Builtins and programs that make later commands impossible to track, or run commands the text
+/// does not show: the reason, if `name` with `args` is one. An `alias` body is also analysed as
+/// a script.
+fn untrackable(name: &str, args: &[Word], out: &mut Unwrapped) -> Option<String> {
+    let options = |spec: Spec<'_>, order: Order| parse(args, spec, order);
+    match name {
+        // `fc` without `-l` re-runs commands from the history.
+        "fc" if !options(spec("e", &[]), Order::InOrder).has(&["-l"]) => {
+            Some("`fc` runs commands from the shell history".into())
+        }
+        "bind" if options(spec("mqurfx", &[]), Order::Permute).has(&["-x"]) => {
+            Some("`bind -x` binds a key to a command".into())
+        }
+        "alias" => {
+            let mut reason = None;
+            for w in args {
+                if let Some((_, body)) = w.text.split_once('=') {
+                    reason =
+                        Some("`alias` defines a command whose later uses cannot be tracked".into());
+                    let carrier = Word {
+                        text: body.to_string(),
+                        ..w.clone()
+                    };
+                    out.scripts.push(script_from(&[carrier], "alias"));
+                }
+            }
+            reason
+        }
+        "hash" if options(spec("p", &[]), Order::Permute).has(&["-p"]) => {
+            Some("`hash -p` makes a command name run another file".into())
+        }
+        "enable" if options(spec("f", &[]), Order::Permute).has(&["-f"]) => {
+            Some("`enable -f` loads a builtin from a shared library".into())
+        }
+        "shopt" if args.iter().any(|w| w.text == "expand_aliases") => {
+            Some("`shopt expand_aliases` makes later aliases run".into())
+        }
+        "git" => git_exec_setting(args),
+        "source" | "." => Some(format!(
+            "`{name}` runs the commands of a file whose contents are not known here"
+        )),
+        _ => None,
+    }
+}
+
+/// A `git -c`/`--config-env` setting that makes git run a command or load code.
+fn git_exec_setting(args: &[Word]) -> Option<String> {
+    let mut reason = None;
+    for (k, w) in args.iter().enumerate() {
+        let setting = match w.text.as_str() {
+            "-c" => args.get(k + 1).map(|v| v.text.to_ascii_lowercase()),
+            t if t.starts_with("--config-env") => Some(t.to_ascii_lowercase()),
+            _ => None,
+        };
+        if let Some(setting) = setting
+            && GIT_EXEC_SETTINGS
+                .iter()
+                .any(|p| setting.trim_start_matches("--config-env=").starts_with(p))
+        {
+            reason = Some(format!(
+                "`git -c {setting}` can make git run another command"
+            ));
+        }
+    }
+    reason
+}
+
 fn shell_invocation(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) {
-    let (i, seen) = skip_options(args, "oO", &["rcfile", "init-file"]);
-    let interactive = seen.iter().any(|(n, _)| n == "-i" || n == "--interactive");
-    if interactive {
+    let p = parse(args, SHELL, Order::InOrder);
+    if p.has(&["-i", "--interactive"]) {
         out.opaque.push(format!(
             "`{name} -i` starts an interactive shell whose aliases and rc files cannot be analysed"
         ));
     }
-    if seen.iter().any(|(n, _)| n == "-c") {
-        match args.get(i) {
+    if p.has(&["-c"]) {
+        match args.get(p.end) {
             Some(script) => out.scripts.push(script_from(
                 std::slice::from_ref(script),
                 &format!("{name} -c"),
@@ -832,35 +833,34 @@ fn shell_invocation(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrappe
 
 /// Where the shell or interpreter `name` takes its program from, given its arguments.
 pub fn program_source(name: &str, args: &[Word]) -> ProgramSource {
-    let (short, long, inline): (&str, &[&str], &[&str]) = if is_shell(name) {
-        ("oO", &["rcfile", "init-file"], &["-c"])
+    let (options, inline): (Spec<'_>, &[&str]) = if is_shell(name) {
+        (SHELL, &["-c"])
     } else if name.starts_with("python") || name.starts_with("pypy") {
-        ("WXQ", &[], &["-c", "-m"])
+        (spec("WXQ", &[]), &["-c", "-m"])
     } else if name.starts_with("perl") {
-        ("", &[], &["-e", "-E"])
+        (Spec::NONE, &["-e", "-E"])
     } else if name.starts_with("ruby") {
-        ("rIC", &[], &["-e"])
+        (spec("rIC", &[]), &["-e"])
     } else if matches!(name, "node" | "nodejs") {
         (
-            "r",
-            &["require", "import", "loader"],
+            spec("r", &["require", "import", "loader"]),
             &["-e", "-p", "--eval", "--print"],
         )
     } else if name.starts_with("php") {
-        ("fdc", &[], &["-r"])
+        (spec("fdc", &[]), &["-r"])
     } else if name.starts_with("lua") {
-        ("l", &[], &["-e"])
+        (spec("l", &[]), &["-e"])
     } else if is_interpreter(name) {
-        ("", &[], &["-e", "-c"])
+        (Spec::NONE, &["-e", "-c"])
     } else {
         return ProgramSource::NotInterpreter;
     };
-    let (i, seen) = skip_options(args, short, long);
-    if seen.iter().any(|(n, _)| inline.contains(&n.as_str())) {
+    let p = parse(args, options, Order::InOrder);
+    if p.has(inline) {
         return ProgramSource::Inline;
     }
     if name.starts_with("php")
-        && let Some(file) = value_of(&seen, &["-f"])
+        && let Some(file) = p.value(&["-f"])
     {
         return if is_stdin_path(file) {
             ProgramSource::Stdin
@@ -868,18 +868,15 @@ pub fn program_source(name: &str, args: &[Word]) -> ProgramSource {
             ProgramSource::File(Word::literal(file))
         };
     }
-    if is_shell(name) && seen.iter().any(|(n, _)| n == "-s") {
+    if is_shell(name) && p.has(&["-s"]) {
         return ProgramSource::Stdin;
     }
-    // `python3 -` and `sh -` read the program from stdin; `skip_options` stops before `-`.
-    match args.get(i) {
+    // `python3 -` and `sh -` read the program from stdin (a lone `-` is an operand); no
+    // program argument at all means stdin too.
+    match args.get(p.end) {
         Some(w) if is_stdin_path(&w.text) => ProgramSource::Stdin,
         Some(w) => ProgramSource::File(w.clone()),
-        None => {
-            // A lone `-` is consumed as an option by `skip_options` only if longer than 1 char,
-            // so reaching here means no program argument at all.
-            ProgramSource::Stdin
-        }
+        None => ProgramSource::Stdin,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::daemon::commands::required_str;
 use crate::daemon::dispatch::Ctx;
-use sayri_core::core::CoreError;
+use sayri_core::assistant::CoreError;
 use sayri_core::domain::profile::AgentProfile;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Value, json};

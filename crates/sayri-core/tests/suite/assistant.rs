@@ -1,11 +1,12 @@
 //! SayriCore: busy rule, ask, interrupt (no stale events, no further calls), remote turns.
 
-use super::engine_fakes::*;
+use super::engine_rig::rig;
 use sayri_core::SandboxLevel;
-use sayri_core::core::{CoreError, RemoteRequest};
+use sayri_core::assistant::{CoreError, RemoteRequest};
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::{CoreEvent, CoreState};
 use sayri_core::ports::SessionStore;
+use sayri_testkit::fakes::{ModelReply, RecordingSink, text};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -49,7 +50,7 @@ async fn ask_resolves_with_text_error_and_session_and_events_are_ordered() {
 
 #[tokio::test]
 async fn a_second_talk_while_busy_is_refused_clearly() {
-    let r = rig(vec![Reply::Hang("thinking")], false);
+    let r = rig(vec![ModelReply::Hang("thinking")], false);
     let sink = Arc::new(RecordingSink::default());
     let core = r.core(vec![], sink.clone());
     core.talk("first").unwrap();
@@ -107,7 +108,7 @@ async fn interrupt_mid_command_kills_it_and_nothing_follows() {
 
 #[tokio::test]
 async fn interrupt_mid_stream_drops_the_model_stream_at_once() {
-    let r = rig(vec![Reply::Hang("The answer is")], false);
+    let r = rig(vec![ModelReply::Hang("The answer is")], false);
     let sink = Arc::new(RecordingSink::default());
     let core = r.core(vec![], sink.clone());
     let core = Arc::new(core);
@@ -220,8 +221,8 @@ async fn remote_turns_never_approve_and_never_raise_the_level() {
     let asked = r.gate.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 2);
     assert!(
-        asked.iter().all(|q| !q.approvable),
-        "approvable=false at every step"
+        asked.iter().all(|q| !q.approver_available),
+        "approver_available=false at every step"
     );
     assert!(
         r.sandbox

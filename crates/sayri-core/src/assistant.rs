@@ -1,5 +1,5 @@
 //! `SayriCore`: the active agent and session, one local turn at a time, interrupt, sessions,
-//! agent switching and remote (gateway/routine) turns (spec §3, §15.3/§15.4 fixed).
+//! agent switching and remote (gateway/routine) turns.
 //!
 //! * **One local turn at a time.** `talk`/`ask` while a turn runs are refused with
 //!   [`CoreError::Busy`] (and a `hint`), never queued: a person who wants the new request
@@ -76,7 +76,7 @@ pub enum CoreError {
     Lost,
 }
 
-/// Result of [`SayriCore::ask`] (spec §3.7): `{text, error, session_id}`.
+/// Result of [`SayriCore::ask`], the `ask` command's reply: `{text, error, session_id}`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AskResult {
     /// Final answer (`""` if none).
@@ -109,7 +109,8 @@ pub struct CoreStatus {
     pub agent_id: String,
 }
 
-/// A remote turn (gateway message or routine), spec §3.6.
+/// A remote turn: a gateway message or a routine, run for someone who cannot answer
+/// permission questions.
 #[derive(Debug, Clone)]
 pub struct RemoteRequest {
     /// Request text.
@@ -273,7 +274,7 @@ impl SayriCore {
                 agent: g.agent.clone(),
                 level: g.agent.sandbox.level,
                 text: text.to_string(),
-                approvable: true,
+                approver_available: true,
                 cancel: cancel.clone(),
             };
             (g.generation, request)
@@ -345,7 +346,8 @@ impl SayriCore {
     }
 
     /// Makes `session_id` active and switches to its agent (fallback: current agent). An
-    /// unknown id changes nothing (spec §2.2). Returns the active session id.
+    /// unknown id changes nothing (no error, the current session stays). Returns the active
+    /// session id.
     pub fn switch_session(&self, session_id: &str) -> Result<String, CoreError> {
         let store = &self.engine.ports().store;
         let Some(info) = store.session(session_id)? else {
@@ -425,8 +427,8 @@ impl SayriCore {
         Ok(agent)
     }
 
-    /// Runs a remote turn (spec §3.6 with §15.1 items 8–9 and §15.4 item 27 fixed): no person
-    /// can approve at **any** step; the level is `min(requested, agent's)`; there is no
+    /// Runs a remote turn: no person can approve at **any** step (pinned by
+    /// `remote_turns_never_approve_and_never_raise_the_level`); the level is `min(requested, agent's)`; there is no
     /// cut-off — events stream to `sink` until the turn ends. Does not touch the local state
     /// machine. Returns the outcome (the final text, or the error).
     pub async fn process_remote_message(
@@ -470,7 +472,7 @@ impl SayriCore {
             agent: Arc::new(agent),
             level,
             text: req.text.trim().to_string(),
-            approvable: false,
+            approver_available: false,
             cancel: req.cancel.clone(),
         };
         Ok(self.engine.run_turn(request, sink).await)

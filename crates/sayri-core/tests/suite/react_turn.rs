@@ -1,10 +1,11 @@
 //! The ReAct loop over fake ports: steps, blocks, caps, refusals, errors, history.
 
-use super::engine_fakes::*;
+use super::engine_rig::rig;
 use sayri_core::SandboxLevel;
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::{CoreEvent, TurnRequest};
 use sayri_core::ports::{ChatError, ChatEvent, FinishReason, Role, SessionStore, Usage};
+use sayri_testkit::fakes::{ModelReply, RecordingSink, text};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -16,7 +17,7 @@ fn turn(agent: AgentProfile, text: &str) -> TurnRequest {
         agent: Arc::new(agent),
         level,
         text: text.into(),
-        approvable: true,
+        approver_available: true,
         cancel: CancellationToken::new(),
     }
 }
@@ -27,7 +28,7 @@ const STEP: &str = "Let me check.\n```bash\ndf -h\n```";
 async fn multi_step_turn_runs_the_block_and_feeds_the_observation_back() {
     let r = rig(
         vec![
-            Reply::Text(vec!["Let me ", "check.\n```ba", "sh\ndf -h\n```"]),
+            ModelReply::Text(vec!["Let me ", "check.\n```ba", "sh\ndf -h\n```"]),
             text("You have 40G free."),
         ],
         false,
@@ -178,7 +179,7 @@ async fn step_cap_is_six_model_calls_and_the_last_block_is_not_run() {
 #[tokio::test]
 async fn blocks_in_reasoning_and_untagged_fences_are_never_executed() {
     let r = rig(
-        vec![Reply::Events(vec![
+        vec![ModelReply::Events(vec![
             Ok(ChatEvent::Reasoning(
                 "Old habit would be:\n```bash\nrm -rf ~/sayri-cache\n```\nbut listing is enough."
                     .into(),
@@ -279,7 +280,7 @@ async fn level_zero_never_asks_the_gate_nor_runs() {
 #[tokio::test]
 async fn finish_length_runs_nothing_and_reports_a_clear_error() {
     let r = rig(
-        vec![Reply::Events(vec![
+        vec![ModelReply::Events(vec![
             Ok(ChatEvent::Content(
                 "Sure:\n```bash\nrm -rf /tmp/x && echo".into(),
             )),
@@ -306,7 +307,7 @@ async fn finish_length_runs_nothing_and_reports_a_clear_error() {
 #[tokio::test]
 async fn finish_length_on_plain_text_keeps_the_answer_and_says_it_was_cut_off() {
     let r = rig(
-        vec![Reply::Events(vec![
+        vec![ModelReply::Events(vec![
             Ok(ChatEvent::Content(
                 "Paris is the capital of France, and its".into(),
             )),
@@ -333,7 +334,7 @@ async fn finish_length_on_plain_text_keeps_the_answer_and_says_it_was_cut_off() 
 #[tokio::test]
 async fn stream_errors_and_cut_off_streams_become_error_rows_and_events() {
     let r = rig(
-        vec![Reply::Events(vec![Err(ChatError::Unreachable {
+        vec![ModelReply::Events(vec![Err(ChatError::Unreachable {
             url: "http://127.0.0.1:9".into(),
         })])],
         false,
@@ -357,7 +358,7 @@ async fn stream_errors_and_cut_off_streams_become_error_rows_and_events() {
 
     // No Finish at all: the connection was cut.
     let r = rig(
-        vec![Reply::Events(vec![Ok(ChatEvent::Content(
+        vec![ModelReply::Events(vec![Ok(ChatEvent::Content(
             "```bash\nls\n```".into(),
         ))])],
         false,
@@ -394,7 +395,7 @@ async fn strip_patterns_clean_the_final_answer() {
 async fn the_next_turn_replays_the_tool_result_but_never_reasoning() {
     let r = rig(
         vec![
-            Reply::Events(vec![
+            ModelReply::Events(vec![
                 Ok(ChatEvent::Reasoning("PRIVATE THOUGHT".into())),
                 Ok(ChatEvent::Content(STEP.into())),
                 Ok(ChatEvent::Finish(FinishReason::Stop)),
@@ -494,7 +495,7 @@ async fn preferences_record_the_current_request_as_intent() {
     );
 }
 
-/// Figure for the issue's benchmark: prompt tokens per request over a scripted 20-turn chat
+/// Figure: prompt tokens per request over a scripted 20-turn chat
 /// with one command per turn (counted with o200k_base over the request messages). The bound
 /// checked is the history budget, not a timing.
 #[tokio::test]
@@ -563,9 +564,10 @@ async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
     );
 }
 
-/// Case 32 row 7: a misspelt level is refused with the file and field named, never level 3.
+/// A valid level-2 profile file loads; a misspelt level is refused with the file and field
+/// named, never loaded as level 3.
 #[test]
-fn profile_files_from_case_32_load_or_fail_closed() {
+fn profile_files_load_or_fail_closed() {
     let ok = AgentProfile::from_json(
         include_str!("../fixtures/researcher.json"),
         "agents/researcher.json",

@@ -1,0 +1,64 @@
+//! What cannot be analysed (computed command words, `eval` of computed text, `source`,
+//! look-alike characters, …) is at least `ask`.
+
+use super::permissions_common::{ASK_BUT, DENY_RM, L3, check_table};
+use sayri_core::domain::permissions::Effect::{Allow, Ask};
+
+#[test]
+fn what_cannot_be_analysed_is_at_least_ask() {
+    check_table(
+        DENY_RM,
+        L3,
+        &[
+            ("bash-ic-alias", "bash -ic 'll'", Ask),
+            ("bash-i-c", "bash -i -c ls", Ask),
+            ("var-command", "$CMD -rf /tmp/x", Ask),
+            ("braced-var-command", "${CMD} /tmp/x", Ask),
+            ("arith-command", "$((1)) /tmp/x", Ask),
+            ("backtick-command", "`echo rm` /tmp/x", Ask),
+            ("glob-command", "/???/?m /tmp/x", Ask),
+            ("eval-var", "eval $X", Ask),
+            ("source", "source ./env.sh", Ask),
+            ("dot", ". ~/.bashrc", Ask),
+            ("python-heredoc", "python3 <<EOF\nimport os\nEOF", Ask),
+            ("bash-heredoc", "bash <<'EOF'\nls\nEOF", Ask),
+            ("pipe-to-sh", "echo ls | sh", Ask),
+            ("heredoc-pipe-to-sh", "cat <<'EOF' | sh\nls\nEOF", Ask),
+            ("rot13-to-sh", "echo yf | tr a-z n-za-m | bash", Ask),
+            ("parse-error", "ls 'unterminated", Ask),
+            ("bash-c-var", "bash -c \"$SCRIPT\"", Ask),
+            ("keyword-as-program", "nice -n 5 { rm -rf /tmp/x; }", Ask),
+            (
+                "xargs-replace-script",
+                "xargs -I{} sh -c '{}' < cmds.txt",
+                Ask,
+            ),
+            (
+                "xargs-i-command-word",
+                "xargs -i {} --help < progs.txt",
+                Ask,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn unicode_look_alikes_never_weaken() {
+    check_table(
+        DENY_RM,
+        L3,
+        &[
+            ("cyrillic-s-sudo", "ѕudo rm /tmp/x", Ask),
+            ("fullwidth-rm", "ｒｍ -rf /tmp/x", Ask),
+        ],
+    );
+    // `r*` allows names starting with r; a homoglyph of `rm` must not ride on it.
+    check_table(
+        ASK_BUT,
+        L3,
+        &[
+            ("cyrillic-m", "rм -rf /", Ask),
+            ("plain-r-program", "rsync -a a b", Allow),
+        ],
+    );
+}
