@@ -102,12 +102,12 @@ pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::R
         ),
         Err(e) => return Err(e.into()),
     };
-    let mut params = serde_json::Map::new();
-    params.insert("request_id".into(), args.request_id.clone().into());
-    params.insert("allow".into(), args.allow.into());
-    params.insert("remember".into(), (args.allow && args.always).into());
     let reply = client
-        .request(sayri_protocol::names::cmd::PERMISSION_ANSWER, params)
+        .request_with(&sayri_protocol::params::PermissionAnswerParams {
+            request_id: args.request_id.clone(),
+            allow: args.allow,
+            remember: args.allow && args.always,
+        })
         .await?;
     if reply.get("delivered").and_then(serde_json::Value::as_bool) != Some(true) {
         anyhow::bail!(

@@ -20,4 +20,5 @@ mod status_sandbox;
 pub mod support;
 mod terminal_escapes;
 mod turn_concurrency;
+mod typed_params;
 mod vault_canary;
