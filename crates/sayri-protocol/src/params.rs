@@ -238,7 +238,11 @@ pub struct TalkParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Start a new conversation first.
-    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "bool_or_null")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "bool_or_null"
+    )]
     pub new: bool,
 }
 
@@ -280,7 +284,11 @@ pub struct AskParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Start a new conversation first.
-    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "bool_or_null")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "bool_or_null"
+    )]
     pub new: bool,
 }
 
@@ -625,7 +633,11 @@ mod tests {
     fn every_params_type_names_a_protocol_command_once() {
         let mut seen = std::collections::BTreeSet::new();
         for info in ALL {
-            assert!(cmd::ALL.contains(&info.cmd), "{} is not a command", info.cmd);
+            assert!(
+                cmd::ALL.contains(&info.cmd),
+                "{} is not a command",
+                info.cmd
+            );
             assert!(seen.insert(info.cmd), "{} has two params types", info.cmd);
         }
     }
@@ -655,8 +667,7 @@ mod tests {
         assert!(e.message.contains("`text`"), "{e}");
         let e = parse::<AskParams>(map(json!({"text": "   "}))).unwrap_err();
         assert!(e.message.contains("`text`"), "{e}");
-        let e =
-            parse::<PermissionForgetParams>(map(json!({"acton": "shell"}))).unwrap_err();
+        let e = parse::<PermissionForgetParams>(map(json!({"acton": "shell"}))).unwrap_err();
         assert!(e.message.contains("acton"), "{e}");
         let e = parse::<SessionGetParams>(map(json!({"session_id": ""}))).unwrap_err();
         assert!(e.message.contains("`session_id`"), "{e}");

@@ -31,12 +31,8 @@ pub fn valid_agent_id(id: &str) -> bool {
 /// # Errors
 /// A message naming the file, and the field when one is wrong.
 pub fn load_profile_file(path: &Path) -> Result<AgentProfile, String> {
-    read_profile(path)?.ok_or_else(|| {
-        format!(
-            "cannot read agent profile {}: no such file",
-            path.display()
-        )
-    })
+    read_profile(path)?
+        .ok_or_else(|| format!("cannot read agent profile {}: no such file", path.display()))
 }
 
 /// [`load_profile_file`], with `Ok(None)` when the file does not exist.

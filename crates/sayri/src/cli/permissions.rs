@@ -19,10 +19,10 @@
 //! * Policies: those that apply under `sayri.toml`; `--policies DIR` tries every `*.json` file of
 //!   DIR (name order) in their place.
 
-use clap::{Args, Subcommand};
 use crate::agents::{self, FileAgents};
 use crate::paths::Paths;
 use crate::{config_file, policies};
+use clap::{Args, Subcommand};
 use sayri_core::domain::permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals,
 };
@@ -333,7 +333,11 @@ mod tests {
         })
     }
 
-    fn run_json(cmd: &PermissionsCommand, paths: &Paths, store: &Store) -> (i32, serde_json::Value) {
+    fn run_json(
+        cmd: &PermissionsCommand,
+        paths: &Paths,
+        store: &Store,
+    ) -> (i32, serde_json::Value) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run_to(cmd, paths, store, &mut out, &mut err);
         let v = serde_json::from_slice(&out).unwrap_or(serde_json::Value::Null);

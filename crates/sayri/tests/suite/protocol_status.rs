@@ -21,7 +21,11 @@ fn protocol_md_marks_exactly_the_commands_the_daemon_implements_with_their_acces
             status == "implemented",
             registered.is_some(),
             "`{name}`: PROTOCOL.md says {status:?}, the dispatcher {}",
-            if registered.is_some() { "has it" } else { "does not" }
+            if registered.is_some() {
+                "has it"
+            } else {
+                "does not"
+            }
         );
         if let Some((_, class, _)) = registered {
             assert_eq!(

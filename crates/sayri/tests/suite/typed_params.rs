@@ -14,12 +14,24 @@ fn bad_params_answer_invalid_params_naming_the_parameter() {
         ("ask", json!({"timeout": 5}), "`text`"),
         ("talk", json!({"text": "   "}), "`text`"),
         ("session_get", json!({}), "`session_id`"),
-        ("session_rename", json!({"session_id": "s", "title": 7}), "`title`"),
+        (
+            "session_rename",
+            json!({"session_id": "s", "title": 7}),
+            "`title`",
+        ),
         ("sessions_list", json!({"limit": -1}), "`limit`"),
-        ("permission_answer", json!({"request_id": "0123456789ab", "allow": "yes"}), "`allow`"),
+        (
+            "permission_answer",
+            json!({"request_id": "0123456789ab", "allow": "yes"}),
+            "`allow`",
+        ),
         ("permission_forget", json!({"acton": "shell"}), "acton"),
         ("config_set", json!({"key": "ui.autostart"}), "`value`"),
-        ("vault_set", json!({"key": "K", "value": "v", "descripton": "typo"}), "descripton"),
+        (
+            "vault_set",
+            json!({"key": "K", "value": "v", "descripton": "typo"}),
+            "descripton",
+        ),
     ];
     for (i, (cmd, params, names)) in cases.iter().enumerate() {
         let r = c.call(cmd, params.clone(), i as u64);
