@@ -1,5 +1,5 @@
-//! Requests on one connection run concurrently: a long task-mode command (standing in for `ask`,
-//! which a later issue implements) does not block `ping` or `permission_answer` behind it.
+//! Requests on one connection run concurrently: a long task-mode command (a custom handler
+//! standing in for `ask`) does not block `ping` or `permission_answer` behind it.
 //! Uses an embedded daemon with the real socket, dispatcher and client.
 
 use sayri::client::Client;
