@@ -196,6 +196,9 @@ no_params! {
 // Runtime
 
 /// Which agent and session a turn runs in (the common part of [`TalkParams`] and [`AskParams`]).
+///
+/// The two structs repeat these fields instead of sharing them with `#[serde(flatten)]`:
+/// serde cannot refuse unknown fields through a flattened struct.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TurnTarget<'a> {
     /// Switch to this agent first (`agent_id`, else `target_agent_id`; empty = the active one).

@@ -20,13 +20,7 @@ fn new_conversation_while_a_card_is_open_settles_it_and_runs_nothing() {
     let env = Env::new();
     setup(&env, &model, true, 30);
     let _d = env.start_daemon();
-    let mut c = RawClient::connect(&env.socket());
-    c.writer
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok();
-    send_ask(&mut c, "go", 1);
-    let card = wait_event(&mut c, "permission_request", Duration::from_secs(15)).unwrap();
-    let id = card["request"]["id"].as_str().unwrap().to_string();
+    let (mut c, id) = ask_until_card(&env, "go", 15, "the command raises a card");
     let mut o = RawClient::connect(&env.socket());
     let r = o.call("new_conversation", json!({}), 2);
     assert_eq!(r["ok"], true, "{r}");
@@ -61,13 +55,7 @@ fn a_restart_while_a_card_is_open_runs_nothing_and_forgets_the_card() {
     let env = Env::new();
     setup(&env, &model, true, 30);
     let mut d = env.start_daemon();
-    let mut c = RawClient::connect(&env.socket());
-    c.writer
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok();
-    send_ask(&mut c, "go", 1);
-    let card = wait_event(&mut c, "permission_request", Duration::from_secs(15)).unwrap();
-    let id = card["request"]["id"].as_str().unwrap().to_string();
+    let (c, id) = ask_until_card(&env, "go", 15, "the command raises a card");
     assert!(
         d.terminate(Duration::from_secs(10)).is_some(),
         "the daemon did not stop"

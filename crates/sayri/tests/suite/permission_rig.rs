@@ -7,7 +7,7 @@
 //! proposed command. Commands append to marker files, which count how often they really ran.
 
 use super::support::{Env, RawClient};
-use sayri_testkit::{FakeLlm, RecordedRequest, Reply, Script, sse};
+use sayri_testkit::{RecordedRequest, Reply, Script, sse};
 use serde_json::{Value, json};
 use std::io::BufRead;
 use std::path::Path;
@@ -71,23 +71,12 @@ pub fn reply_for(req: &RecordedRequest) -> Reply {
     }
 }
 
-/// The scripted model server with the runtime that drives it (dropped after the server).
-pub struct Model {
-    pub llm: FakeLlm,
-    _rt: tokio::runtime::Runtime,
-}
+pub use super::scripted_turns::Model;
 
 impl Model {
+    /// The model of the permission tests ([`reply_for`]).
     pub fn start() -> Model {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let llm = rt
-            .block_on(FakeLlm::start(Script::from_fn(reply_for)))
-            .unwrap();
-        Model { llm, _rt: rt }
+        Model::scripted(Script::from_fn(reply_for))
     }
 
     /// Chat request bodies of turns (title requests left out).

@@ -16,6 +16,20 @@ pub struct Model {
     _rt: tokio::runtime::Runtime,
 }
 
+impl Model {
+    /// A model server on loopback answering by `script`, driven by a runtime of its own so the
+    /// tests stay synchronous.
+    pub fn scripted(script: Script) -> Model {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let llm = rt.block_on(FakeLlm::start(script)).unwrap();
+        Model { llm, _rt: rt }
+    }
+}
+
 /// Title requests (`max_tokens: 15`) get a title; every other request takes the next reply.
 pub fn start_model(replies: Vec<Reply>) -> Model {
     let queue = Arc::new(Mutex::new(VecDeque::from(replies)));
@@ -32,13 +46,7 @@ pub fn start_model(replies: Vec<Reply>) -> Model {
             .pop_front()
             .unwrap_or_else(|| Reply::sse(sse::content_stream(&["Done."])))
     });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let llm = rt.block_on(FakeLlm::start(script)).unwrap();
-    Model { llm, _rt: rt }
+    Model::scripted(script)
 }
 
 /// `sayri.toml` for the model, and agent `hostile` at level 3 (`ask_before_run` as given).

@@ -178,7 +178,17 @@ impl RawClient {
             reader: BufReader::new(s.try_clone()?),
             writer: s,
         };
-        let greeting = c.read_value();
+        // A connection that ends before the greeting is an error to retry, not a panic: while a
+        // killed daemon's child still holds its listening socket (between fork and exec), a
+        // connect can succeed and then be reset.
+        let mut line = String::new();
+        if c.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "closed before the ready greeting",
+            ));
+        }
+        let greeting: Value = serde_json::from_str(&line).map_err(std::io::Error::other)?;
         assert_eq!(greeting["event"], "ready", "{greeting}");
         Ok(c)
     }
