@@ -1,4 +1,5 @@
-//! Sandbox levels: the isolation a command runs under (spec §5.1, DESIGN §2).
+//! Sandbox levels: the isolation a command runs under, from 0 (nothing runs) to 4 (the host,
+//! as root). A level runs a command only when the kernel gives everything it promises.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -77,7 +78,7 @@ impl std::error::Error for UnknownLevel {}
 impl FromStr for SandboxLevel {
     type Err = UnknownLevel;
 
-    /// Accepts `0`–`4`, the canonical names (any case), and the CLI aliases of spec §13.2
+    /// Accepts `0`–`4`, the canonical names (any case), and the short aliases the CLI offers
     /// (`no_exec`, `readonly`, `isolated`, `host`, `root`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim().to_ascii_lowercase();

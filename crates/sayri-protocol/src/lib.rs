@@ -14,9 +14,11 @@ pub mod level;
 pub mod message;
 pub mod names;
 pub mod ndjson;
+pub mod params;
 
 pub use level::SandboxLevel;
 pub use message::{ErrorCode, Event, ProtocolError, Request, Response, ServerMessage};
+pub use params::Params;
 
 /// Version of the wire protocol, reported by `version` and `status` as `protocol_version`.
 /// Bumped when a command or event changes shape incompatibly.

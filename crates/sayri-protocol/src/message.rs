@@ -1,4 +1,4 @@
-//! The three message shapes of the wire protocol (spec §2.1): requests, responses and events.
+//! The three message shapes of the wire protocol: requests, responses and events.
 //!
 //! * Request (client → daemon): `{"cmd": NAME, "params": {...}, "id": ANY}`.
 //! * Response (daemon → the requesting client): `{"ok": true, "result": JSON, "id": ID}` or

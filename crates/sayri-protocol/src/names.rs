@@ -1,15 +1,15 @@
 //! Every command and event name of the protocol, in one place.
 //!
-//! Names and meanings follow the original Sayri (spec §2.2 and §2.3); commands that a later
-//! issue implements are listed already so that clients can rely on them. The daemon answers a
+//! Names and meanings follow the original Sayri, so its clients keep working; commands not
+//! implemented yet are listed already so that clients can rely on them. The daemon answers a
 //! listed but unimplemented command with `ok:false`, `code:"not_implemented"`.
 
-/// Command names (`{"cmd": NAME, ...}`), spec §2.2.
+/// Command names (`{"cmd": NAME, ...}`), as the original Sayri names them.
 pub mod cmd {
     macro_rules! names {
         ($($id:ident = $s:literal),* $(,)?) => {
             $(#[doc = concat!("`", $s, "`")] pub const $id: &str = $s;)*
-            /// Every command name, in spec order.
+            /// Every command name, in the order PROTOCOL.md lists them.
             pub const ALL: &[&str] = &[$($s),*];
         };
     }
@@ -42,7 +42,7 @@ pub mod cmd {
     }
 }
 
-/// Event names (`{"event": NAME, ...payload}`), spec §2.3, plus Sayri's additions.
+/// Event names (`{"event": NAME, ...payload}`): the original Sayri's, plus Sayri's additions.
 pub mod event {
     macro_rules! names {
         ($($id:ident = $s:literal),* $(,)?) => {

@@ -1,4 +1,7 @@
 //! Atomic replacement of a file: temp file (0600) + fsync + rename + fsync of the directory.
+//!
+//! The one way Sayri replaces a file it owns: the vault writes `vault.enc` with it, and the
+//! `sayri` binary writes `sayri.toml` with it.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -7,9 +10,38 @@ use std::path::{Path, PathBuf};
 
 use crate::VaultError;
 
+/// A step of [`write_atomic`] or [`sync_dir`] failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{action} {path}: {source}")]
+pub struct AtomicWriteError {
+    /// What was being done ("writing", "renaming the new file over", …).
+    pub action: &'static str,
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The OS error.
+    pub source: std::io::Error,
+}
+
+impl AtomicWriteError {
+    fn new(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+        AtomicWriteError {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl From<AtomicWriteError> for VaultError {
+    fn from(e: AtomicWriteError) -> Self {
+        VaultError::io(e.action, e.path, e.source)
+    }
+}
+
 /// The temp file used while replacing `path`: `.<name>.tmp` in the same directory (same filesystem,
-/// so the rename is atomic). Callers serialise writers with the vault lock.
-pub(crate) fn temp_path(path: &Path) -> PathBuf {
+/// so the rename is atomic). Callers serialise writers of one file (the vault with its lock, the
+/// daemon with its config lock).
+pub fn temp_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -18,9 +50,12 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
 }
 
 /// Replaces `path` with `bytes` so that a reader (or a crash at any point) sees either the old file
-/// or the new one, never a mix. The file is created 0600. On error the temp file is removed and the
-/// old file is untouched.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), VaultError> {
+/// or the new one, never a mix. The file is created 0600 (a symlink at the temp path is not
+/// followed). On error the temp file is removed and the old file is untouched.
+///
+/// # Errors
+/// The step that failed, with its path and the OS error.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     let tmp = temp_path(path);
     let result = write_then_rename(&tmp, path, bytes);
     if result.is_err() {
@@ -29,7 +64,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), VaultError> 
     result
 }
 
-fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), VaultError> {
+fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -37,16 +72,16 @@ fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), VaultE
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(tmp)
-        .map_err(|e| VaultError::io("creating the temporary file", tmp, e))?;
+        .map_err(|e| AtomicWriteError::new("creating the temporary file", tmp, e))?;
     // A stale temp file keeps its old mode through O_TRUNC; force 0600.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| VaultError::io("restricting to 0600", tmp, e))?;
+        .map_err(|e| AtomicWriteError::new("restricting to 0600", tmp, e))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
-        .map_err(|e| VaultError::io("writing", tmp, e))?;
+        .map_err(|e| AtomicWriteError::new("writing", tmp, e))?;
     drop(file);
     std::fs::rename(tmp, path)
-        .map_err(|e| VaultError::io("renaming the new vault over", path, e))?;
+        .map_err(|e| AtomicWriteError::new("renaming the new file over", path, e))?;
     if let Some(dir) = path.parent() {
         sync_dir(dir)?;
     }
@@ -54,7 +89,10 @@ fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), VaultE
 }
 
 /// fsyncs a directory so a rename or a new entry in it is durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), VaultError> {
+///
+/// # Errors
+/// The directory cannot be opened or synced.
+pub fn sync_dir(dir: &Path) -> Result<(), AtomicWriteError> {
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -62,5 +100,5 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), VaultError> {
     };
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| VaultError::io("syncing the directory", dir, e))
+        .map_err(|e| AtomicWriteError::new("syncing the directory", dir, e))
 }

@@ -11,7 +11,7 @@
 //!
 //! See the crate README for the threat model.
 
-mod atomic_write;
+pub mod atomic_write;
 pub mod cli;
 mod error;
 mod file_lock;

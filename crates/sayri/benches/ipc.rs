@@ -53,14 +53,19 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let dir = tempfile::tempdir_in("/tmp").unwrap();
     let socket: PathBuf = dir.path().join("s/sayri-daemon.sock");
+    start_to_ready(dir.path(), &socket);
+    idle_rss_and_ping(dir.path(), &socket);
+    broadcast_throughput();
+}
 
-    // start → ready
+/// Spawns the daemon five times; prints the median time until a client gets `ready`.
+fn start_to_ready(dir: &Path, socket: &Path) {
     let mut starts = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let child = spawn(dir.path());
+        let child = spawn(dir);
         let client = loop {
-            if let Some(c) = connect_ready(&socket) {
+            if let Some(c) = connect_ready(socket) {
                 break c;
             }
             assert!(
@@ -80,11 +85,13 @@ fn main() {
         starts[0].as_secs_f64() * 1e3,
         starts[4].as_secs_f64() * 1e3
     );
+}
 
-    // idle RSS after 10 s, then ping latency on the same daemon
-    let child = spawn(dir.path());
+/// Idle RSS 10 s after start, then ping round trips on one connection of the same daemon.
+fn idle_rss_and_ping(dir: &Path, socket: &Path) {
+    let child = spawn(dir);
     let mut reader = loop {
-        if let Some(c) = connect_ready(&socket) {
+        if let Some(c) = connect_ready(socket) {
             break c;
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -127,8 +134,10 @@ fn main() {
     drop(writer);
     drop(reader);
     stop(child);
+}
 
-    // broadcast throughput to 64 clients (embedded daemon)
+/// Events per second broadcast to 64 reading clients of an embedded daemon.
+fn broadcast_throughput() {
     let dir2 = tempfile::tempdir_in("/tmp").unwrap();
     let paths = Paths {
         config_dir: dir2.path().join("c"),

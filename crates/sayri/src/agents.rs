@@ -1,6 +1,11 @@
-//! Agent profiles on disk: `$CONFIG/agents/<id>.json` (spec §7.1), validated by
-//! [`AgentProfile::from_json`]. The built-in `default` agent is used when no `default.json`
-//! exists. This is the one place that reads profile files.
+//! Agent profiles on disk: `$CONFIG/agents/<id>.json`, validated and completed with defaults by
+//! [`AgentProfile::from_json`] (a missing `id` is the file's stem, a missing `name` the id, absent
+//! `blocked_binaries` the default list, level names in any accepted spelling). The built-in
+//! `default` agent is used when no `default.json` exists. This is the one place that reads
+//! profile files: the daemon, `sayri prompt show` and `sayri permissions check` all load here.
+//!
+//! [`valid_agent_id`] (from `sayri_core::domain::profile`) is the one agent-id check (file stems:
+//! letters, digits, `-`, `_`, no leading dot).
 
 use sayri_core::assistant::AgentDirectory;
 use sayri_core::domain::profile::AgentProfile;
@@ -11,6 +16,26 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct FileAgents {
     dir: PathBuf,
+}
+
+/// Reads and validates one profile file (any path, e.g. `sayri permissions check --profile`).
+///
+/// # Errors
+/// A message naming the file, and the field when one is wrong.
+pub fn load_profile_file(path: &Path) -> Result<AgentProfile, String> {
+    read_profile(path)?
+        .ok_or_else(|| format!("cannot read agent profile {}: no such file", path.display()))
+}
+
+/// [`load_profile_file`], with `Ok(None)` when the file does not exist.
+fn read_profile(path: &Path) -> Result<Option<AgentProfile>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => AgentProfile::from_json(&text, &path.display().to_string())
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read agent profile {}: {e}", path.display())),
+    }
 }
 
 impl FileAgents {
@@ -33,14 +58,9 @@ impl FileAgents {
             ));
         }
         let path = self.dir.join(format!("{id}.json"));
-        match std::fs::read_to_string(&path) {
-            Ok(text) => AgentProfile::from_json(&text, &path.display().to_string())
-                .map(Some)
-                .map_err(|e| e.to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Ok((id == "default").then(AgentProfile::builtin_default))
-            }
-            Err(e) => Err(format!("cannot read agent profile {}: {e}", path.display())),
+        match read_profile(&path)? {
+            Some(profile) => Ok(Some(profile)),
+            None => Ok((id == "default").then(AgentProfile::builtin_default)),
         }
     }
 

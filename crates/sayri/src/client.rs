@@ -6,7 +6,7 @@
 //! event to a callback on the way (the `ask`/`chat` commands stream `assistant_delta` this way).
 
 use sayri_protocol::ndjson::{self, Frame, LineFramer};
-use sayri_protocol::{Event, ProtocolError, Request, ServerMessage, names};
+use sayri_protocol::{Event, Params, ProtocolError, Request, ServerMessage, names, params};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
 use std::io;
@@ -265,6 +265,22 @@ impl Client {
         params: Map<String, Value>,
     ) -> Result<Value, ClientError> {
         self.call(cmd, params, REQUEST_TIMEOUT, |_| {}).await
+    }
+
+    /// [`Client::call`] with typed params: the command is `P::CMD`.
+    pub async fn call_with<P: Params>(
+        &mut self,
+        params: &P,
+        timeout: Duration,
+        on_event: impl FnMut(&Event),
+    ) -> Result<Value, ClientError> {
+        let map = params::to_map(params).map_err(|e| ClientError::BadFrame(e.to_string()))?;
+        self.call(P::CMD, map, timeout, on_event).await
+    }
+
+    /// [`Client::call_with`] ignoring events, with [`REQUEST_TIMEOUT`].
+    pub async fn request_with<P: Params>(&mut self, params: &P) -> Result<Value, ClientError> {
+        self.call_with(params, REQUEST_TIMEOUT, |_| {}).await
     }
 
     /// Waits until the daemon closes the connection (e.g. after `quit`), up to `timeout`.

@@ -1,14 +1,19 @@
-//! Reading and writing `sayri.toml` (the typed model lives in `sayri_core::domain::config`).
+//! Reading and changing `sayri.toml` (the typed model lives in `sayri_core::domain::config`).
 //!
-//! A missing file means "all defaults". An invalid file is an error with `file:line`; it is
-//! never overwritten or reset. Updates re-read the file, apply one change, and replace the file
-//! atomically (write a 0600 temporary file, fsync, rename), so a crash never leaves half a file.
-//! Only values that differ from their defaults are written.
+//! * A missing file means "all defaults". An invalid file is an error with `file:line`; it is
+//!   never overwritten or reset.
+//! * A change edits the user's file in place: the values that changed are replaced where they
+//!   stand (a new key goes at the end of its table, a new table at the end of the file), and
+//!   every comment, blank line, key order and unrelated key survives. A file that does not exist
+//!   yet is created with a short header comment.
+//! * The file is replaced atomically with mode 0600 (`sayri_vault::atomic_write`), so a crash
+//!   never leaves half a file.
 
-use sayri_core::domain::config::{Config, ConfigError};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use sayri_core::domain::config::{Config, ConfigError, ConfigValue};
+use sayri_vault::atomic_write::{AtomicWriteError, write_atomic};
+use std::io;
 use std::path::{Path, PathBuf};
+use toml_edit::{DocumentMut, Item, Table, Value};
 
 /// Errors reading or writing the config file.
 #[derive(Debug, thiserror::Error)]
@@ -22,26 +27,29 @@ pub enum ConfigFileError {
         source: io::Error,
     },
     /// The file could not be written.
-    #[error("cannot write config file {path}: {source}; check the directory's permissions")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// OS error.
-        source: io::Error,
-    },
+    #[error("cannot write config file: {0}; check the directory's permissions")]
+    Write(#[from] AtomicWriteError),
     /// The content is invalid, or a requested change is.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The file is valid but could not be edited in place; nothing was written.
+    #[error("cannot edit config file {path} in place: {message}; nothing was changed")]
+    Edit {
+        /// The file.
+        path: PathBuf,
+        /// What stood in the way.
+        message: String,
+    },
 }
 
-/// Loads `path` over the defaults. Returns the config and whether the file existed.
-pub fn load(path: &Path) -> Result<(Config, bool), ConfigFileError> {
+/// Written at the top of a `sayri.toml` that `sayri config set` creates.
+const HEADER: &str = "# Sayri configuration. `sayri config set` changes values in place and keeps your comments.\n# Every setting and its default: `sayri config list`.\n";
+
+/// The file's text, `None` when it does not exist.
+fn read_text(path: &Path) -> Result<Option<String>, ConfigFileError> {
     match std::fs::read_to_string(path) {
-        Ok(text) => Ok((
-            Config::from_toml_str(&text, &path.display().to_string())?,
-            true,
-        )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((Config::default(), false)),
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(ConfigFileError::Read {
             path: path.to_path_buf(),
             source,
@@ -49,41 +57,205 @@ pub fn load(path: &Path) -> Result<(Config, bool), ConfigFileError> {
     }
 }
 
-/// Re-reads `path`, applies `change`, writes the result, and returns the new config with
-/// `change`'s output. Nothing is written if reading, parsing or `change` fails.
+fn parse(text: Option<&str>, path: &Path) -> Result<Config, ConfigFileError> {
+    Ok(match text {
+        Some(t) => Config::from_toml_str(t, &path.display().to_string())?,
+        None => Config::default(),
+    })
+}
+
+/// Loads `path` over the defaults. Returns the config and whether the file existed.
+///
+/// # Errors
+/// The file is unreadable, or invalid (with `file:line`).
+pub fn load(path: &Path) -> Result<(Config, bool), ConfigFileError> {
+    let text = read_text(path)?;
+    Ok((parse(text.as_deref(), path)?, text.is_some()))
+}
+
+/// Re-reads `path`, applies `change`, writes the settings that changed into the file in place,
+/// and returns the new config with `change`'s output. Nothing is written if reading, parsing or
+/// `change` fails, or if nothing changed.
+///
+/// # Errors
+/// As [`load`]; `change`'s error; the file cannot be written.
 pub fn update<T>(
     path: &Path,
     change: impl FnOnce(&mut Config) -> Result<T, ConfigError>,
 ) -> Result<(Config, T), ConfigFileError> {
-    let (mut cfg, _) = load(path)?;
-    let out = change(&mut cfg)?;
-    save(path, &cfg)?;
-    Ok((cfg, out))
+    let text = read_text(path)?;
+    let before = parse(text.as_deref(), path)?;
+    let mut after = before.clone();
+    let out = change(&mut after)?;
+    let changed: Vec<_> = after
+        .entries()
+        .into_iter()
+        .filter(|(spec, value)| before.get(&spec.full_name()).ok().as_ref() != Some(value))
+        .collect();
+    if changed.is_empty() {
+        return Ok((after, out));
+    }
+    let edit_err = |message: String| ConfigFileError::Edit {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut doc = match &text {
+        Some(t) => t
+            .parse::<DocumentMut>()
+            .map_err(|e| edit_err(e.to_string()))?,
+        None => DocumentMut::new(),
+    };
+    for (spec, value) in &changed {
+        set_in_place(&mut doc, spec.group, spec.key, value).map_err(edit_err)?;
+    }
+    let body = match text {
+        Some(_) => doc.to_string(),
+        None => format!("{HEADER}\n{doc}"),
+    };
+    write_atomic(path, body.as_bytes())?;
+    Ok((after, out))
 }
 
-const HEADER: &str = "# Sayri configuration. Written by `sayri config set`; only non-default values appear.\n# Every setting and its default: `sayri config list`.\n\n";
+/// Sets `group.key` in `doc`: an existing value is replaced where it stands, keeping the
+/// comments around it; a new key goes at the end of its table; a new table at the end of the
+/// file, after a blank line.
+fn set_in_place(
+    doc: &mut DocumentMut,
+    group: &str,
+    key: &str,
+    value: &ConfigValue,
+) -> Result<(), String> {
+    if !doc.contains_key(group) {
+        // A file of comments only keeps them above the first table.
+        let comments = doc.trailing().as_str().unwrap_or_default().to_string();
+        let mut table = Table::new();
+        if !doc.as_table().is_empty() {
+            table.decor_mut().set_prefix("\n");
+        } else if !comments.trim().is_empty() {
+            table
+                .decor_mut()
+                .set_prefix(format!("{}\n", comments.trim_end()));
+            doc.set_trailing("");
+        }
+        doc.insert(group, Item::Table(table));
+    }
+    let root = doc.as_table_mut();
+    let table = root
+        .get_mut(group)
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(|| format!("[{group}] is not a table"))?;
+    let mut new = toml_value(value);
+    match table.get_mut(key) {
+        Some(Item::Value(old)) => {
+            *new.decor_mut() = old.decor().clone();
+            *old = new;
+        }
+        _ => {
+            table.insert(key, Item::Value(new));
+        }
+    }
+    Ok(())
+}
 
-/// Writes `cfg` to `path` atomically with mode 0600.
-pub fn save(path: &Path, cfg: &Config) -> Result<(), ConfigFileError> {
-    let err = |source| ConfigFileError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let tmp = path.with_extension(format!("toml.tmp{}", std::process::id()));
-    let body = format!("{HEADER}{}", cfg.to_toml_string());
-    let write = || -> io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(body.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e)
-    })
+fn toml_value(value: &ConfigValue) -> Value {
+    match value {
+        ConfigValue::Bool(b) => Value::from(*b),
+        ConfigValue::Int(i) => Value::from(*i),
+        ConfigValue::Float(f) => Value::from(*f),
+        ConfigValue::Str(s) => Value::from(s.as_str()),
+        ConfigValue::StrList(l) => Value::Array(l.iter().map(String::as_str).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMMENTED: &str = "\
+# My Sayri settings.
+
+[ui]
+# Keep the orb small.
+orb_size = 80   # pixels
+
+[provider]
+# Local model server.
+base_url = \"http://127.0.0.1:11434/v1\"
+model = \"qwen\" # the one I like
+retries = 2
+";
+
+    fn set(path: &Path, key: &str, value: serde_json::Value) -> Config {
+        update(path, |c| c.set_json(key, &value)).unwrap().0
+    }
+
+    #[test]
+    fn a_change_keeps_every_comment_blank_line_and_key_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sayri.toml");
+        std::fs::write(&path, COMMENTED).unwrap();
+        let cfg = set(&path, "provider.model", serde_json::json!("x"));
+        assert_eq!(cfg.provider.model, "x");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            COMMENTED.replace(
+                "model = \"qwen\" # the one I like",
+                "model = \"x\" # the one I like"
+            )
+        );
+        // A new key joins its table; a new table goes at the end; both still parse.
+        set(&path, "provider.timeout", serde_json::json!(30));
+        set(&path, "stt.mode", serde_json::json!("manual"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with(
+                &COMMENTED
+                    .replace("\"qwen\"", "\"x\"")
+                    .replace("retries = 2\n", "retries = 2\ntimeout = 30\n")
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("\n[stt]\nmode = \"manual\"\n"), "{text}");
+        let (cfg, _) = load(&path).unwrap();
+        assert_eq!(
+            (cfg.provider.timeout, cfg.stt.mode.as_str()),
+            (30, "manual")
+        );
+    }
+
+    #[test]
+    fn a_new_file_gets_a_header_and_only_the_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sayri.toml");
+        set(&path, "ui.autostart", serde_json::json!("false"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{HEADER}\n[ui]\nautostart = false\n"));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // A file of comments only keeps them, above the new table.
+        std::fs::write(&path, "# just notes\n\n# more notes\n").unwrap();
+        set(&path, "ui.autostart", serde_json::json!(false));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "# just notes\n\n# more notes\n[ui]\nautostart = false\n"
+        );
+    }
+
+    #[test]
+    fn an_invalid_file_or_value_is_refused_and_the_file_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sayri.toml");
+        let broken = "# mine\n[provider]\nmodel = \"qwen\"\ntemprature = 0.5\n";
+        std::fs::write(&path, broken).unwrap();
+        let e = update(&path, |c| c.set_json("provider.model", &"x".into())).unwrap_err();
+        assert!(e.to_string().contains(":4:"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), broken);
+        std::fs::write(&path, COMMENTED).unwrap();
+        let e = update(&path, |c| c.set_json("ui.orb_size", &"big".into())).unwrap_err();
+        assert!(e.to_string().contains("ui.orb_size"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), COMMENTED);
+    }
 }

@@ -11,3 +11,4 @@ pub mod config_file;
 pub mod daemon;
 pub mod logging;
 pub mod paths;
+pub mod policies;

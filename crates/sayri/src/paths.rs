@@ -1,6 +1,8 @@
-//! Where Sayri keeps things (spec §1.5, DESIGN §2 "Sockets").
+//! Where Sayri keeps things. This module is the only place that computes Sayri's directories;
+//! the daemon and every CLI subcommand use [`Paths::from_env`].
 //!
-//! * config dir: `$SAYRI_CONFIG_DIR`, else `~/.config/sayri` — `sayri.toml` lives here.
+//! * config dir: `$SAYRI_CONFIG_DIR`, else `$XDG_CONFIG_HOME/sayri` (when that is an absolute
+//!   path), else `~/.config/sayri` — `sayri.toml`, `agents/`, the vault.
 //! * state dir: `$SAYRI_STATE_DIR`, else `~/.local/share/sayri` — `daemon.log`, databases.
 //! * runtime dir: `$XDG_RUNTIME_DIR/sayri` when `XDG_RUNTIME_DIR` is set (absolute), else the
 //!   state dir — `sayri-daemon.sock`, its lock file, and later the legacy `sayri.sock`.
@@ -15,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 /// File name of the daemon control socket.
 pub const DAEMON_SOCKET: &str = "sayri-daemon.sock";
-/// File name of the legacy gateway socket (spec §2.5), reserved for a later issue.
+/// File name of the legacy gateway socket (the original plain-text gateway protocol), not
+/// served yet.
 pub const LEGACY_SOCKET: &str = "sayri.sock";
 /// File name of the lock that makes the daemon a singleton.
 pub const DAEMON_LOCK: &str = "sayri-daemon.lock";
@@ -53,7 +56,7 @@ pub enum PathsError {
 /// The resolved directories.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
-    /// `$SAYRI_CONFIG_DIR` or `~/.config/sayri`.
+    /// `$SAYRI_CONFIG_DIR`, `$XDG_CONFIG_HOME/sayri` or `~/.config/sayri`.
     pub config_dir: PathBuf,
     /// `$SAYRI_STATE_DIR` or `~/.local/share/sayri`.
     pub state_dir: PathBuf,
@@ -75,9 +78,13 @@ impl Paths {
                 .map(|b| b.home_dir().to_path_buf())
                 .ok_or(PathsError::NoHome)
         };
-        let config_dir = match env_dir("SAYRI_CONFIG_DIR") {
-            Some(p) => p,
-            None => home()?.join(".config/sayri"),
+        let config_dir = match (
+            env_dir("SAYRI_CONFIG_DIR"),
+            env_dir("XDG_CONFIG_HOME").filter(|p| p.is_absolute()),
+        ) {
+            (Some(p), _) => p,
+            (None, Some(xdg)) => xdg.join("sayri"),
+            (None, None) => home()?.join(".config/sayri"),
         };
         let state_dir = match env_dir("SAYRI_STATE_DIR") {
             Some(p) => p,
@@ -105,6 +112,14 @@ impl Paths {
     /// `runtime/sayri-daemon.lock`.
     pub fn lock_file(&self) -> PathBuf {
         self.runtime_dir.join(DAEMON_LOCK)
+    }
+    /// `config/agents` (one `<id>.json` profile per agent).
+    pub fn agents_dir(&self) -> PathBuf {
+        self.config_dir.join("agents")
+    }
+    /// `state/sessions.db` (sessions, messages, approvals, preferences).
+    pub fn database(&self) -> PathBuf {
+        self.state_dir.join("sessions.db")
     }
     /// `config/sayri.toml`.
     pub fn config_file(&self) -> PathBuf {

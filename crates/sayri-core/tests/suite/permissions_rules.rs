@@ -161,7 +161,7 @@ fn decision_json_shape() {
     assert_eq!(v["source"], "agent");
     assert_eq!(v["rule"]["resource"], "git clean*");
     assert_eq!(v["rule"]["action"], "shell");
-    let subjects = v["subjects"].as_array().unwrap();
+    let subjects = v["segments"].as_array().unwrap();
     assert_eq!(subjects.len(), 2);
     assert_eq!(subjects[0]["command"], "git fetch");
     assert_eq!(subjects[0]["effect"], "allow");

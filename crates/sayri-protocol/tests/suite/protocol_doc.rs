@@ -1,6 +1,7 @@
-//! PROTOCOL.md documents exactly the commands and events of `names`, so docs cannot drift.
+//! PROTOCOL.md documents exactly the commands and events of `names`, and each implemented
+//! command's parameters exactly as its params struct has them, so docs cannot drift.
 
-use sayri_protocol::{PROTOCOL_VERSION, names};
+use sayri_protocol::{PROTOCOL_VERSION, names, params};
 use std::collections::BTreeSet;
 
 fn doc() -> String {
@@ -71,4 +72,48 @@ fn the_documented_version_is_the_current_one() {
 fn names_are_unique() {
     assert_eq!(set(names::cmd::ALL).len(), names::cmd::ALL.len());
     assert_eq!(set(names::event::ALL).len(), names::event::ALL.len());
+}
+
+/// The cells of the table row of command `name`.
+fn row_cells(doc: &str, name: &str) -> Vec<String> {
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with(&format!("| `{name}` |")))
+        .unwrap_or_else(|| panic!("PROTOCOL.md has no table row for `{name}`"));
+    row.trim()
+        .trim_matches('|')
+        .split(" | ")
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+/// Backticked plain names in a cell (`text`, `timeout`=120 → text, timeout).
+fn backticked_names(cell: &str) -> BTreeSet<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn documented_params_are_exactly_those_of_each_params_struct() {
+    let doc = doc();
+    let mut problems = Vec::new();
+    for info in params::ALL {
+        let cells = row_cells(&doc, info.cmd);
+        let documented = backticked_names(&cells[1]);
+        let code = set((info.fields)());
+        if documented != code {
+            problems.push(format!(
+                "`{}`: PROTOCOL.md lists {documented:?}, the params struct has {code:?}",
+                info.cmd
+            ));
+        }
+        if code.is_empty() && cells[1] != "–" {
+            problems.push(format!("`{}` takes no params: write `–`", info.cmd));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

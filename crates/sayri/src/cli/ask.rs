@@ -8,8 +8,9 @@ use crate::cli::terminal_text::terminal_safe;
 use crate::client::{Client, ClientError};
 use crate::paths::Paths;
 use sayri_protocol::message::Event;
-use sayri_protocol::names::{cmd, event};
-use serde_json::{Map, Value, json};
+use sayri_protocol::names::event;
+use sayri_protocol::params::{AskParams, InterruptParams, NewConversationParams};
+use serde_json::Value;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
@@ -86,20 +87,15 @@ fn show_event(ev: &Event, json_mode: bool, streamed: &mut bool) {
     }
 }
 
-fn params(text: &str, o: &AskOptions) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("text".into(), json!(text));
-    m.insert("timeout".into(), json!(o.timeout));
-    if let Some(a) = &o.agent {
-        m.insert("agent_id".into(), json!(a));
+fn params(text: &str, o: &AskOptions) -> AskParams {
+    AskParams {
+        text: text.to_string(),
+        timeout: Some(o.timeout),
+        agent_id: o.agent.clone(),
+        target_agent_id: None,
+        session_id: o.session.clone(),
+        new: o.new,
     }
-    if let Some(s) = &o.session {
-        m.insert("session_id".into(), json!(s));
-    }
-    if o.new {
-        m.insert("new".into(), json!(true));
-    }
-    m
 }
 
 /// Runs one turn on `client`; prints as it streams. Returns the result object.
@@ -112,7 +108,7 @@ async fn turn(
     let mut streamed = false;
     let wait = Duration::from_secs_f64(o.timeout.max(1.0) + 30.0);
     let result = client
-        .call(cmd::ASK, params(text, o), wait, |ev| {
+        .call_with(&params(text, o), wait, |ev| {
             show_event(ev, json_mode, &mut streamed)
         })
         .await
@@ -138,7 +134,7 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 /// Sends `interrupt` on a connection of its own (the turn's connection is busy waiting).
 async fn interrupt_turn(paths: &Paths) {
     if let Ok(mut c) = connect_or_start(paths, false).await {
-        let _ = c.request(cmd::INTERRUPT, Map::new()).await;
+        let _ = c.request_with(&InterruptParams {}).await;
     }
 }
 
@@ -177,7 +173,7 @@ pub async fn run_ask(
 /// `sayri interrupt`: stops the running turn (model stream and command).
 pub async fn run_interrupt(paths: &Paths) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, false).await?;
-    let r = c.request(cmd::INTERRUPT, Map::new()).await?;
+    let r = c.request_with(&InterruptParams {}).await?;
     if r.get("interrupted") == Some(&Value::Bool(true)) {
         println!("interrupted");
     } else {
@@ -211,7 +207,7 @@ pub async fn run_chat(paths: &Paths, allow_start: bool, o: &AskOptions) -> anyho
                 continue;
             }
             "/new" => {
-                let r = client.request(cmd::NEW_CONVERSATION, Map::new()).await?;
+                let r = client.request_with(&NewConversationParams {}).await?;
                 eprintln!(
                     "new conversation {}",
                     r.get("session_id").and_then(Value::as_str).unwrap_or("")

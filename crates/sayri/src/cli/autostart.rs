@@ -1,4 +1,4 @@
-//! Starting the daemon on demand (spec §1.3 "ensuring the daemon").
+//! Starting the daemon on demand: every client command that needs one makes sure it runs.
 //!
 //! When no daemon listens, the client re-executes its own binary as `sayri daemon`, detached in
 //! a new session, stdin from `/dev/null`, stdout and stderr appended to `$STATE/daemon.log`,

@@ -3,8 +3,8 @@
 use crate::cli::autostart::connect_or_start;
 use crate::paths::Paths;
 use clap::Subcommand;
-use sayri_protocol::names::cmd;
-use serde_json::{Map, Value, json};
+use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
+use serde_json::Value;
 
 /// `sayri config` actions.
 #[derive(Debug, Subcommand)]
@@ -42,16 +42,19 @@ pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyh
     let mut client = connect_or_start(paths, allow_start).await?;
     match action {
         ConfigAction::Get { key } => {
-            let mut p = Map::new();
-            p.insert("key".into(), json!(key));
-            let r = client.request(cmd::CONFIG_GET, p).await?;
+            let r = client
+                .request_with(&ConfigGetParams { key, group: None })
+                .await?;
             println!("{}", text(r.get("value").unwrap_or(&Value::Null)));
         }
         ConfigAction::Set { key, value } => {
-            let mut p = Map::new();
-            p.insert("key".into(), json!(key));
-            p.insert("value".into(), json!(value));
-            let r = client.request(cmd::CONFIG_SET, p).await?;
+            let r = client
+                .request_with(&ConfigSetParams {
+                    key,
+                    group: None,
+                    value: Value::String(value),
+                })
+                .await?;
             println!(
                 "{}.{} = {}",
                 text(r.get("group").unwrap_or(&Value::Null)),
@@ -60,7 +63,7 @@ pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyh
             );
         }
         ConfigAction::List { json } => {
-            let r = client.request(cmd::CONFIG_LIST, Map::new()).await?;
+            let r = client.request_with(&ConfigListParams {}).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else if let Value::Array(items) = r {

@@ -32,7 +32,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
     } = action;
     let cfg = crate::config_file::load(&paths.config_file())?.0;
     let id = agent.unwrap_or(cfg.agent.default_agent);
-    let agents = FileAgents::new(paths.config_dir.join("agents"));
+    let agents = FileAgents::new(paths.agents_dir());
     let profile = agents
         .load(&id)
         .map_err(|e| anyhow::anyhow!(e))?
@@ -50,7 +50,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `sayri pref …` (learned preferences, spec §4.9).
+/// `sayri pref …`: learned preferences (which command served which request, with a score).
 #[derive(Debug, clap::Subcommand)]
 pub enum PrefAction {
     /// Find learned commands for a request.
@@ -124,7 +124,7 @@ fn print_prefs(list: &[sayri_core::ports::Preference]) {
 /// `sayri pref …`. Exit 1 when a query matched nothing.
 pub fn pref(paths: &Paths, action: PrefAction) -> anyhow::Result<()> {
     paths.ensure_dirs()?;
-    let store = Store::open(paths.state_dir.join("sessions.db"))?;
+    let store = Store::open(paths.database())?;
     match action {
         PrefAction::Query { text, agent, limit } => {
             let found = store.query_preferences(&text.join(" "), agent.as_deref(), limit)?;

@@ -148,8 +148,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),
         Command::Permissions { action } if !action.needs_daemon() => {
             paths.ensure_dirs()?;
-            let store = sayri_store::Store::open(paths.state_dir.join("sessions.db"))?;
-            return Ok(permissions::run(&action, &store));
+            let store = sayri_store::Store::open(paths.database())?;
+            return Ok(permissions::run(&action, &paths, &store));
         }
         Command::Vault { action } => {
             paths.ensure_dirs()?;
@@ -188,7 +188,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 let cfg = crate::config_file::load(&paths.config_file())?.0;
                 Ok(sayri_sandbox::cli::run_cli(
                     action,
-                    crate::brain::sandbox_settings(&paths, &cfg),
+                    crate::brain::settings::sandbox_settings(&paths, &cfg),
                 )
                 .await)
             }

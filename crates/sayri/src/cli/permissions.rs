@@ -10,11 +10,18 @@
 //!   running daemon over IPC (`permission_answer`); exits 0 when the answer was delivered, 1 when
 //!   the question is no longer open (answered, expired or unknown) or no daemon runs.
 //!
-//! Profiles: `--agent ID` reads `$SAYRI_CONFIG_DIR/agents/<ID>.json` (default
-//! `~/.config/sayri`); `--profile FILE` reads that file; neither uses `agents/default.json` if it
-//! exists, else the built-in default agent. Policies: every `*.json` file of `--policies DIR` in
-//! name order, else `/usr/share/sayri/policies.json` then `/etc/sayri/policies.json` when present.
+//! `check` loads everything with the daemon's own loaders, so both decide alike: the config
+//! directory of [`Paths`], `sayri.toml` ([`crate::config_file`]), the agent profile with its
+//! validation and defaults ([`crate::agents`]), and the policy files ([`crate::policies`]: the
+//! system files and `permissions.policy_files`).
+//! * Agent: `--agent ID`, else the configured `agent.default_agent` (as the daemon); an unknown
+//!   agent is an error. `--profile FILE` checks that profile file instead.
+//! * Policies: those that apply under `sayri.toml`; `--policies DIR` tries every `*.json` file of
+//!   DIR (name order) in their place.
 
+use crate::agents::{self, FileAgents};
+use crate::paths::Paths;
+use crate::{config_file, policies};
 use clap::{Args, Subcommand};
 use sayri_core::domain::permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals,
@@ -22,7 +29,7 @@ use sayri_core::domain::permissions::{
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::ports::{Approval, ApprovalStore};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Exit code for `allow`.
 pub const EXIT_ALLOW: i32 = 0;
@@ -32,10 +39,6 @@ pub const EXIT_ERROR: i32 = 2;
 pub const EXIT_ASK: i32 = 3;
 /// Exit code for `deny`.
 pub const EXIT_DENY: i32 = 4;
-
-/// System policy files, in load order.
-pub const SYSTEM_POLICY_FILES: [&str; 2] =
-    ["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"];
 
 /// `sayri permissions <command>`.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -102,12 +105,12 @@ pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::R
         ),
         Err(e) => return Err(e.into()),
     };
-    let mut params = serde_json::Map::new();
-    params.insert("request_id".into(), args.request_id.clone().into());
-    params.insert("allow".into(), args.allow.into());
-    params.insert("remember".into(), (args.allow && args.always).into());
     let reply = client
-        .request(sayri_protocol::names::cmd::PERMISSION_ANSWER, params)
+        .request_with(&sayri_protocol::params::PermissionAnswerParams {
+            request_id: args.request_id.clone(),
+            allow: args.allow,
+            remember: args.allow && args.always,
+        })
         .await?;
     if reply.get("delivered").and_then(serde_json::Value::as_bool) != Some(true) {
         anyhow::bail!(
@@ -128,13 +131,13 @@ pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::R
 /// Arguments of `sayri permissions check`.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub struct CheckArgs {
-    /// Agent id: reads `$SAYRI_CONFIG_DIR/agents/<ID>.json`.
+    /// Agent id (default: the configured `agent.default_agent`), as the daemon loads it.
     #[arg(long, conflicts_with = "profile")]
     pub agent: Option<String>,
-    /// Agent profile file to use instead.
+    /// Agent profile file to check instead.
     #[arg(long)]
     pub profile: Option<PathBuf>,
-    /// Directory whose `*.json` policy files replace the system policy files.
+    /// Directory whose `*.json` policy files are tried in place of the configured ones.
     #[arg(long)]
     pub policies: Option<PathBuf>,
     /// Rule action: shell, read, write, web, skill, subagent.
@@ -149,21 +152,22 @@ pub struct CheckArgs {
 }
 
 /// Runs a permissions subcommand, printing to stdout/stderr; returns the exit code.
-pub fn run(command: &PermissionsCommand, store: &dyn ApprovalStore) -> i32 {
+pub fn run(command: &PermissionsCommand, paths: &Paths, store: &dyn ApprovalStore) -> i32 {
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();
-    run_to(command, store, &mut out, &mut err)
+    run_to(command, paths, store, &mut out, &mut err)
 }
 
 /// [`run`] with explicit output streams (for tests).
 pub fn run_to(
     command: &PermissionsCommand,
+    paths: &Paths,
     store: &dyn ApprovalStore,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
     let result = match command {
-        PermissionsCommand::Check(args) => check(args, store, out),
+        PermissionsCommand::Check(args) => check(args, paths, store, out),
         PermissionsCommand::List { agent, json } => list(store, agent.as_deref(), *json, out),
         PermissionsCommand::Forget { action, agent } => store
             .forget_approvals(action.as_deref().filter(|a| !a.is_empty()), agent)
@@ -185,93 +189,45 @@ pub fn run_to(
     }
 }
 
-/// The configuration directory: `$SAYRI_CONFIG_DIR`, else `~/.config/sayri`.
-pub fn config_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("SAYRI_CONFIG_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    directories::BaseDirs::new().map(|b| b.config_dir().join("sayri"))
-}
-
-/// Reads an agent profile file. Kept in one function so the validating profile loader can
-/// replace it.
-///
-/// # Errors
-/// A message naming the file and what is wrong.
-pub fn read_profile(path: &Path) -> Result<AgentProfile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read agent profile {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "agent profile {} is not valid: {e}; fix the file or pick another agent",
-            path.display()
-        )
-    })
-}
-
-fn resolve_profile(args: &CheckArgs) -> Result<AgentProfile, String> {
-    if let Some(path) = &args.profile {
-        return read_profile(path);
-    }
-    let dir = config_dir();
-    match (&args.agent, dir) {
-        (Some(id), Some(dir)) => {
-            if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
-                return Err(format!("invalid agent id {id:?}"));
-            }
-            read_profile(&dir.join("agents").join(format!("{id}.json")))
+/// The profile and policies `check` decides with, loaded as the daemon loads them.
+fn load_inputs(args: &CheckArgs, paths: &Paths) -> Result<(AgentProfile, PolicySet), String> {
+    let cfg = config_file::load(&paths.config_file())
+        .map_err(|e| e.to_string())?
+        .0;
+    let profile = match &args.profile {
+        Some(path) => agents::load_profile_file(path)?,
+        None => {
+            let id = args.agent.as_deref().unwrap_or(&cfg.agent.default_agent);
+            let agents = FileAgents::new(paths.agents_dir());
+            agents.load(id)?.ok_or_else(|| {
+                format!(
+                    "agent not found: {id} — create {}/{id}.json, or pick another with --agent",
+                    agents.dir().display()
+                )
+            })?
         }
-        (Some(_), None) => {
-            Err("cannot find the configuration directory; set SAYRI_CONFIG_DIR".into())
-        }
-        (None, dir) => match dir.map(|d| d.join("agents").join("default.json")) {
-            Some(path) if path.exists() => read_profile(&path),
-            _ => Ok(AgentProfile::builtin_default()),
-        },
-    }
-}
-
-/// Loads the policy layer: the baseline plus `dir/*.json` (name order) or the system files.
-///
-/// # Errors
-/// A message naming the unreadable or malformed file.
-pub fn load_policies(dir: Option<&Path>) -> Result<PolicySet, String> {
-    let paths: Vec<PathBuf> = match dir {
-        Some(dir) => {
-            let entries = std::fs::read_dir(dir)
-                .map_err(|e| format!("cannot read policy directory {}: {e}", dir.display()))?;
-            let mut v: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .collect();
-            v.sort();
-            v
-        }
-        None => SYSTEM_POLICY_FILES
-            .iter()
-            .map(PathBuf::from)
-            .filter(|p| p.exists())
-            .collect(),
     };
-    let mut files = Vec::new();
-    for p in &paths {
-        let text = std::fs::read_to_string(p)
-            .map_err(|e| format!("cannot read policy file {}: {e}", p.display()))?;
-        files.push((p.display().to_string(), text));
-    }
-    PolicySet::load(files.iter().map(|(p, t)| (p.as_str(), t.as_str()))).map_err(|e| e.to_string())
+    let policy_files = match &args.policies {
+        Some(dir) => policies::files_in_dir(dir)?,
+        None => policies::files_for(&cfg),
+    };
+    Ok((profile, policies::load(&policy_files)?))
 }
 
-fn check(args: &CheckArgs, store: &dyn ApprovalStore, out: &mut dyn Write) -> Result<i32, String> {
+fn check(
+    args: &CheckArgs,
+    paths: &Paths,
+    store: &dyn ApprovalStore,
+    out: &mut dyn Write,
+) -> Result<i32, String> {
     let action = Action::parse(&args.action).ok_or_else(|| {
         format!(
             "unknown action {:?}; use shell, read, write, web, skill or subagent",
             args.action
         )
     })?;
-    let profile = resolve_profile(args)?;
+    let (profile, policies) = load_inputs(args, paths)?;
     let agent = AgentRules::from_profile(&profile).map_err(|e| e.to_string())?;
-    let policies = load_policies(args.policies.as_deref())?;
     let approvals: Vec<Approval> = store
         .approvals_for(&agent.agent_id)
         .map_err(|e| format!("cannot read saved approvals: {e}"))?;
@@ -342,7 +298,20 @@ fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sayri_testkit::fakes::MemoryApprovals;
+    use sayri_store::Store;
+    use std::path::Path;
+
+    /// A real approval store and empty config/state directories under `dir`.
+    fn rig(dir: &Path) -> (Paths, Store) {
+        let paths = Paths {
+            config_dir: dir.join("config"),
+            state_dir: dir.join("state"),
+            runtime_dir: dir.join("state"),
+        };
+        std::fs::create_dir_all(&paths.state_dir).unwrap();
+        let store = Store::open(paths.database()).unwrap();
+        (paths, store)
+    }
 
     fn write_profile(dir: &Path, rules: &str) -> PathBuf {
         let path = dir.join("agent.json");
@@ -364,9 +333,13 @@ mod tests {
         })
     }
 
-    fn run_json(cmd: &PermissionsCommand, store: &MemoryApprovals) -> (i32, serde_json::Value) {
+    fn run_json(
+        cmd: &PermissionsCommand,
+        paths: &Paths,
+        store: &Store,
+    ) -> (i32, serde_json::Value) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run_to(cmd, store, &mut out, &mut err);
+        let code = run_to(cmd, paths, store, &mut out, &mut err);
         let v = serde_json::from_slice(&out).unwrap_or(serde_json::Value::Null);
         (code, v)
     }
@@ -385,18 +358,19 @@ mod tests {
             dir.path(),
             r#"[{"action":"shell","resource":"*","effect":"allow"},{"action":"shell","resource":"git clean*","effect":"deny"}]"#,
         );
-        let store = MemoryApprovals::default();
-        let (code, v) = run_json(&check_cmd(&profile, &pol, "git status"), &store);
+        let (paths, store) = rig(dir.path());
+        let (code, v) = run_json(&check_cmd(&profile, &pol, "git status"), &paths, &store);
         assert_eq!((code, v["effect"].as_str()), (EXIT_ALLOW, Some("allow")));
         let (code, v) = run_json(
             &check_cmd(&profile, &pol, "git fetch && git clean -fd"),
+            &paths,
             &store,
         );
         assert_eq!(code, EXIT_DENY);
         assert_eq!(v["rule"]["resource"], "git clean*");
         assert_eq!(v["source"], "agent");
-        assert_eq!(v["subjects"][1]["command"], "git clean -fd");
-        let (code, v) = run_json(&check_cmd(&profile, &pol, "npm publish"), &store);
+        assert_eq!(v["segments"][1]["command"], "git clean -fd");
+        let (code, v) = run_json(&check_cmd(&profile, &pol, "npm publish"), &paths, &store);
         assert_eq!(code, EXIT_ASK);
         assert!(v["source"].as_str().unwrap().ends_with("10-site.json"));
     }
@@ -408,10 +382,12 @@ mod tests {
         std::fs::create_dir(&pol).unwrap();
         std::fs::write(pol.join("bad.json"), "[{\"action\":\"shell\"}]").unwrap();
         let profile = write_profile(dir.path(), "[]");
+        let (paths, store) = rig(dir.path());
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run_to(
             &check_cmd(&profile, &pol, "ls"),
-            &MemoryApprovals::default(),
+            &paths,
+            &store,
             &mut out,
             &mut err,
         );
@@ -422,7 +398,8 @@ mod tests {
 
     #[test]
     fn list_and_forget() {
-        let store = MemoryApprovals::default();
+        let dir = tempfile::tempdir().unwrap();
+        let (paths, store) = rig(dir.path());
         store
             .add_approval(&Approval {
                 agent_id: "a".into(),
@@ -436,6 +413,7 @@ mod tests {
                 agent: None,
                 json: true,
             },
+            &paths,
             &store,
         );
         assert_eq!(code, 0);
@@ -445,7 +423,7 @@ mod tests {
             action: Some("shell".into()),
             agent: "a".into(),
         };
-        assert_eq!(run_to(&forget, &store, &mut out, &mut err), 0);
+        assert_eq!(run_to(&forget, &paths, &store, &mut out, &mut err), 0);
         assert_eq!(
             String::from_utf8(out).unwrap().trim(),
             "removed 1 approval(s)"

@@ -2,8 +2,7 @@
 
 use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
 use crate::paths::Paths;
-use sayri_protocol::names::cmd;
-use serde_json::Map;
+use sayri_protocol::params::QuitParams;
 use std::time::Duration;
 
 /// Runs `sayri quit`.
@@ -16,7 +15,7 @@ pub async fn run(paths: &Paths) -> anyhow::Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
-    client.request(cmd::QUIT, Map::new()).await?;
+    client.request_with(&QuitParams {}).await?;
     if !client.wait_closed(Duration::from_secs(5)).await {
         anyhow::bail!(
             "the daemon acknowledged quit but did not stop within 5 s; see {}",

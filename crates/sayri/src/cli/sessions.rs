@@ -3,8 +3,10 @@
 use crate::cli::autostart::connect_or_start;
 use crate::cli::terminal_text::terminal_safe;
 use crate::paths::Paths;
-use sayri_protocol::names::cmd;
-use serde_json::{Map, Value, json};
+use sayri_protocol::params::{
+    SessionDeleteParams, SessionGetParams, SessionRenameParams, SessionsListParams,
+};
+use serde_json::Value;
 
 /// `sayri sessions …`.
 #[derive(Debug, clap::Subcommand)]
@@ -40,13 +42,6 @@ pub enum SessionsAction {
     },
 }
 
-fn map(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
 /// Runs `sayri sessions …`.
 pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, allow_start).await?;
@@ -54,7 +49,7 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
     match action {
         SessionsAction::List { limit, json } => {
             let v = c
-                .request(cmd::SESSIONS_LIST, map(json!({"limit": limit})))
+                .request_with(&SessionsListParams { limit: Some(limit) })
                 .await
                 .map_err(remote)?;
             if json {
@@ -75,7 +70,7 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
         }
         SessionsAction::Show { id, json } => {
             let v = c
-                .request(cmd::SESSION_GET, map(json!({"session_id": id})))
+                .request_with(&SessionGetParams { session_id: id })
                 .await
                 .map_err(remote)?;
             if json {
@@ -108,17 +103,19 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
             }
         }
         SessionsAction::Rename { id, title } => {
-            c.request(
-                cmd::SESSION_RENAME,
-                map(json!({"session_id": id, "title": title})),
-            )
+            c.request_with(&SessionRenameParams {
+                session_id: id,
+                title,
+            })
             .await
             .map_err(remote)?;
             println!("renamed");
         }
         SessionsAction::Delete { id } => {
             let v = c
-                .request(cmd::SESSION_DELETE, map(json!({"session_id": id})))
+                .request_with(&SessionDeleteParams {
+                    session_id: id.clone(),
+                })
                 .await
                 .map_err(remote)?;
             if v.get("deleted") == Some(&Value::Bool(true)) {

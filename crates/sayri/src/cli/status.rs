@@ -2,13 +2,13 @@
 
 use crate::cli::autostart::connect_or_start;
 use crate::paths::Paths;
-use sayri_protocol::names::cmd;
-use serde_json::{Map, Value};
+use sayri_protocol::params::StatusParams;
+use serde_json::Value;
 
 /// Runs `sayri status`.
 pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result<()> {
     let mut client = connect_or_start(paths, allow_start).await?;
-    let status = client.request(cmd::STATUS, Map::new()).await?;
+    let status = client.request_with(&StatusParams {}).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&status)?);
         return Ok(());

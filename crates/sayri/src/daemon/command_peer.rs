@@ -3,42 +3,19 @@
 //! Every process the daemon starts for a command is its descendant (the exec helper is a child
 //! subreaper, and remaining descendants are killed when the command ends). A peer whose process
 //! (from `SO_PEERCRED`) has the daemon among its ancestors is therefore a command of a turn,
-//! driven by the model. Such a connection may use the assistant, but not manage Sayri: it may
-//! not answer or forget permission cards, change settings, agents or secrets, delete the
-//! user's sessions, or stop the daemon. When the ancestry cannot be read the peer counts as a
-//! command (fail closed).
+//! driven by the model. Such a connection may use the assistant, but not manage Sayri: the
+//! dispatcher refuses it every command registered as [`Access::Management`] (answering or
+//! forgetting permission cards, changing settings, agents or secrets, deleting the user's
+//! sessions, stopping the daemon). When the ancestry cannot be read the peer counts as a command
+//! (fail closed).
 //!
 //! This is a boundary for commands that reach the socket by any means (a script, `socat`,
 //! Python) at levels 3–4; levels 1–2 cannot reach a Unix socket at all. A command that gets a
 //! service manager to start a process outside the daemon's tree is not caught.
+//!
+//! [`Access::Management`]: crate::daemon::dispatch::Access::Management
 
-use sayri_protocol::names::cmd;
-
-/// Commands refused to a connection made from inside a command.
-pub const MANAGEMENT: &[&str] = &[
-    cmd::PERMISSION_ANSWER,
-    cmd::PERMISSION_FORGET,
-    cmd::CONFIG_SET,
-    cmd::SETTINGS_SAVE,
-    cmd::PLUGIN_SETTINGS_SET,
-    cmd::VAULT_SET,
-    cmd::VAULT_DELETE,
-    cmd::QUIT,
-    cmd::KILLALL,
-    cmd::AGENT_SAVE,
-    cmd::AGENT_DELETE,
-    cmd::AGENT_SWITCH,
-    cmd::GATEWAY_SAVE,
-    cmd::GATEWAY_DELETE,
-    cmd::GATEWAY_START,
-    cmd::ROUTINE_SAVE,
-    cmd::ROUTINE_DELETE,
-    cmd::ROUTINE_SET_ENABLED,
-    cmd::SKILLS_INSTALL,
-    cmd::SKILLS_UNINSTALL,
-    cmd::PLUGIN_SET_ENABLED,
-    cmd::SESSION_DELETE,
-];
+use crate::daemon::dispatch::Caller;
 
 /// The parent pid of `pid`, from `/proc/<pid>/stat` (the field after the parenthesised name).
 fn parent_of(pid: i32) -> Option<i32> {
@@ -68,4 +45,13 @@ pub fn peer_is_command(peer: Option<i32>) -> bool {
         }
     }
     true
+}
+
+/// The kind of caller behind a connection whose peer pid is `peer` ([`peer_is_command`]).
+pub fn caller_of(peer: Option<i32>) -> Caller {
+    if peer_is_command(peer) {
+        Caller::Command
+    } else {
+        Caller::User
+    }
 }

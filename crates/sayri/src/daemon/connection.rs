@@ -4,6 +4,8 @@
 //! * Framing is by `\n` whatever the reads ([`LineFramer`]); a line over 1 MiB is answered with
 //!   `line_too_long` and skipped, and the reader resynchronises on the next line.
 //! * Invalid lines get `ok:false`/`bad_request`, with the `id` when it can be recovered.
+//! * Each request is routed by the [`Dispatcher`]: its access class is checked against who the
+//!   peer is ([`command_peer::caller_of`]) before its params are even parsed.
 //! * At most [`MAX_IN_FLIGHT`] task-mode requests run per connection; beyond that the reader
 //!   stops reading (backpressure on that client only).
 //! * When the client half-closes, in-flight requests finish and are answered, then the
@@ -11,12 +13,12 @@
 
 use crate::daemon::broadcast::Registration;
 use crate::daemon::command_peer;
-use crate::daemon::dispatch::{Ctx, Dispatcher, Lookup, Mode};
+use crate::daemon::dispatch::{Ctx, Dispatcher, Entry, Mode};
 use crate::daemon::state::DaemonState;
 use crate::daemon::status::build_status;
 use bytes::Bytes;
 use sayri_protocol::ndjson::{self, Frame, LineFramer};
-use sayri_protocol::{ErrorCode, Event, ProtocolError, Response, names};
+use sayri_protocol::{ErrorCode, Event, ProtocolError, Request, Response, names};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,8 +55,8 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         .broadcaster
         .register_greeted(&state.terminate, Some(greeting));
     let tx = Outbox { tx, queued };
-    let from_command = command_peer::peer_is_command(stream.peer_cred().ok().and_then(|c| c.pid()));
-    tracing::debug!(client = id, from_command, "client connected");
+    let caller = command_peer::caller_of(stream.peer_cred().ok().and_then(|c| c.pid()));
+    tracing::debug!(client = id, ?caller, "client connected");
     let (mut rd, wr) = stream.into_split();
 
     let writer = tokio::spawn(write_loop(wr, rx, cancel.clone(), tx.queued.clone()));
@@ -62,7 +64,7 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         daemon: state.clone(),
         client: id,
         client_gone: cancel.clone(),
-        from_command,
+        caller,
     };
     read_loop(&mut rd, tx, ctx, &dispatcher, &state.closing).await;
     // Stop broadcasting to it; the writer drains what is queued, then ends. The socket closes
@@ -123,6 +125,18 @@ async fn write_loop(
     let _ = wr.shutdown().await;
 }
 
+/// The reader's per-connection state for running requests.
+struct Runner<'a> {
+    tx: Outbox,
+    ctx: Ctx,
+    dispatcher: &'a Dispatcher,
+    tasks: JoinSet<()>,
+    limit: Arc<Semaphore>,
+}
+
+/// The client is gone (its queue closed or it disconnected): stop reading.
+struct Gone;
+
 async fn read_loop(
     rd: &mut OwnedReadHalf,
     tx: Outbox,
@@ -133,14 +147,19 @@ async fn read_loop(
     let mut framer = LineFramer::default();
     let mut buf = vec![0u8; READ_CHUNK];
     let mut frames = Vec::new();
-    let mut tasks: JoinSet<()> = JoinSet::new();
-    let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let gone = ctx.client_gone.clone();
+    let mut runner = Runner {
+        tx,
+        ctx,
+        dispatcher,
+        tasks: JoinSet::new(),
+        limit: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+    };
     loop {
         let n = tokio::select! {
             _ = gone.cancelled() => return, // dropping `tasks` aborts in-flight requests
             _ = closing.cancelled() => return,
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+            Some(_) = runner.tasks.join_next(), if !runner.tasks.is_empty() => continue,
             r = rd.read(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
@@ -148,91 +167,79 @@ async fn read_loop(
         };
         framer.push(&buf[..n], &mut frames);
         for frame in frames.drain(..) {
-            let line = match frame {
-                Frame::TooLong => {
-                    let resp = Response::err(ndjson::line_too_long_error(), Value::Null);
-                    if tx.send(encode(&resp)).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                Frame::Line(line) => line,
-            };
-            let req = match ndjson::decode_request(&line) {
-                None => continue,
-                Some(Ok(req)) => req,
-                Some(Err(bad)) => {
-                    if tx
-                        .send(encode(&Response::err(bad.error, bad.id)))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            if ctx.from_command && command_peer::MANAGEMENT.contains(&req.cmd.as_str()) {
-                let err = ProtocolError::new(
-                    ErrorCode::Denied,
-                    format!(
-                        "{} is refused to a client running inside a command of Sayri; run it yourself from a terminal",
-                        req.cmd
-                    ),
-                );
-                tracing::warn!(cmd = %req.cmd, "refused a management command from inside a command");
-                if tx.send(encode(&Response::err(err, req.id))).await.is_err() {
-                    return;
-                }
-                continue;
-            }
-            let (mode, handler) = match dispatcher.lookup(&req.cmd) {
-                Lookup::Found(mode, h) => (mode, h),
-                other => {
-                    let err = Dispatcher::missing(&req.cmd, matches!(other, Lookup::Unknown));
-                    if tx.send(encode(&Response::err(err, req.id))).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let params = Value::Object(req.params);
-            let id = req.id;
-            match mode {
-                Mode::Inline => {
-                    let resp = match handler(params, ctx.clone()).await {
-                        Ok(v) => Response::ok(v, id),
-                        Err(e) => Response::err(e, id),
-                    };
-                    if tx.send(encode(&resp)).await.is_err() {
-                        return;
-                    }
-                }
-                Mode::Task => {
-                    let permit = tokio::select! {
-                        _ = gone.cancelled() => return,
-                        p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
-                    };
-                    let tx = tx.clone();
-                    let ctx = ctx.clone();
-                    tasks.spawn(async move {
-                        let resp = match handler(params, ctx).await {
-                            Ok(v) => Response::ok(v, id),
-                            Err(e) => Response::err(e, id),
-                        };
-                        let _ = tx.send(encode(&resp)).await;
-                        drop(permit);
-                    });
-                }
+            if runner.frame(frame).await.is_err() {
+                return;
             }
         }
     }
     // Half-closed: let in-flight requests finish and answer.
-    while !tasks.is_empty() {
+    while !runner.tasks.is_empty() {
         tokio::select! {
             _ = gone.cancelled() => return,
             _ = closing.cancelled() => return,
-            _ = tasks.join_next() => {}
+            _ = runner.tasks.join_next() => {}
         }
+    }
+}
+
+impl Runner<'_> {
+    async fn answer(&self, resp: Response) -> Result<(), Gone> {
+        self.tx.send(encode(&resp)).await.map_err(|()| Gone)
+    }
+
+    /// One frame: answers a bad line, or routes the request (access class first) and runs it.
+    async fn frame(&mut self, frame: Frame) -> Result<(), Gone> {
+        let line = match frame {
+            Frame::TooLong => {
+                return self
+                    .answer(Response::err(ndjson::line_too_long_error(), Value::Null))
+                    .await;
+            }
+            Frame::Line(line) => line,
+        };
+        let req = match ndjson::decode_request(&line) {
+            None => return Ok(()),
+            Some(Ok(req)) => req,
+            Some(Err(bad)) => return self.answer(Response::err(bad.error, bad.id)).await,
+        };
+        let entry = match self.dispatcher.route(&req.cmd, self.ctx.caller) {
+            Ok(entry) => entry.clone(),
+            Err(err) => {
+                if err.code == ErrorCode::Denied {
+                    tracing::warn!(cmd = %req.cmd, "refused a management command from inside a command");
+                }
+                return self.answer(Response::err(err, req.id)).await;
+            }
+        };
+        self.run(entry, req).await
+    }
+
+    /// Runs a routed request inline (answered before the next line is read) or in its own task
+    /// (waiting for one of the [`MAX_IN_FLIGHT`] slots).
+    async fn run(&mut self, entry: Entry, req: Request) -> Result<(), Gone> {
+        let Request { params, id, .. } = req;
+        let call = (entry.handler)(params, self.ctx.clone());
+        match entry.mode {
+            Mode::Inline => self.answer(respond(call.await, id)).await,
+            Mode::Task => {
+                let permit = tokio::select! {
+                    _ = self.ctx.client_gone.cancelled() => return Err(Gone),
+                    p = self.limit.clone().acquire_owned() => p.map_err(|_| Gone)?,
+                };
+                let tx = self.tx.clone();
+                self.tasks.spawn(async move {
+                    let _ = tx.send(encode(&respond(call.await, id))).await;
+                    drop(permit);
+                });
+                Ok(())
+            }
+        }
+    }
+}
+
+fn respond(result: Result<Value, ProtocolError>, id: Value) -> Response {
+    match result {
+        Ok(v) => Response::ok(v, id),
+        Err(e) => Response::err(e, id),
     }
 }

@@ -1,23 +1,31 @@
-//! The dispatcher: a table from command name to async handler.
+//! The dispatcher: the table from command name to access class, run mode and handler.
 //!
-//! A handler is `async fn(params: serde_json::Value, ctx: Ctx) -> Result<Value, ProtocolError>`;
-//! `params` is always a JSON object. Registering a command is one line:
+//! A handler is `async fn(params: P, ctx: Ctx) -> Result<Value, ProtocolError>` where `P` is the
+//! command's params struct from `sayri_protocol::params` ([`Params`]). The struct names the
+//! command, so registering is one line with nothing to get out of step:
 //!
 //! ```ignore
-//! d.register(cmd::ASK, commands::ask::ask);          // runs in its own task
-//! d.register_inline(cmd::PING, commands::runtime::ping); // quick: answered in arrival order
+//! d.register(Access::Assistant, Mode::Task, commands::agent::ask);      // own task
+//! d.register(Access::ReadOnly, Mode::Inline, commands::runtime::ping);  // arrival order
 //! ```
 //!
-//! Task handlers run concurrently (a long `ask` never blocks `ping` or `permission_answer` on the
-//! same connection); inline handlers must be quick and non-blocking, and are answered in the
-//! order they arrived. Names in `names::cmd::ALL` without a handler answer `not_implemented`;
-//! other names answer `unknown_command`.
+//! * **Access class** ([`Access`]) — required, with no default: a command cannot be registered
+//!   without saying who may use it, and [`Dispatcher::route`] refuses a class to a caller it is
+//!   not for, from this table alone (no separate list to forget).
+//! * **Params** are parsed once, before the handler runs; bad params answer `invalid_params`
+//!   naming the parameter, and the handler is not called.
+//! * **Mode** ([`Mode`]) — task handlers run concurrently (a long `ask` never blocks `ping` or
+//!   `permission_answer` on the same connection); inline handlers must be quick and
+//!   non-blocking, and are answered in the order they arrived.
+//!
+//! Names in `names::cmd::ALL` without a handler answer `not_implemented`; other names answer
+//! `unknown_command`.
 
 use crate::daemon::broadcast::{Broadcaster, ClientId};
 use crate::daemon::state::DaemonState;
-use sayri_protocol::{ErrorCode, ProtocolError, names};
-use serde_json::Value;
-use std::collections::HashMap;
+use sayri_protocol::{ErrorCode, Params, ProtocolError, names, params};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -25,8 +33,52 @@ use tokio_util::sync::CancellationToken;
 
 /// The boxed future a handler returns.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, ProtocolError>> + Send>>;
-/// A type-erased handler.
-pub type Handler = Arc<dyn Fn(Value, Ctx) -> HandlerFuture + Send + Sync>;
+/// A type-erased handler: parses the params object, then runs the typed handler.
+pub type Handler = Arc<dyn Fn(Map<String, Value>, Ctx) -> HandlerFuture + Send + Sync>;
+
+/// Who may use a command. Given at registration; there is no default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    /// Looks at state and changes nothing (`ping`, `status`, `config_get`, `sessions_list`, …).
+    ReadOnly,
+    /// Uses the assistant: runs or steers turns and conversations (`ask`, `talk`, `interrupt`,
+    /// `switch_session`, …).
+    Assistant,
+    /// Manages Sayri: answers or forgets permission questions, changes settings, agents or
+    /// secrets, deletes the user's data, stops the daemon. Never for a command of a turn: the
+    /// model must not approve its own commands or loosen its own limits.
+    Management,
+}
+
+impl Access {
+    /// Whether a caller of kind `caller` may use a command of this class.
+    pub fn permits(self, caller: Caller) -> bool {
+        match (self, caller) {
+            (_, Caller::User) => true,
+            (Access::ReadOnly | Access::Assistant, Caller::Command) => true,
+            (Access::Management, Caller::Command) => false,
+        }
+    }
+
+    /// The class's name as written in docs and logs (`read-only`, `assistant`, `management`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::ReadOnly => "read-only",
+            Access::Assistant => "assistant",
+            Access::Management => "management",
+        }
+    }
+}
+
+/// Who is on the other end of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// The user's own programs (CLI, apps).
+    User,
+    /// A process running inside a command of a turn of this daemon, or one whose ancestry
+    /// could not be read ([`crate::daemon::command_peer::peer_is_command`]).
+    Command,
+}
 
 /// How a command runs relative to its connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,9 +98,8 @@ pub struct Ctx {
     pub client: ClientId,
     /// Cancelled when that client disconnects or is dropped.
     pub client_gone: CancellationToken,
-    /// The client runs inside a command of this daemon
-    /// ([`crate::daemon::command_peer::peer_is_command`]): management commands are refused.
-    pub from_command: bool,
+    /// Who the requesting connection is.
+    pub caller: Caller,
 }
 
 impl Ctx {
@@ -58,20 +109,21 @@ impl Ctx {
     }
 }
 
-/// Result of looking a command up.
-pub enum Lookup {
-    /// A handler exists.
-    Found(Mode, Handler),
-    /// A protocol command without a handler yet.
-    NotImplemented,
-    /// Not a protocol command.
-    Unknown,
+/// One registered command.
+#[derive(Clone)]
+pub struct Entry {
+    /// Who may use it.
+    pub access: Access,
+    /// How it runs.
+    pub mode: Mode,
+    /// Parses params and runs.
+    pub handler: Handler,
 }
 
 /// The command table.
 #[derive(Default, Clone)]
 pub struct Dispatcher {
-    handlers: HashMap<String, (Mode, Handler)>,
+    entries: BTreeMap<&'static str, Entry>,
 }
 
 impl Dispatcher {
@@ -80,55 +132,79 @@ impl Dispatcher {
         Self::default()
     }
 
-    /// Registers `f` for `cmd`, run in its own task. Replaces an earlier registration.
-    pub fn register<F, Fut>(&mut self, cmd: &str, f: F) -> &mut Self
+    /// Registers `handler` for the command of `P` (`P::CMD`) with its access class and run
+    /// mode. Replaces an earlier registration of the same command.
+    pub fn register<P, F, Fut>(&mut self, access: Access, mode: Mode, handler: F) -> &mut Self
     where
-        F: Fn(Value, Ctx) -> Fut + Send + Sync + 'static,
+        P: Params,
+        F: Fn(P, Ctx) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ProtocolError>> + Send + 'static,
     {
-        self.insert(cmd, Mode::Task, f)
-    }
-
-    /// Registers a quick `f` for `cmd`, answered in arrival order on its connection.
-    pub fn register_inline<F, Fut>(&mut self, cmd: &str, f: F) -> &mut Self
-    where
-        F: Fn(Value, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ProtocolError>> + Send + 'static,
-    {
-        self.insert(cmd, Mode::Inline, f)
-    }
-
-    fn insert<F, Fut>(&mut self, cmd: &str, mode: Mode, f: F) -> &mut Self
-    where
-        F: Fn(Value, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ProtocolError>> + Send + 'static,
-    {
-        let h: Handler = Arc::new(move |p, c| Box::pin(f(p, c)));
-        self.handlers.insert(cmd.to_string(), (mode, h));
+        let handler = Arc::new(handler);
+        let erased: Handler = Arc::new(move |raw, ctx| match params::parse::<P>(raw) {
+            Ok(p) => Box::pin(handler(p, ctx)),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        });
+        self.entries.insert(
+            P::CMD,
+            Entry {
+                access,
+                mode,
+                handler: erased,
+            },
+        );
         self
     }
 
-    /// Finds the handler for `cmd`.
-    pub fn lookup(&self, cmd: &str) -> Lookup {
-        match self.handlers.get(cmd) {
-            Some((mode, h)) => Lookup::Found(*mode, h.clone()),
-            None if names::cmd::ALL.contains(&cmd) => Lookup::NotImplemented,
-            None => Lookup::Unknown,
-        }
+    /// Every registered command with its access class and mode, in name order.
+    pub fn commands(&self) -> impl Iterator<Item = (&'static str, Access, Mode)> + '_ {
+        self.entries.iter().map(|(c, e)| (*c, e.access, e.mode))
     }
 
-    /// The error for a command without a handler.
-    pub fn missing(cmd: &str, lookup_unknown: bool) -> ProtocolError {
-        if lookup_unknown {
-            ProtocolError::new(
-                ErrorCode::UnknownCommand,
-                format!("unknown command: {cmd} (see PROTOCOL.md for the command list)"),
-            )
-        } else {
-            ProtocolError::new(
-                ErrorCode::NotImplemented,
-                format!("command {cmd} is not implemented by this daemon yet"),
-            )
+    /// The entry for `cmd` if `caller` may use it.
+    ///
+    /// # Errors
+    /// `unknown_command` for a name outside the protocol, `not_implemented` for a protocol
+    /// command without a handler, `denied` when the command's class is not for `caller`.
+    pub fn route(&self, cmd: &str, caller: Caller) -> Result<&Entry, ProtocolError> {
+        let Some(entry) = self.entries.get(cmd) else {
+            return Err(if names::cmd::ALL.contains(&cmd) {
+                ProtocolError::new(
+                    ErrorCode::NotImplemented,
+                    format!("command {cmd} is not implemented by this daemon yet"),
+                )
+            } else {
+                ProtocolError::new(
+                    ErrorCode::UnknownCommand,
+                    format!("unknown command: {cmd} (see PROTOCOL.md for the command list)"),
+                )
+            });
+        };
+        if !entry.access.permits(caller) {
+            return Err(ProtocolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "{cmd} is a {} command, refused to a client running inside a command of Sayri; run it yourself from a terminal",
+                    entry.access.name()
+                ),
+            ));
+        }
+        Ok(entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_management_is_refused_to_a_command_and_a_user_may_use_everything() {
+        for access in [Access::ReadOnly, Access::Assistant, Access::Management] {
+            assert!(access.permits(Caller::User));
+            assert_eq!(
+                access.permits(Caller::Command),
+                access != Access::Management
+            );
         }
     }
 }

@@ -2,9 +2,12 @@
 //! `sayri-daemon.sock` (see `PROTOCOL.md`).
 //!
 //! * [`listener`] — singleton lock, stale socket, 0600, `SO_PEERCRED`.
-//! * [`connection`] — per-client framing, dispatch, bounded outbound queue.
+//! * [`command_peer`] — whether a peer runs inside a command of a turn (its [`dispatch::Caller`]).
+//! * [`connection`] — per-client framing, routing, bounded outbound queue.
 //! * [`broadcast`] — the client registry and [`Broadcaster`].
-//! * [`dispatch`] — the command table; [`commands`] — the handlers.
+//! * [`dispatch`] — the command table: access class, run mode and typed handler per command.
+//! * [`commands`] — the handlers, one file per area, and [`commands::register_all`].
+//! * [`state`] — [`DaemonState`], what every handler shares.
 //! * [`status`] — the `status` object.
 
 pub mod broadcast;

@@ -1,4 +1,4 @@
-//! The `status` object (spec §2.2), built in one place so later issues add their fields here.
+//! The `status` object, built in one place so that every part of the daemon adds its fields here.
 
 use crate::daemon::state::DaemonState;
 use sayri_protocol::PROTOCOL_VERSION;

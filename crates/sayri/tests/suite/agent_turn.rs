@@ -1,4 +1,4 @@
-//! Acceptance of the agent turn (issue 6), end to end: the real `sayri` daemon over its real
+//! The agent turn end to end: the real `sayri` daemon over its real
 //! socket, the real sandbox, the real SQLite file, and a scripted OpenAI-compatible server on
 //! loopback (`sayri_testkit::FakeLlm`) whose recorded request bodies are asserted — plus one
 //! turn answered by a real local model.

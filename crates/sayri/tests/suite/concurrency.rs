@@ -1,11 +1,13 @@
-//! Requests on one connection run concurrently: a long task-mode command (standing in for `ask`,
-//! which a later issue implements) does not block `ping` or `permission_answer` behind it.
+//! Requests on one connection run concurrently: a long task-mode command (a custom handler
+//! standing in for `ask`) does not block `ping` or `permission_answer` behind it.
 //! Uses an embedded daemon with the real socket, dispatcher and client.
 
 use sayri::client::Client;
+use sayri::daemon::dispatch::{Access, Mode};
 use sayri::daemon::{Daemon, default_dispatcher};
 use sayri::paths::Paths;
 use sayri_protocol::names::{cmd, event};
+use sayri_protocol::params::{AskParams, PermissionAnswerParams};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +24,7 @@ async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
     let answered = Arc::new(Notify::new());
     let mut d = default_dispatcher();
     let wait = answered.clone();
-    d.register(cmd::ASK, move |_, ctx| {
+    d.register(Access::Assistant, Mode::Task, move |_: AskParams, ctx| {
         let wait = wait.clone();
         async move {
             let mut p = Map::new();
@@ -33,13 +35,17 @@ async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
         }
     });
     let notify = answered.clone();
-    d.register_inline(cmd::PERMISSION_ANSWER, move |params, _| {
-        let notify = notify.clone();
-        async move {
-            notify.notify_one();
-            Ok(json!({"delivered": true, "request_id": params["request_id"]}))
-        }
-    });
+    d.register(
+        Access::Management,
+        Mode::Inline,
+        move |p: PermissionAnswerParams, _| {
+            let notify = notify.clone();
+            async move {
+                notify.notify_one();
+                Ok(json!({"delivered": true, "request_id": p.request_id}))
+            }
+        },
+    );
     let daemon = Daemon::bind_with_config(paths.clone(), Default::default(), d).unwrap();
     let state = daemon.state();
     let server = tokio::spawn(daemon.run());
@@ -47,7 +53,9 @@ async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
     let mut c = Client::connect(&paths.socket(), Duration::from_secs(5))
         .await
         .unwrap();
-    let ask_id = c.send(cmd::ASK, Map::new()).await.unwrap();
+    let mut ask = Map::new();
+    ask.insert("text".into(), json!("wait for the answer"));
+    let ask_id = c.send(cmd::ASK, ask).await.unwrap();
     // The ask is pending; ping on the same connection is answered.
     let mut saw_request = false;
     let pong = c

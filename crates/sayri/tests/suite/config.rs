@@ -1,5 +1,6 @@
-//! Configuration through the daemon: typed set (spec §15.4: "false" is false), masking, unknown
-//! keys, and an invalid file that stops the daemon with file:line and is left untouched.
+//! Configuration through the daemon: typed set (the string "false" is false), masking, unknown
+//! keys, `config set` editing the user's file in place, and an invalid file that stops the
+//! daemon with file:line and is left untouched.
 
 use super::support::*;
 use serde_json::json;
@@ -110,4 +111,47 @@ fn invalid_config_file_stops_the_daemon_with_file_and_line() {
         original,
         "never reset"
     );
+}
+
+/// `sayri config set` (and `config_set` over IPC) changes the value where it stands: every
+/// comment, blank line, the key order and keys it does not know about stay as the user wrote
+/// them.
+#[test]
+fn config_set_keeps_the_users_comments_and_key_order() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.config_dir()).unwrap();
+    let path = env.config_dir().join("sayri.toml");
+    let original = "\
+# Sayri settings for my laptop.
+
+[ui]
+orb_size = 90 # big enough to see
+
+# The local model server.
+[provider]
+base_url = \"http://127.0.0.1:11434/v1\"
+# Pick one that fits in memory.
+model = \"qwen\"
+retries = 1
+";
+    std::fs::write(&path, original).unwrap();
+    let _d = env.start_daemon();
+    let o = env.run(&["config", "set", "provider.model", "x"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let expected = original.replace("model = \"qwen\"", "model = \"x\"");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+
+    let mut c = RawClient::connect(&env.socket());
+    let r = c.call("config_set", json!({"key": "ui.orb_size", "value": 120}), 1);
+    assert_eq!(r["result"]["value"], 120, "{r}");
+    let expected = expected.replace("orb_size = 90 #", "orb_size = 120 #");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    // A refused value leaves the file as it was.
+    let r = c.call(
+        "config_set",
+        json!({"key": "ui.orb_size", "value": "huge"}),
+        2,
+    );
+    assert_eq!(r["code"], "invalid_params", "{r}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
 }

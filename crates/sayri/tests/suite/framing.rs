@@ -1,5 +1,6 @@
 //! NDJSON framing over the real socket: split/merged writes, UTF-8 split, CRLF, bad lines,
-//! over-long lines (case 26-ipc-partial-coalesced and the 1 MiB limit).
+//! over-long lines (the recorded byte stream in `fixtures/ipc-partial-coalesced.*` and the 1 MiB
+//! limit).
 
 use super::support::*;
 use serde_json::{Value, json};

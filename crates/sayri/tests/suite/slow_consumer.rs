@@ -1,4 +1,4 @@
-//! Case 28: a client that stops reading must not stall the daemon or other clients. Its queue is
+//! A client that stops reading must not stall the daemon or other clients. Its queue is
 //! bounded (frames and bytes); on overflow it is dropped with a log line, it only ever saw whole
 //! frames, and SIGTERM still stops the daemon promptly while a non-reading client is connected.
 

@@ -1,5 +1,5 @@
-//! `status` shows what each sandbox level can guarantee on this machine (case 34: a level that
-//! cannot be enforced is visible up front, not only when a command is refused).
+//! `status` shows what each sandbox level can guarantee on this machine: a level that cannot be
+//! enforced is visible up front, not only when a command is refused.
 
 use super::support::*;
 use serde_json::{Value, json};

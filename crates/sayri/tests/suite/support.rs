@@ -12,19 +12,30 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_sayri");
 /// Temp config/state dirs; never the real home.
 pub struct Env {
     pub dir: tempfile::TempDir,
+    /// The config dir is found through `XDG_CONFIG_HOME` (no `SAYRI_CONFIG_DIR`).
+    pub xdg_config: bool,
 }
 
 impl Env {
     pub fn new() -> Env {
+        Env::new_in("/tmp")
+    }
+    /// As [`Env::new`], but commands find the config dir as `$XDG_CONFIG_HOME/sayri`.
+    pub fn with_xdg_config() -> Env {
         Env {
-            dir: tempfile::Builder::new()
-                .prefix("sy")
-                .tempdir_in("/tmp")
-                .unwrap(),
+            xdg_config: true,
+            ..Env::new()
         }
     }
     pub fn config_dir(&self) -> PathBuf {
-        self.dir.path().join("config")
+        if self.xdg_config {
+            self.xdg_config_home().join("sayri")
+        } else {
+            self.dir.path().join("config")
+        }
+    }
+    pub fn xdg_config_home(&self) -> PathBuf {
+        self.dir.path().join("xdg-config")
     }
     pub fn state_dir(&self) -> PathBuf {
         self.dir.path().join("state")
@@ -38,8 +49,14 @@ impl Env {
     /// A `sayri` command with this environment.
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(BIN);
-        c.env("SAYRI_CONFIG_DIR", self.config_dir())
-            .env("SAYRI_STATE_DIR", self.state_dir())
+        if self.xdg_config {
+            c.env_remove("SAYRI_CONFIG_DIR")
+                .env("XDG_CONFIG_HOME", self.xdg_config_home());
+        } else {
+            c.env("SAYRI_CONFIG_DIR", self.config_dir())
+                .env_remove("XDG_CONFIG_HOME");
+        }
+        c.env("SAYRI_STATE_DIR", self.state_dir())
             .env("HOME", self.dir.path())
             .env_remove("XDG_RUNTIME_DIR")
             .env_remove("SAYRI_LOG")
@@ -161,7 +178,17 @@ impl RawClient {
             reader: BufReader::new(s.try_clone()?),
             writer: s,
         };
-        let greeting = c.read_value();
+        // A connection that ends before the greeting is an error to retry, not a panic: while a
+        // killed daemon's child still holds its listening socket (between fork and exec), a
+        // connect can succeed and then be reset.
+        let mut line = String::new();
+        if c.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "closed before the ready greeting",
+            ));
+        }
+        let greeting: Value = serde_json::from_str(&line).map_err(std::io::Error::other)?;
         assert_eq!(greeting["event"], "ready", "{greeting}");
         Ok(c)
     }
@@ -239,6 +266,7 @@ impl Env {
                 .prefix("sy")
                 .tempdir_in(base)
                 .unwrap(),
+            xdg_config: false,
         }
     }
 }

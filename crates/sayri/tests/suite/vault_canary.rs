@@ -1,7 +1,7 @@
-//! Issue 7 acceptance through the daemon: a canary secret printed by real commands in every
-//! encoding never reaches the model, the database, the log or any client; the provider key
-//! lives in the vault and is masked in errors (case 12); wrapped and split output is masked
-//! (case 14); the IPC surface never returns plaintext; a tampered vault file is refused.
+//! Secrets through the daemon: a canary secret printed by real commands in every encoding never
+//! reaches the model, the database, the log or any client; the provider key lives in the vault
+//! and is masked where an error message echoes it; output that wraps or splits a secret is
+//! masked; the IPC surface never returns plaintext; a tampered vault file is refused.
 //!
 //! Every test runs the real `sayri daemon` process (foreground, `RUST_LOG=debug`, stderr to a
 //! file), a scripted OpenAI-compatible server on loopback, the real sandbox at level 3 and the
@@ -34,7 +34,7 @@ fn random_bytes(n: usize) -> Vec<u8> {
 
 /// A random canary of 32 characters with letters, digits and symbols. No quote, backslash,
 /// whitespace or glob character, so `echo $KEY` prints it unchanged. No `@` either: a URL
-/// parser (git, in the case-12 command) splits userinfo at it and prints only the part after
+/// parser (git, in the URL command) splits userinfo at it and prints only the part after
 /// it, a fragment no redactor can tell from other text (a known limit, see the vault README).
 fn canary() -> String {
     const ALNUM: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
@@ -49,7 +49,7 @@ fn canary() -> String {
     s
 }
 
-/// `sk-local-` and 16 random alphanumerics (the shape of case 12's key).
+/// `sk-local-` and 16 random alphanumerics (the shape of a local provider's key).
 fn provider_key() -> String {
     const ALNUM: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
     let tail: String = random_bytes(16)
@@ -490,7 +490,7 @@ fn canary_secret_in_every_form_reaches_no_request_row_log_or_event() {
                 && tb["output"].as_str().unwrap().contains(MARKER_CANARY),
             "{tb}"
         );
-        // A secret inside a URL that an error message repeats (case 12, command 3).
+        // A secret inside a URL that an error message repeats (git echoes the remote URL).
         let url = &finishes[TURN1.len() + 4];
         assert!(
             url["output"].as_str().unwrap().contains(&format!(
@@ -521,7 +521,7 @@ fn canary_secret_in_every_form_reaches_no_request_row_log_or_event() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. The provider key (case 12)
+// 2. The provider key
 
 fn echo_401(key: &str) -> Reply {
     Reply::json(

@@ -224,7 +224,10 @@ pub struct Decision {
     pub rule: Option<Rule>,
     /// Source of the decision: a rule source, `default` or `analysis`.
     pub source: String,
-    /// Every subject judged, in the order found.
+    /// Every subject judged, in the order found. On the wire (`sayri permissions check --json`,
+    /// the `segments` of a `permission_request`) this list is called `segments`: each entry is
+    /// one judged segment of the command line.
+    #[serde(rename = "segments")]
     pub subjects: Vec<SubjectDecision>,
     /// True when the deciding `ask`/`deny` came from the policy layer ("always" cannot lift it).
     pub policy: bool,

@@ -1,11 +1,15 @@
 //! The assistant's commands: `talk`, `ask`, `interrupt`, `new_conversation`, `switch_session`,
 //! `sessions_list`, `session_get`, `session_rename`, `session_delete`, `agents_list`,
-//! `agent_switch` (spec §2.2). Events of the turn reach every client through the broadcaster.
+//! `agent_switch`. Events of the turn reach every client through the broadcaster.
 
-use crate::daemon::commands::required_str;
 use crate::daemon::dispatch::Ctx;
 use sayri_core::assistant::CoreError;
 use sayri_core::domain::profile::AgentProfile;
+use sayri_protocol::params::{
+    AgentSwitchParams, AgentsListParams, AskParams, InterruptParams, NewConversationParams,
+    SessionDeleteParams, SessionGetParams, SessionRenameParams, SessionsListParams,
+    SwitchSessionParams, TalkParams, TurnTarget,
+};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -22,81 +26,49 @@ pub fn core_err(e: CoreError) -> ProtocolError {
     ProtocolError::new(code, e.to_string())
 }
 
-fn text_param(params: &Value) -> Result<&str, ProtocolError> {
-    params
-        .get("text")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ProtocolError::invalid_params("missing 'text'"))
-}
-
-/// Switches agent first when `agent_id`/`target_agent_id` is given.
-fn maybe_switch_agent(params: &Value, ctx: &Ctx) -> Result<(), ProtocolError> {
-    let agent = params
-        .get("agent_id")
-        .or_else(|| params.get("target_agent_id"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty());
-    if let Some(id) = agent {
-        let brain = ctx.daemon.brain()?;
-        if brain.core.active_agent().id != id {
-            if brain.core.status().busy {
-                return Err(core_err(CoreError::Busy));
-            }
-            brain.core.agent_switch(id).map_err(core_err)?;
-        }
-    }
-    Ok(())
-}
-
-/// Switches session first when `session_id` is given, or starts a new one with `new: true`.
-/// While a turn runs this is refused (switching would cut the running turn short).
-fn maybe_switch_session(params: &Value, ctx: &Ctx) -> Result<(), ProtocolError> {
+/// Moves to the turn's agent and session first: switches agent when `agent_id` is given, then
+/// starts a new conversation (`new`) or switches session (`session_id`). While a turn runs any
+/// change is refused (it would cut the running turn short).
+fn enter_target(target: TurnTarget<'_>, ctx: &Ctx) -> Result<(), ProtocolError> {
     let brain = ctx.daemon.brain()?;
-    let wants_switch = params.get("new").and_then(Value::as_bool) == Some(true)
-        || params
-            .get("session_id")
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty() && s != brain.core.status().session_id);
-    if wants_switch && brain.core.status().busy {
+    if let Some(id) = target.agent_id
+        && brain.core.active_agent().id != id
+    {
+        if brain.core.status().busy {
+            return Err(core_err(CoreError::Busy));
+        }
+        brain.core.agent_switch(id).map_err(core_err)?;
+    }
+    let switches_session = target.new
+        || target
+            .session_id
+            .is_some_and(|s| s != brain.core.status().session_id);
+    if switches_session && brain.core.status().busy {
         return Err(core_err(CoreError::Busy));
     }
-    if params.get("new").and_then(Value::as_bool) == Some(true) {
+    if target.new {
         brain.core.new_conversation();
-    } else if let Some(id) = params
-        .get("session_id")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
+    } else if let Some(id) = target.session_id {
         brain.core.switch_session(id).map_err(core_err)?;
     }
     Ok(())
 }
 
 /// `talk {text}` → `{"sent":true,"text","session_id"}`; the turn runs in the background.
-pub async fn talk(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let text = text_param(&params)?.to_string();
-    maybe_switch_agent(&params, &ctx)?;
-    maybe_switch_session(&params, &ctx)?;
-    let session_id = ctx.daemon.brain()?.core.talk(&text).map_err(core_err)?;
-    Ok(json!({"sent": true, "text": text, "session_id": session_id}))
+pub async fn talk(p: TalkParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    enter_target(p.target(), &ctx)?;
+    let session_id = ctx.daemon.brain()?.core.talk(&p.text).map_err(core_err)?;
+    Ok(json!({"sent": true, "text": p.text, "session_id": session_id}))
 }
 
 /// `ask {text, timeout=120, agent_id?, session_id?, new?}` → `{"text","error","session_id"}`
 /// when the turn ends. On timeout the turn is interrupted and `error` says so. If the asking
 /// client disconnects the turn keeps running (other clients may be watching).
-pub async fn ask(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let text = text_param(&params)?.to_string();
-    let timeout = params
-        .get("timeout")
-        .and_then(Value::as_f64)
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .unwrap_or(120.0);
-    maybe_switch_agent(&params, &ctx)?;
-    maybe_switch_session(&params, &ctx)?;
+pub async fn ask(p: AskParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let timeout = p.timeout_secs();
+    enter_target(p.target(), &ctx)?;
     let brain = ctx.daemon.brain()?.clone();
-    let turn = tokio::spawn(async move { brain.core.ask(&text).await });
+    let turn = tokio::spawn(async move { brain.core.ask(&p.text).await });
     let brain = ctx.daemon.brain()?.clone();
     match tokio::time::timeout(Duration::from_secs_f64(timeout.min(86_400.0)), turn).await {
         Ok(Ok(Ok(result))) => {
@@ -116,7 +88,7 @@ pub async fn ask(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
 }
 
 /// `interrupt` → `{"interrupted": bool}` (true when a turn was running).
-pub async fn interrupt(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn interrupt(_: InterruptParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let session = brain.core.status().session_id;
     brain.broker.cancel_session(&session);
@@ -124,28 +96,24 @@ pub async fn interrupt(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
 }
 
 /// `new_conversation` → `{"session_id"}`.
-pub async fn new_conversation(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn new_conversation(_: NewConversationParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     Ok(json!({"session_id": ctx.daemon.brain()?.core.new_conversation()}))
 }
 
 /// `switch_session {session_id}` → `{"session_id"}`; unknown ids are an error (not ignored).
-pub async fn switch_session(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let id = required_str(&params, "session_id")?;
+pub async fn switch_session(p: SwitchSessionParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let active = ctx
         .daemon
         .brain()?
         .core
-        .switch_session(id)
+        .switch_session(&p.session_id)
         .map_err(core_err)?;
     Ok(json!({"session_id": active}))
 }
 
 /// `sessions_list {limit=20}` → `[{id,title,agent_id,messages,updated_at}]`, newest first.
-pub async fn sessions_list(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let limit = params
-        .get("limit")
-        .and_then(Value::as_u64)
-        .map_or(20, |n| n.clamp(1, 10_000) as usize);
+pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let limit = p.limit();
     let list = ctx
         .daemon
         .brain()?
@@ -156,9 +124,13 @@ pub async fn sessions_list(params: Value, ctx: Ctx) -> Result<Value, ProtocolErr
 }
 
 /// `session_get {session_id}` → the session with its messages (tool steps included).
-pub async fn session_get(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let id = required_str(&params, "session_id")?;
-    let d = ctx.daemon.brain()?.core.session_get(id).map_err(core_err)?;
+pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let d = ctx
+        .daemon
+        .brain()?
+        .core
+        .session_get(&p.session_id)
+        .map_err(core_err)?;
     let mut v =
         serde_json::to_value(&d.info).map_err(|e| ProtocolError::internal(e.to_string()))?;
     if let Value::Object(m) = &mut v {
@@ -172,30 +144,28 @@ pub async fn session_get(params: Value, ctx: Ctx) -> Result<Value, ProtocolError
 }
 
 /// `session_rename {session_id, title}` → `{"session_id","title"}`.
-pub async fn session_rename(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let id = required_str(&params, "session_id")?;
-    let title = required_str(&params, "title")?;
+pub async fn session_rename(p: SessionRenameParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     ctx.daemon
         .brain()?
         .core
-        .session_rename(id, title)
+        .session_rename(&p.session_id, &p.title)
         .map_err(core_err)?;
-    Ok(json!({"session_id": id, "title": title}))
+    Ok(json!({"session_id": p.session_id, "title": p.title}))
 }
 
 /// `session_delete {session_id}` → `{"session_id","deleted"}`.
-pub async fn session_delete(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let id = required_str(&params, "session_id")?;
+pub async fn session_delete(p: SessionDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let deleted = ctx
         .daemon
         .brain()?
         .core
-        .session_delete(id)
+        .session_delete(&p.session_id)
         .map_err(core_err)?;
-    Ok(json!({"session_id": id, "deleted": deleted}))
+    Ok(json!({"session_id": p.session_id, "deleted": deleted}))
 }
 
-/// The public view of a profile (permission rules deliberately omitted, spec §2.2).
+/// The public view of a profile. Permission rules are left out: clients show agents, and the
+/// rules stay readable only in the profile file.
 pub fn agent_json(a: &AgentProfile) -> Value {
     json!({
         "id": a.id, "name": a.name, "description": a.description,
@@ -213,7 +183,7 @@ pub fn agent_json(a: &AgentProfile) -> Value {
 }
 
 /// `agents_list` → `[agent]` (`default` first); invalid profile files are reported in the log.
-pub async fn agents_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn agents_list(_: AgentsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let (agents, problems) = ctx.daemon.brain()?.agents.list();
     for p in problems {
         tracing::warn!("agent profile skipped: {p}");
@@ -222,13 +192,12 @@ pub async fn agents_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
 }
 
 /// `agent_switch {agent_id}` → `{"agent_id","name"}`.
-pub async fn agent_switch(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let id = required_str(&params, "agent_id")?;
+pub async fn agent_switch(p: AgentSwitchParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let a = ctx
         .daemon
         .brain()?
         .core
-        .agent_switch(id)
+        .agent_switch(&p.agent_id)
         .map_err(core_err)?;
     Ok(json!({"agent_id": a.id, "name": a.name}))
 }

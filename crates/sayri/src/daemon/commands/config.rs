@@ -1,4 +1,5 @@
-//! `config_get`, `config_set`, `config_list` (spec §2.2), typed (spec §15.4: `"false"` is false).
+//! `config_get`, `config_set`, `config_list`, typed: the string `"false"` is false, and a value
+//! of the wrong type is refused naming the key and the expected type.
 //!
 //! Addressing: `key` = `"group.key"`, or `group` + `key`. Secret-looking values are masked in
 //! `config_get`/`config_list` and in the `settings_changed` event; `config_set` echoes the stored
@@ -6,19 +7,11 @@
 //! broadcasts `settings_changed {keys: ["g.k"], values: {"g.k": masked value}}`.
 
 use crate::config_file::{self, ConfigFileError};
-use crate::daemon::commands::required_str;
 use crate::daemon::dispatch::Ctx;
 use sayri_core::domain::config::{Config, ConfigError, KEYS, mask_value};
+use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
 use sayri_protocol::{ErrorCode, ProtocolError, names};
 use serde_json::{Map, Value, json};
-
-fn full_key(params: &Value) -> Result<String, ProtocolError> {
-    let key = required_str(params, "key")?;
-    Ok(match params.get("group").and_then(Value::as_str) {
-        Some(g) if !g.is_empty() && !key.contains('.') => format!("{g}.{key}"),
-        _ => key.to_string(),
-    })
-}
 
 fn config_err(e: ConfigError) -> ProtocolError {
     let code = match e {
@@ -37,8 +30,8 @@ fn shown(name: &str, cfg: &Config) -> Result<(Value, bool), ProtocolError> {
 }
 
 /// `config_get {key}` → `{"group","key","value"(masked)}`.
-pub async fn config_get(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let name = full_key(&params)?;
+pub async fn config_get(p: ConfigGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let name = p.setting();
     let spec = Config::spec(&name).map_err(config_err)?;
     let (value, _) = shown(&name, &ctx.daemon.config())?;
     let value = vault_aware(&name, value, &ctx);
@@ -46,12 +39,10 @@ pub async fn config_get(params: Value, ctx: Ctx) -> Result<Value, ProtocolError>
 }
 
 /// `config_set {key, value}` → `{"group","key","value"}` (stored value, unmasked).
-pub async fn config_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let name = full_key(&params)?;
+pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let name = p.setting();
     let spec = Config::spec(&name).map_err(config_err)?;
-    let value = params
-        .get("value")
-        .ok_or_else(|| ProtocolError::invalid_params("missing 'value'"))?;
+    let value = &p.value;
     if name == "provider.api_key"
         && let Some(done) = set_provider_key(value, &ctx)?
     {
@@ -94,7 +85,7 @@ pub async fn config_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError>
 }
 
 /// `config_list` → `[{"group","key","value"(masked),"is_secret","type","doc"}]` in table order.
-pub async fn config_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn config_list(_: ConfigListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let cfg = ctx.daemon.config();
     let mut out = Vec::with_capacity(KEYS.len());
     for spec in KEYS {

@@ -1,4 +1,11 @@
-//! Command handlers, one file per area. [`register_all`] is the full table of this build.
+//! Command handlers, one file per area. [`register_all`] is the full table of this build: every
+//! command with its access class, run mode and handler.
+//!
+//! Access classes (pinned by the `command_access` test, which holds the same table):
+//! * [`Access::ReadOnly`] — looks, changes nothing.
+//! * [`Access::Assistant`] — runs or steers the assistant's turns and conversations.
+//! * [`Access::Management`] — changes what Sayri may do or deletes the user's data; refused to a
+//!   client running inside a command of a turn.
 
 pub mod agent;
 pub mod config;
@@ -6,44 +13,34 @@ pub mod permissions;
 pub mod runtime;
 pub mod vault;
 
-use crate::daemon::dispatch::Dispatcher;
-use sayri_protocol::ProtocolError;
-use sayri_protocol::names::cmd;
-use serde_json::Value;
+use crate::daemon::dispatch::{Access, Dispatcher, Mode};
 
 /// Registers every implemented command.
 pub fn register_all(d: &mut Dispatcher) {
-    d.register_inline(cmd::PING, runtime::ping)
-        .register_inline(cmd::VERSION, runtime::version)
-        .register_inline(cmd::STATUS, runtime::status)
-        .register_inline(cmd::QUIT, runtime::quit)
-        .register_inline(cmd::CONFIG_GET, config::config_get)
-        .register_inline(cmd::CONFIG_SET, config::config_set)
-        .register_inline(cmd::CONFIG_LIST, config::config_list)
-        .register(cmd::TALK, agent::talk)
-        .register(cmd::ASK, agent::ask)
-        .register_inline(cmd::INTERRUPT, agent::interrupt)
-        .register_inline(cmd::NEW_CONVERSATION, agent::new_conversation)
-        .register_inline(cmd::SWITCH_SESSION, agent::switch_session)
-        .register(cmd::SESSIONS_LIST, agent::sessions_list)
-        .register(cmd::SESSION_GET, agent::session_get)
-        .register(cmd::SESSION_RENAME, agent::session_rename)
-        .register(cmd::SESSION_DELETE, agent::session_delete)
-        .register(cmd::AGENTS_LIST, agent::agents_list)
-        .register_inline(cmd::AGENT_SWITCH, agent::agent_switch)
-        .register_inline(cmd::PERMISSION_LIST, permissions::permission_list)
-        .register_inline(cmd::PERMISSION_ANSWER, permissions::permission_answer)
-        .register_inline(cmd::PERMISSION_FORGET, permissions::permission_forget)
-        .register(cmd::VAULT_LIST, vault::vault_list)
-        .register(cmd::VAULT_SET, vault::vault_set)
-        .register(cmd::VAULT_DELETE, vault::vault_delete);
-}
-
-/// A required string parameter, or `invalid_params` naming it.
-pub fn required_str<'a>(params: &'a Value, name: &str) -> Result<&'a str, ProtocolError> {
-    params
-        .get(name)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| ProtocolError::invalid_params(format!("missing '{name}'")))
+    use Access::{Assistant, Management, ReadOnly};
+    use Mode::{Inline, Task};
+    d.register(ReadOnly, Inline, runtime::ping)
+        .register(ReadOnly, Inline, runtime::version)
+        .register(ReadOnly, Inline, runtime::status)
+        .register(Management, Inline, runtime::quit)
+        .register(ReadOnly, Inline, config::config_get)
+        .register(Management, Inline, config::config_set)
+        .register(ReadOnly, Inline, config::config_list)
+        .register(Assistant, Task, agent::talk)
+        .register(Assistant, Task, agent::ask)
+        .register(Assistant, Inline, agent::interrupt)
+        .register(Assistant, Inline, agent::new_conversation)
+        .register(Assistant, Inline, agent::switch_session)
+        .register(ReadOnly, Task, agent::sessions_list)
+        .register(ReadOnly, Task, agent::session_get)
+        .register(Assistant, Task, agent::session_rename)
+        .register(Management, Task, agent::session_delete)
+        .register(ReadOnly, Task, agent::agents_list)
+        .register(Management, Inline, agent::agent_switch)
+        .register(ReadOnly, Inline, permissions::permission_list)
+        .register(Management, Inline, permissions::permission_answer)
+        .register(Management, Inline, permissions::permission_forget)
+        .register(ReadOnly, Task, vault::vault_list)
+        .register(Management, Task, vault::vault_set)
+        .register(Management, Task, vault::vault_delete);
 }

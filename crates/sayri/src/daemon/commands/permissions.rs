@@ -1,12 +1,14 @@
-//! `permission_list`, `permission_answer`, `permission_forget` (spec §2.2).
+//! `permission_list`, `permission_answer`, `permission_forget`.
 
-use crate::daemon::commands::required_str;
 use crate::daemon::dispatch::Ctx;
 use sayri_protocol::ProtocolError;
+use sayri_protocol::params::{
+    PermissionAnswerParams, PermissionForgetParams, PermissionListParams,
+};
 use serde_json::{Value, json};
 
 /// `permission_list` → `{"pending":[request…], "approvals":{action:[{action,resource,agent_id}…]}}`.
-pub async fn permission_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn permission_list(_: PermissionListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let approvals = brain
         .broker
@@ -17,32 +19,28 @@ pub async fn permission_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError>
 
 /// `permission_answer {request_id, allow=false, remember=false}` →
 /// `{"delivered","request_id","allow"}`; `delivered:false` for an unknown or settled id.
-pub async fn permission_answer(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let id = required_str(&params, "request_id")?;
-    let allow = params
-        .get("allow")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let remember = params
-        .get("remember")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let delivered = ctx.daemon.brain()?.broker.answer(id, allow, remember);
-    Ok(json!({"delivered": delivered, "request_id": id, "allow": allow}))
+pub async fn permission_answer(
+    p: PermissionAnswerParams,
+    ctx: Ctx,
+) -> Result<Value, ProtocolError> {
+    let delivered = ctx
+        .daemon
+        .brain()?
+        .broker
+        .answer(&p.request_id, p.allow, p.remember);
+    Ok(json!({"delivered": delivered, "request_id": p.request_id, "allow": p.allow}))
 }
 
 /// `permission_forget {action?, agent_id=""}` → `{"removed"}`.
-pub async fn permission_forget(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let action = params
-        .get("action")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty());
-    let agent = params.get("agent_id").and_then(Value::as_str).unwrap_or("");
+pub async fn permission_forget(
+    p: PermissionForgetParams,
+    ctx: Ctx,
+) -> Result<Value, ProtocolError> {
     let removed = ctx
         .daemon
         .brain()?
         .broker
-        .forget(action, agent)
+        .forget(p.action(), &p.agent_id)
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
     Ok(json!({"removed": removed}))
 }

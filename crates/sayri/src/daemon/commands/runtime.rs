@@ -2,27 +2,28 @@
 
 use crate::daemon::dispatch::Ctx;
 use crate::daemon::status::build_status;
+use sayri_protocol::params::{PingParams, QuitParams, StatusParams, VersionParams};
 use sayri_protocol::{PROTOCOL_VERSION, ProtocolError};
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// `ping` → `"pong"` (params ignored).
-pub async fn ping(_: Value, _: Ctx) -> Result<Value, ProtocolError> {
+pub async fn ping(_: PingParams, _: Ctx) -> Result<Value, ProtocolError> {
     Ok(json!("pong"))
 }
 
 /// `version` → `{"version": "0.1.0", "protocol_version": 1}`.
-pub async fn version(_: Value, _: Ctx) -> Result<Value, ProtocolError> {
+pub async fn version(_: VersionParams, _: Ctx) -> Result<Value, ProtocolError> {
     Ok(json!({"version": env!("CARGO_PKG_VERSION"), "protocol_version": PROTOCOL_VERSION}))
 }
 
 /// `status` → the status object.
-pub async fn status(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn status(_: StatusParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     Ok(build_status(&ctx.daemon))
 }
 
 /// `quit` → `{"ok": true}`; the daemon stops right after the reply is queued.
-pub async fn quit(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn quit(_: QuitParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let daemon = ctx.daemon.clone();
     tokio::spawn(async move {
         // Lets the reply be queued ahead of the shutdown sequence, which drains queues.

@@ -1,7 +1,7 @@
-//! `vault_list`, `vault_set`, `vault_delete` (spec §2.2). No command returns a plaintext value.
+//! `vault_list`, `vault_set`, `vault_delete`. No command returns a plaintext value.
 
-use crate::daemon::commands::required_str;
 use crate::daemon::dispatch::Ctx;
+use sayri_protocol::params::{VaultDeleteParams, VaultListParams, VaultSetParams};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Value, json};
 
@@ -20,7 +20,7 @@ fn unavailable(ctx: &Ctx) -> ProtocolError {
 
 /// `vault_list` → `[{key, masked, description, updated_at}]`. When the file changed on disk
 /// (the `sayri vault` CLI), the redactor and the provider client are rebuilt from it too.
-pub async fn vault_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn vault_list(_: VaultListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let (list, reloaded) = {
         let mut guard = brain.vault();
@@ -35,22 +35,13 @@ pub async fn vault_list(_: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
 }
 
 /// `vault_set {key, value, description}` → `{"key","saved":true}`.
-pub async fn vault_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let key = required_str(&params, "key")?;
-    let value = params
-        .get("value")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ProtocolError::invalid_params("missing 'value'"))?;
-    let desc = params
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+pub async fn vault_set(p: VaultSetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let stored = {
         let mut guard = brain.vault();
         let vault = guard.as_mut().ok_or_else(|| unavailable(&ctx))?;
         vault
-            .set(key, value, desc)
+            .set(&p.key, &p.value, &p.description)
             .map_err(|e| ProtocolError::invalid_params(e.to_string()))?
     };
     brain.secrets_changed(&ctx.daemon.config());
@@ -58,16 +49,15 @@ pub async fn vault_set(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> 
 }
 
 /// `vault_delete {key}` → `{"key","deleted"}`.
-pub async fn vault_delete(params: Value, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let key = required_str(&params, "key")?;
+pub async fn vault_delete(p: VaultDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let deleted = {
         let mut guard = brain.vault();
         let vault = guard.as_mut().ok_or_else(|| unavailable(&ctx))?;
         vault
-            .delete(key)
+            .delete(&p.key)
             .map_err(|e| ProtocolError::internal(e.to_string()))?
     };
     brain.secrets_changed(&ctx.daemon.config());
-    Ok(json!({"key": key, "deleted": deleted}))
+    Ok(json!({"key": p.key, "deleted": deleted}))
 }

@@ -1,0 +1,727 @@
+//! Typed parameters: one struct per implemented command, bound to its wire name by [`Params`].
+//!
+//! The daemon turns a request's `params` object into the command's struct once, with [`parse`],
+//! before the handler runs; a handler never picks fields out of JSON by hand. Clients build their
+//! requests from the same structs ([`to_map`]), so both sides agree on names and types.
+//!
+//! Rules (pinned by the tests at the end of this file and by `protocol_doc.rs`):
+//! * A command that takes parameters refuses unknown ones (`deny_unknown_fields`). A mistyped
+//!   optional parameter would otherwise be ignored and change what the command does:
+//!   `permission_forget {"acton": "shell"}` would forget every approval, and
+//!   `permission_answer {"alow": true}` would deny.
+//! * A command without parameters ignores whatever it is sent (`ping {"note": …}` answers
+//!   `"pong"`): original clients send such extras, and there is nothing to mistype.
+//! * Names that original clients send are fields of their own: `target_agent_id` on `ask` and
+//!   `talk`, `group` on `config_get` and `config_set`.
+//! * A missing parameter, a wrong type or an unknown name is `invalid_params`, and the message
+//!   names the parameter: ``invalid params for ask: `timeout`: invalid type: string "x", expected
+//!   f64``.
+//! * `null` for an optional parameter means "not given".
+//!
+//! ```
+//! use sayri_protocol::params::{self, AskParams};
+//! let map = serde_json::json!({"text": " hi ", "timeout": 5}).as_object().unwrap().clone();
+//! let p: AskParams = params::parse(map).unwrap();
+//! assert_eq!((p.text.as_str(), p.timeout), ("hi", Some(5.0)));
+//! let bad = serde_json::json!({"text": "hi", "timout": 5}).as_object().unwrap().clone();
+//! let e = params::parse::<AskParams>(bad).unwrap_err();
+//! assert!(e.message.contains("timout"));
+//! ```
+//!
+//! Adding a command's params: write the struct here (copy one of the same shape), implement
+//! [`Params`] for it (or list it in `no_params!` when it takes none), and add it to [`ALL`].
+
+use crate::message::ProtocolError;
+use crate::names::cmd;
+use serde::de::{self, DeserializeOwned, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// The parameters of one command: the type its handler receives, bound to its wire name.
+pub trait Params: Serialize + DeserializeOwned + Send + 'static {
+    /// The command's wire name, one of [`crate::names::cmd::ALL`].
+    const CMD: &'static str;
+}
+
+/// Parses a request's `params` object into `P`.
+///
+/// # Errors
+/// `invalid_params` naming the command and the parameter: a missing required one, a wrong
+/// type, an invalid value (such as a blank `text`), or an unknown name for a command that takes
+/// parameters.
+pub fn parse<P: Params>(params: Map<String, Value>) -> Result<P, ProtocolError> {
+    serde_path_to_error::deserialize(Value::Object(params)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let what = if path == "." {
+            inner.to_string()
+        } else {
+            format!("`{path}`: {inner}")
+        };
+        ProtocolError::invalid_params(format!(
+            "invalid params for {}: {what} (PROTOCOL.md lists each command's params)",
+            P::CMD
+        ))
+    })
+}
+
+/// The params of `p` as a request's `params` object (what a client sends).
+///
+/// # Errors
+/// Only if `P`'s `Serialize` fails or does not produce an object (never for this module's types).
+pub fn to_map<P: Params>(p: &P) -> Result<Map<String, Value>, serde_json::Error> {
+    match serde_json::to_value(p)? {
+        Value::Object(m) => Ok(m),
+        other => Err(serde::ser::Error::custom(format!(
+            "params of {} must serialise to an object, not {other}",
+            P::CMD
+        ))),
+    }
+}
+
+/// The parameter names of `P`, as its `Deserialize` implementation knows them (in declaration
+/// order). Empty for a command without parameters.
+pub fn field_names<P: Params>() -> &'static [&'static str] {
+    let mut fields: &'static [&'static str] = &[];
+    let _ = P::deserialize(FieldNames(&mut fields));
+    fields
+}
+
+/// Whether `P` refuses a parameter it does not know (see the module rules).
+pub fn refuses_unknown<P: Params>() -> bool {
+    let mut probe = Map::new();
+    probe.insert("__not_a_parameter__".into(), Value::Null);
+    match parse::<P>(probe) {
+        Ok(_) => false,
+        Err(e) => e.message.contains("__not_a_parameter__"),
+    }
+}
+
+/// What is known of one command's params without naming its type (for checks and docs).
+#[derive(Debug, Clone, Copy)]
+pub struct ParamsInfo {
+    /// The command's wire name.
+    pub cmd: &'static str,
+    /// Its parameter names ([`field_names`]).
+    pub fields: fn() -> &'static [&'static str],
+    /// Whether it refuses unknown parameters ([`refuses_unknown`]).
+    pub refuses_unknown: fn() -> bool,
+}
+
+impl ParamsInfo {
+    /// The entry for `P`.
+    pub const fn of<P: Params>() -> ParamsInfo {
+        ParamsInfo {
+            cmd: P::CMD,
+            fields: field_names::<P>,
+            refuses_unknown: refuses_unknown::<P>,
+        }
+    }
+}
+
+/// The params entry of `cmd`, if it has typed params.
+pub fn info(cmd: &str) -> Option<&'static ParamsInfo> {
+    ALL.iter().find(|i| i.cmd == cmd)
+}
+
+/// Every params type of this module, one per implemented command.
+pub const ALL: &[ParamsInfo] = &[
+    ParamsInfo::of::<PingParams>(),
+    ParamsInfo::of::<VersionParams>(),
+    ParamsInfo::of::<StatusParams>(),
+    ParamsInfo::of::<QuitParams>(),
+    ParamsInfo::of::<TalkParams>(),
+    ParamsInfo::of::<AskParams>(),
+    ParamsInfo::of::<InterruptParams>(),
+    ParamsInfo::of::<NewConversationParams>(),
+    ParamsInfo::of::<SwitchSessionParams>(),
+    ParamsInfo::of::<PermissionListParams>(),
+    ParamsInfo::of::<PermissionAnswerParams>(),
+    ParamsInfo::of::<PermissionForgetParams>(),
+    ParamsInfo::of::<ConfigGetParams>(),
+    ParamsInfo::of::<ConfigSetParams>(),
+    ParamsInfo::of::<ConfigListParams>(),
+    ParamsInfo::of::<AgentsListParams>(),
+    ParamsInfo::of::<AgentSwitchParams>(),
+    ParamsInfo::of::<SessionsListParams>(),
+    ParamsInfo::of::<SessionGetParams>(),
+    ParamsInfo::of::<SessionRenameParams>(),
+    ParamsInfo::of::<SessionDeleteParams>(),
+    ParamsInfo::of::<VaultListParams>(),
+    ParamsInfo::of::<VaultSetParams>(),
+    ParamsInfo::of::<VaultDeleteParams>(),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Commands without parameters
+
+macro_rules! no_params {
+    ($($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// Takes no parameters; any it is sent are ignored.
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct $name {}
+
+        impl Params for $name {
+            const CMD: &'static str = $cmd;
+        }
+    )*};
+}
+
+no_params! {
+    /// `ping` → `"pong"`.
+    PingParams = cmd::PING;
+    /// `version` → `{"version", "protocol_version"}`.
+    VersionParams = cmd::VERSION;
+    /// `status` → the status object.
+    StatusParams = cmd::STATUS;
+    /// `quit` → `{"ok": true}`, then the daemon stops.
+    QuitParams = cmd::QUIT;
+    /// `interrupt` → `{"interrupted"}`.
+    InterruptParams = cmd::INTERRUPT;
+    /// `new_conversation` → `{"session_id"}`.
+    NewConversationParams = cmd::NEW_CONVERSATION;
+    /// `permission_list` → `{"pending", "approvals"}`.
+    PermissionListParams = cmd::PERMISSION_LIST;
+    /// `config_list` → every setting.
+    ConfigListParams = cmd::CONFIG_LIST;
+    /// `agents_list` → every agent.
+    AgentsListParams = cmd::AGENTS_LIST;
+    /// `vault_list` → every secret, masked.
+    VaultListParams = cmd::VAULT_LIST;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+
+/// Which agent and session a turn runs in (the common part of [`TalkParams`] and [`AskParams`]).
+///
+/// The two structs repeat these fields instead of sharing them with `#[serde(flatten)]`:
+/// serde cannot refuse unknown fields through a flattened struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnTarget<'a> {
+    /// Switch to this agent first (`agent_id`, else `target_agent_id`; empty = the active one).
+    pub agent_id: Option<&'a str>,
+    /// Continue this session (empty = the active one).
+    pub session_id: Option<&'a str>,
+    /// Start a new conversation first.
+    pub new: bool,
+}
+
+fn turn_target<'a>(
+    agent_id: &'a Option<String>,
+    target_agent_id: &'a Option<String>,
+    session_id: &'a Option<String>,
+    new: bool,
+) -> TurnTarget<'a> {
+    let given = |s: &'a Option<String>| s.as_deref().filter(|s| !s.is_empty());
+    TurnTarget {
+        agent_id: given(agent_id).or(given(target_agent_id)),
+        session_id: given(session_id),
+        new,
+    }
+}
+
+/// `talk {text, agent_id?, target_agent_id?, session_id?, new?}` → `{"sent", "text",
+/// "session_id"}`; the turn runs in the background.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TalkParams {
+    /// What the user says (trimmed; blank is refused).
+    #[serde(deserialize_with = "non_blank")]
+    pub text: String,
+    /// Switch to this agent first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The original CLI's name for `agent_id` (used when `agent_id` is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_agent_id: Option<String>,
+    /// Continue this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Start a new conversation first.
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "bool_or_null"
+    )]
+    pub new: bool,
+}
+
+impl TalkParams {
+    /// The agent and session to run in.
+    pub fn target(&self) -> TurnTarget<'_> {
+        turn_target(
+            &self.agent_id,
+            &self.target_agent_id,
+            &self.session_id,
+            self.new,
+        )
+    }
+}
+
+impl Params for TalkParams {
+    const CMD: &'static str = cmd::TALK;
+}
+
+/// `ask {text, timeout=120, agent_id?, target_agent_id?, session_id?, new?}` → `{"text",
+/// "error", "session_id"}` when the turn ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskParams {
+    /// The question (trimmed; blank is refused).
+    #[serde(deserialize_with = "non_blank")]
+    pub text: String,
+    /// Seconds to wait for the answer (absent, zero, negative or not finite = 120); on timeout
+    /// the turn is interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Switch to this agent first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The original CLI's name for `agent_id` (used when `agent_id` is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_agent_id: Option<String>,
+    /// Continue this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Start a new conversation first.
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "bool_or_null"
+    )]
+    pub new: bool,
+}
+
+impl AskParams {
+    /// Default seconds to wait for an answer.
+    pub const DEFAULT_TIMEOUT: f64 = 120.0;
+
+    /// The agent and session to run in.
+    pub fn target(&self) -> TurnTarget<'_> {
+        turn_target(
+            &self.agent_id,
+            &self.target_agent_id,
+            &self.session_id,
+            self.new,
+        )
+    }
+
+    /// The timeout in seconds: `timeout` when positive and finite, else
+    /// [`AskParams::DEFAULT_TIMEOUT`].
+    pub fn timeout_secs(&self) -> f64 {
+        self.timeout
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .unwrap_or(Self::DEFAULT_TIMEOUT)
+    }
+}
+
+impl Params for AskParams {
+    const CMD: &'static str = cmd::ASK;
+}
+
+/// `switch_session {session_id}` → `{"session_id"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSessionParams {
+    /// The session to make active (must exist).
+    #[serde(deserialize_with = "non_empty")]
+    pub session_id: String,
+}
+
+impl Params for SwitchSessionParams {
+    const CMD: &'static str = cmd::SWITCH_SESSION;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permissions
+
+/// `permission_answer {request_id, allow=false, remember=false}` → `{"delivered", "request_id",
+/// "allow"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionAnswerParams {
+    /// The open question's id (12 hex characters).
+    #[serde(deserialize_with = "non_empty")]
+    pub request_id: String,
+    /// Run the command (`false` = deny).
+    #[serde(default, deserialize_with = "bool_or_null")]
+    pub allow: bool,
+    /// With `allow`: remember the approval for this agent ("Allow always").
+    #[serde(default, deserialize_with = "bool_or_null")]
+    pub remember: bool,
+}
+
+impl Params for PermissionAnswerParams {
+    const CMD: &'static str = cmd::PERMISSION_ANSWER;
+}
+
+/// `permission_forget {action?, agent_id=""}` → `{"removed"}`. Without an action (absent or
+/// empty) every approval is forgotten; with one, that action's approvals of `agent_id`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionForgetParams {
+    /// Only approvals of this action (`shell`, `read`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Whose approvals of `action` are removed.
+    #[serde(default, deserialize_with = "string_or_null")]
+    pub agent_id: String,
+}
+
+impl PermissionForgetParams {
+    /// The action, `None` when absent or empty (= every approval).
+    pub fn action(&self) -> Option<&str> {
+        self.action.as_deref().filter(|a| !a.is_empty())
+    }
+}
+
+impl Params for PermissionForgetParams {
+    const CMD: &'static str = cmd::PERMISSION_FORGET;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+/// Joins `group` and `key` into `"group.key"` (a `key` that already has a dot wins).
+fn setting_name(group: &Option<String>, key: &str) -> String {
+    match group.as_deref() {
+        Some(g) if !g.is_empty() && !key.contains('.') => format!("{g}.{key}"),
+        _ => key.to_string(),
+    }
+}
+
+/// `config_get {key, group?}` → `{"group", "key", "value"}` (masked).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigGetParams {
+    /// `"group.key"`, or the key within `group`.
+    #[serde(deserialize_with = "non_empty")]
+    pub key: String,
+    /// The group when `key` has no dot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+impl ConfigGetParams {
+    /// The setting as `"group.key"`.
+    pub fn setting(&self) -> String {
+        setting_name(&self.group, &self.key)
+    }
+}
+
+impl Params for ConfigGetParams {
+    const CMD: &'static str = cmd::CONFIG_GET;
+}
+
+/// `config_set {key, group?, value}` → `{"group", "key", "value"}` (stored, unmasked).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSetParams {
+    /// `"group.key"`, or the key within `group`.
+    #[serde(deserialize_with = "non_empty")]
+    pub key: String,
+    /// The group when `key` has no dot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The new value: any JSON, converted to the setting's type (`"false"` is false).
+    pub value: Value,
+}
+
+impl ConfigSetParams {
+    /// The setting as `"group.key"`.
+    pub fn setting(&self) -> String {
+        setting_name(&self.group, &self.key)
+    }
+}
+
+impl Params for ConfigSetParams {
+    const CMD: &'static str = cmd::CONFIG_SET;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agents and sessions
+
+/// `agent_switch {agent_id}` → `{"agent_id", "name"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSwitchParams {
+    /// The agent to make active.
+    #[serde(deserialize_with = "non_empty")]
+    pub agent_id: String,
+}
+
+impl Params for AgentSwitchParams {
+    const CMD: &'static str = cmd::AGENT_SWITCH;
+}
+
+/// `sessions_list {limit=20}` → `[{id, title, agent_id, messages, updated_at}]`, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsListParams {
+    /// How many sessions (clamped to 1–10000; absent = 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+impl SessionsListParams {
+    /// The limit, clamped to 1–10000 (absent = 20).
+    pub fn limit(&self) -> usize {
+        self.limit.map_or(20, |n| n.clamp(1, 10_000) as usize)
+    }
+}
+
+impl Params for SessionsListParams {
+    const CMD: &'static str = cmd::SESSIONS_LIST;
+}
+
+/// `session_get {session_id}` → the session with its messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionGetParams {
+    /// The session.
+    #[serde(deserialize_with = "non_empty")]
+    pub session_id: String,
+}
+
+impl Params for SessionGetParams {
+    const CMD: &'static str = cmd::SESSION_GET;
+}
+
+/// `session_rename {session_id, title}` → `{"session_id", "title"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRenameParams {
+    /// The session.
+    #[serde(deserialize_with = "non_empty")]
+    pub session_id: String,
+    /// Its new title.
+    #[serde(deserialize_with = "non_empty")]
+    pub title: String,
+}
+
+impl Params for SessionRenameParams {
+    const CMD: &'static str = cmd::SESSION_RENAME;
+}
+
+/// `session_delete {session_id}` → `{"session_id", "deleted"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionDeleteParams {
+    /// The session.
+    #[serde(deserialize_with = "non_empty")]
+    pub session_id: String,
+}
+
+impl Params for SessionDeleteParams {
+    const CMD: &'static str = cmd::SESSION_DELETE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vault
+
+/// `vault_set {key, value, description=""}` → `{"key", "saved": true}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VaultSetParams {
+    /// The secret's name (normalised by the vault, e.g. `canary token` → `CANARY_TOKEN`).
+    #[serde(deserialize_with = "non_empty")]
+    pub key: String,
+    /// The secret.
+    pub value: String,
+    /// What it is for.
+    #[serde(default, deserialize_with = "string_or_null")]
+    pub description: String,
+}
+
+impl Params for VaultSetParams {
+    const CMD: &'static str = cmd::VAULT_SET;
+}
+
+/// `vault_delete {key}` → `{"key", "deleted"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VaultDeleteParams {
+    /// The secret's name.
+    #[serde(deserialize_with = "non_empty")]
+    pub key: String,
+}
+
+impl Params for VaultDeleteParams {
+    const CMD: &'static str = cmd::VAULT_DELETE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field helpers
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A string that must not be empty.
+fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() {
+        return Err(de::Error::invalid_value(
+            de::Unexpected::Str(""),
+            &"a non-empty string",
+        ));
+    }
+    Ok(s)
+}
+
+/// A string that must not be blank; returned trimmed.
+fn non_blank<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(de::Error::invalid_value(
+            de::Unexpected::Str(&s),
+            &"a non-blank string",
+        ));
+    }
+    Ok(t.to_string())
+}
+
+/// A boolean, `null` meaning `false`.
+fn bool_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
+}
+
+/// A string, `null` meaning empty.
+fn string_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A deserializer that only records the field list a derived `Deserialize` asks for.
+struct FieldNames<'a>(&'a mut &'static [&'static str]);
+
+impl<'de> Deserializer<'de> for FieldNames<'_> {
+    type Error = de::value::Error;
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = fields;
+        Err(de::Error::custom("field names recorded"))
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("params types are structs"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ErrorCode;
+    use serde_json::json;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn every_params_type_names_a_protocol_command_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for info in ALL {
+            assert!(
+                cmd::ALL.contains(&info.cmd),
+                "{} is not a command",
+                info.cmd
+            );
+            assert!(seen.insert(info.cmd), "{} has two params types", info.cmd);
+        }
+    }
+
+    #[test]
+    fn commands_with_params_refuse_unknown_ones_and_the_others_ignore_them() {
+        for info in ALL {
+            let has_params = !(info.fields)().is_empty();
+            assert_eq!(
+                (info.refuses_unknown)(),
+                has_params,
+                "{}: a command with params refuses unknown ones; one without ignores them",
+                info.cmd
+            );
+        }
+    }
+
+    #[test]
+    fn errors_name_the_parameter() {
+        let e = parse::<AskParams>(map(json!({"text": "hi", "timeout": "x"}))).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidParams);
+        assert!(
+            e.message.contains("ask") && e.message.contains("`timeout`"),
+            "{e}"
+        );
+        let e = parse::<AskParams>(map(json!({}))).unwrap_err();
+        assert!(e.message.contains("`text`"), "{e}");
+        let e = parse::<AskParams>(map(json!({"text": "   "}))).unwrap_err();
+        assert!(e.message.contains("`text`"), "{e}");
+        let e = parse::<PermissionForgetParams>(map(json!({"acton": "shell"}))).unwrap_err();
+        assert!(e.message.contains("acton"), "{e}");
+        let e = parse::<SessionGetParams>(map(json!({"session_id": ""}))).unwrap_err();
+        assert!(e.message.contains("`session_id`"), "{e}");
+    }
+
+    #[test]
+    fn null_means_not_given_and_ping_ignores_extras() {
+        let p: PermissionAnswerParams = parse(map(
+            json!({"request_id": "abc", "allow": null, "remember": null}),
+        ))
+        .unwrap();
+        assert!(!p.allow && !p.remember);
+        let p: AskParams = parse(map(json!({"text": "q", "timeout": null}))).unwrap();
+        assert_eq!(p.timeout_secs(), AskParams::DEFAULT_TIMEOUT);
+        let _: PingParams = parse(map(json!({"note": "café ☕"}))).unwrap();
+    }
+
+    #[test]
+    fn the_original_clients_names_are_understood() {
+        let p: AskParams = parse(map(json!({"text": "q", "target_agent_id": "ops"}))).unwrap();
+        assert_eq!(p.target().agent_id, Some("ops"));
+        let p: AskParams = parse(map(
+            json!({"text": "q", "agent_id": "a", "target_agent_id": "b"}),
+        ))
+        .unwrap();
+        assert_eq!(p.target().agent_id, Some("a"));
+        let p: ConfigGetParams = parse(map(json!({"group": "ui", "key": "autostart"}))).unwrap();
+        assert_eq!(p.setting(), "ui.autostart");
+        let p: ConfigGetParams = parse(map(json!({"group": "ui", "key": "x.y"}))).unwrap();
+        assert_eq!(p.setting(), "x.y");
+    }
+
+    #[test]
+    fn what_a_client_sends_is_what_the_daemon_reads() {
+        let ask = AskParams {
+            text: "hello".into(),
+            timeout: Some(30.0),
+            session_id: Some("s1".into()),
+            new: false,
+            ..AskParams::default()
+        };
+        let sent = to_map(&ask).unwrap();
+        assert_eq!(
+            Value::Object(sent.clone()),
+            json!({"text": "hello", "timeout": 30.0, "session_id": "s1"})
+        );
+        assert_eq!(parse::<AskParams>(sent).unwrap(), ask);
+        assert!(to_map(&PingParams {}).unwrap().is_empty());
+        assert_eq!(
+            field_names::<SessionRenameParams>(),
+            ["session_id", "title"]
+        );
+    }
+}

@@ -1,0 +1,320 @@
+//! The daemon's brain: the one [`SayriCore`] and the adapters wired into its ports.
+//!
+//! | port | adapter |
+//! |---|---|
+//! | `ChatModel` | [`ReloadableModel`] around `sayri_llm::OpenAiClient` (rebuilt on `provider.*` changes) |
+//! | `Sandbox` | [`SecretsSandbox`] around `sayri_sandbox::LinuxSandbox` (adds the agent's allowed secrets) |
+//! | `PermissionGate` | `sayri_core::engine::rules_gate::RulesGate` with the `PermissionBroker` |
+//! | `SessionStore`, `ApprovalStore` | `sayri_store::Store` (`$STATE/sessions.db`) |
+//! | `Redactor` | `sayri_vault::SharedRedactor` (every vault secret + the provider key) |
+//! | `Clock` | [`SystemClock`] |
+//!
+//! Events of the core and of the broker go to every IPC client through the [`Broadcaster`].
+//!
+//! * [`adapters`] — the adapter types above.
+//! * [`settings`] — how `sayri.toml` maps onto adapter and engine settings.
+//! * Policies are loaded by [`crate::policies`], profiles by [`crate::agents`] — the same
+//!   loaders `sayri permissions check` uses.
+//!
+//! [`Brain::build`] runs in named steps: open the store, open the vault and move a plaintext
+//! provider key into it, build the adapters, load the policies, build engine and core, and
+//! start the sandbox probe in the background.
+
+pub mod adapters;
+pub mod settings;
+
+use crate::agents::FileAgents;
+use crate::daemon::broadcast::Broadcaster;
+use crate::paths::Paths;
+use crate::policies;
+pub use adapters::{BroadcastSink, ReloadableModel, SecretsSandbox, SystemClock, build_model};
+use sayri_core::assistant::SayriCore;
+use sayri_core::domain::config::Config;
+use sayri_core::engine::broker::PermissionBroker;
+use sayri_core::engine::rules_gate::RulesGate;
+use sayri_core::engine::{AgentEngine, EnginePorts};
+use sayri_core::ports::{Clock, Redactor};
+use sayri_sandbox::LinuxSandbox;
+use sayri_store::Store;
+use sayri_vault::{KeySource, SharedRedactor, Vault, VaultPaths};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Name under which the provider API key lives in the vault.
+pub const PROVIDER_KEY: &str = "PROVIDER_API_KEY";
+
+/// Why the brain could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BrainError {
+    /// The session database.
+    #[error("cannot open the session database {path}: {message}")]
+    Store {
+        /// Database file.
+        path: PathBuf,
+        /// What went wrong and what to do.
+        message: String,
+    },
+    /// Anything else that stops start-up, already phrased for the user.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Everything the daemon's command handlers need.
+pub struct Brain {
+    /// The one core.
+    pub core: SayriCore,
+    /// Open permission questions.
+    pub broker: Arc<PermissionBroker>,
+    /// The permission gate (policies can be reloaded).
+    pub gate: Arc<RulesGate>,
+    /// Sessions, messages, approvals, preferences.
+    pub store: Arc<Store>,
+    /// The vault; `None` when it could not be opened (reason in `vault_error`).
+    pub vault: Arc<Mutex<Option<Vault>>>,
+    /// Why the vault is unavailable.
+    pub vault_error: Option<String>,
+    /// Redacts every secret (vault values and the provider key).
+    pub redactor: SharedRedactor,
+    /// The sandbox (for `status`).
+    pub sandbox: Arc<LinuxSandbox>,
+    /// What each sandbox level can guarantee here, probed once in the background at start
+    /// (`Err` with the reason when the probe failed; unset while it runs).
+    pub sandbox_report: SandboxReport,
+    /// The provider client slot.
+    pub model: Arc<ReloadableModel>,
+    /// Agent profiles on disk.
+    pub agents: Arc<FileAgents>,
+}
+
+impl Brain {
+    /// Builds the brain. Opens the database and the vault, moves a plaintext provider key from
+    /// the config into the vault (the caller then rewrites the config file: `migrated_key` is
+    /// returned true), wires the adapters, and starts the sandbox probe in the background.
+    ///
+    /// # Errors
+    /// The database cannot be opened, a policy file is unreadable or malformed, or the
+    /// configured default agent is invalid.
+    pub fn build(
+        paths: &Paths,
+        cfg: &Config,
+        broadcaster: Broadcaster,
+    ) -> Result<(Brain, bool), BrainError> {
+        let store = open_store(paths)?;
+        let secrets = Secrets::open(paths, cfg);
+        let redactor_port: Arc<dyn Redactor> = Arc::new(secrets.redactor.clone());
+        let model = Arc::new(ReloadableModel::new(build_model(
+            cfg,
+            secrets.provider_key.clone(),
+            redactor_port.clone(),
+        )));
+        let sandbox = Arc::new(LinuxSandbox::new(settings::sandbox_settings(paths, cfg)));
+        let agents = Arc::new(FileAgents::new(paths.agents_dir()));
+        let vault = Arc::new(Mutex::new(secrets.vault));
+        let sink = BroadcastSink(broadcaster);
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let broker = Arc::new(
+            PermissionBroker::new(Arc::new(sink.clone()), store.clone(), clock.clone())
+                .with_timeout(settings::ask_timeout(cfg)),
+        );
+        let policies = policies::load_for(cfg).map_err(BrainError::Other)?;
+        let gate = Arc::new(RulesGate::new(
+            policies,
+            store.clone(),
+            broker.clone(),
+            clock.clone(),
+        ));
+        let engine = Arc::new(AgentEngine::new(
+            EnginePorts {
+                model: model.clone(),
+                sandbox: Arc::new(SecretsSandbox {
+                    inner: sandbox.clone(),
+                    agents: agents.clone(),
+                    vault: vault.clone(),
+                    redactor: secrets.redactor.clone(),
+                }),
+                gate: gate.clone(),
+                redactor: redactor_port,
+                store: store.clone(),
+                clock,
+            },
+            settings::engine_settings(cfg),
+        ));
+        let core = SayriCore::new(
+            engine,
+            agents.clone(),
+            Arc::new(sink),
+            &cfg.agent.default_agent,
+        )
+        .map_err(|e| BrainError::Other(e.to_string()))?;
+        let brain = Brain {
+            core,
+            broker,
+            gate,
+            store,
+            vault,
+            vault_error: secrets.vault_error,
+            redactor: secrets.redactor,
+            sandbox_report: spawn_sandbox_probe(&sandbox),
+            sandbox,
+            model,
+            agents,
+        };
+        Ok((brain, secrets.migrated))
+    }
+
+    /// Locks the vault slot.
+    pub fn vault(&self) -> MutexGuard<'_, Option<Vault>> {
+        lock(&self.vault)
+    }
+
+    /// The provider key from the vault, if any.
+    pub fn provider_key(&self) -> Option<String> {
+        self.vault()
+            .as_ref()
+            .and_then(|v| v.get(PROVIDER_KEY).map(|k| k.to_string()))
+    }
+
+    /// Re-reads secrets: refreshes the redactor and the provider client after a vault change.
+    pub fn secrets_changed(&self, cfg: &Config) {
+        let key = self.provider_key();
+        {
+            let guard = self.vault();
+            self.redactor
+                .replace(redactor_for(guard.as_ref(), key.as_deref()));
+        }
+        self.model
+            .replace(build_model(cfg, key, Arc::new(self.redactor.clone())));
+    }
+
+    /// Applies a new config (provider, engine settings, policies).
+    pub fn config_changed(&self, cfg: &Config) {
+        self.model.replace(build_model(
+            cfg,
+            self.provider_key()
+                .or_else(|| Some(cfg.provider.api_key.clone()).filter(|k| !k.is_empty())),
+            Arc::new(self.redactor.clone()),
+        ));
+        self.core
+            .engine()
+            .set_settings(settings::engine_settings(cfg));
+        match policies::load_for(cfg) {
+            Ok(p) => self.gate.set_policies(p),
+            Err(e) => tracing::error!("policies not reloaded: {e}"),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Opens `$STATE/sessions.db`.
+fn open_store(paths: &Paths) -> Result<Arc<Store>, BrainError> {
+    let db = paths.database();
+    Store::open(&db)
+        .map(Arc::new)
+        .map_err(|e| BrainError::Store {
+            path: db.clone(),
+            message: e.to_string(),
+        })
+}
+
+/// The vault, the provider key and the redactor that knows every secret.
+struct Secrets {
+    vault: Option<Vault>,
+    vault_error: Option<String>,
+    provider_key: Option<String>,
+    redactor: SharedRedactor,
+    /// A plaintext `provider.api_key` from the config was stored in the vault.
+    migrated: bool,
+}
+
+impl Secrets {
+    /// Opens the vault (an unavailable vault is logged and reported, not fatal), moves a
+    /// plaintext provider key into it, and builds the redactor.
+    fn open(paths: &Paths, cfg: &Config) -> Secrets {
+        let (mut vault, vault_error) = match Vault::open(
+            VaultPaths::new(&paths.config_dir, &paths.state_dir),
+            KeySource::Auto,
+        ) {
+            Ok(v) => (Some(v), None),
+            Err(e) => {
+                tracing::error!("vault unavailable: {e}");
+                (None, Some(e.to_string()))
+            }
+        };
+        let migrated = migrate_provider_key(vault.as_mut(), cfg);
+        let provider_key = vault
+            .as_ref()
+            .and_then(|v| v.get(PROVIDER_KEY).map(|k| k.to_string()))
+            .or_else(|| Some(cfg.provider.api_key.clone()).filter(|k| !k.is_empty()));
+        let redactor = SharedRedactor::new(redactor_for(vault.as_ref(), provider_key.as_deref()));
+        Secrets {
+            vault,
+            vault_error,
+            provider_key,
+            redactor,
+            migrated,
+        }
+    }
+}
+
+/// Copies a plaintext `provider.api_key` from the config into the vault. Returns whether it was
+/// stored (the caller then removes it from `sayri.toml`); without a vault it stays in the file.
+fn migrate_provider_key(vault: Option<&mut Vault>, cfg: &Config) -> bool {
+    if cfg.provider.api_key.is_empty() {
+        return false;
+    }
+    let Some(vault) = vault else {
+        tracing::warn!("provider.api_key stays in sayri.toml: the vault is unavailable");
+        return false;
+    };
+    match vault.set(PROVIDER_KEY, &cfg.provider.api_key, "LLM provider API key") {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::error!("could not move provider.api_key into the vault: {e}");
+            false
+        }
+    }
+}
+
+/// What each sandbox level can guarantee here (`Err` with the reason when the probe failed;
+/// unset while it runs).
+pub type SandboxReport = Arc<std::sync::OnceLock<Result<sayri_sandbox::CapabilityReport, String>>>;
+
+/// Probes the sandbox once, off the start-up path, so `status` shows an unavailable level up
+/// front and not only when a command is refused. Unavailable levels are logged.
+fn spawn_sandbox_probe(sandbox: &Arc<LinuxSandbox>) -> SandboxReport {
+    let slot: SandboxReport = Arc::new(std::sync::OnceLock::new());
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return slot;
+    };
+    let (sb, out) = (sandbox.clone(), slot.clone());
+    handle.spawn(async move {
+        let r = sb.capabilities().await.map_err(|e| e.to_string());
+        if let Ok(report) = &r {
+            for l in report.levels.iter().filter(|l| !l.guaranteed) {
+                tracing::warn!(
+                    "sandbox level {} is unavailable on this machine: {}",
+                    l.level,
+                    l.missing.join("; ")
+                );
+            }
+        }
+        let _ = out.set(r);
+    });
+    slot
+}
+
+fn redactor_for(vault: Option<&Vault>, provider_key: Option<&str>) -> sayri_vault::SecretRedactor {
+    let base = match vault {
+        Some(v) => v.redactor(),
+        None => sayri_vault::SecretRedactor::default(),
+    };
+    match provider_key {
+        Some(k) if k.len() >= 4 && vault.and_then(|v| v.get(PROVIDER_KEY)).is_none() => {
+            base.with_extra(PROVIDER_KEY, k)
+        }
+        _ => base,
+    }
+}
