@@ -9,7 +9,7 @@
 //! Fails closed: a malformed profile rule refuses; an unreadable approval
 //! store is treated as "no approvals" (so the command asks instead of running).
 
-use super::broker::{AskOutcome, PermissionBroker, Question};
+use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
 use super::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use crate::domain::permissions::{
     AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
@@ -105,6 +105,15 @@ impl RulesGate {
                     session_id: request.session_id.clone(),
                     policy: decision.policy,
                     remember: plan.approvals,
+                    segments: decision
+                        .segments
+                        .iter()
+                        .map(|s| AskedSegment {
+                            command: s.command.clone(),
+                            effect: s.effect,
+                            reason: s.reason.clone(),
+                        })
+                        .collect(),
                 };
                 let secs = self.broker.timeout().as_secs();
                 match self.broker.ask(question, cancel).await {
