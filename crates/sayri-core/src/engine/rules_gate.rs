@@ -106,7 +106,7 @@ impl RulesGate {
                     policy: decision.policy,
                     remember: plan.approvals,
                     segments: decision
-                        .segments
+                        .subjects
                         .iter()
                         .map(|s| AskedSegment {
                             command: s.command.clone(),
