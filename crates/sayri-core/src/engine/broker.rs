@@ -52,6 +52,20 @@ pub struct PermissionRequest {
     pub policy: bool,
     /// Seconds left before the question counts as "no", one decimal.
     pub expires_in: f64,
+    /// Every subject judged inside the resource (each simple command of a compound shell
+    /// command, file and web accesses), in order, so a card can show all of them.
+    pub segments: Vec<AskedSegment>,
+}
+
+/// One judged part of an asked resource, as shown to clients.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AskedSegment {
+    /// What was judged: a simple command, or `write /path`, `read /path`, `web URL`.
+    pub command: String,
+    /// Its own effect (`allow`, `ask` or `deny`).
+    pub effect: crate::domain::permissions::Effect,
+    /// Why, naming the rule and its source.
+    pub reason: String,
 }
 
 /// Receives broker events; the daemon broadcasts them to every client. Must not block.
@@ -81,6 +95,8 @@ pub struct Question {
     pub policy: bool,
     /// What "Allow always" stores (see `domain::permissions::plan_approvals`).
     pub remember: Vec<Approval>,
+    /// Every judged part of the resource (shown on the card).
+    pub segments: Vec<AskedSegment>,
 }
 
 /// How a question ended.
@@ -204,6 +220,7 @@ impl PermissionBroker {
                 session_id: question.session_id.clone(),
                 policy: question.policy,
                 expires_in: round1(self.timeout.as_secs_f64()),
+                segments: question.segments.clone(),
             };
             map.insert(
                 id,

@@ -9,7 +9,7 @@
 //! Fails closed: a malformed profile rule or an unknown action refuses; an unreadable approval
 //! store is treated as "no approvals" (so the command asks instead of running).
 
-use super::broker::{AskOutcome, PermissionBroker, Question};
+use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
 use super::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use crate::domain::permissions::{
     Action, AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
@@ -113,6 +113,15 @@ impl RulesGate {
                     session_id: request.session_id.clone(),
                     policy: decision.policy,
                     remember: plan.approvals,
+                    segments: decision
+                        .segments
+                        .iter()
+                        .map(|s| AskedSegment {
+                            command: s.command.clone(),
+                            effect: s.effect,
+                            reason: s.reason.clone(),
+                        })
+                        .collect(),
                 };
                 let secs = self.broker.timeout().as_secs();
                 match self.broker.ask(question, cancel).await {

@@ -127,6 +127,7 @@ fn question(session: &str) -> Question {
             resource: "git push".into(),
             created_at: 1.0,
         }],
+        segments: Vec::new(),
     }
 }
 
