@@ -307,3 +307,10 @@ impl OrbApp {
         }
     }
 }
+
+impl Drop for OrbApp {
+    fn drop(&mut self) {
+        // The window would otherwise outlive its controller (GTK keeps top-levels alive).
+        self.window.destroy();
+    }
+}
