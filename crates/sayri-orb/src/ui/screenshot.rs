@@ -32,10 +32,9 @@ pub fn capture(window: &gtk::Window, path: &Path) -> Result<(), ScreenshotError>
     let node = snapshot.to_node().ok_or(ScreenshotError::NotShown)?;
     let bounds = gtk::graphene::Rect::new(0.0, 0.0, w as f32, h as f32);
     let texture = renderer.render_texture(&node, Some(&bounds));
-    texture
-        .save_to_png(path)
-        .map_err(|e| ScreenshotError::Write {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })
+    let png = texture.save_to_png_bytes();
+    std::fs::write(path, &png).map_err(|e| ScreenshotError::Write {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
 }

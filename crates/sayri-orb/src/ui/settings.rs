@@ -143,7 +143,8 @@ impl SettingsView {
                     sw.set_sensitive(!r.pending);
                 }
                 Editor::Text(e) => {
-                    if !e.has_focus() || !same_keys {
+                    // Never overwrite what the person is typing (focus sits on the entry's text child).
+                    if e.focus_child().is_none() || !same_keys {
                         let v = r.display_value();
                         if e.text() != v {
                             e.set_text(&v);
