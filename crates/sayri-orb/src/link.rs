@@ -63,13 +63,22 @@ impl DaemonStarter {
         let shown = self.program.display().to_string();
         let out = tokio::time::timeout(START_TIMEOUT, cmd.output())
             .await
-            .map_err(|_| format!("`{shown} ping` did not finish within {} s", START_TIMEOUT.as_secs()))?
+            .map_err(|_| {
+                format!(
+                    "`{shown} ping` did not finish within {} s",
+                    START_TIMEOUT.as_secs()
+                )
+            })?
             .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
         if out.status.success() {
             return Ok(());
         }
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         Err(format!(
             "starting the daemon failed: {}",
             crate::safe_text::visible(last.trim())
@@ -197,7 +206,11 @@ async fn run(
             }
             Err(ClientError::NotRunning { .. }) if may_start => {
                 may_start = false;
-                if to_ui.send(Input::Link(LinkState::StartingDaemon)).await.is_err() {
+                if to_ui
+                    .send(Input::Link(LinkState::StartingDaemon))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
                 let starter = options.starter.as_ref();

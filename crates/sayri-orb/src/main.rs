@@ -59,7 +59,12 @@ fn source(args: &Args) -> Result<Source, String> {
 }
 
 /// Captures the window `after_ms` after it is mapped, then quits; the outcome lands in `result`.
-fn schedule_screenshot(app: &Rc<OrbApp>, path: PathBuf, after_ms: u64, result: Rc<RefCell<Result<(), String>>>) {
+fn schedule_screenshot(
+    app: &Rc<OrbApp>,
+    path: PathBuf,
+    after_ms: u64,
+    result: Rc<RefCell<Result<(), String>>>,
+) {
     let weak = Rc::downgrade(app);
     let arm = move || {
         let (weak, path, result) = (weak.clone(), path.clone(), result.clone());

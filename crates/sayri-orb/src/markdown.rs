@@ -292,7 +292,8 @@ mod tests {
 
     #[test]
     fn paragraphs_lists_and_code_become_blocks() {
-        let blocks = parse("Hello **you**.\n\n- one\n- `two`\n\n1. a\n2. b\n\n```sh\nls -la\n```\n");
+        let blocks =
+            parse("Hello **you**.\n\n- one\n- `two`\n\n1. a\n2. b\n\n```sh\nls -la\n```\n");
         assert_eq!(
             blocks,
             vec![
@@ -332,13 +333,17 @@ mod tests {
     #[test]
     fn nested_list_items_carry_their_depth() {
         let blocks = parse("- outer\n  - inner\n");
-        assert!(matches!(&blocks[1], Block::Item { depth: 1, .. }), "{blocks:?}");
+        assert!(
+            matches!(&blocks[1], Block::Item { depth: 1, .. }),
+            "{blocks:?}"
+        );
     }
 
     #[test]
     fn only_web_links_stay_links_and_others_show_their_target_as_text() {
-        let blocks =
-            parse("[guide](https://docs.invalid/guide) [x](file:///etc/passwd) [y](javascript:alert(1))");
+        let blocks = parse(
+            "[guide](https://docs.invalid/guide) [x](file:///etc/passwd) [y](javascript:alert(1))",
+        );
         let Block::Paragraph { inlines, .. } = &blocks[0] else {
             panic!("{blocks:?}")
         };
@@ -370,7 +375,10 @@ mod tests {
     fn control_characters_stay_visible_even_from_character_references() {
         let blocks = parse("a\rb \u{1b}[2J &#27;[6n &#x202e;x");
         let text = blocks[0].plain_text();
-        assert!(!text.chars().any(|c| c.is_control() || c == '\u{202e}'), "{text:?}");
+        assert!(
+            !text.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{text:?}"
+        );
         assert!(text.contains("a\\rb"), "{text}");
         assert!(text.contains("\\x1b[2J"), "{text}");
         assert!(text.contains("\\x1b[6n"), "{text}");

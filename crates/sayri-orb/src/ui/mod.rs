@@ -237,7 +237,11 @@ impl OrbApp {
     }
 
     fn send(&self, r: Request) {
-        let sent = self.link.borrow().as_ref().is_some_and(|l| l.send(r.clone()));
+        let sent = self
+            .link
+            .borrow()
+            .as_ref()
+            .is_some_and(|l| l.send(r.clone()));
         if !sent && self.link.borrow().is_some() {
             self.queue.borrow_mut().push_back(Input::Response {
                 tag: r.tag,

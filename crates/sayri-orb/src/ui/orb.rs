@@ -61,13 +61,19 @@ pub struct Orb {
 impl Orb {
     /// A new orb of `size` pixels; `on_toggle` runs on click/Enter/Space, `on_secondary` on a
     /// right click.
-    pub fn new(size: i32, on_toggle: impl Fn() + 'static, on_secondary: impl Fn() + 'static) -> Orb {
+    pub fn new(
+        size: i32,
+        on_toggle: impl Fn() + 'static,
+        on_secondary: impl Fn() + 'static,
+    ) -> Orb {
         let area = gtk::DrawingArea::builder()
             .accessible_role(gtk::AccessibleRole::Button)
             .focusable(true)
             .can_focus(true)
             .name("orb")
-            .tooltip_text("Sayri — click to start or stop listening; right-click to show or hide the card")
+            .tooltip_text(
+                "Sayri — click to start or stop listening; right-click to show or hide the card",
+            )
             .build();
         area.add_css_class("orb");
         let orb = Orb {
@@ -119,9 +125,7 @@ impl Orb {
         let phase = self.phase.clone();
         let last: std::cell::Cell<Option<i64>> = std::cell::Cell::new(None);
         self.area.add_tick_callback(move |area, clock| {
-            let animate = area
-                .settings()
-                .is_gtk_enable_animations();
+            let animate = area.settings().is_gtk_enable_animations();
             let now = clock.frame_time();
             if animate {
                 let dt = last.get().map_or(0.0, |l| (now - l) as f64 / 1_000_000.0);
@@ -192,7 +196,12 @@ pub fn draw(cr: &cairo::Context, w: i32, h: i32, look: &OrbLook, t: f64) {
         cy,
         radius,
     );
-    body.add_color_stop_rgb(0.0, (r + 0.55).min(1.0), (g + 0.55).min(1.0), (b + 0.55).min(1.0));
+    body.add_color_stop_rgb(
+        0.0,
+        (r + 0.55).min(1.0),
+        (g + 0.55).min(1.0),
+        (b + 0.55).min(1.0),
+    );
     body.add_color_stop_rgb(0.6, r, g, b);
     body.add_color_stop_rgb(1.0, r * 0.55, g * 0.55, b * 0.55);
     let _ = cr.set_source(&body);

@@ -61,7 +61,10 @@ fn build(card: &PermissionCard, sink: &ActionSink) -> CardWidgets {
     } else {
         card.agent_name.clone()
     };
-    let title = text_label(&format!("{who} asks to run ({}):", card.action), &["heading"]);
+    let title = text_label(
+        &format!("{who} asks to run ({}):", card.action),
+        &["heading"],
+    );
     title.set_selectable(false);
     root.append(&title);
     let command = text_label(&card.resource, &["code", "permission-command"]);

@@ -12,7 +12,12 @@ use gtk::prelude::*;
 pub const MARGIN: i32 = 16;
 
 /// Top-left position of a `w`×`h` window in `corner` of a monitor at `(mx, my, mw, mh)`.
-pub fn corner_position(corner: OrbCorner, monitor: (i32, i32, i32, i32), w: i32, h: i32) -> (i32, i32) {
+pub fn corner_position(
+    corner: OrbCorner,
+    monitor: (i32, i32, i32, i32),
+    w: i32,
+    h: i32,
+) -> (i32, i32) {
     let (mx, my, mw, mh) = monitor;
     let x = if corner.is_left() {
         mx + MARGIN
@@ -77,11 +82,8 @@ mod x11 {
         let (x, y) = corner_position(prefs.corner, (g.x(), g.y(), g.width(), g.height()), w, h);
         let (conn, screen) = x11rb::connect(None).map_err(|e| e.to_string())?;
         let root = conn.setup().roots.get(screen).ok_or("no X screen")?.root;
-        conn.configure_window(
-            xid,
-            &ConfigureWindowAux::new().x(x * scale).y(y * scale),
-        )
-        .map_err(|e| e.to_string())?;
+        conn.configure_window(xid, &ConfigureWindowAux::new().x(x * scale).y(y * scale))
+            .map_err(|e| e.to_string())?;
         let atom = |name: &[u8]| -> Result<u32, String> {
             Ok(conn
                 .intern_atom(false, name)
@@ -159,8 +161,14 @@ mod tests {
         let m = (0, 0, 1280, 800);
         assert_eq!(corner_position(OrbCorner::TopLeft, m, 300, 200), (16, 16));
         assert_eq!(corner_position(OrbCorner::TopRight, m, 300, 200), (964, 16));
-        assert_eq!(corner_position(OrbCorner::BottomLeft, m, 300, 200), (16, 584));
-        assert_eq!(corner_position(OrbCorner::BottomRight, m, 300, 200), (964, 584));
+        assert_eq!(
+            corner_position(OrbCorner::BottomLeft, m, 300, 200),
+            (16, 584)
+        );
+        assert_eq!(
+            corner_position(OrbCorner::BottomRight, m, 300, 200),
+            (964, 584)
+        );
         // A second monitor to the right; a window larger than the monitor stays on it.
         assert_eq!(
             corner_position(OrbCorner::BottomRight, (1280, 0, 800, 600), 2000, 2000),

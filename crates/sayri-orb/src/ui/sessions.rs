@@ -81,7 +81,12 @@ fn row(s: &SessionRow, current: bool, sink: &ActionSink) -> gtk::Box {
 }
 
 /// Rebuilds the list in `container` (a vertical box) from `sessions`.
-pub fn sync(container: &gtk::Box, sessions: &[SessionRow], current: Option<&str>, sink: &ActionSink) {
+pub fn sync(
+    container: &gtk::Box,
+    sessions: &[SessionRow],
+    current: Option<&str>,
+    sink: &ActionSink,
+) {
     while let Some(child) = container.first_child() {
         container.remove(&child);
     }

@@ -44,7 +44,13 @@ pub fn typed_value(ty: &str, text: &str) -> Value {
     json!(text)
 }
 
-fn build_row(grid: &gtk::Grid, line: i32, row: &SettingRow, sink: &ActionSink, updating: &Rc<Cell<bool>>) -> RowWidgets {
+fn build_row(
+    grid: &gtk::Grid,
+    line: i32,
+    row: &SettingRow,
+    sink: &ActionSink,
+    updating: &Rc<Cell<bool>>,
+) -> RowWidgets {
     let name = text_label(&row.key, &[]);
     name.set_selectable(false);
     name.set_tooltip_text(Some(&row.doc));

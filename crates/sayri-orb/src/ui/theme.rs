@@ -124,10 +124,9 @@ pub fn follow_system_preference() {
                 let key = params.child_value(1).get::<String>();
                 if ns.as_deref() == Some("org.freedesktop.appearance")
                     && key.as_deref() == Some("color-scheme")
+                    && let Some(u) = unwrap_u32(&params.child_value(2))
                 {
-                    if let Some(u) = unwrap_u32(&params.child_value(2)) {
-                        apply(u);
-                    }
+                    apply(u);
                 }
             },
         );

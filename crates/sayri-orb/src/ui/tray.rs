@@ -70,7 +70,9 @@ mod sni {
                 rt.block_on(async move {
                     match (SayriTray { tx }).spawn().await {
                         Ok(_handle) => std::future::pending::<()>().await,
-                        Err(e) => tracing::info!("no tray icon (no tray host on the session bus: {e})"),
+                        Err(e) => {
+                            tracing::info!("no tray icon (no tray host on the session bus: {e})")
+                        }
                     }
                 });
             });

@@ -32,7 +32,12 @@ pub struct Widgets {
     pub on_link: LinkHandler,
 }
 
-fn page_button(label: &str, a11y: &str, page: &'static str, stack: &gtk::Stack) -> gtk::ToggleButton {
+fn page_button(
+    label: &str,
+    a11y: &str,
+    page: &'static str,
+    stack: &gtk::Stack,
+) -> gtk::ToggleButton {
     let b = gtk::ToggleButton::with_mnemonic(label);
     b.update_property(&[gtk::accessible::Property::Label(a11y)]);
     b.set_widget_name(&format!("page-{page}"));
@@ -307,9 +312,13 @@ impl Widgets {
         }
         for a in &m.agents {
             let current = m.agent_id.as_deref() == Some(a.id.as_str());
-            let b = gtk::Button::with_label(&format!("{}{}", if current { "● " } else { "" }, a.name));
+            let b =
+                gtk::Button::with_label(&format!("{}{}", if current { "● " } else { "" }, a.name));
             b.set_sensitive(!current);
-            b.update_property(&[gtk::accessible::Property::Label(&format!("Use agent {}", a.name))]);
+            b.update_property(&[gtk::accessible::Property::Label(&format!(
+                "Use agent {}",
+                a.name
+            ))]);
             let (s, id, badge) = (self.sink.clone(), a.id.clone(), self.agent_badge.clone());
             b.connect_clicked(move |_| {
                 badge.popdown();

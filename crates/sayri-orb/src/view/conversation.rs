@@ -161,11 +161,11 @@ impl ViewModel {
 
     /// `busy false`: the request ended; a turn left open (interrupted, failed) is closed.
     pub(super) fn conversation_finished(&mut self) {
-        if let Some(turn) = self.turns.last_mut() {
-            if !turn.done {
-                turn.done = true;
-                self.changes.conversation = true;
-            }
+        if let Some(turn) = self.turns.last_mut()
+            && !turn.done
+        {
+            turn.done = true;
+            self.changes.conversation = true;
         }
         if !self.partial.is_empty() {
             self.partial.clear();
@@ -180,7 +180,12 @@ impl ViewModel {
             return;
         }
         let mut turns: Vec<Turn> = Vec::new();
-        for m in value.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        for m in value
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let content = m.get("content").and_then(Value::as_str).unwrap_or("");
             if let Some(call) = m.get("tool_call").filter(|c| c.is_object()) {
                 let step = ToolStep {

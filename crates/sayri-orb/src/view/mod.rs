@@ -298,12 +298,10 @@ impl ViewModel {
     /// Display name of the active agent (its id when the list has not arrived).
     pub fn agent_name(&self) -> Option<String> {
         let id = self.agent_id.as_ref()?;
-        Some(
-            self.agents
-                .iter()
-                .find(|a| &a.id == id)
-                .map_or_else(|| crate::safe_text::visible(id).into_owned(), |a| a.name.clone()),
-        )
+        Some(self.agents.iter().find(|a| &a.id == id).map_or_else(
+            || crate::safe_text::visible(id).into_owned(),
+            |a| a.name.clone(),
+        ))
     }
 
     /// The reducer: applies `input` at monotonic time `now_ms`; returns requests to send.
@@ -348,15 +346,13 @@ impl ViewModel {
         self.changes.notices = true;
         self.apply_status(info);
         let mut out = vec![
-            Request::new(Tag::PermissionList,  json!({})),
-            Request::new(Tag::AgentsList,  json!({})),
-            Request::new(Tag::SessionsList,  json!({"limit": 20})),
-            Request::new(Tag::ConfigList,  json!({})),
+            Request::new(Tag::PermissionList, json!({})),
+            Request::new(Tag::AgentsList, json!({})),
+            Request::new(Tag::SessionsList, json!({"limit": 20})),
+            Request::new(Tag::ConfigList, json!({})),
         ];
         if let Some(id) = &self.session_id {
-            out.push(Request::new(Tag::SessionGet,
-                json!({"session_id": id}),
-            ));
+            out.push(Request::new(Tag::SessionGet, json!({"session_id": id})));
         }
         out
     }
@@ -381,11 +377,11 @@ impl ViewModel {
             self.session_id = session;
             self.changes.sessions = true;
         }
-        if let Some(a) = info.get("agent").and_then(Value::as_str) {
-            if self.agent_id.as_deref() != Some(a) {
-                self.agent_id = Some(a.to_string());
-                self.changes.agents = true;
-            }
+        if let Some(a) = info.get("agent").and_then(Value::as_str)
+            && self.agent_id.as_deref() != Some(a)
+        {
+            self.agent_id = Some(a.to_string());
+            self.changes.agents = true;
         }
         self.changes.orb = true;
     }
@@ -436,8 +432,8 @@ impl ViewModel {
                 if !self.busy {
                     self.conversation_finished();
                     return vec![
-                        Request::new(Tag::Status,  json!({})),
-                        Request::new(Tag::SessionsList,  json!({"limit": 20})),
+                        Request::new(Tag::Status, json!({})),
+                        Request::new(Tag::SessionsList, json!({"limit": 20})),
                     ];
                 }
             }
@@ -473,9 +469,7 @@ impl ViewModel {
                 self.turns.clear();
                 self.changes.conversation = true;
                 self.changes.sessions = true;
-                return vec![Request::new(Tag::SessionsList,
-                    json!({"limit": 20}),
-                )];
+                return vec![Request::new(Tag::SessionsList, json!({"limit": 20}))];
             }
             event::PERMISSION_REQUEST => {
                 if let Some(r) = p.get("request") {
@@ -534,15 +528,11 @@ impl ViewModel {
                     self.turns.clear();
                     self.changes.conversation = true;
                     self.changes.sessions = true;
-                    return vec![Request::new(Tag::SessionGet,
-                        json!({"session_id": id}),
-                    )];
+                    return vec![Request::new(Tag::SessionGet, json!({"session_id": id}))];
                 }
             }
             Tag::RenameSession | Tag::DeleteSession => {
-                return vec![Request::new(Tag::SessionsList,
-                    json!({"limit": 20}),
-                )];
+                return vec![Request::new(Tag::SessionsList, json!({"limit": 20}))];
             }
             Tag::Answer { .. } | Tag::Talk | Tag::ToggleListening | Tag::Interrupt => {}
         }
@@ -577,39 +567,36 @@ impl ViewModel {
                 if text.is_empty() {
                     return Vec::new();
                 }
-                vec![Request::new(Tag::Talk,  json!({"text": text}))]
+                vec![Request::new(Tag::Talk, json!({"text": text}))]
             }
             Action::Answer {
                 request_id,
                 allow,
                 remember,
             } => self.answer_card(request_id, allow, remember),
-            Action::ToggleListening => vec![Request::new(Tag::ToggleListening,
-                json!({}),
-            )],
-            Action::Interrupt => vec![Request::new(Tag::Interrupt,  json!({}))],
-            Action::NewConversation => vec![Request::new(Tag::NewConversation,
-                json!({}),
-            )],
-            Action::SwitchSession(id) => vec![Request::new(Tag::SwitchSession,
-                json!({"session_id": id}),
-            )],
+            Action::ToggleListening => vec![Request::new(Tag::ToggleListening, json!({}))],
+            Action::Interrupt => vec![Request::new(Tag::Interrupt, json!({}))],
+            Action::NewConversation => vec![Request::new(Tag::NewConversation, json!({}))],
+            Action::SwitchSession(id) => {
+                vec![Request::new(Tag::SwitchSession, json!({"session_id": id}))]
+            }
             Action::RenameSession { id, title } => {
                 let title = title.trim().to_string();
                 if title.is_empty() {
                     self.notice("A conversation title cannot be empty.", true);
                     return Vec::new();
                 }
-                vec![Request::new(Tag::RenameSession,
+                vec![Request::new(
+                    Tag::RenameSession,
                     json!({"session_id": id, "title": title}),
                 )]
             }
-            Action::DeleteSession(id) => vec![Request::new(Tag::DeleteSession,
-                json!({"session_id": id}),
-            )],
-            Action::SwitchAgent(id) => vec![Request::new(Tag::AgentSwitch,
-                json!({"agent_id": id}),
-            )],
+            Action::DeleteSession(id) => {
+                vec![Request::new(Tag::DeleteSession, json!({"session_id": id}))]
+            }
+            Action::SwitchAgent(id) => {
+                vec![Request::new(Tag::AgentSwitch, json!({"agent_id": id}))]
+            }
             Action::SetConfig { key, value } => self.set_config(key, value),
             Action::ToggleWindow => {
                 self.set_visible(!self.visible);

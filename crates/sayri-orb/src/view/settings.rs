@@ -187,10 +187,10 @@ impl ViewModel {
             row.error = None;
             // The reply carries the stored value unmasked; a secret keeps its masked form
             // until `settings_changed` brings it.
-            if !row.is_secret {
-                if let Some(v) = result.get("value") {
-                    row.value = v.clone();
-                }
+            if !row.is_secret
+                && let Some(v) = result.get("value")
+            {
+                row.value = v.clone();
             }
             self.changes.settings = true;
         }

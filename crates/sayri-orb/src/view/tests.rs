@@ -12,7 +12,9 @@ fn ev(name: &str, payload: Value) -> Input {
 fn connected() -> ViewModel {
     let mut vm = ViewModel::new();
     vm.apply(
-        Input::Ready(json!({"state": "idle", "busy": false, "session_id": "s1", "agent": "default"})),
+        Input::Ready(
+            json!({"state": "idle", "busy": false, "session_id": "s1", "agent": "default"}),
+        ),
         0,
     );
     vm.take_changes();
@@ -84,7 +86,10 @@ fn a_turn_collects_transcript_streamed_reply_and_tool_steps_in_order() {
     assert_eq!(vm.partial, "what time");
     vm.apply(ev("busy", json!({"active": true})), 0);
     vm.apply(ev("user", json!({"text": "what time is it?"})), 0);
-    assert!(vm.partial.is_empty(), "the final request replaces the live transcript");
+    assert!(
+        vm.partial.is_empty(),
+        "the final request replaces the live transcript"
+    );
     vm.apply(ev("assistant_delta", json!({"delta": "Let me "})), 0);
     vm.apply(ev("assistant_delta", json!({"delta": "check."})), 0);
     vm.apply(ev("tool_start", json!({"command": "date"})), 0);
@@ -128,7 +133,11 @@ fn the_end_of_a_request_refreshes_status_and_sessions_and_closes_an_open_turn() 
     let cmds: Vec<_> = reqs.iter().map(Request::command).collect();
     assert_eq!(cmds, vec!["status", "sessions_list"]);
     vm.apply(ev("assistant_delta", json!({"delta": "late"})), 0);
-    assert_eq!(vm.turns.len(), 2, "text after a closed turn starts a new one");
+    assert_eq!(
+        vm.turns.len(),
+        2,
+        "text after a closed turn starts a new one"
+    );
 }
 
 #[test]
@@ -173,7 +182,13 @@ fn untrusted_text_is_stored_in_visible_form() {
 #[test]
 fn permission_card_opens_counts_down_and_closes_on_resolution_from_any_client() {
     let mut vm = connected();
-    vm.apply(ev("permission_request", json!({"request": request("r1", 30.0)})), 1_000);
+    vm.apply(
+        ev(
+            "permission_request",
+            json!({"request": request("r1", 30.0)}),
+        ),
+        1_000,
+    );
     assert_eq!(vm.permissions.len(), 1);
     let c = &vm.permissions[0];
     assert_eq!(c.resource, "rm -rf ~/x && ls");
@@ -188,17 +203,29 @@ fn permission_card_opens_counts_down_and_closes_on_resolution_from_any_client() 
     vm.apply(Input::Tick, 2_000);
     assert!(vm.take_changes().permissions, "ticks redraw countdowns");
     // Another client (the CLI) answered it: no answer from us was ever sent.
-    vm.apply(ev("permission_resolved", json!({"request_id": "r1"})), 3_000);
+    vm.apply(
+        ev("permission_resolved", json!({"request_id": "r1"})),
+        3_000,
+    );
     assert!(vm.permissions.is_empty());
     assert!(vm.take_changes().permissions);
     vm.apply(Input::Tick, 4_000);
-    assert!(!vm.take_changes().permissions, "no cards, nothing to redraw");
+    assert!(
+        !vm.take_changes().permissions,
+        "no cards, nothing to redraw"
+    );
 }
 
 #[test]
 fn answering_sends_once_and_keeps_the_card_until_resolved() {
     let mut vm = connected();
-    vm.apply(ev("permission_request", json!({"request": request("r1", 30.0)})), 0);
+    vm.apply(
+        ev(
+            "permission_request",
+            json!({"request": request("r1", 30.0)}),
+        ),
+        0,
+    );
     let reqs = vm.apply(
         Input::Action(Action::Answer {
             request_id: "r1".into(),
@@ -222,7 +249,10 @@ fn answering_sends_once_and_keeps_the_card_until_resolved() {
         }),
         0,
     );
-    assert!(again.is_empty(), "a second click while answering sends nothing");
+    assert!(
+        again.is_empty(),
+        "a second click while answering sends nothing"
+    );
     vm.apply(
         Input::Response {
             tag: Tag::Answer {
@@ -232,7 +262,11 @@ fn answering_sends_once_and_keeps_the_card_until_resolved() {
         },
         0,
     );
-    assert_eq!(vm.permissions.len(), 1, "the card waits for permission_resolved");
+    assert_eq!(
+        vm.permissions.len(),
+        1,
+        "the card waits for permission_resolved"
+    );
     vm.apply(ev("permission_resolved", json!({"request_id": "r1"})), 0);
     assert!(vm.permissions.is_empty());
 }
@@ -240,7 +274,13 @@ fn answering_sends_once_and_keeps_the_card_until_resolved() {
 #[test]
 fn deny_never_remembers_and_unknown_cards_send_nothing() {
     let mut vm = connected();
-    vm.apply(ev("permission_request", json!({"request": request("r1", 30.0)})), 0);
+    vm.apply(
+        ev(
+            "permission_request",
+            json!({"request": request("r1", 30.0)}),
+        ),
+        0,
+    );
     let reqs = vm.apply(
         Input::Action(Action::Answer {
             request_id: "r1".into(),
@@ -264,8 +304,20 @@ fn deny_never_remembers_and_unknown_cards_send_nothing() {
 #[test]
 fn an_answer_to_an_already_settled_card_removes_it_and_other_failures_show_on_it() {
     let mut vm = connected();
-    vm.apply(ev("permission_request", json!({"request": request("r1", 30.0)})), 0);
-    vm.apply(ev("permission_request", json!({"request": request("r2", 30.0)})), 0);
+    vm.apply(
+        ev(
+            "permission_request",
+            json!({"request": request("r1", 30.0)}),
+        ),
+        0,
+    );
+    vm.apply(
+        ev(
+            "permission_request",
+            json!({"request": request("r2", 30.0)}),
+        ),
+        0,
+    );
     for id in ["r1", "r2"] {
         vm.apply(
             Input::Action(Action::Answer {
@@ -303,11 +355,19 @@ fn an_answer_to_an_already_settled_card_removes_it_and_other_failures_show_on_it
 #[test]
 fn reconnect_lists_pending_cards_again_without_duplicates_and_a_lost_link_clears_them() {
     let mut vm = connected();
-    vm.apply(ev("permission_request", json!({"request": request("r1", 30.0)})), 0);
+    vm.apply(
+        ev(
+            "permission_request",
+            json!({"request": request("r1", 30.0)}),
+        ),
+        0,
+    );
     vm.apply(
         Input::Response {
             tag: Tag::PermissionList,
-            result: Ok(json!({"pending": [request("r1", 12.0), request("r2", 5.0)], "approvals": {}})),
+            result: Ok(
+                json!({"pending": [request("r1", 12.0), request("r2", 5.0)], "approvals": {}}),
+            ),
         },
         10_000,
     );
@@ -329,7 +389,10 @@ fn reconnect_lists_pending_cards_again_without_duplicates_and_a_lost_link_clears
 #[test]
 fn malformed_permission_requests_are_ignored() {
     let mut vm = connected();
-    vm.apply(ev("permission_request", json!({"request": {"resource": "ls"}})), 0);
+    vm.apply(
+        ev("permission_request", json!({"request": {"resource": "ls"}})),
+        0,
+    );
     vm.apply(ev("permission_request", json!({"request": {"id": ""}})), 0);
     vm.apply(ev("permission_request", json!({})), 0);
     assert!(vm.permissions.is_empty());
@@ -366,7 +429,10 @@ fn hints_replace_each_other_and_errors_pile_up_to_a_limit() {
 #[test]
 fn talk_trims_and_ignores_empty_text() {
     let mut vm = connected();
-    assert!(vm.apply(Input::Action(Action::Talk("   ".into())), 0).is_empty());
+    assert!(
+        vm.apply(Input::Action(Action::Talk("   ".into())), 0)
+            .is_empty()
+    );
     let r = vm.apply(Input::Action(Action::Talk("  hello  ".into())), 0);
     assert_eq!(r[0].command(), "talk");
     assert_eq!(r[0].params["text"], "hello");
@@ -385,7 +451,12 @@ fn voice_not_available_is_a_hint_not_an_error() {
         0,
     );
     assert!(vm.notices.is_empty());
-    assert!(vm.hint.as_deref().unwrap().contains("Voice is not available"));
+    assert!(
+        vm.hint
+            .as_deref()
+            .unwrap()
+            .contains("Voice is not available")
+    );
 }
 
 #[test]
@@ -497,7 +568,9 @@ fn agents_badge_and_switch() {
     vm.apply(
         Input::Response {
             tag: Tag::AgentsList,
-            result: Ok(json!([{"id": "default", "name": "Sayri"}, {"id": "builder", "name": "Builder"}])),
+            result: Ok(
+                json!([{"id": "default", "name": "Sayri"}, {"id": "builder", "name": "Builder"}]),
+            ),
         },
         0,
     );
@@ -562,7 +635,10 @@ fn settings_rows_validation_errors_beside_the_field_and_changes_from_elsewhere()
         vm.settings[0].error.as_deref(),
         Some("ui.orb_size must be pixels, from 40 to 1000")
     );
-    assert!(vm.notices.is_empty(), "the error shows beside the field only");
+    assert!(
+        vm.notices.is_empty(),
+        "the error shows beside the field only"
+    );
     vm.take_changes();
     vm.apply(
         ev(
@@ -575,7 +651,10 @@ fn settings_rows_validation_errors_beside_the_field_and_changes_from_elsewhere()
     assert!(ch.layout && ch.settings);
     assert_eq!(vm.ui().corner, OrbCorner::BottomLeft);
     assert_eq!(vm.ui().orb_size, 200);
-    assert_eq!(vm.settings[0].error, None, "a stored value clears the old error");
+    assert_eq!(
+        vm.settings[0].error, None,
+        "a stored value clears the old error"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ const LONG: Duration = Duration::from_secs(30);
 fn reply_text(app: &sayri_orb::ui::OrbApp) -> String {
     named(&app.window, "reply")
         .iter()
-        .flat_map(|r| super::harness::label_texts(r))
+        .flat_map(super::harness::label_texts)
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -25,7 +25,11 @@ fn open_card_id(app: &sayri_orb::ui::OrbApp) -> String {
 
 fn wait_for_card(app: &sayri_orb::ui::OrbApp, w: &World) -> gtk::Widget {
     let ok = wait_until(LONG, || !named(&app.window, "permission-card").is_empty());
-    assert!(ok, "no permission card appeared; daemon log:\n{}", w.daemon_log());
+    assert!(
+        ok,
+        "no permission card appeared; daemon log:\n{}",
+        w.daemon_log()
+    );
     named(&app.window, "permission-card").remove(0)
 }
 
@@ -44,14 +48,21 @@ pub fn typed_question_streams_the_answer_into_the_card() {
         let t = reply_text(&app);
         t.contains("Hello from the scripted model.") && !t.contains(ANSWER_END)
     });
-    assert!(partial_seen, "no partial answer seen; reply: {:?}", reply_text(&app));
+    assert!(
+        partial_seen,
+        "no partial answer seen; reply: {:?}",
+        reply_text(&app)
+    );
     assert!(
         wait_until(LONG, || reply_text(&app).contains(ANSWER_END)),
         "the answer did not finish; daemon log:\n{}",
         w.daemon_log()
     );
     let text = reply_text(&app);
-    assert!(text.contains("• first point") || text.contains("first point"), "{text}");
+    assert!(
+        text.contains("• first point") || text.contains("first point"),
+        "{text}"
+    );
     let items: Vec<String> = super::harness::label_texts(&app.window)
         .into_iter()
         .filter(|t| t == "•")
@@ -77,7 +88,11 @@ pub fn tool_step_appears_with_its_command_and_collapsible_output() {
             .last()
             .is_some_and(|t| t.steps().any(|s| !s.running()))
     });
-    assert!(ok, "the step did not finish; daemon log:\n{}", w.daemon_log());
+    assert!(
+        ok,
+        "the step did not finish; daemon log:\n{}",
+        w.daemon_log()
+    );
     let step: gtk::Expander = one(&app.window, "tool-step");
     assert!(
         super::harness::label_texts(&step)
@@ -97,7 +112,8 @@ pub fn tool_step_appears_with_its_command_and_collapsible_output() {
         })),
         "expanding shows the command's real output"
     );
-    assert!(wait_until(LONG, || reply_text(&app).contains("Finished: the command ran.")));
+    assert!(wait_until(LONG, || reply_text(&app)
+        .contains("Finished: the command ran.")));
 }
 
 pub fn allow_on_the_permission_card_runs_the_command() {
@@ -120,7 +136,11 @@ pub fn allow_on_the_permission_card_runs_the_command() {
         .iter()
         .filter_map(|s| s.downcast_ref::<gtk::Label>().map(|l| l.text().to_string()))
         .collect();
-    assert_eq!(segments.len(), 2, "every simple command is listed: {segments:?}");
+    assert_eq!(
+        segments.len(),
+        2,
+        "every simple command is listed: {segments:?}"
+    );
     assert!(segments[0].contains("echo start") && segments[0].contains("allow"));
     assert!(segments[1].contains("touch") && segments[1].contains("ask"));
     let why: gtk::Label = one(&card, "permission-reason");
@@ -173,7 +193,8 @@ pub fn orb_reconnects_after_a_daemon_restart_and_keeps_working() {
     w.stop_daemon();
     let banner: gtk::Label = one(&app.window, "link-banner");
     assert!(
-        wait_until(LONG, || banner.is_visible() && banner.text().contains("Reconnecting")),
+        wait_until(LONG, || banner.is_visible()
+            && banner.text().contains("Reconnecting")),
         "no reconnecting banner: {:?}",
         banner.text()
     );
@@ -184,7 +205,8 @@ pub fn orb_reconnects_after_a_daemon_restart_and_keeps_working() {
     assert!(!banner.is_visible());
     type_request(&app, "<cmd>echo after-restart</cmd>");
     assert!(
-        wait_until(LONG, || reply_text(&app).contains("Finished: the command ran.")),
+        wait_until(LONG, || reply_text(&app)
+            .contains("Finished: the command ran.")),
         "the orb does not work after the restart; daemon log:\n{}",
         w.daemon_log()
     );
@@ -234,14 +256,22 @@ pub fn settings_view_shows_validation_errors_beside_the_field() {
         .and_then(|e| e.downcast::<gtk::Label>().ok())
         .expect("error label below the field");
     assert!(
-        wait_until(LONG, || error.is_visible() && error.text().contains("orb_size")),
+        wait_until(LONG, || error.is_visible()
+            && error.text().contains("orb_size")),
         "no validation error beside the field: {:?}",
         error.text()
     );
     // Another client changes it: the field follows, the error goes.
     let out = w.cli(&["config", "set", "ui.orb_size", "96"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(wait_until(LONG, || entry.text() == "96" && !error.is_visible()));
     let orb: gtk::DrawingArea = one(&app.window, "orb");
-    assert!(wait_until(LONG, || orb.content_width() == 96), "the orb follows ui.orb_size");
+    assert!(
+        wait_until(LONG, || orb.content_width() == 96),
+        "the orb follows ui.orb_size"
+    );
 }

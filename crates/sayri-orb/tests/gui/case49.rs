@@ -33,7 +33,10 @@ fn orb_with_hostile_answer(done: bool) -> Rc<OrbApp> {
     app.window.present();
     let a = answer();
     app.dispatch(event("user", json!({"text": "show my notes"})));
-    app.dispatch(event("tool_start", json!({"command": "xxd -r -p 49-answer.hex"})));
+    app.dispatch(event(
+        "tool_start",
+        json!({"command": "xxd -r -p 49-answer.hex"}),
+    ));
     app.dispatch(event(
         "tool_finish",
         json!({"command": "xxd -r -p 49-answer.hex", "output": a, "exit_code": 0}),
@@ -61,7 +64,10 @@ fn assert_no_raw_controls(texts: &[String]) {
                     || matches!(*c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
             })
             .collect();
-        assert!(bad.is_empty(), "raw control characters {bad:?} in a label: {t:?}");
+        assert!(
+            bad.is_empty(),
+            "raw control characters {bad:?} in a label: {t:?}"
+        );
     }
 }
 
@@ -72,7 +78,7 @@ pub fn model_text_with_controls_and_markup_is_shown_as_text() {
         let replies = named(&app.window, "reply");
         let text: String = replies
             .iter()
-            .flat_map(|r| all_label_texts(r))
+            .flat_map(all_label_texts)
             .collect::<Vec<_>>()
             .join("\n");
         for needle in [
@@ -163,7 +169,11 @@ pub fn permission_card_shows_a_hidden_command_part_and_deny_runs_nothing() {
     wait_connected(&app);
     type_request(&app, "run case49-command please");
     assert!(
-        wait_until(Duration::from_secs(30), || !named(&app.window, "permission-card").is_empty()),
+        wait_until(Duration::from_secs(30), || !named(
+            &app.window,
+            "permission-card"
+        )
+        .is_empty()),
         "no card; daemon log:\n{}",
         w.daemon_log()
     );
@@ -175,8 +185,14 @@ pub fn permission_card_shows_a_hidden_command_part_and_deny_runs_nothing() {
     assert_no_raw_controls(&all_label_texts(&card));
     let deny: gtk::Button = one(&card, "permission-deny");
     deny.emit_clicked();
-    assert!(wait_until(Duration::from_secs(30), || named(&app.window, "permission-card")
-        .is_empty()));
+    assert!(wait_until(Duration::from_secs(30), || named(
+        &app.window,
+        "permission-card"
+    )
+    .is_empty()));
     assert!(wait_until(Duration::from_secs(30), || !app.model().busy));
-    assert!(victim.join("keep.txt").exists(), "a denied command never ran");
+    assert!(
+        victim.join("keep.txt").exists(),
+        "a denied command never ran"
+    );
 }

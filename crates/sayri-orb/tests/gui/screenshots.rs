@@ -35,13 +35,20 @@ pub fn screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ() {
             String::from_utf8_lossy(&out.stderr)
         );
         let (px, w, h) = pixels(&path);
-        assert!(w >= 150 && h >= 140, "{scene}: {w}x{h} is too small for orb and card");
+        assert!(
+            w >= 150 && h >= 140,
+            "{scene}: {w}x{h} is too small for orb and card"
+        );
         let opaque = px.chunks(4).filter(|p| p[3] > 200).count();
         assert!(opaque * 4 > w * h, "{scene}: mostly transparent");
         let mut colours: Vec<[u8; 4]> = px.chunks(4).map(|p| [p[0], p[1], p[2], p[3]]).collect();
         colours.sort_unstable();
         colours.dedup();
-        assert!(colours.len() > 50, "{scene}: only {} colours: blank", colours.len());
+        assert!(
+            colours.len() > 50,
+            "{scene}: only {} colours: blank",
+            colours.len()
+        );
         shots.push((scene, px, w, h));
     }
     for i in 0..shots.len() {

@@ -194,8 +194,14 @@ impl World {
     fn sayri_env(&self) -> Vec<(String, String)> {
         vec![
             (ROLE_VAR.into(), "sayri".into()),
-            ("SAYRI_CONFIG_DIR".into(), self.config_dir().display().to_string()),
-            ("SAYRI_STATE_DIR".into(), self.state_dir().display().to_string()),
+            (
+                "SAYRI_CONFIG_DIR".into(),
+                self.config_dir().display().to_string(),
+            ),
+            (
+                "SAYRI_STATE_DIR".into(),
+                self.state_dir().display().to_string(),
+            ),
             ("HOME".into(), self.home().display().to_string()),
             ("RUST_LOG".into(), "info".into()),
         ]
@@ -315,5 +321,9 @@ pub fn type_request(app: &OrbApp, text: &str) {
     entry.grab_focus();
     entry.set_text(text);
     entry.emit_activate();
-    assert_eq!(entry.text(), "", "Enter sends the text and clears the entry");
+    assert_eq!(
+        entry.text(),
+        "",
+        "Enter sends the text and clears the entry"
+    );
 }
