@@ -61,13 +61,7 @@ mod sni {
         let spawned = std::thread::Builder::new()
             .name("sayri-orb-tray".into())
             .spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                rt.block_on(async move {
+                futures::executor::block_on(async move {
                     match (SayriTray { tx }).spawn().await {
                         Ok(_handle) => std::future::pending::<()>().await,
                         Err(e) => {
