@@ -60,7 +60,10 @@ impl DaemonStarter {
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true);
-        let shown = self.program.display().to_string();
+        let shown = std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect::<Vec<_>>()
+            .join(" ");
         let out = tokio::time::timeout(START_TIMEOUT, cmd.output())
             .await
             .map_err(|_| {
