@@ -68,7 +68,7 @@ impl DaemonStarter {
             .await
             .map_err(|_| {
                 format!(
-                    "`{shown} ping` did not finish within {} s",
+                    "`{shown}` did not finish within {} s",
                     START_TIMEOUT.as_secs()
                 )
             })?
