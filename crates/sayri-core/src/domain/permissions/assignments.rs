@@ -91,6 +91,49 @@ const DANGEROUS_PREFIXES: &[&str] = &[
     "CARGO_TARGET_",
 ];
 
+/// Variables whose value is a command or program that the commands run later start (pagers,
+/// editors, git's SSH and diff programs, askpass helpers, `less` preprocessors).
+const PROGRAM_VARIABLES: &[&str] = &[
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "PROMPT_COMMAND",
+    "RUSTC_WRAPPER",
+];
+
+/// The command line held by `assignment` when its variable names a program that later
+/// commands run (`GIT_SSH_COMMAND='ssh -i k'` → `ssh -i k`; `LESSOPEN='| pre %s'` → `pre %s`).
+/// `None` for other variables and for values computed at run time (those are flagged by
+/// [`assignment_risk`]).
+pub fn program_in(assignment: &Assignment) -> Option<String> {
+    let upper = assignment.name.to_ascii_uppercase();
+    if !PROGRAM_VARIABLES.contains(&upper.as_str()) || assignment.value.dynamic {
+        return None;
+    }
+    let value = assignment
+        .value
+        .text
+        .trim()
+        .trim_start_matches('|')
+        .trim_start_matches('|')
+        .trim();
+    (!value.is_empty()).then(|| value.to_string())
+}
+
 /// Why `assignment` makes a command need a person, or `None` if it is harmless
 /// (a plain literal value for an ordinary name, like `CI=1` or `RUST_LOG=debug`).
 pub fn assignment_risk(assignment: &Assignment) -> Option<String> {

@@ -32,7 +32,7 @@
 
 use super::approval::approval_rules;
 use super::assignments::assignment_risk;
-use super::pattern::resolve_absolute;
+use super::pattern::{resolve_absolute, unanchored_glob};
 use super::policy::PolicySet;
 use super::recursive_delete;
 use super::remote_exec;
@@ -274,6 +274,11 @@ struct Subject {
     primary: bool,
     /// `all_forms` hold shell globs: deny and ask rules match when they could name the same path.
     glob: bool,
+    /// Globs of the values the subject may take at run time (a path with `$X` or `~` in it, or
+    /// climbing out of an unknown directory). A deny or ask rule that could match one of them
+    /// makes the subject at least `ask`: its value is not known, so it is neither allowed nor
+    /// refused on a guess.
+    uncertain: Vec<String>,
 }
 
 impl Subject {
@@ -286,6 +291,7 @@ impl Subject {
             all_forms: vec![value.to_string()],
             primary: true,
             glob: false,
+            uncertain: Vec::new(),
         }
     }
 }
@@ -316,8 +322,17 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
         allow_forms,
         all_forms,
         primary: true,
-        glob: false,
+        // A glob in the command word (`/???/?m`) may run any program it matches.
+        glob: first.glob,
+        uncertain: Vec::new(),
     })
+}
+
+/// Whether the deny or ask `rule` could match a value `s` may take at run time.
+fn possibly_matches(rule: &Rule, s: &Subject) -> bool {
+    rule.effect != Effect::Allow
+        && rule.applies_to(s.action)
+        && s.uncertain.iter().any(|f| rule.intersects_shape(f))
 }
 
 fn matches(rule: &Rule, s: &Subject) -> bool {
@@ -357,6 +372,27 @@ fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
     forms
 }
 
+/// Globs of the paths a target may name at run time: its shape (run-time parts as `*`), and
+/// paths under a home directory or climbing out of an unknown directory.
+fn uncertain_forms(value: &str, shape: Option<&str>, cd_dirs: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for form in shape
+        .map(|s| path_forms(s, cd_dirs))
+        .unwrap_or_default()
+        .into_iter()
+        .chain(std::iter::once(value.to_string()))
+    {
+        let form = Action::Read.normalize(&form);
+        if let Some(g) = unanchored_glob(&form) {
+            out.push(g);
+        }
+        if shape.is_some() && !out.contains(&form) {
+            out.push(form);
+        }
+    }
+    out
+}
+
 /// Literal absolute directories given to `cd`/`pushd` anywhere in the analysed text.
 fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
     let mut out = Vec::new();
@@ -390,7 +426,15 @@ fn judge(
     policies: &PolicySet,
     level: SandboxLevel,
 ) -> Option<SubjectDecision> {
-    let hit = agent.rules.iter().rev().find(|r| matches(r, s));
+    let hit_at = agent.rules.iter().rposition(|r| matches(r, s));
+    let hit = hit_at.map(|i| &agent.rules[i]);
+    // A stricter rule after the deciding one (or any, when none decided) that a run-time value
+    // of the subject could match; a deny or ask policy likewise.
+    let doubt = agent.rules[hit_at.map_or(0, |i| i + 1)..]
+        .iter()
+        .rev()
+        .find(|r| hit.is_none_or(|h| r.effect > h.effect) && possibly_matches(r, s))
+        .or_else(|| policies.rules().iter().rev().find(|r| possibly_matches(r, s)));
     let (mut effect, mut rule, mut origin) = match hit {
         Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
         None if s.primary => (agent.default_for(level), None, Origin::Default),
@@ -430,10 +474,26 @@ fn judge(
             _ => {}
         }
     }
+    let mut doubt_reason = None;
+    if let Some(d) = doubt
+        && effect < Effect::Ask
+    {
+        effect = Effect::Ask;
+        origin = Origin::Analysis;
+        neutral_left = false;
+        doubt_reason = Some(format!(
+            "{} is known only at run time and may name what {} refuses or asks for ({})",
+            describe_subject(s),
+            rule_label(d),
+            d.effect
+        ));
+        rule = None;
+    }
     if neutral_left {
         return None;
     }
     let reason = match (&rule, &origin) {
+        _ if doubt_reason.is_some() => doubt_reason.unwrap_or_default(),
         (Some(r), _) => format!(
             "{} matches {} ({})",
             describe_subject(s),
@@ -653,10 +713,14 @@ fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
     let dirs = cd_dirs(analysis);
     for t in targets::targets(analysis) {
         let value = t.action.normalize(&t.value);
-        let (all_forms, glob) = if matches!(t.action, Action::Read | Action::Write) {
-            (path_forms(&value, &dirs), value.contains(['*', '?', '[']))
+        let (all_forms, glob, uncertain) = if matches!(t.action, Action::Read | Action::Write) {
+            (
+                path_forms(&value, &dirs),
+                value.contains(['*', '?', '[']),
+                uncertain_forms(&value, t.shape.as_deref(), &dirs),
+            )
         } else {
-            (vec![value.clone()], false)
+            (vec![value.clone()], false, Vec::new())
         };
         judged.judge(&Subject {
             action: t.action,
@@ -665,6 +729,7 @@ fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
             all_forms,
             primary: false,
             glob,
+            uncertain,
         });
     }
 }
