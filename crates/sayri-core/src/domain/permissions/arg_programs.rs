@@ -19,8 +19,7 @@ use super::options::{Order, Parsed, Spec, parse};
 use super::rule::Action;
 use super::shell::{self, Word, base_name};
 use super::wrappers::{
-    ArgTarget, NestedCommand, ProgramSource, Unwrapped, is_interpreter, program_source,
-    script_from,
+    ArgTarget, NestedCommand, ProgramSource, Unwrapped, is_interpreter, program_source, script_from,
 };
 use super::{awk, git, sed};
 
@@ -252,7 +251,8 @@ fn find(args: &[Word], out: &mut Unwrapped) {
             _ => break,
         }
     }
-    let is_expression = |w: &Word| w.text.starts_with('-') || matches!(w.text.as_str(), "(" | ")" | "!" | ",");
+    let is_expression =
+        |w: &Word| w.text.starts_with('-') || matches!(w.text.as_str(), "(" | ")" | "!" | ",");
     let starts: Vec<Word> = args[i.min(args.len())..]
         .iter()
         .take_while(|w| !is_expression(w))
@@ -330,7 +330,10 @@ fn find_exec(primary: &str, args: &[Word], from: usize, out: &mut Unwrapped) -> 
     }
     if end > from {
         out.commands.push(NestedCommand {
-            words: args[from..end].iter().map(|w| placeholder(w, "{}")).collect(),
+            words: args[from..end]
+                .iter()
+                .map(|w| placeholder(w, "{}"))
+                .collect(),
             via: format!("find {primary}"),
         });
     }
@@ -411,14 +414,62 @@ const PARALLEL_WITH_ARG: &[&str] = &[
 
 /// GNU `parallel`'s options that take none.
 const PARALLEL_FLAGS: &[&str] = &[
-    "-k", "--keep-order", "-u", "--ungroup", "--group", "--line-buffer", "--lb", "-v",
-    "--verbose", "-t", "--dry-run", "--dryrun", "-q", "--quote", "-X", "-m", "--xargs",
-    "--pipe", "--spreadstdin", "--pipepart", "--bar", "--progress", "--eta", "--halt-on-error",
-    "-0", "--null", "-r", "--no-run-if-empty", "--tag", "--will-cite", "--citation", "--keep",
-    "--nonall", "--onall", "--ungroup", "--group-by", "--shuf", "--silent", "--plain",
-    "--tty", "--fg", "--bg", "--semaphore", "--no-notice", "--files", "--round-robin",
-    "--round", "--cat", "--fifo", "--compress", "--linebuffer", "--colsep-regexp",
-    "--trim", "--xapply", "--link", "--joblog-append",
+    "-k",
+    "--keep-order",
+    "-u",
+    "--ungroup",
+    "--group",
+    "--line-buffer",
+    "--lb",
+    "-v",
+    "--verbose",
+    "-t",
+    "--dry-run",
+    "--dryrun",
+    "-q",
+    "--quote",
+    "-X",
+    "-m",
+    "--xargs",
+    "--pipe",
+    "--spreadstdin",
+    "--pipepart",
+    "--bar",
+    "--progress",
+    "--eta",
+    "--halt-on-error",
+    "-0",
+    "--null",
+    "-r",
+    "--no-run-if-empty",
+    "--tag",
+    "--will-cite",
+    "--citation",
+    "--keep",
+    "--nonall",
+    "--onall",
+    "--ungroup",
+    "--group-by",
+    "--shuf",
+    "--silent",
+    "--plain",
+    "--tty",
+    "--fg",
+    "--bg",
+    "--semaphore",
+    "--no-notice",
+    "--files",
+    "--round-robin",
+    "--round",
+    "--cat",
+    "--fifo",
+    "--compress",
+    "--linebuffer",
+    "--colsep-regexp",
+    "--trim",
+    "--xapply",
+    "--link",
+    "--joblog-append",
 ];
 
 /// `parallel [OPTIONS] [COMMAND…] [::: ARGS…]`: the command is run through the shell with
@@ -449,7 +500,8 @@ fn parallel(name: &str, args: &[Word], out: &mut Unwrapped) {
             i += if t.contains('=') { 1 } else { 2 };
         } else if PARALLEL_FLAGS.contains(&opt) || t == "-i" {
             i += 1;
-        } else if opt.len() > 2 && !opt.starts_with("--") && PARALLEL_WITH_ARG.contains(&&opt[..2]) {
+        } else if opt.len() > 2 && !opt.starts_with("--") && PARALLEL_WITH_ARG.contains(&&opt[..2])
+        {
             if &opt[..2] == "-I" {
                 replace.push(opt[2..].to_string());
             }
@@ -487,10 +539,21 @@ fn parallel(name: &str, args: &[Word], out: &mut Unwrapped) {
         .iter()
         .flat_map(|r| {
             let stem = r.trim_end_matches('}').to_string();
-            [r.clone(), format!("{stem}.}}"), format!("{stem}/}}"), format!("{stem}//}}"), format!("{stem}/.}}"), format!("{stem}#}}"), format!("{stem}%}}")]
+            [
+                r.clone(),
+                format!("{stem}.}}"),
+                format!("{stem}/}}"),
+                format!("{stem}//}}"),
+                format!("{stem}/.}}"),
+                format!("{stem}#}}"),
+                format!("{stem}%}}"),
+            ]
         })
         .collect();
-    if !words.iter().any(|w| marks.iter().any(|m| w.text.contains(m.as_str()))) {
+    if !words
+        .iter()
+        .any(|w| marks.iter().any(|m| w.text.contains(m.as_str())))
+    {
         words.push(Word::literal("{}"));
     }
     let mut script = script_from(&words, name);
@@ -521,10 +584,16 @@ fn tar(args: &[Word], out: &mut Unwrapped) {
     );
     let short = Spec::new("fbCFgIKLNTVXH", &[]);
     let p = parse(args, short, Order::Permute);
-    for o in p.options.iter().filter(|o| o.name == "-I" || o.name == "-F") {
+    for o in p
+        .options
+        .iter()
+        .filter(|o| o.name == "-I" || o.name == "-F")
+    {
         if let Some(v) = Parsed::carrier(o, args) {
-            out.scripts
-                .push(script_from(std::slice::from_ref(&v), &format!("tar {}", o.name)));
+            out.scripts.push(script_from(
+                std::slice::from_ref(&v),
+                &format!("tar {}", o.name),
+            ));
         }
     }
     for v in option_values(args, &["--checkpoint-action"]) {
@@ -533,8 +602,10 @@ fn tar(args: &[Word], out: &mut Unwrapped) {
                 text: cmd.to_string(),
                 ..v.clone()
             };
-            out.scripts
-                .push(script_from(std::slice::from_ref(&w), "tar --checkpoint-action=exec"));
+            out.scripts.push(script_from(
+                std::slice::from_ref(&w),
+                "tar --checkpoint-action=exec",
+            ));
         }
     }
 }
@@ -556,12 +627,18 @@ fn ssh(name: &str, args: &[Word], out: &mut Unwrapped) {
                 text: value.to_string(),
                 ..v.clone()
             };
-            out.scripts
-                .push(script_from(std::slice::from_ref(&w), &format!("{name} -o {key}")));
+            out.scripts.push(script_from(
+                std::slice::from_ref(&w),
+                &format!("{name} -o {key}"),
+            ));
         }
     }
     if name != "ssh" && name != "autossh" {
-        let programs: &[&str] = if name == "sftp" { &["-S", "-D"] } else { &["-S"] };
+        let programs: &[&str] = if name == "sftp" {
+            &["-S", "-D"]
+        } else {
+            &["-S"]
+        };
         named_options(args, programs, &format!("{name} -S"), out);
     }
     for f in option_values(args, &["-F"]) {
@@ -591,17 +668,24 @@ fn sort(args: &[Word], out: &mut Unwrapped) {
     );
     let p = parse(args, spec, Order::Permute);
     for f in p.values(&["-o", "--output"]) {
-        out.targets.push(ArgTarget::new(Action::Write, f, "sort -o"));
+        out.targets
+            .push(ArgTarget::new(Action::Write, f, "sort -o"));
     }
     for f in p.values(&["--files0-from", "--random-source"]) {
         out.targets.push(ArgTarget::new(Action::Read, f, "sort"));
     }
     for w in p.operand_words(args) {
         if w.text != "-" {
-            out.targets.push(ArgTarget::from_word(Action::Read, w, "sort"));
+            out.targets
+                .push(ArgTarget::from_word(Action::Read, w, "sort"));
         }
     }
-    named_options(args, &["--compress-program"], "sort --compress-program", out);
+    named_options(
+        args,
+        &["--compress-program"],
+        "sort --compress-program",
+        out,
+    );
 }
 
 /// Editors run their own commands from `-c`, `+CMD`, `--cmd` and script files, and those can
@@ -613,7 +697,9 @@ fn editor(name: &str, args: &[Word], out: &mut Unwrapped) {
             break;
         }
         let runs = match t {
-            "-c" | "--cmd" | "-S" | "-s" | "-u" => args.get(i + 1).map(|v| format!("{t} {}", v.text)),
+            "-c" | "--cmd" | "-S" | "-s" | "-u" => {
+                args.get(i + 1).map(|v| format!("{t} {}", v.text))
+            }
             _ if t.starts_with('+') => {
                 let body = &t[1..];
                 let harmless = body.is_empty()

@@ -100,8 +100,11 @@ pub fn analyse(name: &str, args: &[Word], out: &mut Unwrapped) {
                 };
                 let file = o.value.as_deref().unwrap_or(default);
                 if file != "/dev/stdout" && file != "/dev/stderr" && file != "-" {
-                    out.targets
-                        .push(ArgTarget::new(Action::Write, file, &format!("{name} {}", o.name)));
+                    out.targets.push(ArgTarget::new(
+                        Action::Write,
+                        file,
+                        &format!("{name} {}", o.name),
+                    ));
                 }
             }
             _ => {}
@@ -119,10 +122,9 @@ pub fn analyse(name: &str, args: &[Word], out: &mut Unwrapped) {
         }
     }
     for w in operands {
-        let assignment = w
-            .text
-            .split_once('=')
-            .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        let assignment = w.text.split_once('=').is_some_and(|(n, _)| {
+            !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_')
+        });
         if !assignment && w.text != "-" {
             out.targets
                 .push(ArgTarget::from_word(Action::Read, w, name));
@@ -133,21 +135,30 @@ pub fn analyse(name: &str, args: &[Word], out: &mut Unwrapped) {
     }
     let effects = program_effects(&sources.join("\n"));
     for c in effects.commands {
-        out.scripts.push(Script::literal(&c, &format!("{name} system")));
+        out.scripts
+            .push(Script::literal(&c, &format!("{name} system")));
     }
     for c in effects.fed {
         if let Some(reason) = super::arg_programs::runs_its_input(&c) {
-            out.opaque.push(format!("`{name}` pipes its output into {reason}"));
+            out.opaque
+                .push(format!("`{name}` pipes its output into {reason}"));
         }
-        out.scripts.push(Script::literal(&c, &format!("{name} print |")));
+        out.scripts
+            .push(Script::literal(&c, &format!("{name} print |")));
     }
     for w in effects.writes {
-        out.targets
-            .push(ArgTarget::new(Action::Write, &w, &format!("{name} print >")));
+        out.targets.push(ArgTarget::new(
+            Action::Write,
+            &w,
+            &format!("{name} print >"),
+        ));
     }
     for r in effects.reads {
-        out.targets
-            .push(ArgTarget::new(Action::Read, &r, &format!("{name} getline <")));
+        out.targets.push(ArgTarget::new(
+            Action::Read,
+            &r,
+            &format!("{name} getline <"),
+        ));
     }
     out.opaque.extend(effects.unknown);
 }
@@ -199,9 +210,31 @@ const OPS: &[&str] = &[
 ];
 
 const KEYWORDS: &[&str] = &[
-    "BEGIN", "END", "BEGINFILE", "ENDFILE", "print", "printf", "getline", "if", "else", "while",
-    "for", "do", "in", "return", "delete", "exit", "next", "nextfile", "function", "func",
-    "break", "continue", "switch", "case", "default",
+    "BEGIN",
+    "END",
+    "BEGINFILE",
+    "ENDFILE",
+    "print",
+    "printf",
+    "getline",
+    "if",
+    "else",
+    "while",
+    "for",
+    "do",
+    "in",
+    "return",
+    "delete",
+    "exit",
+    "next",
+    "nextfile",
+    "function",
+    "func",
+    "break",
+    "continue",
+    "switch",
+    "case",
+    "default",
 ];
 
 /// Whether a `/` after `prev` starts a regex (it follows no operand).
@@ -241,7 +274,9 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
                 i = regex_end(&chars, i + 1)?;
                 toks.push(Tok::Regex);
             }
-            c if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) => {
+            c if c.is_ascii_digit()
+                || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
+            {
                 while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
                     i += 1;
                 }
@@ -464,9 +499,10 @@ impl Analysis<'_> {
         match self.expression_after(bar) {
             Some(c) if c.starts_with("/inet") => self.network(&c),
             Some(c) => self.effects.fed.push(c),
-            None => self.effects.unknown.push(
-                "awk pipes its output into a command computed at run time".into(),
-            ),
+            None => self
+                .effects
+                .unknown
+                .push("awk pipes its output into a command computed at run time".into()),
         }
     }
 
@@ -506,7 +542,9 @@ impl Analysis<'_> {
         }
         match t.get(j + 1) {
             Some(Tok::Str(f)) if f.starts_with("/inet") => self.network(f),
-            Some(Tok::Str(f)) if f != "-" && f != "/dev/stdin" => self.effects.reads.push(f.clone()),
+            Some(Tok::Str(f)) if f != "-" && f != "/dev/stdin" => {
+                self.effects.reads.push(f.clone())
+            }
             Some(Tok::Str(_)) => {}
             _ => self
                 .effects

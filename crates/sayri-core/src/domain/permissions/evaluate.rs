@@ -32,14 +32,16 @@
 
 use super::approval::approval_rules;
 use super::assignments::assignment_risk;
-use super::pattern::{resolve_absolute, unanchored_glob};
+use super::detach;
+use super::pattern::{clean_relative, resolve_absolute, unanchored_glob};
 use super::policy::PolicySet;
+use super::read_only;
 use super::recursive_delete;
 use super::remote_exec;
 use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
 use super::shell::{self, Word, base_name};
 use super::targets;
-use crate::domain::profile::AgentProfile;
+use crate::domain::profile::{AgentProfile, DefaultEffect};
 use crate::ports::Approval;
 use sayri_protocol::SandboxLevel;
 use serde::Serialize;
@@ -51,7 +53,9 @@ const RESERVED: &[&str] = &[
     "select", "while", "until", "do", "done", "in", "function",
 ];
 
-const SYSTEM_DIRS: &[&str] = &[
+/// Directories whose programs are known by name: an allow rule for `ls *` also allows
+/// `/usr/bin/ls`, and the read-only table applies to them.
+pub(super) const SYSTEM_DIRS: &[&str] = &[
     "/bin",
     "/usr/bin",
     "/sbin",
@@ -71,8 +75,8 @@ pub struct AgentRules {
     pub level: SandboxLevel,
     /// `sandbox.ask_before_run`: whether the agent's own `ask` rules raise a card.
     pub ask_before_run: bool,
-    /// Effect when no agent rule matches at levels 1–4; `None` = allow.
-    pub default_effect: Option<Effect>,
+    /// `sandbox.default_effect`: what happens when no agent rule matches at levels 1–4.
+    pub default_effect: DefaultEffect,
     rules: Vec<Rule>,
 }
 
@@ -118,14 +122,18 @@ impl AgentRules {
             agent_name: profile.name.clone(),
             level: profile.sandbox.level,
             ask_before_run: profile.sandbox.ask_before_run,
-            default_effect: None,
+            default_effect: profile.sandbox.default_effect,
             rules,
         })
     }
 
     /// Sets the effect used when no agent rule matches (levels 1–4).
     pub fn with_default(mut self, effect: Effect) -> Self {
-        self.default_effect = Some(effect);
+        self.default_effect = match effect {
+            Effect::Allow => DefaultEffect::Allow,
+            Effect::Ask => DefaultEffect::Ask,
+            Effect::Deny => DefaultEffect::Deny,
+        };
         self
     }
 
@@ -134,13 +142,36 @@ impl AgentRules {
         &self.rules
     }
 
-    fn default_for(&self, level: SandboxLevel) -> Effect {
-        if level == SandboxLevel::NoExec {
-            Effect::Deny
-        } else {
-            self.default_effect.unwrap_or(Effect::Allow)
+    /// The effect for a command no agent rule matches; `read_only` says whether the read-only
+    /// table classifies it as only reading.
+    fn default_for(&self, level: SandboxLevel, read_only: bool) -> Effect {
+        match (level, self.default_effect) {
+            (SandboxLevel::NoExec, _) => Effect::Deny,
+            (_, DefaultEffect::Allow) => Effect::Allow,
+            (_, DefaultEffect::Ask) => Effect::Ask,
+            (_, DefaultEffect::Deny) => Effect::Deny,
+            (_, DefaultEffect::ReadOnly) if read_only || !on_host(level) => Effect::Allow,
+            (_, DefaultEffect::ReadOnly) => Effect::Ask,
         }
     }
+
+    /// Whether a file write no rule matches asks (the `read_only` default on the host).
+    fn asks_before_writes(&self, level: SandboxLevel) -> bool {
+        self.default_effect == DefaultEffect::ReadOnly && on_host(level)
+    }
+}
+
+/// Levels 3–4: commands run on the host, not in a sandbox.
+fn on_host(level: SandboxLevel) -> bool {
+    matches!(level, SandboxLevel::HostUser | SandboxLevel::HostRoot)
+}
+
+/// Devices a command may write without writing anything (`2>/dev/null`).
+fn harmless_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/fd/1" | "/dev/fd/2" | "/dev/tty"
+    )
 }
 
 /// Circumstances of one evaluation.
@@ -187,6 +218,36 @@ impl Origin {
     /// always"; policy and analysis asks are asked every time.
     pub fn is_agent_layer(&self) -> bool {
         matches!(self, Origin::Default | Origin::Rule(Source::Agent))
+    }
+}
+
+/// Command text longer than this many bytes is refused unread: nobody can review it on a card.
+pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
+
+/// The refusal of a command longer than [`MAX_COMMAND_BYTES`].
+fn too_long(resource: &str) -> Decision {
+    let preview: String = resource.chars().take(60).collect();
+    let reason = format!(
+        "the command is {} bytes long, more than the {} bytes (16 KiB) a person can review; it was not run and not shown for approval. Split the work into shorter commands",
+        resource.len(),
+        MAX_COMMAND_BYTES
+    );
+    Decision {
+        effect: Effect::Deny,
+        reason: reason.clone(),
+        rule: None,
+        source: "analysis".into(),
+        subjects: vec![SubjectDecision {
+            command: format!("{preview}…"),
+            effect: Effect::Deny,
+            reason,
+            action: Action::Shell,
+            value: None,
+            rule: None,
+            origin: Origin::Analysis,
+        }],
+        policy: false,
+        no_approver: false,
     }
 }
 
@@ -279,6 +340,8 @@ struct Subject {
     /// makes the subject at least `ask`: its value is not known, so it is neither allowed nor
     /// refused on a guess.
     uncertain: Vec<String>,
+    /// A command the read-only table classifies as only reading.
+    read_only: bool,
 }
 
 impl Subject {
@@ -292,6 +355,7 @@ impl Subject {
             primary: true,
             glob: false,
             uncertain: Vec::new(),
+            read_only: false,
         }
     }
 }
@@ -325,6 +389,7 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
         // A glob in the command word (`/???/?m`) may run any program it matches.
         glob: first.glob,
         uncertain: Vec::new(),
+        read_only: read_only::is_read_only(words),
     })
 }
 
@@ -351,8 +416,8 @@ fn matches(rule: &Rule, s: &Subject) -> bool {
 
 /// The forms a `read`/`write` path is judged in by deny and ask rules: as written, resolved
 /// lexically (`/etc/./shadow`, `//etc/x/../shadow`, `/proc/self/root/etc/shadow` are
-/// `/etc/shadow`), and a relative path joined to every directory the command `cd`s or `pushd`s
-/// to (`cd /etc && cat shadow`).
+/// `/etc/shadow`; `a//b/../c` is `a/c`), and a relative path joined to every directory the
+/// command `cd`s or `pushd`s to (`cd /etc && cat shadow`, `cd secret && cat key`).
 fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
     let mut forms = vec![value.to_string()];
     let mut add = |f: String| {
@@ -360,13 +425,11 @@ fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
             forms.push(f);
         }
     };
-    if let Some(r) = resolve_absolute(value) {
-        add(r);
-    } else if !value.starts_with(['~', '$']) {
+    let resolve = |p: &str| resolve_absolute(p).unwrap_or_else(|| clean_relative(p));
+    add(resolve(value));
+    if !value.starts_with(['/', '~', '$']) {
         for d in cd_dirs {
-            if let Some(r) = resolve_absolute(&format!("{d}/{value}")) {
-                add(r);
-            }
+            add(resolve(&format!("{d}/{value}")));
         }
     }
     forms
@@ -376,24 +439,25 @@ fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
 /// paths under a home directory or climbing out of an unknown directory.
 fn uncertain_forms(value: &str, shape: Option<&str>, cd_dirs: &[String]) -> Vec<String> {
     let mut out = Vec::new();
-    for form in shape
-        .map(|s| path_forms(s, cd_dirs))
-        .unwrap_or_default()
-        .into_iter()
-        .chain(std::iter::once(value.to_string()))
-    {
-        let form = Action::Read.normalize(&form);
-        if let Some(g) = unanchored_glob(&form) {
-            out.push(g);
+    let mut add = |f: String| {
+        if !out.contains(&f) {
+            out.push(f);
         }
-        if shape.is_some() && !out.contains(&form) {
-            out.push(form);
+    };
+    let shape_forms = shape.map(|s| path_forms(s, cd_dirs)).unwrap_or_default();
+    for form in &shape_forms {
+        add(Action::Read.normalize(form));
+    }
+    for form in path_forms(value, cd_dirs).iter().chain(&shape_forms) {
+        if let Some(g) = unanchored_glob(&Action::Read.normalize(form)) {
+            add(g);
         }
     }
     out
 }
 
-/// Literal absolute directories given to `cd`/`pushd` anywhere in the analysed text.
+/// Literal directories given to `cd`/`pushd` anywhere in the analysed text (absolute, relative
+/// or under `~`).
 fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
     let mut out = Vec::new();
     for cmd in &analysis.commands {
@@ -401,7 +465,8 @@ fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
             if let [first, dir, ..] = layer.as_slice()
                 && matches!(first.text.as_str(), "cd" | "pushd")
                 && !dir.dynamic
-                && dir.text.starts_with('/')
+                && !dir.text.is_empty()
+                && !dir.text.starts_with('-')
                 && !out.contains(&dir.text)
             {
                 out.push(dir.text.clone());
@@ -434,13 +499,23 @@ fn judge(
         .iter()
         .rev()
         .find(|r| hit.is_none_or(|h| r.effect > h.effect) && possibly_matches(r, s))
-        .or_else(|| policies.rules().iter().rev().find(|r| possibly_matches(r, s)));
+        .or_else(|| {
+            policies
+                .rules_at(level)
+                .rev()
+                .find(|r| possibly_matches(r, s))
+        });
+    let default_write_ask = hit.is_none()
+        && s.action == Action::Write
+        && agent.asks_before_writes(level)
+        && !harmless_device(&s.display);
     let (mut effect, mut rule, mut origin) = match hit {
         Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
-        None if s.primary => (agent.default_for(level), None, Origin::Default),
+        None if s.primary => (agent.default_for(level, s.read_only), None, Origin::Default),
+        None if default_write_ask => (Effect::Ask, None, Origin::Default),
         None => (Effect::Allow, None, Origin::Analysis),
     };
-    let neutral = hit.is_none() && !s.primary;
+    let neutral = hit.is_none() && !s.primary && !default_write_ask;
     let mut neutral_left = neutral;
     if effect == Effect::Ask
         && let Some(approval) = approvals
@@ -452,7 +527,7 @@ fn judge(
         rule = Some(approval.clone());
         origin = Origin::Rule(Source::Approval);
     }
-    if let Some(p) = policies.rules().iter().rev().find(|r| matches(r, s)) {
+    if let Some(p) = policies.rules_at(level).rev().find(|r| matches(r, s)) {
         match p.effect {
             Effect::Deny => {
                 effect = Effect::Deny;
@@ -500,10 +575,7 @@ fn judge(
             rule_label(r),
             r.effect
         ),
-        (None, _) => format!(
-            "{} matches no rule; the default at {level} is {effect}",
-            describe_subject(s)
-        ),
+        (None, _) => default_reason(s, agent, level, effect),
     };
     Some(SubjectDecision {
         command: if s.action == Action::Shell {
@@ -518,6 +590,25 @@ fn judge(
         rule,
         origin,
     })
+}
+
+/// Why a subject no rule matched got the agent's default `effect`.
+fn default_reason(s: &Subject, agent: &AgentRules, level: SandboxLevel, effect: Effect) -> String {
+    let what = describe_subject(s);
+    if agent.default_effect == DefaultEffect::ReadOnly && on_host(level) {
+        return match (s.action, effect) {
+            (Action::Write, _) => format!(
+                "{what} matches no rule; this agent asks before writing files (sandbox.default_effect is read_only)"
+            ),
+            (_, Effect::Ask) => format!(
+                "{what} matches no rule and is not a read-only command; this agent asks before anything that is not read-only (sandbox.default_effect is read_only)"
+            ),
+            _ => format!(
+                "{what} matches no rule and only reads; this agent runs read-only commands without asking"
+            ),
+        };
+    }
+    format!("{what} matches no rule; the default at {level} is {effect}")
 }
 
 fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> SubjectDecision {
@@ -569,6 +660,9 @@ pub fn evaluate(
     policies: &PolicySet,
     ctx: &EvalContext,
 ) -> Decision {
+    if matches!(action, Action::Shell | Action::Any) && resource.len() > MAX_COMMAND_BYTES {
+        return too_long(resource);
+    }
     let mut judged = Judgement {
         agent,
         approvals,
@@ -650,10 +744,59 @@ fn judge_shell(resource: &str, judged: &mut Judgement<'_>) {
         }
     }
     if !any_command {
-        judged.judge(&Subject::whole(Action::Shell, &whole));
+        // Only assignments or comments: nothing runs.
+        let mut s = Subject::whole(Action::Shell, &whole);
+        s.read_only = analysis.commands.is_empty() && analysis.opaque.is_empty();
+        judged.judge(&s);
     }
     judge_targets(&analysis, judged);
     judge_baseline_findings(&analysis, &whole, judged);
+    judge_host_findings(&analysis, &whole, judged);
+}
+
+/// The baseline's findings that depend on the level: at level 3 programs that gain root are
+/// refused (`no_new_privs` makes them fail; level 4 is the level for root); at levels 3–4
+/// starting a process that outlives the turn asks.
+fn judge_host_findings(analysis: &shell::Analysis, whole: &str, judged: &mut Judgement<'_>) {
+    if judged.level == SandboxLevel::HostUser {
+        for name in detach::root_at_level_3(analysis) {
+            let rule = Rule::new(
+                Action::Shell,
+                detach::ROOT_RULE,
+                Effect::Deny,
+                Source::Baseline,
+                0,
+            );
+            judged.floor(
+                &name,
+                Effect::Deny,
+                format!(
+                    "`{name}` cannot gain root at level 3: commands run as the user with no_new_privs. Run it at level 4 ({}), where Sayri asks for root through a Polkit dialog, or do it without root (baseline)",
+                    SandboxLevel::HostRoot
+                ),
+                Some(rule),
+            );
+        }
+    }
+    if on_host(judged.level) {
+        for d in detach::findings(analysis) {
+            let rule = Rule::new(
+                Action::Shell,
+                detach::RULE,
+                Effect::Ask,
+                Source::Baseline,
+                0,
+            );
+            judged.floor(
+                whole,
+                Effect::Ask,
+                format!(
+                    "{d} (baseline: Sayri asks before starting anything that outlives the turn)"
+                ),
+                Some(rule),
+            );
+        }
+    }
 }
 
 /// Judges each layer of each simple command (plus the doubts about its command word) and the
@@ -730,6 +873,7 @@ fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
             primary: false,
             glob,
             uncertain,
+            read_only: false,
         });
     }
 }

@@ -46,6 +46,8 @@ pub enum Atom {
         quoted: bool,
     },
     /// A part known only at run time; `raw` is its source text (`$HOME`, `$(date)`).
+    ///
+    /// (A quoted empty string `""` is `Known` with empty text: it keeps its word.)
     Unknown {
         /// Source text.
         raw: String,
@@ -59,7 +61,9 @@ pub enum Atom {
 pub fn expand(atoms: &[Atom], raw: &str) -> Option<Vec<Word>> {
     let braced = brace_expand(atoms)?;
     let mut out = Vec::new();
-    for alternative in braced {
+    // An alternative that came out empty (`{rm,victim,}`) is no word; a quoted empty string
+    // is an atom, so `{a,""}` keeps its empty word.
+    for alternative in braced.into_iter().filter(|a| !a.is_empty()) {
         for field in split_fields(&alternative) {
             out.push(to_word(&field, raw));
         }
@@ -252,11 +256,8 @@ fn sequence(inside: &[Atom]) -> Option<Option<Vec<Vec<Atom>>>> {
         None => 1,
     };
     let step = step.unsigned_abs().max(1);
-    let lit = |s: String| -> Vec<Atom> {
-        s.chars()
-            .map(|c| Atom::Char { c, quoted: false })
-            .collect()
-    };
+    let lit =
+        |s: String| -> Vec<Atom> { s.chars().map(|c| Atom::Char { c, quoted: false }).collect() };
     if let (Ok(a), Ok(b)) = (parts[0].parse::<i64>(), parts[1].parse::<i64>()) {
         let width = if [parts[0], parts[1]]
             .iter()
@@ -376,7 +377,11 @@ mod tests {
     }
 
     fn texts(atoms: &[Atom]) -> Vec<String> {
-        expand(atoms, "").unwrap().into_iter().map(|w| w.text).collect()
+        expand(atoms, "")
+            .unwrap()
+            .into_iter()
+            .map(|w| w.text)
+            .collect()
     }
 
     #[test]
@@ -387,6 +392,8 @@ mod tests {
             ["/etc/passwd", "/etc/shadow"]
         );
         assert_eq!(texts(&atoms("{r,}m")), ["rm", "m"]);
+        assert_eq!(texts(&atoms("{rm,victim,}")), ["rm", "victim"]);
+        assert!(texts(&atoms("{,}")).is_empty());
         assert_eq!(texts(&atoms("a{b,{c,d}}e")), ["abe", "ace", "ade"]);
         assert_eq!(texts(&atoms("{1..3}")), ["1", "2", "3"]);
         assert_eq!(texts(&atoms("{08..10}")), ["08", "09", "10"]);

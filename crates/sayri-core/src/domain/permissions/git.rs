@@ -260,9 +260,21 @@ fn option_commands(args: &[Word], names: &[&str], via: &str, out: &mut Unwrapped
             if t == *n {
                 args.get(i + 1).map(|v| (v.clone(), 2))
             } else if let Some(v) = t.strip_prefix(&format!("{n}=")) {
-                Some((Word { text: v.to_string(), ..w.clone() }, 1))
+                Some((
+                    Word {
+                        text: v.to_string(),
+                        ..w.clone()
+                    },
+                    1,
+                ))
             } else if n.len() == 2 && !n.starts_with("--") && t.starts_with(n) && t.len() > 2 {
-                Some((Word { text: t[2..].to_string(), ..w.clone() }, 1))
+                Some((
+                    Word {
+                        text: t[2..].to_string(),
+                        ..w.clone()
+                    },
+                    1,
+                ))
             } else {
                 None
             }
@@ -292,9 +304,10 @@ fn transport_options(name: &str, args: &[Word], out: &mut Unwrapped) {
             let value = if w.text == "-c" || w.text == "--config" {
                 args.get(i + 1).cloned()
             } else {
-                w.text
-                    .strip_prefix("--config=")
-                    .map(|v| Word { text: v.to_string(), ..w.clone() })
+                w.text.strip_prefix("--config=").map(|v| Word {
+                    text: v.to_string(),
+                    ..w.clone()
+                })
             };
             if let Some(v) = value {
                 setting_given(&v, &format!("git {name} -c"), out);
@@ -322,7 +335,10 @@ fn diff_options(args: &[Word], out: &mut Unwrapped) {
             );
         }
         let file = match w.text.strip_prefix("--output=") {
-            Some(f) => Some(Word { text: f.to_string(), ..w.clone() }),
+            Some(f) => Some(Word {
+                text: f.to_string(),
+                ..w.clone()
+            }),
             None if w.text == "--output" => args.get(i + 1).cloned(),
             None => None,
         };
@@ -338,7 +354,16 @@ fn diff_options(args: &[Word], out: &mut Unwrapped) {
 fn grep(args: &[Word], out: &mut Unwrapped) {
     let spec = Spec {
         short_optional_arg: "O",
-        ..Spec::new("efABCm", &["max-count", "threads", "context", "after-context", "before-context"])
+        ..Spec::new(
+            "efABCm",
+            &[
+                "max-count",
+                "threads",
+                "context",
+                "after-context",
+                "before-context",
+            ],
+        )
     };
     let p = parse(args, spec, Order::Permute);
     for o in p
@@ -369,10 +394,12 @@ const CONFIG_OPTIONS: Spec<'static> = Spec::new(
 fn config(args: &[Word], out: &mut Unwrapped) {
     let p = parse(args, CONFIG_OPTIONS, Order::Permute);
     let mut operands = p.operand_words(args);
-    let verb = operands
-        .first()
-        .map(|w| w.text.as_str())
-        .filter(|v| matches!(*v, "set" | "get" | "list" | "unset" | "edit" | "rename-section" | "remove-section"));
+    let verb = operands.first().map(|w| w.text.as_str()).filter(|v| {
+        matches!(
+            *v,
+            "set" | "get" | "list" | "unset" | "edit" | "rename-section" | "remove-section"
+        )
+    });
     if verb.is_some() {
         operands.remove(0);
     }
@@ -395,12 +422,15 @@ fn config(args: &[Word], out: &mut Unwrapped) {
         "--show-scope",
     ]) || matches!(verb, Some("get" | "list"));
     let writes_value = !reading
-        && !p.has(&["--unset", "--unset-all", "--rename-section", "--remove-section"])
+        && !p.has(&[
+            "--unset",
+            "--unset-all",
+            "--rename-section",
+            "--remove-section",
+        ])
         && !matches!(verb, Some("unset" | "rename-section" | "remove-section"));
     let changes = !reading && (operands.len() >= 2 || !writes_value);
-    if writes_value
-        && let [key, value, ..] = operands.as_slice()
-    {
+    if writes_value && let [key, value, ..] = operands.as_slice() {
         setting(&key.text, &value.text, value.dynamic, "git config", out);
     }
     if changes {
@@ -444,7 +474,13 @@ mod tests {
         ] {
             assert!(key_kind(k).is_some(), "{k}");
         }
-        for k in ["user.name", "diff.renames", "core.autocrlf", "alias", "filter.lfs.required"] {
+        for k in [
+            "user.name",
+            "diff.renames",
+            "core.autocrlf",
+            "alias",
+            "filter.lfs.required",
+        ] {
             assert!(key_kind(k).is_none(), "{k}");
         }
     }

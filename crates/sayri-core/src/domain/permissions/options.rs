@@ -250,7 +250,11 @@ mod tests {
             short_optional_arg: "i",
             ..Spec::new("e", &[])
         };
-        let p = parse(&words(&["-ni.bak", "-i", "s/a/b/", "f"]), spec, Order::Permute);
+        let p = parse(
+            &words(&["-ni.bak", "-i", "s/a/b/", "f"]),
+            spec,
+            Order::Permute,
+        );
         let i: Vec<_> = p.options.iter().map(|o| o.value.clone()).collect();
         assert_eq!(i, [None, Some(".bak".into()), None]);
         assert_eq!(p.operands, vec![2, 3]);

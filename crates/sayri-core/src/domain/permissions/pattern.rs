@@ -257,6 +257,42 @@ pub fn resolve_absolute(path: &str) -> Option<String> {
     Some(format!("/{}", parts.join("/")))
 }
 
+/// A relative path (or one under `~`) resolved lexically as far as it can be: empty and `.`
+/// segments dropped, `dir/..` removed; leading `..` stay.
+///
+/// ```
+/// use sayri_core::domain::permissions::pattern::clean_relative;
+/// assert_eq!(clean_relative("./a//b/../c"), "a/c");
+/// assert_eq!(clean_relative("x/../../etc/shadow"), "../etc/shadow");
+/// assert_eq!(clean_relative("~/x/../.ssh/id_rsa"), "~/.ssh/id_rsa");
+/// ```
+pub fn clean_relative(path: &str) -> String {
+    let (head, rest) = match path.strip_prefix('~') {
+        Some(_) => match path.split_once('/') {
+            Some((h, r)) => (Some(h), r),
+            None => (Some(path), ""),
+        },
+        None => (None, path),
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in rest.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let body = parts.join("/");
+    match head {
+        Some(h) if body.is_empty() => h.to_string(),
+        Some(h) => format!("{h}/{body}"),
+        None if body.is_empty() => ".".into(),
+        None => body,
+    }
+}
+
 /// The glob of the absolute paths `path` may name when the directory it starts from is not known:
 /// a path under a home directory (`~/.ssh/id_rsa`, `~root/x`) or a relative path that climbs
 /// above its start (`../../etc/shadow`) becomes `*/` followed by what remains after resolving

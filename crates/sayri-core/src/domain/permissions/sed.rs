@@ -62,7 +62,8 @@ pub fn analyse(args: &[Word], out: &mut Unwrapped) {
                     "`sed -f {file}` reads its script from a file whose commands are not known here"
                 ));
                 if !file.is_empty() && file != "-" {
-                    out.targets.push(ArgTarget::new(Action::Read, &file, "sed -f"));
+                    out.targets
+                        .push(ArgTarget::new(Action::Read, &file, "sed -f"));
                 }
             }
             _ => {}
@@ -212,10 +213,7 @@ impl Reader {
         match self.peek() {
             Some(c) if c.is_ascii_digit() || c == '+' || c == '~' => {
                 self.pos += 1;
-                while self
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_digit() || c == '~')
-                {
+                while self.peek().is_some_and(|c| c.is_ascii_digit() || c == '~') {
                     self.pos += 1;
                 }
             }
@@ -467,7 +465,10 @@ mod tests {
         let e = script_effects("s/a/b/e").unwrap();
         assert!(e.commands.is_empty() && e.unknown.len() == 1, "{e:?}");
         let e = script_effects("$!N;s/x/y/gw out\nr in.txt").unwrap();
-        assert_eq!((e.writes, e.reads), (vec!["out".into()], vec!["in.txt".into()]));
+        assert_eq!(
+            (e.writes, e.reads),
+            (vec!["out".into()], vec!["in.txt".into()])
+        );
         let e = script_effects("/x/{p;e\n}").unwrap();
         assert_eq!(e.unknown.len(), 1);
     }

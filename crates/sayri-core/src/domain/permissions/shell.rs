@@ -481,8 +481,8 @@ impl Walker {
                         self.loose_command(lead, &parts, ctx);
                         continue;
                     }
-                    let backgrounded = child.is_named()
-                        && child.next_sibling().is_some_and(|n| n.kind() == "&");
+                    let backgrounded =
+                        child.is_named() && child.next_sibling().is_some_and(|n| n.kind() == "&");
                     if backgrounded && !ctx.background {
                         let inner = Ctx {
                             background: true,
@@ -809,6 +809,7 @@ impl Walker {
                     .and_then(|t| t.strip_suffix('\''))
                     .unwrap_or(text);
                 chars(inner, true, out);
+                empty_quotes(inner, out);
             }
             "ansi_c_string" => {
                 let inner = text
@@ -825,7 +826,11 @@ impl Walker {
                 let mut cursor = node.walk();
                 for child in node.named_children(&mut cursor) {
                     if child.start_byte() > pos {
-                        chars(&unescape_double(&ctx.src[pos..child.start_byte()]), true, out);
+                        chars(
+                            &unescape_double(&ctx.src[pos..child.start_byte()]),
+                            true,
+                            out,
+                        );
                     }
                     if child.kind() == "string_content" {
                         chars(&unescape_double(&ctx.src[child.byte_range()]), true, out);
@@ -837,6 +842,7 @@ impl Walker {
                 if end > pos {
                     chars(&unescape_double(&ctx.src[pos..end]), true, out);
                 }
+                empty_quotes(&ctx.src[start..end], out);
             }
             "concatenation" => {
                 // Every byte of a concatenation belongs to one of its parts; text the grammar
@@ -892,6 +898,16 @@ impl Walker {
         for child in node.named_children(&mut cursor) {
             self.visit(child, ctx);
         }
+    }
+}
+
+/// `''` and `""` are an empty word of their own (kept by bash), unlike nothing at all.
+fn empty_quotes(inside: &str, out: &mut Vec<Atom>) {
+    if inside.is_empty() {
+        out.push(Atom::Known {
+            text: String::new(),
+            quoted: true,
+        });
     }
 }
 

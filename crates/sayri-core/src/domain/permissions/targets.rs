@@ -231,7 +231,10 @@ fn command_targets(name: &str, args: &[Word], found: &mut Found) {
         }
         // `uniq [IN [OUT]]` and `xxd [IN [OUT]]`: the second operand is written.
         "uniq" | "xxd" => {
-            let p = operands(Spec::new("fsw", &["skip-fields", "skip-chars", "check-chars"]));
+            let p = operands(Spec::new(
+                "fsw",
+                &["skip-fields", "skip-chars", "check-chars"],
+            ));
             let pos = p.operand_words(args);
             if let Some(w) = pos.first() {
                 found.push_word(Action::Read, w);
