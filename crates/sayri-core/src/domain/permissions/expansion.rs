@@ -99,7 +99,10 @@ fn to_word(atoms: &[Atom], raw: &str) -> Word {
             }
             Atom::Unknown { raw } => {
                 word.text.push_str(raw);
-                if !shape.ends_with('*') {
+                // A leading `$HOME` is the home directory, like `~`: its shape keeps it.
+                if shape.is_empty() && (raw == "$HOME" || raw == "${HOME}") {
+                    shape.push('~');
+                } else if !shape.ends_with('*') {
                     shape.push('*');
                 }
                 unknown = true;

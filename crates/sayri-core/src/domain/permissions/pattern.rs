@@ -293,23 +293,24 @@ pub fn clean_relative(path: &str) -> String {
     }
 }
 
-/// The glob of the absolute paths `path` may name when the directory it starts from is not known:
-/// a path under a home directory (`~/.ssh/id_rsa`, `~root/x`) or a relative path that climbs
-/// above its start (`../../etc/shadow`) becomes `*/` followed by what remains after resolving
-/// it lexically (`*/.ssh/id_rsa`, `*/etc/shadow`). `None` for other paths.
+/// The glob of the absolute paths `path` may name when it climbs out of a directory that is not
+/// known here — the working directory (`../../etc/shadow`) or a home directory
+/// (`~root/../../etc/shadow`): `*/` followed by what remains after resolving it lexically
+/// (`*/etc/shadow`). `None` for other paths (`~/.ssh/id_rsa` is matched as written).
 ///
 /// ```
 /// use sayri_core::domain::permissions::pattern::unanchored_glob;
 /// assert_eq!(unanchored_glob("../../etc/shadow").as_deref(), Some("*/etc/shadow"));
 /// assert_eq!(unanchored_glob("~root/../../etc/./shadow").as_deref(), Some("*/etc/shadow"));
+/// assert_eq!(unanchored_glob("~/.ssh/id_rsa"), None);
 /// assert_eq!(unanchored_glob("src/../x"), None);
 /// assert_eq!(unanchored_glob("/etc/x"), None);
 /// ```
 pub fn unanchored_glob(path: &str) -> Option<String> {
-    let (home, rest) = match path.strip_prefix('~') {
-        Some(after) => (true, after.split_once('/').map_or("", |(_, r)| r)),
+    let rest = match path.strip_prefix('~') {
+        Some(after) => after.split_once('/').map_or("", |(_, r)| r),
         None if path.starts_with('/') => return None,
-        None => (false, path),
+        None => path,
     };
     let mut parts: Vec<&str> = Vec::new();
     let mut climbs = false;
@@ -324,7 +325,7 @@ pub fn unanchored_glob(path: &str) -> Option<String> {
             s => parts.push(s),
         }
     }
-    (home || climbs).then(|| format!("*/{}", parts.join("/")))
+    climbs.then(|| format!("*/{}", parts.join("/")))
 }
 
 /// Case folding used by matching: Unicode lower case, character by character.
