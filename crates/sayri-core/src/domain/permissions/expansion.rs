@@ -355,7 +355,7 @@ pub fn ifs_expansion(raw: &str) -> Option<String> {
         );
     }
     let strip = |pattern: &str| -> Option<usize> {
-        pattern.chars().all(|c| c == '?').then(|| pattern.len())
+        pattern.chars().all(|c| c == '?').then_some(pattern.len())
     };
     if let Some(p) = body.strip_prefix("##").or_else(|| body.strip_prefix('#')) {
         let k = strip(p)?;
