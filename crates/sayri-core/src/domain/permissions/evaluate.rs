@@ -1,10 +1,14 @@
 //! The evaluation: one decision for one proposed action.
 //!
 //! # Order
+//! 0. **Length.** Shell text over [`MAX_COMMAND_BYTES`] (16 KiB) is refused unread: nobody can
+//!    review it on a card.
 //! 1. **Subjects.** A `shell` resource is analysed ([`super::shell`]): every simple command, and
 //!    every layer of it under wrappers, becomes a subject matched as its words joined by one space
-//!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`). Its `read`/`write`/`web`
-//!    targets ([`super::targets`]) are subjects too. Other actions are one subject: the resource.
+//!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`); so does every command
+//!    hidden in the arguments of a program that runs them ([`super::arg_programs`]). Its
+//!    `read`/`write`/`web` targets ([`super::targets`]) are subjects too. Other actions are one
+//!    subject: the resource.
 //! 2. **Agent layer** per subject: the agent's `blocked_binaries` (as deny rules for the program
 //!    with any arguments), then its `permission_rules` — the **last** matching rule wins. Deny
 //!    and ask rules match the base name and the written path of a command word; allow rules match
@@ -13,14 +17,19 @@
 //!    `./ls` is not allowed by `ls *`.
 //! 3. **Saved approvals** (agent-scoped "Allow always") turn an `ask` of step 2 into `allow`;
 //!    they never lift a deny.
-//! 4. **Default** when no agent rule matched: `deny` at level 0, else `allow` unless the agent
-//!    sets another default (e.g. `ask`). Targets without a matching rule add nothing.
+//! 4. **Default** when no agent rule matched: `deny` at level 0, else the agent's
+//!    `sandbox.default_effect`: `allow`, `ask`, `deny`, or `read_only` (on the host, commands of
+//!    the read-only table ([`super::read_only`]) are allowed, everything else and every file
+//!    write asks; in a sandbox they run). Other targets without a matching rule add nothing.
 //! 5. **Policy layer** ([`super::policy`]), last match wins, tighten-only: `deny` denies, `ask`
 //!    raises to at least ask, `allow` lifts only a rule-less default deny. Remote-script execution
-//!    is a baseline deny.
+//!    is a baseline deny; on the host ([`super::detach`]) starting what outlives the turn or
+//!    runs at the next login asks, and at level 3 programs that gain root are refused.
 //! 6. **Analysis floors**: what cannot be analysed (parse errors, `eval`/`bash -c` of computed
-//!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`), dangerous
-//!    assignments ([`super::assignments`]) and non-ASCII command words are at least `ask`.
+//!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`, scripts read
+//!    from files or data run as a program by argument-executing programs), dangerous assignments
+//!    ([`super::assignments`]), non-ASCII command words, and paths known only at run time that
+//!    a deny or ask rule might name are at least `ask`.
 //! 7. **Settling asks per subject**: with `ask_before_run` off, an `ask` that came from the
 //!    agent's own rules or its default is allowed without asking (`ask_before_run` is the
 //!    agent's own switch for its own asks). Policy and analysis asks stay asks.
