@@ -289,6 +289,16 @@ fn git_is_judged_by_the_programs_its_options_and_settings_name() {
             ),
             ("alias-bang", "git -c alias.st='!touch /tmp/sy-pwn' st", Ask),
             ("alias-git", "git -c alias.st=status st", Allow),
+            (
+                "ssh-signing-key-command",
+                "git -c gpg.ssh.defaultKeyCommand='touch x' commit -S -m m",
+                Ask,
+            ),
+            (
+                "submodule-update-command",
+                "git -c submodule.lib.update='!touch x' submodule update",
+                Ask,
+            ),
             ("config-env", "git --config-env=core.pager=EVIL log", Ask),
             (
                 "config-writes-fsmonitor",
@@ -446,6 +456,16 @@ fn argument_executing_forms_meet_the_baseline_even_when_everything_is_allowed() 
                 Deny,
             ),
             ("pager-env-reboot", "PAGER=reboot man ls", Deny),
+            (
+                "git-config-in-environment",
+                "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=reboot git log",
+                Deny,
+            ),
+            (
+                "git-config-exported",
+                "export GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!reboot'; git x",
+                Deny,
+            ),
             ("control", "sed -n '1,5p' notes.txt", Allow),
         ],
     );

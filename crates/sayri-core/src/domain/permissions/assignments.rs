@@ -134,6 +134,37 @@ pub fn program_in(assignment: &Assignment) -> Option<String> {
     (!value.is_empty()).then(|| value.to_string())
 }
 
+/// The setting (`key`, `value`) that `assignment` completes together with one of `others`, when
+/// it is half of a `GIT_CONFIG_KEY_<n>` / `GIT_CONFIG_VALUE_<n>` pair (git's settings given in
+/// the environment). Values computed at run time complete nothing (they are flagged by
+/// [`assignment_risk`]).
+pub fn git_config_pair(assignment: &Assignment, others: &[Assignment]) -> Option<(String, String)> {
+    let upper = assignment.name.to_ascii_uppercase();
+    let (n, is_key) = match (
+        upper.strip_prefix("GIT_CONFIG_KEY_"),
+        upper.strip_prefix("GIT_CONFIG_VALUE_"),
+    ) {
+        (Some(n), _) => (n.to_string(), true),
+        (_, Some(n)) => (n.to_string(), false),
+        _ => return None,
+    };
+    let partner = if is_key {
+        format!("GIT_CONFIG_VALUE_{n}")
+    } else {
+        format!("GIT_CONFIG_KEY_{n}")
+    };
+    let other = others
+        .iter()
+        .find(|o| o.name.eq_ignore_ascii_case(&partner))?;
+    let (key, value) = if is_key {
+        (assignment, other)
+    } else {
+        (other, assignment)
+    };
+    (!key.value.dynamic && !value.value.dynamic)
+        .then(|| (key.value.text.clone(), value.value.text.clone()))
+}
+
 /// Why `assignment` makes a command need a person, or `None` if it is harmless
 /// (a plain literal value for an ordinary name, like `CI=1` or `RUST_LOG=debug`).
 pub fn assignment_risk(assignment: &Assignment) -> Option<String> {

@@ -29,6 +29,8 @@ pub enum KeyKind {
     Credential,
     /// The value is a command unless it is a boolean (`core.fsmonitor`, `pager.CMD`).
     CommandOrBool,
+    /// A value starting with `!` is a shell command; others are not (`submodule.NAME.update`).
+    BangCommand,
     /// The value makes git run or load code from somewhere not known here (hooks, included
     /// config files, templates, transport protocols).
     Elsewhere,
@@ -57,7 +59,8 @@ pub fn key_kind(key: &str) -> Option<KeyKind> {
         ("filter", "clean" | "smudge" | "process", true) => Command,
         ("credential", "helper", _) => Credential,
         ("pager", _, false) => CommandOrBool,
-        ("gpg", "program", _) => Command,
+        ("gpg", "program" | "defaultkeycommand", _) => Command,
+        ("submodule", "update", true) => BangCommand,
         ("uploadpack", "packobjectshook", false) => Command,
         ("browser" | "difftool" | "mergetool", "cmd" | "path", true) => Command,
         ("sendemail", "tocmd" | "cccmd" | "sendmailcmd" | "headercmd", _) => Command,
@@ -147,39 +150,60 @@ fn setting_given(word: &Word, via: &str, out: &mut Unwrapped) {
 
 /// Judges the setting `key = value` as git would use it.
 fn setting(key: &str, value: &str, dynamic: bool, via: &str, out: &mut Unwrapped) {
-    let Some(kind) = key_kind(key) else {
-        return;
-    };
     if dynamic {
-        out.opaque.push(format!(
-            "`{via}` sets `{key}`, which runs a program, to a value computed at run time"
-        ));
+        if key_kind(key).is_some() {
+            out.opaque.push(format!(
+                "`{via}` sets `{key}`, which runs a program, to a value computed at run time"
+            ));
+        }
         return;
     }
-    let via = format!("{via} {key}");
+    match command_of_setting(key, value) {
+        Ok(Some(command)) => out
+            .scripts
+            .push(Script::literal(&command, &format!("{via} {key}"))),
+        Ok(None) => {}
+        Err(reason) => out.opaque.push(reason),
+    }
+}
+
+/// The shell command git runs because of the setting `key = value`: `Ok(None)` when it runs
+/// none, `Err` (why) when it runs or loads code from somewhere not known here.
+///
+/// ```
+/// use sayri_core::domain::permissions::git::command_of_setting;
+/// assert_eq!(command_of_setting("alias.st", "!touch x"), Ok(Some("touch x".into())));
+/// assert_eq!(command_of_setting("core.fsmonitor", "true"), Ok(None));
+/// assert!(command_of_setting("core.hooksPath", "/tmp/h").is_err());
+/// ```
+pub fn command_of_setting(key: &str, value: &str) -> Result<Option<String>, String> {
+    let Some(kind) = key_kind(key) else {
+        return Ok(None);
+    };
     let command = match kind {
         KeyKind::Elsewhere => {
-            out.opaque.push(format!(
+            return Err(format!(
                 "`{key}` makes git run or load code from `{value}`, which is not known here"
             ));
-            return;
         }
-        KeyKind::CommandOrBool if is_bool(value) => return,
+        KeyKind::CommandOrBool if is_bool(value) => return Ok(None),
         KeyKind::Command | KeyKind::CommandOrBool => value.to_string(),
         KeyKind::Alias => match value.strip_prefix('!') {
             Some(shell) => shell.to_string(),
             None => format!("git {value}"),
         },
+        KeyKind::BangCommand => match value.strip_prefix('!') {
+            Some(shell) => shell.to_string(),
+            None => return Ok(None),
+        },
         KeyKind::Credential => match value.strip_prefix('!') {
             Some(shell) => shell.to_string(),
-            None if value.is_empty() => return,
+            None if value.is_empty() => return Ok(None),
             None if value.starts_with('/') => value.to_string(),
             None => format!("git credential-{value}"),
         },
     };
-    if !command.trim().is_empty() {
-        out.scripts.push(Script::literal(&command, &via));
-    }
+    Ok((!command.trim().is_empty()).then_some(command))
 }
 
 fn is_bool(value: &str) -> bool {
@@ -471,6 +495,8 @@ mod tests {
             "pager.log",
             "include.path",
             "includeIf.gitdir:~/w/.path",
+            "gpg.ssh.defaultKeyCommand",
+            "submodule.lib.update",
         ] {
             assert!(key_kind(k).is_some(), "{k}");
         }

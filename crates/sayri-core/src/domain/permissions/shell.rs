@@ -4,19 +4,23 @@
 //! `;`/`&&`/`||`/`&`/newline lists, subshells, `{ }` groups, `if`/`for`/`while`/`case`, function
 //! bodies, `$(…)`, backticks, `<(…)`/`>(…)`, expansions and heredoc bodies. Every simple command
 //! found anywhere becomes a [`SimpleCommand`] whose words are taken **as bash sees them**: quotes
-//! removed, backslash escapes resolved, `$'…'` decoded. A word whose value is only known at run
-//! time (expansions, substitutions, unquoted globs, brace expansion) is marked `dynamic`.
+//! removed, backslash escapes resolved, `$'…'` decoded, brace expansion and `$IFS` splitting done
+//! ([`super::expansion`]). A word whose value is only known at run time (expansions,
+//! substitutions) or decided by the file system (unquoted globs) is marked `dynamic`.
 //!
 //! After the walk, each command is unwrapped (see [`super::wrappers`]): `sudo`, `env`, `xargs`,
-//! `find -exec`, … yield the inner command as another layer, and literal scripts given to
-//! `bash -c`, `sh -c`, `eval`, `su -c`, `watch`, here-strings fed to a shell, … are parsed
-//! recursively (up to [`MAX_DEPTH`] levels). What cannot be analysed is recorded in
+//! … yield the inner command as another layer; literal scripts given to `bash -c`, `sh -c`,
+//! `eval`, `su -c`, `watch`, here-strings fed to a shell, … and the commands that programs such
+//! as `sed`, `awk`, `find` and `git` run from their arguments ([`super::arg_programs`]) are
+//! analysed recursively (up to [`MAX_DEPTH`] levels), and so are the values of variables that
+//! name programs (`GIT_SSH_COMMAND`, `PAGER`, …). What cannot be analysed is recorded in
 //! [`Analysis::opaque`]; the evaluator turns that into at least `ask`.
 //!
 //! One parser is kept per thread and reused.
 
 use super::assignments;
 use super::expansion::{self, Atom};
+use super::git;
 use super::wrappers::{self, Unwrapped};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
@@ -203,9 +207,10 @@ pub fn analyze(command: &str) -> Analysis {
     loop {
         // Exported or standalone variables that name a program (`export GIT_PAGER=…`).
         while standalone < walker.out.standalone_assignments.len() {
+            let earlier = walker.out.standalone_assignments[..standalone].to_vec();
             let a = walker.out.standalone_assignments[standalone].clone();
             standalone += 1;
-            walker.walk_program_variable(&a, 0);
+            walker.walk_program_variable(&a, &earlier, 0);
         }
         if i >= walker.out.commands.len() {
             break;
@@ -226,8 +231,8 @@ pub fn analyze(command: &str) -> Analysis {
             .chain(unwrapped.assignments.iter())
             .cloned()
             .collect();
-        for a in &assignments {
-            walker.walk_program_variable(a, depth);
+        for (k, a) in assignments.iter().enumerate() {
+            walker.walk_program_variable(a, &assignments[..k], depth);
         }
         for script in &unwrapped.scripts {
             walker.walk_script(script, depth);
@@ -311,10 +316,22 @@ impl Walker {
     }
 
     /// The value of a variable that names a program (`GIT_SSH_COMMAND`, `PAGER`, …) is a
-    /// command of its own.
-    fn walk_program_variable(&mut self, a: &Assignment, depth: usize) {
+    /// command of its own, and so is the value of a git setting given in the environment
+    /// (`GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=CMD`) once both halves (`a` and one of
+    /// `earlier`) are seen.
+    fn walk_program_variable(&mut self, a: &Assignment, earlier: &[Assignment], depth: usize) {
         if let Some(command) = assignments::program_in(a) {
             self.walk_script(&wrappers::Script::literal(&command, &a.name), depth);
+        }
+        if let Some((key, value)) = assignments::git_config_pair(a, earlier) {
+            match git::command_of_setting(&key, &value) {
+                Ok(Some(command)) => self.walk_script(
+                    &wrappers::Script::literal(&command, &format!("GIT_CONFIG {key}")),
+                    depth,
+                ),
+                Ok(None) => {}
+                Err(reason) => self.opaque_once(&reason),
+            }
         }
     }
 

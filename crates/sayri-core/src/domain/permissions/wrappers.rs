@@ -1,17 +1,20 @@
 //! Wrapper programs: commands that run another command given in their arguments.
 //!
 //! `sudo dd …` runs `dd`; so do `env -i PATH=… dd`, `nice -n 10 dd`, `timeout 60 dd`,
-//! `busybox dd`, `xargs dd`, `find … -exec dd {} \;` and many more. [`unwrap`] peels such
+//! `busybox dd`, `xargs dd` and many more. [`unwrap`] peels such
 //! wrappers one by one and returns every layer, outermost first, so rules are judged against the
 //! wrapper **and** the wrapped command. Most wrappers are one row of a table (`WRAPPERS`): their
 //! names, which of their options take an argument, the options with which they run no command,
 //! and how many operands come before the command; options are read by the one option reader,
 //! [`super::options`]. Only the wrappers that carry a script or reshape the command have code of
 //! their own. Programs that run a *script* (`bash -c`, `sh -c`, `eval`,
-//! `su -c`, `flock -c`, `watch`, `env -S`, `find -exec` lists, here-strings fed to a shell) yield
+//! `su -c`, `flock -c`, `watch`, `env -S`, here-strings fed to a shell) yield
 //! that script text for recursive analysis; if the script is computed at run time the caller gets
 //! `None` and treats it as not analysable. Interactive shells (`bash -i`, which load aliases and
 //! rc files), `source`/`.` of files and heredoc-fed interpreters are reported as opaque.
+//! Programs that run commands or write files named in their own arguments (`find -exec`, `sed`,
+//! `awk`, `git -c`, …) are read by [`super::arg_programs`], which reports into the same
+//! [`Unwrapped`].
 //!
 //! An unknown wrapper is simply an unknown program: the default applies to it, and the rules
 //! that match its own text still apply — adding it never makes a decision weaker than judging
