@@ -64,7 +64,8 @@ pub enum DefaultEffect {
     #[default]
     Allow,
     /// At levels 3–4, run read-only commands (`ls`, `cat`, `git status`, … — the table in the
-    /// permission engine) and ask before anything else, writing files included. At levels 1–2
+    /// permission engine) and ask before anything else, writing files included (the asks are
+    /// the agent's own: `ask_before_run` must be on for them to raise a card). At levels 1–2
     /// the sandbox confines every command, so they run.
     ReadOnly,
     /// Ask a person (levels 3–4; refused where nobody can be asked).
