@@ -1,10 +1,14 @@
 //! The evaluation: one decision for one proposed action.
 //!
 //! # Order
+//! 0. **Length.** Shell text over [`MAX_COMMAND_BYTES`] (16 KiB) is refused unread: nobody can
+//!    review it on a card.
 //! 1. **Subjects.** A `shell` resource is analysed ([`super::shell`]): every simple command, and
 //!    every layer of it under wrappers, becomes a subject matched as its words joined by one space
-//!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`). Its `read`/`write`/`web`
-//!    targets ([`super::targets`]) are subjects too. Other actions are one subject: the resource.
+//!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`); so does every command
+//!    hidden in the arguments of a program that runs them ([`super::arg_programs`]). Its
+//!    `read`/`write`/`web` targets ([`super::targets`]) are subjects too. Other actions are one
+//!    subject: the resource.
 //! 2. **Agent layer** per subject: the agent's `blocked_binaries` (as deny rules for the program
 //!    with any arguments), then its `permission_rules` — the **last** matching rule wins. Deny
 //!    and ask rules match the base name and the written path of a command word; allow rules match
@@ -13,14 +17,19 @@
 //!    `./ls` is not allowed by `ls *`.
 //! 3. **Saved approvals** (agent-scoped "Allow always") turn an `ask` of step 2 into `allow`;
 //!    they never lift a deny.
-//! 4. **Default** when no agent rule matched: `deny` at level 0, else `allow` unless the agent
-//!    sets another default (e.g. `ask`). Targets without a matching rule add nothing.
+//! 4. **Default** when no agent rule matched: `deny` at level 0, else the agent's
+//!    `sandbox.default_effect`: `allow`, `ask`, `deny`, or `read_only` (on the host, commands of
+//!    the read-only table ([`super::read_only`]) are allowed, everything else and every file
+//!    write asks; in a sandbox they run). Other targets without a matching rule add nothing.
 //! 5. **Policy layer** ([`super::policy`]), last match wins, tighten-only: `deny` denies, `ask`
 //!    raises to at least ask, `allow` lifts only a rule-less default deny. Remote-script execution
-//!    is a baseline deny.
+//!    is a baseline deny; on the host ([`super::detach`]) starting what outlives the turn or
+//!    runs at the next login asks, and at level 3 programs that gain root are refused.
 //! 6. **Analysis floors**: what cannot be analysed (parse errors, `eval`/`bash -c` of computed
-//!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`), dangerous
-//!    assignments ([`super::assignments`]) and non-ASCII command words are at least `ask`.
+//!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`, scripts read
+//!    from files or data run as a program by argument-executing programs), dangerous assignments
+//!    ([`super::assignments`]), non-ASCII command words, and paths known only at run time that
+//!    a deny or ask rule might name are at least `ask`.
 //! 7. **Settling asks per subject**: with `ask_before_run` off, an `ask` that came from the
 //!    agent's own rules or its default is allowed without asking (`ask_before_run` is the
 //!    agent's own switch for its own asks). Policy and analysis asks stay asks.
@@ -32,14 +41,16 @@
 
 use super::approval::approval_rules;
 use super::assignments::assignment_risk;
-use super::pattern::resolve_absolute;
+use super::detach;
+use super::pattern::{clean_relative, resolve_absolute, unanchored_glob};
 use super::policy::PolicySet;
+use super::read_only;
 use super::recursive_delete;
 use super::remote_exec;
 use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
 use super::shell::{self, Word, base_name};
 use super::targets;
-use crate::domain::profile::AgentProfile;
+use crate::domain::profile::{AgentProfile, DefaultEffect};
 use crate::ports::Approval;
 use sayri_protocol::SandboxLevel;
 use serde::Serialize;
@@ -51,7 +62,9 @@ const RESERVED: &[&str] = &[
     "select", "while", "until", "do", "done", "in", "function",
 ];
 
-const SYSTEM_DIRS: &[&str] = &[
+/// Directories whose programs are known by name: an allow rule for `ls *` also allows
+/// `/usr/bin/ls`, and the read-only table applies to them.
+pub(super) const SYSTEM_DIRS: &[&str] = &[
     "/bin",
     "/usr/bin",
     "/sbin",
@@ -71,8 +84,8 @@ pub struct AgentRules {
     pub level: SandboxLevel,
     /// `sandbox.ask_before_run`: whether the agent's own `ask` rules raise a card.
     pub ask_before_run: bool,
-    /// Effect when no agent rule matches at levels 1–4; `None` = allow.
-    pub default_effect: Option<Effect>,
+    /// `sandbox.default_effect`: what happens when no agent rule matches at levels 1–4.
+    pub default_effect: DefaultEffect,
     rules: Vec<Rule>,
 }
 
@@ -118,14 +131,18 @@ impl AgentRules {
             agent_name: profile.name.clone(),
             level: profile.sandbox.level,
             ask_before_run: profile.sandbox.ask_before_run,
-            default_effect: None,
+            default_effect: profile.sandbox.default_effect,
             rules,
         })
     }
 
     /// Sets the effect used when no agent rule matches (levels 1–4).
     pub fn with_default(mut self, effect: Effect) -> Self {
-        self.default_effect = Some(effect);
+        self.default_effect = match effect {
+            Effect::Allow => DefaultEffect::Allow,
+            Effect::Ask => DefaultEffect::Ask,
+            Effect::Deny => DefaultEffect::Deny,
+        };
         self
     }
 
@@ -134,13 +151,36 @@ impl AgentRules {
         &self.rules
     }
 
-    fn default_for(&self, level: SandboxLevel) -> Effect {
-        if level == SandboxLevel::NoExec {
-            Effect::Deny
-        } else {
-            self.default_effect.unwrap_or(Effect::Allow)
+    /// The effect for a command no agent rule matches; `read_only` says whether the read-only
+    /// table classifies it as only reading.
+    fn default_for(&self, level: SandboxLevel, read_only: bool) -> Effect {
+        match (level, self.default_effect) {
+            (SandboxLevel::NoExec, _) => Effect::Deny,
+            (_, DefaultEffect::Allow) => Effect::Allow,
+            (_, DefaultEffect::Ask) => Effect::Ask,
+            (_, DefaultEffect::Deny) => Effect::Deny,
+            (_, DefaultEffect::ReadOnly) if read_only || !on_host(level) => Effect::Allow,
+            (_, DefaultEffect::ReadOnly) => Effect::Ask,
         }
     }
+
+    /// Whether a file write no rule matches asks (the `read_only` default on the host).
+    fn asks_before_writes(&self, level: SandboxLevel) -> bool {
+        self.default_effect == DefaultEffect::ReadOnly && on_host(level)
+    }
+}
+
+/// Levels 3–4: commands run on the host, not in a sandbox.
+fn on_host(level: SandboxLevel) -> bool {
+    matches!(level, SandboxLevel::HostUser | SandboxLevel::HostRoot)
+}
+
+/// Devices a command may write without writing anything (`2>/dev/null`).
+fn harmless_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/fd/1" | "/dev/fd/2" | "/dev/tty"
+    )
 }
 
 /// Circumstances of one evaluation.
@@ -187,6 +227,36 @@ impl Origin {
     /// always"; policy and analysis asks are asked every time.
     pub fn is_agent_layer(&self) -> bool {
         matches!(self, Origin::Default | Origin::Rule(Source::Agent))
+    }
+}
+
+/// Command text longer than this many bytes is refused unread: nobody can review it on a card.
+pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
+
+/// The refusal of a command longer than [`MAX_COMMAND_BYTES`].
+fn too_long(resource: &str) -> Decision {
+    let preview: String = resource.chars().take(60).collect();
+    let reason = format!(
+        "the command is {} bytes long, more than the {} bytes (16 KiB) a person can review; it was not run and not shown for approval. Split the work into shorter commands",
+        resource.len(),
+        MAX_COMMAND_BYTES
+    );
+    Decision {
+        effect: Effect::Deny,
+        reason: reason.clone(),
+        rule: None,
+        source: "analysis".into(),
+        subjects: vec![SubjectDecision {
+            command: format!("{preview}…"),
+            effect: Effect::Deny,
+            reason,
+            action: Action::Shell,
+            value: None,
+            rule: None,
+            origin: Origin::Analysis,
+        }],
+        policy: false,
+        no_approver: false,
     }
 }
 
@@ -274,6 +344,13 @@ struct Subject {
     primary: bool,
     /// `all_forms` hold shell globs: deny and ask rules match when they could name the same path.
     glob: bool,
+    /// Globs of the values the subject may take at run time (a path with `$X` or `~` in it, or
+    /// climbing out of an unknown directory). A deny or ask rule that could match one of them
+    /// makes the subject at least `ask`: its value is not known, so it is neither allowed nor
+    /// refused on a guess.
+    uncertain: Vec<String>,
+    /// A command the read-only table classifies as only reading.
+    read_only: bool,
 }
 
 impl Subject {
@@ -286,6 +363,8 @@ impl Subject {
             all_forms: vec![value.to_string()],
             primary: true,
             glob: false,
+            uncertain: Vec::new(),
+            read_only: false,
         }
     }
 }
@@ -316,8 +395,18 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
         allow_forms,
         all_forms,
         primary: true,
-        glob: false,
+        // A glob in the command word (`/???/?m`) may run any program it matches.
+        glob: first.glob,
+        uncertain: Vec::new(),
+        read_only: read_only::is_read_only(words),
     })
+}
+
+/// Whether the deny or ask `rule` could match a value `s` may take at run time.
+fn possibly_matches(rule: &Rule, s: &Subject) -> bool {
+    rule.effect != Effect::Allow
+        && rule.applies_to(s.action)
+        && s.uncertain.iter().any(|f| rule.intersects_shape(f))
 }
 
 fn matches(rule: &Rule, s: &Subject) -> bool {
@@ -336,8 +425,8 @@ fn matches(rule: &Rule, s: &Subject) -> bool {
 
 /// The forms a `read`/`write` path is judged in by deny and ask rules: as written, resolved
 /// lexically (`/etc/./shadow`, `//etc/x/../shadow`, `/proc/self/root/etc/shadow` are
-/// `/etc/shadow`), and a relative path joined to every directory the command `cd`s or `pushd`s
-/// to (`cd /etc && cat shadow`).
+/// `/etc/shadow`; `a//b/../c` is `a/c`), and a relative path joined to every directory the
+/// command `cd`s or `pushd`s to (`cd /etc && cat shadow`, `cd secret && cat key`).
 fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
     let mut forms = vec![value.to_string()];
     let mut add = |f: String| {
@@ -345,19 +434,39 @@ fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
             forms.push(f);
         }
     };
-    if let Some(r) = resolve_absolute(value) {
-        add(r);
-    } else if !value.starts_with(['~', '$']) {
+    let resolve = |p: &str| resolve_absolute(p).unwrap_or_else(|| clean_relative(p));
+    add(resolve(value));
+    if !value.starts_with(['/', '~', '$']) {
         for d in cd_dirs {
-            if let Some(r) = resolve_absolute(&format!("{d}/{value}")) {
-                add(r);
-            }
+            add(resolve(&format!("{d}/{value}")));
         }
     }
     forms
 }
 
-/// Literal absolute directories given to `cd`/`pushd` anywhere in the analysed text.
+/// Globs of the paths a target may name at run time: its shape (run-time parts as `*`), and
+/// paths under a home directory or climbing out of an unknown directory.
+fn uncertain_forms(value: &str, shape: Option<&str>, cd_dirs: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |f: String| {
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    };
+    let shape_forms = shape.map(|s| path_forms(s, cd_dirs)).unwrap_or_default();
+    for form in &shape_forms {
+        add(Action::Read.normalize(form));
+    }
+    for form in path_forms(value, cd_dirs).iter().chain(&shape_forms) {
+        if let Some(g) = unanchored_glob(&Action::Read.normalize(form)) {
+            add(g);
+        }
+    }
+    out
+}
+
+/// Literal directories given to `cd`/`pushd` anywhere in the analysed text (absolute, relative
+/// or under `~`).
 fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
     let mut out = Vec::new();
     for cmd in &analysis.commands {
@@ -365,7 +474,8 @@ fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
             if let [first, dir, ..] = layer.as_slice()
                 && matches!(first.text.as_str(), "cd" | "pushd")
                 && !dir.dynamic
-                && dir.text.starts_with('/')
+                && !dir.text.is_empty()
+                && !dir.text.starts_with('-')
                 && !out.contains(&dir.text)
             {
                 out.push(dir.text.clone());
@@ -390,13 +500,31 @@ fn judge(
     policies: &PolicySet,
     level: SandboxLevel,
 ) -> Option<SubjectDecision> {
-    let hit = agent.rules.iter().rev().find(|r| matches(r, s));
+    let hit_at = agent.rules.iter().rposition(|r| matches(r, s));
+    let hit = hit_at.map(|i| &agent.rules[i]);
+    // A stricter rule after the deciding one (or any, when none decided) that a run-time value
+    // of the subject could match; a deny or ask policy likewise.
+    let doubt = agent.rules[hit_at.map_or(0, |i| i + 1)..]
+        .iter()
+        .rev()
+        .find(|r| hit.is_none_or(|h| r.effect > h.effect) && possibly_matches(r, s))
+        .or_else(|| {
+            policies
+                .rules_at(level)
+                .rev()
+                .find(|r| possibly_matches(r, s))
+        });
+    let default_write_ask = hit.is_none()
+        && s.action == Action::Write
+        && agent.asks_before_writes(level)
+        && !harmless_device(&s.display);
     let (mut effect, mut rule, mut origin) = match hit {
         Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
-        None if s.primary => (agent.default_for(level), None, Origin::Default),
+        None if s.primary => (agent.default_for(level, s.read_only), None, Origin::Default),
+        None if default_write_ask => (Effect::Ask, None, Origin::Default),
         None => (Effect::Allow, None, Origin::Analysis),
     };
-    let neutral = hit.is_none() && !s.primary;
+    let neutral = hit.is_none() && !s.primary && !default_write_ask;
     let mut neutral_left = neutral;
     if effect == Effect::Ask
         && let Some(approval) = approvals
@@ -408,7 +536,7 @@ fn judge(
         rule = Some(approval.clone());
         origin = Origin::Rule(Source::Approval);
     }
-    if let Some(p) = policies.rules().iter().rev().find(|r| matches(r, s)) {
+    if let Some(p) = policies.rules_at(level).rev().find(|r| matches(r, s)) {
         match p.effect {
             Effect::Deny => {
                 effect = Effect::Deny;
@@ -430,20 +558,33 @@ fn judge(
             _ => {}
         }
     }
+    let mut doubt_reason = None;
+    if let Some(d) = doubt
+        && effect < Effect::Ask
+    {
+        effect = Effect::Ask;
+        origin = Origin::Analysis;
+        neutral_left = false;
+        doubt_reason = Some(format!(
+            "{} is known only at run time and may name what {} refuses or asks for ({})",
+            describe_subject(s),
+            rule_label(d),
+            d.effect
+        ));
+        rule = None;
+    }
     if neutral_left {
         return None;
     }
     let reason = match (&rule, &origin) {
+        _ if doubt_reason.is_some() => doubt_reason.unwrap_or_default(),
         (Some(r), _) => format!(
             "{} matches {} ({})",
             describe_subject(s),
             rule_label(r),
             r.effect
         ),
-        (None, _) => format!(
-            "{} matches no rule; the default at {level} is {effect}",
-            describe_subject(s)
-        ),
+        (None, _) => default_reason(s, agent, level, effect),
     };
     Some(SubjectDecision {
         command: if s.action == Action::Shell {
@@ -458,6 +599,25 @@ fn judge(
         rule,
         origin,
     })
+}
+
+/// Why a subject no rule matched got the agent's default `effect`.
+fn default_reason(s: &Subject, agent: &AgentRules, level: SandboxLevel, effect: Effect) -> String {
+    let what = describe_subject(s);
+    if agent.default_effect == DefaultEffect::ReadOnly && on_host(level) {
+        return match (s.action, effect) {
+            (Action::Write, _) => format!(
+                "{what} matches no rule; this agent asks before writing files (sandbox.default_effect is read_only)"
+            ),
+            (_, Effect::Ask) => format!(
+                "{what} matches no rule and is not a read-only command; this agent asks before anything that is not read-only (sandbox.default_effect is read_only)"
+            ),
+            _ => format!(
+                "{what} matches no rule and only reads; this agent runs read-only commands without asking"
+            ),
+        };
+    }
+    format!("{what} matches no rule; the default at {level} is {effect}")
 }
 
 fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> SubjectDecision {
@@ -509,6 +669,9 @@ pub fn evaluate(
     policies: &PolicySet,
     ctx: &EvalContext,
 ) -> Decision {
+    if matches!(action, Action::Shell | Action::Any) && resource.len() > MAX_COMMAND_BYTES {
+        return too_long(resource);
+    }
     let mut judged = Judgement {
         agent,
         approvals,
@@ -590,10 +753,59 @@ fn judge_shell(resource: &str, judged: &mut Judgement<'_>) {
         }
     }
     if !any_command {
-        judged.judge(&Subject::whole(Action::Shell, &whole));
+        // Only assignments or comments: nothing runs.
+        let mut s = Subject::whole(Action::Shell, &whole);
+        s.read_only = analysis.commands.is_empty() && analysis.opaque.is_empty();
+        judged.judge(&s);
     }
     judge_targets(&analysis, judged);
     judge_baseline_findings(&analysis, &whole, judged);
+    judge_host_findings(&analysis, &whole, judged);
+}
+
+/// The baseline's findings that depend on the level: at level 3 programs that gain root are
+/// refused (`no_new_privs` makes them fail; level 4 is the level for root); at levels 3–4
+/// starting a process that outlives the turn asks.
+fn judge_host_findings(analysis: &shell::Analysis, whole: &str, judged: &mut Judgement<'_>) {
+    if judged.level == SandboxLevel::HostUser {
+        for name in detach::root_at_level_3(analysis) {
+            let rule = Rule::new(
+                Action::Shell,
+                detach::ROOT_RULE,
+                Effect::Deny,
+                Source::Baseline,
+                0,
+            );
+            judged.floor(
+                &name,
+                Effect::Deny,
+                format!(
+                    "`{name}` cannot gain root at level 3: commands run as the user with no_new_privs. Run it at level 4 ({}), where Sayri asks for root through a Polkit dialog, or do it without root (baseline)",
+                    SandboxLevel::HostRoot
+                ),
+                Some(rule),
+            );
+        }
+    }
+    if on_host(judged.level) {
+        for d in detach::findings(analysis) {
+            let rule = Rule::new(
+                Action::Shell,
+                detach::RULE,
+                Effect::Ask,
+                Source::Baseline,
+                0,
+            );
+            judged.floor(
+                whole,
+                Effect::Ask,
+                format!(
+                    "{d} (baseline: Sayri asks before starting anything that outlives the turn)"
+                ),
+                Some(rule),
+            );
+        }
+    }
 }
 
 /// Judges each layer of each simple command (plus the doubts about its command word) and the
@@ -653,10 +865,14 @@ fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
     let dirs = cd_dirs(analysis);
     for t in targets::targets(analysis) {
         let value = t.action.normalize(&t.value);
-        let (all_forms, glob) = if matches!(t.action, Action::Read | Action::Write) {
-            (path_forms(&value, &dirs), value.contains(['*', '?', '[']))
+        let (all_forms, glob, uncertain) = if matches!(t.action, Action::Read | Action::Write) {
+            (
+                path_forms(&value, &dirs),
+                value.contains(['*', '?', '[']),
+                uncertain_forms(&value, t.shape.as_deref(), &dirs),
+            )
         } else {
-            (vec![value.clone()], false)
+            (vec![value.clone()], false, Vec::new())
         };
         judged.judge(&Subject {
             action: t.action,
@@ -665,6 +881,8 @@ fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
             all_forms,
             primary: false,
             glob,
+            uncertain,
+            read_only: false,
         });
     }
 }
