@@ -90,5 +90,8 @@ pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
     s.config_dir = paths.config_dir.clone();
     s.extra_deny_read = cfg.sandbox.deny_read.iter().map(PathBuf::from).collect();
     s.default_output_limit = output_limit(cfg);
+    s.child_registry = Some(sayri_sandbox::child_registry::ChildRegistry::new(
+        paths.children_dir(),
+    ));
     s
 }
