@@ -81,13 +81,13 @@ impl DaemonState {
     }
 }
 
-/// The supervisor's settings: logs in `$STATE/logs`, keepers run by this very binary
+/// The supervisor's settings: logs in `$STATE/logs`, keepers run by the helper program
 /// (`sayri __sandbox-exec keep …`) and recorded in `$STATE/children`.
 pub fn supervisor_config(paths: &Paths) -> SupervisorConfig {
     SupervisorConfig {
         log_dir: paths.logs_dir(),
         launcher: Launcher {
-            program: std::env::current_exe().unwrap_or_else(|_| "sayri".into()),
+            program: crate::brain::settings::helper_program(),
             args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
             registry: Some(sayri_sandbox::child_registry::ChildRegistry::new(
                 paths.children_dir(),

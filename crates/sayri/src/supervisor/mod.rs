@@ -482,6 +482,7 @@ impl RunLoop {
                     child::note(&log, &format!("giving up: {msg}"));
                     self.update(|s| {
                         s.state = ChildState::Failed;
+                        s.keeper_pid = None;
                         s.last_error = Some(msg);
                     });
                     return;
@@ -495,6 +496,7 @@ impl RunLoop {
                     *lock(&self.slot.restart_at) = Some(Instant::now() + delay);
                     self.update(|s| {
                         s.state = ChildState::Backoff;
+                        s.keeper_pid = None;
                         s.last_error = Some(reason);
                     });
                     tokio::select! {
@@ -548,7 +550,6 @@ impl RunLoop {
                 return RunEnd::Stopped;
             }
         };
-        self.update(|s| s.keeper_pid = None);
         let reason = child::describe_exit(&exit, &self.spec, &self.log_file.display().to_string());
         RunEnd::Crashed(started.elapsed(), reason)
     }
