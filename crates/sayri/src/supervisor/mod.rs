@@ -318,44 +318,42 @@ impl Supervisor {
             .config
             .log_dir
             .join(format!("{}.log", spec.name));
-        let slot = {
-            let mut children = lock(&self.shared.children);
-            if let Some(old) = children.get(&spec.name) {
-                let st = lock(&old.status).state;
-                if !matches!(st, ChildState::Stopped | ChildState::Failed) {
-                    return Err(SupervisorError::AlreadyRunning(spec.name.clone()));
-                }
+        let mut children = lock(&self.shared.children);
+        if let Some(old) = children.get(&spec.name) {
+            let st = lock(&old.status).state;
+            if !matches!(st, ChildState::Stopped | ChildState::Failed) {
+                return Err(SupervisorError::AlreadyRunning(spec.name.clone()));
             }
-            let slot = Arc::new(Slot {
-                status: Mutex::new(ChildStatus {
-                    name: spec.name.clone(),
-                    state: ChildState::Starting,
-                    pid: None,
-                    keeper_pid: None,
-                    restarts: 0,
-                    last_error: None,
-                    restart_in_ms: None,
-                    log_file: log_file.clone(),
-                }),
-                restart_at: Mutex::new(None),
-                stop: self.shared.closed.child_token(),
-                task: tokio::sync::Mutex::new(None),
-            });
-            children.insert(spec.name.clone(), slot.clone());
-            slot
-        };
+        }
+        let slot = Arc::new(Slot {
+            status: Mutex::new(ChildStatus {
+                name: spec.name.clone(),
+                state: ChildState::Starting,
+                pid: None,
+                keeper_pid: None,
+                restarts: 0,
+                last_error: None,
+                restart_in_ms: None,
+                log_file: log_file.clone(),
+            }),
+            restart_at: Mutex::new(None),
+            stop: self.shared.closed.child_token(),
+            task: tokio::sync::Mutex::new(None),
+        });
         let status = lock(&slot.status).clone();
-        let shared = self.shared.clone();
+        let name = spec.name.clone();
         let run = RunLoop {
-            shared: shared.clone(),
+            shared: self.shared.clone(),
             slot: slot.clone(),
             spec,
             log_file,
         };
+        // Stored before the slot is visible, so a `stop` always finds the task to wait for.
         let handle = self.shared.tasks.spawn(run.run());
         if let Ok(mut t) = slot.task.try_lock() {
             *t = Some(handle);
         }
+        children.insert(name, slot);
         Ok(status)
     }
 
@@ -425,8 +423,12 @@ impl Supervisor {
     }
 }
 
-/// The program under keeper `keeper` (the keeper's direct child), read from `/proc`.
+/// The program under keeper `keeper` (the keeper's direct child): from the keeper's
+/// `/proc/PID/task/PID/children` list, or a scan of `/proc` when the kernel has no such list.
 fn program_pid(keeper: u32) -> Option<u32> {
+    if let Ok(list) = std::fs::read_to_string(format!("/proc/{keeper}/task/{keeper}/children")) {
+        return list.split_whitespace().next().and_then(|p| p.parse().ok());
+    }
     let keeper = i32::try_from(keeper).ok()?;
     sayri_sandbox::process_tree::all_processes()
         .into_iter()

@@ -127,10 +127,66 @@ const SHAPES: [(&str, &str); 3] = [
     ("setsid", "setsid sh -c 'sleep 3.{s}; {end}' & sleep 30.{s}"),
 ];
 
-/// For each shape: a turn runs the command through the real daemon at `level`; once the command
-/// runs the daemon gets `kill -9`. Every process of the command must be gone within 1 s, and its
-/// end action never happen.
-fn kill_9_mid_command(level: &str) {
+/// Who runs the daemon and its client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum User {
+    Root,
+    /// uid 65534 through `setpriv`: no cgroups, no privileges.
+    Nobody,
+}
+
+/// `program` run as `user` with `env`'s directories.
+fn command_as(env: &Env, user: User, args: &[&str]) -> std::process::Command {
+    match user {
+        User::Root => {
+            let mut c = env.cmd();
+            c.args(args);
+            c
+        }
+        User::Nobody => {
+            let mut c = env.cmd_for(Path::new("setpriv"));
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+                .args(args);
+            c
+        }
+    }
+}
+
+fn chown_nobody(p: &Path) {
+    let st = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// Starts `sayri daemon` as `user` in the foreground and waits until it listens.
+fn start_daemon_as(env: &Env, user: User) -> Daemon {
+    let log = std::fs::File::create(env.daemon_log()).unwrap();
+    let child = command_as(env, user, &["daemon"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let d = Daemon {
+        child: Some(child),
+        log: env.daemon_log(),
+    };
+    assert!(
+        eventually(Duration::from_secs(15), || d
+            .log_text()
+            .contains("listening on")),
+        "daemon did not start: {}",
+        d.log_text()
+    );
+    d
+}
+
+/// For each shape: `sayri ask` has the real daemon, running as `user`, run the command at
+/// `level`; once the command runs the daemon gets `kill -9`. Every process of the command must be
+/// gone within 1 s, and its end action never happen.
+fn kill_9_mid_command(level: &str, user: User) {
     let env = Env::new_in("/var/tmp");
     let marks = marker_dir();
     let (mark, workspace) = match level {
@@ -142,7 +198,7 @@ fn kill_9_mid_command(level: &str) {
         "LEVEL_2_ISOLATED_DEV" => (Mark::Dir(marks.path().to_path_buf()), Some(marks.path())),
         _ => (Mark::Dir(marks.path().to_path_buf()), None),
     };
-    let unique = format!("{}{}", std::process::id(), &level[6..7]);
+    let unique = format!("{}{}{}", std::process::id(), &level[6..7], user as u8);
     let commands: Vec<(String, String)> = SHAPES
         .iter()
         .enumerate()
@@ -156,52 +212,66 @@ fn kill_9_mid_command(level: &str) {
         .collect();
     let model = start_model(commands.iter().map(|(_, c)| propose(c)).collect());
     configure(&env, &model, level, workspace, false);
+    if user == User::Nobody {
+        chown_nobody(env.dir.path());
+        chown_nobody(marks.path());
+    }
     let mut slowest = Duration::ZERO;
     for ((shape, _), (s, _)) in SHAPES.iter().zip(&commands) {
-        let mut daemon = env.start_daemon();
-        let mut c = RawClient::connect(&env.socket());
-        send_ask(&mut c, "Run it.", 1);
-        assert!(
-            wait_event(&mut c, "tool_start", Duration::from_secs(20)).is_some(),
-            "{level} {shape}: no tool_start\n{}",
-            daemon.log_text()
-        );
+        let mut daemon = start_daemon_as(&env, user);
+        let mut ask = command_as(&env, user, &["ask", "Run it."])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         assert!(
             wait_started(&format!("3.{s}"), "sleep 3."),
-            "{level} {shape}: the command never ran\n{}",
+            "{level} {shape} ({user:?}): the command never ran\n{}",
             daemon.log_text()
         );
         kill_9(&mut daemon);
         let took = time_until_gone(s, Duration::from_secs(3));
         assert!(
             took.is_some_and(|t| t <= Duration::from_secs(1)),
-            "{level} {shape}: processes left {took:?} after kill -9: {:?}",
+            "{level} {shape} ({user:?}): processes left {took:?} after kill -9: {:?}",
             processes_with(s)
         );
         slowest = slowest.max(took.unwrap_or_default());
+        let _ = ask.kill();
+        let _ = ask.wait();
     }
-    eprintln!("{level}: slowest clean-up after kill -9 of the daemon: {slowest:?}");
+    eprintln!("{level} ({user:?}): slowest clean-up after kill -9 of the daemon: {slowest:?}");
     std::thread::sleep(Duration::from_millis(3500));
     assert_eq!(
         mark.written(),
         Vec::<String>::new(),
-        "{level}: a command finished its work after the daemon died"
+        "{level} ({user:?}): a command finished its work after the daemon died"
     );
 }
 
 #[test]
 fn kill_9_of_the_daemon_mid_command_leaves_nothing_running_at_level_1() {
-    kill_9_mid_command("LEVEL_1_READONLY");
+    kill_9_mid_command("LEVEL_1_READONLY", User::Root);
 }
 
 #[test]
 fn kill_9_of_the_daemon_mid_command_leaves_nothing_running_at_level_2() {
-    kill_9_mid_command("LEVEL_2_ISOLATED_DEV");
+    kill_9_mid_command("LEVEL_2_ISOLATED_DEV", User::Root);
 }
 
 #[test]
 fn kill_9_of_the_daemon_mid_command_leaves_nothing_running_at_level_3() {
-    kill_9_mid_command("LEVEL_3_HOST_USER");
+    kill_9_mid_command("LEVEL_3_HOST_USER", User::Root);
+}
+
+#[test]
+fn kill_9_of_an_unprivileged_daemon_mid_command_leaves_nothing_running_at_level_1() {
+    kill_9_mid_command("LEVEL_1_READONLY", User::Nobody);
+}
+
+#[test]
+fn kill_9_of_an_unprivileged_daemon_mid_command_leaves_nothing_running_at_level_3() {
+    kill_9_mid_command("LEVEL_3_HOST_USER", User::Nobody);
 }
 
 /// Every row of the session, as `(id, role, content, tool_call_json)`.

@@ -65,17 +65,20 @@ fn test_child_program() {
         ["stubborn", token] => {
             // SAFETY: ignoring a signal.
             unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
-            Command::new("setsid")
-                .args(["sleep", &format!("1000.{token}1")])
-                .spawn()
-                .unwrap();
+            // Kept, never waited for: they must outlive this process's good manners.
+            let _descendants = [
+                Command::new("setsid")
+                    .args(["sleep", &format!("1000.{token}1")])
+                    .spawn()
+                    .unwrap(),
+                Command::new("sleep")
+                    .arg(format!("1000.{token}3"))
+                    .spawn()
+                    .unwrap(),
+            ];
             Command::new("sh")
                 .args(["-c", &format!("sleep 1000.{token}2 &")])
                 .status()
-                .unwrap();
-            Command::new("sleep")
-                .arg(format!("1000.{token}3"))
-                .spawn()
                 .unwrap();
             println!("child ready");
             sleep_forever();
