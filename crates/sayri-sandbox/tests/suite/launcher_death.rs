@@ -6,38 +6,10 @@
 //! level 3 is the one thing that survives, by design.
 
 use super::common::*;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use sayri_testkit::procs::{COMMAND_SHAPES, EndMark, processes_with, shape_command};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The three command shapes; `{s}` is the unique sleep suffix, `{end}` the final action.
-const SHAPES: [(&str, &str); 3] = [
-    ("foreground", "sleep 3.{s}; {end}"),
-    ("backgrounded", "(sleep 3.{s}; {end}) & sleep 30.{s}"),
-    ("setsid", "setsid sh -c 'sleep 3.{s}; {end}' & sleep 30.{s}"),
-];
-
-/// Live (non-zombie) processes whose command line contains `token`, as `(pid, command line)`.
-pub fn processes_with(token: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let p = e.path();
-        let zombie = std::fs::read_to_string(p.join("stat"))
-            .ok()
-            .and_then(|s| {
-                s.rfind(')')
-                    .map(|i| s[i + 1..].trim_start().starts_with('Z'))
-            })
-            .unwrap_or(true);
-        let cmdline = std::fs::read(p.join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if !zombie && cmdline.contains(token) {
-            out.push((e.file_name().to_string_lossy().into_owned(), cmdline));
-        }
-    }
-    out
-}
 
 /// Starts `sayri-sandbox run` for `cmd` at `level` as the fixture's user, without waiting.
 fn start_cli(f: &Fixture, level: &str, extra: &[&str], cmd: &str) -> Child {
@@ -63,61 +35,24 @@ fn start_cli(f: &Fixture, level: &str, extra: &[&str], cmd: &str) -> Child {
     c.spawn().unwrap()
 }
 
-/// Where a level's command leaves its mark at the end: a file it can write (level 2: the
-/// workspace; level 3: a host directory), or at level 1, where nothing it writes persists, a
-/// connection to a loopback listener.
-enum Mark {
-    File(PathBuf),
-    Connection(TcpListener),
-}
-
-impl Mark {
-    fn end_action(&self, shape: &str) -> String {
-        match self {
-            Mark::File(dir) => format!("touch {}", dir.join(shape).display()),
-            Mark::Connection(l) => format!(
-                "echo {shape} > /dev/tcp/127.0.0.1/{}",
-                l.local_addr().unwrap().port()
-            ),
-        }
+/// Where a level's command leaves its mark at its end (level 1: a loopback connection, since
+/// nothing it writes persists; level 2: the workspace; level 3: an empty host directory), and the
+/// extra CLI arguments that make it possible.
+fn mark_for(f: &Fixture, level: &str) -> (EndMark, Vec<String>) {
+    let dir = match level {
+        "1" => return (EndMark::connection(), vec!["--network".into()]),
+        "2" => f.workspace(),
+        _ => f.outside.join("marks"),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    if f.user == User::Nobody {
+        chown(&dir);
     }
-
-    fn written(&self) -> Vec<String> {
-        match self {
-            Mark::File(dir) => SHAPES
-                .iter()
-                .filter(|(s, _)| dir.join(s).exists())
-                .map(|(s, _)| s.to_string())
-                .collect(),
-            Mark::Connection(l) => l
-                .accept()
-                .ok()
-                .map(|_| "a connection".into())
-                .into_iter()
-                .collect(),
-        }
-    }
-}
-
-fn mark_for(f: &Fixture, level: &str) -> (Mark, Vec<String>) {
-    match level {
-        "1" => {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            l.set_nonblocking(true).unwrap();
-            (Mark::Connection(l), vec!["--network".into()])
-        }
-        "2" => {
-            std::fs::create_dir_all(f.workspace()).unwrap();
-            if f.user == User::Nobody {
-                chown(&f.workspace());
-            }
-            (Mark::File(f.workspace()), vec![])
-        }
-        _ => (
-            Mark::File(f.outside.clone()),
-            vec!["--workspace".into(), f.outside.display().to_string()],
-        ),
-    }
+    let extra = match level {
+        "2" => vec![],
+        _ => vec!["--workspace".into(), dir.display().to_string()],
+    };
+    (EndMark::Dir(dir), extra)
 }
 
 fn chown(p: &Path) {
@@ -137,11 +72,9 @@ fn crash_each_shape(user: User, level: &str) {
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let unique = format!("{}{}{}", std::process::id(), level, user as u8);
     let mut slowest = Duration::ZERO;
-    for (i, (shape, template)) in SHAPES.iter().enumerate() {
+    for (i, (shape, template)) in COMMAND_SHAPES.iter().enumerate() {
         let s = format!("{unique}{i}");
-        let cmd = template
-            .replace("{s}", &s)
-            .replace("{end}", &mark.end_action(shape));
+        let cmd = shape_command(template, &s, &mark.end_action(shape));
         let mut cli = start_cli(&f, level, &extra, &cmd);
         let token = format!("3.{s}");
         // The launcher's own command line holds the command text too: wait for the sleep.

@@ -3,16 +3,16 @@
 //! by a crashed daemon are killed at the next start (never a recycled pid); an interrupted turn is
 //! closed honestly, its permission card cannot be answered, and the conversation goes on.
 
-use super::scripted_turns::{Model, marker_dir, send_ask, start_model, wait_event};
+use super::scripted_turns::{Model, marker_dir, send_ask, start_model, wait_event, write_config};
 use super::support::*;
 use super::test_child;
 use sayri_sandbox::child_registry::{
     ChildKind, ChildRecord, ChildRegistry, ProcessIdentity, boot_id,
 };
+use sayri_testkit::procs::{COMMAND_SHAPES, EndMark, shape_command};
 use sayri_testkit::{Reply, sse};
 use serde_json::{Value, json};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -32,18 +32,7 @@ fn say(text: &str) -> Reply {
 /// `sayri.toml` for `model` and agent `crash` at `level` (network allowed, no questions, or a
 /// question for every `touch` when `ask_touch`).
 fn configure(env: &Env, model: &Model, level: &str, workspace: Option<&Path>, ask_touch: bool) {
-    let config = env.config_dir();
-    std::fs::create_dir_all(config.join("agents")).unwrap();
-    std::fs::write(
-        config.join("sayri.toml"),
-        format!(
-            "[provider]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nretries = 0\n\n\
-             [permissions]\nask_timeout = 60\npolicy_files = []\n\n\
-             [agent]\ndefault_agent = \"crash\"\n",
-            model.llm.base_url()
-        ),
-    )
-    .unwrap();
+    write_config(env, model, 60, "crash");
     let rules = if ask_touch {
         json!([{"action": "shell", "resource": "touch *", "effect": "ask"}])
     } else {
@@ -61,7 +50,11 @@ fn configure(env: &Env, model: &Model, level: &str, workspace: Option<&Path>, as
         sandbox["isolated_dir"] = json!(ws);
     }
     let profile = json!({"id": "crash", "name": "Crash", "sandbox": sandbox});
-    std::fs::write(config.join("agents/crash.json"), profile.to_string()).unwrap();
+    std::fs::write(
+        env.config_dir().join("agents/crash.json"),
+        profile.to_string(),
+    )
+    .unwrap();
 }
 
 /// Sends `kill -9` to the daemon and reaps it.
@@ -85,47 +78,6 @@ fn time_until_gone(token: &str, limit: Duration) -> Option<Duration> {
     let t = Instant::now();
     eventually(limit, || processes_with(token).is_empty()).then(|| t.elapsed())
 }
-
-/// Where a level's command leaves its mark at its end: a file (level 2: the workspace; level 3:
-/// a host directory), or, at level 1 where nothing written persists, a loopback connection.
-enum Mark {
-    Dir(PathBuf),
-    Connection(TcpListener),
-}
-
-impl Mark {
-    fn end_action(&self, shape: &str) -> String {
-        match self {
-            Mark::Dir(d) => format!("touch {}", d.join(shape).display()),
-            Mark::Connection(l) => format!(
-                "echo {shape} > /dev/tcp/127.0.0.1/{}",
-                l.local_addr().unwrap().port()
-            ),
-        }
-    }
-
-    fn written(&self) -> Vec<String> {
-        match self {
-            Mark::Dir(d) => std::fs::read_dir(d)
-                .unwrap()
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect(),
-            Mark::Connection(l) => l
-                .accept()
-                .map(|_| "a connection".to_string())
-                .into_iter()
-                .collect(),
-        }
-    }
-}
-
-/// The three shapes of a command: foreground, a backgrounded subshell, a `setsid` descendant.
-const SHAPES: [(&str, &str); 3] = [
-    ("foreground", "sleep 3.{s}; {end}"),
-    ("backgrounded", "(sleep 3.{s}; {end}) & sleep 30.{s}"),
-    ("setsid", "setsid sh -c 'sleep 3.{s}; {end}' & sleep 30.{s}"),
-];
 
 /// Who runs the daemon and its client.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,24 +141,19 @@ fn start_daemon_as(env: &Env, user: User) -> Daemon {
 fn kill_9_mid_command(level: &str, user: User) {
     let env = Env::new_in("/var/tmp");
     let marks = marker_dir();
+    // Level 1 writes nothing that persists: its command's end is a loopback connection.
     let (mark, workspace) = match level {
-        "LEVEL_1_READONLY" => {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            l.set_nonblocking(true).unwrap();
-            (Mark::Connection(l), None)
-        }
-        "LEVEL_2_ISOLATED_DEV" => (Mark::Dir(marks.path().to_path_buf()), Some(marks.path())),
-        _ => (Mark::Dir(marks.path().to_path_buf()), None),
+        "LEVEL_1_READONLY" => (EndMark::connection(), None),
+        "LEVEL_2_ISOLATED_DEV" => (EndMark::Dir(marks.path().to_path_buf()), Some(marks.path())),
+        _ => (EndMark::Dir(marks.path().to_path_buf()), None),
     };
     let unique = format!("{}{}{}", std::process::id(), &level[6..7], user as u8);
-    let commands: Vec<(String, String)> = SHAPES
+    let commands: Vec<(String, String)> = COMMAND_SHAPES
         .iter()
         .enumerate()
         .map(|(i, (shape, t))| {
             let s = format!("{unique}{i}");
-            let cmd = t
-                .replace("{s}", &s)
-                .replace("{end}", &mark.end_action(shape));
+            let cmd = shape_command(t, &s, &mark.end_action(shape));
             (s, cmd)
         })
         .collect();
@@ -217,7 +164,7 @@ fn kill_9_mid_command(level: &str, user: User) {
         chown_nobody(marks.path());
     }
     let mut slowest = Duration::ZERO;
-    for ((shape, _), (s, _)) in SHAPES.iter().zip(&commands) {
+    for ((shape, _), (s, _)) in COMMAND_SHAPES.iter().zip(&commands) {
         let mut daemon = start_daemon_as(&env, user);
         let mut ask = command_as(&env, user, &["ask", "Run it."])
             .stdout(Stdio::null())

@@ -275,36 +275,4 @@ impl Env {
     }
 }
 
-/// Live (non-zombie) processes whose command line contains `token`: `(pid, command line)`.
-pub fn processes_with(token: &str) -> Vec<(i32, String)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(e.path().join("stat"))
-            .ok()
-            .and_then(|s| {
-                s.rfind(')')
-                    .map(|i| s[i + 1..].trim_start().starts_with('Z'))
-            })
-            .unwrap_or(true);
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if !zombie && cmdline.contains(token) {
-            out.push((pid, cmdline));
-        }
-    }
-    out
-}
-
-/// Whether process `pid` runs (and is not a zombie).
-pub fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rfind(')')
-                .map(|i| !s[i + 1..].trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
+pub use sayri_testkit::procs::{alive, processes_with};
