@@ -49,7 +49,8 @@ fn spawner() -> Result<&'static mpsc::Sender<Job>, io::Error> {
 /// Spawns `cmd` so that the child receives `signal` when this process dies (also by
 /// `SIGKILL`): the parent-death hook is added to `cmd` and the fork happens on the long-lived
 /// spawner thread. Must be called inside a Tokio runtime (the child is a
-/// `tokio::process::Child` of that runtime).
+/// `tokio::process::Child` of that runtime). When the returned future is dropped before the
+/// child is handed over, the child gets `SIGTERM`.
 ///
 /// # Errors
 /// No Tokio runtime, the spawner thread cannot be started, or `spawn` itself fails (program
@@ -63,7 +64,14 @@ pub async fn spawn_tied(
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job: Job = Box::new(move || {
         let _runtime = handle.enter();
-        let _ = tx.send(cmd.spawn());
+        // A caller that gave up waiting (its future was dropped) cannot supervise the child:
+        // it gets SIGTERM, on which Sayri's helpers and keepers stop their whole tree.
+        if let Err(Ok(child)) = tx.send(cmd.spawn())
+            && let Some(pid) = child.id()
+        {
+            // SAFETY: kill with a pid and a signal number.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        }
     });
     spawner()?
         .send(job)

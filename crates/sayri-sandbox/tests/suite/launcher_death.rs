@@ -13,26 +13,13 @@ use std::time::{Duration, Instant};
 
 /// Starts `sayri-sandbox run` for `cmd` at `level` as the fixture's user, without waiting.
 fn start_cli(f: &Fixture, level: &str, extra: &[&str], cmd: &str) -> Child {
-    let bin = env!("CARGO_BIN_EXE_sayri-sandbox");
-    let mut c = match f.user {
-        User::Root => Command::new(bin),
-        User::Nobody => {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
-            c
-        }
-    };
-    c.env_clear()
-        .env("HOME", &f.home)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
-        .env("LANG", "C")
-        .args(["run", "--json", "--timeout", "60", "--level", level])
-        .args(extra)
-        .arg("--")
-        .arg(cmd)
+    let mut args = vec!["--timeout", "60"];
+    args.extend_from_slice(extra);
+    f.command(level, &args, cmd)
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    c.spawn().unwrap()
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// Where a level's command leaves its mark at its end (level 1: a loopback connection, since
