@@ -422,12 +422,12 @@ fn daemon_host_with_a_supervised_child() {
     });
 }
 
-#[test]
-fn kill_9_of_the_daemon_ends_its_supervised_children() {
-    let env = Env::new_in("/var/tmp");
-    let token = format!("{}6", std::process::id());
+/// Starts the daemon host with its stubborn supervised child (marked by `token`) and waits
+/// until the child and its three descendants run and `status` lists it. Returns the host and
+/// the pids of the program and its keeper.
+fn start_host(env: &Env, token: &str) -> (Daemon, i32, i32) {
     let log = std::fs::File::create(env.daemon_log()).unwrap();
-    let mut host = Daemon {
+    let host = Daemon {
         child: Some(
             env.cmd_for(&std::env::current_exe().unwrap())
                 .args([
@@ -437,7 +437,7 @@ fn kill_9_of_the_daemon_ends_its_supervised_children() {
                     "--nocapture",
                     "--test-threads=1",
                 ])
-                .env(HOST_ENV, &token)
+                .env(HOST_ENV, token)
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
@@ -446,13 +446,12 @@ fn kill_9_of_the_daemon_ends_its_supervised_children() {
         log: env.daemon_log(),
     };
     assert!(
-        wait_started(&format!("1000.{token}3"), "sleep "),
+        eventually(Duration::from_secs(15), || {
+            processes_with(&format!("1000.{token}")).len() == 3
+        }),
         "{}",
         host.log_text()
     );
-    assert!(eventually(Duration::from_secs(10), || {
-        processes_with(&format!("1000.{token}")).len() == 3
-    }));
     let mut c = RawClient::connect(&env.socket());
     let status = c.call("status", json!({}), 1);
     let child = &status["result"]["supervised"][0];
@@ -461,7 +460,33 @@ fn kill_9_of_the_daemon_ends_its_supervised_children() {
     let program = child["pid"].as_i64().unwrap() as i32;
     let keeper = child["keeper_pid"].as_i64().unwrap() as i32;
     assert!(alive(program) && alive(keeper));
+    (host, program, keeper)
+}
 
+#[test]
+fn quit_stops_the_supervised_children_before_the_daemon_exits() {
+    let env = Env::new_in("/var/tmp");
+    let token = format!("{}3", std::process::id());
+    let (mut host, program, keeper) = start_host(&env, &token);
+    let mut c = RawClient::connect(&env.socket());
+    assert_eq!(c.call("quit", json!({}), 1)["result"]["ok"], true);
+    let mut child = host.child.take().unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || child.try_wait().unwrap().is_some()),
+        "the daemon did not exit"
+    );
+    // By the time the daemon is gone, its children are too (stopped, not orphaned).
+    assert!(!alive(program) && !alive(keeper));
+    assert_eq!(processes_with(&format!("1000.{token}")), vec![]);
+    let log = std::fs::read_to_string(env.state_dir().join("logs/stubborn.log")).unwrap();
+    assert!(log.contains("stopped on request"), "{log}");
+}
+
+#[test]
+fn kill_9_of_the_daemon_ends_its_supervised_children() {
+    let env = Env::new_in("/var/tmp");
+    let token = format!("{}6", std::process::id());
+    let (mut host, program, keeper) = start_host(&env, &token);
     kill_9(&mut host);
     let t = Instant::now();
     let gone = eventually(Duration::from_secs(3), || {
