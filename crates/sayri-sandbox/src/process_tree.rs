@@ -144,3 +144,19 @@ pub fn reap() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parsing_survives_odd_command_names() {
+        let text = "42 (a) b (c)) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2";
+        let st = parse_stat(text).unwrap();
+        assert_eq!(
+            (st.state, st.ppid, st.pgrp, st.session, st.start_ticks),
+            ('S', 7, 42, 42, 12345)
+        );
+        assert!(parse_stat("garbage").is_none());
+    }
+}

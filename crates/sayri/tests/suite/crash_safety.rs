@@ -472,7 +472,10 @@ fn quit_stops_the_supervised_children_before_the_daemon_exits() {
     assert_eq!(c.call("quit", json!({}), 1)["result"]["ok"], true);
     let mut child = host.child.take().unwrap();
     assert!(
-        eventually(Duration::from_secs(10), || child.try_wait().unwrap().is_some()),
+        eventually(Duration::from_secs(10), || child
+            .try_wait()
+            .unwrap()
+            .is_some()),
         "the daemon did not exit"
     );
     // By the time the daemon is gone, its children are too (stopped, not orphaned).
