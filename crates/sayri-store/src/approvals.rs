@@ -3,8 +3,8 @@
 use crate::{Store, sql_err};
 use rusqlite::params;
 use sayri_core::ports::{
-    Approval, ApprovalStore, NewMessage, Preference, PreferenceUpdate, SearchHit, SessionInfo,
-    SessionSeed, SessionStore, StoreError, StoredMessage,
+    Approval, ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit,
+    SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage,
 };
 
 impl Store {
@@ -118,5 +118,26 @@ impl SessionStore for Store {
     }
     fn clear_preferences(&self, agent_id: Option<&str>) -> Result<usize, StoreError> {
         self.clear_preferences_impl(agent_id)
+    }
+    fn turn_started(
+        &self,
+        session_id: &str,
+        request_message_id: i64,
+        now: f64,
+    ) -> Result<i64, StoreError> {
+        self.turn_started_impl(session_id, request_message_id, now)
+    }
+    fn turn_ended(&self, id: i64) -> Result<(), StoreError> {
+        self.turn_ended_impl(id)
+    }
+    fn open_turns(&self) -> Result<Vec<OpenTurn>, StoreError> {
+        self.open_turns_impl()
+    }
+    fn close_interrupted_turn(
+        &self,
+        turn: &OpenTurn,
+        notes: &[NewMessage],
+    ) -> Result<(), StoreError> {
+        self.close_interrupted_turn_impl(turn, notes)
     }
 }

@@ -7,6 +7,8 @@
 //! * Version 2 — Sayri's additions: per-message tool call (`tool_call_json`), token usage
 //!   (`prompt_tokens`, `completion_tokens`), `reasoning` kept apart, the
 //!   `security_authorizations` table (approvals) and indexes.
+//! * Version 3 — the journal of running turns (`open_turns`): a row lives from a turn's start to
+//!   its end, so a row found at start-up is a turn a crash cut short.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -14,7 +16,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 2;
+pub const LATEST: i64 = 3;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -66,8 +68,16 @@ CREATE TABLE security_authorizations (
   UNIQUE (agent_id, action, resource));
 ";
 
+const V3: &str = "
+CREATE TABLE open_turns (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  request_message_id INTEGER NOT NULL,
+  started_at REAL NOT NULL);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

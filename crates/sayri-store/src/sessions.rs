@@ -70,6 +70,43 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     })
 }
 
+/// Appends `m` to session `seed.id` inside `tx`, creating the session row if needed and
+/// bumping its `updated_at`. Returns the message's row id.
+pub(crate) fn insert_message(
+    tx: &rusqlite::Transaction<'_>,
+    seed: &SessionSeed<'_>,
+    m: &NewMessage,
+) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO sessions (id, title, agent_id, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)
+         ON CONFLICT(id) DO UPDATE SET updated_at = MAX(updated_at, excluded.updated_at)",
+        params![seed.id, seed.title, seed.agent_id, m.timestamp],
+    )
+    .map_err(sql_err)?;
+    let tool_json = match &m.tool_call {
+        Some(t) => Some(serde_json::to_string(t).map_err(|e| StoreError(e.to_string()))?),
+        None => None,
+    };
+    tx.execute(
+        "INSERT INTO messages (session_id, role, content, tool_call_json, prompt_tokens,
+                               completion_tokens, reasoning, timestamp)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            seed.id,
+            role_name(m.role),
+            m.content,
+            tool_json,
+            m.usage.map(|u| u.prompt_tokens),
+            m.usage.map(|u| u.completion_tokens),
+            m.reasoning,
+            m.timestamp
+        ],
+    )
+    .map_err(sql_err)?;
+    Ok(tx.last_insert_rowid())
+}
+
 impl Store {
     pub(crate) fn append_message_impl(
         &self,
@@ -78,34 +115,7 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(sql_err)?;
-        tx.execute(
-            "INSERT INTO sessions (id, title, agent_id, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?4)
-             ON CONFLICT(id) DO UPDATE SET updated_at = MAX(updated_at, excluded.updated_at)",
-            params![seed.id, seed.title, seed.agent_id, m.timestamp],
-        )
-        .map_err(sql_err)?;
-        let tool_json = match &m.tool_call {
-            Some(t) => Some(serde_json::to_string(t).map_err(|e| StoreError(e.to_string()))?),
-            None => None,
-        };
-        tx.execute(
-            "INSERT INTO messages (session_id, role, content, tool_call_json, prompt_tokens,
-                                   completion_tokens, reasoning, timestamp)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                seed.id,
-                role_name(m.role),
-                m.content,
-                tool_json,
-                m.usage.map(|u| u.prompt_tokens),
-                m.usage.map(|u| u.completion_tokens),
-                m.reasoning,
-                m.timestamp
-            ],
-        )
-        .map_err(sql_err)?;
-        let id = tx.last_insert_rowid();
+        let id = insert_message(&tx, seed, m)?;
         tx.commit().map_err(sql_err)?;
         Ok(id)
     }

@@ -23,8 +23,9 @@ use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate, Refusal
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::ports::{
     Approval, ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock,
-    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, Preference, PreferenceUpdate,
-    Sandbox, SearchHit, SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage, Usage,
+    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, OpenTurn, Preference,
+    PreferenceUpdate, Sandbox, SearchHit, SessionInfo, SessionSeed, SessionStore, StoreError,
+    StoredMessage, Usage,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -282,6 +283,8 @@ pub struct MemoryStore {
     pub msgs: Mutex<Vec<StoredMessage>>,
     /// Recorded preferences, in order.
     pub prefs: Mutex<Vec<Preference>>,
+    /// The turn journal: turns started and not yet ended.
+    pub turns: Mutex<Vec<OpenTurn>>,
 }
 
 impl SessionStore for MemoryStore {
@@ -414,6 +417,52 @@ impl SessionStore for MemoryStore {
 
     fn clear_preferences(&self, _agent_id: Option<&str>) -> Result<usize, StoreError> {
         Ok(0)
+    }
+
+    fn turn_started(
+        &self,
+        session_id: &str,
+        request_message_id: i64,
+        now: f64,
+    ) -> Result<i64, StoreError> {
+        let mut t = lock(&self.turns);
+        let id = t.iter().map(|x| x.id).max().unwrap_or(0) + 1;
+        t.push(OpenTurn {
+            id,
+            session_id: session_id.into(),
+            request_message_id,
+            started_at: now,
+        });
+        Ok(id)
+    }
+
+    fn turn_ended(&self, id: i64) -> Result<(), StoreError> {
+        lock(&self.turns).retain(|t| t.id != id);
+        Ok(())
+    }
+
+    fn open_turns(&self) -> Result<Vec<OpenTurn>, StoreError> {
+        Ok(lock(&self.turns).clone())
+    }
+
+    fn close_interrupted_turn(
+        &self,
+        turn: &OpenTurn,
+        notes: &[NewMessage],
+    ) -> Result<(), StoreError> {
+        let agent = self
+            .session(&turn.session_id)?
+            .map(|s| s.agent_id)
+            .unwrap_or_default();
+        let seed = SessionSeed {
+            id: &turn.session_id,
+            agent_id: &agent,
+            title: "",
+        };
+        for n in notes {
+            self.append_message(&seed, n)?;
+        }
+        self.turn_ended(turn.id)
     }
 }
 

@@ -287,13 +287,16 @@ impl AgentEngine {
             Ok(messages) => messages,
             Err(out) => return out,
         };
+        let mut outcome = None;
         for call in 1..=turn.max_calls {
             if let Some(out) = turn.step(call, &mut messages).await {
-                return out;
+                outcome = Some(out);
+                break;
             }
         }
-        // Unreachable in practice: the last call always finishes in `Turn::step`.
-        turn.out
+        turn.journal_end();
+        // `None` is unreachable in practice: the last call always finishes in `Turn::step`.
+        outcome.unwrap_or_else(|| std::mem::take(&mut turn.out))
     }
 
     async fn stream_step(
@@ -522,6 +525,8 @@ struct Turn<'a> {
     /// Whether an earlier step streamed prose (the next step's prose is separated from it).
     streamed_any: bool,
     out: TurnOutcome,
+    /// The turn's id in the store's journal while it runs (see `engine::interrupted`).
+    journal: Option<i64>,
 }
 
 /// How a command step ended when the turn goes on.
@@ -569,6 +574,7 @@ impl<'a> Turn<'a> {
             max_tokens,
             settings,
             streamed_any: false,
+            journal: None,
             out: TurnOutcome {
                 session_id: req.session_id.clone(),
                 ..TurnOutcome::default()
@@ -598,9 +604,11 @@ impl<'a> Turn<'a> {
         };
         self.out.new_session = past.is_empty();
         let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
-        if let Err(e) = store.append_message(&self.seed, &request) {
-            return Err(self.fail(None, e.to_string()));
-        }
+        let request_id = match store.append_message(&self.seed, &request) {
+            Ok(id) => id,
+            Err(e) => return Err(self.fail(None, e.to_string())),
+        };
+        self.journal_start(request_id);
         let system = self.engine.system_prompt(&self.profile, self.level);
         Ok(history::build_messages(
             &system,
@@ -608,6 +616,26 @@ impl<'a> Turn<'a> {
             &self.req.text,
             &self.settings.history,
         ))
+    }
+
+    /// Writes the running turn into the store's journal, so that a crash before
+    /// [`Turn::journal_end`] is closed as interrupted at the next start. A failure is reported
+    /// and the turn goes on (only the clean-up after a crash would miss it).
+    fn journal_start(&mut self, request_id: i64) {
+        let store = &self.engine.ports.store;
+        match store.turn_started(&self.req.session_id, request_id, self.now()) {
+            Ok(id) => self.journal = Some(id),
+            Err(e) => self.sink.emit(CoreEvent::Error(e.to_string())),
+        }
+    }
+
+    /// Forgets the turn in the journal: it ended, however it ended.
+    fn journal_end(&mut self) {
+        if let Some(id) = self.journal.take()
+            && let Err(e) = self.engine.ports.store.turn_ended(id)
+        {
+            self.sink.emit(CoreEvent::Error(e.to_string()));
+        }
     }
 
     /// Ends the turn with an error: stores `warning` (an `⚠️ …` assistant row) when given,

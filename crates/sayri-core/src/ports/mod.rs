@@ -16,6 +16,6 @@ pub use clock::Clock;
 pub use redact::{NoSecrets, Redactor};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
 pub use store::{
-    NewMessage, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed, SessionStore,
-    StoredMessage, ToolCallRecord,
+    NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,
+    SessionStore, StoredMessage, ToolCallRecord,
 };

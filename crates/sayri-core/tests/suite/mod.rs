@@ -1,5 +1,6 @@
 mod assistant;
 mod engine_rig;
+mod interrupted_turns;
 mod permissions_analysis_floors;
 mod permissions_approvals;
 mod permissions_arg_programs;

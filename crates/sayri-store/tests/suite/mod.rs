@@ -3,6 +3,7 @@ mod crash;
 mod migrations;
 mod preferences;
 mod sessions;
+mod turns;
 
 use sayri_store::Store;
 use tempfile::TempDir;

@@ -80,15 +80,39 @@ pub fn ask_timeout(cfg: &Config) -> Duration {
     )
 }
 
-/// Sandbox settings for the daemon and `sayri sandbox`: the helper is this very binary
+/// The program set by [`use_helper_program`], if any.
+static HELPER_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes `program` (a `sayri` binary) run the exec helpers and keepers of this process instead
+/// of the current executable. For programs that embed the daemon but cannot nest the helper
+/// mode in their own `main` (test harnesses); call it before the daemon starts. Returns false
+/// when a program was already set (the first one stays).
+pub fn use_helper_program(program: PathBuf) -> bool {
+    HELPER_PROGRAM.set(program).is_ok()
+}
+
+/// The program that runs exec helpers (`PROGRAM __sandbox-exec exec …`) and supervised
+/// programs' keepers (`… keep …`): this very binary, unless [`use_helper_program`] chose another.
+pub fn helper_program() -> PathBuf {
+    HELPER_PROGRAM
+        .get()
+        .cloned()
+        .unwrap_or_else(|| std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sayri")))
+}
+
+/// Sandbox settings for the daemon and `sayri sandbox`: the helper is [`helper_program`]
 /// (`sayri __sandbox-exec`), Sayri's own directories are denied to levels 1–2.
 pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sayri"));
-    let mut s =
-        LinuxSandboxSettings::from_env(exe, vec![OsString::from(sayri_sandbox::EXEC_HELPER_ARG)]);
+    let mut s = LinuxSandboxSettings::from_env(
+        helper_program(),
+        vec![OsString::from(sayri_sandbox::EXEC_HELPER_ARG)],
+    );
     s.state_dir = paths.state_dir.clone();
     s.config_dir = paths.config_dir.clone();
     s.extra_deny_read = cfg.sandbox.deny_read.iter().map(PathBuf::from).collect();
     s.default_output_limit = output_limit(cfg);
+    s.child_registry = Some(sayri_sandbox::child_registry::ChildRegistry::new(
+        paths.children_dir(),
+    ));
     s
 }

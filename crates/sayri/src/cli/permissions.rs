@@ -114,8 +114,9 @@ pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::R
         .await?;
     if reply.get("delivered").and_then(serde_json::Value::as_bool) != Some(true) {
         anyhow::bail!(
-            "no open permission question has id {:?} (already answered, expired or unknown); \
-             use the id of the latest permission request, or ask again",
+            "no open permission question has id {:?} (already answered, expired, unknown, or \
+             asked before Sayri restarted); use the id of the latest permission request, or ask \
+             again",
             args.request_id
         );
     }

@@ -91,11 +91,9 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
                 let content = m.get("content").and_then(Value::as_str).unwrap_or("");
                 if let Some(tc) = m.get("tool_call").filter(|t| !t.is_null()) {
                     println!(
-                        "[{role}] $ {} → exit {}",
+                        "[{role}] $ {} → {}",
                         terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or("")),
-                        tc.get("exit_code")
-                            .map(|c| c.to_string())
-                            .unwrap_or_default()
+                        step_result(tc)
                     );
                 } else {
                     println!("[{}] {}", terminal_safe(role), terminal_safe(content));
@@ -126,4 +124,17 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
         }
     }
     Ok(())
+}
+
+/// How a stored command step ended, for `sessions show`: `exit N`, or its status when it has no
+/// exit code (`interrupted (not completed)` after a crash, `killed`).
+fn step_result(tool_call: &Value) -> String {
+    match tool_call.get("exit_code").and_then(Value::as_i64) {
+        Some(code) => format!("exit {code}"),
+        None => match tool_call.get("status").and_then(Value::as_str) {
+            Some("interrupted") => "interrupted (not completed, not run again)".into(),
+            Some(s) => terminal_safe(s).into_owned(),
+            None => "no exit code".into(),
+        },
+    }
 }

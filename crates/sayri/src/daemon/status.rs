@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 /// Builds the status object: `version`, `protocol_version`, `state`, `busy`, `session_id`,
 /// `agent`, `provider {base_url, model, api_key_set}`, `config_dir`, `state_dir`, `socket`,
-/// `pid`, `clients` (connected IPC clients), `uptime_ms`.
+/// `pid`, `clients` (connected IPC clients), `uptime_ms`, `supervised` (every supervised child:
+/// `name`, `state`, `pid`, `keeper_pid`, `restarts`, `last_error`, `restart_in_ms`, `log_file`).
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
     let brain = state.brain.get();
@@ -45,5 +46,6 @@ pub fn build_status(state: &DaemonState) -> Value {
         "pid": std::process::id(),
         "clients": state.broadcaster.client_count(),
         "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "supervised": state.supervisor.list(),
     })
 }

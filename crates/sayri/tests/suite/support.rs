@@ -48,7 +48,11 @@ impl Env {
     }
     /// A `sayri` command with this environment.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(BIN);
+        self.cmd_for(Path::new(BIN))
+    }
+    /// `program` with this environment (the directories, `HOME`, no runtime dir).
+    pub fn cmd_for(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
         if self.xdg_config {
             c.env_remove("SAYRI_CONFIG_DIR")
                 .env("XDG_CONFIG_HOME", self.xdg_config_home());
@@ -270,3 +274,5 @@ impl Env {
         }
     }
 }
+
+pub use sayri_testkit::procs::{alive, processes_with};
