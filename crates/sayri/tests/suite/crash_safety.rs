@@ -73,6 +73,47 @@ fn wait_started(token: &str, prefix: &str) -> bool {
     })
 }
 
+/// Waits until a process whose command line starts with `prefix` and holds `token` runs, answering
+/// Allow, as the person at the terminal would, to every permission card the `ask` client reports on
+/// its stderr (`… sayri permissions answer ID --allow`): at levels 3–4 the built-in baseline asks
+/// before a command backgrounds work or calls `setsid`, whatever the agent's rules. The answer
+/// goes through the real CLI, as `user`.
+fn wait_started_approving(
+    env: &Env,
+    user: User,
+    ask: &mut std::process::Child,
+    token: &str,
+    prefix: &str,
+) -> bool {
+    use std::io::BufRead;
+    let stderr = ask.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(rest) = line.split("sayri permissions answer ").nth(1) {
+                let id = rest.split_whitespace().next().unwrap_or_default();
+                if tx.send(id.to_string()).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    eventually(Duration::from_secs(15), || {
+        while let Ok(id) = rx.try_recv() {
+            let _ = command_as(env, user, &["permissions", "answer", &id, "--allow"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+        processes_with(token)
+            .iter()
+            .any(|(_, c)| c.starts_with(prefix))
+    })
+}
+
 /// How long until no process holds `token` (at most `limit`; `None` if some still do).
 fn time_until_gone(token: &str, limit: Duration) -> Option<Duration> {
     let t = Instant::now();
@@ -168,11 +209,11 @@ fn kill_9_mid_command(level: &str, user: User) {
         let mut daemon = start_daemon_as(&env, user);
         let mut ask = command_as(&env, user, &["ask", "Run it."])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         assert!(
-            wait_started(&format!("3.{s}"), "sleep 3."),
+            wait_started_approving(&env, user, &mut ask, &format!("3.{s}"), "sleep 3."),
             "{level} {shape} ({user:?}): the command never ran\n{}",
             daemon.log_text()
         );
