@@ -1,6 +1,7 @@
 //! Test support: a scripted OpenAI-compatible server ([`FakeLlm`]) that replays bytes exactly
-//! as scripted, a launcher for a real local model ([`RealModelServer`]), and in-memory fakes
-//! of `sayri-core`'s ports ([`fakes`]).
+//! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes of
+//! `sayri-core`'s ports ([`fakes`]), and guards that stop the processes a test or benchmark
+//! starts and find the ones it leaks ([`procs`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -13,6 +14,7 @@
 //! ```
 
 pub mod fakes;
+pub mod procs;
 pub mod real_model;
 pub mod reply;
 pub mod script_file;
