@@ -22,21 +22,25 @@ use sayri_core::domain::config::Config;
 /// # Errors
 /// [`ConfigFileError::Unusable`] naming the key, saying what stands in the way and what to do.
 pub fn check_change(paths: &Paths, cfg: &Config, key: &str) -> Result<(), ConfigFileError> {
-    let unusable = |message: String| ConfigFileError::Unusable {
+    let unusable = |expected: &str, problem: String| ConfigFileError::Unusable {
         key: key.to_string(),
-        message,
+        message: format!("expected {expected}; {problem}"),
     };
     match key {
-        "permissions.policy_files" => policies::load_for(cfg).map(drop).map_err(unusable),
-        "agent.default_agent" => {
-            default_agent_exists(paths, &cfg.agent.default_agent).map_err(unusable)
-        }
+        "permissions.policy_files" => policies::load_for(cfg).map(drop).map_err(|e| {
+            unusable(
+                "policy files that load (a file that does not exist yet is skipped)",
+                e,
+            )
+        }),
+        "agent.default_agent" => default_agent_exists(paths, &cfg.agent.default_agent)
+            .map_err(|e| unusable("an agent that exists", e)),
         "provider.base_url" => sayri_llm::Endpoint::parse(&cfg.provider.base_url)
             .map(drop)
-            .map_err(|e| unusable(e.to_string())),
+            .map_err(|e| unusable("a URL the provider client accepts", e.to_string())),
         "provider.extra_headers" => crate::brain::settings::client_config(cfg, None)
             .map(drop)
-            .map_err(unusable),
+            .map_err(|e| unusable("headers the provider client accepts", e)),
         _ => Ok(()),
     }
 }

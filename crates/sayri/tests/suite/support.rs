@@ -73,6 +73,20 @@ impl Env {
             .stdin(Stdio::null());
         c
     }
+    /// `program PRE_ARGS… sayri` with this environment (e.g. `strace … sayri`, `sh -c …`);
+    /// append sayri's own arguments.
+    pub fn wrapped(&self, program: &str, pre_args: &[&str]) -> Command {
+        let plain = self.cmd();
+        let mut c = Command::new(program);
+        for (k, v) in plain.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c.args(pre_args).arg(BIN).stdin(Stdio::null());
+        c
+    }
     /// Runs `sayri ARGS` to completion.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().unwrap()
