@@ -3,7 +3,8 @@
 //!
 //! * [`ChildGuard`] owns a child (a `sayri daemon`, a client): dropping it — at the end of a
 //!   scope or while a failed assertion unwinds — sends SIGTERM, waits up to its grace period,
-//!   then SIGKILLs and reaps it. A benchmark that panics half-way leaves nothing running.
+//!   then SIGKILLs and reaps it. A benchmark that panics half-way leaves nothing running;
+//!   [`ChildGuard::spawn_tied`] also covers a benchmark killed from outside.
 //! * [`leftovers`] finds processes a handle cannot know about (a daemon the CLI started in the
 //!   background, what that daemon started): every live process whose environment, command line
 //!   or working directory mentions a marker path — the test's own temporary directory, which
@@ -16,7 +17,8 @@
 //!   leak without leaving it behind.
 
 use std::path::Path;
-use std::process::{Child, ExitStatus};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// A live process found by [`leftovers`].
@@ -43,6 +45,32 @@ impl ChildGuard {
             child: Some(child),
             grace,
         }
+    }
+
+    /// Spawns `cmd` tied to this process: the child also gets SIGTERM when the thread that
+    /// spawned it ends (`PR_SET_PDEATHSIG`), so a benchmark killed from outside (`timeout`,
+    /// SIGKILL) does not leave it running either. Use it from a thread that outlives the child
+    /// (a benchmark's main thread), not from a pool thread.
+    ///
+    /// # Errors
+    /// The spawn's error.
+    pub fn spawn_tied(cmd: &mut Command, grace: Duration) -> std::io::Result<ChildGuard> {
+        let parent = std::process::id();
+        // SAFETY: prctl, getppid and raise are async-signal-safe and touch no memory of the
+        // parent; this runs in the child between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have died before the request took effect.
+                if libc::getppid() as u32 != parent {
+                    libc::raise(libc::SIGTERM);
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn().map(|c| ChildGuard::new(c, grace))
     }
 
     /// The child's process id.
@@ -174,7 +202,7 @@ fn cmdline(pid: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     #[test]
     fn a_process_mentioning_the_marker_is_found_and_a_guard_stops_it() {
@@ -224,5 +252,31 @@ mod tests {
             false
         };
         assert!(gone(left[0].pid), "the orphan was killed");
+    }
+
+    #[test]
+    fn a_tied_child_is_stopped_when_the_thread_that_spawned_it_ends() {
+        let mut guard = std::thread::spawn(|| {
+            ChildGuard::spawn_tied(
+                Command::new("sleep").arg("600").stdin(Stdio::null()),
+                Duration::from_secs(5),
+            )
+            .unwrap()
+        })
+        .join()
+        .unwrap();
+        let child = guard.child_mut().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break Some(st);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.and_then(|s| s.signal()), Some(libc::SIGTERM));
     }
 }

@@ -77,13 +77,14 @@ fn client(dir: &Path) -> Command {
 /// The daemon, stopped when the guard drops — also when an assertion fails half-way, so the
 /// bench never leaves a daemon running on a deleted temp dir.
 fn start_daemon(dir: &Path) -> ChildGuard {
-    let child = cmd(dir)
-        .arg("daemon")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sayri daemon");
-    let child = ChildGuard::new(child, Duration::from_secs(5));
+    let child = ChildGuard::spawn_tied(
+        cmd(dir)
+            .arg("daemon")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+        Duration::from_secs(5),
+    )
+    .expect("spawn sayri daemon");
     let socket = dir.join("state/sayri-daemon.sock");
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {

@@ -22,18 +22,19 @@ const BIN: &str = env!("CARGO_BIN_EXE_sayri");
 
 /// A daemon stopped when the guard drops (also when the bench panics half-way).
 fn spawn(dir: &Path) -> ChildGuard {
-    let child = Command::new(BIN)
-        .arg("daemon")
-        .env("SAYRI_CONFIG_DIR", dir.join("c"))
-        .env("SAYRI_STATE_DIR", dir.join("s"))
-        .env_remove("XDG_RUNTIME_DIR")
-        .env("SAYRI_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sayri daemon");
-    ChildGuard::new(child, Duration::from_secs(5))
+    ChildGuard::spawn_tied(
+        Command::new(BIN)
+            .arg("daemon")
+            .env("SAYRI_CONFIG_DIR", dir.join("c"))
+            .env("SAYRI_STATE_DIR", dir.join("s"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("SAYRI_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+        Duration::from_secs(5),
+    )
+    .expect("spawn sayri daemon")
 }
 
 fn connect_ready(socket: &Path) -> Option<BufReader<UnixStream>> {
