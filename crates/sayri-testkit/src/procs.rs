@@ -16,8 +16,8 @@
 //!   takes up to a second), then kills the rest and returns them, so a test can fail naming the
 //!   leak without leaving it behind.
 
-use std::path::Path;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 

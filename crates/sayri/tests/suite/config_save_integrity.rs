@@ -94,6 +94,20 @@ fn assert_cli_reads(env: &Env, orb: i64, what: &str) {
     assert_eq!(stdout(&o), format!("{orb}\n"), "{what}");
 }
 
+/// strace arguments that SIGKILL the traced processes at their `n`th `step` syscall.
+fn strace_args(step: &str, n: u32) -> Vec<String> {
+    vec![
+        "-f".into(),
+        "-qq".into(),
+        "-o".into(),
+        "/dev/null".into(),
+        "-e".into(),
+        format!("trace={step}"),
+        "-e".into(),
+        format!("inject={step}:signal=KILL:when={n}"),
+    ]
+}
+
 fn was_killed(status: std::process::ExitStatus) -> bool {
     status.signal() == Some(libc::SIGKILL) || status.code() == Some(128 + libc::SIGKILL)
 }
@@ -107,20 +121,10 @@ fn a_cli_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
         for n in 1..=200 {
             fresh(&env);
             let what = format!("CLI killed at {step} #{n}");
+            let strace = strace_args(step, n);
+            let strace: Vec<&str> = strace.iter().map(String::as_str).collect();
             let o = env
-                .wrapped(
-                    "strace",
-                    &[
-                        "-f",
-                        "-qq",
-                        "-o",
-                        "/dev/null",
-                        "-e",
-                        &format!("trace={step}"),
-                        "-e",
-                        &format!("inject={step}:signal=KILL:when={n}"),
-                    ],
-                )
+                .wrapped("strace", &strace)
                 .args(["config", "set", "ui.orb_size", "200", "--no-start"])
                 .output()
                 .unwrap();
@@ -189,9 +193,8 @@ fn a_daemon_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
             let mut d = env.start_daemon();
             let mut client = RawClient::connect(&env.socket());
             let strace = Command::new("strace")
-                .args(["-f", "-qq", "-o", "/dev/null", "-p", &d.pid().to_string()])
-                .args(["-e", &format!("trace={step}")])
-                .args(["-e", &format!("inject={step}:signal=KILL:when={n}")])
+                .args(strace_args(step, n))
+                .args(["-p", &d.pid().to_string()])
                 .stdin(Stdio::null())
                 .spawn()
                 .unwrap();

@@ -9,6 +9,7 @@ mod disconnect;
 mod framing;
 mod hostile_model;
 mod impostor_socket;
+mod leak_guard;
 mod management_access;
 mod open_card_lifecycle;
 mod peer_cred;
