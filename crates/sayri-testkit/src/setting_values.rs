@@ -99,7 +99,7 @@ pub fn near(check: Check) -> BoxedStrategy<Json> {
         Check::HttpUrl => strings(
             "https?://[a-z0-9-]{1,10}(\\.[a-z]{2,4})?(:[0-9]{1,5})?(/[a-z0-9]{0,6}){0,2}".boxed(),
         ),
-        Check::Line { .. } | Check::Paragraph { .. } | Check::Credential => {
+        Check::Line { .. } | Check::Paragraph { .. } | Check::Credential { .. } => {
             strings("[A-Za-z0-9 ._:-]{0,20}".boxed())
         }
         Check::Name | Check::AgentId => strings("[a-z0-9._-]{1,12}".boxed()),

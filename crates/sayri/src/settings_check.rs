@@ -56,3 +56,19 @@ fn default_agent_exists(paths: &Paths, id: &str) -> Result<(), String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use sayri_core::domain::config::{Check, Config};
+
+    /// The key table refuses a provider key the vault would refuse to store.
+    #[test]
+    fn the_provider_key_check_asks_at_least_what_the_vault_stores() {
+        let spec = Config::spec("provider.api_key").unwrap();
+        assert!(
+            matches!(spec.check, Check::Credential { min } if min >= sayri_vault::MIN_SECRET_CHARS),
+            "{:?}",
+            spec.check
+        );
+    }
+}

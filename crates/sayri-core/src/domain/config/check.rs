@@ -81,9 +81,13 @@ pub enum Check {
     /// A list of `Name: value` HTTP header lines (at most [`MAX_LIST_LEN`]): the name is an
     /// HTTP token, the value printable ASCII.
     Headers,
-    /// A credential sent in an HTTP header: printable ASCII without spaces, at most
-    /// [`MAX_CREDENTIAL_LEN`] bytes, or empty for none.
-    Credential,
+    /// A credential sent in an HTTP header: `min` to [`MAX_CREDENTIAL_LEN`] printable ASCII
+    /// characters without spaces, or empty for none. A shorter one could not be told apart from
+    /// ordinary text when secrets are redacted from command output.
+    Credential {
+        /// Fewest characters of a key that is set.
+        min: usize,
+    },
     /// A list of absolute paths (at most [`MAX_LIST_LEN`], each at most [`MAX_PATH_LEN`]
     /// bytes, no control characters); `example` is shown in messages.
     AbsolutePaths {
@@ -111,7 +115,7 @@ impl Check {
                         | Check::Locale
                         | Check::AgentId
                         | Check::Patterns
-                        | Check::Credential,
+                        | Check::Credential { .. },
                     ValueType::Str
                 )
                 | (
@@ -166,9 +170,9 @@ impl Check {
             Check::Headers => format!(
                 "a list of at most {MAX_LIST_LEN} \"Name: value\" HTTP header lines, e.g. [\"X-Title: Sayri\"]"
             ),
-            Check::Credential => {
-                "a key of printable ASCII characters without spaces, or \"\" for none".into()
-            }
+            Check::Credential { min } => format!(
+                "a key of {min} to {MAX_CREDENTIAL_LEN} printable ASCII characters without spaces, or \"\" for none"
+            ),
             Check::AbsolutePaths { example } => {
                 format!("a list of at most {MAX_LIST_LEN} absolute paths, e.g. [\"{example}\"]")
             }
@@ -216,7 +220,7 @@ impl Check {
                 }
                 check_patterns(s)
             }
-            (Check::Credential, ConfigValue::Str(s)) => credential(s),
+            (Check::Credential { min }, ConfigValue::Str(s)) => credential(s, *min),
             (Check::Headers, ConfigValue::StrList(items)) => headers(items),
             (Check::AbsolutePaths { .. }, ConfigValue::StrList(items)) => absolute_paths(items),
             _ => Err("a value of the wrong type".into()),
@@ -322,7 +326,12 @@ fn locale(s: &str) -> Result<(), String> {
     }
 }
 
-fn credential(s: &str) -> Result<(), String> {
+fn credential(s: &str, min: usize) -> Result<(), String> {
+    if !s.is_empty() && s.len() < min {
+        return Err(format!(
+            "shorter than {min} characters, too short to be hidden from command output"
+        ));
+    }
     if s.len() > MAX_CREDENTIAL_LEN {
         return Err(format!("longer than {MAX_CREDENTIAL_LEN} bytes"));
     }

@@ -524,7 +524,7 @@ config_keys! {
     provider => ProviderConfig, "`[provider]`: the OpenAI-compatible chat endpoint." {
         base_url: String = "http://127.0.0.1:11434/v1", Check::HttpUrl,
             "Base URL of the OpenAI-compatible API (…/v1).";
-        api_key: String = "", Check::Credential,
+        api_key: String = "", Check::Credential { min: 4 },
             "Bearer token for the provider (secret; masked when shown).";
         model: String = "llama3.2", Check::Line { max: 256, empty: false },
             "Model used when the agent says `default`.";
