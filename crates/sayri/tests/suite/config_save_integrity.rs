@@ -112,33 +112,39 @@ fn was_killed(status: std::process::ExitStatus) -> bool {
     status.signal() == Some(libc::SIGKILL) || status.code() == Some(128 + libc::SIGKILL)
 }
 
+/// For each write step and n = 1, 2, … (at most 200): a fresh file, then `attempt(step, n,
+/// label)`, until an attempt says the save finished without being killed.
+fn kill_at_every_write_step(env: &Env, mut attempt: impl FnMut(&str, u32, &str) -> bool) {
+    for step in WRITE_STEPS {
+        let finished = (1..=200).any(|n| {
+            fresh(env);
+            attempt(step, n, &format!("killed at {step} #{n}"))
+        });
+        assert!(finished, "the save never finished under {step} injection");
+    }
+}
+
 #[test]
 fn a_cli_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
     require_strace();
     let env = Env::new();
-    for step in WRITE_STEPS {
-        let mut finished = false;
-        for n in 1..=200 {
-            fresh(&env);
-            let what = format!("CLI killed at {step} #{n}");
-            let strace = strace_args(step, n);
-            let strace: Vec<&str> = strace.iter().map(String::as_str).collect();
-            let o = env
-                .wrapped("strace", &strace)
-                .args(["config", "set", "ui.orb_size", "200", "--no-start"])
-                .output()
-                .unwrap();
-            let orb = assert_intact(&env, &what);
-            assert_cli_reads(&env, orb, &what);
-            if !was_killed(o.status) {
-                assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
-                assert_eq!(orb, 200, "{what}: the finished save holds the new value");
-                finished = true;
-                break;
-            }
+    kill_at_every_write_step(&env, |step, n, what| {
+        let strace = strace_args(step, n);
+        let strace: Vec<&str> = strace.iter().map(String::as_str).collect();
+        let o = env
+            .wrapped("strace", &strace)
+            .args(["config", "set", "ui.orb_size", "200", "--no-start"])
+            .output()
+            .unwrap();
+        let orb = assert_intact(&env, what);
+        assert_cli_reads(&env, orb, what);
+        if was_killed(o.status) {
+            return false;
         }
-        assert!(finished, "the save never finished under {step} injection");
-    }
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
+        assert_eq!(orb, 200, "{what}: the finished save holds the new value");
+        true
+    });
 }
 
 /// Sends `config_set ui.orb_size 200` on `client`; `Some(response)`, or `None` when the
@@ -181,76 +187,70 @@ fn traced(pid: u32) -> bool {
     })
 }
 
+/// Starts the daemon on the fresh file, attaches strace with the injection, sends the change.
+/// Returns the answer (`None` when the daemon died first) and whether the daemon was killed.
+fn daemon_save_under_injection(env: &Env, step: &str, n: u32, what: &str) -> (Option<Value>, bool) {
+    let mut d = env.start_daemon();
+    let mut client = RawClient::connect(&env.socket());
+    let strace = Command::new("strace")
+        .args(strace_args(step, n))
+        .args(["-p", &d.pid().to_string()])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut strace = sayri_testkit::procs::ChildGuard::new(strace, Duration::from_secs(5));
+    let pid = d.pid();
+    let child = d.child.as_mut().unwrap();
+    let mut exited = || child.try_wait().is_ok_and(|st| st.is_some());
+    assert!(
+        eventually(Duration::from_secs(10), || traced(pid) || exited()),
+        "{what}: strace did not attach"
+    );
+    // An early injection may kill the daemon while strace attaches, before the request.
+    let answer = if exited() {
+        None
+    } else {
+        set_orb_200(&mut client)
+    };
+    if answer.is_none() {
+        // The connection ended: the daemon is dying.
+        eventually(Duration::from_secs(10), exited);
+    }
+    // Stopping strace detaches it from a daemon that still runs.
+    strace.stop();
+    drop(client);
+    let exit = d.child.as_mut().unwrap().try_wait().unwrap();
+    let killed = exit.is_some_and(was_killed);
+    assert!(
+        killed || exit.is_none(),
+        "{what}: the daemon ended without being killed: {exit:?} {}",
+        d.log_text()
+    );
+    (answer, killed)
+}
+
 #[test]
 fn a_daemon_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
     require_strace();
     let env = Env::new();
-    for step in WRITE_STEPS {
-        let mut finished = false;
-        for n in 1..=200 {
-            fresh(&env);
-            let what = format!("daemon killed at {step} #{n}");
-            let mut d = env.start_daemon();
-            let mut client = RawClient::connect(&env.socket());
-            let strace = Command::new("strace")
-                .args(strace_args(step, n))
-                .args(["-p", &d.pid().to_string()])
-                .stdin(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut strace = sayri_testkit::procs::ChildGuard::new(strace, Duration::from_secs(5));
-            let pid = d.pid();
-            let child = d.child.as_mut().unwrap();
-            let mut exited = || child.try_wait().is_ok_and(|st| st.is_some());
-            assert!(
-                eventually(Duration::from_secs(10), || traced(pid) || exited()),
-                "{what}: strace did not attach"
-            );
-            // An early injection may kill the daemon while strace attaches, before the request.
-            let answer = if exited() {
-                None
-            } else {
-                set_orb_200(&mut client)
-            };
-            if answer.is_none() {
-                // The connection ended: the daemon is dying.
-                let child = d.child.as_mut().unwrap();
-                eventually(Duration::from_secs(10), || {
-                    child.try_wait().is_ok_and(|st| st.is_some())
-                });
-            }
-            // Stopping strace detaches it from a daemon that still runs.
-            strace.stop();
-            drop(client);
-            let exit = d.child.as_mut().unwrap().try_wait().unwrap();
-            let killed = exit.is_some_and(was_killed);
-            assert!(
-                killed || exit.is_none(),
-                "{what}: the daemon ended without being killed: {exit:?} {}",
-                d.log_text()
-            );
-            drop(d);
-            let orb = assert_intact(&env, &what);
-            // The daemon starts again on what was left and reports it.
-            let _d2 = env.start_daemon();
-            let mut c = RawClient::connect(&env.socket());
-            let st = c.call("status", json!({}), 2);
-            assert_eq!(st["ok"], true, "{what}: {st}");
-            let got = c.call("config_get", json!({"key": "ui.orb_size"}), 3);
-            assert_eq!(got["result"]["value"], orb, "{what}: {got}");
-            if !killed {
-                let answer = answer.unwrap_or_else(|| panic!("{what}: no answer, not killed"));
-                assert_eq!(answer["ok"], true, "{what}: {answer}");
-                assert_eq!(orb, 200, "{what}: the finished save holds the new value");
-                finished = true;
-                break;
-            }
+    kill_at_every_write_step(&env, |step, n, what| {
+        let (answer, killed) = daemon_save_under_injection(&env, step, n, what);
+        let orb = assert_intact(&env, what);
+        // The daemon starts again on what was left and reports it.
+        let _d = env.start_daemon();
+        let mut c = RawClient::connect(&env.socket());
+        let st = c.call("status", json!({}), 2);
+        assert_eq!(st["ok"], true, "{what}: {st}");
+        let got = c.call("config_get", json!({"key": "ui.orb_size"}), 3);
+        assert_eq!(got["result"]["value"], orb, "{what}: {got}");
+        if killed {
+            return false;
         }
-        assert!(
-            finished,
-            "the daemon's save never finished under {step} injection"
-        );
-    }
+        let answer = answer.unwrap_or_else(|| panic!("{what}: no answer, not killed"));
+        assert_eq!(answer["ok"], true, "{what}: {answer}");
+        assert_eq!(orb, 200, "{what}: the finished save holds the new value");
+        true
+    });
 }
 
 /// The fixture cut inside the string on line 3 (`base_url = "http:`).
