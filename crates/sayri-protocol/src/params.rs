@@ -426,7 +426,8 @@ pub struct ConfigSetParams {
     /// The group when `key` has no dot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
-    /// The new value: any JSON, converted to the setting's type (`"false"` is false).
+    /// The new value, of the setting's JSON type (a boolean, an integer, a number, a string or a
+    /// list of strings; nothing is coerced), passing the setting's check.
     pub value: Value,
 }
 

@@ -1,6 +1,8 @@
 //! Test support: a scripted OpenAI-compatible server ([`FakeLlm`]) that replays bytes exactly
 //! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes of
-//! `sayri-core`'s ports ([`fakes`]), and process helpers for crash tests ([`procs`]).
+//! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
+//! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
+//! values for property tests ([`setting_values`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -18,6 +20,7 @@ pub mod real_model;
 pub mod reply;
 pub mod script_file;
 pub mod server;
+pub mod setting_values;
 pub mod sse;
 
 pub use real_model::{RealModelError, RealModelServer};

@@ -9,12 +9,13 @@
 //!   two requests (the command step and the answer); both are printed, then the maximum.
 
 use sayri_core::domain::tokens;
+use sayri_testkit::procs::ChildGuard;
 use sayri_testkit::{FakeLlm, RecordedRequest, Reply, Script, sse};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sayri");
@@ -65,13 +66,25 @@ fn cmd(dir: &Path) -> Command {
     c
 }
 
-fn start_daemon(dir: &Path) -> Child {
-    let mut child = cmd(dir)
-        .arg("daemon")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sayri daemon");
+/// A client command that never starts a daemon of its own in the background (one the bench
+/// could not stop).
+fn client(dir: &Path) -> Command {
+    let mut c = cmd(dir);
+    c.arg("--no-start");
+    c
+}
+
+/// The daemon, stopped when the guard drops — also when an assertion fails half-way, so the
+/// bench never leaves a daemon running on a deleted temp dir.
+fn start_daemon(dir: &Path) -> ChildGuard {
+    let child = ChildGuard::spawn_tied(
+        cmd(dir)
+            .arg("daemon")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+        Duration::from_secs(5),
+    )
+    .expect("spawn sayri daemon");
     let socket = dir.join("state/sayri-daemon.sock");
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
@@ -83,14 +96,7 @@ fn start_daemon(dir: &Path) -> Child {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let _ = child.kill();
-    let _ = child.wait();
     panic!("the daemon did not start");
-}
-
-fn stop(mut child: Child) {
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let _ = child.wait();
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -126,7 +132,7 @@ fn main() {
     // (a) `sayri ask` wall time.
     let ask = || {
         let t = Instant::now();
-        let out = cmd(dir.path()).args(["ask", "ping"]).output().unwrap();
+        let out = client(dir.path()).args(["ask", "ping"]).output().unwrap();
         let d = t.elapsed();
         assert!(
             out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "pong",
@@ -148,7 +154,7 @@ fn main() {
 
     // (b) Prompt tokens per request over a 20-turn chat, one command per turn.
     let before = server.chat_bodies().len();
-    let mut chat = cmd(dir.path())
+    let mut chat = client(dir.path())
         .args(["chat", "--new"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -199,5 +205,15 @@ fn main() {
         counts.iter().max().unwrap_or(&0),
         counts[0]
     );
-    stop(daemon);
+    let mut daemon = daemon;
+    let status = daemon.stop();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the daemon did not stop cleanly on SIGTERM: {status:?}"
+    );
+    let left = sayri_testkit::procs::stop_leftovers(dir.path(), Duration::from_secs(5));
+    assert!(
+        left.is_empty(),
+        "the bench left processes running: {left:?}"
+    );
 }

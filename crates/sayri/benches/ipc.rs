@@ -8,29 +8,33 @@
 
 use sayri::daemon::{Daemon, default_dispatcher};
 use sayri::paths::Paths;
+use sayri_testkit::procs::ChildGuard;
 use serde_json::{Map, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sayri");
 
-fn spawn(dir: &Path) -> Child {
-    Command::new(BIN)
-        .arg("daemon")
-        .env("SAYRI_CONFIG_DIR", dir.join("c"))
-        .env("SAYRI_STATE_DIR", dir.join("s"))
-        .env_remove("XDG_RUNTIME_DIR")
-        .env("SAYRI_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sayri daemon")
+/// A daemon stopped when the guard drops (also when the bench panics half-way).
+fn spawn(dir: &Path) -> ChildGuard {
+    ChildGuard::spawn_tied(
+        Command::new(BIN)
+            .arg("daemon")
+            .env("SAYRI_CONFIG_DIR", dir.join("c"))
+            .env("SAYRI_STATE_DIR", dir.join("s"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("SAYRI_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+        Duration::from_secs(5),
+    )
+    .expect("spawn sayri daemon")
 }
 
 fn connect_ready(socket: &Path) -> Option<BufReader<UnixStream>> {
@@ -41,9 +45,12 @@ fn connect_ready(socket: &Path) -> Option<BufReader<UnixStream>> {
     line.contains("\"ready\"").then_some(r)
 }
 
-fn stop(mut child: Child) {
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let _ = child.wait();
+fn stop(mut child: ChildGuard) {
+    let status = child.stop();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the daemon did not stop cleanly on SIGTERM: {status:?}"
+    );
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -56,6 +63,11 @@ fn main() {
     start_to_ready(dir.path(), &socket);
     idle_rss_and_ping(dir.path(), &socket);
     broadcast_throughput();
+    let left = sayri_testkit::procs::stop_leftovers(dir.path(), Duration::from_secs(5));
+    assert!(
+        left.is_empty(),
+        "the bench left processes running: {left:?}"
+    );
 }
 
 /// Spawns the daemon five times; prints the median time until a client gets `ready`.

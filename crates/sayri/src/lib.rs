@@ -12,4 +12,5 @@ pub mod daemon;
 pub mod logging;
 pub mod paths;
 pub mod policies;
+pub mod settings_check;
 pub mod supervisor;

@@ -1,4 +1,5 @@
 mod assistant;
+mod config_values_property;
 mod engine_rig;
 mod interrupted_turns;
 mod permissions_analysis_floors;

@@ -1,4 +1,5 @@
-//! The `sayri` command line (clap). Exit codes: 0 ok, 1 error (one line on stderr), 2 usage.
+//! The `sayri` command line (clap). Exit codes: 0 ok, 1 error (one line on stderr), 2 usage;
+//! `sayri daemon` exits [`EX_CONFIG`] when the settings file is invalid.
 //!
 //! Client commands connect to the daemon, starting it in the background when it is not running
 //! (see [`autostart`]), unless `--no-start` is given.
@@ -17,6 +18,10 @@ pub mod terminal_text;
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+/// Exit status of `sayri daemon` when `sayri.toml` is invalid (`EX_CONFIG` of `sysexits.h`), so
+/// a service manager does not restart it in a loop; the message names the file and line.
+pub const EX_CONFIG: i32 = 78;
 
 /// Sayri: a local AI assistant for the Linux desktop.
 #[derive(Debug, Parser)]
@@ -141,8 +146,15 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Daemon => {
             crate::logging::init("info");
-            crate::daemon::run_foreground(paths)?;
-            return Ok(0);
+            return match crate::daemon::run_foreground(paths) {
+                Ok(()) => Ok(0),
+                Err(e @ crate::daemon::DaemonError::Config(_)) => {
+                    // A service manager does not restart a daemon that exits with EX_CONFIG.
+                    eprintln!("sayri: error: {}", format!("{e}").replace('\n', " "));
+                    Ok(EX_CONFIG)
+                }
+                Err(e) => Err(e.into()),
+            };
         }
         Command::Prompt { action } => return local::prompt(&paths, action).map(|()| 0),
         Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),

@@ -99,10 +99,10 @@ impl Daemon {
         if migrated_key {
             // The provider key now lives in the vault: remove the plaintext copy.
             match config_file::update(&state.paths.config_file(), |c| {
-                c.set_json(
+                Ok(c.set_json(
                     "provider.api_key",
                     &serde_json::Value::String(String::new()),
-                )
+                )?)
             }) {
                 Ok((c, _)) => {
                     state.set_config(c);

@@ -9,7 +9,17 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sayri");
 
+/// How long processes of a finished test may take to exit on their own (a daemon told to
+/// `quit` drains its clients for up to a second) before they count as leaked.
+const LEAK_GRACE: Duration = Duration::from_secs(5);
+
 /// Temp config/state dirs; never the real home.
+///
+/// Dropping it checks that the test left no process behind: every process the test started
+/// gets the temp dir in its environment (and passes it on), so any live process still
+/// mentioning it after [`LEAK_GRACE`] — a daemon the CLI started in the background and nobody
+/// stopped, a command that daemon left running — is killed and fails the test, naming it
+/// (see `sayri_testkit::procs`).
 pub struct Env {
     pub dir: tempfile::TempDir,
     /// The config dir is found through `XDG_CONFIG_HOME` (no `SAYRI_CONFIG_DIR`).
@@ -22,10 +32,9 @@ impl Env {
     }
     /// As [`Env::new`], but commands find the config dir as `$XDG_CONFIG_HOME/sayri`.
     pub fn with_xdg_config() -> Env {
-        Env {
-            xdg_config: true,
-            ..Env::new()
-        }
+        let mut env = Env::new();
+        env.xdg_config = true;
+        env
     }
     pub fn config_dir(&self) -> PathBuf {
         if self.xdg_config {
@@ -68,6 +77,20 @@ impl Env {
             .stdin(Stdio::null());
         c
     }
+    /// `program PRE_ARGS… sayri` with this environment (e.g. `strace … sayri`, `sh -c …`);
+    /// append sayri's own arguments.
+    pub fn wrapped(&self, program: &str, pre_args: &[&str]) -> Command {
+        let plain = self.cmd();
+        let mut c = Command::new(program);
+        for (k, v) in plain.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c.args(pre_args).arg(BIN).stdin(Stdio::null());
+        c
+    }
     /// Runs `sayri ARGS` to completion.
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().unwrap()
@@ -106,6 +129,19 @@ impl Env {
                 d.log_text()
             );
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let left = sayri_testkit::procs::stop_leftovers(self.dir.path(), LEAK_GRACE);
+        if !left.is_empty() && !std::thread::panicking() {
+            panic!(
+                "the test left {} process(es) running after it ended (now killed): {left:?} — \
+                 stop every daemon it starts (`sayri quit`, or keep the `Daemon` handle until the end)",
+                left.len()
+            );
         }
     }
 }
