@@ -6,7 +6,9 @@
 //!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`). Its `read`/`write`/`web`
 //!    targets ([`super::targets`]) are subjects too. Other actions are one subject: the resource.
 //! 2. **Agent layer** per subject: the agent's `blocked_binaries` (as deny rules for the program
-//!    with any arguments), then its `permission_rules` — the **last** matching rule wins. Deny
+//!    with any arguments), then its `permission_rules` — the **last** matching rule wins. An
+//!    agent with a creator has one such layer per creator before its own; the strictest of the
+//!    layers' verdicts wins, so its own rules only tighten what its creators allow. Deny
 //!    and ask rules match the base name and the written path of a command word; allow rules match
 //!    the base name only for programs in the system directories (`/bin`, `/usr/bin`, `/sbin`,
 //!    `/usr/sbin`, `/usr/local/bin`, `/usr/local/sbin`), otherwise the written path, so
@@ -74,6 +76,41 @@ pub struct AgentRules {
     /// Effect when no agent rule matches at levels 1–4; `None` = allow.
     pub default_effect: Option<Effect>,
     rules: Vec<Rule>,
+    /// The rule layers inherited from the agent's creators, outermost first.
+    creator_layers: Vec<Vec<Rule>>,
+}
+
+/// One rule layer: every blocked program as deny rules (the program alone and with any
+/// arguments), then the permission rules.
+fn rule_layer(
+    blocked: &[String],
+    raw: &[crate::domain::profile::RawRule],
+    blocked_source: Source,
+    rule_source: Source,
+) -> Result<Vec<Rule>, RuleError> {
+    let mut rules = Vec::new();
+    for (i, bin) in blocked.iter().enumerate() {
+        let name = bin.trim();
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(RuleError {
+                index: i,
+                source_label: blocked_source.label(),
+                rule: format!("{bin:?}"),
+                problem: "a blocked binary must be one program name".into(),
+            });
+        }
+        for pattern in [name.to_string(), format!("{name} *")] {
+            rules.push(Rule::new(
+                Action::Shell,
+                &pattern,
+                Effect::Deny,
+                blocked_source.clone(),
+                i,
+            ));
+        }
+    }
+    rules.extend(rules_from_raw(raw, &rule_source)?);
+    Ok(rules)
 }
 
 impl AgentRules {
@@ -83,36 +120,28 @@ impl AgentRules {
     /// [`RuleError`] naming the first malformed `permission_rules` entry or an empty
     /// `blocked_binaries` entry.
     pub fn from_profile(profile: &AgentProfile) -> Result<Self, RuleError> {
-        let mut rules = Vec::new();
-        for (i, bin) in profile.sandbox.blocked_binaries.iter().enumerate() {
-            let name = bin.trim();
-            if name.is_empty() || name.contains(char::is_whitespace) {
-                return Err(RuleError {
-                    index: i,
-                    source_label: "blocked_binaries".into(),
-                    rule: format!("{bin:?}"),
-                    problem: "a blocked binary must be one program name".into(),
-                });
-            }
-            rules.push(Rule::new(
-                Action::Shell,
-                name,
-                Effect::Deny,
-                Source::BlockedBinaries,
-                i,
-            ));
-            rules.push(Rule::new(
-                Action::Shell,
-                &format!("{name} *"),
-                Effect::Deny,
-                Source::BlockedBinaries,
-                i,
-            ));
-        }
-        rules.extend(rules_from_raw(
+        let rules = rule_layer(
+            &profile.sandbox.blocked_binaries,
             &profile.sandbox.permission_rules,
-            &Source::Agent,
-        )?);
+            Source::BlockedBinaries,
+            Source::Agent,
+        )?;
+        let creator_layers = profile
+            .creator_rules
+            .iter()
+            .map(|c| {
+                let source = |blocked_binaries| Source::Creator {
+                    agent_id: c.agent_id.clone(),
+                    blocked_binaries,
+                };
+                rule_layer(
+                    &c.blocked_binaries,
+                    &c.permission_rules,
+                    source(true),
+                    source(false),
+                )
+            })
+            .collect::<Result<_, _>>()?;
         Ok(AgentRules {
             agent_id: profile.id.clone(),
             agent_name: profile.name.clone(),
@@ -120,6 +149,7 @@ impl AgentRules {
             ask_before_run: profile.sandbox.ask_before_run,
             default_effect: None,
             rules,
+            creator_layers,
         })
     }
 
@@ -132,6 +162,22 @@ impl AgentRules {
     /// The blocked-binaries and agent rules, in evaluation order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// The agent layer's rule for `s`: in each rule layer (every creator's, then the agent's
+    /// own) the last matching rule, and of those the strictest (the earliest layer on a tie).
+    /// So a later layer can add `ask` or `deny` but never turn an earlier `ask` or `deny` into
+    /// `allow` (pinned by `a_child_rule_never_loosens_a_creator_rule`).
+    fn deciding_rule(&self, s: &Subject) -> Option<&Rule> {
+        let mut best: Option<&Rule> = None;
+        for layer in self.creator_layers.iter().chain([&self.rules]) {
+            if let Some(r) = layer.iter().rev().find(|r| matches(r, s))
+                && best.is_none_or(|b| r.effect > b.effect)
+            {
+                best = Some(r);
+            }
+        }
+        best
     }
 
     fn default_for(&self, level: SandboxLevel) -> Effect {
@@ -186,7 +232,10 @@ impl Origin {
     /// an `ask` may be settled without asking (`ask_before_run` off) or remembered by "Allow
     /// always"; policy and analysis asks are asked every time.
     pub fn is_agent_layer(&self) -> bool {
-        matches!(self, Origin::Default | Origin::Rule(Source::Agent))
+        matches!(
+            self,
+            Origin::Default | Origin::Rule(Source::Agent | Source::Creator { .. })
+        )
     }
 }
 
@@ -263,6 +312,7 @@ pub fn rule_label(rule: &Rule) -> String {
         Source::Approval => format!("saved approval: {what}"),
         Source::Baseline => format!("baseline: {what}"),
         Source::PolicyFile(path) => format!("{path} #{}: {what}", rule.index),
+        Source::Creator { .. } => format!("{} #{}: {what}", rule.source.label(), rule.index),
     }
 }
 
@@ -390,7 +440,7 @@ fn judge(
     policies: &PolicySet,
     level: SandboxLevel,
 ) -> Option<SubjectDecision> {
-    let hit = agent.rules.iter().rev().find(|r| matches(r, s));
+    let hit = agent.deciding_rule(s);
     let (mut effect, mut rule, mut origin) = match hit {
         Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
         None if s.primary => (agent.default_for(level), None, Origin::Default),
