@@ -298,7 +298,12 @@ impl SayriCore {
                     sink.emit(CoreEvent::State(CoreState::Idle));
                 }
             }
-            if outcome.new_session && outcome.text.is_some() && engine.settings().generate_titles {
+            // A turn answered without the model (e.g. a refusal) gets no model-written title.
+            if outcome.new_session
+                && outcome.text.is_some()
+                && outcome.model_calls > 0
+                && engine.settings().generate_titles
+            {
                 let engine = engine.clone();
                 let sid = outcome.session_id.clone();
                 tokio::spawn(async move {

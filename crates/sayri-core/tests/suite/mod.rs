@@ -1,3 +1,5 @@
+mod agents_non_escalation;
+mod agents_turn;
 mod assistant;
 mod engine_rig;
 mod permissions_analysis_floors;

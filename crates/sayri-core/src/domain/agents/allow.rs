@@ -15,6 +15,9 @@ pub const NOTHING: &str = "none";
 /// assert!(!permits(&["none".to_string()], "bash"));
 /// ```
 pub fn permits(list: &[String], name: &str) -> bool {
+    if allows_nothing(list) {
+        return false;
+    }
     let entries = entries(list);
     entries.is_empty() || entries.iter().any(|e| e.eq_ignore_ascii_case(name.trim()))
 }

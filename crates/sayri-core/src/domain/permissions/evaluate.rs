@@ -80,6 +80,16 @@ pub struct AgentRules {
     creator_layers: Vec<Vec<Rule>>,
 }
 
+/// What the agent layer says about one subject.
+enum Verdict<'a> {
+    /// This rule decides.
+    Rule(&'a Rule),
+    /// No rule decides: the default applies.
+    Default,
+    /// No layer says anything.
+    Silent,
+}
+
 /// One rule layer: every blocked program as deny rules (the program alone and with any
 /// arguments), then the permission rules.
 fn rule_layer(
@@ -164,17 +174,37 @@ impl AgentRules {
         &self.rules
     }
 
-    /// The agent layer's rule for `s`: in each rule layer (every creator's, then the agent's
-    /// own) the last matching rule, and of those the strictest (the earliest layer on a tie).
-    /// So a later layer can add `ask` or `deny` but never turn an earlier `ask` or `deny` into
-    /// `allow` (pinned by `a_child_rule_never_loosens_a_creator_rule`).
-    fn deciding_rule(&self, s: &Subject) -> Option<&Rule> {
-        let mut best: Option<&Rule> = None;
-        for layer in self.creator_layers.iter().chain([&self.rules]) {
-            if let Some(r) = layer.iter().rev().find(|r| matches(r, s))
-                && best.is_none_or(|b| r.effect > b.effect)
-            {
-                best = Some(r);
+    /// The agent layer's verdict on `s`: in each rule layer (every creator's, then the agent's
+    /// own) the last matching rule — or, in a creator's layer that has none, that creator's
+    /// default for a command — and of those the strictest (the earliest layer on a tie, a rule
+    /// over a default). So a later layer can add `ask` or `deny` but never turn an earlier `ask`
+    /// or `deny` into `allow` (pinned by `a_child_rule_never_loosens_a_creator_rule`).
+    fn verdict(&self, s: &Subject, level: SandboxLevel) -> Verdict<'_> {
+        let effect = |v: &Verdict<'_>| match v {
+            Verdict::Rule(r) => Some(r.effect),
+            Verdict::Default => Some(self.default_for(level)),
+            Verdict::Silent => None,
+        };
+        let mut best = Verdict::Silent;
+        let creators = self.creator_layers.iter().map(|l| (l, true));
+        for (layer, inherited) in creators.chain([(&self.rules, false)]) {
+            let v = match layer.iter().rev().find(|r| matches(r, s)) {
+                Some(r) => Verdict::Rule(r),
+                None if inherited && s.primary => Verdict::Default,
+                None => continue,
+            };
+            let stricter = match (effect(&v), effect(&best)) {
+                (Some(new), Some(old)) => {
+                    new > old
+                        || (new == old
+                            && matches!(best, Verdict::Default)
+                            && matches!(v, Verdict::Rule(_)))
+                }
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if stricter {
+                best = v;
             }
         }
         best
@@ -312,7 +342,17 @@ pub fn rule_label(rule: &Rule) -> String {
         Source::Approval => format!("saved approval: {what}"),
         Source::Baseline => format!("baseline: {what}"),
         Source::PolicyFile(path) => format!("{path} #{}: {what}", rule.index),
-        Source::Creator { .. } => format!("{} #{}: {what}", rule.source.label(), rule.index),
+        Source::Creator {
+            agent_id,
+            blocked_binaries: false,
+        } => format!("creator {agent_id} rule #{}: {what}", rule.index),
+        Source::Creator {
+            agent_id,
+            blocked_binaries: true,
+        } => format!(
+            "creator {agent_id} blocked_binaries #{}: {what}",
+            rule.index
+        ),
     }
 }
 
@@ -440,13 +480,13 @@ fn judge(
     policies: &PolicySet,
     level: SandboxLevel,
 ) -> Option<SubjectDecision> {
-    let hit = agent.deciding_rule(s);
-    let (mut effect, mut rule, mut origin) = match hit {
-        Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
-        None if s.primary => (agent.default_for(level), None, Origin::Default),
-        None => (Effect::Allow, None, Origin::Analysis),
+    let verdict = agent.verdict(s, level);
+    let (mut effect, mut rule, mut origin) = match verdict {
+        Verdict::Rule(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
+        _ if s.primary => (agent.default_for(level), None, Origin::Default),
+        _ => (Effect::Allow, None, Origin::Analysis),
     };
-    let neutral = hit.is_none() && !s.primary;
+    let neutral = !matches!(verdict, Verdict::Rule(_)) && !s.primary;
     let mut neutral_left = neutral;
     if effect == Effect::Ask
         && let Some(approval) = approvals
