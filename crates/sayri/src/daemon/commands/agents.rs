@@ -24,7 +24,8 @@ pub fn agent_json(a: &AgentProfile) -> Value {
         "system_prompt": a.system_prompt, "is_builtin": a.id == "default",
         "model": {
             "provider": a.model.provider, "model_name": a.model.model_name,
-            "temperature": a.model.temperature, "base_url": a.model.base_url,
+            "temperature": (f64::from(a.model.temperature) * 1000.0).round() / 1000.0,
+            "base_url": a.model.base_url,
         },
         "sandbox": {
             "level": a.sandbox.level, "timeout_seconds": a.sandbox.timeout_seconds,
