@@ -72,6 +72,13 @@ pub enum AgentsAction {
     },
 }
 
+impl AgentsAction {
+    /// `list` and `show` read the files with the daemon's loader and need no daemon.
+    pub fn is_local(&self) -> bool {
+        matches!(self, AgentsAction::List { .. } | AgentsAction::Show { .. })
+    }
+}
+
 /// Arguments of `sayri agents create`.
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {

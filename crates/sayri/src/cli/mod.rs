@@ -76,7 +76,7 @@ pub enum Command {
     Agents {
         /// What to do.
         #[command(subcommand)]
-        action: agents::AgentsAction,
+        action: Box<agents::AgentsAction>,
     },
     /// List, show, rename or delete conversations.
     Sessions {
@@ -152,9 +152,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             return Ok(0);
         }
         Command::Prompt { action } => return local::prompt(&paths, action).map(|()| 0),
-        Command::Agents {
-            action: action @ (agents::AgentsAction::List { .. } | agents::AgentsAction::Show { .. }),
-        } => return agents::run_local(&paths, action),
+        Command::Agents { action } if action.is_local() => {
+            return agents::run_local(&paths, *action);
+        }
         Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),
         Command::Permissions { action } if !action.needs_daemon() => {
             paths.ensure_dirs()?;
@@ -190,7 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Interrupt => done(ask::run_interrupt(&paths).await),
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
-            Command::Agents { action } => agents::run(&paths, start, action).await,
+            Command::Agents { action } => agents::run(&paths, start, *action).await,
             Command::Models { action } => done(local::models(&paths, action).await),
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),

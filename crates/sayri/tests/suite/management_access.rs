@@ -172,6 +172,9 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
     for cmd in &management {
         sent.push(json!({"cmd": cmd, "params": acting_params(cmd, &session)}));
     }
+    // Moving the assistant to another (possibly wider) agent is management too, even inside
+    // an assistant command.
+    sent.push(json!({"cmd": "talk", "params": {"text": "hi", "agent_id": "default"}}));
     sent.push(json!({"cmd": "ping", "params": {}}));
     for (i, r) in sent.iter_mut().enumerate() {
         r["id"] = json!(i);
@@ -187,7 +190,8 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
         .collect();
     assert_eq!(answers.len(), sent.len(), "{answers:?}");
     for (req, a) in sent.iter().zip(&answers) {
-        let is_management = management.contains(&req["cmd"].as_str().unwrap());
+        let is_management = management.contains(&req["cmd"].as_str().unwrap())
+            || req["params"]["agent_id"] == "default";
         if is_management {
             assert_eq!(
                 (a["ok"].clone(), a["code"].clone()),

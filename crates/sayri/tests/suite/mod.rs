@@ -1,4 +1,5 @@
 mod agent_turn;
+mod agents_ipc;
 mod broadcast;
 mod cli;
 mod concurrency;

@@ -70,11 +70,50 @@ pub fn prompt_line(subagents: &[AgentProfile]) -> String {
                 a.description.trim()
             };
             let what: String = what.split_whitespace().collect::<Vec<_>>().join(" ");
-            format!("{} ({})", a.id, what.chars().take(60).collect::<String>())
+            format!("{} ({})", a.id, what.chars().take(32).collect::<String>())
         })
         .collect();
     format!(
-        "\n- To hand a sub-task to a sub-agent, reply with only a ```delegate block: first line its id, then the task; its answer comes back to you. Sub-agents: {}.\n",
+        "\n- Sub-agents: {}. To delegate, reply with only a ```delegate block: the id, then the task on the next line.\n",
         list.join("; ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{prompt, tokens};
+
+    fn sub(id: &str, description: &str) -> AgentProfile {
+        AgentProfile {
+            id: id.into(),
+            name: id.into(),
+            description: description.into(),
+            ..AgentProfile::default()
+        }
+    }
+
+    #[test]
+    fn the_delegation_line_is_one_short_line_and_costs_nothing_without_sub_agents() {
+        let base = prompt::build_system_prompt(&AgentProfile::builtin_default(), &[]);
+        assert_eq!(prompt_line(&[]), "");
+        let subs = [
+            sub("scout", "Finds files and reads logs"),
+            sub("release-chores", "Tags releases and writes changelogs"),
+        ];
+        let line = prompt_line(&subs);
+        assert_eq!(line.trim().lines().count(), 1, "{line}");
+        let with = format!("{base}{line}");
+        let (n0, n1) = (tokens::count(&base), tokens::count(&with));
+        println!(
+            "default agent fixed prompt: {n0} tokens; with 2 sub-agents: {n1} (+{})",
+            n1 - n0
+        );
+        assert!(n1 <= 350, "{n1} tokens with two sub-agents:\n{with}");
+        assert!(
+            n1 - n0 <= 50,
+            "the delegation line costs {} tokens: {line}",
+            n1 - n0
+        );
+    }
 }
