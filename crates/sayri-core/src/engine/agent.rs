@@ -397,6 +397,9 @@ impl AgentEngine {
                 "Refused: this agent runs at LEVEL_0_NO_EXEC (conversation only); nothing is executed.".into(),
             );
         }
+        if let Some(why) = subagents::without_bash(profile) {
+            return refused(why);
+        }
         if cancel.is_cancelled() {
             return refused(INTERRUPTED.into());
         }

@@ -326,3 +326,59 @@ async fn an_agent_with_its_own_endpoint_fails_closed_where_endpoints_are_unsuppo
     );
     assert!(out.error.unwrap().contains("model endpoint of its own"));
 }
+
+#[tokio::test]
+async fn an_agent_whose_tools_leave_out_bash_runs_no_commands_nor_do_its_sub_agents() {
+    let mut lead = agent("lead", None, SandboxLevel::HostUser);
+    lead.allowed_tools = vec!["search_history".into()];
+    let scout = agent("scout", Some("lead"), SandboxLevel::HostUser);
+    let r = rig(
+        vec![
+            text("```bash\nls\n```"),
+            text(DELEGATE),
+            text("```bash\ndu -sh *\n```"),
+            text("could not"),
+            text("done"),
+        ],
+        false,
+    );
+    r.engine
+        .set_agents(Arc::new(StaticAgents::new([lead.clone(), scout])));
+    let out = r
+        .engine
+        .run_turn(turn(&lead, "look"), &RecordingSink::default())
+        .await;
+    assert_eq!(out.text.as_deref(), Some("done"));
+    assert!(r.sandbox.runs.lock().unwrap().is_empty(), "a command ran");
+    let reqs = r.model.requests();
+    assert!(
+        reqs[1]
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .contains("do not include bash")
+    );
+    assert!(
+        reqs[3]
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .contains("do not include bash")
+    );
+}
+
+#[tokio::test]
+async fn a_remote_turn_cannot_create_an_agent_and_asks_no_model() {
+    let builder = agent("builder", None, SandboxLevel::HostUser);
+    let r = rig(vec![text("{}")], false);
+    r.engine
+        .set_agents(Arc::new(StaticAgents::new([builder.clone()])));
+    let mut req = turn(&builder, "create an agent for backups");
+    req.approver_available = false;
+    let out = r.engine.run_turn(req, &RecordingSink::default()).await;
+    assert!(out.text.unwrap().contains("nobody can approve it"));
+    assert!(r.model.requests().is_empty());
+    assert!(r.gate.confirmed.lock().unwrap().is_empty());
+}

@@ -85,6 +85,18 @@ impl EventSink for DelegateSink<'_> {
     }
 }
 
+/// Why `profile` may not run commands at all: its `allowed_tools` list leaves out `bash` (a
+/// sub-agent's tools are never more than its creator's, so this is how "no commands" is
+/// inherited). `None` when it may.
+pub(super) fn without_bash(profile: &AgentProfile) -> Option<String> {
+    (!agents::allow::permits(&profile.allowed_tools, "bash")).then(|| {
+        format!(
+            "Refused: this agent's allowed_tools ({}) do not include bash, so it runs no commands.",
+            profile.allowed_tools.join(", ")
+        )
+    })
+}
+
 /// The delegation of `answer` when its first actionable block is a ```` ```delegate ```` block
 /// (a `bash` block before it runs instead).
 pub(super) fn delegation_first(answer: &str) -> Option<Delegation> {
@@ -144,6 +156,9 @@ impl Turn<'_> {
         let Some(dir) = self.engine.agent_directory() else {
             return "Creating agents is not available here; use `sayri agents create`.".into();
         };
+        if !self.req.approver_available {
+            return "Nothing was created: a new agent needs your approval, and nobody can approve it on this channel. Ask for it in the Sayri app, or use `sayri agents create`.".into();
+        }
         let answer = match self.ask_for_proposal().await {
             Ok(a) => a,
             Err(e) => {
