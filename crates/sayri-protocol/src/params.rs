@@ -568,6 +568,9 @@ pub struct AgentSaveParams {
         deserialize_with = "flag"
     )]
     pub allow_network: Option<bool>,
+    /// What a command no rule matches gets: `allow`, `read_only`, `ask` or `deny`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_effect: Option<String>,
     /// Per-command timeout in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<u64>,

@@ -65,6 +65,32 @@ fn star() -> String {
     "*".into()
 }
 
+/// What happens to a command, or a file write, that none of the agent's rules match. Ordered
+/// from the most to the least permissive (`Allow < ReadOnly < Ask < Deny`).
+///
+/// ```
+/// use sayri_core::domain::profile::{AgentProfile, DefaultEffect};
+/// assert_eq!(AgentProfile::builtin_default().sandbox.default_effect, DefaultEffect::ReadOnly);
+/// let p = AgentProfile::from_json(r#"{"sandbox": {"default_effect": "ask"}}"#, "x.json").unwrap();
+/// assert_eq!(p.sandbox.default_effect, DefaultEffect::Ask);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DefaultEffect {
+    /// Run it (the behaviour of profiles that do not say).
+    #[default]
+    Allow,
+    /// At levels 3–4, run read-only commands (`ls`, `cat`, `git status`, … — the table in the
+    /// permission engine) and ask before anything else, writing files included (the asks are
+    /// the agent's own: `ask_before_run` must be on for them to raise a card). At levels 1–2
+    /// the sandbox confines every command, so they run.
+    ReadOnly,
+    /// Ask a person (levels 3–4; refused where nobody can be asked).
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
 /// The rule layer an agent inherits from one of its creators: that creator's blocked programs
 /// and permission rules. Filled only by `domain::agents::effective_profile`, never read from or
 /// written to a profile file. The permission engine evaluates each layer on its own and a later
@@ -77,6 +103,8 @@ pub struct CreatorRules {
     pub blocked_binaries: Vec<String>,
     /// The creator's own `permission_rules`.
     pub permission_rules: Vec<RawRule>,
+    /// The creator's effective `sandbox.default_effect` (for what none of its rules match).
+    pub default_effect: DefaultEffect,
 }
 
 /// The sandbox part of an agent profile.
@@ -99,6 +127,8 @@ pub struct SandboxConfig {
     pub permission_rules: Vec<RawRule>,
     /// Whether an `ask` produces a card (true) or is settled by the default (false).
     pub ask_before_run: bool,
+    /// What happens to a command or file write no rule matches (level 0 runs nothing).
+    pub default_effect: DefaultEffect,
 }
 
 impl Default for SandboxConfig {
@@ -114,6 +144,7 @@ impl Default for SandboxConfig {
                 .to_vec(),
             permission_rules: Vec::new(),
             ask_before_run: false,
+            default_effect: DefaultEffect::Allow,
         }
     }
 }
@@ -186,11 +217,16 @@ impl Default for AgentProfile {
 
 impl AgentProfile {
     /// The built-in `default` agent (level 3, host user), used when no `default.json` exists.
+    /// Safe by default: read-only commands run without a card, everything else asks
+    /// ([`DefaultEffect::ReadOnly`] with `ask_before_run`).
     pub fn builtin_default() -> Self {
-        AgentProfile {
+        let mut p = AgentProfile {
             description: "Main desktop assistant".into(),
             ..AgentProfile::default()
-        }
+        };
+        p.sandbox.default_effect = DefaultEffect::ReadOnly;
+        p.sandbox.ask_before_run = true;
+        p
     }
 }
 

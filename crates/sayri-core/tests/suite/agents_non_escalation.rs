@@ -10,7 +10,7 @@ use sayri_core::domain::agents::{ChainError, effective_profile, narrowings, reso
 use sayri_core::domain::permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate,
 };
-use sayri_core::domain::profile::{AgentProfile, RawRule, secret_key};
+use sayri_core::domain::profile::{AgentProfile, DefaultEffect, RawRule, secret_key};
 
 fn rule(resource: &str, effect: &str) -> RawRule {
     RawRule {
@@ -69,6 +69,23 @@ fn a_child_rule_never_loosens_a_creator_rule() {
     assert_eq!(decide(&e, "ls").effect, Effect::Allow);
     assert_eq!(decide(&e, "curl http://x").effect, Effect::Deny);
     assert_eq!(decide(&e, "git push").effect, Effect::Ask);
+}
+
+#[test]
+fn a_creators_default_binds_its_child() {
+    // The built-in `default` agent asks before anything that is not read-only; a child it
+    // created with a permissive default of its own still asks.
+    let mut boss = agent("default", None, SandboxLevel::HostUser);
+    boss.sandbox.default_effect = DefaultEffect::ReadOnly;
+    boss.sandbox.ask_before_run = true;
+    let mut kid = agent("kid", Some("default"), SandboxLevel::HostUser);
+    kid.sandbox.default_effect = DefaultEffect::Allow;
+    let e = effective_profile(&kid, &[boss]);
+    assert_eq!(e.sandbox.default_effect, DefaultEffect::ReadOnly);
+    let d = decide(&e, "touch notes.txt");
+    assert_eq!(d.effect, Effect::Ask, "{}", d.reason);
+    assert!(d.reason.contains("its creator default"), "{}", d.reason);
+    assert_eq!(decide(&e, "ls -la").effect, Effect::Allow);
 }
 
 #[test]
@@ -226,9 +243,24 @@ fn rules() -> impl Strategy<Value = Vec<RawRule>> {
     prop::collection::vec(one, 0..5)
 }
 
+fn default_effect() -> impl Strategy<Value = DefaultEffect> {
+    prop::sample::select(vec![
+        DefaultEffect::Allow,
+        DefaultEffect::ReadOnly,
+        DefaultEffect::Ask,
+        DefaultEffect::Deny,
+    ])
+}
+
 fn profile(id: &'static str) -> impl Strategy<Value = AgentProfile> {
     (
-        (level(), any::<bool>(), any::<bool>(), 1u64..60),
+        (
+            level(),
+            any::<bool>(),
+            any::<bool>(),
+            1u64..60,
+            default_effect(),
+        ),
         (
             subset(SECRETS),
             allow_list(TOOLS),
@@ -242,8 +274,13 @@ fn profile(id: &'static str) -> impl Strategy<Value = AgentProfile> {
         ),
     )
         .prop_map(
-            move |((lvl, ask, net, timeout), (secrets, tools, skills, plugins), (bins, r, dir))| {
+            move |(
+                (lvl, ask, net, timeout, dflt),
+                (secrets, tools, skills, plugins),
+                (bins, r, dir),
+            )| {
                 let mut p = agent(id, None, lvl);
+                p.sandbox.default_effect = dflt;
                 p.sandbox.ask_before_run = ask;
                 p.sandbox.allow_network = net;
                 p.sandbox.timeout_seconds = timeout;
@@ -311,7 +348,16 @@ fn escalations(child: &AgentProfile, creator: &AgentProfile) -> Vec<String> {
     {
         out.push(format!("workspace {d}"));
     }
-    for cmd in COMMANDS {
+    if c.default_effect < p.default_effect {
+        out.push(format!(
+            "default {:?} < {:?}",
+            c.default_effect, p.default_effect
+        ));
+    }
+    // Decisions compare at one level: at a lower level the same command is more confined
+    // (a level-2 child runs in a sandbox what its level-3 creator would ask about on the host).
+    let same_level = c.level == p.level;
+    for cmd in COMMANDS.iter().filter(|_| same_level) {
         let (dc, dp) = (decide(child, cmd), decide(creator, cmd));
         if dc.effect < dp.effect {
             out.push(format!(

@@ -123,6 +123,9 @@ pub struct Fields {
     /// Network at levels 1–2.
     #[arg(long, value_name = "yes|no", value_parser = clap::builder::BoolishValueParser::new())]
     pub network: Option<bool>,
+    /// What a command no rule matches gets: allow, read_only, ask or deny.
+    #[arg(long)]
+    pub default_effect: Option<String>,
     /// Per-command timeout in seconds.
     #[arg(long)]
     pub timeout: Option<u64>,
@@ -225,6 +228,7 @@ impl Fields {
             sandbox_level: self.level.clone(),
             ask_before_run: self.ask_before_run,
             allow_network: self.network,
+            default_effect: self.default_effect.clone(),
             timeout_seconds: self.timeout,
             blocked_binaries: csv(&self.blocked),
             permission_rules: rules,
@@ -404,6 +408,11 @@ fn print_profile(w: &AgentProfile, e: &AgentProfile, l: &Listed, files: &FileAge
     }
     let s = &e.sandbox;
     println!("  level:     {}", s.level);
+    let default_effect = serde_json::to_value(s.default_effect).unwrap_or_default();
+    println!(
+        "  commands no rule matches: {}",
+        default_effect.as_str().unwrap_or("?")
+    );
     println!(
         "  ask before run: {}   network: {}   timeout: {} s",
         s.ask_before_run, s.allow_network, s.timeout_seconds

@@ -15,6 +15,7 @@ mod peer_cred;
 mod permission_cards;
 pub mod permission_rig;
 mod permissions_check_cli;
+mod permissions_exec_in_arguments;
 mod protocol_status;
 pub mod scripted_turns;
 mod secret_redaction_ipc;

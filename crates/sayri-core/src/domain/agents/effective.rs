@@ -10,6 +10,7 @@
 //! | `sandbox.level` | `min(c, p)` |
 //! | permission rules | `p`'s rule layers, then `c`'s own; a later layer only tightens |
 //! | `sandbox.ask_before_run` | `c || p` |
+//! | `sandbox.default_effect` | the stricter (`allow < read_only < ask < deny`) |
 //! | `sandbox.allow_network` | `c && p` |
 //! | `sandbox.blocked_binaries` | `c ∪ p` |
 //! | `sandbox.timeout_seconds` | `min(c, p)` |
@@ -85,10 +86,12 @@ fn narrowed_by(child: &AgentProfile, p: &AgentProfile) -> AgentProfile {
         agent_id: p.id.clone(),
         blocked_binaries: p.sandbox.blocked_binaries.clone(),
         permission_rules: p.sandbox.permission_rules.clone(),
+        default_effect: p.sandbox.default_effect,
     });
     let (s, ps) = (&mut e.sandbox, &p.sandbox);
     s.level = s.level.min(ps.level);
     s.ask_before_run |= ps.ask_before_run;
+    s.default_effect = s.default_effect.max(ps.default_effect);
     s.allow_network &= ps.allow_network;
     s.timeout_seconds = s.timeout_seconds.min(ps.timeout_seconds);
     for b in &ps.blocked_binaries {
@@ -304,6 +307,11 @@ pub fn narrowings(written: &AgentProfile, effective: &AgentProfile) -> Vec<Narro
         es.ask_before_run.to_string(),
     );
     add(
+        "sandbox.default_effect",
+        effect_name(ws.default_effect),
+        effect_name(es.default_effect),
+    );
+    add(
         "sandbox.allow_network",
         ws.allow_network.to_string(),
         es.allow_network.to_string(),
@@ -381,6 +389,14 @@ pub fn narrowings(written: &AgentProfile, effective: &AgentProfile) -> Vec<Narro
         effective.model.model_name.clone(),
     );
     out
+}
+
+/// `read_only`, `ask`, … as profile files spell it.
+fn effect_name(d: crate::domain::profile::DefaultEffect) -> String {
+    serde_json::to_value(d)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
 }
 
 fn list(items: &[String], empty: &str) -> String {

@@ -308,6 +308,12 @@ impl Rule {
         self.pattern.intersects_glob(glob)
     }
 
+    /// Whether some value matched by this rule could be a value of the run-time `shape` (see
+    /// [`Pattern::intersects_shape`]).
+    pub fn intersects_shape(&self, shape: &str) -> bool {
+        self.pattern.intersects_shape(shape)
+    }
+
     /// Whether the resource is the match-everything `*`.
     pub fn is_match_all(&self) -> bool {
         self.pattern.is_match_all()

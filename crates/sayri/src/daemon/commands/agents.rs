@@ -30,6 +30,7 @@ pub fn agent_json(a: &AgentProfile) -> Value {
         "sandbox": {
             "level": a.sandbox.level, "timeout_seconds": a.sandbox.timeout_seconds,
             "allow_network": a.sandbox.allow_network, "ask_before_run": a.sandbox.ask_before_run,
+            "default_effect": a.sandbox.default_effect,
         },
         "allowed_skills": a.allowed_skills, "allowed_plugins": a.allowed_plugins,
         "allowed_tools": a.allowed_tools, "allowed_secrets": a.allowed_secrets,
@@ -148,6 +149,13 @@ fn apply(a: &mut AgentProfile, p: &AgentSaveParams) -> Result<(), ProtocolError>
         a.sandbox.level = level
             .parse::<SandboxLevel>()
             .map_err(|e| invalid(e.to_string()))?;
+    }
+    if let Some(d) = &p.default_effect {
+        a.sandbox.default_effect = serde_json::from_value(json!(d.trim())).map_err(|_| {
+            invalid(format!(
+                "unknown default_effect {d:?}: use allow, read_only, ask or deny"
+            ))
+        })?;
     }
     if let Some(t) = p.timeout_seconds {
         a.sandbox.timeout_seconds = if t == 0 { 10 } else { t };
