@@ -287,6 +287,7 @@ impl SayriCore {
                 generation,
             };
             let first_request = request.text.clone();
+            let agent = request.agent.clone();
             let outcome = engine.run_turn(request, &gsink).await;
             {
                 let mut g = lock(&inner);
@@ -307,7 +308,7 @@ impl SayriCore {
                 let engine = engine.clone();
                 let sid = outcome.session_id.clone();
                 tokio::spawn(async move {
-                    engine.generate_title(&sid, &first_request).await;
+                    engine.generate_title(&agent, &sid, &first_request).await;
                 });
             }
             let _ = tx.send(outcome);

@@ -465,13 +465,19 @@ impl AgentEngine {
         s
     }
 
-    /// Generates a 3–4 word title for a session from its first request with a
-    /// short streamed request, and stores it if the title is still the initial one. Returns
-    /// the title set, or `None` (errors are ignored: a title is cosmetic).
-    pub async fn generate_title(&self, session_id: &str, first_request: &str) -> Option<String> {
+    /// Generates a 3–4 word title for a session of `agent` from its first request with a
+    /// short streamed request to the agent's model (an agent with an endpoint of its own never
+    /// sends its requests elsewhere), and stores it if the title is still the initial one.
+    /// Returns the title set, or `None` (errors are ignored: a title is cosmetic).
+    pub async fn generate_title(
+        &self,
+        agent: &AgentProfile,
+        session_id: &str,
+        first_request: &str,
+    ) -> Option<String> {
         let settings = self.settings();
         let request = ChatRequest {
-            model: settings.model.clone(),
+            model: subagents::model_name(agent, &settings),
             messages: vec![
                 ChatMessage::new(
                     Role::System,
@@ -486,7 +492,7 @@ impl AgentEngine {
             max_tokens: Some(15),
             tools: None,
         };
-        let mut stream = self.ports.model.stream_chat(request);
+        let mut stream = self.chat_model_for(agent).stream_chat(request);
         let mut text = String::new();
         let collect = async {
             while let Some(item) = stream.next().await {
@@ -574,12 +580,7 @@ impl<'a> Turn<'a> {
         let level = req.level.min(req.agent.sandbox.level);
         let mut profile = (*req.agent).clone();
         profile.sandbox.level = level;
-        let model = if profile.model.model_name.is_empty() || profile.model.model_name == "default"
-        {
-            settings.model.clone()
-        } else {
-            profile.model.model_name.clone()
-        };
+        let model = subagents::model_name(&profile, &settings);
         let max_tokens = profile.model.max_tokens.or(settings.max_tokens);
         Turn {
             engine,

@@ -180,6 +180,42 @@ fn a_delegated_turn_uses_the_sub_agents_model_level_rules_and_secrets() {
         last_message(&lead_bodies[1])
     );
     assert!(system_of(&lead_bodies[0]).contains("Sub-agents: scout (Looks around)."));
+
+    // Talking to the sub-agent directly runs it the same way: its endpoint and model, its
+    // creator's level and secrets.
+    let before = scout_llm.llm.chat_bodies().len();
+    let id = p.send(
+        "ask",
+        json!({"text": "direct question", "agent_id": "scout", "new": true, "timeout": 60}),
+    );
+    assert_eq!(p.response(id)["text"], "Scout report: checked.");
+    let direct: Vec<Value> = scout_llm.llm.chat_bodies().split_off(before);
+    let direct: Vec<&Value> = direct.iter().filter(|b| !is_title_request(b)).collect();
+    assert_eq!(last_message(direct[0]), "direct question");
+    assert_eq!(direct[0]["model"], "scout-model");
+    let obs = last_message(direct[1]);
+    assert!(
+        obs.contains("HAS_TOKEN") && obs.contains("NO_OTHER"),
+        "{obs}"
+    );
+    assert!(!marker.exists());
+    // Even the session title is asked of the sub-agent's own model, never the provider.
+    let titled = super::support::eventually(std::time::Duration::from_secs(10), || {
+        scout_llm
+            .llm
+            .chat_bodies()
+            .iter()
+            .any(|b| is_title_request(b) && b.to_string().contains("direct question"))
+    });
+    assert!(titled, "no title request reached the sub-agent's endpoint");
+    assert!(
+        !provider
+            .llm
+            .chat_bodies()
+            .iter()
+            .any(|b| b.to_string().contains("direct question")),
+        "the provider saw a request of the sub-agent"
+    );
 }
 
 /// A sub-agent's command that its creator's rules ask about raises a card naming the

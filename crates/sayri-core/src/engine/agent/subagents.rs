@@ -63,6 +63,16 @@ impl AgentEngine {
     }
 }
 
+/// The model name a request of `agent` sends: its own, or the provider's for `"default"`.
+pub(super) fn model_name(agent: &AgentProfile, settings: &super::EngineSettings) -> String {
+    let own = agent.model.model_name.trim();
+    if own.is_empty() || own == "default" {
+        settings.model.clone()
+    } else {
+        own.to_string()
+    }
+}
+
 /// A model that answers every request with one error.
 struct FailingModel(ChatError);
 
