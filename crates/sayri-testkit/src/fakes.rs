@@ -19,7 +19,9 @@
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
 use sayri_core::engine::broker::{PermissionRequest, PermissionSink};
-use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
+use sayri_core::engine::gate::{
+    Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind,
+};
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::ports::{
     Approval, ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock,
@@ -200,16 +202,38 @@ impl Sandbox for RecordingSandbox {
 
 /// A [`PermissionGate`] that allows everything, or with [`RecordingGate::deny`] refuses
 /// everything (as [`RefusalKind::NoApprover`] when no approver is available, else
-/// [`RefusalKind::Denied`]); records every question.
+/// [`RefusalKind::Denied`]); records every question and every confirmation (which it answers
+/// like a person saying "Allow", or "Deny" with `deny`).
 #[derive(Default)]
 pub struct RecordingGate {
     /// Refuse every command.
     pub deny: bool,
     /// Every question, in order.
     pub asked: Mutex<Vec<GateRequest>>,
+    /// Every confirmation asked for (e.g. creating an agent), in order.
+    pub confirmed: Mutex<Vec<Confirmation>>,
 }
 
 impl PermissionGate for RecordingGate {
+    fn confirm(
+        &self,
+        change: Confirmation,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'_, GateVerdict> {
+        lock(&self.confirmed).push(change);
+        let verdict = if self.deny {
+            GateVerdict::Refuse {
+                kind: RefusalKind::NotApproved,
+                message: "a person said no".into(),
+            }
+        } else {
+            GateVerdict::Allow {
+                reason: "test".into(),
+            }
+        };
+        Box::pin(std::future::ready(verdict))
+    }
+
     fn authorize(
         &self,
         request: GateRequest,

@@ -1,5 +1,6 @@
 //! Pure domain logic: no I/O here.
 
+pub mod agents;
 pub mod codeblock;
 pub mod config;
 pub mod history;

@@ -29,16 +29,19 @@ use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
 use crate::ports::{
-    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest, ExecResult,
-    ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox, SessionSeed,
-    SessionStore, ToolCallRecord, Usage,
+    AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
+    ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
+    SessionSeed, SessionStore, ToolCallRecord, Usage,
 };
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use sayri_protocol::SandboxLevel;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+mod subagents;
 
 /// Engine-wide settings (from `sayri.toml`'s `provider.*`; the daemon maps them).
 #[derive(Debug, Clone, PartialEq)]
@@ -156,6 +159,8 @@ pub struct AgentEngine {
     ports: EnginePorts,
     settings: RwLock<EngineSettings>,
     skills: RwLock<Vec<SkillSummary>>,
+    /// Stored agents, for delegation and creation (set by the core; without it neither happens).
+    agents: RwLock<Option<Arc<dyn AgentDirectory>>>,
 }
 
 /// One model step's result.
@@ -240,6 +245,7 @@ impl AgentEngine {
             ports,
             settings: RwLock::new(settings),
             skills: RwLock::new(Vec::new()),
+            agents: RwLock::new(None),
         }
     }
 
@@ -278,35 +284,51 @@ impl AgentEngine {
     /// the turn is cancelled. Never panics on model, sandbox or store failures: they become
     /// `error` in the outcome.
     pub async fn run_turn(&self, req: TurnRequest, sink: &dyn EventSink) -> TurnOutcome {
-        let title = req
-            .title_if_new
-            .clone()
-            .unwrap_or_else(|| cut_chars(req.text.trim(), 30));
-        let mut turn = Turn::new(self, &req, &title, sink);
-        let mut messages = match turn.start() {
-            Ok(messages) => messages,
-            Err(out) => return out,
-        };
-        let mut outcome = None;
-        for call in 1..=turn.max_calls {
-            if let Some(out) = turn.step(call, &mut messages).await {
-                outcome = Some(out);
-                break;
+        self.run_turn_at(req, sink, 0).await
+    }
+
+    /// [`AgentEngine::run_turn`] for a turn `depth` delegations below the person's own (boxed:
+    /// a delegated turn runs inside its delegating turn).
+    fn run_turn_at<'a>(
+        &'a self,
+        req: TurnRequest,
+        sink: &'a dyn EventSink,
+        depth: usize,
+    ) -> BoxFuture<'a, TurnOutcome> {
+        Box::pin(async move {
+            let title = req
+                .title_if_new
+                .clone()
+                .unwrap_or_else(|| cut_chars(req.text.trim(), 30));
+            let mut turn = Turn::new(self, &req, &title, sink, depth);
+            let mut messages = match turn.start() {
+                Ok(messages) => messages,
+                Err(out) => return out,
+            };
+            let mut outcome = turn.requests_about_agents().await;
+            if outcome.is_none() {
+                for call in 1..=turn.max_calls {
+                    if let Some(out) = turn.step(call, &mut messages).await {
+                        outcome = Some(out);
+                        break;
+                    }
+                }
             }
-        }
-        turn.journal_end();
-        // `None` is unreachable in practice: the last call always finishes in `Turn::step`.
-        outcome.unwrap_or_else(|| std::mem::take(&mut turn.out))
+            turn.journal_end();
+            // `None` is unreachable in practice: the last call always finishes in `Turn::step`.
+            outcome.unwrap_or_else(|| std::mem::take(&mut turn.out))
+        })
     }
 
     async fn stream_step(
         &self,
+        model: &dyn ChatModel,
         request: ChatRequest,
         sink: &TurnSink<'_>,
         cancel: &CancellationToken,
         separate: bool,
     ) -> StepEnd {
-        let mut stream = self.ports.model.stream_chat(request);
+        let mut stream = model.stream_chat(request);
         let mut filter = DeltaFilter::default();
         let mut step = Step {
             answer: String::new(),
@@ -377,6 +399,9 @@ impl AgentEngine {
                 "Refused: this agent runs at LEVEL_0_NO_EXEC (conversation only); nothing is executed.".into(),
             );
         }
+        if let Some(why) = subagents::without_bash(profile) {
+            return refused(why);
+        }
         if cancel.is_cancelled() {
             return refused(INTERRUPTED.into());
         }
@@ -442,13 +467,19 @@ impl AgentEngine {
         s
     }
 
-    /// Generates a 3–4 word title for a session from its first request with a
-    /// short streamed request, and stores it if the title is still the initial one. Returns
-    /// the title set, or `None` (errors are ignored: a title is cosmetic).
-    pub async fn generate_title(&self, session_id: &str, first_request: &str) -> Option<String> {
+    /// Generates a 3–4 word title for a session of `agent` from its first request with a
+    /// short streamed request to the agent's model (an agent with an endpoint of its own never
+    /// sends its requests elsewhere), and stores it if the title is still the initial one.
+    /// Returns the title set, or `None` (errors are ignored: a title is cosmetic).
+    pub async fn generate_title(
+        &self,
+        agent: &AgentProfile,
+        session_id: &str,
+        first_request: &str,
+    ) -> Option<String> {
         let settings = self.settings();
         let request = ChatRequest {
-            model: settings.model.clone(),
+            model: subagents::model_name(agent, &settings),
             messages: vec![
                 ChatMessage::new(
                     Role::System,
@@ -463,7 +494,7 @@ impl AgentEngine {
             max_tokens: Some(15),
             tools: None,
         };
-        let mut stream = self.ports.model.stream_chat(request);
+        let mut stream = self.chat_model_for(agent).stream_chat(request);
         let mut text = String::new();
         let collect = async {
             while let Some(item) = stream.next().await {
@@ -520,6 +551,10 @@ struct Turn<'a> {
     level: SandboxLevel,
     /// The model name sent to the provider.
     model: String,
+    /// The agent's model: the provider's, or its own endpoint's.
+    chat: Arc<dyn ChatModel>,
+    /// Delegations above this turn (0 for the person's own agent).
+    depth: usize,
     max_tokens: Option<u32>,
     max_calls: usize,
     /// Whether an earlier step streamed prose (the next step's prose is separated from it).
@@ -543,17 +578,13 @@ impl<'a> Turn<'a> {
         req: &'a TurnRequest,
         title: &'a str,
         sink: &'a dyn EventSink,
+        depth: usize,
     ) -> Turn<'a> {
         let settings = engine.settings();
         let level = req.level.min(req.agent.sandbox.level);
         let mut profile = (*req.agent).clone();
         profile.sandbox.level = level;
-        let model = if profile.model.model_name.is_empty() || profile.model.model_name == "default"
-        {
-            settings.model.clone()
-        } else {
-            profile.model.model_name.clone()
-        };
+        let model = subagents::model_name(&profile, &settings);
         let max_tokens = profile.model.max_tokens.or(settings.max_tokens);
         Turn {
             engine,
@@ -568,6 +599,8 @@ impl<'a> Turn<'a> {
                 cancel: &req.cancel,
             },
             max_calls: profile.max_model_calls(),
+            chat: engine.chat_model_for(&profile),
+            depth,
             profile: Arc::new(profile),
             level,
             model,
@@ -609,7 +642,8 @@ impl<'a> Turn<'a> {
             Err(e) => return Err(self.fail(None, e.to_string())),
         };
         self.journal_start(request_id);
-        let system = self.engine.system_prompt(&self.profile, self.level);
+        let mut system = self.engine.system_prompt(&self.profile, self.level);
+        system.push_str(&self.delegation_prompt());
         Ok(history::build_messages(
             &system,
             &past,
@@ -682,7 +716,13 @@ impl<'a> Turn<'a> {
         self.out.model_calls += 1;
         let step = match self
             .engine
-            .stream_step(request, &self.sink, &self.req.cancel, self.streamed_any)
+            .stream_step(
+                self.chat.as_ref(),
+                request,
+                &self.sink,
+                &self.req.cancel,
+                self.streamed_any,
+            )
             .await
         {
             StepEnd::Done(s) => s,
@@ -708,6 +748,12 @@ impl<'a> Turn<'a> {
         if !last_step && let Some(q) = codeblock::history_search(&step.answer) {
             self.answer_history_search(&step, &q, messages);
             return None;
+        }
+        if !last_step && let Some(d) = subagents::delegation_first(&step.answer) {
+            return match self.delegate(&step, d, reasoning, now, messages).await {
+                Observed::Continue => None,
+                Observed::End(out) => Some(out),
+            };
         }
         let blocks = codeblock::command_blocks(&step.answer);
         if let Some(first) = blocks.first() {

@@ -1,5 +1,6 @@
 //! Port traits: the only way `sayri-core` reaches the outside world.
 
+pub mod agents;
 pub mod approvals;
 pub mod chat;
 pub mod clock;
@@ -7,10 +8,11 @@ pub mod redact;
 pub mod sandbox;
 pub mod store;
 
+pub use agents::{AgentDirectory, StaticAgents, effective_agent, sub_agents};
 pub use approvals::{Approval, ApprovalStore, StoreError};
 pub use chat::{
-    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason, Role,
-    Usage,
+    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason,
+    ModelEndpoint, Role, Usage,
 };
 pub use clock::Clock;
 pub use redact::{NoSecrets, Redactor};

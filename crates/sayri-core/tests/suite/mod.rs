@@ -1,3 +1,5 @@
+mod agents_non_escalation;
+mod agents_turn;
 mod assistant;
 mod config_values_property;
 mod engine_rig;

@@ -2,6 +2,7 @@
 //! client slot, and the sandbox that hands an agent its allowed secrets.
 
 use crate::agents::FileAgents;
+use crate::brain::endpoints::AgentEndpoints;
 use crate::brain::{PROVIDER_KEY, lock, redactor_for, settings};
 use crate::daemon::broadcast::Broadcaster;
 use futures::StreamExt;
@@ -10,8 +11,8 @@ use sayri_core::domain::config::Config;
 use sayri_core::engine::broker::{PermissionRequest, PermissionSink};
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::ports::{
-    ChatError, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest, ExecResult, Redactor,
-    Sandbox,
+    ChatError, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest, ExecResult, ModelEndpoint,
+    Redactor, Sandbox,
 };
 use sayri_llm::OpenAiClient;
 use sayri_sandbox::LinuxSandbox;
@@ -73,9 +74,12 @@ impl PermissionSink for BroadcastSink {
     }
 }
 
-/// The provider client, rebuilt when `provider.*` settings or the provider key change.
+/// The provider client, rebuilt when `provider.*` settings or the provider key change; and,
+/// once [`ReloadableModel::set_endpoints`] is called, the clients of agents with a model
+/// endpoint of their own.
 pub struct ReloadableModel {
     current: RwLock<Arc<dyn ChatModel>>,
+    endpoints: std::sync::OnceLock<Arc<AgentEndpoints>>,
 }
 
 impl ReloadableModel {
@@ -83,7 +87,18 @@ impl ReloadableModel {
     pub fn new(client: Arc<dyn ChatModel>) -> Self {
         ReloadableModel {
             current: RwLock::new(client),
+            endpoints: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Lets agents use their own endpoints (without it, such an agent's turn fails saying so).
+    pub fn set_endpoints(&self, endpoints: Arc<AgentEndpoints>) {
+        let _ = self.endpoints.set(endpoints);
+    }
+
+    /// The agents' endpoints, if set.
+    pub fn endpoints(&self) -> Option<&Arc<AgentEndpoints>> {
+        self.endpoints.get()
     }
 
     /// Replaces the client; running streams keep the old one.
@@ -102,6 +117,16 @@ impl ReloadableModel {
 impl ChatModel for ReloadableModel {
     fn stream_chat(&self, request: ChatRequest) -> ChatStream {
         self.get().stream_chat(request)
+    }
+
+    fn at_endpoint(&self, endpoint: &ModelEndpoint) -> Result<Arc<dyn ChatModel>, ChatError> {
+        match self.endpoints.get() {
+            Some(e) => e.model_for(endpoint),
+            None => Err(ChatError::Config(format!(
+                "this agent has a model endpoint of its own ({}), which this Sayri cannot use",
+                endpoint.base_url
+            ))),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! | port | adapter |
 //! |---|---|
-//! | `ChatModel` | [`ReloadableModel`] around `sayri_llm::OpenAiClient` (rebuilt on `provider.*` changes) |
+//! | `ChatModel` | [`ReloadableModel`] around `sayri_llm::OpenAiClient` (rebuilt on `provider.*` changes; agents with their own `model.base_url` get a client from [`endpoints::AgentEndpoints`]) |
 //! | `Sandbox` | [`SecretsSandbox`] around `sayri_sandbox::LinuxSandbox` (adds the agent's allowed secrets) |
 //! | `PermissionGate` | `sayri_core::engine::rules_gate::RulesGate` with the `PermissionBroker` |
 //! | `SessionStore`, `ApprovalStore` | `sayri_store::Store` (`$STATE/sessions.db`) |
@@ -21,6 +21,7 @@
 //! start the sandbox probe in the background.
 
 pub mod adapters;
+pub mod endpoints;
 pub mod settings;
 
 use crate::agents::FileAgents;
@@ -110,6 +111,11 @@ impl Brain {
         let sandbox = Arc::new(LinuxSandbox::new(settings::sandbox_settings(paths, cfg)));
         let agents = Arc::new(FileAgents::new(paths.agents_dir()));
         let vault = Arc::new(Mutex::new(secrets.vault));
+        model.set_endpoints(Arc::new(endpoints::AgentEndpoints::new(
+            cfg,
+            vault.clone(),
+            redactor_port.clone(),
+        )));
         let sink = BroadcastSink(broadcaster);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let broker = Arc::new(
@@ -194,6 +200,9 @@ impl Brain {
                 .or_else(|| Some(cfg.provider.api_key.clone()).filter(|k| !k.is_empty())),
             Arc::new(self.redactor.clone()),
         ));
+        if let Some(e) = self.model.endpoints() {
+            e.config_changed(cfg);
+        }
         self.core
             .engine()
             .set_settings(settings::engine_settings(cfg));

@@ -4,6 +4,7 @@
 //! Client commands connect to the daemon, starting it in the background when it is not running
 //! (see [`autostart`]), unless `--no-start` is given.
 
+pub mod agents;
 pub mod ask;
 pub mod autostart;
 pub mod config;
@@ -75,6 +76,12 @@ pub enum Command {
         /// Agent, session and timeout.
         #[command(flatten)]
         options: ask::AskOptions,
+    },
+    /// Agents: list, show, use, create (from flags or a sentence), edit, delete, detach.
+    Agents {
+        /// What to do.
+        #[command(subcommand)]
+        action: Box<agents::AgentsAction>,
     },
     /// List, show, rename or delete conversations.
     Sessions {
@@ -157,6 +164,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
         }
         Command::Prompt { action } => return local::prompt(&paths, action).map(|()| 0),
+        Command::Agents { action } if action.is_local() => {
+            return agents::run_local(&paths, *action);
+        }
         Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),
         Command::Permissions { action } if !action.needs_daemon() => {
             paths.ensure_dirs()?;
@@ -192,6 +202,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Interrupt => done(ask::run_interrupt(&paths).await),
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
+            Command::Agents { action } => agents::run(&paths, start, *action).await,
             Command::Models { action } => done(local::models(&paths, action).await),
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),

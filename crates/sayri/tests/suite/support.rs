@@ -24,6 +24,9 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     /// The config dir is found through `XDG_CONFIG_HOME` (no `SAYRI_CONFIG_DIR`).
     pub xdg_config: bool,
+    /// The config dir is the standard `$HOME/.config/sayri` (no `SAYRI_CONFIG_DIR`, no
+    /// `XDG_CONFIG_HOME`), where the baseline policy protects it.
+    pub home_config: bool,
 }
 
 impl Env {
@@ -36,8 +39,16 @@ impl Env {
         env.xdg_config = true;
         env
     }
+    /// As [`Env::new_in`], with the config dir at the standard `$HOME/.config/sayri`.
+    pub fn with_home_config(base: &str) -> Env {
+        let mut env = Env::new_in(base);
+        env.home_config = true;
+        env
+    }
     pub fn config_dir(&self) -> PathBuf {
-        if self.xdg_config {
+        if self.home_config {
+            self.dir.path().join(".config/sayri")
+        } else if self.xdg_config {
             self.xdg_config_home().join("sayri")
         } else {
             self.dir.path().join("config")
@@ -62,7 +73,10 @@ impl Env {
     /// `program` with this environment (the directories, `HOME`, no runtime dir).
     pub fn cmd_for(&self, program: &Path) -> Command {
         let mut c = Command::new(program);
-        if self.xdg_config {
+        if self.home_config {
+            c.env_remove("SAYRI_CONFIG_DIR")
+                .env_remove("XDG_CONFIG_HOME");
+        } else if self.xdg_config {
             c.env_remove("SAYRI_CONFIG_DIR")
                 .env("XDG_CONFIG_HOME", self.xdg_config_home());
         } else {
@@ -307,6 +321,7 @@ impl Env {
                 .tempdir_in(base)
                 .unwrap(),
             xdg_config: false,
+            home_config: false,
         }
     }
 }

@@ -10,7 +10,10 @@
 //!    `read`/`write`/`web` targets ([`super::targets`]) are subjects too. Other actions are one
 //!    subject: the resource.
 //! 2. **Agent layer** per subject: the agent's `blocked_binaries` (as deny rules for the program
-//!    with any arguments), then its `permission_rules` — the **last** matching rule wins. Deny
+//!    with any arguments), then its `permission_rules` — the **last** matching rule wins. An
+//!    agent with a creator has one such layer per creator before its own, each with its own
+//!    default (step 4); the strictest of the layers' verdicts wins, so its own rules only
+//!    tighten what its creators allow. Deny
 //!    and ask rules match the base name and the written path of a command word; allow rules match
 //!    the base name only for programs in the system directories (`/bin`, `/usr/bin`, `/sbin`,
 //!    `/usr/sbin`, `/usr/local/bin`, `/usr/local/sbin`), otherwise the written path, so
@@ -87,6 +90,69 @@ pub struct AgentRules {
     /// `sandbox.default_effect`: what happens when no agent rule matches at levels 1–4.
     pub default_effect: DefaultEffect,
     rules: Vec<Rule>,
+    /// The rule layers inherited from the agent's creators, outermost first.
+    creator_layers: Vec<CreatorLayer>,
+}
+
+/// A creator's layer: its rules and its default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CreatorLayer {
+    agent_id: String,
+    rules: Vec<Rule>,
+    default_effect: DefaultEffect,
+}
+
+/// What one rule layer says about one subject.
+struct LayerSay<'a> {
+    /// The last matching rule of the layer.
+    hit: Option<&'a Rule>,
+    /// When no rule matched: the layer's default for the subject (`None`: it says nothing).
+    default: Option<Effect>,
+    /// A stricter rule after `hit` (or any, when none matched) that a run-time value of the
+    /// subject could match.
+    doubt: Option<&'a Rule>,
+    /// The layer's default setting, and the creator it belongs to (`None`: the agent's own).
+    default_effect: DefaultEffect,
+    creator: Option<&'a str>,
+}
+
+impl LayerSay<'_> {
+    fn effect(&self) -> Option<Effect> {
+        self.hit.map(|r| r.effect).or(self.default)
+    }
+}
+
+/// One rule layer: every blocked program as deny rules (the program alone and with any
+/// arguments), then the permission rules.
+fn rule_layer(
+    blocked: &[String],
+    raw: &[crate::domain::profile::RawRule],
+    blocked_source: Source,
+    rule_source: Source,
+) -> Result<Vec<Rule>, RuleError> {
+    let mut rules = Vec::new();
+    for (i, bin) in blocked.iter().enumerate() {
+        let name = bin.trim();
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(RuleError {
+                index: i,
+                source_label: blocked_source.label(),
+                rule: format!("{bin:?}"),
+                problem: "a blocked binary must be one program name".into(),
+            });
+        }
+        for pattern in [name.to_string(), format!("{name} *")] {
+            rules.push(Rule::new(
+                Action::Shell,
+                &pattern,
+                Effect::Deny,
+                blocked_source.clone(),
+                i,
+            ));
+        }
+    }
+    rules.extend(rules_from_raw(raw, &rule_source)?);
+    Ok(rules)
 }
 
 impl AgentRules {
@@ -96,36 +162,32 @@ impl AgentRules {
     /// [`RuleError`] naming the first malformed `permission_rules` entry or an empty
     /// `blocked_binaries` entry.
     pub fn from_profile(profile: &AgentProfile) -> Result<Self, RuleError> {
-        let mut rules = Vec::new();
-        for (i, bin) in profile.sandbox.blocked_binaries.iter().enumerate() {
-            let name = bin.trim();
-            if name.is_empty() || name.contains(char::is_whitespace) {
-                return Err(RuleError {
-                    index: i,
-                    source_label: "blocked_binaries".into(),
-                    rule: format!("{bin:?}"),
-                    problem: "a blocked binary must be one program name".into(),
-                });
-            }
-            rules.push(Rule::new(
-                Action::Shell,
-                name,
-                Effect::Deny,
-                Source::BlockedBinaries,
-                i,
-            ));
-            rules.push(Rule::new(
-                Action::Shell,
-                &format!("{name} *"),
-                Effect::Deny,
-                Source::BlockedBinaries,
-                i,
-            ));
-        }
-        rules.extend(rules_from_raw(
+        let rules = rule_layer(
+            &profile.sandbox.blocked_binaries,
             &profile.sandbox.permission_rules,
-            &Source::Agent,
-        )?);
+            Source::BlockedBinaries,
+            Source::Agent,
+        )?;
+        let creator_layers = profile
+            .creator_rules
+            .iter()
+            .map(|c| {
+                let source = |blocked_binaries| Source::Creator {
+                    agent_id: c.agent_id.clone(),
+                    blocked_binaries,
+                };
+                Ok(CreatorLayer {
+                    agent_id: c.agent_id.clone(),
+                    rules: rule_layer(
+                        &c.blocked_binaries,
+                        &c.permission_rules,
+                        source(true),
+                        source(false),
+                    )?,
+                    default_effect: c.default_effect,
+                })
+            })
+            .collect::<Result<_, RuleError>>()?;
         Ok(AgentRules {
             agent_id: profile.id.clone(),
             agent_name: profile.name.clone(),
@@ -133,6 +195,7 @@ impl AgentRules {
             ask_before_run: profile.sandbox.ask_before_run,
             default_effect: profile.sandbox.default_effect,
             rules,
+            creator_layers,
         })
     }
 
@@ -151,22 +214,88 @@ impl AgentRules {
         &self.rules
     }
 
-    /// The effect for a command no agent rule matches; `read_only` says whether the read-only
-    /// table classifies it as only reading.
-    fn default_for(&self, level: SandboxLevel, read_only: bool) -> Effect {
-        match (level, self.default_effect) {
-            (SandboxLevel::NoExec, _) => Effect::Deny,
-            (_, DefaultEffect::Allow) => Effect::Allow,
-            (_, DefaultEffect::Ask) => Effect::Ask,
-            (_, DefaultEffect::Deny) => Effect::Deny,
-            (_, DefaultEffect::ReadOnly) if read_only || !on_host(level) => Effect::Allow,
-            (_, DefaultEffect::ReadOnly) => Effect::Ask,
+    /// The agent layer's say on `s`: in each rule layer (every creator's, then the agent's
+    /// own) the last matching rule, else that layer's default; of those the strictest (the
+    /// earliest layer on a tie, a rule over a default). So a later layer can add `ask` or `deny`
+    /// but never turn an earlier `ask` or `deny` into `allow` (pinned by
+    /// `a_child_rule_never_loosens_a_creator_rule`). `None` when no layer says anything.
+    fn layer_say(&self, s: &Subject, level: SandboxLevel) -> Option<LayerSay<'_>> {
+        let creators = self
+            .creator_layers
+            .iter()
+            .map(|c| (&c.rules, c.default_effect, Some(c.agent_id.as_str())));
+        let own = (&self.rules, self.default_effect, None);
+        let mut best: Option<LayerSay<'_>> = None;
+        let mut doubt = None;
+        for (rules, default_effect, creator) in creators.chain([own]) {
+            let say = say_of(rules, default_effect, creator, s, level);
+            doubt = doubt.or(say.doubt);
+            let Some(effect) = say.effect() else {
+                continue;
+            };
+            let stricter = best.as_ref().and_then(LayerSay::effect).is_none_or(|old| {
+                effect > old
+                    || (effect == old
+                        && say.hit.is_some()
+                        && best.as_ref().is_some_and(|b| b.hit.is_none()))
+            });
+            if stricter {
+                best = Some(say);
+            }
         }
+        best.map(|b| LayerSay { doubt, ..b })
     }
+}
 
-    /// Whether a file write no rule matches asks (the `read_only` default on the host).
-    fn asks_before_writes(&self, level: SandboxLevel) -> bool {
-        self.default_effect == DefaultEffect::ReadOnly && on_host(level)
+/// The effect of `default_effect` for a command no rule matches; `read_only` says whether the
+/// read-only table classifies it as only reading.
+fn default_for(default_effect: DefaultEffect, level: SandboxLevel, read_only: bool) -> Effect {
+    match (level, default_effect) {
+        (SandboxLevel::NoExec, _) => Effect::Deny,
+        (_, DefaultEffect::Allow) => Effect::Allow,
+        (_, DefaultEffect::Ask) => Effect::Ask,
+        (_, DefaultEffect::Deny) => Effect::Deny,
+        (_, DefaultEffect::ReadOnly) if read_only || !on_host(level) => Effect::Allow,
+        (_, DefaultEffect::ReadOnly) => Effect::Ask,
+    }
+}
+
+/// Whether a file write no rule matches asks (the `read_only` default on the host).
+fn asks_before_writes(default_effect: DefaultEffect, level: SandboxLevel) -> bool {
+    default_effect == DefaultEffect::ReadOnly && on_host(level)
+}
+
+/// What one rule layer (`rules` with its `default_effect`) says about `s`.
+fn say_of<'a>(
+    rules: &'a [Rule],
+    default_effect: DefaultEffect,
+    creator: Option<&'a str>,
+    s: &Subject,
+    level: SandboxLevel,
+) -> LayerSay<'a> {
+    let hit_at = rules.iter().rposition(|r| matches(r, s));
+    let hit = hit_at.map(|i| &rules[i]);
+    let doubt = rules[hit_at.map_or(0, |i| i + 1)..]
+        .iter()
+        .rev()
+        .find(|r| hit.is_none_or(|h| r.effect > h.effect) && possibly_matches(r, s));
+    let default = match hit {
+        Some(_) => None,
+        None if s.primary => Some(default_for(default_effect, level, s.read_only)),
+        None if s.action == Action::Write
+            && asks_before_writes(default_effect, level)
+            && !harmless_device(&s.display) =>
+        {
+            Some(Effect::Ask)
+        }
+        None => None,
+    };
+    LayerSay {
+        hit,
+        default,
+        doubt,
+        default_effect,
+        creator,
     }
 }
 
@@ -226,7 +355,10 @@ impl Origin {
     /// an `ask` may be settled without asking (`ask_before_run` off) or remembered by "Allow
     /// always"; policy and analysis asks are asked every time.
     pub fn is_agent_layer(&self) -> bool {
-        matches!(self, Origin::Default | Origin::Rule(Source::Agent))
+        matches!(
+            self,
+            Origin::Default | Origin::Rule(Source::Agent | Source::Creator { .. })
+        )
     }
 }
 
@@ -333,6 +465,17 @@ pub fn rule_label(rule: &Rule) -> String {
         Source::Approval => format!("saved approval: {what}"),
         Source::Baseline => format!("baseline: {what}"),
         Source::PolicyFile(path) => format!("{path} #{}: {what}", rule.index),
+        Source::Creator {
+            agent_id,
+            blocked_binaries: false,
+        } => format!("creator {agent_id} rule #{}: {what}", rule.index),
+        Source::Creator {
+            agent_id,
+            blocked_binaries: true,
+        } => format!(
+            "creator {agent_id} blocked_binaries #{}: {what}",
+            rule.index
+        ),
     }
 }
 
@@ -500,31 +643,25 @@ fn judge(
     policies: &PolicySet,
     level: SandboxLevel,
 ) -> Option<SubjectDecision> {
-    let hit_at = agent.rules.iter().rposition(|r| matches(r, s));
-    let hit = hit_at.map(|i| &agent.rules[i]);
-    // A stricter rule after the deciding one (or any, when none decided) that a run-time value
-    // of the subject could match; a deny or ask policy likewise.
-    let doubt = agent.rules[hit_at.map_or(0, |i| i + 1)..]
-        .iter()
-        .rev()
-        .find(|r| hit.is_none_or(|h| r.effect > h.effect) && possibly_matches(r, s))
-        .or_else(|| {
-            policies
-                .rules_at(level)
-                .rev()
-                .find(|r| possibly_matches(r, s))
-        });
-    let default_write_ask = hit.is_none()
-        && s.action == Action::Write
-        && agent.asks_before_writes(level)
-        && !harmless_device(&s.display);
-    let (mut effect, mut rule, mut origin) = match hit {
-        Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
-        None if s.primary => (agent.default_for(level, s.read_only), None, Origin::Default),
-        None if default_write_ask => (Effect::Ask, None, Origin::Default),
-        None => (Effect::Allow, None, Origin::Analysis),
+    let say = agent.layer_say(s, level);
+    // A stricter rule of a layer, or a deny or ask policy, that a run-time value of the subject
+    // could match.
+    let doubt = say.as_ref().and_then(|l| l.doubt).or_else(|| {
+        policies
+            .rules_at(level)
+            .rev()
+            .find(|r| possibly_matches(r, s))
+    });
+    let (mut effect, mut rule, mut origin) = match &say {
+        Some(LayerSay { hit: Some(r), .. }) => {
+            (r.effect, Some((*r).clone()), Origin::Rule(r.source.clone()))
+        }
+        Some(LayerSay {
+            default: Some(e), ..
+        }) => (*e, None, Origin::Default),
+        _ => (Effect::Allow, None, Origin::Analysis),
     };
-    let neutral = hit.is_none() && !s.primary && !default_write_ask;
+    let neutral = say.as_ref().and_then(LayerSay::effect).is_none();
     let mut neutral_left = neutral;
     if effect == Effect::Ask
         && let Some(approval) = approvals
@@ -584,7 +721,7 @@ fn judge(
             rule_label(r),
             r.effect
         ),
-        (None, _) => default_reason(s, agent, level, effect),
+        (None, _) => default_reason(s, say.as_ref(), level, effect),
     };
     Some(SubjectDecision {
         command: if s.action == Action::Shell {
@@ -601,23 +738,39 @@ fn judge(
     })
 }
 
-/// Why a subject no rule matched got the agent's default `effect`.
-fn default_reason(s: &Subject, agent: &AgentRules, level: SandboxLevel, effect: Effect) -> String {
+/// Why a subject no rule matched got the default `effect` of the layer `say` (the agent's
+/// own, or a creator's).
+fn default_reason(
+    s: &Subject,
+    say: Option<&LayerSay<'_>>,
+    level: SandboxLevel,
+    effect: Effect,
+) -> String {
     let what = describe_subject(s);
-    if agent.default_effect == DefaultEffect::ReadOnly && on_host(level) {
+    let whose = match say.and_then(|l| l.creator) {
+        Some(id) => format!("its creator {id}"),
+        None => "this agent".to_string(),
+    };
+    let default_effect = say.map_or(DefaultEffect::Allow, |l| l.default_effect);
+    if default_effect == DefaultEffect::ReadOnly && on_host(level) {
         return match (s.action, effect) {
             (Action::Write, _) => format!(
-                "{what} matches no rule; this agent asks before writing files (sandbox.default_effect is read_only)"
+                "{what} matches no rule; {whose} asks before writing files (sandbox.default_effect is read_only)"
             ),
             (_, Effect::Ask) => format!(
-                "{what} matches no rule and is not a read-only command; this agent asks before anything that is not read-only (sandbox.default_effect is read_only)"
+                "{what} matches no rule and is not a read-only command; {whose} asks before anything that is not read-only (sandbox.default_effect is read_only)"
             ),
             _ => format!(
-                "{what} matches no rule and only reads; this agent runs read-only commands without asking"
+                "{what} matches no rule and only reads; {whose} runs read-only commands without asking"
             ),
         };
     }
-    format!("{what} matches no rule; the default at {level} is {effect}")
+    match say.and_then(|l| l.creator) {
+        Some(id) => format!(
+            "{what} matches no rule; the default of its creator {id} at {level} is {effect}"
+        ),
+        None => format!("{what} matches no rule; the default at {level} is {effect}"),
+    }
 }
 
 fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> SubjectDecision {
