@@ -1,6 +1,7 @@
 //! Redaction: one mechanism that hides every secret, in every searched form, behind `$SECRET:<KEY>`.
 
 mod decoded_views;
+mod dump_views;
 mod encoded_forms;
 mod secret_redactor;
 mod shared;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use zeroize::Zeroizing;
 
-use super::decoded_views::{View, build_view, view_kinds};
+use super::decoded_views::{Decoding, View, build_view, view_bytes, view_kinds};
 use super::encoded_forms::encoded_forms;
 use super::stream::StreamRedactor;
 use crate::MIN_SECRET_CHARS;
@@ -38,6 +38,8 @@ struct Compiled {
     any_space: bool,
     /// `first_bytes[b]`: some pattern starts with byte `b`.
     first_bytes: [bool; 256],
+    /// Bit `a * 256 + b`: some pattern starts with bytes `a`, `b` (every pattern has at least 4).
+    first_pairs: Box<[u64; 1024]>,
 }
 
 /// A span of original text to replace, with the index of the secret it belongs to.
@@ -104,8 +106,11 @@ impl SecretRedactor {
         let max_pattern_len = patterns.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
         let any_space = secrets.iter().any(|(_, v)| v.contains(' '));
         let mut first_bytes = [false; 256];
+        let mut first_pairs = Box::new([0u64; 1024]);
         for (p, _) in &patterns {
             first_bytes[usize::from(p[0])] = true;
+            let pair = usize::from(p[0]) << 8 | usize::from(p[1]);
+            first_pairs[pair / 64] |= 1 << (pair % 64);
         }
         Self {
             inner: Arc::new(Compiled {
@@ -115,6 +120,7 @@ impl SecretRedactor {
                 max_pattern_len,
                 any_space,
                 first_bytes,
+                first_pairs,
             }),
         }
     }
@@ -141,7 +147,7 @@ impl SecretRedactor {
     /// Returns `text` with every occurrence of every secret, in every searched form, replaced by
     /// `$SECRET:<KEY>`.
     pub fn redact(&self, text: &str) -> String {
-        let found = self.find(text, false);
+        let found = self.find(text, false, true);
         self.replace(text, &found.spans, 0, text.len())
     }
 
@@ -156,7 +162,8 @@ impl SecretRedactor {
     }
 
     /// Searches `text` in every view. In `partial` mode also computes how much of the end to hold back.
-    pub(crate) fn find(&self, text: &str, partial: bool) -> Found {
+    /// `whole_first_line` is false when `text` starts inside a line (a stream's kept tail).
+    pub(crate) fn find(&self, text: &str, partial: bool, whole_first_line: bool) -> Found {
         let mut found = Found {
             spans: Vec::new(),
             hold_from: text.len(),
@@ -167,8 +174,14 @@ impl SecretRedactor {
             return found;
         };
         let mut raw: Vec<Span> = Vec::new();
-        for (strip, decoding) in view_kinds(text, self.inner.any_space) {
-            let view = build_view(text, strip, decoding, partial);
+        for (strip, decoding) in view_kinds(text, self.inner.any_space, partial, whole_first_line) {
+            // Most text holds no secret: a one-shot search maps a view back only when it matches.
+            if !partial
+                && !ac.is_match(view_bytes(text, strip, decoding, whole_first_line).as_ref())
+            {
+                continue;
+            }
+            let view = build_view(text, strip, decoding, partial, whole_first_line);
             let breaks = LineBreaks {
                 text: text.as_bytes(),
                 view: &view,
@@ -187,7 +200,11 @@ impl SecretRedactor {
                 let hold = hold.unwrap_or(text.len());
                 let hold = view.incomplete_from.map_or(hold, |i| hold.min(i));
                 found.hold_from = found.hold_from.min(hold);
-                if let Some(b) = behind {
+                if let Some(mut b) = behind {
+                    // A dump line is recognised whole: keep its start, not only the held bytes.
+                    if matches!(decoding, Decoding::Dump(_)) {
+                        b = text[..b].rfind('\n').map_or(0, |n| n + 1);
+                    }
                     found.lookbehind_from = found.lookbehind_from.min(b);
                 }
                 found
@@ -208,8 +225,15 @@ impl SecretRedactor {
         let patterns = &self.inner.patterns;
         let mut best: Option<usize> = None;
         let mut behind: Option<usize> = None;
+        let starts_a_pattern = |i: usize| match view.bytes.get(i + 1) {
+            Some(&b) => {
+                let pair = usize::from(view.bytes[i]) << 8 | usize::from(b);
+                self.inner.first_pairs[pair / 64] & (1 << (pair % 64)) != 0
+            }
+            None => self.inner.first_bytes[usize::from(view.bytes[i])],
+        };
         for i in lo..n {
-            if !self.inner.first_bytes[usize::from(view.bytes[i])] {
+            if !starts_a_pattern(i) {
                 continue;
             }
             let suffix = &view.bytes[i..];

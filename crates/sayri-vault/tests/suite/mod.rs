@@ -2,6 +2,7 @@ mod atomic_write;
 mod cli;
 mod command_output_redaction;
 mod common;
+mod dump_redaction;
 mod key_files;
 #[cfg(feature = "keyring")]
 mod keyring;
