@@ -6,6 +6,7 @@ mod encoded_forms;
 mod secret_redactor;
 mod shared;
 mod stream;
+mod url_forms;
 
 pub use secret_redactor::{MARKER_PREFIX, SecretRedactor};
 pub use shared::SharedRedactor;

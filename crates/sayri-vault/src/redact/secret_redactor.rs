@@ -8,6 +8,7 @@ use zeroize::Zeroizing;
 use super::decoded_views::{Decoding, View, build_view, view_bytes, view_kinds};
 use super::encoded_forms::encoded_forms;
 use super::stream::StreamRedactor;
+use super::url_forms::{percent_spellings, url_values};
 use crate::MIN_SECRET_CHARS;
 
 /// The marker a redacted secret becomes: `$SECRET:` followed by its key name.
@@ -18,8 +19,11 @@ pub const MARKER_PREFIX: &str = "$SECRET:";
 /// What it finds, for every secret: the plain value; hex (lower/upper); base64 (standard and URL-safe,
 /// padded or not, at any of the 3 byte offsets inside a longer encoding); and all of these after the
 /// text is percent-decoded (any subset of characters, either hex case, `+` as space), JSON-unescaped,
-/// or stripped of `\r`/`\n` (values wrapped by `fold`, base64 line wrapping, CRLF). Each maximal run of
-/// overlapping matches becomes one `$SECRET:<KEY>` (the key of the leftmost, longest match).
+/// or stripped of `\r`/`\n` (values wrapped by `fold`, base64 line wrapping, CRLF), or read back
+/// from a multi-line hex or `od -c` dump. The same for the values URL tools derive from a secret
+/// (decoded, or split at URL delimiters into distinctive pieces), and the secret percent-encoded
+/// once as a literal (so a double encoding decodes into it). Each maximal run of overlapping
+/// matches becomes one `$SECRET:<KEY>` (the key of the leftmost, longest match).
 ///
 /// Values shorter than [`MIN_SECRET_CHARS`] characters are ignored (they cannot be told apart from
 /// ordinary text).
@@ -89,6 +93,14 @@ impl SecretRedactor {
         let mut patterns: Vec<(Zeroizing<Vec<u8>>, usize)> = Vec::new();
         for (idx, (_, value)) in secrets.iter().enumerate() {
             for p in encoded_forms(value) {
+                patterns.push((p, idx));
+            }
+            for derived in url_values(value) {
+                for p in encoded_forms(&derived) {
+                    patterns.push((p, idx));
+                }
+            }
+            for p in percent_spellings(value) {
                 patterns.push((p, idx));
             }
         }

@@ -9,4 +9,5 @@ mod keyring;
 mod redaction_evasion;
 mod redaction_forms;
 mod stream_redaction;
+mod url_redaction;
 mod vault_file;
