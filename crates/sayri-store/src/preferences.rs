@@ -37,7 +37,10 @@ impl Store {
         &self,
         u: &PreferenceUpdate,
     ) -> Result<Preference, StoreError> {
-        let intent = cut_chars(u.intent.trim(), 120);
+        let intent = cut_chars(&self.clean(u.intent.trim()), 120);
+        let command = self.clean(&u.command);
+        let rejected = self.clean_opt(u.rejected_command.as_deref());
+        let notes = self.clean_opt(u.notes.as_deref());
         let (s, f) = if u.success { (1u32, 0u32) } else { (0, 1) };
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(sql_err)?;
@@ -56,12 +59,12 @@ impl Store {
             params![
                 u.agent_id,
                 intent,
-                u.command,
-                u.rejected_command,
+                command,
+                rejected,
                 s,
                 f,
                 score(s, f),
-                u.notes,
+                notes,
                 u.now
             ],
         )
@@ -72,7 +75,7 @@ impl Store {
                     "SELECT {COLS} FROM agent_preferences
                      WHERE agent_id = ?1 AND intent = ?2 AND command = ?3"
                 ),
-                params![u.agent_id, intent, u.command],
+                params![u.agent_id, intent, command],
                 pref_row,
             )
             .map_err(sql_err)?;
