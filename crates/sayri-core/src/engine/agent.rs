@@ -580,6 +580,12 @@ impl<'a> Turn<'a> {
         self.engine.ports.clock.now_unix()
     }
 
+    /// `text` with every known secret replaced by its marker: how command text and history
+    /// search results are shown in events and stored, like command output.
+    fn redacted(&self, text: &str) -> String {
+        self.engine.ports.redactor.redact(text)
+    }
+
     /// Stores a message of this turn's session; a store failure is reported as an `error`
     /// event and the turn goes on.
     fn store(&self, m: NewMessage) {
@@ -763,9 +769,9 @@ impl<'a> Turn<'a> {
     /// Answers a ```` ```search_history ```` block from the store; the results go back to the
     /// model as the observation.
     fn answer_history_search(&self, step: &Step, query: &str, messages: &mut Vec<ChatMessage>) {
-        let label = format!("search_history: {query}");
+        let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
-        let obs = self.engine.search_history(&self.req.session_id, query);
+        let obs = self.redacted(&self.engine.search_history(&self.req.session_id, query));
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
             output: obs.clone(),
@@ -784,7 +790,8 @@ impl<'a> Turn<'a> {
         reasoning: Option<String>,
     ) -> TurnOutcome {
         let note = format!(
-            "(I reached the step limit for this request, so this command was not run: `{command}`. Ask me to continue if you want it run.)"
+            "(I reached the step limit for this request, so this command was not run: `{}`. Ask me to continue if you want it run.)",
+            self.redacted(command)
         );
         let prose = strip_patterns(&step.answer, &self.settings.strip_patterns);
         let before = prose.split("```").next().unwrap_or("").trim().to_string();
@@ -820,7 +827,9 @@ impl<'a> Turn<'a> {
         m.usage = step.usage;
         m.reasoning = reasoning;
         self.store(m);
-        self.sink.emit(CoreEvent::ToolStart(command.clone()));
+        // The command as clients, the database and the log may see it.
+        let shown = self.redacted(&command);
+        self.sink.emit(CoreEvent::ToolStart(shown.clone()));
         let result = self
             .engine
             .authorize_and_run(
@@ -843,7 +852,7 @@ impl<'a> Turn<'a> {
         );
         let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
         tool.tool_call = Some(ToolCallRecord {
-            command: command.clone(),
+            command: shown.clone(),
             exit_code: result.exit_code,
             status: status_name(result.status).into(),
             output: output.clone(),
@@ -854,7 +863,7 @@ impl<'a> Turn<'a> {
             return Observed::End(self.cancelled());
         }
         self.sink.emit(CoreEvent::ToolFinish {
-            command: command.clone(),
+            command: shown,
             output,
             exit_code: result.exit_code,
         });

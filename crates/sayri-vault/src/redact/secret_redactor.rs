@@ -12,7 +12,7 @@ use super::url_forms::{percent_spellings, url_values};
 use crate::MIN_SECRET_CHARS;
 
 /// The marker a redacted secret becomes: `$SECRET:` followed by its key name.
-pub const MARKER_PREFIX: &str = "$SECRET:";
+pub const MARKER_PREFIX: &str = sayri_core::ports::SECRET_MARKER_PREFIX;
 
 /// Replaces secrets in text. Cheap to clone (shared, immutable); build a new one when secrets change.
 ///
