@@ -6,8 +6,7 @@
 
 use crate::{Store, like_escape, sql_err};
 use rusqlite::{Row, params};
-use sayri_core::domain::text::cut_chars;
-use sayri_core::ports::{Preference, PreferenceUpdate, StoreError};
+use sayri_core::ports::{Preference, PreferenceUpdate, StoreError, redacted_prefix};
 
 const COLS: &str = "id, agent_id, intent, command, rejected_command, success_count,
     failure_count, score, notes, updated_at";
@@ -37,7 +36,7 @@ impl Store {
         &self,
         u: &PreferenceUpdate,
     ) -> Result<Preference, StoreError> {
-        let intent = cut_chars(&self.clean(u.intent.trim()), 120);
+        let intent = redacted_prefix(self.redactor.as_ref(), u.intent.trim(), 120);
         let command = self.clean(&u.command);
         let rejected = self.clean_opt(u.rejected_command.as_deref());
         let notes = self.clean_opt(u.notes.as_deref());

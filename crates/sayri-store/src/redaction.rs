@@ -56,6 +56,8 @@ impl RewriteReport {
 enum Kind {
     /// Plain text.
     Text,
+    /// Text cut short (a title, an intent): a trailing start of a secret goes too.
+    CutText,
     /// JSON: every string inside is redacted (text that does not parse is redacted as text).
     Json,
 }
@@ -78,12 +80,12 @@ const MESSAGES: TextColumns = TextColumns {
 };
 const SESSIONS: TextColumns = TextColumns {
     table: "sessions",
-    columns: &[("title", Kind::Text), ("metadata", Kind::Json)],
+    columns: &[("title", Kind::CutText), ("metadata", Kind::Json)],
 };
 const PREFERENCES: TextColumns = TextColumns {
     table: "agent_preferences",
     columns: &[
-        ("intent", Kind::Text),
+        ("intent", Kind::CutText),
         ("command", Kind::Text),
         ("rejected_command", Kind::Text),
         ("notes", Kind::Text),
@@ -110,6 +112,11 @@ impl Store {
     /// `text` as it may be stored.
     pub(crate) fn clean(&self, text: &str) -> String {
         self.redactor.redact(text)
+    }
+
+    /// [`Self::clean`] for a text cut short (see [`Redactor::redact_cut`]).
+    pub(crate) fn clean_cut(&self, text: &str) -> String {
+        self.redactor.redact_cut(text)
     }
 
     /// [`Self::clean`] for an optional text.
@@ -270,6 +277,9 @@ fn read_batch(
 /// `text` redacted as a column of `kind`. JSON that has nothing to redact is returned as it is
 /// (not re-serialised, which could reorder its keys).
 fn redact_as(kind: Kind, text: &str, redactor: &dyn Redactor) -> String {
+    if kind == Kind::CutText {
+        return redactor.redact_cut(text);
+    }
     if kind == Kind::Json
         && let Ok(before) = serde_json::from_str::<Value>(text)
     {

@@ -76,7 +76,7 @@ impl Store {
         seed: &SessionSeed<'_>,
         m: &NewMessage,
     ) -> Result<i64, StoreError> {
-        let title = self.clean(seed.title);
+        let title = self.clean_cut(seed.title);
         let content = self.clean(&m.content);
         let reasoning = self.clean_opt(m.reasoning.as_deref());
         let tool_json = match &m.tool_call {
@@ -159,7 +159,7 @@ impl Store {
     }
 
     pub(crate) fn rename_impl(&self, id: &str, title: &str) -> Result<bool, StoreError> {
-        let title = self.clean(title);
+        let title = self.clean_cut(title);
         let conn = self.lock();
         let n = conn
             .execute(

@@ -12,3 +12,4 @@ pub mod daemon;
 pub mod logging;
 pub mod paths;
 pub mod policies;
+pub mod stored_secrets;

@@ -31,7 +31,7 @@ use crate::domain::text::cut_chars;
 use crate::ports::{
     ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest, ExecResult,
     ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox, SessionSeed,
-    SessionStore, ToolCallRecord, Usage,
+    SessionStore, ToolCallRecord, Usage, redacted_prefix,
 };
 use futures::StreamExt;
 use sayri_protocol::SandboxLevel;
@@ -281,7 +281,7 @@ impl AgentEngine {
         let title = req
             .title_if_new
             .clone()
-            .unwrap_or_else(|| cut_chars(req.text.trim(), 30));
+            .unwrap_or_else(|| self.initial_title(&req.text));
         let mut turn = Turn::new(self, &req, &title, sink);
         let mut messages = match turn.start() {
             Ok(messages) => messages,
@@ -439,6 +439,12 @@ impl AgentEngine {
         s
     }
 
+    /// The title a session starts with: the first 30 characters of its first request, with
+    /// secrets redacted before the cut (a cut must not leave a secret's unrecognisable prefix).
+    fn initial_title(&self, first_request: &str) -> String {
+        redacted_prefix(self.ports.redactor.as_ref(), first_request.trim(), 30)
+    }
+
     /// Generates a 3–4 word title for a session from its first request with a
     /// short streamed request, and stores it if the title is still the initial one. Returns
     /// the title set, or `None` (errors are ignored: a title is cosmetic).
@@ -453,7 +459,7 @@ impl AgentEngine {
                 ),
                 ChatMessage::new(
                     Role::User,
-                    self.ports.redactor.redact(&cut_chars(first_request, 120)),
+                    redacted_prefix(self.ports.redactor.as_ref(), first_request, 120),
                 ),
             ],
             temperature: Some(settings.title_temperature),
@@ -489,7 +495,7 @@ impl AgentEngine {
             return None;
         }
         let title = cut_chars(&title, 36);
-        let initial = cut_chars(first_request.trim(), 30);
+        let initial = self.initial_title(first_request);
         let current = self.ports.store.session(session_id).ok().flatten()?;
         if current.title != initial {
             return None;

@@ -13,7 +13,7 @@ pub use chat::{
     Usage,
 };
 pub use clock::Clock;
-pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX};
+pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
 pub use store::{
     NewMessage, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed, SessionStore,

@@ -223,3 +223,16 @@ async fn an_approval_that_held_a_secret_asks_again() {
     let v = task.await.unwrap();
     assert!(matches!(v, GateVerdict::Refuse { .. }), "{v:?}");
 }
+
+#[tokio::test]
+async fn a_session_title_is_cut_after_redaction_never_inside_a_secret() {
+    let r = rig_redacting(vec![text("Noted.")], false, redactor());
+    let sink = RecordingSink::default();
+    // The first 30 characters of the request end inside the secret.
+    r.engine
+        .run_turn(turn("deploy now with key ck-L1teral-9Zq please"), &sink)
+        .await;
+    let title = r.store.session("s1").unwrap().unwrap().title;
+    assert!(title.starts_with("deploy now with key $SECRET"), "{title}");
+    assert!(!title.contains("ck-L1"), "{title}");
+}

@@ -102,6 +102,11 @@ fn fill(store: &Store, dir: &tempfile::TempDir) {
     store
         .rename_session("s2", &format!("renamed {CANARY}"))
         .unwrap();
+    // A title cut inside the secret (the first 30 characters of a request).
+    let cut: String = format!("key {CANARY} and more").chars().take(20).collect();
+    store
+        .append_message(&seed("s4", &cut), &NewMessage::new(Role::User, "hi", 4.5))
+        .unwrap();
     store
         .record_preference(&PreferenceUpdate {
             agent_id: "default".into(),
@@ -148,7 +153,7 @@ fn a_value_that_becomes_a_secret_is_rewritten_out_of_every_table_and_the_file() 
     shared.replace(secret());
     let report = store.rewrite_secrets(&shared).unwrap();
     assert_eq!(report.messages, 4, "{report:?}");
-    assert_eq!(report.sessions, 2, "{report:?}");
+    assert_eq!(report.sessions, 3, "{report:?}");
     assert_eq!(
         (report.preferences, report.approvals, report.peers),
         (1, 1, 1)
@@ -173,6 +178,10 @@ fn a_value_that_becomes_a_secret_is_rewritten_out_of_every_table_and_the_file() 
     assert_eq!(
         store.session("s2").unwrap().unwrap().title,
         format!("renamed {MARKER}")
+    );
+    assert_eq!(
+        store.session("s4").unwrap().unwrap().title,
+        format!("key {MARKER}")
     );
     let p = &store.list_preferences(None, 10).unwrap()[0];
     assert_eq!(p.command, format!("deploy --token {MARKER}"));

@@ -163,6 +163,30 @@ impl SecretRedactor {
         self.replace(text, &found.spans, 0, text.len())
     }
 
+    /// As [`Self::redact`], for a text that was cut short (a title, an intent): a trailing piece
+    /// of at least [`MIN_SECRET_CHARS`] characters that starts a secret's value is replaced too
+    /// (the longest such piece, by the marker of its secret).
+    pub fn redact_cut(&self, text: &str) -> String {
+        let mut best: Option<(usize, usize)> = None;
+        for (idx, (_, value)) in self.inner.secrets.iter().enumerate() {
+            // `at` is the byte length of a prefix of at least MIN_SECRET_CHARS characters.
+            for (at, _) in value.char_indices().skip(MIN_SECRET_CHARS) {
+                if text.ends_with(&value[..at]) && best.is_none_or(|(len, _)| at > len) {
+                    best = Some((at, idx));
+                }
+            }
+        }
+        match best {
+            None => self.redact(text),
+            Some((len, idx)) => {
+                let mut out = self.redact(&text[..text.len() - len]);
+                out.push_str(MARKER_PREFIX);
+                out.push_str(&self.inner.secrets[idx].0);
+                out
+            }
+        }
+    }
+
     /// A streaming redactor over this redactor's secrets (see [`StreamRedactor`]).
     pub fn stream(&self) -> StreamRedactor {
         StreamRedactor::new(self.clone())
@@ -348,5 +372,9 @@ fn merge(text: &str, mut raw: Vec<Span>) -> Vec<Span> {
 impl sayri_core::ports::Redactor for SecretRedactor {
     fn redact(&self, text: &str) -> String {
         SecretRedactor::redact(self, text)
+    }
+
+    fn redact_cut(&self, text: &str) -> String {
+        SecretRedactor::redact_cut(self, text)
     }
 }
