@@ -28,9 +28,9 @@ pub fn random_bytes(n: usize) -> Vec<u8> {
 }
 
 /// A random canary of 32 characters with letters, digits and symbols. No quote, backslash,
-/// whitespace or glob character, so `echo $KEY` prints it unchanged. No `@` either: a URL
-/// parser (git, in the URL command) splits userinfo at it and prints only the part after
-/// it, a fragment no redactor can tell from other text (a known limit, see the vault README).
+/// whitespace or glob character, so `echo $KEY` prints it unchanged. No `@` either, so the
+/// URL command's pieces stay long; `secret_leaks.rs` has a canary with every URL-special
+/// character, whose pieces the redactor catches when they are distinctive.
 pub fn canary() -> String {
     const ALNUM: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
     const SYMBOLS: &[u8] = b"~+/-_.!#%^&=:,";
@@ -233,13 +233,22 @@ pub const MARKER_CANARY: &str = "$SECRET:CANARY_TOKEN";
 /// A scripted model: title requests (`max_tokens: 15`) get a title; every other request takes
 /// the next reply from the queue.
 pub fn scripted(replies: Vec<Reply>) -> Script {
+    scripted_titles(replies, Some("Canary check"))
+}
+
+/// As [`scripted`]; title requests get `title`, or fail (`None`: the session keeps the first
+/// 30 characters of its first request as its title).
+pub fn scripted_titles(replies: Vec<Reply>, title: Option<&'static str>) -> Script {
     let queue = Arc::new(Mutex::new(VecDeque::from(replies)));
     Script::from_fn(move |req: &RecordedRequest| {
         let is_title = req
             .json()
             .is_some_and(|v| v.get("max_tokens") == Some(&json!(15)));
         if is_title {
-            return Reply::sse(sse::content_stream(&["Canary check"]));
+            return match title {
+                Some(t) => Reply::sse(sse::content_stream(&[t])),
+                None => Reply::json(500, &json!({"error": {"message": "no titles here"}})),
+            };
         }
         queue.lock().unwrap().pop_front().unwrap_or_else(|| {
             Reply::json(
@@ -349,6 +358,53 @@ impl Listener {
         }
         t.join().unwrap();
         self.lines.lock().unwrap().clone()
+    }
+}
+
+/// A connected client that allows every permission question once, as a person would in the
+/// app, until the daemon closes it.
+pub struct AutoApprover {
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AutoApprover {
+    pub fn start(socket: &Path) -> AutoApprover {
+        let c = RawClient::connect(socket);
+        c.writer.set_read_timeout(None).unwrap();
+        let mut reader = c.reader;
+        let mut writer = c.writer;
+        let thread = std::thread::spawn(move || {
+            let mut id = 1000;
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if v["event"] == "permission_request" {
+                    id += 1;
+                    let answer = json!({"cmd": "permission_answer", "id": id, "params":
+                        {"request_id": v["request"]["id"], "allow": true}});
+                    let _ = writer.write_all(format!("{answer}\n").as_bytes());
+                }
+            }
+        });
+        AutoApprover {
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits for the daemon to close the connection.
+    pub fn finish(mut self) {
+        if let Some(t) = self.thread.take() {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 }
 

@@ -351,7 +351,7 @@ fn ipc_lists_masked_values_only_and_no_command_returns_plaintext() {
     );
     assert_eq!(
         r["result"],
-        json!({"key": "CANARY_TOKEN", "saved": true}),
+        json!({"key": "CANARY_TOKEN", "saved": true, "rewritten": 0}),
         "{r}"
     );
     let r = c.call(
