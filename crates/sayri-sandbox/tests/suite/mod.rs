@@ -3,4 +3,5 @@ mod escape_l1;
 mod escape_l2;
 mod fail_closed;
 mod host_levels;
+mod terminal_injection;
 mod timeouts;
