@@ -1,6 +1,6 @@
 //! Test support: a scripted OpenAI-compatible server ([`FakeLlm`]) that replays bytes exactly
-//! as scripted, a launcher for a real local model ([`RealModelServer`]), and in-memory fakes
-//! of `sayri-core`'s ports ([`fakes`]).
+//! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes
+//! of `sayri-core`'s ports ([`fakes`]), and pseudo-terminals ([`terminal`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -18,6 +18,7 @@ pub mod reply;
 pub mod script_file;
 pub mod server;
 pub mod sse;
+pub mod terminal;
 
 pub use real_model::{RealModelError, RealModelServer};
 pub use reply::{Framing, Reply};

@@ -13,42 +13,13 @@
 //!   seccomp, not merely by the missing terminal.
 
 use super::common::{NOBODY, User};
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use sayri_testkit::terminal::{Pty, TIOCSTI_PROBE_PY, own_terminal};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-/// Pushes `touch MARKER` into every terminal it can reach; one result line per target.
-const PROBE_PY: &str = r#"import errno, fcntl, os, sys, termios
-payload = ("touch " + sys.argv[1] + "\n").encode()
-def name(e):
-    return errno.errorcode.get(e.errno, str(e.errno))
-def push(fd, label, out):
-    try:
-        for b in payload:
-            fcntl.ioctl(fd, termios.TIOCSTI, bytes([b]))
-        out.append(label + ": INJECTED")
-    except OSError as e:
-        out.append(label + ": " + name(e))
-out = []
-for fd in (0, 1, 2):
-    if os.isatty(fd):
-        push(fd, "fd%d" % fd, out)
-    else:
-        out.append("fd%d: not-a-tty" % fd)
-try:
-    t = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
-except OSError as e:
-    out.append("/dev/tty: open " + name(e))
-else:
-    push(t, "/dev/tty", out)
-    os.close(t)
-print("\n".join(out))
-"#;
+use std::process::{Child, Command};
+use std::time::Duration;
 
 /// `inject MARKER MODE`: MODE is `tiocsti`, `hibit` (TIOCSTI with bit 32 set), `linux` (the
 /// TIOCLINUX paste subcode) or `linux-hibit`. Tries fds 0–2 (tty or not) and `/dev/tty`.
@@ -127,7 +98,7 @@ fn programs() -> Programs {
         .unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let probe = dir.path().join("probe.py");
-    std::fs::write(&probe, PROBE_PY).unwrap();
+    std::fs::write(&probe, TIOCSTI_PROBE_PY).unwrap();
     let src = dir.path().join("inject.c");
     std::fs::write(&src, INJECT_C).unwrap();
     let inject = dir.path().join("inject");
@@ -158,105 +129,34 @@ fn kernel_allows_legacy_tiocsti() -> bool {
     std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").map_or(true, |v| v.trim() == "1")
 }
 
-/// A new pseudo-terminal: (master, slave).
-fn pty() -> (OwnedFd, OwnedFd) {
-    let p = nix::pty::openpty(None, None).unwrap();
-    (p.master, p.slave)
+/// `as_uid` for [`own_terminal`].
+fn uid(user: User) -> Option<u32> {
+    (user == User::Nobody).then_some(NOBODY)
 }
 
-/// Everything read from a pty master, collected by a thread.
-#[derive(Clone, Default)]
-struct Screen(Arc<Mutex<String>>);
-
-impl Screen {
-    fn follow(master: &OwnedFd) -> Screen {
-        let screen = Screen::default();
-        let sink = screen.0.clone();
-        let mut f = std::fs::File::from(master.try_clone().unwrap());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match f.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => sink
-                        .lock()
-                        .unwrap()
-                        .push_str(&String::from_utf8_lossy(&buf[..n])),
-                }
-            }
-        });
-        screen
+/// A pty for `user` (its slave owned by that user).
+fn pty_for(user: User) -> Pty {
+    let p = Pty::open();
+    if let Some(id) = uid(user) {
+        p.chown_slave(id);
     }
-
-    fn text(&self) -> String {
-        self.0.lock().unwrap().clone()
-    }
-
-    /// Waits up to `limit` until the screen contains `what`.
-    fn wait_for(&self, what: &str, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if self.text().contains(what) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-/// Makes the child a session leader whose controlling terminal is its stdin (a pty slave),
-/// then, for `User::Nobody`, drops to uid/gid 65534.
-///
-/// # Safety
-/// Runs between fork and exec: only async-signal-safe calls.
-unsafe fn own_terminal(c: &mut Command, user: User) {
-    // SAFETY: setsid, ioctl and setres[ug]id are async-signal-safe.
-    unsafe {
-        c.pre_exec(move || {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if user == User::Nobody
-                && (libc::setgroups(0, std::ptr::null()) < 0
-                    || libc::setresgid(NOBODY, NOBODY, NOBODY) < 0
-                    || libc::setresuid(NOBODY, NOBODY, NOBODY) < 0)
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-fn stdio_on(slave: &OwnedFd) -> (Stdio, Stdio, Stdio) {
-    let f = || Stdio::from(slave.try_clone().unwrap());
-    (f(), f(), f())
+    p
 }
 
 /// Runs `inject MARKER MODE` with a pty as its controlling terminal and stdio, the levels 1–2
 /// seccomp filters installed when `filtered`; returns its output.
 fn inject_on_a_terminal(p: &Programs, user: User, mode: &str, filtered: bool) -> String {
-    let (master, slave) = pty();
-    if user == User::Nobody {
-        nix::unistd::fchown(
-            &slave,
-            Some(nix::unistd::Uid::from_raw(NOBODY)),
-            Some(nix::unistd::Gid::from_raw(NOBODY)),
-        )
-        .unwrap();
-    }
-    let screen = Screen::follow(&master);
+    let pty = pty_for(user);
     let progs = sayri_sandbox::seccomp::build().unwrap();
     let marker = p.markers.join(format!("direct-{mode}-{filtered}"));
     let mut c = Command::new(&p.inject);
     c.arg(&marker).arg(mode).env_clear();
-    let (i, o, e) = stdio_on(&slave);
+    let (i, o, e) = pty.stdio();
     c.stdin(i).stdout(o).stderr(e);
-    // SAFETY: see `own_terminal`; installing a seccomp filter is prctl/seccomp syscalls on
-    // programs compiled before the fork.
+    // SAFETY: `own_terminal` makes async-signal-safe calls only; installing a seccomp filter
+    // is prctl/seccomp syscalls on programs compiled before the fork.
     unsafe {
-        own_terminal(&mut c, user);
+        own_terminal(&mut c, uid(user));
         if filtered {
             c.pre_exec(move || {
                 sayri_sandbox::seccomp::install(&progs).map_err(std::io::Error::other)
@@ -265,17 +165,23 @@ fn inject_on_a_terminal(p: &Programs, user: User, mode: &str, filtered: bool) ->
     }
     let status = c.status().unwrap();
     assert!(status.success(), "{mode}: {status:?}");
-    drop(slave);
     assert!(
-        screen.wait_for("/dev/tty: ", Duration::from_secs(5)),
+        pty.wait_for("/dev/tty: ", Duration::from_secs(5)),
         "{}",
-        screen.text()
+        pty.screen()
     );
     assert!(
         !marker.exists(),
         "nothing reads the pty's input, so nothing ran"
     );
-    screen.text()
+    let injected = pty.input_queue_len() > 0;
+    let out = pty.screen();
+    assert_eq!(
+        injected,
+        out.contains("INJECTED"),
+        "the input queue holds what was typed: {out}"
+    );
+    out
 }
 
 fn direct_filter_check(user: User) {
@@ -323,23 +229,14 @@ fn seccomp_refuses_tiocsti_and_tioclinux_on_a_real_terminal_whatever_the_high_bi
 /// An interactive `bash` on a pty that is its controlling terminal.
 struct Shell {
     child: Child,
-    master: std::fs::File,
-    screen: Screen,
+    pty: Pty,
+    keyboard: std::fs::File,
     next: u32,
 }
 
 impl Shell {
     fn start(user: User, home: &Path) -> Shell {
-        let (master, slave) = pty();
-        if user == User::Nobody {
-            nix::unistd::fchown(
-                &slave,
-                Some(nix::unistd::Uid::from_raw(NOBODY)),
-                Some(nix::unistd::Gid::from_raw(NOBODY)),
-            )
-            .unwrap();
-        }
-        let screen = Screen::follow(&master);
+        let pty = pty_for(user);
         let mut c = Command::new("bash");
         c.args(["--norc", "--noprofile", "-i"])
             .env_clear()
@@ -348,16 +245,16 @@ impl Shell {
             .env("TERM", "dumb")
             .env("PS1", "$ ")
             .env("LANG", "C");
-        let (i, o, e) = stdio_on(&slave);
+        let (i, o, e) = pty.stdio();
         c.stdin(i).stdout(o).stderr(e);
-        // SAFETY: see `own_terminal`.
-        unsafe { own_terminal(&mut c, user) };
+        // SAFETY: `own_terminal` makes async-signal-safe calls only.
+        unsafe { own_terminal(&mut c, uid(user)) };
         let child = c.spawn().unwrap();
-        drop(slave);
+        let keyboard = pty.keyboard();
         let mut shell = Shell {
             child,
-            master: std::fs::File::from(master),
-            screen,
+            pty,
+            keyboard,
             next: 0,
         };
         shell.sync();
@@ -368,31 +265,30 @@ impl Shell {
     /// the line pushed into the terminal's input (it comes before the next typed line).
     /// Returns what the screen showed for the line.
     fn type_line(&mut self, line: &str) -> String {
-        let before = self.screen.text().len();
+        let before = self.pty.screen().len();
         self.next += 1;
         let n = self.next;
         // The shell prints the number, not the typed `$((…))`, so the echo does not match.
-        writeln!(self.master, "{line}; echo __done_$(({n}+1000))__").unwrap();
+        writeln!(self.keyboard, "{line}; echo __done_$(({n}+1000))__").unwrap();
         let done = format!("__done_{}__", n + 1000);
         assert!(
-            self.screen.wait_for(&done, Duration::from_secs(60)),
+            self.pty.wait_for(&done, Duration::from_secs(60)),
             "{line} did not finish:\n{}",
-            self.screen.text()
+            self.pty.screen()
         );
         self.sync();
-        let text = self.screen.text();
-        text[before..].to_string()
+        self.pty.screen()[before..].to_string()
     }
 
     fn sync(&mut self) {
         self.next += 1;
         let n = self.next;
-        writeln!(self.master, "echo __sync_$(({n}+1000))__").unwrap();
+        writeln!(self.keyboard, "echo __sync_$(({n}+1000))__").unwrap();
         let token = format!("__sync_{}__", n + 1000);
         assert!(
-            self.screen.wait_for(&token, Duration::from_secs(30)),
+            self.pty.wait_for(&token, Duration::from_secs(30)),
             "the shell did not answer:\n{}",
-            self.screen.text()
+            self.pty.screen()
         );
     }
 }
@@ -446,7 +342,7 @@ fn interactive_rows(user: User) {
         assert!(
             !kernel_allows_legacy_tiocsti(),
             "the kernel allows legacy TIOCSTI but the probe did not inject:\n{}",
-            sh.screen.text()
+            sh.pty.screen()
         );
         eprintln!("SKIPPED: this kernel refuses legacy TIOCSTI; the sandbox rows prove nothing");
         return;
@@ -454,7 +350,7 @@ fn interactive_rows(user: User) {
     // ... and so does a request with bit 32 set, which the kernel treats as TIOCSTI.
     let m = marker("control-hibit");
     sh.type_line(&format!("{} {} hibit", p.inject.display(), m.display()));
-    assert!(m.exists(), "{}", sh.screen.text());
+    assert!(m.exists(), "{}", sh.pty.screen());
 
     let run = |level: &str, extra: &str| format!("{bin} run --json --level {level} {extra} --");
     let rows: Vec<(String, String, PathBuf, &[&str])> = vec![

@@ -23,6 +23,7 @@ mod slow_consumer;
 mod status_sandbox;
 pub mod support;
 mod terminal_escapes;
+mod terminal_injection;
 mod turn_concurrency;
 mod typed_params;
 mod vault_canary;
