@@ -40,19 +40,20 @@ impl ApprovalStore for Store {
     }
 
     fn add_approval(&self, a: &Approval) -> Result<(), StoreError> {
+        let resource = self.clean(&a.resource);
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(sql_err)?;
         // Replace = delete + insert, so the renewed approval moves to the end (newest).
         tx.execute(
             "DELETE FROM security_authorizations
              WHERE agent_id = ?1 AND action = ?2 AND resource = ?3",
-            params![a.agent_id, a.action, a.resource],
+            params![a.agent_id, a.action, resource],
         )
         .map_err(sql_err)?;
         tx.execute(
             "INSERT INTO security_authorizations (agent_id, action, resource, created_at)
              VALUES (?1, ?2, ?3, ?4)",
-            params![a.agent_id, a.action, a.resource, a.created_at],
+            params![a.agent_id, a.action, resource, a.created_at],
         )
         .map_err(sql_err)?;
         tx.commit().map_err(sql_err)

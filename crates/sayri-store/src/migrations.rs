@@ -9,6 +9,8 @@
 //!   `security_authorizations` table (approvals) and indexes.
 //! * Version 3 — the journal of running turns (`open_turns`): a row lives from a turn's start to
 //!   its end, so a row found at start-up is a turn a crash cut short.
+//! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
+//!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -16,7 +18,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 3;
+pub const LATEST: i64 = 4;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -76,8 +78,13 @@ CREATE TABLE open_turns (
   started_at REAL NOT NULL);
 ";
 
+const V4: &str = "
+CREATE TABLE redacted_secrets (
+  key TEXT PRIMARY KEY, value_updated_at INTEGER NOT NULL, rewritten_at REAL NOT NULL);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

@@ -74,7 +74,7 @@ impl Store {
                 title: &title,
             };
             for n in notes {
-                insert_message(&tx, &seed, n)?;
+                insert_message(&tx, &seed, &self.clean_message(n))?;
             }
         }
         tx.execute("DELETE FROM open_turns WHERE id = ?1", [turn.id])

@@ -13,6 +13,8 @@
 //! * [`RecordingSink`] — an [`EventSink`] that keeps every event.
 //! * [`PermissionFanout`] — a [`PermissionSink`] that broadcasts to subscribed "clients", as
 //!   the daemon does.
+//! * [`LiteralRedactor`] — a [`Redactor`] that masks given literal values only (the vault's
+//!   redactor, with every encoded form, is tested in `sayri-vault`).
 //!
 //! End-to-end tests use the real adapters instead; these drive the domain logic.
 
@@ -26,8 +28,8 @@ use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::ports::{
     Approval, ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock,
     ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, OpenTurn, Preference,
-    PreferenceUpdate, Sandbox, SearchHit, SessionInfo, SessionSeed, SessionStore, StoreError,
-    StoredMessage, Usage,
+    PreferenceUpdate, Redactor, SECRET_MARKER_PREFIX, Sandbox, SearchHit, SessionInfo, SessionSeed,
+    SessionStore, StoreError, StoredMessage, Usage,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -588,5 +590,31 @@ impl PermissionSink for PermissionFanout {
 
     fn permission_resolved(&self, request_id: &str) {
         self.send(PermissionEvent::Resolved(request_id.to_string()));
+    }
+}
+
+/// A [`Redactor`] that replaces each given literal value with `$SECRET:<NAME>`, and nothing else.
+#[derive(Debug, Clone, Default)]
+pub struct LiteralRedactor {
+    /// `(name, value)` pairs, replaced in order.
+    pub secrets: Vec<(String, String)>,
+}
+
+impl LiteralRedactor {
+    /// A redactor for one secret.
+    pub fn one(name: &str, value: &str) -> Self {
+        LiteralRedactor {
+            secrets: vec![(name.to_string(), value.to_string())],
+        }
+    }
+}
+
+impl Redactor for LiteralRedactor {
+    fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (name, value) in &self.secrets {
+            out = out.replace(value.as_str(), &format!("{SECRET_MARKER_PREFIX}{name}"));
+        }
+        out
     }
 }

@@ -2,7 +2,7 @@
 //! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes of
 //! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
 //! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
-//! values for property tests ([`setting_values`]).
+//! values for property tests ([`setting_values`]), and pseudo-terminals ([`terminal`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -22,6 +22,7 @@ pub mod script_file;
 pub mod server;
 pub mod setting_values;
 pub mod sse;
+pub mod terminal;
 
 pub use real_model::{RealModelError, RealModelServer};
 pub use reply::{Framing, Reply};

@@ -13,4 +13,5 @@ pub mod logging;
 pub mod paths;
 pub mod policies;
 pub mod settings_check;
+pub mod stored_secrets;
 pub mod supervisor;

@@ -31,7 +31,7 @@ use crate::domain::text::cut_chars;
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
     ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
-    SessionSeed, SessionStore, ToolCallRecord, Usage,
+    SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -299,7 +299,7 @@ impl AgentEngine {
             let title = req
                 .title_if_new
                 .clone()
-                .unwrap_or_else(|| cut_chars(req.text.trim(), 30));
+                .unwrap_or_else(|| self.initial_title(&req.text));
             let mut turn = Turn::new(self, &req, &title, sink, depth);
             let mut messages = match turn.start() {
                 Ok(messages) => messages,
@@ -467,6 +467,12 @@ impl AgentEngine {
         s
     }
 
+    /// The title a session starts with: the first 30 characters of its first request, with
+    /// secrets redacted before the cut (a cut must not leave a secret's unrecognisable prefix).
+    fn initial_title(&self, first_request: &str) -> String {
+        redacted_prefix(self.ports.redactor.as_ref(), first_request.trim(), 30)
+    }
+
     /// Generates a 3–4 word title for a session of `agent` from its first request with a
     /// short streamed request to the agent's model (an agent with an endpoint of its own never
     /// sends its requests elsewhere), and stores it if the title is still the initial one.
@@ -487,7 +493,7 @@ impl AgentEngine {
                 ),
                 ChatMessage::new(
                     Role::User,
-                    self.ports.redactor.redact(&cut_chars(first_request, 120)),
+                    redacted_prefix(self.ports.redactor.as_ref(), first_request, 120),
                 ),
             ],
             temperature: Some(settings.title_temperature),
@@ -523,7 +529,7 @@ impl AgentEngine {
             return None;
         }
         let title = cut_chars(&title, 36);
-        let initial = cut_chars(first_request.trim(), 30);
+        let initial = self.initial_title(first_request);
         let current = self.ports.store.session(session_id).ok().flatten()?;
         if current.title != initial {
             return None;
@@ -617,6 +623,12 @@ impl<'a> Turn<'a> {
 
     fn now(&self) -> f64 {
         self.engine.ports.clock.now_unix()
+    }
+
+    /// `text` with every known secret replaced by its marker: how command text and history
+    /// search results are shown in events and stored, like command output.
+    fn redacted(&self, text: &str) -> String {
+        self.engine.ports.redactor.redact(text)
     }
 
     /// Stores a message of this turn's session; a store failure is reported as an `error`
@@ -837,9 +849,9 @@ impl<'a> Turn<'a> {
     /// Answers a ```` ```search_history ```` block from the store; the results go back to the
     /// model as the observation.
     fn answer_history_search(&self, step: &Step, query: &str, messages: &mut Vec<ChatMessage>) {
-        let label = format!("search_history: {query}");
+        let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
-        let obs = self.engine.search_history(&self.req.session_id, query);
+        let obs = self.redacted(&self.engine.search_history(&self.req.session_id, query));
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
             output: obs.clone(),
@@ -858,7 +870,8 @@ impl<'a> Turn<'a> {
         reasoning: Option<String>,
     ) -> TurnOutcome {
         let note = format!(
-            "(I reached the step limit for this request, so this command was not run: `{command}`. Ask me to continue if you want it run.)"
+            "(I reached the step limit for this request, so this command was not run: `{}`. Ask me to continue if you want it run.)",
+            self.redacted(command)
         );
         let prose = strip_patterns(&step.answer, &self.settings.strip_patterns);
         let before = prose.split("```").next().unwrap_or("").trim().to_string();
@@ -894,7 +907,9 @@ impl<'a> Turn<'a> {
         m.usage = step.usage;
         m.reasoning = reasoning;
         self.store(m);
-        self.sink.emit(CoreEvent::ToolStart(command.clone()));
+        // The command as clients, the database and the log may see it.
+        let shown = self.redacted(&command);
+        self.sink.emit(CoreEvent::ToolStart(shown.clone()));
         let result = self
             .engine
             .authorize_and_run(
@@ -917,7 +932,7 @@ impl<'a> Turn<'a> {
         );
         let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
         tool.tool_call = Some(ToolCallRecord {
-            command: command.clone(),
+            command: shown.clone(),
             exit_code: result.exit_code,
             status: status_name(result.status).into(),
             output: output.clone(),
@@ -928,7 +943,7 @@ impl<'a> Turn<'a> {
             return Observed::End(self.cancelled());
         }
         self.sink.emit(CoreEvent::ToolFinish {
-            command: command.clone(),
+            command: shown,
             output,
             exit_code: result.exit_code,
         });

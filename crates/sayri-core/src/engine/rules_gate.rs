@@ -14,7 +14,7 @@ use super::gate::{Confirmation, GateRequest, GateVerdict, PermissionGate, Refusa
 use crate::domain::permissions::{
     AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
 };
-use crate::ports::{ApprovalStore, Clock};
+use crate::ports::{Approval, ApprovalStore, Clock, SECRET_MARKER_PREFIX};
 use futures::future::BoxFuture;
 use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -61,10 +61,11 @@ impl RulesGate {
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };
         let action = request.action;
-        let approvals = self
-            .approvals
-            .approvals_for(&agent.agent_id)
-            .unwrap_or_default();
+        let approvals = usable_approvals(
+            self.approvals
+                .approvals_for(&agent.agent_id)
+                .unwrap_or_default(),
+        );
         let policies = self
             .policies
             .read()
@@ -146,6 +147,15 @@ impl RulesGate {
             }
         }
     }
+}
+
+/// Approvals that may match. One whose pattern holds a redaction marker (stored, or rewritten,
+/// after a secret was redacted out of it) no longer says what the person approved, so it never
+/// matches: the command is asked again. Pinned by `an_approval_that_held_a_secret_asks_again`.
+fn usable_approvals(all: Vec<Approval>) -> Vec<Approval> {
+    all.into_iter()
+        .filter(|a| !a.resource.contains(SECRET_MARKER_PREFIX))
+        .collect()
 }
 
 impl PermissionGate for RulesGate {

@@ -15,7 +15,7 @@ pub use chat::{
     ModelEndpoint, Role, Usage,
 };
 pub use clock::Clock;
-pub use redact::{NoSecrets, Redactor};
+pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
 pub use store::{
     NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,

@@ -201,6 +201,8 @@ pub trait SessionStore: Send + Sync {
     fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
     /// Case-insensitive substring search over message content (and, with `session_id = None`,
     /// session titles). Newest `limit` hits, returned oldest first, content cut to 400 chars.
+    /// A store that redacts decides hits on the redacted text and returns it redacted, so a
+    /// search cannot tell whether a secret contains the query.
     fn search_messages(
         &self,
         query: &str,

@@ -24,3 +24,4 @@ mod permissions_rules;
 mod permissions_targets;
 mod permissions_wrappers;
 mod react_turn;
+mod secret_text;

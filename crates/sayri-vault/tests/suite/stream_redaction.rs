@@ -18,6 +18,31 @@ fn redactor() -> SecretRedactor {
     ])
 }
 
+/// Multi-line dumps of the secrets printed by the real tools (`xxd`, `hexdump -C`, `od -c`,
+/// `od -x`), run once.
+fn dumps() -> &'static [String] {
+    static DUMPS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    DUMPS.get_or_init(|| {
+        let mut out = Vec::new();
+        for (tool, text) in [
+            ("xxd", format!("x={TOKEN}")),
+            ("hexdump -C", TOKEN.to_string()),
+            ("od -c", format!("ab {OTHER}")),
+            ("od -x", format!("k{TOKEN}")),
+        ] {
+            let o = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(format!("printf %s \"$T\" | {tool}"))
+                .env("T", text)
+                .output()
+                .unwrap();
+            // A dump starts at the start of a line.
+            out.push(format!("\n{}", String::from_utf8(o.stdout).unwrap()));
+        }
+        out
+    })
+}
+
 /// Text pieces: noise, and the secrets in the forms the redactor covers.
 fn piece() -> impl Strategy<Value = String> {
     let folded = |w: usize, eol: &str| {
@@ -47,6 +72,7 @@ fn piece() -> impl Strategy<Value = String> {
         // and must still catch the rest through its look-behind.
         Just(format!("s\n{}", &TOKEN[1..])),
         Just(format!("sy-\r\n{}", &TOKEN[3..])),
+        (0..dumps().len()).prop_map(|i| dumps()[i].clone()),
     ]
 }
 

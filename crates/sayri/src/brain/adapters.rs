@@ -34,9 +34,39 @@ impl Clock for SystemClock {
     }
 }
 
-/// Sends core and broker events to every client. Never blocks (the broadcaster queues).
+/// Sends core and broker events to every client, every string in them redacted (the engine and
+/// the broker redact what they know to be command text or output; this catches the rest —
+/// requests echoed in `user`, answers, errors). Never blocks (the broadcaster queues).
 #[derive(Clone)]
-pub struct BroadcastSink(pub Broadcaster);
+pub struct BroadcastSink {
+    broadcaster: Broadcaster,
+    redactor: SharedRedactor,
+}
+
+impl BroadcastSink {
+    /// A sink broadcasting through `broadcaster`, redacting with `redactor`.
+    pub fn new(broadcaster: Broadcaster, redactor: SharedRedactor) -> Self {
+        BroadcastSink {
+            broadcaster,
+            redactor,
+        }
+    }
+}
+
+/// Redacts every string inside `v`.
+fn redact_strings(v: &mut Value, r: &sayri_vault::SecretRedactor) {
+    match v {
+        Value::String(s) => {
+            let red = r.redact(s);
+            if red != *s {
+                *s = red;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_strings(x, r)),
+        Value::Object(m) => m.values_mut().for_each(|x| redact_strings(x, r)),
+        _ => {}
+    }
+}
 
 fn as_map(v: Value) -> Map<String, Value> {
     match v {
@@ -51,7 +81,12 @@ fn as_map(v: Value) -> Map<String, Value> {
 
 impl EventSink for BroadcastSink {
     fn emit(&self, event: CoreEvent) {
-        self.0.broadcast(event.name(), as_map(event.payload()));
+        let mut payload = event.payload();
+        let r = self.redactor.current();
+        if !r.is_empty() {
+            redact_strings(&mut payload, &r);
+        }
+        self.broadcaster.broadcast(event.name(), as_map(payload));
     }
 }
 
@@ -62,14 +97,14 @@ impl PermissionSink for BroadcastSink {
             "request".into(),
             serde_json::to_value(request).unwrap_or(Value::Null),
         );
-        self.0
+        self.broadcaster
             .broadcast(sayri_protocol::names::event::PERMISSION_REQUEST, m);
     }
 
     fn permission_resolved(&self, request_id: &str) {
         let mut m = Map::new();
         m.insert("request_id".into(), Value::String(request_id.to_string()));
-        self.0
+        self.broadcaster
             .broadcast(sayri_protocol::names::event::PERMISSION_RESOLVED, m);
     }
 }
@@ -195,7 +230,7 @@ pub fn build_model(
 ///
 /// Before every command the vault is re-read when another process (the `sayri vault` CLI)
 /// changed it, and the redactor is rebuilt from it at once: a secret is never handed to a
-/// command before the redactor knows it.
+/// command before the redactor knows it. Stored rows are then rewritten in the background.
 pub struct SecretsSandbox {
     /// The real sandbox.
     pub inner: Arc<LinuxSandbox>,
@@ -205,6 +240,8 @@ pub struct SecretsSandbox {
     pub vault: Arc<Mutex<Option<Vault>>>,
     /// Rebuilt when the vault changed on disk.
     pub redactor: SharedRedactor,
+    /// Rewritten (in the background) when the vault changed on disk.
+    pub store: Arc<sayri_store::Store>,
 }
 
 impl Sandbox for SecretsSandbox {
@@ -225,6 +262,12 @@ impl Sandbox for SecretsSandbox {
                         let key = vault.get(PROVIDER_KEY);
                         self.redactor
                             .replace(redactor_for(Some(vault), key.as_deref().map(|k| &**k)));
+                        crate::stored_secrets::spawn_rewrite(
+                            self.store.clone(),
+                            self.vault.clone(),
+                            self.redactor.clone(),
+                            false,
+                        );
                     }
                     Ok(false) => {}
                     Err(e) => tracing::error!("vault not re-read, secrets unchanged: {e}"),

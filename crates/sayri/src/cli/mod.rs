@@ -15,6 +15,7 @@ pub mod quit;
 pub mod sessions;
 pub mod status;
 pub mod terminal_text;
+pub mod vault;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
@@ -175,10 +176,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Vault { action } => {
             paths.ensure_dirs()?;
-            sayri_vault::cli::run(
+            let changed = sayri_vault::cli::run(
                 &action,
                 &sayri_vault::VaultPaths::new(&paths.config_dir, &paths.state_dir),
             )?;
+            if let Some(vault) = changed {
+                vault::after_change(&paths, &vault);
+            }
             return Ok(0);
         }
         _ => {}

@@ -29,6 +29,8 @@ pub fn build_status(state: &DaemonState) -> Value {
                     "level": l.level, "available": l.guaranteed, "missing": l.missing,
                 })).collect::<Vec<_>>(),
                 "unavailable": r.levels.iter().filter(|l| !l.guaranteed).map(|l| l.level).collect::<Vec<_>>(),
+                "legacy_tiocsti": r.kernel.legacy_tiocsti,
+                "terminal_injection": r.kernel.legacy_tiocsti.describe(),
             }),
         }),
         "vault": brain.map_or(Value::Null, |b| match &b.vault_error {

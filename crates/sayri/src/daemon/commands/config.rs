@@ -182,6 +182,9 @@ fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolE
         })?;
     }
     brain.secrets_changed(&ctx.daemon.config());
+    if !key.is_empty() {
+        brain.spawn_rewrite_stored_secrets();
+    }
     let shown = if key.is_empty() {
         json!("")
     } else {
