@@ -8,3 +8,4 @@ pub mod profile;
 pub mod prompt;
 pub mod strip;
 pub mod tokens;
+pub mod voice;

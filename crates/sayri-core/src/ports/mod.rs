@@ -1,10 +1,12 @@
 //! Port traits: the only way `sayri-core` reaches the outside world.
 
 pub mod approvals;
+pub mod audio;
 pub mod chat;
 pub mod clock;
 pub mod redact;
 pub mod sandbox;
+pub mod speech;
 pub mod store;
 
 pub use approvals::{Approval, ApprovalStore, StoreError};
