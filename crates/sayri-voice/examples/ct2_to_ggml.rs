@@ -16,8 +16,8 @@ fn main() -> ExitCode {
         eprintln!("usage: ct2-to-ggml MODEL_DIR ASSETS_DIR OUT.bin");
         return ExitCode::from(2);
     };
-    let result = WhisperAssets::load(assets)
-        .and_then(|a| convert_ct2_to_ggml(model, &a, out, &mut |_| {}));
+    let result =
+        WhisperAssets::load(assets).and_then(|a| convert_ct2_to_ggml(model, &a, out, &mut |_| {}));
     match result {
         Ok(r) => {
             println!(

@@ -175,9 +175,7 @@ impl WhisperAssets {
             };
             let tok = base64::engine::general_purpose::STANDARD
                 .decode(b64)
-                .map_err(|e| {
-                    ModelError::BadModel(format!("{}:{}: {e}", path.display(), n + 1))
-                })?;
+                .map_err(|e| ModelError::BadModel(format!("{}:{}: {e}", path.display(), n + 1)))?;
             tokens.push(tok);
         }
         Ok(tokens)
@@ -208,7 +206,8 @@ pub fn convert_ct2_to_ggml(
     let hp = Hyper::from_vars(&vars)?;
     let vocab = assets.vocab(hp.n_vocab >= 51865)?;
     let part = out.with_extension("bin.part");
-    let file = fs::File::create(&part).map_err(|e| ModelError::Io(format!("{}: {e}", part.display())))?;
+    let file =
+        fs::File::create(&part).map_err(|e| ModelError::Io(format!("{}: {e}", part.display())))?;
     let mut w = GgmlWriter {
         out: BufWriter::new(file),
         tensors: 0,
@@ -261,7 +260,10 @@ impl Hyper {
         };
         let layers = |prefix: &str| {
             (0..)
-                .take_while(|i| v.keys().any(|k| k.starts_with(&format!("{prefix}/layer_{i}/"))))
+                .take_while(|i| {
+                    v.keys()
+                        .any(|k| k.starts_with(&format!("{prefix}/layer_{i}/")))
+                })
                 .count()
         };
         let emb = dims("decoder/embeddings/weight")?;
@@ -335,27 +337,77 @@ fn tensor_plan(hp: &Hyper) -> Vec<TensorSpec> {
     let mut plan = Vec::new();
     let mut add = |ggml: String, ct2: String, part: Part| plan.push(spec(ggml, ct2, part));
     for conv in ["conv1", "conv2"] {
-        add(format!("encoder.{conv}.weight"), format!("encoder/{conv}/weight"), Part::All);
-        add(format!("encoder.{conv}.bias"), format!("encoder/{conv}/bias"), Part::All);
+        add(
+            format!("encoder.{conv}.weight"),
+            format!("encoder/{conv}/weight"),
+            Part::All,
+        );
+        add(
+            format!("encoder.{conv}.bias"),
+            format!("encoder/{conv}/bias"),
+            Part::All,
+        );
     }
-    add("encoder.positional_embedding".into(), "encoder/position_encodings/encodings".into(), Part::All);
+    add(
+        "encoder.positional_embedding".into(),
+        "encoder/position_encodings/encodings".into(),
+        Part::All,
+    );
     for i in 0..hp.n_audio_layer {
-        block(&mut add, &format!("encoder.blocks.{i}"), &format!("encoder/layer_{i}"), false);
+        block(
+            &mut add,
+            &format!("encoder.blocks.{i}"),
+            &format!("encoder/layer_{i}"),
+            false,
+        );
     }
-    add("encoder.ln_post.weight".into(), "encoder/layer_norm/gamma".into(), Part::All);
-    add("encoder.ln_post.bias".into(), "encoder/layer_norm/beta".into(), Part::All);
-    add("decoder.token_embedding.weight".into(), "decoder/embeddings/weight".into(), Part::All);
-    add("decoder.positional_embedding".into(), "decoder/position_encodings/encodings".into(), Part::All);
+    add(
+        "encoder.ln_post.weight".into(),
+        "encoder/layer_norm/gamma".into(),
+        Part::All,
+    );
+    add(
+        "encoder.ln_post.bias".into(),
+        "encoder/layer_norm/beta".into(),
+        Part::All,
+    );
+    add(
+        "decoder.token_embedding.weight".into(),
+        "decoder/embeddings/weight".into(),
+        Part::All,
+    );
+    add(
+        "decoder.positional_embedding".into(),
+        "decoder/position_encodings/encodings".into(),
+        Part::All,
+    );
     for i in 0..hp.n_text_layer {
-        block(&mut add, &format!("decoder.blocks.{i}"), &format!("decoder/layer_{i}"), true);
+        block(
+            &mut add,
+            &format!("decoder.blocks.{i}"),
+            &format!("decoder/layer_{i}"),
+            true,
+        );
     }
-    add("decoder.ln.weight".into(), "decoder/layer_norm/gamma".into(), Part::All);
-    add("decoder.ln.bias".into(), "decoder/layer_norm/beta".into(), Part::All);
+    add(
+        "decoder.ln.weight".into(),
+        "decoder/layer_norm/gamma".into(),
+        Part::All,
+    );
+    add(
+        "decoder.ln.bias".into(),
+        "decoder/layer_norm/beta".into(),
+        Part::All,
+    );
     for t in &mut plan {
         let positional = t.ggml.ends_with("positional_embedding");
         let conv_bias = t.ggml.starts_with("encoder.conv") && t.ggml.ends_with(".bias");
         t.as_column = conv_bias;
-        t.f32 = positional || conv_bias || t.ct2.ends_with("bias") || t.ct2.ends_with("gamma") || t.ct2.ends_with("beta");
+        t.f32 = positional
+            || conv_bias
+            || t.ct2.ends_with("bias")
+            || t.ct2.ends_with("gamma")
+            || t.ct2.ends_with("beta");
     }
     plan
 }
@@ -364,25 +416,70 @@ fn tensor_plan(hp: &Hyper) -> Vec<TensorSpec> {
 /// cross-attention (query alone, k|v fused; key without bias), MLP, and their layer norms.
 fn block(add: &mut impl FnMut(String, String, Part), g: &str, c: &str, cross: bool) {
     let ln = |add: &mut dyn FnMut(String, String, Part), gn: &str, cn: &str| {
-        add(format!("{g}.{gn}.weight"), format!("{c}/{cn}/gamma"), Part::All);
-        add(format!("{g}.{gn}.bias"), format!("{c}/{cn}/beta"), Part::All);
+        add(
+            format!("{g}.{gn}.weight"),
+            format!("{c}/{cn}/gamma"),
+            Part::All,
+        );
+        add(
+            format!("{g}.{gn}.bias"),
+            format!("{c}/{cn}/beta"),
+            Part::All,
+        );
     };
-    let lin = |add: &mut dyn FnMut(String, String, Part), gn: &str, cn: &str, part: Part, bias: bool| {
-        add(format!("{g}.{gn}.weight"), format!("{c}/{cn}/weight"), part);
-        if bias {
-            add(format!("{g}.{gn}.bias"), format!("{c}/{cn}/bias"), part);
-        }
-    };
+    let lin =
+        |add: &mut dyn FnMut(String, String, Part), gn: &str, cn: &str, part: Part, bias: bool| {
+            add(format!("{g}.{gn}.weight"), format!("{c}/{cn}/weight"), part);
+            if bias {
+                add(format!("{g}.{gn}.bias"), format!("{c}/{cn}/bias"), part);
+            }
+        };
     ln(add, "attn_ln", "self_attention/layer_norm");
-    lin(add, "attn.query", "self_attention/linear_0", Part::Slice { k: 0, parts: 3 }, true);
-    lin(add, "attn.key", "self_attention/linear_0", Part::Slice { k: 1, parts: 3 }, false);
-    lin(add, "attn.value", "self_attention/linear_0", Part::Slice { k: 2, parts: 3 }, true);
+    lin(
+        add,
+        "attn.query",
+        "self_attention/linear_0",
+        Part::Slice { k: 0, parts: 3 },
+        true,
+    );
+    lin(
+        add,
+        "attn.key",
+        "self_attention/linear_0",
+        Part::Slice { k: 1, parts: 3 },
+        false,
+    );
+    lin(
+        add,
+        "attn.value",
+        "self_attention/linear_0",
+        Part::Slice { k: 2, parts: 3 },
+        true,
+    );
     lin(add, "attn.out", "self_attention/linear_1", Part::All, true);
     if cross {
         ln(add, "cross_attn_ln", "attention/layer_norm");
-        lin(add, "cross_attn.query", "attention/linear_0", Part::All, true);
-        lin(add, "cross_attn.key", "attention/linear_1", Part::Slice { k: 0, parts: 2 }, false);
-        lin(add, "cross_attn.value", "attention/linear_1", Part::Slice { k: 1, parts: 2 }, true);
+        lin(
+            add,
+            "cross_attn.query",
+            "attention/linear_0",
+            Part::All,
+            true,
+        );
+        lin(
+            add,
+            "cross_attn.key",
+            "attention/linear_1",
+            Part::Slice { k: 0, parts: 2 },
+            false,
+        );
+        lin(
+            add,
+            "cross_attn.value",
+            "attention/linear_1",
+            Part::Slice { k: 1, parts: 2 },
+            true,
+        );
         lin(add, "cross_attn.out", "attention/linear_2", Part::All, true);
     }
     ln(add, "mlp_ln", "ffn/layer_norm");
@@ -436,7 +533,11 @@ impl<W: Write> GgmlWriter<W> {
         Ok(())
     }
 
-    fn tensor(&mut self, t: &TensorSpec, vars: &BTreeMap<String, Var<'_>>) -> Result<(), ModelError> {
+    fn tensor(
+        &mut self,
+        t: &TensorSpec,
+        vars: &BTreeMap<String, Var<'_>>,
+    ) -> Result<(), ModelError> {
         let var = vars
             .get(&t.ct2)
             .ok_or_else(|| bad(&format!("variable {} is missing", t.ct2)))?;
@@ -444,11 +545,19 @@ impl<W: Write> GgmlWriter<W> {
             DType::F32 => 4,
             DType::F16 => 2,
             DType::Other(d) => {
-                return Err(bad(&format!("{} has dtype {d}; only float16/float32 convert", t.ct2)));
+                return Err(bad(&format!(
+                    "{} has dtype {d}; only float16/float32 convert",
+                    t.ct2
+                )));
             }
         };
         if var.data.len() != var.elements() * width {
-            return Err(bad(&format!("{} has {} bytes for shape {:?}", t.ct2, var.data.len(), var.dims)));
+            return Err(bad(&format!(
+                "{} has {} bytes for shape {:?}",
+                t.ct2,
+                var.data.len(),
+                var.dims
+            )));
         }
         let mut dims = var.dims.clone();
         let data = match t.part {
@@ -456,7 +565,10 @@ impl<W: Write> GgmlWriter<W> {
             Part::Slice { k, parts } => {
                 let rows = dims[0];
                 if rows % parts != 0 {
-                    return Err(bad(&format!("{} rows {rows} do not split in {parts}", t.ct2)));
+                    return Err(bad(&format!(
+                        "{} rows {rows} do not split in {parts}",
+                        t.ct2
+                    )));
                 }
                 let per = var.data.len() / parts;
                 dims[0] = rows / parts;
@@ -480,7 +592,12 @@ impl<W: Write> GgmlWriter<W> {
     }
 }
 
-fn write_converted(out: &mut impl Write, data: &[u8], from: DType, to_f32: bool) -> std::io::Result<()> {
+fn write_converted(
+    out: &mut impl Write,
+    data: &[u8],
+    from: DType,
+    to_f32: bool,
+) -> std::io::Result<()> {
     match (from, to_f32) {
         (DType::F32, true) | (DType::F16, false) => out.write_all(data),
         (DType::F16, true) => {
@@ -532,7 +649,12 @@ mod tests {
     #[test]
     fn quantized_models_are_refused_with_a_reason() {
         let mut b = header(1);
-        b.extend(var_bytes("encoder/layer_0/ffn/linear_0/weight_scale", &[2], 0, &[0; 8]));
+        b.extend(var_bytes(
+            "encoder/layer_0/ffn/linear_0/weight_scale",
+            &[2],
+            0,
+            &[0; 8],
+        ));
         let e = parse_ct2(&b).err().expect("refused");
         assert!(e.to_string().contains("quantized"), "{e}");
     }
@@ -542,17 +664,37 @@ mod tests {
         let mut b = 6u32.to_le_bytes().to_vec();
         b.extend(10u16.to_le_bytes());
         b.extend(b"BertSpec\0\0");
-        assert!(parse_ct2(&b).err().expect("refused").to_string().contains("BertSpec"));
+        assert!(
+            parse_ct2(&b)
+                .err()
+                .expect("refused")
+                .to_string()
+                .contains("BertSpec")
+        );
         let mut b = header(1);
         b.extend(&var_bytes("x", &[4], 0, &[0; 16])[..10]);
-        assert!(parse_ct2(&b).err().expect("refused").to_string().contains("truncated"));
+        assert!(
+            parse_ct2(&b)
+                .err()
+                .expect("refused")
+                .to_string()
+                .contains("truncated")
+        );
     }
 
     #[test]
     fn fused_qkv_splits_into_three_and_key_has_no_bias() {
         let mut names = Vec::new();
-        block(&mut |g: String, c: String, p: Part| names.push((g, c, p)), "e.blocks.0", "e/layer_0", false);
-        let key: Vec<_> = names.iter().filter(|(g, _, _)| g.contains("attn.key")).collect();
+        block(
+            &mut |g: String, c: String, p: Part| names.push((g, c, p)),
+            "e.blocks.0",
+            "e/layer_0",
+            false,
+        );
+        let key: Vec<_> = names
+            .iter()
+            .filter(|(g, _, _)| g.contains("attn.key"))
+            .collect();
         assert_eq!(key.len(), 1, "key weight only");
         assert_eq!(key[0].2, Part::Slice { k: 1, parts: 3 });
         assert_eq!(names.len(), 15);

@@ -1,6 +1,9 @@
 //! Downloads a model over HTTP(S) into the store, with progress and an optional sha256 check.
 
-use super::{InstalledModel, ModelError, ModelKind, ModelStore, Progress, check_name, create_parent, finish_part, part_path};
+use super::{
+    InstalledModel, ModelError, ModelKind, ModelStore, Progress, check_name, create_parent,
+    finish_part, part_path,
+};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 
@@ -22,7 +25,14 @@ pub async fn download(
     if kind == ModelKind::PiperVoice {
         let mut side = dest.clone().into_os_string();
         side.push(".json");
-        fetch(&format!("{url}.json"), side.as_ref(), name, None, &mut |_| {}).await?;
+        fetch(
+            &format!("{url}.json"),
+            side.as_ref(),
+            name,
+            None,
+            &mut |_| {},
+        )
+        .await?;
     }
     store.installed(kind, name)
 }
@@ -43,7 +53,11 @@ async fn fetch(
         .connect_timeout(std::time::Duration::from_secs(30))
         .build()
         .map_err(|e| fail(e.to_string()))?;
-    let mut resp = client.get(url).send().await.map_err(|e| fail(e.to_string()))?;
+    let mut resp = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| fail(e.to_string()))?;
     if !resp.status().is_success() {
         return Err(fail(format!("HTTP {}", resp.status())));
     }

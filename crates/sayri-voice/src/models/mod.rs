@@ -47,7 +47,9 @@ pub enum ModelError {
     #[error("{0}")]
     BadModel(String),
     /// The sha256 of the data differs from the expected one; nothing was installed.
-    #[error("sha256 mismatch for {name}: expected {expected}, got {actual} — the file is corrupt or not the one intended; nothing was installed")]
+    #[error(
+        "sha256 mismatch for {name}: expected {expected}, got {actual} — the file is corrupt or not the one intended; nothing was installed"
+    )]
     Checksum {
         /// The model name.
         name: String,
@@ -178,7 +180,9 @@ impl ModelStore {
         if let Some(dir) = std::env::var_os("SAYRI_VOICE_MODELS_DIR").filter(|d| !d.is_empty()) {
             return ModelStore::at(PathBuf::from(dir));
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| "/tmp".into());
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| "/tmp".into());
         ModelStore::at(home.join(".cache/sayri/voice-models"))
     }
 
@@ -278,7 +282,9 @@ impl ModelStore {
                 };
                 let mut bytes = e.metadata().map(|m| m.len()).unwrap_or(0);
                 if kind == ModelKind::PiperVoice {
-                    bytes += fs::metadata(sidecar(&e.path())).map(|m| m.len()).unwrap_or(0);
+                    bytes += fs::metadata(sidecar(&e.path()))
+                        .map(|m| m.len())
+                        .unwrap_or(0);
                 }
                 out.push(InstalledModel {
                     kind,
@@ -350,7 +356,9 @@ impl ModelStore {
         self.list()
             .into_iter()
             .find(|m| m.kind == kind && m.name == name)
-            .ok_or_else(|| ModelError::Io(format!("{} {name} vanished after install", kind.as_str())))
+            .ok_or_else(|| {
+                ModelError::Io(format!("{} {name} vanished after install", kind.as_str()))
+            })
     }
 }
 
@@ -386,11 +394,14 @@ fn create_parent(p: &Path) -> Result<(), ModelError> {
 
 /// The sha256 of a file, lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
-    let mut f = fs::File::open(path).map_err(|e| ModelError::Io(format!("{}: {e}", path.display())))?;
+    let mut f =
+        fs::File::open(path).map_err(|e| ModelError::Io(format!("{}: {e}", path.display())))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = f.read(&mut buf).map_err(|e| ModelError::Io(format!("{}: {e}", path.display())))?;
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| ModelError::Io(format!("{}: {e}", path.display())))?;
         if n == 0 {
             break;
         }

@@ -19,7 +19,9 @@ pub fn read_f32_2d(raw: &[u8]) -> Result<(usize, usize, Vec<f32>), String> {
         .and_then(|h| std::str::from_utf8(h).ok())
         .ok_or("bad .npy header")?;
     if !header.contains("'descr': '<f4'") {
-        return Err(format!("expected little-endian float32 data, header {header}"));
+        return Err(format!(
+            "expected little-endian float32 data, header {header}"
+        ));
     }
     if header.contains("'fortran_order': True") {
         return Err("Fortran-ordered arrays are not supported".into());
@@ -39,7 +41,10 @@ pub fn read_f32_2d(raw: &[u8]) -> Result<(usize, usize, Vec<f32>), String> {
     };
     let body = &raw[start + header_len..];
     if body.len() != rows * cols * 4 {
-        return Err(format!("{} data bytes for shape ({rows}, {cols})", body.len()));
+        return Err(format!(
+            "{} data bytes for shape ({rows}, {cols})",
+            body.len()
+        ));
     }
     let data = body
         .chunks_exact(4)

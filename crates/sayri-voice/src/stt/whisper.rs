@@ -1,0 +1,164 @@
+//! Speech to text with whisper.cpp (through whisper-rs): greedy decoding, one thread per
+//! available core, language from the configuration, cancellable between decoder steps.
+
+use crate::models::{ModelKind, ModelStore};
+use sayri_core::ports::speech::{SpeechError, SpeechToText, Transcript};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio_util::sync::CancellationToken;
+use whisper_rs::{
+    FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters, WhisperState,
+};
+
+/// A loaded whisper model.
+pub struct WhisperStt {
+    state: WhisperState,
+    model: PathBuf,
+    language: String,
+    threads: i32,
+    prompt: String,
+}
+
+/// The whisper language code for a config value: `auto`/empty → `auto`, `en_US`/`en-US` →
+/// `en`, otherwise the first two letters, lowercased.
+pub fn language_code(config: &str) -> String {
+    let c = config.trim().to_lowercase();
+    if c.is_empty() || c == "auto" {
+        return "auto".into();
+    }
+    c.split(['_', '-'])
+        .next()
+        .unwrap_or(&c)
+        .chars()
+        .take(2)
+        .collect()
+}
+
+impl WhisperStt {
+    /// Loads whisper model `name` (`tiny.en`) from the store.
+    pub fn load(store: &ModelStore, name: &str, language: &str) -> Result<WhisperStt, SpeechError> {
+        let path = store
+            .require(ModelKind::Whisper, name)
+            .map_err(|e| SpeechError::NotReady {
+                what: format!("whisper model {name}"),
+                reason: e.to_string(),
+                fix: "run ./scripts/setup --voice, or `sayri models import-ct2 DIR`".into(),
+            })?;
+        WhisperStt::load_file(&path, language)
+    }
+
+    /// Loads a ggml model file. `language` as in the config (`en`, `auto`, `es_ES`).
+    pub fn load_file(path: &Path, language: &str) -> Result<WhisperStt, SpeechError> {
+        whisper_rs::install_logging_hooks();
+        let not_ready = |reason: String| SpeechError::NotReady {
+            what: format!("whisper model {}", path.display()),
+            reason,
+            fix: "re-import it (`sayri models import-ct2 DIR`) or run ./scripts/setup --voice"
+                .into(),
+        };
+        let file = path
+            .to_str()
+            .ok_or_else(|| not_ready("path is not UTF-8".into()))?;
+        let ctx = WhisperContext::new_with_params(file, WhisperContextParameters::default())
+            .map_err(|e| not_ready(format!("cannot load: {e}")))?;
+        let state = ctx
+            .create_state()
+            .map_err(|e| not_ready(format!("cannot create a decoder: {e}")))?;
+        let mut lang = language_code(language);
+        if !ctx.is_multilingual() {
+            lang = "en".into();
+        }
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as i32;
+        Ok(WhisperStt {
+            state,
+            model: path.to_path_buf(),
+            language: lang,
+            threads,
+            prompt: String::new(),
+        })
+    }
+
+    /// Text that primes the decoder (names it should spell right).
+    pub fn set_prompt(&mut self, prompt: &str) {
+        self.prompt = prompt.to_string();
+    }
+}
+
+impl SpeechToText for WhisperStt {
+    fn transcribe(
+        &mut self,
+        audio: &[i16],
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, SpeechError> {
+        if cancel.is_cancelled() {
+            return Err(SpeechError::Cancelled);
+        }
+        let mut pcm: Vec<f32> = audio.iter().map(|&s| f32::from(s) / 32768.0).collect();
+        // whisper.cpp needs at least one second of audio; pad short clips with silence.
+        if pcm.len() < 16_000 + 1600 {
+            pcm.resize(16_000 + 1600, 0.0);
+        }
+        let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+        params.set_n_threads(self.threads);
+        params.set_language(Some(self.language.as_str()));
+        params.set_print_special(false);
+        params.set_print_progress(false);
+        params.set_print_realtime(false);
+        params.set_print_timestamps(false);
+        params.set_no_context(true);
+        params.set_no_timestamps(true);
+        params.set_single_segment(false);
+        params.set_suppress_blank(true);
+        params.set_suppress_nst(true);
+        if !self.prompt.is_empty() {
+            params.set_initial_prompt(&self.prompt);
+        }
+        let aborted = Arc::new(AtomicBool::new(false));
+        let (token, flag) = (cancel.clone(), aborted.clone());
+        params.set_abort_callback_safe(move || {
+            let stop = token.is_cancelled();
+            if stop {
+                flag.store(true, Ordering::Relaxed);
+            }
+            stop
+        });
+        let result = self.state.full(params, &pcm);
+        if aborted.load(Ordering::Relaxed) || cancel.is_cancelled() {
+            return Err(SpeechError::Cancelled);
+        }
+        result.map_err(|e| SpeechError::Failed(format!("whisper failed: {e}")))?;
+        let mut text = String::new();
+        for seg in self.state.as_iter() {
+            if let Ok(s) = seg.to_str_lossy() {
+                text.push_str(&s);
+            }
+        }
+        Ok(Transcript {
+            text: text.trim().to_string(),
+            language: self.language.clone(),
+        })
+    }
+
+    fn name(&self) -> String {
+        let file = self
+            .model
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned());
+        format!("whisper {}", file.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_codes_follow_the_config() {
+        assert_eq!(language_code(""), "auto");
+        assert_eq!(language_code("auto"), "auto");
+        assert_eq!(language_code("es_ES"), "es");
+        assert_eq!(language_code("en-US"), "en");
+        assert_eq!(language_code("de"), "de");
+    }
+}
