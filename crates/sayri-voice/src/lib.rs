@@ -17,4 +17,5 @@ pub mod onnx;
 pub mod stt;
 pub mod tts;
 pub mod vad;
+pub mod voice_loop;
 pub mod wake;

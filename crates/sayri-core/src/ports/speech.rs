@@ -78,28 +78,29 @@ pub trait SpeechToText: Send {
     fn name(&self) -> String;
 }
 
-/// Audio produced by a [`TextToSpeech`] engine while it synthesises.
-pub trait SpeechStream: Send {
+/// Audio produced by a [`TextToSpeech`] engine while it synthesises. Shared between the
+/// thread that feeds text (and may cancel) and the thread that reads audio, hence `&self`.
+pub trait SpeechStream: Send + Sync {
     /// The next chunk of 16 kHz mono audio, blocking until one is ready; `Ok(None)` when all
-    /// text given so far has been spoken and no more will come.
-    fn next_chunk(&mut self) -> Result<Option<Vec<i16>>, SpeechError>;
+    /// text given so far has been spoken and no more will come, or after a cancel.
+    fn next_chunk(&self) -> Result<Option<Vec<i16>>, SpeechError>;
 
     /// Adds text to speak after what was given so far (a reply streams in sentence by
     /// sentence). Errors when the stream was finished or cancelled.
-    fn push_text(&mut self, text: &str) -> Result<(), SpeechError>;
+    fn push_text(&self, text: &str) -> Result<(), SpeechError>;
 
     /// No more text will come; [`SpeechStream::next_chunk`] returns `None` once it is spoken.
-    fn finish(&mut self);
+    fn finish(&self);
 
     /// Stops synthesis at once (kills the engine's work); later calls return `Ok(None)`.
-    fn cancel(&mut self);
+    fn cancel(&self);
 }
 
 /// Text to speech.
 pub trait TextToSpeech: Send + Sync {
     /// Starts speaking `text` (already speakable: no markdown). More text can be pushed to the
     /// returned stream. Errors: [`SpeechError::NotReady`] when the voice or program is missing.
-    fn start(&self, text: &str) -> Result<Box<dyn SpeechStream>, SpeechError>;
+    fn start(&self, text: &str) -> Result<std::sync::Arc<dyn SpeechStream>, SpeechError>;
 
     /// Engine and voice name for status (`"piper en_US-joe-medium"`).
     fn name(&self) -> String;

@@ -4,8 +4,6 @@
 use crate::models::{ModelKind, ModelStore};
 use sayri_core::ports::speech::{SpeechError, SpeechToText, Transcript};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 use whisper_rs::{
     FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters, WhisperState,
@@ -85,6 +83,13 @@ impl WhisperStt {
     }
 }
 
+/// whisper.cpp's abort callback: stop when the job's token was cancelled.
+unsafe extern "C" fn abort_if_cancelled(user_data: *mut std::ffi::c_void) -> bool {
+    // SAFETY: `user_data` is the `&CancellationToken` set in `transcribe`, alive during `full`.
+    let token = unsafe { &*(user_data as *const CancellationToken) };
+    token.is_cancelled()
+}
+
 impl SpeechToText for WhisperStt {
     fn transcribe(
         &mut self,
@@ -114,17 +119,19 @@ impl SpeechToText for WhisperStt {
         if !self.prompt.is_empty() {
             params.set_initial_prompt(&self.prompt);
         }
-        let aborted = Arc::new(AtomicBool::new(false));
-        let (token, flag) = (cancel.clone(), aborted.clone());
-        params.set_abort_callback_safe(move || {
-            let stop = token.is_cancelled();
-            if stop {
-                flag.store(true, Ordering::Relaxed);
-            }
-            stop
-        });
+        // whisper-rs 0.16's `set_abort_callback_safe` hands the C side a pointer of the wrong
+        // type (a boxed trait object read back as the closure), which corrupts memory and hung
+        // transcriptions at random; the raw callback with the token as user data is used instead.
+        // SAFETY: `abort_if_cancelled` only reads the `CancellationToken` behind the pointer,
+        // which `cancel` keeps alive until `full` returns (the params are consumed by it).
+        unsafe {
+            params.set_abort_callback(Some(abort_if_cancelled));
+            params.set_abort_callback_user_data(
+                cancel as *const CancellationToken as *mut std::ffi::c_void,
+            );
+        }
         let result = self.state.full(params, &pcm);
-        if aborted.load(Ordering::Relaxed) || cancel.is_cancelled() {
+        if cancel.is_cancelled() {
             return Err(SpeechError::Cancelled);
         }
         result.map_err(|e| SpeechError::Failed(format!("whisper failed: {e}")))?;

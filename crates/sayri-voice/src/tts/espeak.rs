@@ -1,6 +1,7 @@
 //! espeak-ng as the fallback voice (Debian `espeak-ng`): robotic but instant, no model.
 
 use super::process::{Framing, ProcessStream};
+use std::sync::Arc;
 use sayri_core::ports::speech::{SpeechError, SpeechStream, TextToSpeech};
 use std::process::{Command, Stdio};
 
@@ -35,7 +36,7 @@ impl EspeakTts {
 }
 
 impl TextToSpeech for EspeakTts {
-    fn start(&self, text: &str) -> Result<Box<dyn SpeechStream>, SpeechError> {
+    fn start(&self, text: &str) -> Result<Arc<dyn SpeechStream>, SpeechError> {
         let child = Command::new("espeak-ng")
             .args([
                 "-v",
@@ -49,9 +50,9 @@ impl TextToSpeech for EspeakTts {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| SpeechError::Failed(format!("espeak-ng: {e}")))?;
-        let mut s = ProcessStream::start("espeak-ng", child, Framing::Wav)?;
+        let s = ProcessStream::start("espeak-ng", child, Framing::Wav)?;
         s.push_text(text)?;
-        Ok(Box::new(s))
+        Ok(Arc::new(s))
     }
 
     fn name(&self) -> String {

@@ -8,6 +8,7 @@ pub use espeak::EspeakTts;
 pub use piper::PiperTts;
 
 use crate::models::ModelStore;
+use std::sync::Arc;
 use sayri_core::ports::speech::{SpeechError, SpeechStream, TextToSpeech};
 
 /// The best voice available: Piper with `voice` when installed, else espeak-ng speaking
@@ -32,7 +33,7 @@ pub fn best_available(
 
 /// Synthesises `text` completely and returns the 16 kHz audio (`sayri say --to-file`).
 pub fn render(tts: &dyn TextToSpeech, text: &str) -> Result<Vec<i16>, SpeechError> {
-    let mut s: Box<dyn SpeechStream> = tts.start(text)?;
+    let s: Arc<dyn SpeechStream> = tts.start(text)?;
     s.finish();
     let mut out = Vec::new();
     while let Some(chunk) = s.next_chunk()? {

@@ -6,6 +6,7 @@
 
 use super::process::{Framing, ProcessStream};
 use crate::models::{ModelKind, ModelStore};
+use std::sync::Arc;
 use sayri_core::ports::speech::{SpeechError, SpeechStream, TextToSpeech};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -115,12 +116,12 @@ fn voice_sample_rate(voice: &Path) -> Result<u32, SpeechError> {
 }
 
 impl TextToSpeech for PiperTts {
-    fn start(&self, text: &str) -> Result<Box<dyn SpeechStream>, SpeechError> {
+    fn start(&self, text: &str) -> Result<Arc<dyn SpeechStream>, SpeechError> {
         let child = self.take_warm()?;
-        let mut stream = ProcessStream::start("piper", child, Framing::Raw(self.rate))?;
+        let stream = ProcessStream::start("piper", child, Framing::Raw(self.rate))?;
         stream.push_text(text)?;
         self.prewarm();
-        Ok(Box::new(stream))
+        Ok(Arc::new(stream))
     }
 
     fn name(&self) -> String {

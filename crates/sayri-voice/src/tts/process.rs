@@ -8,6 +8,7 @@ use sayri_core::ports::speech::{SpeechError, SpeechStream};
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How the process's stdout starts.
@@ -22,12 +23,12 @@ pub enum Framing {
 /// A running synthesis process.
 pub struct ProcessStream {
     engine: &'static str,
-    child: Option<Child>,
-    stdin: Option<ChildStdin>,
-    audio: Receiver<Result<Vec<i16>, String>>,
+    child: Mutex<Option<Child>>,
+    stdin: Mutex<Option<ChildStdin>>,
+    audio: Mutex<Receiver<Result<Vec<i16>, String>>>,
     stderr: Arc<Mutex<String>>,
-    finished: bool,
-    cancelled: bool,
+    finished: AtomicBool,
+    cancelled: AtomicBool,
 }
 
 impl ProcessStream {
@@ -56,17 +57,18 @@ impl ProcessStream {
         std::thread::spawn(move || read_audio(stdout, framing, tx));
         Ok(ProcessStream {
             engine,
-            stdin: child.stdin.take(),
-            child: Some(child),
-            audio: rx,
+            stdin: Mutex::new(child.stdin.take()),
+            child: Mutex::new(Some(child)),
+            audio: Mutex::new(rx),
             stderr: stderr_buf,
-            finished: false,
-            cancelled: false,
+            finished: AtomicBool::new(false),
+            cancelled: AtomicBool::new(false),
         })
     }
 
-    fn failure(&mut self) -> Option<SpeechError> {
-        let status = self.child.as_mut()?.wait().ok()?;
+    fn failure(&self) -> Option<SpeechError> {
+        let mut child = self.child.lock().ok()?;
+        let status = child.as_mut()?.wait().ok()?;
         if status.success() {
             return None;
         }
@@ -134,22 +136,27 @@ fn read_audio(mut out: impl Read, framing: Framing, tx: Sender<Result<Vec<i16>, 
 }
 
 impl SpeechStream for ProcessStream {
-    fn next_chunk(&mut self) -> Result<Option<Vec<i16>>, SpeechError> {
-        if self.cancelled {
+    fn next_chunk(&self) -> Result<Option<Vec<i16>>, SpeechError> {
+        if self.cancelled.load(Ordering::SeqCst) {
             return Ok(None);
         }
-        match self.audio.recv() {
-            Ok(Ok(chunk)) => Ok(Some(chunk)),
+        let msg = match self.audio.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return Ok(None),
+        };
+        match msg {
+            Ok(Ok(chunk)) if !self.cancelled.load(Ordering::SeqCst) => Ok(Some(chunk)),
+            Ok(Ok(_)) => Ok(None),
             Ok(Err(e)) => Err(SpeechError::Failed(format!("{}: {e}", self.engine))),
             Err(_) => match self.failure() {
-                Some(e) if !self.cancelled => Err(e),
+                Some(e) if !self.cancelled.load(Ordering::SeqCst) => Err(e),
                 _ => Ok(None),
             },
         }
     }
 
-    fn push_text(&mut self, text: &str) -> Result<(), SpeechError> {
-        if self.finished || self.cancelled {
+    fn push_text(&self, text: &str) -> Result<(), SpeechError> {
+        if self.finished.load(Ordering::SeqCst) || self.cancelled.load(Ordering::SeqCst) {
             return Err(SpeechError::Failed(format!(
                 "{}: speech already finished",
                 self.engine
@@ -159,8 +166,11 @@ impl SpeechStream for ProcessStream {
         if line.trim().is_empty() {
             return Ok(());
         }
-        let stdin = self
+        let mut guard = self
             .stdin
+            .lock()
+            .map_err(|_| SpeechError::Failed(format!("{}: stdin lock poisoned", self.engine)))?;
+        let stdin = guard
             .as_mut()
             .ok_or_else(|| SpeechError::Failed(format!("{}: stdin closed", self.engine)))?;
         writeln!(stdin, "{}", line.trim())
@@ -168,27 +178,36 @@ impl SpeechStream for ProcessStream {
             .map_err(|e| SpeechError::Failed(format!("{} stopped reading text: {e}", self.engine)))
     }
 
-    fn finish(&mut self) {
-        self.finished = true;
-        self.stdin = None;
+    fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
+        if let Ok(mut s) = self.stdin.lock() {
+            *s = None;
+        }
     }
 
-    fn cancel(&mut self) {
-        self.cancelled = true;
-        self.stdin = None;
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
+    fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let Ok(mut s) = self.stdin.lock() {
+            *s = None;
+        }
+        if let Ok(mut child) = self.child.lock()
+            && let Some(c) = child.as_mut()
+        {
+            let _ = c.kill();
         }
     }
 }
 
 impl Drop for ProcessStream {
     fn drop(&mut self) {
-        self.stdin = None;
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Ok(mut s) = self.stdin.lock() {
+            *s = None;
+        }
+        if let Ok(mut child) = self.child.lock()
+            && let Some(mut c) = child.take()
+        {
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 }

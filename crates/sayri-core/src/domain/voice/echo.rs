@@ -30,6 +30,13 @@ pub fn wake_is_echo(e: WakeEvidence) -> bool {
     e.playback_score >= PLAYBACK_WAKE_SCORE && e.near_to_far_ratio < ECHO_ONLY_RATIO
 }
 
+/// True when speech the VAD hears while the assistant is playing is only its echo: the
+/// echo-cancelled microphone holds less than [`ECHO_ONLY_RATIO`] of the playback's power.
+/// A person talking over the assistant keeps the ratio above it.
+pub fn speech_is_echo(playing: bool, near_to_far_ratio: f32) -> bool {
+    playing && near_to_far_ratio < ECHO_ONLY_RATIO
+}
+
 /// The echo rule for transcripts: lowercase both texts, keep only word characters and
 /// spaces; the transcript is an echo when, cleaned, it is longer than 3 characters and part of
 /// the reply (or the reply, when longer than 3, is part of it).
@@ -63,6 +70,13 @@ mod tests {
             "3 characters or fewer never match"
         );
         assert!(!is_echo_of_reply("anything", ""));
+    }
+
+    #[test]
+    fn speech_during_playback_counts_only_above_the_echo() {
+        assert!(speech_is_echo(true, 0.01));
+        assert!(!speech_is_echo(true, 0.5));
+        assert!(!speech_is_echo(false, 0.01));
     }
 
     #[test]

@@ -455,9 +455,9 @@ impl VoiceMachine {
         }
         self.cut_turn(out);
         out.push(Action::ResetWake);
-        out.push(Action::RestartUtterance);
         self.in_utterance = false;
         self.arm(out);
+        out.push(Action::RestartUtterance);
     }
 
     fn speech_start(&mut self, out: &mut Vec<Action>) {

@@ -12,7 +12,7 @@ pub mod machine;
 pub mod segmenter;
 pub mod speakable;
 
-pub use echo::{WakeEvidence, is_echo_of_reply, wake_is_echo};
+pub use echo::{WakeEvidence, is_echo_of_reply, speech_is_echo, wake_is_echo};
 pub use events::VoiceEvent;
 pub use hallucination::{SpeechEvidence, clean_transcript};
 pub use machine::{Action, Input, VoiceMachine, VoiceMode, VoiceSettings};

@@ -72,6 +72,7 @@ pub struct Segmenter {
     run_start: u64,
     in_speech: bool,
     start: u64,
+    floor: u64,
     silence_ms: u32,
     voiced_ms: u32,
     peak: f32,
@@ -94,6 +95,7 @@ impl Segmenter {
             run_start: 0,
             in_speech: false,
             start: 0,
+            floor: 0,
             silence_ms: 0,
             voiced_ms: 0,
             peak: 0.0,
@@ -120,16 +122,13 @@ impl Segmenter {
         (self.voiced_ms, self.peak)
     }
 
-    /// Restarts the current utterance at the current position (the wake word fired while the
-    /// person kept talking): the audio before now is not part of the query.
+    /// Forgets everything heard up to now (the wake word just fired): the next utterance needs
+    /// fresh speech after this point, and its pre-roll never reaches back before it. So a
+    /// wake phrase followed by silence never becomes an utterance, and one followed by a
+    /// question becomes the question alone.
     pub fn restart_here(&mut self) {
-        if self.in_speech {
-            self.start = self.pos;
-            self.voiced_ms = 0;
-            self.silence_ms = 0;
-        }
-        self.run_ms = 0;
-        self.run_start = self.pos;
+        self.reset();
+        self.floor = self.pos;
     }
 
     /// Drops the current utterance; the next one needs a fresh start.
@@ -157,7 +156,7 @@ impl Segmenter {
                 if self.run_ms >= self.cfg.min_speech_ms {
                     let pre = u64::from(self.cfg.pre_roll_ms) * RATE / 1000;
                     self.in_speech = true;
-                    self.start = self.run_start.saturating_sub(pre);
+                    self.start = self.run_start.saturating_sub(pre).max(self.floor);
                     self.voiced_ms = self.run_ms;
                     self.silence_ms = 0;
                     return Segment::Started { start: self.start };
@@ -262,6 +261,24 @@ mod tests {
                 ..
             }
         )));
+    }
+
+    #[test]
+    fn restart_needs_fresh_speech_and_clamps_the_pre_roll() {
+        let mut s = Segmenter::new(SegmenterConfig::default());
+        feed(&mut s, &[0.9; 4]);
+        assert!(s.in_speech());
+        s.restart_here(); // at 5120
+        assert!(!s.in_speech());
+        let out = feed(&mut s, &[0.0, 0.0, 0.0]);
+        assert!(out.is_empty(), "silence after the wake word is no utterance");
+        let out = feed(&mut s, &[0.9, 0.9]);
+        assert_eq!(out, vec![Segment::Started { start: 8960 - 3840 }]);
+        let mut s = Segmenter::new(SegmenterConfig::default());
+        feed(&mut s, &[0.9; 4]);
+        s.restart_here();
+        let out = feed(&mut s, &[0.9, 0.9]);
+        assert_eq!(out, vec![Segment::Started { start: 5120 }], "pre-roll clamped");
     }
 
     #[test]

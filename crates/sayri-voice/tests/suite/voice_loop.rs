@@ -1,0 +1,103 @@
+//! The whole loop on real models: wake word → transcript → scripted model → spoken answer.
+
+use super::harness::{ScriptedModel, config, count, describe, engines, is_user, is_wake, milestones, run, state};
+use super::support::{concat, silence, speech, store, words};
+use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
+use sayri_core::engine::events::CoreState;
+use sayri_core::ports::speech::SpeechToText;
+use sayri_voice::audio::{WavSink, WavSource, read_wav_16k, write_wav_16k};
+use sayri_voice::stt::WhisperStt;
+use tokio_util::sync::CancellationToken;
+
+#[test]
+fn wake_word_question_is_answered_and_spoken_to_the_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("mic.wav");
+    let output = dir.path().join("speaker.wav");
+    let mic = concat(&[
+        &silence(600),
+        &speech("Hey Jarvis, what is the capital of France?", "user"),
+        &silence(2000),
+    ]);
+    write_wav_16k(&input, &mic).unwrap();
+    let model = ScriptedModel::start(&["The capital of France is **Paris**."]);
+    let (events, stats) = run(
+        engines(true),
+        config(VoiceMode::Wakeword),
+        Box::new(WavSource::open(&input).unwrap()),
+        Box::new(WavSink::create(&output).unwrap()),
+        model.agent.clone(),
+        &[],
+    );
+    let m = milestones(&events);
+    let want = [
+        VoiceEvent::Mic(true),
+        state(CoreState::Activated),
+        state(CoreState::Listening),
+        state(CoreState::Thinking),
+        VoiceEvent::Busy(true),
+        state(CoreState::Speaking),
+        VoiceEvent::Speaking(true),
+        VoiceEvent::Speaking(false),
+        state(CoreState::Idle),
+    ];
+    let mut it = m.iter();
+    for w in &want {
+        assert!(it.any(|e| e == w), "missing {w:?} in order; events: {}", describe(&m));
+    }
+    assert_eq!(count(&events, is_wake), 1, "{}", describe(&m));
+    let users: Vec<String> = m
+        .iter()
+        .filter_map(|e| match e {
+            VoiceEvent::User(t) => Some(words(t)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(users, vec!["what is the capital of france"]);
+    let queries: Vec<String> = model.queries().iter().map(|q| words(q)).collect();
+    assert_eq!(queries, vec!["what is the capital of france"]);
+    assert_eq!(stats.stt_calls, 1);
+    assert!(stats.partial_calls >= 1, "partial transcripts while speaking: {stats:?}");
+    assert!(
+        count(&events, |e| matches!(e, VoiceEvent::Partial(t) if !t.is_empty())) >= 1,
+        "a partial event was shown"
+    );
+    // The spoken answer, read back from the sink file, says what the model wrote.
+    let spoken = read_wav_16k(&output).unwrap();
+    let mut stt = WhisperStt::load(&store(), "tiny.en", "en").unwrap();
+    let heard = stt.transcribe(&spoken, &CancellationToken::new()).unwrap();
+    assert_eq!(words(&heard.text), "the capital of france is paris");
+    // Audio levels are reported at most every 50 ms of audio.
+    let levels: Vec<u64> = events
+        .iter()
+        .filter(|e| matches!(e.event, VoiceEvent::AudioLevel(_)))
+        .map(|e| e.at)
+        .collect();
+    assert!(levels.windows(2).all(|w| w[1] - w[0] >= 800), "level events closer than 50 ms");
+    assert!(count(&events, is_user) == 1);
+}
+
+#[test]
+fn speech_without_the_wake_word_triggers_nothing() {
+    let mic = concat(&[
+        &silence(500),
+        &speech("What is the capital of France?", "user"),
+        &silence(800),
+        &speech("Harvey travels to Paris every summer.", "user"),
+        &silence(1500),
+    ]);
+    let model = ScriptedModel::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (events, stats) = run(
+        engines(true),
+        config(VoiceMode::Wakeword),
+        Box::new(WavSource::from_samples("negative", mic)),
+        Box::new(WavSink::create(&dir.path().join("out.wav")).unwrap()),
+        model.agent.clone(),
+        &[],
+    );
+    assert_eq!(count(&events, is_wake), 0);
+    assert_eq!(count(&events, is_user), 0);
+    assert_eq!(stats.stt_calls + stats.partial_calls, 0, "nothing transcribed before a wake word");
+    assert!(model.queries().is_empty());
+}
