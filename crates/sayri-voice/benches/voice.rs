@@ -23,7 +23,12 @@ use tokio_util::sync::CancellationToken;
 struct InstantAgent;
 
 impl Agent for InstantAgent {
-    fn answer(&self, _q: &str, _c: &CancellationToken, on_text: &mut dyn FnMut(&str)) -> Result<String, String> {
+    fn answer(
+        &self,
+        _q: &str,
+        _c: &CancellationToken,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<String, String> {
         let text = "Paris is the capital of France. It is also its largest city.";
         on_text(text);
         Ok(text.into())
@@ -48,7 +53,10 @@ fn main() {
     let mut text = String::new();
     for _ in 0..3 {
         let t = Instant::now();
-        text = stt.transcribe(&audio, &CancellationToken::new()).unwrap_or_else(|e| die(e)).text;
+        text = stt
+            .transcribe(&audio, &CancellationToken::new())
+            .unwrap_or_else(|e| die(e))
+            .text;
         best = best.min(t.elapsed().as_secs_f64());
     }
     println!(
@@ -57,10 +65,12 @@ fn main() {
     );
 
     let wake = || OpenWakeWord::load(&store, "hey_jarvis_v0.1").unwrap_or_else(|e| die(e));
-    let piper = Arc::new(PiperTts::load(&store, "en_US-joe-medium", 1.0).unwrap_or_else(|e| die(e)));
+    let piper =
+        Arc::new(PiperTts::load(&store, "en_US-joe-medium", 1.0).unwrap_or_else(|e| die(e)));
     piper.prewarm();
     std::thread::sleep(std::time::Duration::from_secs(3)); // the spare Piper loads its voice
-    let question = render(piper.as_ref(), "Hey Jarvis, what is the capital of France?").unwrap_or_else(|e| die(e));
+    let question = render(piper.as_ref(), "Hey Jarvis, what is the capital of France?")
+        .unwrap_or_else(|e| die(e));
     piper.prewarm();
     std::thread::sleep(std::time::Duration::from_secs(3));
     let room = Room::new(RoomConfig::default());

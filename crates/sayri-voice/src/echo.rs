@@ -38,7 +38,7 @@ impl EchoCanceller {
                 frame_size: BLOCK,
                 filter_length: 4096,
                 sample_rate: 16_000,
-                enable_preprocess: true,
+                enable_preprocess: false,
             })),
         }
     }

@@ -44,6 +44,7 @@ struct State {
     mic_pos: usize,
     length: usize,
     first_voiced: Option<usize>,
+    last_voiced: usize,
     cues: Vec<Cue>,
     rng: u32,
 }
@@ -69,6 +70,7 @@ impl Room {
                 mic_pos: 0,
                 length: 0,
                 first_voiced: None,
+                last_voiced: 0,
                 cues: Vec::new(),
                 rng: 0x2545_f491,
             })),
@@ -100,8 +102,9 @@ impl Room {
         });
     }
 
-    /// The microphone delivers at least `ms` of audio before it ends (it also runs until the
-    /// last scheduled clip ended).
+    /// The microphone delivers at least `ms` of audio before it ends. It also runs until the
+    /// last scheduled clip ended, until 1 s after the speaker last played something audible,
+    /// and while a cue waits for playback.
     pub fn set_length_ms(&self, ms: u64) {
         self.lock().length = ms_to_samples(ms) as usize;
     }
@@ -174,7 +177,15 @@ pub struct RoomMic {
 impl AudioSource for RoomMic {
     fn read(&mut self, buf: &mut [i16]) -> Result<usize, AudioError> {
         let mut s = self.room.lock();
-        let end = s.length.max(s.near.len());
+        let echo_tail =
+            s.last_voiced + ms_to_samples(u64::from(s.cfg.echo_delay_ms) + 1000) as usize;
+        // A cue still waiting for playback keeps the room open, for at most 30 s more.
+        let waiting = if s.cues.is_empty() {
+            0
+        } else {
+            s.length + ms_to_samples(30_000) as usize
+        };
+        let end = s.length.max(s.near.len()).max(echo_tail).max(waiting);
         let n = buf.len().min(end.saturating_sub(s.mic_pos));
         let delay = ms_to_samples(u64::from(s.cfg.echo_delay_ms)) as usize;
         let echo = s.cfg.echo_gain_db.map(db_to_gain);
@@ -217,6 +228,9 @@ impl AudioSink for RoomSpeaker {
             && let Some(i) = samples.iter().position(|x| x.unsigned_abs() > 300)
         {
             s.first_voiced = Some(s.played.len() + i);
+        }
+        if let Some(i) = samples.iter().rposition(|x| x.unsigned_abs() > 300) {
+            s.last_voiced = s.played.len() + i;
         }
         s.played.extend_from_slice(samples);
         s.fire_cues();

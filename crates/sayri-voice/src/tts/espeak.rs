@@ -1,9 +1,9 @@
 //! espeak-ng as the fallback voice (Debian `espeak-ng`): robotic but instant, no model.
 
 use super::process::{Framing, ProcessStream};
-use std::sync::Arc;
 use sayri_core::ports::speech::{SpeechError, SpeechStream, TextToSpeech};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 /// espeak-ng with one voice (`en-us`, `es`, …).
 pub struct EspeakTts {

@@ -8,8 +8,8 @@ pub use espeak::EspeakTts;
 pub use piper::PiperTts;
 
 use crate::models::ModelStore;
-use std::sync::Arc;
 use sayri_core::ports::speech::{SpeechError, SpeechStream, TextToSpeech};
+use std::sync::Arc;
 
 /// The best voice available: Piper with `voice` when installed, else espeak-ng speaking
 /// `fallback_language` (`en-us`). The second value says why Piper was not used.

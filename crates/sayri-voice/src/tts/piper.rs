@@ -6,10 +6,10 @@
 
 use super::process::{Framing, ProcessStream};
 use crate::models::{ModelKind, ModelStore};
-use std::sync::Arc;
 use sayri_core::ports::speech::{SpeechError, SpeechStream, TextToSpeech};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::Mutex;
 
 /// The Piper engine for one voice.

@@ -7,8 +7,8 @@ use crate::audio::resample::StreamResampler;
 use sayri_core::ports::speech::{SpeechError, SpeechStream};
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
 /// How the process's stdout starts.

@@ -137,7 +137,7 @@ pub struct LoopStats {
     pub frames: u64,
     /// Wake-word detections accepted.
     pub wake_detections: u64,
-    /// Wake-word detections vetoed as the assistant's own voice.
+    /// Frames whose wake-word detection was vetoed as the assistant's own voice.
     pub wake_vetoed: u64,
     /// Frames whose speech was ignored as echo.
     pub echo_speech_frames: u64,

@@ -8,7 +8,9 @@ use sayri_core::domain::voice::{
     Action, Input, Segment, Segmenter, SentenceSplitter, SpeechEvidence, VoiceEvent, VoiceMachine,
     VoiceMode, WakeEvidence, speech_is_echo, wake_is_echo,
 };
-use sayri_core::ports::audio::{AudioError, AudioSink, AudioSource, FRAME_SAMPLES, ms_to_samples, samples_to_ms};
+use sayri_core::ports::audio::{
+    AudioError, AudioSink, AudioSource, FRAME_SAMPLES, ms_to_samples, samples_to_ms,
+};
 use sayri_core::ports::speech::{SpeechStream, TextToSpeech, VoiceActivity, WakeWord};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -296,7 +298,10 @@ impl Runner {
         &mut self,
         kind: SttKind,
         evidence: SpeechEvidence,
-        result: Result<sayri_core::ports::speech::Transcript, sayri_core::ports::speech::SpeechError>,
+        result: Result<
+            sayri_core::ports::speech::Transcript,
+            sayri_core::ports::speech::SpeechError,
+        >,
     ) {
         match (kind, result) {
             (SttKind::Partial, Ok(t)) => {
@@ -366,7 +371,13 @@ impl Runner {
             tts_done: !self.speaks(),
             started: false,
         });
-        spawn_agent(self.agent.clone(), self.turn, query, cancel, self.work_tx.clone());
+        spawn_agent(
+            self.agent.clone(),
+            self.turn,
+            query,
+            cancel,
+            self.work_tx.clone(),
+        );
     }
 
     fn speaks(&self) -> bool {
@@ -597,7 +608,11 @@ impl Runner {
         self.wake_echo.push(&cleaned, play);
         self.vad_echo.push(&cleaned, play);
         let audible = play.iter().any(|s| s.unsigned_abs() > 30);
-        self.played_recently = if audible { 12 } else { self.played_recently.saturating_sub(1) };
+        self.played_recently = if audible {
+            12
+        } else {
+            self.played_recently.saturating_sub(1)
+        };
         self.remember(&cleaned);
         let pos = self.clock + FRAME_SAMPLES as u64;
         let level_of = if audible { play } else { &cleaned[..] };
@@ -620,7 +635,9 @@ impl Runner {
         let Some(w) = self.wake.as_mut() else {
             return Ok(());
         };
-        let score = w.score(cleaned).map_err(|e| VoiceError::Stalled(e.to_string()))?;
+        let score = w
+            .score(cleaned)
+            .map_err(|e| VoiceError::Stalled(e.to_string()))?;
         let playback_score = match self.playback_wake.as_mut() {
             Some(pw) if self.played_recently > 0 => pw.score(play).unwrap_or(0.0),
             Some(pw) => {
@@ -638,17 +655,18 @@ impl Runner {
         if score < self.cfg.wake_threshold || self.clock < self.wake_quiet_until {
             return Ok(());
         }
-        self.wake_quiet_until = self.clock + ms_to_samples(self.cfg.wake_refractory_ms);
         let evidence = WakeEvidence {
             mic_score: score,
             playback_score: self.playback_scores.iter().copied().fold(0.0, f32::max),
             near_to_far_ratio: self.wake_echo.near_to_far(),
         };
         if wake_is_echo(evidence) {
+            // No refractory period after a veto: the person may say the phrase right over it.
             self.stats.wake_vetoed += 1;
             tracing::debug!(?evidence, "wake word vetoed as the assistant's own voice");
             return Ok(());
         }
+        self.wake_quiet_until = self.clock + ms_to_samples(self.cfg.wake_refractory_ms);
         self.stats.wake_detections += 1;
         let phrase = w.phrase().to_string();
         let actions = self.machine.handle(Input::Wake { phrase, score });

@@ -81,7 +81,13 @@ pub fn spawn_stt(mut stt: Box<dyn SpeechToText>, out: Sender<Work>) -> Sender<St
 }
 
 /// Runs one agent turn on its own thread.
-pub fn spawn_agent(agent: Arc<dyn Agent>, turn: u64, query: String, cancel: CancellationToken, out: Sender<Work>) {
+pub fn spawn_agent(
+    agent: Arc<dyn Agent>,
+    turn: u64,
+    query: String,
+    cancel: CancellationToken,
+    out: Sender<Work>,
+) {
     std::thread::spawn(move || {
         let tx = out.clone();
         let mut on_text = |t: &str| {

@@ -3,7 +3,9 @@
 //! speaker plays back into the microphone 40 ms later at −12 dB (or 0 dB) with −50 dBFS
 //! noise. The person's voice is Piper's, pitch-shifted to sound like someone else.
 
-use super::harness::{ScriptedModel, config, count, describe, engines, is_user, is_wake, milestones, run};
+use super::harness::{
+    ScriptedModel, config, count, describe, engines, is_user, is_wake, milestones, run,
+};
 use super::support::{speech, words};
 use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
 use sayri_core::engine::events::CoreState;
@@ -24,7 +26,10 @@ fn converse(mode: VoiceMode, echo_db: f32, barge_in: bool, protect: bool) -> Out
         echo_gain_db: Some(echo_db),
         ..RoomConfig::default()
     });
-    room.say_at(600, &speech("Hey Jarvis, what is your wake phrase?", "user"));
+    room.say_at(
+        600,
+        &speech("Hey Jarvis, what is your wake phrase?", "user"),
+    );
     if barge_in {
         room.say_during_playback(1500, &speech("Hey Jarvis, what time is it?", "user"));
     }
@@ -78,8 +83,18 @@ fn speaking_spans(o: &Outcome) -> Vec<(u64, u64)> {
 
 fn assert_no_self_trigger(o: &Outcome) {
     let m = milestones(&o.events);
-    assert_eq!(count(&o.events, is_wake), 1, "one wake word, the person's: {}", describe(&m));
-    assert_eq!(users(o), vec!["what is your wake phrase"], "{}", describe(&m));
+    assert_eq!(
+        count(&o.events, is_wake),
+        1,
+        "one wake word, the person's: {}",
+        describe(&m)
+    );
+    assert_eq!(
+        users(o),
+        vec!["what is your wake phrase"],
+        "{}",
+        describe(&m)
+    );
     assert_eq!(o.model.queries().len(), 1, "one model request");
     let spans = speaking_spans(o);
     assert_eq!(spans.len(), 1, "speaking true then false: {}", describe(&m));
@@ -95,7 +110,10 @@ fn assert_no_self_trigger(o: &Outcome) {
         .filter(|e| e.at <= after)
         .filter(|e| is_wake(&e.event) || is_user(&e.event))
         .count();
-    assert_eq!(quiet, 0, "no wake word or query from playback start to 1 s after it");
+    assert_eq!(
+        quiet, 0,
+        "no wake word or query from playback start to 1 s after it"
+    );
     assert_eq!(
         o.events.iter().rev().find_map(|e| match e.event {
             VoiceEvent::State(s) => Some(s),
@@ -140,9 +158,19 @@ fn without_echo_protection_the_same_room_makes_it_wake_itself() {
 fn always_mode_does_not_take_its_own_echo_as_a_query() {
     let o = converse(VoiceMode::Always, -12.0, false, true);
     let m = milestones(&o.events);
-    assert_eq!(users(&o), vec!["what is your wake phrase"], "{}", describe(&m));
+    assert_eq!(
+        users(&o),
+        vec!["what is your wake phrase"],
+        "{}",
+        describe(&m)
+    );
     assert_eq!(o.model.queries().len(), 1);
-    assert_eq!(speaking_spans(&o).len(), 1, "the reply was not cut: {}", describe(&m));
+    assert_eq!(
+        speaking_spans(&o).len(),
+        1,
+        "the reply was not cut: {}",
+        describe(&m)
+    );
     assert_eq!(o.stats.speech_stopped, 0, "the echo did not barge in");
 }
 
@@ -152,7 +180,12 @@ fn wake_word_over_the_reply_stops_speech_within_200_ms() {
     let m = milestones(&o.events);
     let wakes: Vec<&TimedEvent> = o.events.iter().filter(|e| is_wake(&e.event)).collect();
     assert_eq!(wakes.len(), 2, "{}", describe(&m));
-    assert_eq!(users(&o), vec!["what is your wake phrase", "what time is it"], "{}", describe(&m));
+    assert_eq!(
+        users(&o),
+        vec!["what is your wake phrase", "what time is it"],
+        "{}",
+        describe(&m)
+    );
     assert_eq!(o.model.queries().len(), 2);
     // Measured on the sink's sample clock: nothing of the first reply plays more than 200 ms
     // after the person's wake word was detected.
@@ -171,7 +204,13 @@ fn wake_word_over_the_reply_stops_speech_within_200_ms() {
         .map_or(0, |i| i + 1);
     let latency_ms = last_audible as f64 / 16.0;
     eprintln!("barge-in: speech stopped {latency_ms:.0} ms after the wake word (sink clock)");
-    assert!(latency_ms <= 200.0, "speech went on {latency_ms:.0} ms after the wake word");
-    assert!(next_reply > detected + 3200, "the window checked is not empty");
+    assert!(
+        latency_ms <= 200.0,
+        "speech went on {latency_ms:.0} ms after the wake word"
+    );
+    assert!(
+        next_reply > detected + 3200,
+        "the window checked is not empty"
+    );
     assert_eq!(o.stats.speech_stopped, 1);
 }

@@ -13,7 +13,9 @@ use sayri_testkit::{FakeLlm, Reply, Script, sse};
 use sayri_voice::stt::WhisperStt;
 use sayri_voice::tts::PiperTts;
 use sayri_voice::vad::SileroVad;
-use sayri_voice::voice_loop::{Agent, Command, Engines, LoopConfig, LoopStats, TimedEvent, VoiceLoop};
+use sayri_voice::voice_loop::{
+    Agent, Command, Engines, LoopConfig, LoopStats, TimedEvent, VoiceLoop,
+};
 use sayri_voice::wake::OpenWakeWord;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -25,7 +27,12 @@ pub struct ModelAgent {
 }
 
 impl Agent for ModelAgent {
-    fn answer(&self, query: &str, cancel: &CancellationToken, on_text: &mut dyn FnMut(&str)) -> Result<String, String> {
+    fn answer(
+        &self,
+        query: &str,
+        cancel: &CancellationToken,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<String, String> {
         let req = ChatRequest {
             model: "test".into(),
             messages: vec![ChatMessage::new(Role::User, query)],
@@ -80,7 +87,11 @@ impl ScriptedModel {
             client,
             rt: rt.handle().clone(),
         });
-        ScriptedModel { server, agent, _rt: rt }
+        ScriptedModel {
+            server,
+            agent,
+            _rt: rt,
+        }
     }
 
     /// The user messages of every request the server received, in order.
@@ -88,7 +99,11 @@ impl ScriptedModel {
         self.server
             .chat_bodies()
             .iter()
-            .filter_map(|b| b["messages"].as_array()?.last()?["content"].as_str().map(str::to_string))
+            .filter_map(|b| {
+                b["messages"].as_array()?.last()?["content"]
+                    .as_str()
+                    .map(str::to_string)
+            })
             .collect()
     }
 }
@@ -96,12 +111,15 @@ impl ScriptedModel {
 /// The loop's engines on the real models; `veto` adds the playback wake detector.
 pub fn engines(veto: bool) -> Engines {
     let s = store();
-    let load_wake = || OpenWakeWord::load(&s, "hey_jarvis_v0.1").unwrap_or_else(|e| panic!("{HINT} ({e})"));
+    let load_wake =
+        || OpenWakeWord::load(&s, "hey_jarvis_v0.1").unwrap_or_else(|e| panic!("{HINT} ({e})"));
     Engines {
         vad: Box::new(SileroVad::load(&s).unwrap_or_else(|e| panic!("{HINT} ({e})"))),
         wake: Some(Box::new(load_wake())),
         playback_wake: veto.then(|| Box::new(load_wake()) as Box<_>),
-        stt: Box::new(WhisperStt::load(&s, "tiny.en", "en").unwrap_or_else(|e| panic!("{HINT} ({e})"))),
+        stt: Box::new(
+            WhisperStt::load(&s, "tiny.en", "en").unwrap_or_else(|e| panic!("{HINT} ({e})")),
+        ),
         tts: Some(Arc::new(
             PiperTts::load(&s, "en_US-joe-medium", 1.0).unwrap_or_else(|e| panic!("{HINT} ({e})")),
         )),
@@ -139,8 +157,14 @@ pub fn run(
         sink,
         agent,
         Box::new(move |e| {
-            if std::env::var_os("SAYRI_TEST_TRACE").is_some() && !matches!(e.event, VoiceEvent::AudioLevel(_)) {
-                eprintln!("[{:>6} ms] {}", e.at / 16, describe(std::slice::from_ref(&e.event)));
+            if std::env::var_os("SAYRI_TEST_TRACE").is_some()
+                && !matches!(e.event, VoiceEvent::AudioLevel(_))
+            {
+                eprintln!(
+                    "[{:>6} ms] {}",
+                    e.at / 16,
+                    describe(std::slice::from_ref(&e.event))
+                );
             }
             sink_events.lock().unwrap().push(e)
         }),
@@ -158,7 +182,12 @@ pub fn milestones(events: &[TimedEvent]) -> Vec<VoiceEvent> {
     events
         .iter()
         .map(|e| e.event.clone())
-        .filter(|e| !matches!(e, VoiceEvent::AudioLevel(_) | VoiceEvent::Partial(_) | VoiceEvent::Hint(_)))
+        .filter(|e| {
+            !matches!(
+                e,
+                VoiceEvent::AudioLevel(_) | VoiceEvent::Partial(_) | VoiceEvent::Hint(_)
+            )
+        })
         .collect()
 }
 

@@ -30,7 +30,12 @@ fn wake_pause_then_ask(background: Option<Vec<i16>>) {
         &[],
     );
     let m = milestones(&events);
-    assert_eq!(count(&events, is_wake), 2, "both wake words heard: {}", describe(&m));
+    assert_eq!(
+        count(&events, is_wake),
+        2,
+        "both wake words heard: {}",
+        describe(&m)
+    );
     // Between the two wake words: back to idle by timeout, nothing transcribed.
     let wakes: Vec<usize> = events
         .iter()
@@ -40,16 +45,23 @@ fn wake_pause_then_ask(background: Option<Vec<i16>>) {
         .collect();
     let between = &events[wakes[0]..wakes[1]];
     assert!(
-        !between.iter().any(|e| e.event == VoiceEvent::State(CoreState::Thinking)
-            || matches!(&e.event, VoiceEvent::Partial(t) if !t.is_empty())),
+        !between
+            .iter()
+            .any(|e| e.event == VoiceEvent::State(CoreState::Thinking)
+                || matches!(&e.event, VoiceEvent::Partial(t) if !t.is_empty())),
         "nothing transcribed after the first wake word: {}",
         describe(&milestones(between))
     );
     assert!(
-        between.iter().any(|e| e.event == VoiceEvent::State(CoreState::Idle)),
+        between
+            .iter()
+            .any(|e| e.event == VoiceEvent::State(CoreState::Idle)),
         "the activation timed out back to idle"
     );
-    assert_eq!(stats.stt_calls, 1, "only the question was transcribed: {stats:?}");
+    assert_eq!(
+        stats.stt_calls, 1,
+        "only the question was transcribed: {stats:?}"
+    );
     let queries: Vec<String> = model.queries().iter().map(|q| words(q)).collect();
     assert_eq!(queries, vec!["what time is it"], "one model request");
 }

@@ -21,7 +21,8 @@ pub fn store() -> ModelStore {
         let p = s.root().join(name);
         assert!(p.is_file(), "{HINT} ({kind} model {} missing)", p.display());
     }
-    s.onnxruntime_library().unwrap_or_else(|e| panic!("{HINT} ({e})"));
+    s.onnxruntime_library()
+        .unwrap_or_else(|e| panic!("{HINT} ({e})"));
     s
 }
 

@@ -271,14 +271,21 @@ mod tests {
         s.restart_here(); // at 5120
         assert!(!s.in_speech());
         let out = feed(&mut s, &[0.0, 0.0, 0.0]);
-        assert!(out.is_empty(), "silence after the wake word is no utterance");
+        assert!(
+            out.is_empty(),
+            "silence after the wake word is no utterance"
+        );
         let out = feed(&mut s, &[0.9, 0.9]);
         assert_eq!(out, vec![Segment::Started { start: 8960 - 3840 }]);
         let mut s = Segmenter::new(SegmenterConfig::default());
         feed(&mut s, &[0.9; 4]);
         s.restart_here();
         let out = feed(&mut s, &[0.9, 0.9]);
-        assert_eq!(out, vec![Segment::Started { start: 5120 }], "pre-roll clamped");
+        assert_eq!(
+            out,
+            vec![Segment::Started { start: 5120 }],
+            "pre-roll clamped"
+        );
     }
 
     #[test]
