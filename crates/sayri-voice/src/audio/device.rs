@@ -16,30 +16,55 @@ use std::time::Duration;
 
 /// Names of the input devices, default first.
 pub fn input_devices() -> Vec<String> {
+    device_names(true)
+}
+
+/// Names of the output devices, default first.
+pub fn output_devices() -> Vec<String> {
+    device_names(false)
+}
+
+fn device_names(input: bool) -> Vec<String> {
     let host = cpal::default_host();
-    let mut names: Vec<String> = host
-        .input_devices()
-        .map(|d| d.map(|d| d.to_string()).collect())
-        .unwrap_or_default();
-    if let Some(def) = host.default_input_device().map(|d| d.to_string()) {
+    let (all, default) = if input {
+        (
+            host.input_devices()
+                .map(|d| d.map(|d| d.to_string()).collect::<Vec<_>>()),
+            host.default_input_device(),
+        )
+    } else {
+        (
+            host.output_devices()
+                .map(|d| d.map(|d| d.to_string()).collect::<Vec<_>>()),
+            host.default_output_device(),
+        )
+    };
+    let mut names = all.unwrap_or_default();
+    if let Some(def) = default.map(|d| d.to_string()) {
         names.retain(|n| *n != def);
         names.insert(0, def);
     }
     names
 }
 
-/// Names of the output devices, default first.
-pub fn output_devices() -> Vec<String> {
-    let host = cpal::default_host();
-    let mut names: Vec<String> = host
-        .output_devices()
-        .map(|d| d.map(|d| d.to_string()).collect())
-        .unwrap_or_default();
-    if let Some(def) = host.default_output_device().map(|d| d.to_string()) {
-        names.retain(|n| *n != def);
-        names.insert(0, def);
+/// Reports how opening went, then keeps the stream alive on this thread until `stop`.
+fn keep_alive(
+    opened: Result<(cpal::Stream, String, u32), AudioError>,
+    ready: SyncSender<Result<(String, u32), AudioError>>,
+    stop: Arc<AtomicBool>,
+) {
+    match opened {
+        Ok((stream, label, rate)) => {
+            let _ = ready.send(Ok((label, rate)));
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            drop(stream);
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+        }
     }
-    names
 }
 
 fn find_device(name: &str, input: bool) -> Result<cpal::Device, AudioError> {
@@ -170,18 +195,7 @@ fn run_input(
         })?;
         Ok((stream, label, rate))
     })();
-    match opened {
-        Ok((stream, label, rate)) => {
-            let _ = ready.send(Ok((label, rate)));
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            drop(stream);
-        }
-        Err(e) => {
-            let _ = ready.send(Err(e));
-        }
-    }
+    keep_alive(opened, ready, stop);
 }
 
 impl AudioSource for DeviceSource {
@@ -342,18 +356,7 @@ fn run_output(
         })?;
         Ok((stream, label, rate))
     })();
-    match opened {
-        Ok((stream, label, rate)) => {
-            let _ = ready.send(Ok((label, rate)));
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            drop(stream);
-        }
-        Err(e) => {
-            let _ = ready.send(Err(e));
-        }
-    }
+    keep_alive(opened, ready, stop);
 }
 
 impl AudioSink for DeviceSink {

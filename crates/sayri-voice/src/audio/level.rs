@@ -72,7 +72,7 @@ mod tests {
             }
         }
         // 1 s of audio → at most 20 reports.
-        assert!(reports <= 20 && reports >= 15, "{reports}");
+        assert!((15..=20).contains(&reports), "{reports}");
     }
 
     #[test]

@@ -21,9 +21,11 @@
 pub mod ct2;
 mod download;
 pub mod npy;
+mod readiness;
 
 pub use ct2::{ConvertReport, WhisperAssets, convert_ct2_to_ggml};
 pub use download::download;
+pub use readiness::{Readiness, VoiceModels};
 
 use sha2::{Digest, Sha256};
 use std::fs;

@@ -1,7 +1,6 @@
 //! Shared test support: the model store (failing with an install hint when a model is
 //! missing), cached Piper renditions of test sentences, and audio helpers.
 
-use sayri_core::ports::speech::TextToSpeech;
 use sayri_voice::models::ModelStore;
 use sayri_voice::tts::{PiperTts, render};
 use std::collections::HashMap;
@@ -35,7 +34,8 @@ fn piper(length_scale_speed: f32) -> PiperTts {
 /// (slower, lowered by sox to sound like someone else), `"assistant"` the assistant's voice.
 /// Cached per process.
 pub fn speech(text: &str, voice: &str) -> Vec<i16> {
-    static CACHE: OnceLock<Mutex<HashMap<(String, String), Vec<i16>>>> = OnceLock::new();
+    type Renditions = HashMap<(String, String), Vec<i16>>;
+    static CACHE: OnceLock<Mutex<Renditions>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = (text.to_string(), voice.to_string());
     if let Some(v) = cache.lock().unwrap().get(&key) {
@@ -85,9 +85,4 @@ pub fn words(s: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// A Piper engine for the assistant's voice.
-pub fn assistant_tts() -> Box<dyn TextToSpeech> {
-    Box::new(piper(1.0))
 }

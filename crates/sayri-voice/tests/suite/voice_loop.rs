@@ -124,3 +124,49 @@ fn speech_without_the_wake_word_triggers_nothing() {
     );
     assert!(model.queries().is_empty());
 }
+
+#[test]
+fn say_to_file_then_listen_to_file_round_trips_a_sentence() {
+    // What `sayri say --to-file` then `sayri listen --file` do: Piper renders to a WAV file;
+    // the file source runs through the loop's VAD and transcriber as a one-shot capture.
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("said.wav");
+    let tts = sayri_voice::tts::PiperTts::load(&store(), "en_US-joe-medium", 1.0).unwrap();
+    let said = sayri_voice::tts::render(&tts, "Please turn on the kitchen lights.").unwrap();
+    write_wav_16k(&wav, &concat(&[&silence(400), &said, &silence(1000)])).unwrap();
+    let model = ScriptedModel::start(&[]);
+    let (events, stats) = run(
+        engines(false),
+        config(VoiceMode::Wakeword),
+        Box::new(WavSource::open(&wav).unwrap()),
+        Box::new(WavSink::create(&dir.path().join("out.wav")).unwrap()),
+        model.agent.clone(),
+        &[sayri_voice::voice_loop::Command::ListenOnce],
+    );
+    let transcripts: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            VoiceEvent::Transcript(t) => Some(words(t)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(transcripts, vec!["please turn on the kitchen lights"]);
+    assert!(
+        model.queries().is_empty(),
+        "a one-shot capture sends no query"
+    );
+    assert_eq!(stats.stt_calls, 1);
+}
+
+#[cfg(feature = "mic")]
+#[test]
+fn an_unknown_microphone_is_reported_with_what_to_do() {
+    let e = sayri_voice::audio::device::DeviceSource::open("no-such-device-7f3a")
+        .err()
+        .expect("refused");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("no-such-device-7f3a") && msg.contains("stt.mic_device"),
+        "{msg}"
+    );
+}
