@@ -743,6 +743,9 @@ impl Runner {
     fn apply(&mut self, actions: Vec<Action>) {
         for a in actions {
             match a {
+                // Levels come from the meter alone, once per frame (≥ 50 ms apart), so a reset
+                // to 0 shows as the next frame's real level instead of a report in between.
+                Action::Emit(VoiceEvent::AudioLevel(_)) => {}
                 Action::Emit(e) => self.emit(e),
                 Action::OpenMic => {
                     let more = self.machine.handle(Input::MicOpened);

@@ -16,8 +16,14 @@ pub struct WakeEvidence {
 }
 
 /// Below this near/far power ratio the microphone holds nothing but (the residue of) the
-/// assistant's echo: −10 dB.
+/// assistant's echo: −10 dB. Used for speech, which the VAD would otherwise take for a person.
 pub const ECHO_ONLY_RATIO: f32 = 0.1;
+
+/// The looser ratio for a wake word heard while the played audio itself held the phrase
+/// (−5 dB): with a loud speaker next to the microphone the canceller leaves more residue
+/// before it has converged, while a person saying the phrase over the assistant still brings
+/// the ratio near 1.
+pub const WAKE_ECHO_RATIO: f32 = 0.3;
 
 /// Playback scores above this mean the played audio itself contains the wake phrase.
 pub const PLAYBACK_WAKE_SCORE: f32 = 0.3;
@@ -27,7 +33,7 @@ pub const PLAYBACK_WAKE_SCORE: f32 = 0.3;
 /// than its echo. A person saying the wake word over the assistant (barge-in) raises the
 /// near/far ratio, so the detection stands.
 pub fn wake_is_echo(e: WakeEvidence) -> bool {
-    e.playback_score >= PLAYBACK_WAKE_SCORE && e.near_to_far_ratio < ECHO_ONLY_RATIO
+    e.playback_score >= PLAYBACK_WAKE_SCORE && e.near_to_far_ratio < WAKE_ECHO_RATIO
 }
 
 /// True when speech the VAD hears while the assistant is playing is only its echo: the
@@ -88,7 +94,7 @@ mod tests {
         };
         assert!(wake_is_echo(echo));
         let barge_in = WakeEvidence {
-            near_to_far_ratio: 0.8,
+            near_to_far_ratio: 0.6,
             ..echo
         };
         assert!(!wake_is_echo(barge_in));

@@ -73,12 +73,17 @@ pub struct Segmenter {
     in_speech: bool,
     start: u64,
     floor: u64,
+    gap_deadline: u64,
     silence_ms: u32,
     voiced_ms: u32,
     peak: f32,
 }
 
 const RATE: u64 = 16_000;
+
+/// After [`Segmenter::restart_here`], speech that continues the wake phrase is ignored for
+/// at most this long, milliseconds.
+pub const WAKE_TAIL_MS: u32 = 400;
 
 fn ms(samples: u64) -> u32 {
     (samples * 1000 / RATE) as u32
@@ -96,6 +101,7 @@ impl Segmenter {
             in_speech: false,
             start: 0,
             floor: 0,
+            gap_deadline: 0,
             silence_ms: 0,
             voiced_ms: 0,
             peak: 0.0,
@@ -123,12 +129,14 @@ impl Segmenter {
     }
 
     /// Forgets everything heard up to now (the wake word just fired): the next utterance needs
-    /// fresh speech after this point, and its pre-roll never reaches back before it. So a
-    /// wake phrase followed by silence never becomes an utterance, and one followed by a
-    /// question becomes the question alone.
+    /// fresh speech after this point, and its pre-roll never reaches back before it. Speech
+    /// still running on from the wake phrase (its last syllable) does not count until a
+    /// silent frame ended it, or for at most [`WAKE_TAIL_MS`]. So a wake phrase followed by
+    /// silence never becomes an utterance, and one followed by a question becomes the question.
     pub fn restart_here(&mut self) {
         self.reset();
         self.floor = self.pos;
+        self.gap_deadline = self.pos + u64::from(WAKE_TAIL_MS) * RATE / 1000;
     }
 
     /// Drops the current utterance; the next one needs a fresh start.
@@ -146,6 +154,12 @@ impl Segmenter {
         let frame_start = self.pos;
         self.pos += len as u64;
         let frame_ms = ms(len as u64);
+        if self.pos <= self.gap_deadline {
+            if p < self.cfg.end_threshold {
+                self.gap_deadline = 0;
+            }
+            return Segment::None;
+        }
         if !self.in_speech {
             if p >= self.cfg.start_threshold {
                 if self.run_ms == 0 {
@@ -280,11 +294,27 @@ mod tests {
         let mut s = Segmenter::new(SegmenterConfig::default());
         feed(&mut s, &[0.9; 4]);
         s.restart_here();
+        let out = feed(&mut s, &[0.9, 0.9, 0.9, 0.9, 0.9]);
+        assert!(
+            out.is_empty(),
+            "the wake phrase's last syllable is not an utterance"
+        );
         let out = feed(&mut s, &[0.9, 0.9]);
         assert_eq!(
             out,
+            vec![Segment::Started {
+                start: 11520 - 3840
+            }],
+            "continuous speech counts once 400 ms passed"
+        );
+        let mut s = Segmenter::new(SegmenterConfig::default());
+        feed(&mut s, &[0.9; 4]);
+        s.restart_here(); // at 5120
+        let out = feed(&mut s, &[0.0, 0.9, 0.9]);
+        assert_eq!(
+            out,
             vec![Segment::Started { start: 5120 }],
-            "pre-roll clamped"
+            "pre-roll never reaches back before the wake word"
         );
     }
 
