@@ -83,6 +83,13 @@ impl WhisperStt {
     }
 }
 
+/// Encoder context for a clip of `samples` at 16 kHz: its length at 50 frames per second plus
+/// 128 frames of margin, at least 384 and at most the model's 1500.
+fn encoder_frames(samples: usize) -> i32 {
+    let frames = samples.div_ceil(320) + 128;
+    frames.clamp(384, 1500) as i32
+}
+
 /// whisper.cpp's abort callback: stop when the job's token was cancelled.
 unsafe extern "C" fn abort_if_cancelled(user_data: *mut std::ffi::c_void) -> bool {
     // SAFETY: `user_data` is the `&CancellationToken` set in `transcribe`, alive during `full`.
@@ -106,6 +113,10 @@ impl SpeechToText for WhisperStt {
         }
         let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
         params.set_n_threads(self.threads);
+        // The encoder normally runs over a full 30 s window whatever the clip's length; a short
+        // utterance only needs its own length (50 encoder frames per second) plus a margin,
+        // which makes it several times faster.
+        params.set_audio_ctx(encoder_frames(pcm.len()));
         params.set_language(Some(self.language.as_str()));
         params.set_print_special(false);
         params.set_print_progress(false);
@@ -159,6 +170,13 @@ impl SpeechToText for WhisperStt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoder_context_follows_the_clip_length() {
+        assert_eq!(encoder_frames(16_000), 384);
+        assert_eq!(encoder_frames(16_000 * 10), 500 + 128);
+        assert_eq!(encoder_frames(16_000 * 40), 1500);
+    }
 
     #[test]
     fn language_codes_follow_the_config() {
