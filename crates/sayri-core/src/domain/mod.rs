@@ -10,3 +10,4 @@ pub mod prompt;
 pub mod strip;
 pub mod text;
 pub mod tokens;
+pub mod voice;

@@ -2,10 +2,12 @@
 
 pub mod agents;
 pub mod approvals;
+pub mod audio;
 pub mod chat;
 pub mod clock;
 pub mod redact;
 pub mod sandbox;
+pub mod speech;
 pub mod store;
 
 pub use agents::{AgentDirectory, StaticAgents, effective_agent, sub_agents};
