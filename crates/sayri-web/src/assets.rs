@@ -49,7 +49,11 @@ mod tests {
     fn the_page_has_no_inline_script_or_style_and_loads_nothing_from_elsewhere() {
         let html = find("/").unwrap().body;
         assert!(html.contains(r#"<script src="/app.js" defer></script>"#));
-        assert_eq!(html.matches("<script").count(), 1, "one external script only");
+        assert_eq!(
+            html.matches("<script").count(),
+            1,
+            "one external script only"
+        );
         assert!(!html.contains("<style"), "no inline style element");
         assert!(!html.contains("style=\""), "no inline style attribute");
         let lower = html.to_ascii_lowercase();

@@ -45,7 +45,10 @@ pub const SECURITY_HEADERS: &[(&str, &str)] = &[
     ("cache-control", "no-store"),
     ("cross-origin-opener-policy", "same-origin"),
     ("cross-origin-resource-policy", "same-origin"),
-    ("permissions-policy", "camera=(), microphone=(), geolocation=()"),
+    (
+        "permissions-policy",
+        "camera=(), microphone=(), geolocation=()",
+    ),
 ];
 
 /// The server's identity and credentials.

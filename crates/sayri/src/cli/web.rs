@@ -56,7 +56,11 @@ impl DaemonLink for Client {
         self.ready_info.clone()
     }
 
-    async fn call(&mut self, cmd: &str, params: Map<String, Value>) -> Result<Value, ProtocolError> {
+    async fn call(
+        &mut self,
+        cmd: &str,
+        params: Map<String, Value>,
+    ) -> Result<Value, ProtocolError> {
         Client::call(self, cmd, params, crate::client::REQUEST_TIMEOUT, |_| {})
             .await
             .map_err(protocol_error)
@@ -157,9 +161,7 @@ fn open_in_browser(paths: &Paths, server: &WebServer) -> anyhow::Result<()> {
             Ok(())
         }
         Err(e) => {
-            eprintln!(
-                "sayri: cannot run xdg-open ({e}); open the address above in your browser"
-            );
+            eprintln!("sayri: cannot run xdg-open ({e}); open the address above in your browser");
             Ok(())
         }
     }
