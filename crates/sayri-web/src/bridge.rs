@@ -149,9 +149,8 @@ pub async fn run<C: DaemonConnector>(
             incoming = ws_rx.next() => {
                 let raw = match incoming {
                     Some(Ok(Message::Text(t))) => t,
-                    Some(Ok(Message::Binary(_))) => {
-                        Utf8Bytes::from_static("")
-                    }
+                    // Not JSON text: answered `bad_request` like any frame that is no request.
+                    Some(Ok(Message::Binary(_))) => Utf8Bytes::from_static(""),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                     Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
                 };
