@@ -162,21 +162,7 @@ impl ChildGuard {
     /// # Errors
     /// The spawn's error.
     pub fn spawn_tied(cmd: &mut Command, grace: Duration) -> std::io::Result<ChildGuard> {
-        let parent = std::process::id();
-        // SAFETY: prctl, getppid and raise are async-signal-safe and touch no memory of the
-        // parent; this runs in the child between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent may have died before the request took effect.
-                if libc::getppid() as u32 != parent {
-                    libc::raise(libc::SIGTERM);
-                }
-                Ok(())
-            });
-        }
+        tie_to_this_thread(cmd);
         cmd.spawn().map(|c| ChildGuard::new(c, grace))
     }
 
@@ -219,6 +205,28 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Makes the process `cmd` spawns get SIGTERM when the thread that spawns it ends
+/// (`PR_SET_PDEATHSIG`), also when this process is killed from outside (`timeout`, SIGKILL, a
+/// CI job's time limit). Spawn from a thread that outlives the child (a test's or benchmark's
+/// main thread, the thread a Tokio runtime's `block_on` runs on), not from a pool thread.
+pub fn tie_to_this_thread(cmd: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: prctl, getppid and raise are async-signal-safe and touch no memory of the
+    // parent; this runs in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the request took effect.
+            if libc::getppid() as u32 != parent {
+                libc::raise(libc::SIGTERM);
+            }
+            Ok(())
+        });
     }
 }
 

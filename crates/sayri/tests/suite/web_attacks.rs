@@ -287,7 +287,7 @@ fn a_websocket_upgrade_from_another_origin_is_refused() {
          </script>"
     ));
     let rt = runtime();
-    rt.block_on(async {
+    rt.run(async {
         let chrome = Chrome::launch(&env, "cross_origin_websocket").await;
         let (page, _) = chrome.tab(None).await;
         log_in(&page, &web).await;
@@ -342,7 +342,7 @@ fn a_secret_passed_by_another_origin_is_refused() {
     let evil = EvilSite::serve(format!(
         "<!doctype html><title>evil</title><a id=go href=\"http://127.0.0.1:{p}{login}\">free stuff</a>"
     ));
-    runtime().block_on(async {
+    runtime().run(async {
         let chrome = Chrome::launch(&env, "secret_from_another_origin").await;
         let (page, _) = chrome.tab(None).await;
         page.goto(evil.url.as_str()).await.unwrap();
@@ -406,7 +406,7 @@ fn commands_outside_the_allow_list_are_refused_and_never_reach_the_daemon() {
          }})",
         frames = serde_json::to_string(&frames).unwrap()
     );
-    let answers = runtime().block_on(async {
+    let answers = runtime().run(async {
         let chrome = Chrome::launch(&env, "allow_list").await;
         let (page, _) = chrome.tab(None).await;
         log_in(&page, &web).await;
@@ -510,14 +510,15 @@ fn open_hands_the_browser_a_private_page_with_a_one_time_ticket_never_the_secret
     )
     .unwrap();
     let _daemon = env.start_daemon();
-    // A stand-in for xdg-open that records its arguments.
+    // A stand-in for xdg-open that records its arguments (written aside and renamed, so the
+    // file never exists half-written).
     let bin = env.dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let args_file = env.dir.path().join("xdg-open.args");
     std::fs::write(
         bin.join("xdg-open"),
         format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n",
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {0}.part && mv {0}.part {0}\n",
             args_file.display()
         ),
     )
@@ -627,4 +628,205 @@ impl Drop for EvilSite {
             let _ = t.join();
         }
     }
+}
+
+/// A stand-in daemon on the test's socket: greets each connection with `ready`, records the
+/// requests of each connection, and answers `client_hello` with `hello_answer` (the `id` is
+/// filled in) and every other request with `ok`.
+struct FakeDaemon {
+    /// The requests of each connection, in order of connection.
+    connections: std::sync::Arc<std::sync::Mutex<Vec<Vec<Value>>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeDaemon {
+    fn serve(socket: &std::path::Path, hello_answer: Value) -> FakeDaemon {
+        use std::io::{BufRead, BufReader};
+        use std::sync::atomic::Ordering;
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<Value>>::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (seen, flag) = (connections.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+                let index = {
+                    let mut all = seen.lock().unwrap();
+                    all.push(Vec::new());
+                    all.len() - 1
+                };
+                let (seen, hello_answer) = (seen.clone(), hello_answer.clone());
+                std::thread::spawn(move || {
+                    let ready = json!({"event": "ready", "info": {"version": "fake"}});
+                    if writeln!(s, "{ready}").is_err() {
+                        return;
+                    }
+                    let Ok(reader) = s.try_clone() else { return };
+                    for line in BufReader::new(reader).lines() {
+                        let Ok(line) = line else { return };
+                        let Ok(req) = serde_json::from_str::<Value>(&line) else {
+                            return;
+                        };
+                        seen.lock().unwrap()[index].push(req.clone());
+                        let mut answer = if req["cmd"] == "client_hello" {
+                            hello_answer.clone()
+                        } else {
+                            json!({"ok": true, "result": null})
+                        };
+                        answer["id"] = req["id"].clone();
+                        if writeln!(s, "{answer}").is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        FakeDaemon {
+            connections,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn connections(&self) -> Vec<Vec<Value>> {
+        self.connections.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FakeDaemon {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Opens the page's WebSocket as the page would (own origin, login cookie) and returns the
+/// frames the server sends, `(opcode, payload)`, until it closes or `until` holds for one.
+fn websocket_frames(web: &WebProc, until: impl Fn(u8, &[u8]) -> bool) -> Vec<(u8, Vec<u8>)> {
+    let mut s = TcpStream::connect(("127.0.0.1", web.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let p = web.port;
+    write!(
+        s,
+        "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nOrigin: http://127.0.0.1:{p}\r\n{}\r\n\
+         Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        cookie(web, web.secret())
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let mut frames = Vec::new();
+    let mut upgraded = false;
+    loop {
+        if !upgraded && let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+            buf.drain(..end + 4);
+            upgraded = true;
+        }
+        // Server frames are unmasked: FIN/opcode byte, a length (7 bits, or 126 + 16 bits, or
+        // 127 + 64 bits), the payload.
+        while upgraded && buf.len() >= 2 {
+            let (len, at) = match buf[1] & 0x7f {
+                126 if buf.len() >= 4 => (u16::from_be_bytes([buf[2], buf[3]]) as usize, 4),
+                127 if buf.len() >= 10 => (
+                    u64::from_be_bytes(buf[2..10].try_into().unwrap()) as usize,
+                    10,
+                ),
+                126 | 127 => break,
+                n => (n as usize, 2),
+            };
+            if buf.len() < at + len {
+                break;
+            }
+            let op = buf[0] & 0x0f;
+            let payload = buf[at..at + len].to_vec();
+            buf.drain(..at + len);
+            let done = op == 8 || until(op, &payload);
+            frames.push((op, payload));
+            if done {
+                return frames;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return frames,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+#[test]
+fn the_bridge_limits_its_daemon_connection_before_anything_else_and_fails_closed_when_refused() {
+    // A daemon that accepts the limit: the bridge's first request names exactly the assistant
+    // class plus permission answers and agent switches, and only then the page gets `ready`.
+    let env = Env::new();
+    let accepting = FakeDaemon::serve(
+        &env.socket(),
+        json!({"ok": true, "result": {"access": "assistant", "allow": ["agent_switch", "permission_answer"]}}),
+    );
+    let web = env.start_web();
+    let frames = websocket_frames(&web, |op, _| op == 1);
+    let first = serde_json::from_slice::<Value>(&frames[0].1).unwrap();
+    assert_eq!(first["event"], "ready", "{first}");
+    let bridge = accepting.connections().last().cloned().unwrap();
+    assert_eq!(
+        (&bridge[0]["cmd"], &bridge[0]["params"]),
+        (
+            &json!("client_hello"),
+            &json!({"access": "assistant", "allow": ["permission_answer", "agent_switch"]})
+        ),
+        "{bridge:?}"
+    );
+    drop(web);
+    drop(accepting);
+    std::fs::remove_file(env.socket()).unwrap();
+
+    // A daemon that does not know `client_hello` (an older one): nothing is bridged; the page
+    // is told why and the WebSocket is closed, and the daemon hears nothing after the hello.
+    let refusing = FakeDaemon::serve(
+        &env.socket(),
+        json!({"ok": false, "code": "unknown_command", "error": "unknown command: client_hello"}),
+    );
+    let web = env.start_web();
+    let before = refusing.connections().len();
+    let frames = websocket_frames(&web, |_, _| false);
+    let (close_op, close_payload) = frames.last().cloned().unwrap();
+    assert_eq!(close_op, 8, "{frames:?}");
+    assert_eq!(
+        u16::from_be_bytes([close_payload[0], close_payload[1]]),
+        4002,
+        "closed as `no daemon`"
+    );
+    let events: Vec<Value> = frames
+        .iter()
+        .filter(|(op, _)| *op == 1)
+        .map(|(_, p)| serde_json::from_slice(p).unwrap())
+        .collect();
+    assert!(events.iter().all(|e| e["event"] != "ready"), "{events:?}");
+    assert!(
+        events.iter().any(|e| e["event"] == "error"
+            && e["error"]
+                .as_str()
+                .is_some_and(|t| t.contains("did not accept the web bubble's access limits"))),
+        "{events:?}"
+    );
+    let after = refusing.connections();
+    assert_eq!(after.len(), before + 1, "one bridge connection");
+    let cmds: Vec<&Value> = after[before].iter().map(|r| &r["cmd"]).collect();
+    assert_eq!(
+        cmds,
+        [&json!("client_hello")],
+        "nothing after the refused hello"
+    );
 }

@@ -58,7 +58,7 @@ fn a_typed_question_streams_its_answer_shows_the_command_step_and_an_allowed_car
     let (_model, _daemon, web) = start(&env);
     let marker = env.dir.path().join("approved.txt");
     let command = format!("echo web-approved >> {}", marker.display());
-    runtime().block_on(async {
+    runtime().run(async {
         let chrome = Chrome::launch(&env, "question_card_allow").await;
         let (page, requests) = chrome.tab(Some(STREAM_RECORDER)).await;
         log_in(&page, &web).await;
@@ -117,7 +117,7 @@ fn a_card_answered_from_the_keyboard_denies_first_and_the_command_does_not_run()
     let (_model, _daemon, web) = start(&env);
     let marker = env.dir.path().join("denied.txt");
     let command = format!("echo web-denied >> {}", marker.display());
-    runtime().block_on(async {
+    runtime().run(async {
         let chrome = Chrome::launch(&env, "card_keyboard_deny").await;
         let (page, _) = chrome.tab(None).await;
         log_in(&page, &web).await;
@@ -150,19 +150,19 @@ fn the_bubble_reconnects_when_the_daemon_restarts() {
     let env = Env::new();
     let (_model, mut daemon, web) = start(&env);
     let rt = runtime();
-    let chrome = rt.block_on(Chrome::launch(&env, "reconnect"));
-    let (page, _) = rt.block_on(chrome.tab(None));
-    rt.block_on(log_in(&page, &web));
+    let chrome = rt.run(Chrome::launch(&env, "reconnect"));
+    let (page, _) = rt.run(chrome.tab(None));
+    rt.run(log_in(&page, &web));
     daemon.terminate(Duration::from_secs(10));
-    rt.block_on(wait_for(
+    rt.run(wait_for(
         &page,
         "document.getElementById('conn').textContent.startsWith('Not connected') && document.getElementById('input').disabled",
         LONG,
         "the page to notice the daemon is gone",
     ));
-    rt.block_on(chrome.screenshot(&page, "01-daemon-gone"));
+    rt.run(chrome.screenshot(&page, "01-daemon-gone"));
     let _daemon = env.start_daemon();
-    rt.block_on(async {
+    rt.run(async {
         wait_for(
             &page,
             "document.getElementById('conn').textContent.startsWith('Connected') && !document.getElementById('input').disabled && document.querySelectorAll('#agent-select option').length > 0",

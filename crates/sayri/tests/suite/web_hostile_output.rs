@@ -273,9 +273,9 @@ fn hostile_text_from_the_model_commands_clients_and_titles_stays_text_in_the_bro
     let web = env.start_web();
     let origin = format!("http://127.0.0.1:{}", web.port);
     let rt = runtime();
-    let chrome = rt.block_on(Chrome::launch(&env, "hostile_output"));
-    let (page, requests) = rt.block_on(chrome.tab(Some(OBSERVER)));
-    rt.block_on(async {
+    let chrome = rt.run(Chrome::launch(&env, "hostile_output"));
+    let (page, requests) = rt.run(chrome.tab(Some(OBSERVER)));
+    rt.run(async {
         log_in(&page, &web).await;
         // The page's own headers: the second line of defence.
         let headers = js(&page, "fetch('/').then(r => [r.headers.get('content-security-policy'), r.headers.get('x-content-type-options'), r.headers.get('access-control-allow-origin')])").await;
@@ -298,7 +298,7 @@ fn hostile_text_from_the_model_commands_clients_and_titles_stays_text_in_the_bro
         chrome.screenshot(&page, "a-answer").await;
     });
 
-    rt.block_on(async {
+    rt.run(async {
         // B1: a command and its output.
         type_message(&page, "show the tool step").await;
         wait_for(&page, "document.querySelector('#cards .card') !== null", LONG, "the tool step's card").await;
@@ -329,7 +329,7 @@ fn hostile_text_from_the_model_commands_clients_and_titles_stays_text_in_the_bro
     let mut other = RawClient::connect(&env.socket());
     let sent = other.call("talk", json!({"text": user_text}), 1);
     assert_eq!(sent["ok"], true, "{sent}");
-    rt.block_on(async {
+    rt.run(async {
         wait_text(
             &page,
             "#transcript .msg-user",
@@ -353,7 +353,7 @@ fn hostile_text_from_the_model_commands_clients_and_titles_stays_text_in_the_bro
         title.starts_with("<img src=x onerror=") && hostile_title.starts_with(&title),
         "the stored title is the model's: {title:?}"
     );
-    rt.block_on(async {
+    rt.run(async {
         wait_text(
             &page,
             "#sessions button",
@@ -396,5 +396,5 @@ fn hostile_text_from_the_model_commands_clients_and_titles_stays_text_in_the_bro
         assert_inert(&page, &requests, &origin, "part C").await;
         chrome.screenshot(&page, "c-reloaded").await;
     });
-    rt.block_on(chrome.close());
+    rt.run(chrome.close());
 }

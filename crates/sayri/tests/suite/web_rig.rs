@@ -98,6 +98,7 @@ impl Env {
         for (k, v) in vars {
             cmd.env(k, v);
         }
+        sayri_testkit::procs::tie_to_this_thread(&mut cmd);
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(self.dir.path().join("web.log")).unwrap())
@@ -173,6 +174,8 @@ impl Chrome {
             .stdout(Stdio::null())
             .stderr(log)
             .process_group(0);
+        // Killed from outside (a CI time limit), the test still takes Chromium with it.
+        sayri_testkit::procs::tie_to_this_thread(&mut cmd);
         let child = cmd.spawn().unwrap_or_else(|e| {
             panic!("cannot start {CHROMIUM} ({e}); run ./scripts/setup --tests (it installs Debian's chromium)")
         });
@@ -348,11 +351,37 @@ pub fn js_str(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
+/// The longest a test's browser part may run. Every DevTools call has its own 30 s limit, but
+/// a test must never hang CI whatever goes wrong: past this it fails, and its Chromium is
+/// stopped as the part's future is dropped.
+pub const BROWSER_PART_LIMIT: Duration = Duration::from_secs(240);
+
 /// A multi-thread runtime for a test's browser part (the scripted model keeps its own).
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+pub struct Browsing(tokio::runtime::Runtime);
+
+impl Browsing {
+    /// Runs `part` to its end, failing the test when it takes longer than
+    /// [`BROWSER_PART_LIMIT`].
+    pub fn run<T>(&self, part: impl std::future::Future<Output = T>) -> T {
+        self.0.block_on(async {
+            match tokio::time::timeout(BROWSER_PART_LIMIT, part).await {
+                Ok(out) => out,
+                Err(_) => panic!(
+                    "the browser part of the test did not finish within {} s",
+                    BROWSER_PART_LIMIT.as_secs()
+                ),
+            }
+        })
+    }
+}
+
+/// A [`Browsing`] runtime.
+pub fn runtime() -> Browsing {
+    Browsing(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap(),
+    )
 }
