@@ -6,7 +6,7 @@
 
 use super::permission_rig::{self, is_title_request, last_message};
 use super::scripted_turns::Model;
-use super::support::Env;
+use super::support::{Env, RawClient};
 use super::web_rig::*;
 use sayri_testkit::{RecordedRequest, Reply, Script, sse};
 use serde_json::Value;
@@ -173,4 +173,105 @@ fn the_bubble_reconnects_when_the_daemon_restarts() {
         chrome.screenshot(&page, "02-reconnected").await;
         chrome.close().await;
     });
+}
+
+/// Counts every permission card the page ever showed.
+const CARD_COUNTER: &str = r#"
+window.__sy_cards = 0;
+new MutationObserver((records) => {
+  for (const r of records)
+    for (const n of r.addedNodes)
+      if (n.nodeType === 1 && n.matches('article.card')) window.__sy_cards++;
+}).observe(document, { childList: true, subtree: true });
+"#;
+
+/// True once the page shows `n` finished answers of the command turn and no turn runs.
+fn answered(n: usize) -> String {
+    format!(
+        "Array.from(document.querySelectorAll('#transcript .msg-assistant')).filter(a => a.textContent.includes('wrote the file.')).length === {n} && document.getElementById('stop').hidden"
+    )
+}
+
+#[test]
+fn allow_always_is_remembered_and_the_sidebar_opens_older_conversations_and_switches_agents() {
+    let env = Env::new();
+    let model = Model::scripted(Script::from_fn(reply));
+    permission_rig::setup(&env, &model, 60);
+    std::fs::write(
+        env.config_dir().join("agents/other.json"),
+        serde_json::json!({"id": "other", "name": "Other Helper"}).to_string(),
+    )
+    .unwrap();
+    let _daemon = env.start_daemon();
+    let web = env.start_web();
+    let marker = env.dir.path().join("always.txt");
+    let command = format!("echo web-always >> {}", marker.display());
+    let ask = format!("Please run <cmd>{command}</cmd>");
+    runtime().run(async {
+        let chrome = Chrome::launch(&env, "allow_always_sidebar").await;
+        let (page, _) = chrome.tab(Some(CARD_COUNTER)).await;
+        log_in(&page, &web).await;
+
+        // Allow always: the same command later runs without a card.
+        type_message(&page, &ask).await;
+        wait_for(&page, "document.querySelector('#cards .card') !== null", LONG, "the permission card").await;
+        page.find_element("#cards .card button.always").await.unwrap().click().await.unwrap();
+        wait_for(&page, &answered(1), LONG, "the first answer").await;
+        type_message(&page, &ask).await;
+        wait_for(&page, &answered(2), LONG, "the second answer").await;
+        assert_eq!(js(&page, "window.__sy_cards").await, Value::from(1), "one card in all");
+        chrome.screenshot(&page, "01-remembered").await;
+
+        // A new conversation, then the first one again from the session list.
+        let first = js(&page, "document.querySelector('#sessions button[aria-current=\"true\"]').parentNode.dataset.session").await;
+        assert!(first.as_str().is_some_and(|s| !s.is_empty()), "{first}");
+        page.find_element("#new-chat").await.unwrap().click().await.unwrap();
+        wait_for(&page, "document.querySelectorAll('#transcript li').length === 0", LONG, "an empty conversation").await;
+        type_message(&page, "hello there").await;
+        wait_for(
+            &page,
+            "Array.from(document.querySelectorAll('#transcript .msg-assistant')).some(a => a.textContent.includes('Nothing to run.')) && document.querySelectorAll('#sessions li').length === 2",
+            LONG,
+            "the second conversation in the list",
+        )
+        .await;
+        page.find_element(format!("#sessions li[data-session=\"{}\"] button", first.as_str().unwrap()))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for(&page, &answered(2), LONG, "the first conversation again").await;
+        let users = js(&page, "Array.from(document.querySelectorAll('#transcript .msg-user')).map(u => u.textContent)").await;
+        assert_eq!(users, serde_json::json!([ask, ask]), "the first conversation's messages");
+        chrome.screenshot(&page, "02-older-conversation").await;
+
+        // The agent switcher, from the keyboard: the daemon's active agent changes.
+        let options = js(&page, "Array.from(document.querySelectorAll('#agent-select option')).map(o => o.value + '=' + o.textContent)").await;
+        assert_eq!(
+            options,
+            serde_json::json!(["default=Main Sayri", "other=Other Helper", "perm=Permission Tester"])
+        );
+        let chosen = js(&page, "document.getElementById('agent-select').value").await;
+        assert_eq!(chosen, "perm", "the active agent is selected");
+        let select = page.find_element("#agent-select").await.unwrap();
+        select.focus().await.unwrap();
+        select.press_key("ArrowUp").await.unwrap();
+        let mut c = RawClient::connect(&env.socket());
+        let mut agent = Value::Null;
+        for _ in 0..100 {
+            agent = c.call("status", serde_json::json!({}), 1)["result"]["agent"].clone();
+            if agent == "other" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(agent, "other", "the daemon switched agents");
+        chrome.close().await;
+    });
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "web-always\nweb-always\n",
+        "the remembered command ran both times"
+    );
 }
