@@ -194,8 +194,22 @@ fn requests_without_the_secret_or_with_a_wrong_one_are_refused() {
             web.port
         )
     );
-    let ok = get(web.port, "/", &[host(&web), cookie(&web, &secret)]);
+    let ok = get(
+        web.port,
+        "/",
+        &[
+            host(&web),
+            cookie(&web, &secret),
+            "Origin: http://evil.example".to_string(),
+        ],
+    );
     assert_eq!((ok.status, ok.body.as_str()), (200, page));
+    assert!(
+        ok.headers
+            .iter()
+            .all(|(n, _)| !n.to_ascii_lowercase().starts_with("access-control-")),
+        "no CORS header, whoever asks: {ok:?}"
+    );
 }
 
 #[test]
