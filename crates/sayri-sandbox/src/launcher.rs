@@ -4,7 +4,7 @@
 //! already killed every process the command left behind — not when the last pipe holder closes.
 
 use crate::capabilities::{self, CapabilityReport, KernelFeatures};
-use crate::output::OutputCapture;
+use crate::output::{Captured, OutputCapture};
 use crate::settings::LinuxSandboxSettings;
 use crate::spec::{HelperReport, HelperSpec};
 use crate::{background, env_policy, pkexec};
@@ -184,11 +184,8 @@ impl Sandbox for LinuxSandbox {
 
 fn denied(reason: String, start: Instant) -> ExecResult {
     ExecResult {
-        status: ExecStatus::Denied,
-        exit_code: Some(EXIT_DENIED),
-        output: reason,
         duration: start.elapsed(),
-        background_pid: None,
+        ..ExecResult::new(ExecStatus::Denied, Some(EXIT_DENIED), reason)
     }
 }
 
@@ -215,11 +212,8 @@ impl LinuxSandbox {
         };
         if cancel.is_cancelled() {
             return ExecResult {
-                status: ExecStatus::Killed,
-                exit_code: None,
-                output: "cancelled before it started".into(),
                 duration: start.elapsed(),
-                background_pid: None,
+                ..ExecResult::new(ExecStatus::Killed, None, "cancelled before it started")
             };
         }
         let json = match serde_json::to_string(&spec) {
@@ -277,7 +271,7 @@ struct HelperEnd {
     exit: Option<std::process::ExitStatus>,
     cancelled: bool,
     backstopped: bool,
-    output: String,
+    output: Captured,
 }
 
 impl RunningHelper {
@@ -344,7 +338,7 @@ impl RunningHelper {
         })
     }
 
-    /// Reads output (keeping the first `limit` bytes) until the helper has exited and the pipe is
+    /// Reads output (keeping the first and the last `limit / 2` bytes) until the helper has exited and the pipe is
     /// closed, or [`OUTPUT_GRACE`] after the exit. On `cancel` the helper gets SIGTERM (it kills
     /// the command's tree and reports `Killed`); `timeout` + [`BACKSTOP_MARGIN`] after the start
     /// the helper's process group is SIGKILLed. Removes the cgroup the helper may have left.
@@ -362,7 +356,7 @@ impl RunningHelper {
             exit: None,
             cancelled: false,
             backstopped: false,
-            output: String::new(),
+            output: Captured::default(),
         };
         let mut grace: Option<tokio::time::Instant> = None;
         loop {
@@ -440,8 +434,13 @@ fn interpret(
         exit,
         cancelled,
         backstopped,
-        mut output,
+        output,
     } = end;
+    let Captured {
+        head: mut output,
+        tail: mut output_tail,
+        omitted,
+    } = output;
     let duration = start.elapsed();
     if let Some(reason) = reports.iter().find_map(|r| match r {
         HelperReport::Refused { reason } => Some(reason.clone()),
@@ -464,11 +463,8 @@ fn interpret(
         }
     };
     let mut result = ExecResult {
-        status: ExecStatus::Failed,
-        exit_code: None,
-        output: String::new(),
         duration,
-        background_pid: None,
+        ..ExecResult::new(ExecStatus::Failed, None, "")
     };
     match reports.last() {
         Some(HelperReport::Exited { code }) => {
@@ -491,6 +487,7 @@ fn interpret(
             result.exit_code = Some(0);
             result.background_pid = Some(*pid);
             output = format!("started in background (pid {pid})");
+            output_tail.clear();
         }
         Some(HelperReport::Refused { .. }) | None => {
             if cancelled {
@@ -512,14 +509,21 @@ fn interpret(
         }
     }
     if result.status == ExecStatus::Timeout {
-        if !output.is_empty() && !output.ends_with('\n') {
-            output.push('\n');
+        let end = if omitted.is_zero() {
+            &mut output
+        } else {
+            &mut output_tail
+        };
+        if !end.is_empty() && !end.ends_with('\n') {
+            end.push('\n');
         }
-        output.push_str(&format!(
+        end.push_str(&format!(
             "[timed out after {:.1} s; the whole process tree was killed]",
             timeout.as_secs_f64()
         ));
     }
     result.output = output;
+    result.output_tail = output_tail;
+    result.omitted = omitted;
     result
 }

@@ -1,5 +1,5 @@
 //! SQLite storage for Sayri: sessions, messages (with tool calls and token usage), learned
-//! preferences, security authorizations (approvals) and gateway peers.
+//! preferences, security authorizations (approvals), gateway peers and calibrated token rates.
 //!
 //! One file (`$STATE/sessions.db`), opened by [`Store::open`]: WAL journal, `foreign_keys=ON`,
 //! versioned migrations (see [`migrations`]). [`Store`] implements the core's
@@ -13,6 +13,7 @@ pub mod migrations;
 mod peers;
 mod preferences;
 mod sessions;
+mod token_rates;
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

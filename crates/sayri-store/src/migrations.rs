@@ -7,6 +7,8 @@
 //! * Version 2 — Sayri's additions: per-message tool call (`tool_call_json`), token usage
 //!   (`prompt_tokens`, `completion_tokens`), `reasoning` kept apart, the
 //!   `security_authorizations` table (approvals) and indexes.
+//! * Version 3 — `token_rates`: the calibrated bytes-per-token estimate of each model, learnt
+//!   from the provider's usage reports.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -14,7 +16,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 2;
+pub const LATEST: i64 = 3;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -66,8 +68,13 @@ CREATE TABLE security_authorizations (
   UNIQUE (agent_id, action, resource));
 ";
 
+const V3: &str = "
+CREATE TABLE token_rates (
+  model TEXT PRIMARY KEY, bytes_per_token REAL NOT NULL, updated_at REAL NOT NULL);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

@@ -14,7 +14,7 @@ pub use chat::{
 };
 pub use clock::Clock;
 pub use redact::{NoSecrets, Redactor};
-pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
+pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
 pub use store::{
     NewMessage, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed, SessionStore,
     StoredMessage, ToolCallRecord,

@@ -212,4 +212,10 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<Vec<Preference>, StoreError>;
     /// Deletes the preferences of one agent, or all. Returns how many were removed.
     fn clear_preferences(&self, agent_id: Option<&str>) -> Result<usize, StoreError>;
+    /// The calibrated bytes-per-token rate of `model` (see
+    /// [`crate::domain::tokens::TokenEstimator`]), or `None` when none was stored yet.
+    fn token_rate(&self, model: &str) -> Result<Option<f64>, StoreError>;
+    /// Stores the calibrated bytes-per-token rate of `model` (replacing the previous one).
+    fn set_token_rate(&self, model: &str, bytes_per_token: f64, now: f64)
+    -> Result<(), StoreError>;
 }

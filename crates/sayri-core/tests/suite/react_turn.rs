@@ -143,9 +143,13 @@ async fn only_the_first_of_several_blocks_runs_and_the_model_is_told() {
 
 #[tokio::test]
 async fn step_cap_is_six_model_calls_and_the_last_block_is_not_run() {
-    let replies = (0..12)
-        .map(|_| text("Trying.\n```bash\nls /nope\n```"))
-        .collect();
+    // Different commands each step: the repetition guard does not interfere.
+    let step = |i: usize| {
+        let reply: &'static str =
+            Box::leak(format!("Trying.\n```bash\nls /nope{i}\n```").into_boxed_str());
+        text(reply)
+    };
+    let replies = (0..12).map(step).collect();
     let r = rig(replies, false);
     let out = r
         .engine
@@ -160,12 +164,12 @@ async fn step_cap_is_six_model_calls_and_the_last_block_is_not_run() {
     assert!(answer.starts_with("Trying."), "{answer}");
     assert!(
         answer.contains("step limit")
-            && answer.contains("`ls /nope`")
+            && answer.contains("`ls /nope5`")
             && answer.contains("not run"),
         "{answer}"
     );
 
-    let replies = (0..12).map(|_| text("```bash\nls\n```")).collect();
+    let replies = (0..12).map(step).collect();
     let r = rig(replies, false);
     let mut agent = AgentProfile::builtin_default();
     agent.investigation_loop = true;
@@ -500,7 +504,8 @@ async fn preferences_record_the_current_request_as_intent() {
 /// checked is the history budget, not a timing.
 #[tokio::test]
 async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
-    use sayri_core::domain::tokens;
+    use sayri_core::domain::tokens::{MESSAGE_OVERHEAD, exact::ExactTokenizer};
+    let tokenizer = ExactTokenizer::load().unwrap();
     let mut replies = Vec::new();
     for _ in 0..20 {
         replies.push(text(
@@ -532,7 +537,7 @@ async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
         .map(|q| {
             q.messages
                 .iter()
-                .map(|m| tokens::count_message(&m.content))
+                .map(|m| tokenizer.count(&m.content) + MESSAGE_OVERHEAD)
                 .sum()
         })
         .collect();
@@ -544,7 +549,7 @@ async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
         sizes.last().unwrap()
     );
     let budget = r.engine.settings().history;
-    let system = tokens::count(
+    let system = tokenizer.count(
         &r.engine
             .system_prompt(&AgentProfile::builtin_default(), SandboxLevel::HostUser),
     );

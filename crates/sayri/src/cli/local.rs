@@ -45,7 +45,12 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
     let text = prompt::build_system_prompt(&profile, &[]);
     println!("{text}");
     if show_tokens {
-        eprintln!("{} tokens (o200k_base)", tokens::count(&text));
+        // The exact tokenizer is built for this count only and freed with the process.
+        let n = tokens::exact::count_once(&text).map_err(|e| anyhow::anyhow!(e))?;
+        eprintln!(
+            "{n} tokens (o200k_base; your model's tokenizer may count differently), {} bytes",
+            text.len()
+        );
     }
     Ok(())
 }
