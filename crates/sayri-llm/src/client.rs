@@ -129,6 +129,38 @@ impl OpenAiClient {
     /// Model ids from `GET <base>/models` (OpenAI `data[].id`; Ollama-style `models[].name`
     /// also accepted), in server order. Same retries and error messages as chat.
     pub async fn list_models(&self) -> Result<Vec<String>, ChatError> {
+        let json = self.models_json().await?;
+        let mut ids = Vec::new();
+        if let Some(data) = json.get("data").and_then(Value::as_array) {
+            ids.extend(
+                data.iter()
+                    .filter_map(|m| m.get("id").and_then(Value::as_str))
+                    .map(str::to_string),
+            );
+        } else if let Some(models) = json.get("models").and_then(Value::as_array) {
+            ids.extend(
+                models
+                    .iter()
+                    .filter_map(|m| {
+                        m.get("name")
+                            .or_else(|| m.get("model"))
+                            .and_then(Value::as_str)
+                    })
+                    .map(str::to_string),
+            );
+        }
+        Ok(ids)
+    }
+
+    /// The context window of `model` from `GET <base>/models`, when the server publishes it
+    /// (see [`crate::models::context_window`]); `Ok(None)` when it does not.
+    pub async fn model_context_window(&self, model: &str) -> Result<Option<u32>, ChatError> {
+        let json = self.models_json().await?;
+        Ok(crate::models::context_window(&json, model))
+    }
+
+    /// `GET <base>/models` as JSON, with the chat request's retries and error messages.
+    async fn models_json(&self) -> Result<Value, ChatError> {
         let inner = self.inner.clone();
         let body = inner
             .with_retries(|| async {
@@ -156,32 +188,12 @@ impl OpenAiClient {
             })
             .await
             .map_err(|e| inner.redact_error(e))?;
-        let json: Value = serde_json::from_str(&body).map_err(|_| {
+        serde_json::from_str(&body).map_err(|_| {
             ChatError::Other(format!(
                 "the model list from {} is not JSON — is provider.base_url an OpenAI-compatible API?",
                 display_url(inner.endpoint.models.as_str())
             ))
-        })?;
-        let mut ids = Vec::new();
-        if let Some(data) = json.get("data").and_then(Value::as_array) {
-            ids.extend(
-                data.iter()
-                    .filter_map(|m| m.get("id").and_then(Value::as_str))
-                    .map(str::to_string),
-            );
-        } else if let Some(models) = json.get("models").and_then(Value::as_array) {
-            ids.extend(
-                models
-                    .iter()
-                    .filter_map(|m| {
-                        m.get("name")
-                            .or_else(|| m.get("model"))
-                            .and_then(Value::as_str)
-                    })
-                    .map(str::to_string),
-            );
-        }
-        Ok(ids)
+        })
     }
 }
 
@@ -544,5 +556,19 @@ impl ChatModel for OpenAiClient {
             run.next_item().await.map(|item| (item, run))
         })
         .boxed()
+    }
+
+    fn context_window(&self, model: &str) -> futures::future::BoxFuture<'static, Option<u32>> {
+        let client = self.clone();
+        let model = model.to_string();
+        Box::pin(async move {
+            match client.model_context_window(&model).await {
+                Ok(w) => w,
+                Err(e) => {
+                    tracing::info!(error = %e, "the model list did not say the context window");
+                    None
+                }
+            }
+        })
     }
 }

@@ -26,6 +26,7 @@ pub mod config;
 pub mod decode;
 pub mod endpoint;
 pub mod http_error;
+pub mod models;
 pub mod redact;
 pub mod request;
 pub mod sse;

@@ -29,7 +29,8 @@ use tokio_util::sync::CancellationToken;
 pub enum ProbeError {
     /// The helper program could not be started.
     #[error(
-        "cannot start the sandbox helper {program}: {source}; check `helper_program` in the sandbox settings"
+        "cannot start the sandbox helper {program}: {source}; {}",
+        helper_hint(source)
     )]
     Spawn {
         /// Helper path.
@@ -42,6 +43,19 @@ pub enum ProbeError {
         "the sandbox helper's probe answer is unreadable ({0}); is the helper the same version as the daemon?"
     )]
     Decode(String),
+}
+
+/// What to do when the helper program cannot be started.
+fn helper_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            "the helper is not installed: build or install `sayri-exec` next to `sayri` (`cargo build --release -p sayri` builds both)"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "the helper is not executable: reinstall it, or check the mount it lives on (noexec?)"
+        }
+        _ => "check the helper program in the sandbox settings",
+    }
 }
 
 /// Runs commands at levels 0–4 on Linux. Cheap to clone.
@@ -311,8 +325,9 @@ impl RunningHelper {
         drop(st_w);
         let child = spawned.map_err(|e| {
             format!(
-                "cannot start the sandbox helper {}: {e}; the command did not run",
-                program.to_string_lossy()
+                "cannot start the sandbox helper {}: {e}; the command did not run ({})",
+                program.to_string_lossy(),
+                helper_hint(&e)
             )
         })?;
         let pid = child.id().map(|p| p as i32);

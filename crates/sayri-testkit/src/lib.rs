@@ -18,6 +18,7 @@ pub mod reply;
 pub mod script_file;
 pub mod server;
 pub mod sse;
+pub mod tokens;
 
 pub use real_model::{RealModelError, RealModelServer};
 pub use reply::{Framing, Reply};

@@ -457,6 +457,7 @@ config_keys! {
         retries: i64 = 2, "Retries on connect errors, 429 and 5xx before the first token.";
         extra_headers: Vec<String> = &[], "Extra HTTP headers, each \"Name: value\" (secret; masked when shown).";
         native_tools: bool = false, "Use the provider's native tool calls instead of fenced code blocks.";
+        context_tokens: i64 = 0, "The model's context window in tokens (prompt + answer); 0 = as the server's model list says, else 4096.";
     }
     stt => SttConfig, "`[stt]`: speech input." {
         mode: String = "wakeword", "always | wakeword | manual | disabled.";
@@ -602,6 +603,12 @@ impl Config {
                 range_i(self.provider.idle_timeout, 1, 86_400, "seconds, at least 1")
             }
             "provider.retries" => range_i(self.provider.retries, 0, 10, "a count from 0 to 10"),
+            "provider.context_tokens" if self.provider.context_tokens != 0 => range_i(
+                self.provider.context_tokens,
+                512,
+                100_000_000,
+                "0 (ask the server) or a token count of at least 512",
+            ),
             "stt.mode" => one_of(
                 &self.stt.mode,
                 &["always", "wakeword", "manual", "disabled"],

@@ -103,6 +103,10 @@ impl ChatModel for ReloadableModel {
     fn stream_chat(&self, request: ChatRequest) -> ChatStream {
         self.get().stream_chat(request)
     }
+
+    fn context_window(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
+        self.get().context_window(model)
+    }
 }
 
 /// A model port that always fails with the same configuration error (bad `provider.*`).
@@ -140,6 +144,17 @@ impl ChatModel for LazyModel {
             }
         };
         Box::pin(futures::stream::once(model).flat_map(move |m| m.stream_chat(request.clone())))
+    }
+
+    fn context_window(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
+        if let Some(built) = self.built.get() {
+            return built.context_window(model);
+        }
+        let (built, build, model) = (self.built.clone(), self.build.clone(), model.to_string());
+        Box::pin(async move {
+            let m = tokio::task::spawn_blocking(move || build()).await.ok()?;
+            built.get_or_init(|| m).clone().context_window(&model).await
+        })
     }
 }
 

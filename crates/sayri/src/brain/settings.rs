@@ -7,8 +7,7 @@ use sayri_core::domain::history::HistoryBudget;
 use sayri_core::engine::EngineSettings;
 use sayri_llm::{ClientConfig, InlineThink};
 use sayri_sandbox::LinuxSandboxSettings;
-use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The provider client's settings.
@@ -60,6 +59,9 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
             summary_tokens: history_tokens / 5,
         },
         output_limit: output_limit(cfg),
+        context_tokens: usize::try_from(cfg.provider.context_tokens)
+            .ok()
+            .filter(|n| *n > 0),
         ..EngineSettings::default()
     }
 }
@@ -80,15 +82,63 @@ pub fn ask_timeout(cfg: &Config) -> Duration {
     )
 }
 
-/// Sandbox settings for the daemon and `sayri sandbox`: the helper is this very binary
-/// (`sayri __sandbox-exec`), Sayri's own directories are denied to levels 1–2.
-pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
+/// File name of the exec helper program (built and installed next to `sayri`).
+pub const EXEC_HELPER: &str = "sayri-exec";
+
+/// Where the exec helper is looked for, in order, given the `sayri` executable: next to it
+/// (a build's `target/<profile>/`, or an installed `bin/`), then `../libexec/sayri/` and
+/// `../lib/sayri/` relative to it (packaged layouts).
+pub fn exec_helper_candidates(exe: &Path) -> Vec<PathBuf> {
+    let Some(dir) = exe.parent() else {
+        return vec![PathBuf::from(EXEC_HELPER)];
+    };
+    let mut v = vec![dir.join(EXEC_HELPER)];
+    if let Some(prefix) = dir.parent() {
+        v.push(prefix.join("libexec/sayri").join(EXEC_HELPER));
+        v.push(prefix.join("lib/sayri").join(EXEC_HELPER));
+    }
+    v
+}
+
+/// The exec helper for this `sayri` executable: the first candidate that exists (see
+/// [`exec_helper_candidates`]). When none does, the first candidate is returned anyway: every
+/// command is then refused with a message naming it (the sandbox fails closed), and
+/// `sayri sandbox check` says what to install.
+pub fn exec_helper_path() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sayri"));
-    let mut s =
-        LinuxSandboxSettings::from_env(exe, vec![OsString::from(sayri_sandbox::EXEC_HELPER_ARG)]);
+    let candidates = exec_helper_candidates(&exe);
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .unwrap_or(&candidates[0])
+        .clone()
+}
+
+/// Sandbox settings for the daemon and `sayri sandbox`: the helper is the small
+/// `sayri-exec` program installed next to `sayri`; Sayri's own directories are denied to
+/// levels 1–2.
+pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
+    let mut s = LinuxSandboxSettings::from_env(exec_helper_path(), Vec::new());
     s.state_dir = paths.state_dir.clone();
     s.config_dir = paths.config_dir.clone();
     s.extra_deny_read = cfg.sandbox.deny_read.iter().map(PathBuf::from).collect();
     s.default_output_limit = output_limit(cfg);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_helper_is_looked_for_next_to_sayri_then_in_packaged_layouts() {
+        assert_eq!(
+            exec_helper_candidates(Path::new("/usr/bin/sayri")),
+            vec![
+                PathBuf::from("/usr/bin/sayri-exec"),
+                PathBuf::from("/usr/libexec/sayri/sayri-exec"),
+                PathBuf::from("/usr/lib/sayri/sayri-exec"),
+            ]
+        );
+    }
 }
