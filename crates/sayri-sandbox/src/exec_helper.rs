@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 pub const EXEC_HELPER_ARG: &str = "__sandbox-exec";
 
 /// Entry point of the helper mode. `args` are the arguments after the program's own prefix:
-/// `exec <spec-json>` runs one command (report on fd 3, exit code = the command's, 124 on timeout,
-/// 126 on refusal, 137 when cancelled); `probe` prints the kernel feature report as JSON.
+/// `exec <spec-json>` runs one command (reports on the status pipe it gets as stdin, exit code =
+/// the command's, 124 on timeout, 126 on refusal, 137 when cancelled); `probe` prints the kernel feature report as JSON.
 pub fn exec_helper_main(args: &[OsString]) -> ! {
     let code = match args.first().and_then(|a| a.to_str()) {
         Some("exec") => match args.get(1).and_then(|a| a.to_str()) {
@@ -109,10 +109,10 @@ fn exec(p: &Prepared) -> String {
 }
 
 fn run_exec(json: &str) -> i32 {
-    let have_status = fd_cleanup::set_cloexec(STATUS_FD).is_ok();
+    let have_status = fd_cleanup::status_pipe_from_stdin(STATUS_FD).is_ok();
     fd_cleanup::close_from(STATUS_FD + 1);
     if !have_status {
-        eprintln!("sayri sandbox helper: no status pipe on fd 3 (internal error)");
+        eprintln!("sayri sandbox helper: no status pipe on stdin (internal error)");
     }
     let spec: HelperSpec = match serde_json::from_str(json) {
         Ok(s) => s,

@@ -1,5 +1,6 @@
 //! The daemon side: [`LinuxSandbox`] validates a request, starts the exec helper with one pipe for
-//! the interleaved output and one status pipe (fd 3), collects capped output, and turns the
+//! the interleaved output and one status pipe (the helper's stdin, moved to fd 3), collects
+//! capped output, and turns the
 //! helper's report into an [`ExecResult`]. It returns when the helper exits — the helper has
 //! already killed every process the command left behind — not when the last pipe holder closes.
 
@@ -15,7 +16,7 @@ use nix::unistd::Pid;
 use sayri_core::ports::{ExecRequest, ExecResult, ExecStatus, Sandbox};
 use sayri_protocol::SandboxLevel;
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -289,8 +290,11 @@ struct HelperEnd {
 }
 
 impl RunningHelper {
-    /// Starts `program args…` with an empty environment, stdin from `/dev/null`, stdout and stderr
-    /// on one pipe and the status pipe on fd 3. Errors are the refusal text for the caller.
+    /// Starts `program args…` with an empty environment, the status pipe as stdin (the helper
+    /// moves it to fd 3 and reads nothing from it), stdout and stderr on one pipe. Nothing runs
+    /// between fork and exec, so the standard library starts the helper with `posix_spawn`
+    /// (a `vfork`): no copy of the daemon's page tables per command. Errors are the refusal
+    /// text for the caller.
     fn spawn(program: &OsString, args: &[OsString]) -> Result<Self, String> {
         let ((out_r, out_w), (st_r, st_w)) = match (pipe_pair(), pipe_pair()) {
             (Ok(a), Ok(b)) => (a, b),
@@ -302,27 +306,13 @@ impl RunningHelper {
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args)
             .env_clear()
-            .stdin(Stdio::null())
+            .stdin(Stdio::from(st_w))
             .stdout(Stdio::from(out_w))
             .stderr(Stdio::from(out_w2))
             .kill_on_drop(true);
-        let st_raw = st_w.as_raw_fd();
-        // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if st_raw == crate::spec::STATUS_FD {
-                    if libc::fcntl(st_raw, libc::F_SETFD, 0) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(st_raw, crate::spec::STATUS_FD) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
         let spawned = cmd.spawn();
+        // Closes this process's copies of the pipes' write ends.
         drop(cmd);
-        drop(st_w);
         let child = spawned.map_err(|e| {
             format!(
                 "cannot start the sandbox helper {}: {e}; the command did not run ({})",

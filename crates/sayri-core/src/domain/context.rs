@@ -281,3 +281,116 @@ impl Transcript {
 fn tokens_overhead() -> usize {
     super::tokens::REQUEST_OVERHEAD
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::observation::Excerpt;
+    use crate::ports::ExecStatus;
+
+    fn est() -> TokenEstimator {
+        TokenEstimator::conservative()
+    }
+
+    fn big_step(lines: usize) -> TurnStep {
+        let text: String = (1..=lines).map(|i| format!("row {i:05} ok\n")).collect();
+        TurnStep {
+            answer: "```bash\ncat rows\n```".into(),
+            observation: StepObservation::Command(CommandObservation {
+                status: ExecStatus::Success,
+                exit_code: Some(0),
+                output: Excerpt::whole(text),
+                not_run: 0,
+            }),
+        }
+    }
+
+    fn transcript(history: usize, steps: usize) -> Transcript {
+        let mut h = Vec::new();
+        for i in 0..history {
+            h.push(ChatMessage::new(
+                Role::User,
+                format!("question {i} about the weather"),
+            ));
+            h.push(ChatMessage::new(
+                Role::Assistant,
+                format!("answer {i}: sunny and warm"),
+            ));
+        }
+        Transcript {
+            system: "SYSTEM PROMPT ".repeat(20),
+            summary: Some("[Earlier] - User: hello".into()),
+            history: h,
+            current: "What is in rows?".into(),
+            steps: (0..steps).map(|_| big_step(5000)).collect(),
+        }
+    }
+
+    fn size(m: &[ChatMessage]) -> usize {
+        est().count_request(m.iter().map(|m| m.content.as_str()))
+    }
+
+    #[test]
+    fn a_request_that_fits_is_sent_as_is() {
+        let t = transcript(2, 0);
+        let m = t.render(&ContextBudget::default(), &est()).unwrap();
+        assert_eq!(m[0].content, t.system);
+        assert_eq!(
+            m[1].content,
+            "[Earlier] - User: hello\n\nquestion 0 about the weather"
+        );
+        assert_eq!(m.last().unwrap().content, "What is in rows?");
+    }
+
+    #[test]
+    fn history_goes_first_then_earlier_steps_and_the_system_prompt_never() {
+        let budget = ContextBudget::default();
+        let t = transcript(200, 3);
+        let m = t.render(&budget, &est()).unwrap();
+        assert!(size(&m) <= budget.prompt_tokens(), "{}", size(&m));
+        assert_eq!(m[0].role, Role::System);
+        assert_eq!(m[0].content, t.system);
+        assert!(m.iter().any(|x| x.content.starts_with("What is in rows?")));
+        // The replayed history went before any step was dropped.
+        assert!(!m.iter().any(|x| x.content.contains("question 0 ")));
+        let last = &m.last().unwrap().content;
+        assert!(
+            last.contains("row 00001 ok") && last.contains("row 05000 ok"),
+            "{last}"
+        );
+    }
+
+    #[test]
+    fn a_small_context_drops_earlier_steps_and_says_so() {
+        let budget = ContextBudget {
+            context_tokens: 1100,
+            completion_tokens: 512,
+        };
+        let t = transcript(0, 4);
+        let m = t.render(&budget, &est()).unwrap();
+        assert!(size(&m) <= budget.prompt_tokens(), "{}", size(&m));
+        assert_eq!(m[0].content, t.system);
+        let current = m
+            .iter()
+            .find(|x| x.content.starts_with("What is in rows?"))
+            .unwrap();
+        assert!(
+            current
+                .content
+                .contains("earlier step(s) of this request were left out")
+        );
+        assert!(m.last().unwrap().content.contains("omitted …]"));
+    }
+
+    #[test]
+    fn a_request_that_cannot_fit_is_refused_before_anything_is_sent() {
+        let mut t = transcript(0, 0);
+        t.current = "word ".repeat(5000);
+        let e = t.render(&ContextBudget::default(), &est()).unwrap_err();
+        assert!(
+            e.to_string().contains("does not fit the model's context"),
+            "{e}"
+        );
+        assert!(matches!(e, ContextError::TooLong { context: 4096, .. }));
+    }
+}

@@ -593,3 +593,35 @@ fn profile_files_load_or_fail_closed() {
         "{msg}"
     );
 }
+
+/// The repetition guard holds where nobody can press stop: a remote turn (no approver) runs a
+/// command that keeps giving the same result twice, refuses the third proposal, and ends the
+/// turn when the model insists; the refusal is stored as a `tool` row.
+#[tokio::test]
+async fn a_remote_turn_stops_a_command_repeated_with_the_same_result() {
+    let replies = (0..6)
+        .map(|_| text("Once more.\n```bash\nuptime\n```"))
+        .collect();
+    let r = rig(replies, false);
+    let mut req = turn(AgentProfile::builtin_default(), "Is the box up?");
+    req.approver_available = false;
+    let out = r.engine.run_turn(req, &RecordingSink::default()).await;
+    assert_eq!(r.sandbox.commands(), ["uptime", "uptime"]);
+    assert_eq!((out.model_calls, out.commands_run), (4, 2));
+    let answer = out.text.unwrap();
+    assert!(answer.contains("kept repeating `uptime`"), "{answer}");
+    let told = r.model.requests()[3]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(told.starts_with("[Command NOT RUN: repeated]"), "{told}");
+    let stored = r.store.messages("s1").unwrap();
+    let refusal = stored
+        .iter()
+        .find(|m| m.tool_call.as_ref().is_some_and(|t| t.status == "repeated"))
+        .expect("the refusal is stored");
+    assert_eq!(refusal.role, Role::Tool);
+    assert_eq!(refusal.content, told);
+}
