@@ -494,11 +494,11 @@ fn interrupt_kills_the_running_command_and_ends_the_turn() {
 fn the_step_cap_stops_after_six_model_calls_and_says_what_was_not_run() {
     let env = Env::new_in("/var/tmp");
     let counter = env.dir.path().join("count");
-    let block = format!(
-        "Once more.\n```bash\necho x >> {}\n```\n",
-        counter.display()
-    );
-    let llm = Llm::start(react(move |_, _| say(&block)));
+    let path = counter.display().to_string();
+    // A different command at every step, so the repetition guard never steps in.
+    let llm = Llm::start(react(move |_, step| {
+        say(&format!("Once more.\n```bash\necho x{step} >> {path}\n```\n"))
+    }));
     configure(&env, &llm.server.base_url(), "fake-model", "");
     write_agent(&env, "loop", agent("loop", "LEVEL_3_HOST_USER", json!({})));
     let _d = env.start_daemon();
@@ -508,7 +508,7 @@ fn the_step_cap_stops_after_six_model_calls_and_says_what_was_not_run() {
     assert_eq!(llm.turn_bodies().len(), 6);
     assert!(
         so.contains(&format!(
-            "this command was not run: `echo x >> {}`",
+            "this command was not run: `echo x5 >> {}`",
             counter.display()
         )),
         "{so}"
@@ -516,7 +516,7 @@ fn the_step_cap_stops_after_six_model_calls_and_says_what_was_not_run() {
     // Five commands ran (steps 1–5); the sixth block did not.
     let runs = std::fs::read_to_string(&counter).unwrap();
     assert_eq!(runs.lines().count(), 5, "{runs:?}");
-    assert_eq!(stderr(&out).matches("$ echo x >> ").count(), 5);
+    assert_eq!(stderr(&out).matches("$ echo x").count(), 5);
 }
 
 #[test]
