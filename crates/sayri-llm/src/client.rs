@@ -89,7 +89,9 @@ impl OpenAiClient {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
+        let https = endpoint.chat.scheme() == "https";
         let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(crate::tls::client_config(https)?)
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()

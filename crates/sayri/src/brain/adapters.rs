@@ -50,7 +50,11 @@ fn as_map(v: Value) -> Map<String, Value> {
 
 impl EventSink for BroadcastSink {
     fn emit(&self, event: CoreEvent) {
+        let turn_ended = matches!(event, CoreEvent::Busy(false));
         self.0.broadcast(event.name(), as_map(event.payload()));
+        if turn_ended {
+            crate::footprint::release_freed_memory();
+        }
     }
 }
 
@@ -120,8 +124,9 @@ impl ChatModel for BrokenModel {
     }
 }
 
-/// The provider client, built on first use: creating the HTTP client loads the system's TLS
-/// roots (about 100 ms and 10 MB), which must not sit on the daemon's start-up path.
+/// The provider client, built on first use: for an `https://` provider, creating the HTTP
+/// client loads the system's CA certificates, which must not sit on the daemon's start-up
+/// path (and a local `http://` provider never loads them at all).
 struct LazyModel {
     built: Arc<std::sync::OnceLock<Arc<dyn ChatModel>>>,
     build: Arc<dyn Fn() -> Arc<dyn ChatModel> + Send + Sync>,

@@ -497,7 +497,9 @@ fn the_step_cap_stops_after_six_model_calls_and_says_what_was_not_run() {
     let path = counter.display().to_string();
     // A different command at every step, so the repetition guard never steps in.
     let llm = Llm::start(react(move |_, step| {
-        say(&format!("Once more.\n```bash\necho x{step} >> {path}\n```\n"))
+        say(&format!(
+            "Once more.\n```bash\necho x{step} >> {path}\n```\n"
+        ))
     }));
     configure(&env, &llm.server.base_url(), "fake-model", "");
     write_agent(&env, "loop", agent("loop", "LEVEL_3_HOST_USER", json!({})));
