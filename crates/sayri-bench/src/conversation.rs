@@ -138,6 +138,7 @@ pub fn run(
     tokenizer: &ExactTokenizer,
     big_log: &std::path::Path,
 ) -> Result<Conversations, String> {
+    install.prepare()?;
     let (daemon, _) = install.start_daemon()?;
     std::thread::sleep(std::time::Duration::from_secs(2));
     let mut smaps = vec![("idle, 2 s after start".to_string(), daemon.smaps_rollup())];

@@ -13,6 +13,7 @@ const PINGS: usize = 10_000;
 
 /// The rows of this section.
 pub fn run(install: &Install) -> Result<Vec<Row>, String> {
+    install.prepare()?;
     let mut ready = Vec::new();
     let (mut rss, mut anon, mut file) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..STARTS {

@@ -66,6 +66,14 @@ impl Install {
         })
     }
 
+    /// Starts and stops the daemon once, so the vault, the database and the sandbox
+    /// workspace exist (what a first start creates is then not measured).
+    pub fn prepare(&self) -> Result<(), String> {
+        let (daemon, _) = self.start_daemon()?;
+        drop(daemon);
+        Ok(())
+    }
+
     /// A `sayri` command in this installation.
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(&self.bin);

@@ -43,14 +43,18 @@ pub fn run(helper: &Path) -> Result<Vec<Row>, String> {
         ] {
             let mut extra = Vec::with_capacity(PAIRS);
             let mut runs = Vec::with_capacity(PAIRS);
+            let mut cpu = Vec::with_capacity(PAIRS);
             for _ in 0..PAIRS {
                 let b = bare().await?;
+                let before = children_cpu();
                 let t = sandboxed(&sandbox, level).await?;
+                cpu.push((children_cpu() - before).as_secs_f64() * 1e3);
                 bare_all.push(b);
                 runs.push(t);
                 extra.push((t.as_secs_f64() - b.as_secs_f64()) * 1e3);
             }
             let median = Stat::millis(&runs).map_or(f64::NAN, |s| s.median);
+            let cpu = Stat::of(&cpu).map_or(f64::NAN, |s| s.median);
             rows.push(
                 Row::new(
                     format!("sandbox spawn overhead, {level}"),
@@ -60,7 +64,7 @@ pub fn run(helper: &Path) -> Result<Vec<Row>, String> {
                 .decimals(2)
                 .reference(before)
                 .note(format!(
-                    "{PAIRS} pairs; `true` through the sandbox: median {median:.2} ms"
+                    "{PAIRS} pairs; `true` through the sandbox: median {median:.2} ms wall, {cpu:.2} ms CPU"
                 )),
             );
         }
@@ -72,6 +76,17 @@ pub fn run(helper: &Path) -> Result<Vec<Row>, String> {
         );
         Ok(rows)
     })
+}
+
+/// CPU time (user + system) of every waited-for descendant so far (the helper, the sandbox's
+/// init and the command are all waited for).
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills a plain-data struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 async fn bare() -> Result<Duration, String> {

@@ -61,18 +61,19 @@ impl Stat {
 
 /// `x` with `decimals` decimals and thousands separators in the integer part.
 pub fn num(x: f64, decimals: usize) -> String {
-    let s = format!("{x:.decimals$}");
+    if !x.is_finite() {
+        return "—".into();
+    }
+    let s = format!("{:.decimals$}", x.abs());
     let (int, frac) = s
         .split_once('.')
         .map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
-    let (sign, digits) = int.strip_prefix('-').map_or(("", int), |d| ("-", d));
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
+    let sign = if x < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        "-"
+    } else {
+        ""
+    };
+    let grouped = sayri_core::domain::observation::thousands(int.parse().unwrap_or(0));
     match frac {
         Some(f) => format!("{sign}{grouped}.{f}"),
         None => format!("{sign}{grouped}"),
@@ -90,5 +91,6 @@ mod tests {
         assert_eq!(Stat::percentile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.5), Some(3.0));
         assert_eq!(num(1234567.891, 1), "1,234,567.9");
         assert_eq!(num(12.0, 0), "12");
+        assert_eq!(num(-0.11, 2), "-0.11");
     }
 }
