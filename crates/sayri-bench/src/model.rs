@@ -16,45 +16,10 @@
 //! The title request a new session triggers is answered with a title and left out of counts.
 
 use sayri_core::domain::tokens::exact::ExactTokenizer;
+use sayri_testkit::turns::{is_title_request, request_and_step};
 use sayri_testkit::{FakeLlm, RecordedRequest, Reply, Script, sse, tokens};
 use serde_json::Value;
 use std::sync::Arc;
-
-/// How the daemon's title request begins (its system message).
-pub const TITLE_PROMPT: &str = "Write an ultra-short title";
-
-/// Whether a request body is a session-title request.
-pub fn is_title(body: &Value) -> bool {
-    body["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with(TITLE_PROMPT))
-}
-
-fn is_observation(content: &str) -> bool {
-    content.starts_with("[Command") || content.starts_with("[History")
-}
-
-/// `(request text, step)` of a turn request.
-pub fn request_and_step(body: &Value) -> (String, usize) {
-    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
-    let at = msgs
-        .iter()
-        .rposition(|m| {
-            m["role"] == "user" && !is_observation(m["content"].as_str().unwrap_or_default())
-        })
-        .unwrap_or(0);
-    let step = msgs[at..]
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count();
-    let text = msgs
-        .get(at)
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default();
-    // A merged user message (an interrupted turn before it) ends with the request.
-    let text = text.rsplit("\n\n").next().unwrap_or(text).to_string();
-    (text, step)
-}
 
 /// The answer text for a turn request.
 fn answer(text: &str, step: usize) -> String {
@@ -101,10 +66,16 @@ impl Model {
             .map_err(|e| format!("cannot start a runtime: {e}"))?;
         let script = Script::from_fn(move |req: &RecordedRequest| {
             let body = req.json().unwrap_or(Value::Null);
-            let text = if is_title(&body) {
+            let text = if is_title_request(&body) {
                 "Bench session".to_string()
             } else {
                 let (request, step) = request_and_step(&body);
+                // A merged user message (an interrupted turn before it) ends with the request.
+                let request = request
+                    .rsplit("\n\n")
+                    .next()
+                    .unwrap_or(&request)
+                    .to_string();
                 answer(&request, step)
             };
             let stream = sse::content_stream(&[&text]);
@@ -125,7 +96,7 @@ impl Model {
             .iter()
             .filter(|r| r.path.ends_with("/chat/completions"))
             .filter_map(|r| Some((r.body.len(), r.json()?)))
-            .filter(|(_, b)| !is_title(b))
+            .filter(|(_, b)| !is_title_request(b))
             .collect()
     }
 }

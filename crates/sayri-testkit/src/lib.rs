@@ -19,6 +19,7 @@ pub mod script_file;
 pub mod server;
 pub mod sse;
 pub mod tokens;
+pub mod turns;
 
 pub use real_model::{RealModelError, RealModelServer};
 pub use reply::{Framing, Reply};

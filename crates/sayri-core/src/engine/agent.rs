@@ -145,6 +145,10 @@ pub struct TurnOutcome {
     pub new_session: bool,
 }
 
+/// The system message of the session-title request (it starts with
+/// "Write an ultra-short title", which tells it apart from turn requests).
+pub const TITLE_INSTRUCTION: &str = "Write an ultra-short title (3-4 words) for this request, in its language. Only the words: no quotes, no period.";
+
 /// Message stored and returned when a turn is interrupted.
 pub const INTERRUPTED: &str = "The request was interrupted.";
 
@@ -505,10 +509,7 @@ impl AgentEngine {
         let request = ChatRequest {
             model: settings.model.clone(),
             messages: vec![
-                ChatMessage::new(
-                    Role::System,
-                    "Write an ultra-short title (3-4 words) for this request, in its language. Only the words: no quotes, no period.",
-                ),
+                ChatMessage::new(Role::System, TITLE_INSTRUCTION),
                 ChatMessage::new(
                     Role::User,
                     self.ports.redactor.redact(&cut_chars(first_request, 120)),

@@ -9,14 +9,12 @@
 //! apart by its own system prompt and left out of the step counts.
 
 use super::support::{Env, RawClient, eventually, stderr, stdout};
+use sayri_testkit::turns::{is_title_request as is_title, last_content, request_and_step};
 use sayri_testkit::{FakeLlm, RealModelServer, RecordedRequest, Reply, Script, sse};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// How the engine's title request begins (its system message).
-const TITLE_PROMPT: &str = "Write an ultra-short title";
 
 /// A scripted model server with its own runtime, so the tests stay synchronous.
 struct Llm {
@@ -43,39 +41,6 @@ impl Llm {
             .filter(|b| !is_title(b))
             .collect()
     }
-}
-
-fn is_title(body: &Value) -> bool {
-    body["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with(TITLE_PROMPT))
-}
-
-fn is_observation(content: &str) -> bool {
-    content.starts_with("[Command") || content.starts_with("[History")
-}
-
-/// `(request text, step)` of a turn request: the last user message that is not an observation,
-/// and how many assistant messages follow it.
-fn request_and_step(body: &Value) -> (String, usize) {
-    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
-    let at = msgs
-        .iter()
-        .rposition(|m| {
-            m["role"] == "user" && !is_observation(m["content"].as_str().unwrap_or_default())
-        })
-        .unwrap_or(0);
-    let step = msgs[at..]
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count();
-    (
-        msgs.get(at)
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_string(),
-        step,
-    )
 }
 
 /// A model that answers turn requests with `f(request text, step)` and title requests with a
@@ -151,15 +116,6 @@ fn expected_body(messages: Value) -> Value {
 
 fn msg(role: &str, content: &str) -> Value {
     json!({"role": role, "content": content})
-}
-
-fn last_content(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// Reads events until one named `name` satisfies `pred`; returns every event read, that one last.

@@ -7,33 +7,18 @@
 //! The log lives in `/tmp/sy-ctx` (the scripted bodies name that path), so the scenarios run
 //! one after the other in one test.
 
-use super::scripted_turns::Model;
+use super::scripted_turns::{Model, fixture};
 use super::support::{Env, stderr, stdout};
 use sayri_core::domain::tokens::exact::ExactTokenizer;
+use sayri_testkit::turns::is_title_request;
 use sayri_testkit::{RecordedRequest, Reply, Script, sse, tokens};
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 const CONTEXT: usize = 4096;
 const MAX_TOKENS: usize = 512;
 const LOG: &str = "/tmp/sy-ctx/big.log";
 const QUESTION: &str = "How many lines does /tmp/sy-ctx/big.log have, and what is the last line?";
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(name),
-    )
-    .unwrap()
-}
-
-fn is_title(body: &Value) -> bool {
-    body["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.starts_with("Write an ultra-short title"))
-}
 
 /// A turn request as the server saw it.
 #[derive(Clone)]
@@ -61,7 +46,7 @@ impl Server {
         let log = seen.clone();
         let model = Model::scripted(Script::from_fn(move |req: &RecordedRequest| {
             let body = req.json().unwrap();
-            if is_title(&body) {
+            if is_title_request(&body) {
                 return Reply::sse(sse::content_stream(&["Big log"]));
             }
             let prompt_tokens = tokens::prompt_tokens(&tokenizer, &body);

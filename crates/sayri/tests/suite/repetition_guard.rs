@@ -5,11 +5,11 @@
 //! Fixtures live in `/tmp/sy-loop` (the scripted bodies name those paths), so the three
 //! scenarios run one after the other in one test.
 
-use super::scripted_turns::Model;
+use super::scripted_turns::{Model, fixture};
 use super::support::{Env, RawClient, stderr, stdout};
+use sayri_testkit::turns::{is_title_request, last_content};
 use sayri_testkit::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,23 +17,6 @@ const LOOP_DIR: &str = "/tmp/sy-loop";
 const TAIL: &str = "tail -n 5 /tmp/sy-loop/app.log";
 const APPEND: &str = "echo 'alias ll=\"ls -l\"' >> /tmp/sy-loop/rc";
 const COUNTER: &str = "cat /tmp/sy-loop/counter";
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(name),
-    )
-    .unwrap()
-}
-
-fn is_title(req: &RecordedRequest) -> bool {
-    req.json().is_some_and(|b| {
-        b["messages"][0]["content"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("Write an ultra-short title"))
-    })
-}
 
 /// Fresh fixtures: a five-line log, an empty rc file, an empty counter.
 fn fresh_fixtures() {
@@ -97,7 +80,7 @@ fn scenario(body: Vec<u8>, text: &str, count: bool) -> Run {
     let n = Arc::new(AtomicUsize::new(0));
     let seen = turn_requests.clone();
     let model = Model::scripted(Script::from_fn(move |req: &RecordedRequest| {
-        if !is_title(req) {
+        if !req.json().is_some_and(|b| is_title_request(&b)) {
             let k = n.fetch_add(1, Ordering::SeqCst) + 1;
             if count {
                 std::fs::write(format!("{LOOP_DIR}/counter"), format!("{k}\n")).unwrap();
@@ -155,18 +138,9 @@ fn scenario(body: Vec<u8>, text: &str, count: bool) -> Run {
     }
 }
 
-fn last_user_content(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// The refusal as the model and the store see it.
 fn assert_refusal_told_and_stored(run: &Run, command: &str) {
-    let told = last_user_content(&run.requests[3]);
+    let told = last_content(&run.requests[3]);
     assert!(
         told.starts_with("[Command NOT RUN: repeated]"),
         "request 4's observation: {told}"
@@ -234,7 +208,7 @@ fn a_command_repeated_with_the_same_result_runs_twice_then_is_refused_and_the_tu
     assert_eq!(c.tool_starts(), [COUNTER; 5]);
     assert_eq!(c.requests.len(), 6);
     for (i, r) in c.requests[1..].iter().enumerate() {
-        let obs = last_user_content(r);
+        let obs = last_content(r);
         assert!(
             obs.starts_with(&format!("[Command result: exit code 0]\n{}\n", i + 1)),
             "observation {}: {obs}",

@@ -6,6 +6,7 @@
 use super::scripted_turns::Model;
 use super::support::{Env, proc_status_kib, stderr, stdout};
 use sayri_core::domain::tokens::exact::ExactTokenizer;
+use sayri_testkit::turns::is_title_request;
 use sayri_testkit::{RecordedRequest, Reply, Script, sse, tokens};
 use serde_json::Value;
 use std::io::Write;
@@ -21,7 +22,7 @@ fn a_twenty_turn_chat_leaves_no_tokenizer_resident_and_records_the_reported_usag
     let log = reported.clone();
     let model = Model::scripted(Script::from_fn(move |req: &RecordedRequest| {
         let body = req.json().unwrap();
-        let title = body["max_tokens"] == 15;
+        let title = is_title_request(&body);
         let text = if title { "Greetings" } else { ANSWER };
         let prompt = tokens::prompt_tokens(&tokenizer, &body);
         let completion = tokenizer.count(text);
