@@ -5,6 +5,7 @@ mod concurrency;
 mod config;
 mod context_budget;
 mod disconnect;
+mod exec_helper;
 mod framing;
 mod hostile_model;
 mod impostor_socket;
