@@ -376,6 +376,19 @@ impl Inner {
     }
 }
 
+/// Whether a successful reply is one JSON document (`Content-Type: application/json`) rather
+/// than an event stream.
+fn is_json(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| {
+            t.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
 /// True when the connect error means no server is there: refused, unreachable, or the host
 /// name does not resolve.
 fn nothing_listens(e: &reqwest::Error) -> bool {
@@ -463,6 +476,12 @@ impl ChatRun {
             }
             if let Some(request) = self.request.take() {
                 match self.inner.open(&request).await {
+                    Ok((resp, first)) if is_json(&resp) => {
+                        if let Err(e) = self.whole_completion(resp, first).await {
+                            return self.fail(e);
+                        }
+                        continue;
+                    }
                     Ok((resp, first)) => {
                         self.response = Some(resp);
                         self.first = Some(first);
@@ -530,6 +549,43 @@ impl ChatRun {
                 }
             }
         }
+    }
+
+    /// Reads a non-streamed `chat.completion` body (the server ignored `"stream": true`) and
+    /// queues its events: the same limits as a stream (idle timeout between reads,
+    /// [`MAX_STREAM_BYTES`]).
+    async fn whole_completion(
+        &mut self,
+        mut resp: reqwest::Response,
+        first: Bytes,
+    ) -> Result<(), ChatError> {
+        let mut body = first.to_vec();
+        loop {
+            if body.len() > MAX_STREAM_BYTES {
+                return Err(ChatError::Other(format!(
+                    "the model server at {} sent more than {} MiB for one answer; it is misbehaving — check provider.base_url",
+                    self.inner.chat_url(),
+                    MAX_STREAM_BYTES >> 20
+                )));
+            }
+            match tokio::time::timeout(self.inner.config.idle_timeout, resp.chunk()).await {
+                Err(_) => {
+                    return Err(ChatError::Timeout(format!(
+                        "the model reply from {} stalled: nothing for {} s (provider.idle_timeout)",
+                        self.inner.chat_url(),
+                        self.inner.config.idle_timeout.as_secs()
+                    )));
+                }
+                Ok(Ok(Some(b))) => body.extend_from_slice(&b),
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => return Err(self.inner.other(&e)),
+            }
+        }
+        let events = self
+            .decoder
+            .on_completion(&String::from_utf8_lossy(&body))?;
+        self.queue.extend(events);
+        Ok(())
     }
 
     fn fail(&mut self, e: ChatError) -> Option<Result<ChatEvent, ChatError>> {
