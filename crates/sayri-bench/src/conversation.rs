@@ -227,6 +227,8 @@ pub fn run(
         )
         .reference("ZeroClaw one-shot turn 21.5 MB peak; Codex 154 MB; nanobot 119 MB"),
     );
+    daemon.stop()?;
+    install.check_no_leftovers()?;
     Ok(Conversations {
         economy,
         footprint,

@@ -23,6 +23,7 @@ pub fn run(install: &Install) -> Result<Vec<Row>, String> {
         rss.push(daemon.status_kib("VmRSS").unwrap_or(f64::NAN) / 1024.0);
         anon.push(daemon.status_kib("RssAnon").unwrap_or(f64::NAN) / 1024.0);
         file.push(daemon.status_kib("RssFile").unwrap_or(f64::NAN) / 1024.0);
+        daemon.stop()?;
     }
     let mut rows = vec![
         Row::new("daemon start → ready", Stat::millis(&ready), "ms")
@@ -42,7 +43,8 @@ pub fn run(install: &Install) -> Result<Vec<Row>, String> {
     let (daemon, _) = install.start_daemon()?;
     rows.push(ask_wall(install)?);
     rows.push(ping(install)?);
-    drop(daemon);
+    daemon.stop()?;
+    install.check_no_leftovers()?;
     Ok(rows)
 }
 

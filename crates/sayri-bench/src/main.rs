@@ -5,8 +5,9 @@
 //! `sayri-bench [--out FILE] [--command TEXT] [--only SECTION]`: `--out` is where the report
 //! goes (default `BENCHMARKS.md`); `--command` is the command line printed in the report
 //! (default `./scripts/bench`); `--only` runs one section (`tokens`, `footprint`, `spawn`) for a
-//! quick look — the report then says which. Progress goes to stderr. Every process the harness starts is stopped
-//! before it exits (and dies with it if it is killed).
+//! quick look — the report then says which. Progress goes to stderr. Every process the harness
+//! starts is stopped before it exits (and dies with it if it is killed), and a run that leaves a
+//! process behind fails naming it (see `procs`).
 //!
 //! Sections are listed in `main`; a new figure (a routine run, a prompt with many skills,
 //! speech-to-text speed) is a function returning a [`report::Section`] added there.

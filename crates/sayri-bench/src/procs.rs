@@ -1,13 +1,20 @@
 //! Processes the harness starts: the `sayri` binaries next to the harness, an isolated
-//! configuration per run, and a guard that stops every child however the harness ends (the
-//! children also get `SIGKILL` if the harness itself dies).
+//! configuration per run, and guards that stop every child however the harness ends: the
+//! daemon is a [`ChildGuard`] (stopped on drop, also while an error or a panic unwinds), every
+//! process gets `SIGTERM` should the harness itself die, clients never start a daemon of their
+//! own, and each installation checks that nothing mentioning its directory outlives it
+//! ([`Install::check_no_leftovers`]; anything left is killed when the installation drops).
 
+use sayri_testkit::procs::{ChildGuard, stop_leftovers, tie_to_this_process};
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// How long a daemon gets to exit after `SIGTERM`, and processes of a finished run to exit on
+/// their own, before they are killed.
+const GRACE: Duration = Duration::from_secs(5);
 
 /// The `sayri` binary next to this harness (`target/release/`), checked once.
 pub fn sayri_binary() -> Result<PathBuf, String> {
@@ -22,17 +29,6 @@ pub fn sayri_binary() -> Result<PathBuf, String> {
         }
     }
     Ok(dir.join("sayri"))
-}
-
-/// Sets up `command` to die with the harness (`PR_SET_PDEATHSIG`).
-pub fn die_with_parent(command: &mut Command) -> &mut Command {
-    // SAFETY: prctl with integer arguments is async-signal-safe.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        })
-    }
 }
 
 /// An isolated Sayri installation: config and state directories in a temp dir, a
@@ -70,12 +66,11 @@ impl Install {
     /// workspace exist (what a first start creates is then not measured).
     pub fn prepare(&self) -> Result<(), String> {
         let (daemon, _) = self.start_daemon()?;
-        drop(daemon);
-        Ok(())
+        daemon.stop()
     }
 
-    /// A `sayri` command in this installation.
-    pub fn cmd(&self) -> Command {
+    /// A `sayri` process in this installation, tied to the harness.
+    fn sayri(&self) -> Command {
         let mut c = Command::new(&self.bin);
         c.env("SAYRI_CONFIG_DIR", self.dir.path().join("config"))
             .env("SAYRI_STATE_DIR", self.dir.path().join("state"))
@@ -83,8 +78,29 @@ impl Install {
             .env_remove("XDG_RUNTIME_DIR")
             .env("SAYRI_LOG", "warn")
             .stdin(Stdio::null());
-        die_with_parent(&mut c);
+        tie_to_this_process(&mut c);
         c
+    }
+
+    /// A `sayri` client command in this installation (`--no-start`: it never starts a daemon
+    /// in the background, which the harness could not stop).
+    pub fn cmd(&self) -> Command {
+        let mut c = self.sayri();
+        c.arg("--no-start");
+        c
+    }
+
+    /// Fails naming every process that still mentions this installation's directory (a
+    /// daemon, a command it started) after [`GRACE`]; those are killed.
+    pub fn check_no_leftovers(&self) -> Result<(), String> {
+        let left = stop_leftovers(self.dir.path(), GRACE);
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the benchmark left processes running (now killed): {left:?}"
+            ))
+        }
     }
 
     /// The daemon socket.
@@ -96,13 +112,14 @@ impl Install {
     /// daemon and the time from spawn to ready.
     pub fn start_daemon(&self) -> Result<(Daemon, Duration), String> {
         let t = Instant::now();
-        let child = self
-            .cmd()
-            .arg("daemon")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start the daemon: {e}"))?;
+        let child = ChildGuard::spawn_tied(
+            self.sayri()
+                .arg("daemon")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+            GRACE,
+        )
+        .map_err(|e| format!("cannot start the daemon: {e}"))?;
         let daemon = Daemon { child };
         loop {
             if let Some(_client) = connect_ready(&self.socket()) {
@@ -126,15 +143,27 @@ pub fn connect_ready(socket: &Path) -> Option<BufReader<UnixStream>> {
     line.contains("\"ready\"").then_some(r)
 }
 
-/// A running daemon; stopped (SIGTERM, then SIGKILL after 5 s) when dropped.
+/// A running daemon; stopped (SIGTERM, then SIGKILL after [`GRACE`]) when dropped.
 pub struct Daemon {
-    child: Child,
+    child: ChildGuard,
 }
 
 impl Daemon {
     /// Its pid.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Stops it (SIGTERM) and fails unless it exits cleanly within [`GRACE`].
+    pub fn stop(mut self) -> Result<(), String> {
+        match self.child.stop() {
+            Some(st) if st.success() => Ok(()),
+            Some(st) => Err(format!("the daemon exited with {st} on SIGTERM")),
+            None => Err(format!(
+                "the daemon did not stop within {} s of SIGTERM (killed)",
+                GRACE.as_secs()
+            )),
+        }
     }
 
     /// A `/proc/PID/status` field in KiB (`VmRSS`, `VmHWM`, `RssAnon`, `RssFile`).
@@ -159,18 +188,10 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<f64> {
         .ok()
 }
 
-impl Drop for Daemon {
+impl Drop for Install {
+    /// Whatever still mentions the installation's directory is stopped before the directory
+    /// goes (also when a run ends early with an error).
     fn drop(&mut self) {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = stop_leftovers(self.dir.path(), GRACE);
     }
 }

@@ -27,7 +27,7 @@ pub fn run(helper: &Path) -> Result<Vec<Row>, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(async {
+    let rows = rt.block_on(async {
         let mut rows = Vec::new();
         let mut bare_all = Vec::new();
         for (level, before) in [
@@ -74,8 +74,15 @@ pub fn run(helper: &Path) -> Result<Vec<Row>, String> {
                 .decimals(2)
                 .note("tokio::process::Command, waited for"),
         );
-        Ok(rows)
-    })
+        Ok::<_, String>(rows)
+    })?;
+    let left = sayri_testkit::procs::stop_leftovers(dir.path(), Duration::from_secs(5));
+    if !left.is_empty() {
+        return Err(format!(
+            "the spawn benchmark left processes running (now killed): {left:?}"
+        ));
+    }
+    Ok(rows)
 }
 
 /// CPU time (user + system) of every waited-for descendant so far (the helper, the sandbox's

@@ -14,41 +14,13 @@
 use crate::domain::profile::AgentProfile;
 use crate::engine::agent::{AgentEngine, TurnOutcome, TurnRequest};
 use crate::engine::events::{CoreEvent, CoreState, EventSink};
-use crate::ports::{SessionInfo, StoreError, StoredMessage};
+use crate::ports::{SessionInfo, StoreError, StoredMessage, effective_agent};
 use sayri_protocol::SandboxLevel;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-/// Finds agent profiles by id (the daemon reads `$CONFIG/agents/<id>.json` with
-/// [`AgentProfile::from_json`]).
-pub trait AgentDirectory: Send + Sync {
-    /// The profile `id`, `Ok(None)` if there is none, `Err` with a user-facing message if its
-    /// file is invalid.
-    fn agent(&self, id: &str) -> Result<Option<AgentProfile>, String>;
-}
-
-/// A fixed set of agents (tests, or a daemon without an agents directory). Always has
-/// `default` (the built-in unless one is given).
-#[derive(Debug, Clone)]
-pub struct StaticAgents(HashMap<String, AgentProfile>);
-
-impl StaticAgents {
-    /// The given agents plus the built-in `default` if none has that id.
-    pub fn new(agents: impl IntoIterator<Item = AgentProfile>) -> Self {
-        let mut map: HashMap<_, _> = agents.into_iter().map(|a| (a.id.clone(), a)).collect();
-        map.entry("default".into())
-            .or_insert_with(AgentProfile::builtin_default);
-        StaticAgents(map)
-    }
-}
-
-impl AgentDirectory for StaticAgents {
-    fn agent(&self, id: &str) -> Result<Option<AgentProfile>, String> {
-        Ok(self.0.get(id).cloned())
-    }
-}
+pub use crate::ports::agents::{AgentDirectory, StaticAgents};
 
 /// Errors of core operations, with what to do next.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -181,13 +153,13 @@ impl SayriCore {
         sink: Arc<dyn EventSink>,
         agent_id: &str,
     ) -> Result<SayriCore, CoreError> {
-        let agent = match agents.agent(agent_id).map_err(CoreError::BadAgent)? {
+        let agent = match effective_agent(&*agents, agent_id).map_err(CoreError::BadAgent)? {
             Some(a) => a,
-            None => agents
-                .agent("default")
+            None => effective_agent(&*agents, "default")
                 .map_err(CoreError::BadAgent)?
                 .unwrap_or_else(AgentProfile::builtin_default),
         };
+        engine.set_agents(agents.clone());
         Ok(SayriCore {
             engine,
             agents,
@@ -201,6 +173,25 @@ impl SayriCore {
                 generation: 0,
             })),
         })
+    }
+
+    /// The effective profile of agent `id`, as a turn would run it: its file bound by its
+    /// creators' current profiles (every turn resolves its agent here, so tightening a creator
+    /// reaches the next turn of its children).
+    ///
+    /// # Errors
+    /// [`CoreError::UnknownAgent`] when there is no such agent, [`CoreError::BadAgent`] when its
+    /// file or a creator's is invalid or a creator is missing.
+    pub fn resolve(&self, id: &str) -> Result<Arc<AgentProfile>, CoreError> {
+        effective_agent(&*self.agents, id)
+            .map_err(CoreError::BadAgent)?
+            .map(Arc::new)
+            .ok_or_else(|| CoreError::UnknownAgent(id.into()))
+    }
+
+    /// The agent directory.
+    pub fn agents(&self) -> &Arc<dyn AgentDirectory> {
+        &self.agents
     }
 
     /// The engine (for `prompt show`, settings and skills).
@@ -253,6 +244,8 @@ impl SayriCore {
             return Err(CoreError::EmptyText);
         }
         let cancel = CancellationToken::new();
+        let active_id = lock(&self.inner).agent.id.clone();
+        let agent = self.resolve(&active_id)?;
         let (generation, request) = {
             let mut g = lock(&self.inner);
             if g.busy {
@@ -260,6 +253,9 @@ impl SayriCore {
                     "Please wait for the response to finish.".into(),
                 ));
                 return Err(CoreError::Busy);
+            }
+            if g.agent.id == agent.id {
+                g.agent = agent;
             }
             g.generation += 1;
             g.busy = true;
@@ -291,6 +287,7 @@ impl SayriCore {
                 generation,
             };
             let first_request = request.text.clone();
+            let agent = request.agent.clone();
             let outcome = engine.run_turn(request, &gsink).await;
             {
                 let mut g = lock(&inner);
@@ -302,11 +299,16 @@ impl SayriCore {
                     sink.emit(CoreEvent::State(CoreState::Idle));
                 }
             }
-            if outcome.new_session && outcome.text.is_some() && engine.settings().generate_titles {
+            // A turn answered without the model (e.g. a refusal) gets no model-written title.
+            if outcome.new_session
+                && outcome.text.is_some()
+                && outcome.model_calls > 0
+                && engine.settings().generate_titles
+            {
                 let engine = engine.clone();
                 let sid = outcome.session_id.clone();
                 tokio::spawn(async move {
-                    engine.generate_title(&sid, &first_request).await;
+                    engine.generate_title(&agent, &sid, &first_request).await;
                 });
             }
             let _ = tx.send(outcome);
@@ -354,12 +356,12 @@ impl SayriCore {
             return Ok(lock(&self.inner).session_id.clone());
         };
         self.interrupt();
-        let agent = self.agents.agent(&info.agent_id).ok().flatten();
+        let agent = self.resolve(&info.agent_id).ok();
         {
             let mut g = lock(&self.inner);
             g.session_id = info.id.clone();
             if let Some(a) = agent {
-                g.agent = Arc::new(a);
+                g.agent = a;
             }
         }
         let short: String = info.title.chars().take(24).collect();
@@ -415,12 +417,7 @@ impl SayriCore {
 
     /// Switches the active agent (takes effect at the next turn). Emits a hint.
     pub fn agent_switch(&self, agent_id: &str) -> Result<Arc<AgentProfile>, CoreError> {
-        let agent = self
-            .agents
-            .agent(agent_id)
-            .map_err(CoreError::BadAgent)?
-            .ok_or_else(|| CoreError::UnknownAgent(agent_id.into()))?;
-        let agent = Arc::new(agent);
+        let agent = self.resolve(agent_id)?;
         lock(&self.inner).agent = agent.clone();
         self.sink
             .emit(CoreEvent::Hint(format!("Agent: {}", agent.name)));
@@ -440,12 +437,8 @@ impl SayriCore {
             return Err(CoreError::EmptyText);
         }
         let agent = match &req.target_agent_id {
-            Some(id) if !id.is_empty() => self
-                .agents
-                .agent(id)
-                .map_err(CoreError::BadAgent)?
-                .ok_or_else(|| CoreError::UnknownAgent(id.clone()))?,
-            _ => (*self.active_agent()).clone(),
+            Some(id) if !id.is_empty() => self.resolve(id)?,
+            _ => self.resolve(&self.active_agent().id)?,
         };
         let level = req
             .sandbox_level
@@ -469,7 +462,7 @@ impl SayriCore {
         let request = TurnRequest {
             session_id,
             title_if_new: Some(format!("{} ({label})", req.author)),
-            agent: Arc::new(agent),
+            agent,
             level,
             text: req.text.trim().to_string(),
             approver_available: false,

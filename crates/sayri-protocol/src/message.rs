@@ -79,6 +79,9 @@ pub enum ErrorCode {
     InvalidParams,
     /// A configuration key does not exist.
     UnknownSetting,
+    /// `sayri.toml` on disk is not valid (the message names the file and line); nothing was
+    /// changed.
+    ConfigInvalid,
     /// The daemon is busy (e.g. a turn is already running).
     Busy,
     /// The request did not finish in time.
@@ -104,6 +107,7 @@ impl ErrorCode {
             ErrorCode::LineTooLong => "line_too_long",
             ErrorCode::InvalidParams => "invalid_params",
             ErrorCode::UnknownSetting => "unknown_setting",
+            ErrorCode::ConfigInvalid => "config_invalid",
             ErrorCode::Busy => "busy",
             ErrorCode::Timeout => "timeout",
             ErrorCode::NotFound => "not_found",

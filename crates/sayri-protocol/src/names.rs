@@ -32,7 +32,7 @@ pub mod cmd {
         GATEWAY_STOP = "gateway_stop", GATEWAY_DELETE = "gateway_delete",
         GATEWAY_SAVE = "gateway_save",
         AGENTS_LIST = "agents_list", AGENT_SWITCH = "agent_switch", AGENT_SAVE = "agent_save",
-        AGENT_DELETE = "agent_delete",
+        AGENT_DELETE = "agent_delete", AGENT_DETACH = "agent_detach",
         SESSIONS_LIST = "sessions_list", SESSION_GET = "session_get",
         SESSION_RENAME = "session_rename", SESSION_DELETE = "session_delete",
         ROUTINES_LIST = "routines_list", ROUTINES_RUN = "routines_run",

@@ -143,6 +143,9 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<ConfigListParams>(),
     ParamsInfo::of::<AgentsListParams>(),
     ParamsInfo::of::<AgentSwitchParams>(),
+    ParamsInfo::of::<AgentSaveParams>(),
+    ParamsInfo::of::<AgentDeleteParams>(),
+    ParamsInfo::of::<AgentDetachParams>(),
     ParamsInfo::of::<SessionsListParams>(),
     ParamsInfo::of::<SessionGetParams>(),
     ParamsInfo::of::<SessionRenameParams>(),
@@ -426,7 +429,8 @@ pub struct ConfigSetParams {
     /// The group when `key` has no dot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
-    /// The new value: any JSON, converted to the setting's type (`"false"` is false).
+    /// The new value, of the setting's JSON type (a boolean, an integer, a number, a string or a
+    /// list of strings; nothing is coerced), passing the setting's check.
     pub value: Value,
 }
 
@@ -455,6 +459,185 @@ pub struct AgentSwitchParams {
 
 impl Params for AgentSwitchParams {
     const CMD: &'static str = cmd::AGENT_SWITCH;
+}
+
+/// How `agent_save` treats an existing id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SaveMode {
+    /// Only a new agent: an existing id is an error (nothing is replaced).
+    Create,
+    /// Only an existing agent: an unknown id is an error.
+    Update,
+}
+
+/// One permission rule as `agent_save` takes it: `{"action", "resource", "effect"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleParam {
+    /// `shell | read | write | web | skill | subagent | *`.
+    pub action: String,
+    /// Whole-value wildcard pattern (default `*`).
+    #[serde(default = "star")]
+    pub resource: String,
+    /// `allow | ask | deny`.
+    pub effect: String,
+}
+
+fn star() -> String {
+    "*".into()
+}
+
+/// `agent_save {id?, name?, …}` → `{"id", "name", "created", "parent", "effective",
+/// "narrowed"}`. Creates or updates an agent profile. **Omitted fields keep their stored
+/// value** (or the default for a new agent); `null` counts as omitted. Lists take a JSON array
+/// or a comma-separated string. Without `id` the id is made from `name`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSaveParams {
+    /// Agent id (letters, digits, `-`, `_`); default: from `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// One-line description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The agent's own system prompt text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Extra instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
+    /// Skills it may use (`[]` = all, `["none"]` = none).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub allowed_skills: Option<Vec<String>>,
+    /// Plugins it may use (`[]` = all, `["none"]` = none).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub allowed_plugins: Option<Vec<String>>,
+    /// Tools it may use (`[]` = all, `["none"]` = none).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Vault secrets its commands receive as environment variables.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub allowed_secrets: Option<Vec<String>>,
+    /// Up to 10 model calls per turn instead of 6.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub investigation_loop: Option<bool>,
+    /// Record learned preferences.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub reinforcement_learning: Option<bool>,
+    /// Isolation level (`LEVEL_3_HOST_USER`, `3`, `host`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_level: Option<String>,
+    /// Whether its `ask` rules show a card (bool, or `"1"/"true"/"yes"/"on"`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub ask_before_run: Option<bool>,
+    /// Network at levels 1–2.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub allow_network: Option<bool>,
+    /// What a command no rule matches gets: `allow`, `read_only`, `ask` or `deny`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_effect: Option<String>,
+    /// Per-command timeout in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+    /// Programs denied outright.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub blocked_binaries: Option<Vec<String>>,
+    /// Its own permission rules, in order (last match wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_rules: Option<Vec<RuleParam>>,
+    /// Model name (`"default"` = the provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+    /// Sampling temperature (0–2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Completion cap (0 = the provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Its own model endpoint (`""` = the provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Vault secret holding that endpoint's API key (`""` = none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_secret: Option<String>,
+    /// Its creator, for a new agent or one without a creator (the creator of an agent that has
+    /// one cannot be changed here: detach it first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// `create` (never replace) or `update` (must exist); absent = either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SaveMode>,
+}
+
+impl Params for AgentSaveParams {
+    const CMD: &'static str = cmd::AGENT_SAVE;
+}
+
+/// `agent_delete {agent_id}` → `{"agent_id", "deleted"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentDeleteParams {
+    /// The agent to delete (not `default`, not one with sub-agents).
+    #[serde(deserialize_with = "non_empty")]
+    pub agent_id: String,
+}
+
+impl Params for AgentDeleteParams {
+    const CMD: &'static str = cmd::AGENT_DELETE;
+}
+
+/// `agent_detach {agent_id}` → `{"agent_id", "parent", "widened"}`: removes an agent's creator
+/// link, so its own profile applies unbound.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentDetachParams {
+    /// The agent to detach from its creator.
+    #[serde(deserialize_with = "non_empty")]
+    pub agent_id: String,
+}
+
+impl Params for AgentDetachParams {
+    const CMD: &'static str = cmd::AGENT_DETACH;
 }
 
 /// `sessions_list {limit=20}` → `[{id, title, agent_id, messages, updated_at}]`, newest first.
@@ -593,6 +776,52 @@ fn bool_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 /// A string, `null` meaning empty.
 fn string_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+/// An optional list: a JSON array of strings, or one comma-separated string (`"a, b"`);
+/// entries are trimmed and empty ones dropped. `null` = not given.
+fn list_or_csv<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        List(Vec<String>),
+        Text(String),
+    }
+    let clean = |items: Vec<String>| -> Vec<String> {
+        items
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    Ok(match Option::<Raw>::deserialize(d)? {
+        None => None,
+        Some(Raw::List(v)) => Some(clean(v)),
+        Some(Raw::Text(t)) => Some(clean(t.split(',').map(String::from).collect())),
+    })
+}
+
+/// An optional switch: a boolean, or `"1"/"true"/"yes"/"on"` and `"0"/"false"/"no"/"off"`
+/// (any case). `null` = not given; any other text is an error.
+fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Text(String),
+    }
+    match Option::<Raw>::deserialize(d)? {
+        None => Ok(None),
+        Some(Raw::Bool(b)) => Ok(Some(b)),
+        Some(Raw::Text(t)) => match t.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(Some(true)),
+            "0" | "false" | "no" | "off" => Ok(Some(false)),
+            _ => Err(de::Error::invalid_value(
+                de::Unexpected::Str(&t),
+                &"true/false, yes/no, on/off or 1/0",
+            )),
+        },
+    }
 }
 
 /// A deserializer that only records the field list a derived `Deserialize` asks for.

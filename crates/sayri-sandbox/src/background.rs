@@ -1,6 +1,12 @@
 //! Declared background launches: what may outlive a command at levels 3–4 (everything else the
 //! command started is killed when it ends; pinned by
 //! `orphans_die_at_level3_but_declared_background_launches_survive`).
+//!
+//! A launch is the user's app (`firefox &`), not a part of the daemon: it also outlives the
+//! daemon, by design, whether the daemon stops or crashes. It runs in its own session without a
+//! parent-death signal, is not written in the child registry, and is neither stopped nor
+//! reattached by the next daemon (pinned by
+//! `a_declared_background_launch_outlives_its_launcher_by_design`).
 
 /// Whether `command` is a declared background launch: it ends in a single `&` (not `&&`), or
 /// starts with `xdg-open ` or `gtk-launch `. Only levels 3–4 honour it; at levels 1–2 nothing

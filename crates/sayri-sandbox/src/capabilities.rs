@@ -30,6 +30,70 @@ pub struct KernelFeatures {
     pub root: bool,
     /// Whether a pids cgroup could be created (root only).
     pub pids_cgroup: bool,
+    /// Whether the kernel still lets a process type into its terminal with `TIOCSTI`.
+    #[serde(default)]
+    pub legacy_tiocsti: LegacyTiocsti,
+}
+
+/// Whether the kernel lets a process push input into its controlling terminal with `TIOCSTI`
+/// (`dev.tty.legacy_tiocsti`). Sayri blocks it either way: commands run without a controlling
+/// terminal at every level, and levels 1–2 refuse the ioctl with seccomp.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LegacyTiocsti {
+    /// `dev.tty.legacy_tiocsti = 1`: any process may type into its own terminal.
+    Allowed,
+    /// `dev.tty.legacy_tiocsti = 0`: only a process with `CAP_SYS_ADMIN` may.
+    Refused,
+    /// The setting does not exist: the kernel predates it (before 6.2) and always allows it.
+    AllowedWithoutSetting,
+    /// The setting could not be read.
+    #[default]
+    Unknown,
+}
+
+/// The sysctl that decides [`LegacyTiocsti`].
+pub const LEGACY_TIOCSTI_SYSCTL: &str = "/proc/sys/dev/tty/legacy_tiocsti";
+
+/// Reads [`LEGACY_TIOCSTI_SYSCTL`].
+pub fn legacy_tiocsti() -> LegacyTiocsti {
+    match std::fs::read_to_string(LEGACY_TIOCSTI_SYSCTL) {
+        Ok(v) if v.trim() == "0" => LegacyTiocsti::Refused,
+        Ok(v) if v.trim() == "1" => LegacyTiocsti::Allowed,
+        Ok(_) => LegacyTiocsti::Unknown,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // `/proc/sys/dev/tty` exists on every kernel with ttys; without the entry the kernel
+            // is older than the setting.
+            if std::path::Path::new("/proc/sys/dev/tty").is_dir() {
+                LegacyTiocsti::AllowedWithoutSetting
+            } else {
+                LegacyTiocsti::Unknown
+            }
+        }
+        Err(_) => LegacyTiocsti::Unknown,
+    }
+}
+
+impl LegacyTiocsti {
+    /// One line for `sayri sandbox check`: what the kernel allows and how Sayri blocks it.
+    pub fn describe(&self) -> String {
+        let kernel = match self {
+            LegacyTiocsti::Allowed => {
+                "the kernel allows it (dev.tty.legacy_tiocsti = 1)".to_string()
+            }
+            LegacyTiocsti::Refused => {
+                "the kernel refuses it (dev.tty.legacy_tiocsti = 0)".to_string()
+            }
+            LegacyTiocsti::AllowedWithoutSetting => {
+                "the kernel allows it (it predates dev.tty.legacy_tiocsti)".to_string()
+            }
+            LegacyTiocsti::Unknown => format!("unknown ({LEGACY_TIOCSTI_SYSCTL} unreadable)"),
+        };
+        format!(
+            "{kernel}; Sayri blocks it anyway: every command runs without a controlling terminal, \
+             and levels 1-2 refuse TIOCSTI and TIOCLINUX with seccomp (EPERM)"
+        )
+    }
 }
 
 /// Whether one level's guarantees hold on this machine.
@@ -120,6 +184,7 @@ pub fn probe_here() -> KernelFeatures {
         pkexec,
         root,
         pids_cgroup,
+        legacy_tiocsti: legacy_tiocsti(),
     }
 }
 
@@ -228,7 +293,7 @@ pub fn render(r: &CapabilityReport) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "Landlock ABI: {}\nseccomp filters: {}\nuser/mount/pid/ipc/uts/net namespaces: {}\nlevel-1 \
-         setup dry run: {}\npkexec: {}\n\n",
+         setup dry run: {}\npkexec: {}\nterminal input injection (TIOCSTI): {}\n\n",
         k.landlock_abi
             .map(|v| v.to_string())
             .unwrap_or_else(|| k.landlock_error.clone().unwrap_or_default()),
@@ -242,6 +307,7 @@ pub fn render(r: &CapabilityReport) -> String {
             .map(|_| "ok".to_string())
             .unwrap_or_else(|e| e.clone()),
         if k.pkexec { "yes" } else { "no" },
+        k.legacy_tiocsti.describe(),
     ));
     for l in &r.levels {
         s.push_str(&format!(
@@ -278,6 +344,7 @@ mod tests {
             pkexec: false,
             root: false,
             pids_cgroup: false,
+            legacy_tiocsti: LegacyTiocsti::Allowed,
         }
     }
 
@@ -301,6 +368,29 @@ mod tests {
         assert!(!r.levels[1].guaranteed);
         assert!(r.levels[1].missing[0].contains("EPERM"));
         assert!(render(&r).contains("UNAVAILABLE"));
+    }
+
+    #[test]
+    fn the_report_says_whether_the_kernel_allows_legacy_tiocsti_and_that_sayri_blocks_it() {
+        let text = render(&assess(&good()));
+        assert!(
+            text.contains("TIOCSTI): the kernel allows it (dev.tty.legacy_tiocsti = 1); Sayri blocks it anyway"),
+            "{text}"
+        );
+        let mut k = good();
+        k.legacy_tiocsti = LegacyTiocsti::Refused;
+        assert!(render(&assess(&k)).contains("refuses it (dev.tty.legacy_tiocsti = 0)"));
+        assert!(
+            text.contains("terminal, and levels 1-2 refuse TIOCSTI and TIOCLINUX"),
+            "{text}"
+        );
+        // The probe reads the real setting of this kernel.
+        let here = legacy_tiocsti();
+        match std::fs::read_to_string(LEGACY_TIOCSTI_SYSCTL) {
+            Ok(v) if v.trim() == "1" => assert_eq!(here, LegacyTiocsti::Allowed),
+            Ok(v) if v.trim() == "0" => assert_eq!(here, LegacyTiocsti::Refused),
+            _ => assert_ne!(here, LegacyTiocsti::Allowed),
+        }
     }
 
     #[test]

@@ -25,11 +25,7 @@ impl PidsCgroup {
     /// or `None` when there is none.
     pub fn create(max: u64) -> Option<Self> {
         let name = format!("sayri-sandbox-{}", std::process::id());
-        for root in [
-            "/sys/fs/cgroup/pids",
-            "/sys/fs/cgroup/unified",
-            "/sys/fs/cgroup",
-        ] {
+        for root in ROOTS {
             let root = PathBuf::from(root);
             if !root.join("cgroup.procs").exists() {
                 continue;
@@ -71,11 +67,7 @@ impl PidsCgroup {
 
     /// Pids currently in the cgroup.
     pub fn pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.dir.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect()
+        pids_in(&self.dir)
     }
 }
 
@@ -102,15 +94,36 @@ impl Drop for PidsCgroup {
     }
 }
 
+/// Where pids hierarchies may be mounted, tried in this order.
+const ROOTS: [&str; 3] = [
+    "/sys/fs/cgroup/pids",
+    "/sys/fs/cgroup/unified",
+    "/sys/fs/cgroup",
+];
+
+/// The cgroup directories a helper with `helper_pid` may have created that exist now.
+pub fn dirs_for(helper_pid: u32) -> Vec<PathBuf> {
+    ROOTS
+        .iter()
+        .map(|root| PathBuf::from(root).join(format!("sayri-sandbox-{helper_pid}")))
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// Pids listed in the `cgroup.procs` of `dir` (empty when unreadable).
+pub fn pids_in(dir: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
 /// Removes the (empty) cgroup a finished helper with `helper_pid` created, if any. The launcher
-/// calls this because a level-1/2 helper sits in a user namespace and cannot remove it itself.
+/// calls this because a level-1/2 helper sits in a user namespace and cannot remove it itself;
+/// the next daemon calls it for the helpers of a daemon that crashed.
 pub fn remove_for(helper_pid: u32) {
-    for root in [
-        "/sys/fs/cgroup/pids",
-        "/sys/fs/cgroup/unified",
-        "/sys/fs/cgroup",
-    ] {
-        let _ =
-            std::fs::remove_dir(PathBuf::from(root).join(format!("sayri-sandbox-{helper_pid}")));
+    for d in dirs_for(helper_pid) {
+        let _ = std::fs::remove_dir(d);
     }
 }

@@ -2,13 +2,21 @@
 //! level's isolation and runs `bash -c`. Namespaces cannot be entered from the multithreaded daemon,
 //! and nothing may allocate between `fork` and `exec` there, so all of it happens here.
 //!
-//! Order at levels 1–2: close inherited fds → new session → (root: pids cgroup) → user, mount, pid,
-//! ipc, uts (+net) namespaces → fork pid 1 → private filesystem view → rlimits → `no_new_privs` →
-//! drop capabilities → Landlock → seccomp → exec. Any failure refuses the command (fail closed).
+//! Order at levels 1–2: close inherited fds → parent-death signal → new session → (root: pids
+//! cgroup) → user, mount, pid, ipc, uts (+net) namespaces → fork pid 1 → private filesystem view
+//! → rlimits → `no_new_privs` → drop capabilities → Landlock → seccomp → exec. Any failure refuses
+//! the command (fail closed).
 //!
-//! Order at levels 3–4: close inherited fds → new session → child subreaper (+ root: pids cgroup)
-//! → fork → rlimits → `no_new_privs` (level 3) → exec. When the main process exits, times out or is
-//! cancelled, every remaining descendant is killed.
+//! Order at levels 3–4: close inherited fds → parent-death signal → new session → child
+//! subreaper (+ root: pids cgroup) → fork → rlimits → `no_new_privs` (level 3) → exec. When the
+//! main process exits, times out or is cancelled, every remaining descendant is killed.
+//!
+//! The helper dies with its launcher: first thing, it asks for `SIGTERM` when the launcher dies
+//! and checks that its parent is still the launcher named in the spec (the launcher starts it
+//! with `posix_spawn`, without a hook of its own; `pkexec` would clear one anyway), and treats
+//! the signal like a cancel, so the command's whole tree is killed; the sandbox's pid 1 and a
+//! host command's main process get `SIGKILL` should the helper itself be killed. Only a declared
+//! background launch (levels 3–4) outlives the helper.
 
 use crate::spec::{HelperReport, HelperSpec, STATUS_FD};
 use crate::{capabilities, cgroup, fd_cleanup, landlock, mounts, namespaces};
@@ -22,22 +30,31 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// First argument that switches a program into the exec-helper mode: `PROGRAM __sandbox-exec exec
-/// <spec-json>` or `PROGRAM __sandbox-exec probe`. A program that nests the helper (the `sayri` and
-/// `sayri-sandbox` binaries) checks for it first thing in `main`, before anything starts a thread,
-/// and hands the remaining arguments to [`exec_helper_main`]; [`crate::LinuxSandboxSettings`]
-/// `helper_args` carries it back to the launcher.
+/// First argument that switches a program that nests the helper into the exec-helper mode:
+/// `PROGRAM __sandbox-exec exec <spec-json>`, `… probe`, `… keep <spec-json>`. Such a program
+/// (the `sayri-sandbox` binary, test harnesses) checks for it first thing in `main`, before
+/// anything starts a thread, and hands the remaining arguments to [`exec_helper_main`];
+/// [`crate::LinuxSandboxSettings`] `helper_args` carries it back to the launcher. The daemon's
+/// own helper, `sayri-exec`, is nothing but that entry point and takes no prefix.
 pub const EXEC_HELPER_ARG: &str = "__sandbox-exec";
 
 /// Entry point of the helper mode. `args` are the arguments after the program's own prefix:
 /// `exec <spec-json>` runs one command (reports on the status pipe it gets as stdin, exit code =
-/// the command's, 124 on timeout, 126 on refusal, 137 when cancelled); `probe` prints the kernel feature report as JSON.
+/// the command's, 124 on timeout, 126 on refusal, 137 when cancelled); `probe` prints the kernel
+/// feature report as JSON; `keep <spec-json>` runs a supervised program under [`crate::keeper`].
 pub fn exec_helper_main(args: &[OsString]) -> ! {
     let code = match args.first().and_then(|a| a.to_str()) {
         Some("exec") => match args.get(1).and_then(|a| a.to_str()) {
             Some(json) => run_exec(json),
             None => {
                 eprintln!("sayri sandbox helper: missing the command spec (internal error)");
+                2
+            }
+        },
+        Some(crate::keeper::KEEP_MODE) => match args.get(1).and_then(|a| a.to_str()) {
+            Some(json) => crate::keeper::keeper_main(json),
+            None => {
+                eprintln!("sayri keeper: missing the program spec (internal error)");
                 2
             }
         },
@@ -118,6 +135,14 @@ fn run_exec(json: &str) -> i32 {
         Ok(s) => s,
         Err(e) => return refuse(format!("invalid helper spec: {e}")),
     };
+    // The launcher starts the helper without a parent-death hook (so it can use posix_spawn):
+    // arming here, against the launcher's pid, is what ties the helper to the daemon's life.
+    if spec.parent_pid == 0 {
+        return refuse("the helper spec names no launcher (internal error)".into());
+    }
+    if let Err(e) = crate::parent_death::arm_self(spec.parent_pid, libc::SIGTERM) {
+        return refuse(e);
+    }
     let _ = nix::unistd::setsid();
     let mut blocked = SigSet::empty();
     for s in [
@@ -181,6 +206,8 @@ fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
         None
     };
     namespaces::enter(spec.allow_network)?;
+    // Entering a user namespace changes the credentials; arm again so the setting surely holds.
+    crate::parent_death::arm_self(spec.parent_pid, libc::SIGTERM)?;
     let mut writable = vec![PathBuf::from("/tmp")];
     if spec.level == SandboxLevel::IsolatedDev {
         match &spec.workspace {
@@ -257,9 +284,10 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
             }
         }
     }
+    let helper = std::process::id() as libc::pid_t;
     // SAFETY: the helper is single-threaded, so the child may allocate.
     match unsafe { fork() } {
-        Ok(ForkResult::Child) => exit_child(host_exec(spec, &prepared, nproc)),
+        Ok(ForkResult::Child) => exit_child(host_exec(spec, &prepared, nproc, helper)),
         Ok(ForkResult::Parent { child }) if spec.background => {
             watch_background_launch(child, deadline)
         }
@@ -268,10 +296,19 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     }
 }
 
-/// In the forked host child: detach a background launch, rlimits, working directory,
-/// `no_new_privs` (level 3; level 4 must keep the privileges `pkexec` granted), then `exec`.
-/// Returns only on failure, like [`isolate_and_exec`].
-fn host_exec(spec: &HelperSpec, prepared: &Prepared, nproc: u64) -> Result<String, String> {
+/// In the forked host child: detach a background launch (or, for a foreground command, die with
+/// the helper), rlimits, working directory, `no_new_privs` (level 3; level 4 must keep the
+/// privileges `pkexec` granted), then `exec`. Returns only on failure, like [`isolate_and_exec`].
+fn host_exec(
+    spec: &HelperSpec,
+    prepared: &Prepared,
+    nproc: u64,
+    helper: libc::pid_t,
+) -> Result<String, String> {
+    if !spec.background {
+        crate::parent_death::arm_in_child(helper, libc::SIGKILL)
+            .map_err(|e| format!("cannot tie the command to its helper: {e}"))?;
+    }
     if spec.background {
         detach_from_launcher()?;
         let mut bg = spec.limits;

@@ -1,8 +1,16 @@
 //! The daemon side: [`LinuxSandbox`] validates a request, starts the exec helper with one pipe for
 //! the interleaved output and one status pipe (the helper's stdin, moved to fd 3), collects
-//! capped output, and turns the
-//! helper's report into an [`ExecResult`]. It returns when the helper exits — the helper has
-//! already killed every process the command left behind — not when the last pipe holder closes.
+//! capped output, and turns the helper's report into an [`ExecResult`]. It returns when the
+//! helper exits — the helper has already killed every process the command left behind — not
+//! when the last pipe holder closes.
+//!
+//! Helpers die with the launcher: they are started from the long-lived spawner thread by
+//! [`crate::parent_death::spawn_self_arming`] and ask for the parent-death signal `SIGTERM`
+//! themselves, first thing, checking that their parent is still this process (on `SIGTERM` a
+//! helper kills its command's tree); the probe is forked by [`crate::parent_death::spawn_tied`].
+//! Each running helper is written down in the settings'
+//! [`crate::child_registry::ChildRegistry`] so that the next daemon can kill what a crash left
+//! behind.
 
 use crate::capabilities::{self, CapabilityReport, KernelFeatures};
 use crate::output::{Captured, OutputCapture};
@@ -87,17 +95,23 @@ impl LinuxSandbox {
     /// Probes the kernel through the helper (a single-threaded process) and assesses each level.
     pub async fn capabilities(&self) -> Result<CapabilityReport, ProbeError> {
         let s = &self.settings;
-        let out = tokio::process::Command::new(&s.helper_program)
-            .args(&s.helper_args)
+        let mut cmd = tokio::process::Command::new(&s.helper_program);
+        cmd.args(&s.helper_args)
             .arg("probe")
             .stdin(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .output()
+            .kill_on_drop(true);
+        let spawn_error = |source| ProbeError::Spawn {
+            program: s.helper_program.clone(),
+            source,
+        };
+        let out = crate::parent_death::spawn_tied(cmd, libc::SIGKILL)
             .await
-            .map_err(|source| ProbeError::Spawn {
-                program: s.helper_program.clone(),
-                source,
-            })?;
+            .map_err(spawn_error)?
+            .wait_with_output()
+            .await
+            .map_err(spawn_error)?;
         let k: KernelFeatures =
             serde_json::from_slice(&out.stdout).map_err(|e| ProbeError::Decode(e.to_string()))?;
         Ok(capabilities::assess(&k))
@@ -182,6 +196,7 @@ impl LinuxSandbox {
             background: level >= SandboxLevel::HostUser
                 && background::is_background_launch(&req.command),
             limits: s.limits,
+            parent_pid: std::process::id(),
         })
     }
 }
@@ -236,7 +251,7 @@ impl LinuxSandbox {
             Err(e) => return denied(format!("cannot encode the helper spec: {e}"), start),
         };
         let (program, args) = self.helper_command(req.level, json);
-        let mut helper = match RunningHelper::spawn(&program, &args) {
+        let mut helper = match RunningHelper::spawn(&program, &args, self.settings()).await {
             Ok(h) => h,
             Err(reason) => return denied(reason, start),
         };
@@ -276,6 +291,8 @@ impl LinuxSandbox {
 struct RunningHelper {
     child: tokio::process::Child,
     pid: Option<i32>,
+    /// The helper's record in the child registry, removed when the helper has been waited for.
+    _record: Option<crate::child_registry::Recorded>,
     output: Option<pipe::Receiver>,
     status: tokio::task::JoinHandle<String>,
 }
@@ -291,11 +308,17 @@ struct HelperEnd {
 
 impl RunningHelper {
     /// Starts `program args…` with an empty environment, the status pipe as stdin (the helper
-    /// moves it to fd 3 and reads nothing from it), stdout and stderr on one pipe. Nothing runs
-    /// between fork and exec, so the standard library starts the helper with `posix_spawn`
-    /// (a `vfork`): no copy of the daemon's page tables per command. Errors are the refusal
-    /// text for the caller.
-    fn spawn(program: &OsString, args: &[OsString]) -> Result<Self, String> {
+    /// moves it to fd 3 and reads nothing from it), stdout and stderr on one pipe, and records it
+    /// in the settings' child registry. Nothing runs between fork and exec, so the standard
+    /// library starts the helper with `posix_spawn` (a `vfork`: no copy of the daemon's page
+    /// tables per command), from the long-lived spawner thread; the helper arms its own
+    /// parent-death signal against this process's pid (see [`crate::parent_death`]). Errors are
+    /// the refusal text for the caller.
+    async fn spawn(
+        program: &OsString,
+        args: &[OsString],
+        settings: &LinuxSandboxSettings,
+    ) -> Result<Self, String> {
         let ((out_r, out_w), (st_r, st_w)) = match (pipe_pair(), pipe_pair()) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => return Err(format!("cannot create pipes: {e}")),
@@ -308,11 +331,10 @@ impl RunningHelper {
             .env_clear()
             .stdin(Stdio::from(st_w))
             .stdout(Stdio::from(out_w))
-            .stderr(Stdio::from(out_w2))
-            .kill_on_drop(true);
-        let spawned = cmd.spawn();
-        // Closes this process's copies of the pipes' write ends.
-        drop(cmd);
+            .stderr(Stdio::from(out_w2));
+        // The spawner thread drops `cmd` after the spawn, closing this process's copies of the
+        // pipes' write ends.
+        let spawned = crate::parent_death::spawn_self_arming(cmd).await;
         let child = spawned.map_err(|e| {
             format!(
                 "cannot start the sandbox helper {}: {e}; the command did not run ({})",
@@ -321,6 +343,7 @@ impl RunningHelper {
             )
         })?;
         let pid = child.id().map(|p| p as i32);
+        let record = record_helper(settings, pid);
         let output = match pipe::Receiver::from_file(std::fs::File::from(out_r)) {
             Ok(r) => Some(r),
             Err(e) => {
@@ -338,6 +361,7 @@ impl RunningHelper {
         Ok(RunningHelper {
             child,
             pid,
+            _record: record,
             output,
             status,
         })
@@ -411,8 +435,8 @@ impl RunningHelper {
 
     /// The JSON lines the helper wrote to the status pipe (unreadable lines skipped), waiting at
     /// most [`STATUS_WAIT`] for the pipe to close.
-    async fn reports(self) -> Vec<HelperReport> {
-        let status_text = tokio::time::timeout(STATUS_WAIT, self.status)
+    async fn reports(&mut self) -> Vec<HelperReport> {
+        let status_text = tokio::time::timeout(STATUS_WAIT, &mut self.status)
             .await
             .ok()
             .and_then(|r| r.ok())
@@ -421,6 +445,37 @@ impl RunningHelper {
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
+    }
+}
+
+impl Drop for RunningHelper {
+    /// A helper abandoned mid-run (the caller's future was dropped, e.g. at daemon shutdown)
+    /// gets `SIGTERM`, on which it kills the command's whole tree itself (`SIGKILL` would kill
+    /// only the helper and orphan the command's backgrounded processes at levels 3–4).
+    fn drop(&mut self) {
+        if let (Ok(None), Some(pid)) = (self.child.try_wait(), self.pid) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+    }
+}
+
+/// Writes the helper `pid` into the settings' child registry, if there is one. A failure is
+/// logged, not fatal: the helper still dies with this process; only the clean-up after a crash
+/// loses its record.
+fn record_helper(
+    settings: &LinuxSandboxSettings,
+    pid: Option<i32>,
+) -> Option<crate::child_registry::Recorded> {
+    let (registry, pid) = (settings.child_registry.as_ref()?, pid?);
+    match registry.record(crate::child_registry::ChildKind::ExecHelper, "command", pid) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!(
+                "cannot record the command's helper (pid {pid}) in {}: {e}",
+                registry.dir().display()
+            );
+            None
+        }
     }
 }
 

@@ -20,26 +20,58 @@ pub fn become_subreaper() -> Result<(), String> {
     Ok(())
 }
 
+/// What `/proc/PID/stat` says about a process (the fields Sayri uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// State letter (`R`, `S`, `D`, `Z` for a zombie, …).
+    pub state: char,
+    /// Parent pid.
+    pub ppid: i32,
+    /// Process group id.
+    pub pgrp: i32,
+    /// Session id.
+    pub session: i32,
+    /// Start time in clock ticks after boot (field 22). With the pid it names one process per
+    /// boot: a recycled pid has a later start time.
+    pub start_ticks: u64,
+}
+
+/// Reads `/proc/<pid>/stat`; `None` when the process does not exist (or the file is unreadable).
+pub fn stat(pid: i32) -> Option<ProcStat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Parses the text of a `/proc/PID/stat` file. The command name (field 2) may contain spaces and
+/// parentheses, so the fields are counted from its last `)`.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, so field N sits at index N - 3.
+    Some(ProcStat {
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        session: f.get(3)?.parse().ok()?,
+        start_ticks: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// Every process visible in `/proc` with its stat (unreadable entries skipped).
+pub fn all_processes() -> Vec<(i32, ProcStat)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?)))
+        .collect()
+}
+
 /// All descendants of `root`, parents before children (read from `/proc/<pid>/stat`).
 pub fn descendants(root: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                continue;
-            };
-            // Fields after the last ')' : state ppid ...
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
-            if let Some(ppid) = ppid {
-                children.entry(ppid).or_default().push(pid);
-            }
-        }
+    for (pid, st) in all_processes() {
+        children.entry(st.ppid).or_default().push(pid);
     }
     let mut out = Vec::new();
     let mut queue = vec![root];
@@ -110,5 +142,21 @@ pub fn reap() {
         if st == nix::sys::wait::WaitStatus::StillAlive {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parsing_survives_odd_command_names() {
+        let text = "42 (a) b (c)) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2";
+        let st = parse_stat(text).unwrap();
+        assert_eq!(
+            (st.state, st.ppid, st.pgrp, st.session, st.start_ticks),
+            ('S', 7, 42, 42, 12345)
+        );
+        assert!(parse_stat("garbage").is_none());
     }
 }

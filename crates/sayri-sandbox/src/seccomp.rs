@@ -2,7 +2,8 @@
 //!
 //! * `EPERM` for syscalls a sandboxed command has no business making: `ptrace` and cross-process
 //!   memory access, every mount/namespace/keyring/module/kexec/bpf/perf/io_uring entry point,
-//!   `clone` with namespace flags, and the terminal-injection ioctls `TIOCSTI`/`TIOCLINUX`.
+//!   `clone` with namespace flags, and the terminal-injection ioctls ([`TERMINAL_INJECTION`]:
+//!   `TIOCSTI`, `TIOCLINUX`), matched on the low 32 bits of the request only.
 //! * `EACCES` for `socket(AF_UNIX, …)`: no pathname Unix socket of the host (D-Bus, Wayland,
 //!   docker.sock, Sayri's own) can be connected to, wherever its file lives. `socketpair` stays.
 //! * `EAFNOSUPPORT` for every other socket family but `AF_INET`, `AF_INET6` and `AF_NETLINK`.
@@ -56,6 +57,17 @@ pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
     ("name_to_handle_at", libc::SYS_name_to_handle_at),
 ];
 
+/// `ioctl` requests that push input into a terminal: `TIOCSTI` types a character into its input
+/// queue, `TIOCLINUX` pastes the Linux console's selection. Refused with `EPERM` whatever the file
+/// descriptor — so a terminal passed into the sandbox later still cannot be typed into.
+///
+/// The rule compares only the low 32 bits of the request: the kernel truncates the request to
+/// 32 bits before dispatching it, so `TIOCSTI | 1 << 32` is the same call, and a 64-bit compare
+/// would let it through. Pinned by `terminal_injection.rs` in the sandbox tests (a C program
+/// issues both requests with and without high bits set).
+pub const TERMINAL_INJECTION: &[(&str, u64)] =
+    &[("TIOCSTI", libc::TIOCSTI), ("TIOCLINUX", libc::TIOCLINUX)];
+
 const NS_FLAGS: [u64; 7] = [
     libc::CLONE_NEWUSER as u64,
     libc::CLONE_NEWNS as u64,
@@ -71,8 +83,18 @@ fn arch() -> Result<TargetArch, String> {
         .map_err(|e| format!("seccomp filters are not available for this CPU architecture: {e}"))
 }
 
+/// A condition on the low 32 bits of argument `arg` (`Dword`: the upper half is not looked at,
+/// as the kernel ignores it for the flags and requests compared here).
 fn cond(arg: u8, op: SeccompCmpOp, v: u64) -> Result<SeccompCondition, String> {
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(|e| e.to_string())
+}
+
+/// One rule per [`TERMINAL_INJECTION`] request, on the request's low 32 bits.
+fn terminal_injection_rules() -> Result<Vec<SeccompRule>, String> {
+    TERMINAL_INJECTION
+        .iter()
+        .map(|(_, request)| rule(vec![cond(1, SeccompCmpOp::Eq, *request & 0xffff_ffff)?]))
+        .collect()
 }
 
 fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
@@ -101,13 +123,7 @@ pub fn build() -> Result<Vec<BpfProgram>, String> {
         .map(|f| rule(vec![cond(0, SeccompCmpOp::MaskedEq(*f), *f)?]))
         .collect::<Result<Vec<_>, _>>()?;
     eperm.insert(libc::SYS_clone, clone_rules);
-    eperm.insert(
-        libc::SYS_ioctl,
-        vec![
-            rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI)?])?,
-            rule(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?])?,
-        ],
-    );
+    eperm.insert(libc::SYS_ioctl, terminal_injection_rules()?);
 
     let mut eacces = BTreeMap::new();
     eacces.insert(

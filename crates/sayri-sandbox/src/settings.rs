@@ -51,6 +51,9 @@ pub struct LinuxSandboxSettings {
     pub helper_args: Vec<OsString>,
     /// Resource limits for every command.
     pub limits: ResourceLimits,
+    /// Where running helpers are written down for the clean-up after a crash (the daemon's
+    /// `$STATE/children`); `None` records nothing (the `sayri-sandbox` CLI).
+    pub child_registry: Option<crate::child_registry::ChildRegistry>,
 }
 
 /// Default output cap: 64 KiB.
@@ -79,6 +82,7 @@ impl LinuxSandboxSettings {
             helper_program,
             helper_args,
             limits: ResourceLimits::default(),
+            child_registry: None,
         }
     }
 

@@ -34,6 +34,10 @@ pub struct HelperSpec {
     pub background: bool,
     /// Resource limits.
     pub limits: ResourceLimits,
+    /// Pid of the launcher: the helper asks for `SIGTERM` when it dies and refuses to run when
+    /// its parent is already another process. Required (never 0): the launcher starts the
+    /// helper without a parent-death hook, so this check is the only one.
+    pub parent_pid: u32,
 }
 
 /// How the helper saw the command end. The helper writes one JSON line per event to fd 3; the

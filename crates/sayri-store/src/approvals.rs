@@ -3,8 +3,8 @@
 use crate::{Store, sql_err};
 use rusqlite::params;
 use sayri_core::ports::{
-    Approval, ApprovalStore, NewMessage, Preference, PreferenceUpdate, SearchHit, SessionInfo,
-    SessionSeed, SessionStore, StoreError, StoredMessage,
+    Approval, ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit,
+    SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage,
 };
 
 impl Store {
@@ -40,19 +40,20 @@ impl ApprovalStore for Store {
     }
 
     fn add_approval(&self, a: &Approval) -> Result<(), StoreError> {
+        let resource = self.clean(&a.resource);
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(sql_err)?;
         // Replace = delete + insert, so the renewed approval moves to the end (newest).
         tx.execute(
             "DELETE FROM security_authorizations
              WHERE agent_id = ?1 AND action = ?2 AND resource = ?3",
-            params![a.agent_id, a.action, a.resource],
+            params![a.agent_id, a.action, resource],
         )
         .map_err(sql_err)?;
         tx.execute(
             "INSERT INTO security_authorizations (agent_id, action, resource, created_at)
              VALUES (?1, ?2, ?3, ?4)",
-            params![a.agent_id, a.action, a.resource, a.created_at],
+            params![a.agent_id, a.action, resource, a.created_at],
         )
         .map_err(sql_err)?;
         tx.commit().map_err(sql_err)
@@ -124,5 +125,26 @@ impl SessionStore for Store {
     }
     fn set_token_rate(&self, model: &str, rate: f64, now: f64) -> Result<(), StoreError> {
         self.set_token_rate_impl(model, rate, now)
+    }
+    fn turn_started(
+        &self,
+        session_id: &str,
+        request_message_id: i64,
+        now: f64,
+    ) -> Result<i64, StoreError> {
+        self.turn_started_impl(session_id, request_message_id, now)
+    }
+    fn turn_ended(&self, id: i64) -> Result<(), StoreError> {
+        self.turn_ended_impl(id)
+    }
+    fn open_turns(&self) -> Result<Vec<OpenTurn>, StoreError> {
+        self.open_turns_impl()
+    }
+    fn close_interrupted_turn(
+        &self,
+        turn: &OpenTurn,
+        notes: &[NewMessage],
+    ) -> Result<(), StoreError> {
+        self.close_interrupted_turn_impl(turn, notes)
     }
 }

@@ -1,8 +1,11 @@
 //! SQLite storage for Sayri: sessions, messages (with tool calls and token usage), learned
-//! preferences, security authorizations (approvals), gateway peers and calibrated token rates.
+//! preferences, security authorizations (approvals), gateway peers, the journal of running
+//! turns and calibrated token rates.
 //!
 //! One file (`$STATE/sessions.db`), opened by [`Store::open`]: WAL journal, `foreign_keys=ON`,
-//! versioned migrations (see [`migrations`]). [`Store`] implements the core's
+//! `secure_delete=ON`, versioned migrations (see [`migrations`]). With
+//! [`Store::with_redactor`] every text written is redacted first, and
+//! [`Store::rewrite_secrets`] rewrites rows stored before a value became a secret. [`Store`] implements the core's
 //! [`SessionStore`](sayri_core::ports::SessionStore) and
 //! [`ApprovalStore`](sayri_core::ports::ApprovalStore) ports. It is `Send + Sync`: one
 //! connection behind a mutex, every write one transaction, so it can be shared through an
@@ -12,15 +15,19 @@ mod approvals;
 pub mod migrations;
 mod peers;
 mod preferences;
+mod redaction;
 mod sessions;
 mod token_rates;
+mod turns;
 
 use rusqlite::Connection;
+use sayri_core::ports::{NoSecrets, Redactor};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use peers::GatewayPeer;
+pub use redaction::RewriteReport;
 pub use sayri_core::ports::StoreError;
 
 /// Errors from opening the database.
@@ -51,10 +58,17 @@ pub enum OpenError {
 }
 
 /// The SQLite store. Cheap to share: wrap it in an `Arc`.
-#[derive(Debug)]
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// Applied to every text written (see [`Store::with_redactor`]).
+    redactor: Arc<dyn Redactor>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
 }
 
 impl Store {
@@ -80,6 +94,10 @@ impl Store {
             .map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(wrap)?;
+        // Deleted and replaced text is overwritten with zeros, so a rewritten secret does not
+        // linger in free space of the file.
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(wrap)?;
         match migrations::migrate(&mut conn) {
             Ok(()) => {}
             Err(migrations::MigrateError::TooNew { found, supported }) => {
@@ -94,6 +112,7 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             path,
+            redactor: Arc::new(NoSecrets),
         })
     }
 

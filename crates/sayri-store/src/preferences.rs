@@ -6,8 +6,7 @@
 
 use crate::{Store, like_escape, sql_err};
 use rusqlite::{Row, params};
-use sayri_core::domain::text::cut_chars;
-use sayri_core::ports::{Preference, PreferenceUpdate, StoreError};
+use sayri_core::ports::{Preference, PreferenceUpdate, StoreError, redacted_prefix};
 
 const COLS: &str = "id, agent_id, intent, command, rejected_command, success_count,
     failure_count, score, notes, updated_at";
@@ -37,7 +36,10 @@ impl Store {
         &self,
         u: &PreferenceUpdate,
     ) -> Result<Preference, StoreError> {
-        let intent = cut_chars(u.intent.trim(), 120);
+        let intent = redacted_prefix(self.redactor.as_ref(), u.intent.trim(), 120);
+        let command = self.clean(&u.command);
+        let rejected = self.clean_opt(u.rejected_command.as_deref());
+        let notes = self.clean_opt(u.notes.as_deref());
         let (s, f) = if u.success { (1u32, 0u32) } else { (0, 1) };
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(sql_err)?;
@@ -56,12 +58,12 @@ impl Store {
             params![
                 u.agent_id,
                 intent,
-                u.command,
-                u.rejected_command,
+                command,
+                rejected,
                 s,
                 f,
                 score(s, f),
-                u.notes,
+                notes,
                 u.now
             ],
         )
@@ -72,7 +74,7 @@ impl Store {
                     "SELECT {COLS} FROM agent_preferences
                      WHERE agent_id = ?1 AND intent = ?2 AND command = ?3"
                 ),
-                params![u.agent_id, intent, u.command],
+                params![u.agent_id, intent, command],
                 pref_row,
             )
             .map_err(sql_err)?;

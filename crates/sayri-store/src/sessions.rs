@@ -70,42 +70,73 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     })
 }
 
+/// Appends `m` to session `seed.id` inside `tx`, creating the session row if needed and
+/// bumping its `updated_at`. Returns the message's row id.
+pub(crate) fn insert_message(
+    tx: &rusqlite::Transaction<'_>,
+    seed: &SessionSeed<'_>,
+    m: &NewMessage,
+) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO sessions (id, title, agent_id, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)
+         ON CONFLICT(id) DO UPDATE SET updated_at = MAX(updated_at, excluded.updated_at)",
+        params![seed.id, seed.title, seed.agent_id, m.timestamp],
+    )
+    .map_err(sql_err)?;
+    let tool_json = match &m.tool_call {
+        Some(t) => Some(serde_json::to_string(t).map_err(|e| StoreError(e.to_string()))?),
+        None => None,
+    };
+    tx.execute(
+        "INSERT INTO messages (session_id, role, content, tool_call_json, prompt_tokens,
+                               completion_tokens, reasoning, timestamp)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            seed.id,
+            role_name(m.role),
+            m.content,
+            tool_json,
+            m.usage.map(|u| u.prompt_tokens),
+            m.usage.map(|u| u.completion_tokens),
+            m.reasoning,
+            m.timestamp
+        ],
+    )
+    .map_err(sql_err)?;
+    Ok(tx.last_insert_rowid())
+}
+
 impl Store {
+    /// `m` with every text it stores redacted: content, reasoning, and the command and output of
+    /// its tool call.
+    pub(crate) fn clean_message(&self, m: &NewMessage) -> NewMessage {
+        NewMessage {
+            content: self.clean(&m.content),
+            reasoning: self.clean_opt(m.reasoning.as_deref()),
+            tool_call: m.tool_call.as_ref().map(|t| ToolCallRecord {
+                command: self.clean(&t.command),
+                output: self.clean(&t.output),
+                ..t.clone()
+            }),
+            ..m.clone()
+        }
+    }
+
     pub(crate) fn append_message_impl(
         &self,
         seed: &SessionSeed<'_>,
         m: &NewMessage,
     ) -> Result<i64, StoreError> {
+        let title = self.clean_cut(seed.title);
+        let seed = SessionSeed {
+            title: &title,
+            ..*seed
+        };
+        let m = self.clean_message(m);
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(sql_err)?;
-        tx.execute(
-            "INSERT INTO sessions (id, title, agent_id, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?4)
-             ON CONFLICT(id) DO UPDATE SET updated_at = MAX(updated_at, excluded.updated_at)",
-            params![seed.id, seed.title, seed.agent_id, m.timestamp],
-        )
-        .map_err(sql_err)?;
-        let tool_json = match &m.tool_call {
-            Some(t) => Some(serde_json::to_string(t).map_err(|e| StoreError(e.to_string()))?),
-            None => None,
-        };
-        tx.execute(
-            "INSERT INTO messages (session_id, role, content, tool_call_json, prompt_tokens,
-                                   completion_tokens, reasoning, timestamp)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                seed.id,
-                role_name(m.role),
-                m.content,
-                tool_json,
-                m.usage.map(|u| u.prompt_tokens),
-                m.usage.map(|u| u.completion_tokens),
-                m.reasoning,
-                m.timestamp
-            ],
-        )
-        .map_err(sql_err)?;
-        let id = tx.last_insert_rowid();
+        let id = insert_message(&tx, &seed, &m)?;
         tx.commit().map_err(sql_err)?;
         Ok(id)
     }
@@ -149,6 +180,7 @@ impl Store {
     }
 
     pub(crate) fn rename_impl(&self, id: &str, title: &str) -> Result<bool, StoreError> {
+        let title = self.clean_cut(title);
         let conn = self.lock();
         let n = conn
             .execute(
@@ -168,35 +200,48 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// Matches are decided on the text as the redactor shows it: SQLite's `LIKE` only
+    /// preselects rows, and a row is a hit when its *redacted* content (or title) contains the
+    /// query. So a row that still holds a secret (stored before the value became one and not
+    /// rewritten yet) cannot reveal, by being a hit or not, whether the secret contains the query.
     pub(crate) fn search_impl(
         &self,
         query: &str,
         session_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
+        let query = query.trim();
+        let needle = query.to_ascii_lowercase();
         let conn = self.lock();
-        let pattern = format!("%{}%", like_escape(query.trim()));
+        let pattern = format!("%{}%", like_escape(query));
         let sql = "SELECT m.session_id, s.title, m.role, m.content, m.timestamp
              FROM messages m JOIN sessions s ON s.id = m.session_id
              WHERE (?1 IS NULL OR m.session_id = ?1)
                AND (m.content LIKE ?2 ESCAPE '\\'
                     OR (?1 IS NULL AND s.title LIKE ?2 ESCAPE '\\'))
-             ORDER BY m.id DESC LIMIT ?3";
+             ORDER BY m.id DESC";
         let mut st = conn.prepare(sql).map_err(sql_err)?;
-        let rows = st
-            .query_map(params![session_id, pattern, limit as i64], |r| {
-                let role: String = r.get(2)?;
-                let content: String = r.get(3)?;
-                Ok(SearchHit {
-                    session_id: r.get(0)?,
-                    session_title: r.get(1)?,
-                    role: parse_role(&role),
-                    content: cut_chars(&content, 400),
-                    timestamp: r.get(4)?,
-                })
-            })
-            .map_err(sql_err)?;
-        let mut hits: Vec<SearchHit> = rows.collect::<Result<_, _>>().map_err(sql_err)?;
+        let mut rows = st.query(params![session_id, pattern]).map_err(sql_err)?;
+        let mut hits = Vec::new();
+        while hits.len() < limit {
+            let Some(r) = rows.next().map_err(sql_err)? else {
+                break;
+            };
+            let title = self.clean(&r.get::<_, String>(1).map_err(sql_err)?);
+            let content = self.clean(&r.get::<_, String>(3).map_err(sql_err)?);
+            let found = |text: &str| text.to_ascii_lowercase().contains(&needle);
+            if !(found(&content) || (session_id.is_none() && found(&title))) {
+                continue;
+            }
+            let role: String = r.get(2).map_err(sql_err)?;
+            hits.push(SearchHit {
+                session_id: r.get(0).map_err(sql_err)?,
+                session_title: title,
+                role: parse_role(&role),
+                content: cut_chars(&content, 400),
+                timestamp: r.get(4).map_err(sql_err)?,
+            });
+        }
         hits.reverse();
         Ok(hits)
     }

@@ -13,18 +13,23 @@
 //! * [`RecordingSink`] — an [`EventSink`] that keeps every event.
 //! * [`PermissionFanout`] — a [`PermissionSink`] that broadcasts to subscribed "clients", as
 //!   the daemon does.
+//! * [`LiteralRedactor`] — a [`Redactor`] that masks given literal values only (the vault's
+//!   redactor, with every encoded form, is tested in `sayri-vault`).
 //!
 //! End-to-end tests use the real adapters instead; these drive the domain logic.
 
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
 use sayri_core::engine::broker::{PermissionRequest, PermissionSink};
-use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
+use sayri_core::engine::gate::{
+    Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind,
+};
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::ports::{
     Approval, ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock,
-    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, Preference, PreferenceUpdate,
-    Sandbox, SearchHit, SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage, Usage,
+    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, OpenTurn, Preference,
+    PreferenceUpdate, Redactor, SECRET_MARKER_PREFIX, Sandbox, SearchHit, SessionInfo, SessionSeed,
+    SessionStore, StoreError, StoredMessage, Usage,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -193,16 +198,38 @@ impl Sandbox for RecordingSandbox {
 
 /// A [`PermissionGate`] that allows everything, or with [`RecordingGate::deny`] refuses
 /// everything (as [`RefusalKind::NoApprover`] when no approver is available, else
-/// [`RefusalKind::Denied`]); records every question.
+/// [`RefusalKind::Denied`]); records every question and every confirmation (which it answers
+/// like a person saying "Allow", or "Deny" with `deny`).
 #[derive(Default)]
 pub struct RecordingGate {
     /// Refuse every command.
     pub deny: bool,
     /// Every question, in order.
     pub asked: Mutex<Vec<GateRequest>>,
+    /// Every confirmation asked for (e.g. creating an agent), in order.
+    pub confirmed: Mutex<Vec<Confirmation>>,
 }
 
 impl PermissionGate for RecordingGate {
+    fn confirm(
+        &self,
+        change: Confirmation,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'_, GateVerdict> {
+        lock(&self.confirmed).push(change);
+        let verdict = if self.deny {
+            GateVerdict::Refuse {
+                kind: RefusalKind::NotApproved,
+                message: "a person said no".into(),
+            }
+        } else {
+            GateVerdict::Allow {
+                reason: "test".into(),
+            }
+        };
+        Box::pin(std::future::ready(verdict))
+    }
+
     fn authorize(
         &self,
         request: GateRequest,
@@ -278,6 +305,8 @@ pub struct MemoryStore {
     pub prefs: Mutex<Vec<Preference>>,
     /// Calibrated token rates per model.
     pub token_rates: Mutex<std::collections::HashMap<String, f64>>,
+    /// The turn journal: turns started and not yet ended.
+    pub turns: Mutex<Vec<OpenTurn>>,
 }
 
 impl SessionStore for MemoryStore {
@@ -420,6 +449,52 @@ impl SessionStore for MemoryStore {
         lock(&self.token_rates).insert(model.to_string(), rate);
         Ok(())
     }
+
+    fn turn_started(
+        &self,
+        session_id: &str,
+        request_message_id: i64,
+        now: f64,
+    ) -> Result<i64, StoreError> {
+        let mut t = lock(&self.turns);
+        let id = t.iter().map(|x| x.id).max().unwrap_or(0) + 1;
+        t.push(OpenTurn {
+            id,
+            session_id: session_id.into(),
+            request_message_id,
+            started_at: now,
+        });
+        Ok(id)
+    }
+
+    fn turn_ended(&self, id: i64) -> Result<(), StoreError> {
+        lock(&self.turns).retain(|t| t.id != id);
+        Ok(())
+    }
+
+    fn open_turns(&self) -> Result<Vec<OpenTurn>, StoreError> {
+        Ok(lock(&self.turns).clone())
+    }
+
+    fn close_interrupted_turn(
+        &self,
+        turn: &OpenTurn,
+        notes: &[NewMessage],
+    ) -> Result<(), StoreError> {
+        let agent = self
+            .session(&turn.session_id)?
+            .map(|s| s.agent_id)
+            .unwrap_or_default();
+        let seed = SessionSeed {
+            id: &turn.session_id,
+            agent_id: &agent,
+            title: "",
+        };
+        for n in notes {
+            self.append_message(&seed, n)?;
+        }
+        self.turn_ended(turn.id)
+    }
 }
 
 /// An in-memory [`ApprovalStore`] with the port's contract: an identical (agent, action,
@@ -520,5 +595,31 @@ impl PermissionSink for PermissionFanout {
 
     fn permission_resolved(&self, request_id: &str) {
         self.send(PermissionEvent::Resolved(request_id.to_string()));
+    }
+}
+
+/// A [`Redactor`] that replaces each given literal value with `$SECRET:<NAME>`, and nothing else.
+#[derive(Debug, Clone, Default)]
+pub struct LiteralRedactor {
+    /// `(name, value)` pairs, replaced in order.
+    pub secrets: Vec<(String, String)>,
+}
+
+impl LiteralRedactor {
+    /// A redactor for one secret.
+    pub fn one(name: &str, value: &str) -> Self {
+        LiteralRedactor {
+            secrets: vec![(name.to_string(), value.to_string())],
+        }
+    }
+}
+
+impl Redactor for LiteralRedactor {
+    fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (name, value) in &self.secrets {
+            out = out.replace(value.as_str(), &format!("{SECRET_MARKER_PREFIX}{name}"));
+        }
+        out
     }
 }

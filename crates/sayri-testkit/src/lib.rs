@@ -1,6 +1,9 @@
 //! Test support: a scripted OpenAI-compatible server ([`FakeLlm`]) that replays bytes exactly
-//! as scripted, a launcher for a real local model ([`RealModelServer`]), and in-memory fakes
-//! of `sayri-core`'s ports ([`fakes`]).
+//! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes of
+//! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
+//! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
+//! values for property tests ([`setting_values`]), pseudo-terminals ([`terminal`]), provider-style
+//! token counts ([`tokens`]) and readers of the chat requests the daemon sends ([`turns`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -13,11 +16,14 @@
 //! ```
 
 pub mod fakes;
+pub mod procs;
 pub mod real_model;
 pub mod reply;
 pub mod script_file;
 pub mod server;
+pub mod setting_values;
 pub mod sse;
+pub mod terminal;
 pub mod tokens;
 pub mod turns;
 

@@ -56,15 +56,34 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// # Errors
 /// The step that failed, with its path and the OS error.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    write_atomic_with_mode(path, bytes, 0o600)
+}
+
+/// As [`write_atomic`], with the new file's permission bits `mode` (e.g. those of the file being
+/// replaced, so a save keeps a user's `0640`). The temp file is created `0600` and only gets
+/// `mode` once written.
+///
+/// # Errors
+/// The step that failed, with its path and the OS error.
+pub fn write_atomic_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), AtomicWriteError> {
     let tmp = temp_path(path);
-    let result = write_then_rename(&tmp, path, bytes);
+    let result = write_then_rename(&tmp, path, bytes, mode);
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
 }
 
-fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+fn write_then_rename(
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), AtomicWriteError> {
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -77,7 +96,12 @@ fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), Atomic
     file.set_permissions(std::fs::Permissions::from_mode(0o600))
         .map_err(|e| AtomicWriteError::new("restricting to 0600", tmp, e))?;
     file.write_all(bytes)
-        .and_then(|()| file.sync_all())
+        .map_err(|e| AtomicWriteError::new("writing", tmp, e))?;
+    if mode & 0o7777 != 0o600 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
+            .map_err(|e| AtomicWriteError::new("setting the permissions of", tmp, e))?;
+    }
+    file.sync_all()
         .map_err(|e| AtomicWriteError::new("writing", tmp, e))?;
     drop(file);
     std::fs::rename(tmp, path)

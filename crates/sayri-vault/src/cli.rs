@@ -69,11 +69,12 @@ pub struct Terminal<'a> {
     pub env_passphrase: Option<Zeroizing<String>>,
 }
 
-/// Runs `cmd` on the process's real terminal.
+/// Runs `cmd` on the process's real terminal. Returns the vault when the command changed its
+/// secrets (`set`, `delete`), so the caller can follow up (rewrite stored rows, tell a daemon).
 ///
 /// # Errors
 /// Any [`VaultError`]; its `Display` is the message to show.
-pub fn run(cmd: &VaultCommand, paths: &VaultPaths) -> Result<(), VaultError> {
+pub fn run(cmd: &VaultCommand, paths: &VaultPaths) -> Result<Option<Vault>, VaultError> {
     let stdin = std::io::stdin();
     let mut stdin_lock = stdin.lock();
     let mut stdout = std::io::stdout();
@@ -131,7 +132,7 @@ fn open(paths: &VaultPaths, term: &mut Terminal<'_>) -> Result<Vault, VaultError
     }
 }
 
-/// Runs `cmd` against `term`.
+/// Runs `cmd` against `term`; returns the vault when its secrets changed (as [`run`]).
 ///
 /// # Errors
 /// Any [`VaultError`]; its `Display` is the message to show.
@@ -139,18 +140,19 @@ pub fn run_with(
     cmd: &VaultCommand,
     paths: &VaultPaths,
     term: &mut Terminal<'_>,
-) -> Result<(), VaultError> {
+) -> Result<Option<Vault>, VaultError> {
+    let unchanged = |r: Result<(), VaultError>| r.map(|()| None);
     match cmd {
         VaultCommand::Init { passphrase: true } if !paths.vault_file.exists() => {
             let p = passphrase(term, true)?;
             let v = Vault::open(paths.clone(), KeySource::Passphrase(Passphrase::new(p)))?;
-            writeln!(term.stdout, "{}", v.status()).map_err(out_err)
+            unchanged(writeln!(term.stdout, "{}", v.status()).map_err(out_err))
         }
         VaultCommand::Init { .. } | VaultCommand::Status => {
             let v = open(paths, term)?;
-            writeln!(term.stdout, "{}", v.status()).map_err(out_err)
+            unchanged(writeln!(term.stdout, "{}", v.status()).map_err(out_err))
         }
-        VaultCommand::List { json } => {
+        VaultCommand::List { json } => unchanged({
             let v = open(paths, term)?;
             let list = v.list();
             if *json {
@@ -170,7 +172,7 @@ pub fn run_with(
                 }
                 Ok(())
             }
-        }
+        }),
         VaultCommand::Set { key, description } => {
             let name = crate::normalize_key(key)?;
             let value = if term.stdin_is_tty {
@@ -192,20 +194,23 @@ pub fn run_with(
             }
             let mut v = open(paths, term)?;
             let name = v.set(&name, &value, description)?;
-            writeln!(term.stdout, "stored {name} ({})", crate::mask(value.trim())).map_err(out_err)
+            writeln!(term.stdout, "stored {name} ({})", crate::mask(value.trim()))
+                .map_err(out_err)?;
+            Ok(Some(v))
         }
         VaultCommand::Delete { key } => {
             let mut v = open(paths, term)?;
             let name = crate::normalize_key(key)?;
             if v.delete(&name)? {
-                writeln!(term.stdout, "deleted {name}").map_err(out_err)
+                writeln!(term.stdout, "deleted {name}").map_err(out_err)?;
+                Ok(Some(v))
             } else {
                 Err(VaultError::Usage(format!(
                     "there is no secret {name}; see `sayri vault list`"
                 )))
             }
         }
-        VaultCommand::Get { key, reveal } => {
+        VaultCommand::Get { key, reveal } => unchanged({
             if *reveal && !term.stdout_is_tty {
                 return Err(VaultError::Usage(
                     "refusing to print a secret into a pipe or file: `--reveal` works only on a terminal. Commands get secrets as environment variables through their agent's allowed_secrets".into(),
@@ -221,6 +226,6 @@ pub fn run_with(
             } else {
                 writeln!(term.stdout, "{name}\t{}", crate::mask(&value)).map_err(out_err)
             }
-        }
+        }),
     }
 }

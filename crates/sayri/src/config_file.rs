@@ -1,19 +1,38 @@
-//! Reading and changing `sayri.toml` (the typed model lives in `sayri_core::domain::config`).
+//! Reading and changing `sayri.toml` (the typed model and every key's check live in
+//! `sayri_core::domain::config`).
 //!
 //! * A missing file means "all defaults". An invalid file is an error with `file:line`; it is
-//!   never overwritten or reset.
+//!   never overwritten, reset or "repaired".
 //! * A change edits the user's file in place: the values that changed are replaced where they
 //!   stand (a new key goes at the end of its table, a new table at the end of the file), and
 //!   every comment, blank line, key order and unrelated key survives. A file that does not exist
 //!   yet is created with a short header comment.
-//! * The file is replaced atomically with mode 0600 (`sayri_vault::atomic_write`), so a crash
-//!   never leaves half a file.
+//! * Every writer — the daemon and `sayri config set` without a daemon — holds an exclusive
+//!   advisory lock on [`lock_path`] (`.sayri.toml.lock` next to the file) from reading the file
+//!   to replacing it, and edits the text that is on disk at that moment: two writers never lose
+//!   each other's change, and a hand edit made while the daemon runs survives its next change.
+//! * The file is replaced atomically (`sayri_vault::atomic_write`): a temp file
+//!   `.sayri.toml.tmp` created 0600 in the same directory → write → fsync → rename over the file
+//!   → fsync of the directory. A crash leaves the old file or the new one, never a mix; a
+//!   leftover temp file is harmless and the next save replaces it. The new file keeps the old
+//!   one's permission bits (a new file is 0600), and a symlinked `sayri.toml` stays a symlink:
+//!   its target is replaced.
 
 use sayri_core::domain::config::{Config, ConfigError, ConfigValue};
-use sayri_vault::atomic_write::{AtomicWriteError, write_atomic};
+use sayri_vault::atomic_write::{AtomicWriteError, write_atomic_with_mode};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use toml_edit::{DocumentMut, Item, Table, Value};
+
+/// How long a writer waits for another one to finish before giving up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Most symbolic links followed from `sayri.toml` to the file that is replaced (as the kernel's
+/// `ELOOP` limit).
+const MAX_LINKS: usize = 40;
 
 /// Errors reading or writing the config file.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +51,15 @@ pub enum ConfigFileError {
     /// The content is invalid, or a requested change is.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The value passes its own check but cannot work here (a policy file that does not load,
+    /// an agent that does not exist); nothing was written.
+    #[error("invalid value for {key}: {message}; nothing was changed")]
+    Unusable {
+        /// `group.key`.
+        key: String,
+        /// What stands in the way and what to do.
+        message: String,
+    },
     /// The file is valid but could not be edited in place; nothing was written.
     #[error("cannot edit config file {path} in place: {message}; nothing was changed")]
     Edit {
@@ -40,10 +68,67 @@ pub enum ConfigFileError {
         /// What stood in the way.
         message: String,
     },
+    /// The writers' lock could not be taken.
+    #[error("cannot lock {path}: {message}")]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// What went wrong and what to do.
+        message: String,
+    },
 }
 
 /// Written at the top of a `sayri.toml` that `sayri config set` creates.
 const HEADER: &str = "# Sayri configuration. `sayri config set` changes values in place and keeps your comments.\n# Every setting and its default: `sayri config list`.\n";
+
+/// The lock file every writer of `path` holds: `.<name>.lock` in the same directory.
+pub fn lock_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.lock"))
+}
+
+/// Held from reading the file to replacing it; released on drop (close).
+struct WriteLock {
+    _file: File,
+}
+
+/// Takes the writers' lock of `path`, waiting up to [`LOCK_WAIT`] for another writer.
+fn lock(path: &Path) -> Result<WriteLock, ConfigFileError> {
+    let lock = lock_path(path);
+    let err = |message: String| ConfigFileError::Lock {
+        path: lock.clone(),
+        message,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&lock)
+        .map_err(|e| err(format!("{e}; check the config directory's permissions")))?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(WriteLock { _file: file }),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(err(format!(
+                    "another sayri process has been changing the settings for {} s; try again, or stop the process that holds the lock (`fuser {}`)",
+                    LOCK_WAIT.as_secs(),
+                    lock.display()
+                )));
+            }
+            Err(TryLockError::Error(e)) => return Err(err(e.to_string())),
+        }
+    }
+}
 
 /// The file's text, `None` when it does not exist.
 fn read_text(path: &Path) -> Result<Option<String>, ConfigFileError> {
@@ -73,16 +158,44 @@ pub fn load(path: &Path) -> Result<(Config, bool), ConfigFileError> {
     Ok((parse(text.as_deref(), path)?, text.is_some()))
 }
 
-/// Re-reads `path`, applies `change`, writes the settings that changed into the file in place,
-/// and returns the new config with `change`'s output. Nothing is written if reading, parsing or
-/// `change` fails, or if nothing changed.
+/// The file that replacing `path` must replace: `path` itself, or the file its chain of
+/// symbolic links ends at (which may not exist yet).
+fn link_target(path: &Path) -> Result<PathBuf, ConfigFileError> {
+    let read_err = |source: io::Error| ConfigFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&current) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&current).map_err(read_err)?;
+                current = match current.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(read_err(e)),
+        }
+    }
+    Err(read_err(io::Error::other(
+        "too many levels of symbolic links",
+    )))
+}
+
+/// Re-reads `path` under the writers' lock, applies `change`, writes the settings that changed
+/// into the file in place, and returns the new config with `change`'s output. Nothing is
+/// written if locking, reading, parsing or `change` fails, or if nothing changed.
 ///
 /// # Errors
-/// As [`load`]; `change`'s error; the file cannot be written.
+/// As [`load`]; `change`'s error; the lock cannot be taken; the file cannot be written.
 pub fn update<T>(
     path: &Path,
-    change: impl FnOnce(&mut Config) -> Result<T, ConfigError>,
+    change: impl FnOnce(&mut Config) -> Result<T, ConfigFileError>,
 ) -> Result<(Config, T), ConfigFileError> {
+    let _lock = lock(path)?;
     let text = read_text(path)?;
     let before = parse(text.as_deref(), path)?;
     let mut after = before.clone();
@@ -112,7 +225,11 @@ pub fn update<T>(
         Some(_) => doc.to_string(),
         None => format!("{HEADER}\n{doc}"),
     };
-    write_atomic(path, body.as_bytes())?;
+    let target = link_target(path)?;
+    let mode = std::fs::metadata(&target)
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or(0o600);
+    write_atomic_with_mode(&target, body.as_bytes(), mode)?;
     Ok((after, out))
 }
 
@@ -186,7 +303,7 @@ retries = 2
 ";
 
     fn set(path: &Path, key: &str, value: serde_json::Value) -> Config {
-        update(path, |c| c.set_json(key, &value)).unwrap().0
+        update(path, |c| Ok(c.set_json(key, &value)?)).unwrap().0
     }
 
     #[test]
@@ -228,7 +345,7 @@ retries = 2
     fn a_new_file_gets_a_header_and_only_the_change() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sayri.toml");
-        set(&path, "ui.autostart", serde_json::json!("false"));
+        set(&path, "ui.autostart", serde_json::json!(false));
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, format!("{HEADER}\n[ui]\nautostart = false\n"));
         use std::os::unix::fs::PermissionsExt;
@@ -250,11 +367,11 @@ retries = 2
         let path = dir.path().join("sayri.toml");
         let broken = "# mine\n[provider]\nmodel = \"qwen\"\ntemprature = 0.5\n";
         std::fs::write(&path, broken).unwrap();
-        let e = update(&path, |c| c.set_json("provider.model", &"x".into())).unwrap_err();
+        let e = update(&path, |c| Ok(c.set_json("provider.model", &"x".into())?)).unwrap_err();
         assert!(e.to_string().contains(":4:"), "{e}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), broken);
         std::fs::write(&path, COMMENTED).unwrap();
-        let e = update(&path, |c| c.set_json("ui.orb_size", &"big".into())).unwrap_err();
+        let e = update(&path, |c| Ok(c.set_json("ui.orb_size", &"big".into())?)).unwrap_err();
         assert!(e.to_string().contains("ui.orb_size"), "{e}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), COMMENTED);
     }

@@ -13,3 +13,6 @@ pub mod footprint;
 pub mod logging;
 pub mod paths;
 pub mod policies;
+pub mod settings_check;
+pub mod stored_secrets;
+pub mod supervisor;

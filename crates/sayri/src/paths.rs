@@ -3,7 +3,8 @@
 //!
 //! * config dir: `$SAYRI_CONFIG_DIR`, else `$XDG_CONFIG_HOME/sayri` (when that is an absolute
 //!   path), else `~/.config/sayri` — `sayri.toml`, `agents/`, the vault.
-//! * state dir: `$SAYRI_STATE_DIR`, else `~/.local/share/sayri` — `daemon.log`, databases.
+//! * state dir: `$SAYRI_STATE_DIR`, else `~/.local/share/sayri` — `daemon.log`, databases,
+//!   `logs/` of supervised children, `children/` records of running children.
 //! * runtime dir: `$XDG_RUNTIME_DIR/sayri` when `XDG_RUNTIME_DIR` is set (absolute), else the
 //!   state dir — `sayri-daemon.sock`, its lock file, and later the legacy `sayri.sock`.
 //!
@@ -128,6 +129,14 @@ impl Paths {
     /// `state/daemon.log` (where a backgrounded daemon logs).
     pub fn log_file(&self) -> PathBuf {
         self.state_dir.join("daemon.log")
+    }
+    /// `state/logs` (one `<name>.log` per supervised child).
+    pub fn logs_dir(&self) -> PathBuf {
+        self.state_dir.join("logs")
+    }
+    /// `state/children` (a record per running child, for the clean-up after a crash).
+    pub fn children_dir(&self) -> PathBuf {
+        self.state_dir.join("children")
     }
 
     /// Creates config, state and runtime dirs with mode 0700 (re-chmodding existing ones).

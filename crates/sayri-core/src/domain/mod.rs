@@ -1,5 +1,6 @@
 //! Pure domain logic: no I/O here.
 
+pub mod agents;
 pub mod codeblock;
 pub mod config;
 pub mod context;
@@ -12,3 +13,4 @@ pub mod repetition;
 pub mod strip;
 pub mod text;
 pub mod tokens;
+pub mod voice;

@@ -1,7 +1,14 @@
 //! Agent profiles: who an agent is, its model settings and its sandbox.
 //!
-//! This module holds the data shape. Loading and validating `$CONFIG/agents/<id>.json` happens
-//! in one place (the profile loader) so later features (agent creation, non-escalation) build on it.
+//! This module holds the data shape and its validation ([`AgentProfile::from_json`]). What an
+//! agent may actually do is its *effective* profile: for an agent with a creator (`parent`) it
+//! is computed by `domain::agents::effective_profile` from the creator's current profile.
+//!
+//! The file format is the original one plus these fields (all optional):
+//! * `parent` — the id of the agent that created this one; it can never do more than its creator.
+//! * `allowed_secrets` — vault keys its commands receive as environment variables.
+//! * `model.base_url` — an OpenAI-compatible endpoint of its own (else the provider's).
+//! * `model.api_key_secret` — the vault key holding that endpoint's API key (never the key).
 
 use sayri_protocol::SandboxLevel;
 use serde::{Deserialize, Serialize};
@@ -18,6 +25,13 @@ pub struct ModelSettings {
     pub temperature: f32,
     /// Completion cap; `None` = `provider.max_tokens`.
     pub max_tokens: Option<u32>,
+    /// Endpoint of this agent's model (`http(s)://host[:port]/v1`); `None` = `provider.base_url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Name of the vault secret holding the API key for `base_url`. Without it no key is sent to
+    /// an agent's own endpoint (the provider key only ever goes to `provider.base_url`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_secret: Option<String>,
 }
 
 impl Default for ModelSettings {
@@ -27,6 +41,8 @@ impl Default for ModelSettings {
             model_name: "default".into(),
             temperature: 0.7,
             max_tokens: None,
+            base_url: None,
+            api_key_secret: None,
         }
     }
 }
@@ -49,6 +65,48 @@ fn star() -> String {
     "*".into()
 }
 
+/// What happens to a command, or a file write, that none of the agent's rules match. Ordered
+/// from the most to the least permissive (`Allow < ReadOnly < Ask < Deny`).
+///
+/// ```
+/// use sayri_core::domain::profile::{AgentProfile, DefaultEffect};
+/// assert_eq!(AgentProfile::builtin_default().sandbox.default_effect, DefaultEffect::ReadOnly);
+/// let p = AgentProfile::from_json(r#"{"sandbox": {"default_effect": "ask"}}"#, "x.json").unwrap();
+/// assert_eq!(p.sandbox.default_effect, DefaultEffect::Ask);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DefaultEffect {
+    /// Run it (the behaviour of profiles that do not say).
+    #[default]
+    Allow,
+    /// At levels 3–4, run read-only commands (`ls`, `cat`, `git status`, … — the table in the
+    /// permission engine) and ask before anything else, writing files included (the asks are
+    /// the agent's own: `ask_before_run` must be on for them to raise a card). At levels 1–2
+    /// the sandbox confines every command, so they run.
+    ReadOnly,
+    /// Ask a person (levels 3–4; refused where nobody can be asked).
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+/// The rule layer an agent inherits from one of its creators: that creator's blocked programs
+/// and permission rules. Filled only by `domain::agents::effective_profile`, never read from or
+/// written to a profile file. The permission engine evaluates each layer on its own and a later
+/// layer can only tighten an earlier one.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CreatorRules {
+    /// The creator's id (named in refusals: `creator builder rule #0`).
+    pub agent_id: String,
+    /// The creator's effective `blocked_binaries`.
+    pub blocked_binaries: Vec<String>,
+    /// The creator's own `permission_rules`.
+    pub permission_rules: Vec<RawRule>,
+    /// The creator's effective `sandbox.default_effect` (for what none of its rules match).
+    pub default_effect: DefaultEffect,
+}
+
 /// The sandbox part of an agent profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -69,6 +127,8 @@ pub struct SandboxConfig {
     pub permission_rules: Vec<RawRule>,
     /// Whether an `ask` produces a card (true) or is settled by the default (false).
     pub ask_before_run: bool,
+    /// What happens to a command or file write no rule matches (level 0 runs nothing).
+    pub default_effect: DefaultEffect,
 }
 
 impl Default for SandboxConfig {
@@ -84,6 +144,7 @@ impl Default for SandboxConfig {
                 .to_vec(),
             permission_rules: Vec::new(),
             ask_before_run: false,
+            default_effect: DefaultEffect::Allow,
         }
     }
 }
@@ -121,6 +182,14 @@ pub struct AgentProfile {
     pub reinforcement_learning: bool,
     /// Creation time, Unix seconds.
     pub created_at: f64,
+    /// The agent that created this one. Its effective profile never exceeds the creator's
+    /// current one; only a person removes the link (`sayri agents detach`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The creators' rule layers, outermost creator first (see [`CreatorRules`]). Empty in a
+    /// profile as written.
+    #[serde(skip)]
+    pub creator_rules: Vec<CreatorRules>,
 }
 
 impl Default for AgentProfile {
@@ -140,17 +209,24 @@ impl Default for AgentProfile {
             investigation_loop: false,
             reinforcement_learning: false,
             created_at: 0.0,
+            parent: None,
+            creator_rules: Vec::new(),
         }
     }
 }
 
 impl AgentProfile {
     /// The built-in `default` agent (level 3, host user), used when no `default.json` exists.
+    /// Safe by default: read-only commands run without a card, everything else asks
+    /// ([`DefaultEffect::ReadOnly`] with `ask_before_run`).
     pub fn builtin_default() -> Self {
-        AgentProfile {
+        let mut p = AgentProfile {
             description: "Main desktop assistant".into(),
             ..AgentProfile::default()
-        }
+        };
+        p.sandbox.default_effect = DefaultEffect::ReadOnly;
+        p.sandbox.ask_before_run = true;
+        p
     }
 }
 
@@ -172,6 +248,23 @@ pub fn valid_agent_id(id: &str) -> bool {
         && id
             .chars()
             .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether `name` can name a vault secret: letters, digits, `_` and spaces, not starting with a
+/// digit (the vault writes it upper-case with spaces as `_`; see [`secret_key`]).
+pub fn valid_secret_name(name: &str) -> bool {
+    let key = secret_key(name);
+    !key.is_empty()
+        && !key.starts_with(|c: char| c.is_ascii_digit())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// A secret name as the vault stores it: trimmed, upper-case, spaces as `_`
+/// (`" github token "` → `GITHUB_TOKEN`), so lists of secrets compare by what they name.
+pub fn secret_key(name: &str) -> String {
+    name.trim().to_uppercase().replace(' ', "_")
 }
 
 /// Why a profile file was rejected. Every variant names the file and, where known, the field.
@@ -294,7 +387,55 @@ impl AgentProfile {
                 ));
             }
         }
+        p.check_additions()
+            .map_err(|(name, message)| field(name, message))?;
         Ok(p)
+    }
+
+    /// Checks the fields Sayri added to the original format: `parent`, `model.base_url`,
+    /// `model.api_key_secret`, `allowed_secrets`. `Err((field, message))`.
+    fn check_additions(&self) -> Result<(), (&'static str, String)> {
+        if let Some(parent) = &self.parent {
+            if !valid_agent_id(parent) {
+                return Err((
+                    "parent",
+                    format!("{parent:?} is not an agent id (letters, digits, '-' and '_')"),
+                ));
+            }
+            if *parent == self.id {
+                return Err(("parent", "an agent cannot be its own creator".into()));
+            }
+        }
+        if let Some(url) = &self.model.base_url {
+            let rest = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"));
+            if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+                return Err((
+                    "model.base_url",
+                    format!(
+                        "{url:?} is not an http(s) URL — write e.g. \"http://127.0.0.1:11434/v1\", or remove it to use the provider's"
+                    ),
+                ));
+            }
+        }
+        if let Some(key) = &self.model.api_key_secret
+            && !valid_secret_name(key)
+        {
+            return Err((
+                "model.api_key_secret",
+                format!(
+                    "{key:?} is not a vault key name: write the NAME of a secret stored with `sayri vault set NAME`, never the key itself"
+                ),
+            ));
+        }
+        if let Some(bad) = self.allowed_secrets.iter().find(|s| !valid_secret_name(s)) {
+            return Err((
+                "allowed_secrets",
+                format!("{bad:?} is not a vault key name (letters, digits, '_' and spaces)"),
+            ));
+        }
+        Ok(())
     }
 
     /// The most model calls one turn may make: 10 with `investigation_loop`, else 6.

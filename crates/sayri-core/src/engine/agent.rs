@@ -39,17 +39,20 @@ use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
 use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{
-    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest, ExecResult,
-    ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox, SessionSeed,
-    SessionStore, ToolCallRecord, Usage,
+    AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
+    ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
+    SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
 };
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use sayri_protocol::SandboxLevel;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+mod subagents;
 
 /// Engine-wide settings (from `sayri.toml`'s `provider.*`; the daemon maps them).
 #[derive(Debug, Clone, PartialEq)]
@@ -174,9 +177,15 @@ pub struct AgentEngine {
     skills: RwLock<Vec<SkillSummary>>,
     /// Calibrated token estimators per model (loaded from the store on first use).
     rates: Mutex<HashMap<String, TokenEstimator>>,
-    /// Context windows the server published, per model (`None`: it did not say).
-    windows: Mutex<HashMap<String, Option<usize>>>,
+    /// Context windows the servers published, per (agent endpoint, model) (`None`: it did not
+    /// say). The endpoint is `None` for the provider's.
+    windows: Mutex<HashMap<WindowKey, Option<usize>>>,
+    /// Stored agents, for delegation and creation (set by the core; without it neither happens).
+    agents: RwLock<Option<Arc<dyn AgentDirectory>>>,
 }
+
+/// Whose context window: (the agent's own endpoint, or `None` for the provider's; model name).
+type WindowKey = (Option<String>, String);
 
 /// One model step's result.
 struct Step {
@@ -225,6 +234,7 @@ impl AgentEngine {
             skills: RwLock::new(Vec::new()),
             rates: Mutex::new(HashMap::new()),
             windows: Mutex::new(HashMap::new()),
+            agents: RwLock::new(None),
         }
     }
 
@@ -300,29 +310,33 @@ impl AgentEngine {
         v
     }
 
-    /// The context budget of a request to `model` with completion cap `max_tokens`: the
-    /// configured window, else the one the server publishes (asked once per model, at most
-    /// 10 s), else [`ContextBudget::DEFAULT_CONTEXT_TOKENS`].
+    /// The context budget of a request to `model` through `chat` (the provider's model, or
+    /// the agent's own `endpoint`) with completion cap `max_tokens`: the configured window,
+    /// else the one the server publishes (asked once per endpoint and model, at most 10 s),
+    /// else [`ContextBudget::DEFAULT_CONTEXT_TOKENS`].
     async fn context_budget(
         &self,
+        chat: &dyn ChatModel,
         model: &str,
+        endpoint: Option<&str>,
         configured: Option<usize>,
         max_tokens: Option<u32>,
         cancel: &CancellationToken,
     ) -> ContextBudget {
+        let key = (endpoint.map(str::to_string), model.to_string());
         let window = match configured {
             Some(n) => Some(n),
             None => {
-                let known = lock(&self.windows).get(model).copied();
+                let known = lock(&self.windows).get(&key).copied();
                 match known {
                     Some(w) => w,
                     None => {
-                        let ask = self.ports.model.context_window(model);
+                        let ask = chat.context_window(model);
                         let w = tokio::select! {
                             _ = cancel.cancelled() => None,
                             w = tokio::time::timeout(Duration::from_secs(10), ask) => w.ok().flatten().map(|n| n as usize),
                         };
-                        lock(&self.windows).insert(model.to_string(), w);
+                        lock(&self.windows).insert(key, w);
                         w
                     }
                 }
@@ -347,31 +361,50 @@ impl AgentEngine {
     /// the turn is cancelled. Never panics on model, sandbox or store failures: they become
     /// `error` in the outcome.
     pub async fn run_turn(&self, req: TurnRequest, sink: &dyn EventSink) -> TurnOutcome {
-        let title = req
-            .title_if_new
-            .clone()
-            .unwrap_or_else(|| cut_chars(req.text.trim(), 30));
-        let mut turn = Turn::new(self, &req, &title, sink);
-        if let Err(out) = turn.start().await {
-            return out;
-        }
-        for call in 1..=turn.max_calls {
-            if let Some(out) = turn.step(call).await {
+        self.run_turn_at(req, sink, 0).await
+    }
+
+    /// [`AgentEngine::run_turn`] for a turn `depth` delegations below the person's own (boxed:
+    /// a delegated turn runs inside its delegating turn).
+    fn run_turn_at<'a>(
+        &'a self,
+        req: TurnRequest,
+        sink: &'a dyn EventSink,
+        depth: usize,
+    ) -> BoxFuture<'a, TurnOutcome> {
+        Box::pin(async move {
+            let title = req
+                .title_if_new
+                .clone()
+                .unwrap_or_else(|| self.initial_title(&req.text));
+            let mut turn = Turn::new(self, &req, &title, sink, depth);
+            if let Err(out) = turn.start().await {
                 return out;
             }
-        }
-        // Unreachable in practice: the last call always finishes in `Turn::step`.
-        turn.out
+            let mut outcome = turn.requests_about_agents().await;
+            if outcome.is_none() {
+                for call in 1..=turn.max_calls {
+                    if let Some(out) = turn.step(call).await {
+                        outcome = Some(out);
+                        break;
+                    }
+                }
+            }
+            turn.journal_end();
+            // `None` is unreachable in practice: the last call always finishes in `Turn::step`.
+            outcome.unwrap_or_else(|| std::mem::take(&mut turn.out))
+        })
     }
 
     async fn stream_step(
         &self,
+        model: &dyn ChatModel,
         request: ChatRequest,
         sink: &TurnSink<'_>,
         cancel: &CancellationToken,
         separate: bool,
     ) -> StepEnd {
-        let mut stream = self.ports.model.stream_chat(request);
+        let mut stream = model.stream_chat(request);
         let mut filter = DeltaFilter::default();
         let mut step = Step {
             answer: String::new(),
@@ -435,6 +468,9 @@ impl AgentEngine {
             return refused(
                 "Refused: this agent runs at LEVEL_0_NO_EXEC (conversation only); nothing is executed.".into(),
             );
+        }
+        if let Some(why) = subagents::without_bash(profile) {
+            return refused(why);
         }
         if cancel.is_cancelled() {
             return refused(INTERRUPTED.into());
@@ -501,25 +537,37 @@ impl AgentEngine {
         s
     }
 
-    /// Generates a 3–4 word title for a session from its first request with a
-    /// short streamed request, and stores it if the title is still the initial one. Returns
-    /// the title set, or `None` (errors are ignored: a title is cosmetic).
-    pub async fn generate_title(&self, session_id: &str, first_request: &str) -> Option<String> {
+    /// The title a session starts with: the first 30 characters of its first request, with
+    /// secrets redacted before the cut (a cut must not leave a secret's unrecognisable prefix).
+    fn initial_title(&self, first_request: &str) -> String {
+        redacted_prefix(self.ports.redactor.as_ref(), first_request.trim(), 30)
+    }
+
+    /// Generates a 3–4 word title for a session of `agent` from its first request with a
+    /// short streamed request to the agent's model (an agent with an endpoint of its own never
+    /// sends its requests elsewhere), and stores it if the title is still the initial one.
+    /// Returns the title set, or `None` (errors are ignored: a title is cosmetic).
+    pub async fn generate_title(
+        &self,
+        agent: &AgentProfile,
+        session_id: &str,
+        first_request: &str,
+    ) -> Option<String> {
         let settings = self.settings();
         let request = ChatRequest {
-            model: settings.model.clone(),
+            model: subagents::model_name(agent, &settings),
             messages: vec![
                 ChatMessage::new(Role::System, TITLE_INSTRUCTION),
                 ChatMessage::new(
                     Role::User,
-                    self.ports.redactor.redact(&cut_chars(first_request, 120)),
+                    redacted_prefix(self.ports.redactor.as_ref(), first_request, 120),
                 ),
             ],
             temperature: Some(settings.title_temperature),
             max_tokens: Some(15),
             tools: None,
         };
-        let mut stream = self.ports.model.stream_chat(request);
+        let mut stream = self.chat_model_for(agent).stream_chat(request);
         let mut text = String::new();
         let collect = async {
             while let Some(item) = stream.next().await {
@@ -548,7 +596,7 @@ impl AgentEngine {
             return None;
         }
         let title = cut_chars(&title, 36);
-        let initial = cut_chars(first_request.trim(), 30);
+        let initial = self.initial_title(first_request);
         let current = self.ports.store.session(session_id).ok().flatten()?;
         if current.title != initial {
             return None;
@@ -576,6 +624,10 @@ struct Turn<'a> {
     level: SandboxLevel,
     /// The model name sent to the provider.
     model: String,
+    /// The agent's model: the provider's, or its own endpoint's.
+    chat: Arc<dyn ChatModel>,
+    /// Delegations above this turn (0 for the person's own agent).
+    depth: usize,
     max_tokens: Option<u32>,
     max_calls: usize,
     /// Whether an earlier step streamed prose (the next step's prose is separated from it).
@@ -591,6 +643,8 @@ struct Turn<'a> {
     guard: RepetitionGuard,
     /// Weighted size and message count of the last request sent (to calibrate `est`).
     sent: (usize, usize),
+    /// The turn's id in the store's journal while it runs (see `engine::interrupted`).
+    journal: Option<i64>,
 }
 
 /// How a command step ended when the turn goes on.
@@ -607,17 +661,13 @@ impl<'a> Turn<'a> {
         req: &'a TurnRequest,
         title: &'a str,
         sink: &'a dyn EventSink,
+        depth: usize,
     ) -> Turn<'a> {
         let settings = engine.settings();
         let level = req.level.min(req.agent.sandbox.level);
         let mut profile = (*req.agent).clone();
         profile.sandbox.level = level;
-        let model = if profile.model.model_name.is_empty() || profile.model.model_name == "default"
-        {
-            settings.model.clone()
-        } else {
-            profile.model.model_name.clone()
-        };
+        let model = subagents::model_name(&profile, &settings);
         let max_tokens = profile.model.max_tokens.or(settings.max_tokens);
         let est = engine.estimator(&model);
         Turn {
@@ -634,12 +684,15 @@ impl<'a> Turn<'a> {
                 cancel: &req.cancel,
             },
             max_calls: profile.max_model_calls(),
+            chat: engine.chat_model_for(&profile),
+            depth,
             profile: Arc::new(profile),
             level,
             model,
             max_tokens,
             settings,
             streamed_any: false,
+            journal: None,
             out: TurnOutcome {
                 session_id: req.session_id.clone(),
                 ..TurnOutcome::default()
@@ -653,6 +706,12 @@ impl<'a> Turn<'a> {
 
     fn now(&self) -> f64 {
         self.engine.ports.clock.now_unix()
+    }
+
+    /// `text` with every known secret replaced by its marker: how command text and history
+    /// search results are shown in events and stored, like command output.
+    fn redacted(&self, text: &str) -> String {
+        self.engine.ports.redactor.redact(text)
     }
 
     /// Stores a message of this turn's session; a store failure is reported as an `error`
@@ -673,16 +732,26 @@ impl<'a> Turn<'a> {
             Err(e) => return Err(self.fail(None, e.to_string())),
         };
         self.out.new_session = past.is_empty();
+        // `provider.context_tokens` describes the provider's model; an agent with an endpoint
+        // of its own gets the window its server publishes.
+        let endpoint = self.profile.model.base_url.clone();
+        let configured = match endpoint {
+            None => self.settings.context_tokens,
+            Some(_) => None,
+        };
         self.budget = self
             .engine
             .context_budget(
+                self.chat.as_ref(),
                 &self.model,
-                self.settings.context_tokens,
+                endpoint.as_deref(),
+                configured,
                 self.max_tokens,
                 &self.req.cancel,
             )
             .await;
-        let system = self.engine.system_prompt(&self.profile, self.level);
+        let mut system = self.engine.system_prompt(&self.profile, self.level);
+        system.push_str(&self.delegation_prompt());
         self.transcript = history::build_transcript(
             &system,
             &past,
@@ -694,10 +763,32 @@ impl<'a> Turn<'a> {
             return Err(self.fail(None, format!("Not sent: {e}.")));
         }
         let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
-        if let Err(e) = self.engine.ports.store.append_message(&self.seed, &request) {
-            return Err(self.fail(None, e.to_string()));
-        }
+        let request_id = match self.engine.ports.store.append_message(&self.seed, &request) {
+            Ok(id) => id,
+            Err(e) => return Err(self.fail(None, e.to_string())),
+        };
+        self.journal_start(request_id);
         Ok(())
+    }
+
+    /// Writes the running turn into the store's journal, so that a crash before
+    /// [`Turn::journal_end`] is closed as interrupted at the next start. A failure is reported
+    /// and the turn goes on (only the clean-up after a crash would miss it).
+    fn journal_start(&mut self, request_id: i64) {
+        let store = &self.engine.ports.store;
+        match store.turn_started(&self.req.session_id, request_id, self.now()) {
+            Ok(id) => self.journal = Some(id),
+            Err(e) => self.sink.emit(CoreEvent::Error(e.to_string())),
+        }
+    }
+
+    /// Forgets the turn in the journal: it ended, however it ended.
+    fn journal_end(&mut self) {
+        if let Some(id) = self.journal.take()
+            && let Err(e) = self.engine.ports.store.turn_ended(id)
+        {
+            self.sink.emit(CoreEvent::Error(e.to_string()));
+        }
     }
 
     /// Ends the turn with an error: stores `warning` (an `⚠️ …` assistant row) when given,
@@ -750,7 +841,13 @@ impl<'a> Turn<'a> {
         self.out.model_calls += 1;
         let step = match self
             .engine
-            .stream_step(request, &self.sink, &self.req.cancel, self.streamed_any)
+            .stream_step(
+                self.chat.as_ref(),
+                request,
+                &self.sink,
+                &self.req.cancel,
+                self.streamed_any,
+            )
             .await
         {
             StepEnd::Done(s) => s,
@@ -775,12 +872,19 @@ impl<'a> Turn<'a> {
             self.answer_history_search(&step, &q);
             return None;
         }
+        if !last_step && let Some(d) = subagents::delegation_first(&step.answer) {
+            return match self.delegate(&step, d, reasoning, now).await {
+                Observed::Continue => None,
+                Observed::End(out) => Some(out),
+            };
+        }
         let blocks = codeblock::command_blocks(&step.answer);
         if let Some(first) = blocks.first() {
             let command = first.body.trim().to_string();
             if last_step {
                 let note = format!(
-                    "(I reached the step limit for this request, so this command was not run: `{command}`. Ask me to continue if you want it run.)"
+                    "(I reached the step limit for this request, so this command was not run: `{}`. Ask me to continue if you want it run.)",
+                    self.redacted(&command)
                 );
                 return Some(self.stop_with_note(call, &step, note, reasoning));
             }
@@ -791,7 +895,7 @@ impl<'a> Turn<'a> {
                     return None;
                 }
                 Verdict::Stop => {
-                    let note = repetition::stop_note(&command);
+                    let note = repetition::stop_note(&self.redacted(&command));
                     return Some(self.stop_with_note(call, &step, note, reasoning));
                 }
             }
@@ -894,9 +998,9 @@ impl<'a> Turn<'a> {
     /// Answers a ```` ```search_history ```` block from the store; the results go back to the
     /// model as the observation.
     fn answer_history_search(&mut self, step: &Step, query: &str) {
-        let label = format!("search_history: {query}");
+        let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
-        let obs = self.engine.search_history(&self.req.session_id, query);
+        let obs = self.redacted(&self.engine.search_history(&self.req.session_id, query));
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
             output: obs.clone(),
@@ -954,7 +1058,9 @@ impl<'a> Turn<'a> {
         now: f64,
     ) -> Observed {
         self.store_step(step, reasoning, now);
-        self.sink.emit(CoreEvent::ToolStart(command.clone()));
+        // The command as clients, the database and the log may see it.
+        let shown = self.redacted(&command);
+        self.sink.emit(CoreEvent::ToolStart(shown.clone()));
         let result = self
             .engine
             .authorize_and_run(
@@ -989,7 +1095,7 @@ impl<'a> Turn<'a> {
             self.now(),
         );
         tool.tool_call = Some(ToolCallRecord {
-            command: command.clone(),
+            command: shown.clone(),
             exit_code: result.exit_code,
             status: status_name(result.status).into(),
             output: output.clone(),
@@ -1006,7 +1112,7 @@ impl<'a> Turn<'a> {
             self.guard.record_run(&command, result.exit_code, &output);
         }
         self.sink.emit(CoreEvent::ToolFinish {
-            command: command.clone(),
+            command: shown,
             output,
             exit_code: result.exit_code,
         });
@@ -1023,7 +1129,7 @@ impl<'a> Turn<'a> {
         let obs = repetition::refusal_observation(command);
         let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
         tool.tool_call = Some(ToolCallRecord {
-            command: command.to_string(),
+            command: self.redacted(command),
             exit_code: None,
             status: "repeated".into(),
             output: String::new(),

@@ -14,8 +14,12 @@
 //! "Allow always" (`remember: true` with `allow: true`) stores the approvals planned for the
 //! question through the [`ApprovalStore`] port, unless the question came from the policy layer:
 //! a policy `ask` cannot be widened by "always", so nothing is stored for it.
+//!
+//! What a card shows — the resource, the reason and every segment — passes the broker's
+//! [`Redactor`] first ([`PermissionBroker::with_redactor`]), so a secret in a command never
+//! reaches a client through `permission_request` or `permission_list`.
 
-use crate::ports::{Approval, ApprovalStore, Clock, StoreError};
+use crate::ports::{Approval, ApprovalStore, Clock, NoSecrets, Redactor, StoreError};
 use serde::Serialize;
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -137,6 +141,7 @@ pub struct PermissionBroker {
     sink: Arc<dyn PermissionSink>,
     approvals: Arc<dyn ApprovalStore>,
     clock: Arc<dyn Clock>,
+    redactor: Arc<dyn Redactor>,
     timeout: Duration,
     pending: Mutex<HashMap<String, Pending>>,
     /// Questions whose `permission_resolved` was already emitted by `end_where` (so the
@@ -158,6 +163,7 @@ impl PermissionBroker {
             sink,
             approvals,
             clock,
+            redactor: Arc::new(NoSecrets),
             timeout: DEFAULT_TIMEOUT,
             pending: Mutex::new(HashMap::new()),
             announced: Mutex::new(HashSet::new()),
@@ -171,6 +177,37 @@ impl PermissionBroker {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// Redacts what cards show with `redactor` (by default nothing is redacted).
+    pub fn with_redactor(mut self, redactor: Arc<dyn Redactor>) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// The card for `question` as clients see it: its texts redacted.
+    fn card(&self, id: String, question: &Question) -> PermissionRequest {
+        let r = &self.redactor;
+        PermissionRequest {
+            id,
+            action: question.action.clone(),
+            resource: r.redact(&question.resource),
+            reason: r.redact(&question.reason),
+            agent_id: question.agent_id.clone(),
+            agent_name: question.agent_name.clone(),
+            session_id: question.session_id.clone(),
+            policy: question.policy,
+            expires_in: round1(self.timeout.as_secs_f64()),
+            segments: question
+                .segments
+                .iter()
+                .map(|s| AskedSegment {
+                    command: r.redact(&s.command),
+                    effect: s.effect,
+                    reason: r.redact(&s.reason),
+                })
+                .collect(),
+        }
     }
 
     /// The configured timeout.
@@ -211,18 +248,7 @@ impl PermissionBroker {
         let request = {
             let mut map = self.lock();
             let id = self.new_id(&map);
-            let request = PermissionRequest {
-                id: id.clone(),
-                action: question.action.clone(),
-                resource: question.resource.clone(),
-                reason: question.reason.clone(),
-                agent_id: question.agent_id.clone(),
-                agent_name: question.agent_name.clone(),
-                session_id: question.session_id.clone(),
-                policy: question.policy,
-                expires_in: round1(self.timeout.as_secs_f64()),
-                segments: question.segments.clone(),
-            };
+            let request = self.card(id.clone(), &question);
             map.insert(
                 id,
                 Pending {

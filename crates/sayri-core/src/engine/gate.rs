@@ -58,6 +58,31 @@ pub enum GateVerdict {
     },
 }
 
+/// A change only a person may approve, such as creating an agent: shown on a card whatever
+/// the rules say (an `allow` rule does not skip it; a `deny` rule refuses it unasked), never
+/// remembered ("Allow always" stores nothing).
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    /// The agent asking (its rules are checked for a `deny`).
+    pub agent: Arc<AgentProfile>,
+    /// Level the asking turn runs at.
+    pub level: SandboxLevel,
+    /// Session of the turn.
+    pub session_id: String,
+    /// The rule action, e.g. [`Action::Subagent`].
+    pub action: Action,
+    /// What rules are matched against (e.g. the new agent's id).
+    pub subject: String,
+    /// One-line summary shown as the card's resource.
+    pub resource: String,
+    /// Why the person is asked.
+    pub reason: String,
+    /// One card line per detail: `(what, why)`.
+    pub lines: Vec<(String, String)>,
+    /// Whether a person can answer now.
+    pub approver_available: bool,
+}
+
 /// Decides whether a proposed command may run, asking a person when the rules say `ask`.
 pub trait PermissionGate: Send + Sync {
     /// Answers `request`. Cancelling `cancel` ends any open question with
@@ -67,4 +92,18 @@ pub trait PermissionGate: Send + Sync {
         request: GateRequest,
         cancel: CancellationToken,
     ) -> BoxFuture<'_, GateVerdict>;
+
+    /// Asks a person to confirm `change` (see [`Confirmation`]). The default refuses: a gate
+    /// that cannot show a card never confirms anything.
+    fn confirm(
+        &self,
+        change: Confirmation,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, GateVerdict> {
+        let _ = (change, cancel);
+        Box::pin(std::future::ready(GateVerdict::Refuse {
+            kind: RefusalKind::NoApprover,
+            message: "Not done: this change needs a person's approval in the Sayri app, and nobody can be asked here".into(),
+        }))
+    }
 }

@@ -5,6 +5,7 @@ pub mod broker;
 pub mod delta_filter;
 pub mod events;
 pub mod gate;
+pub mod interrupted;
 pub mod rules_gate;
 
 pub use agent::{

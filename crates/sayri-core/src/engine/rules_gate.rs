@@ -10,11 +10,11 @@
 //! store is treated as "no approvals" (so the command asks instead of running).
 
 use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
-use super::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
+use super::gate::{Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use crate::domain::permissions::{
     AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
 };
-use crate::ports::{ApprovalStore, Clock};
+use crate::ports::{Approval, ApprovalStore, Clock, SECRET_MARKER_PREFIX};
 use futures::future::BoxFuture;
 use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -61,10 +61,11 @@ impl RulesGate {
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };
         let action = request.action;
-        let approvals = self
-            .approvals
-            .approvals_for(&agent.agent_id)
-            .unwrap_or_default();
+        let approvals = usable_approvals(
+            self.approvals
+                .approvals_for(&agent.agent_id)
+                .unwrap_or_default(),
+        );
         let policies = self
             .policies
             .read()
@@ -148,6 +149,15 @@ impl RulesGate {
     }
 }
 
+/// Approvals that may match. One whose pattern holds a redaction marker (stored, or rewritten,
+/// after a secret was redacted out of it) no longer says what the person approved, so it never
+/// matches: the command is asked again. Pinned by `an_approval_that_held_a_secret_asks_again`.
+fn usable_approvals(all: Vec<Approval>) -> Vec<Approval> {
+    all.into_iter()
+        .filter(|a| !a.resource.contains(SECRET_MARKER_PREFIX))
+        .collect()
+}
+
 impl PermissionGate for RulesGate {
     fn authorize(
         &self,
@@ -155,5 +165,77 @@ impl PermissionGate for RulesGate {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, GateVerdict> {
         Box::pin(self.decide(request, cancel))
+    }
+
+    fn confirm(
+        &self,
+        change: Confirmation,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, GateVerdict> {
+        Box::pin(self.confirm_change(change, cancel))
+    }
+}
+
+impl RulesGate {
+    /// A [`Confirmation`]: refused when the asking agent's rules or a policy deny the action
+    /// (or nobody can answer); otherwise always a card, and only "Allow" lets it happen.
+    async fn confirm_change(&self, change: Confirmation, cancel: CancellationToken) -> GateVerdict {
+        let refuse = |kind: RefusalKind, message: String| GateVerdict::Refuse { kind, message };
+        let agent = match AgentRules::from_profile(&change.agent) {
+            Ok(a) => a,
+            Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
+        };
+        let policies = self
+            .policies
+            .read()
+            .map(|p| Arc::clone(&p))
+            .unwrap_or_else(|e| Arc::clone(&e.into_inner()));
+        let ctx = EvalContext {
+            level: change.level,
+            approver_available: change.approver_available,
+        };
+        let decision =
+            evaluate_with_approvals(change.action, &change.subject, &agent, &[], &policies, &ctx);
+        if decision.effect == Effect::Deny && !decision.no_approver {
+            return refuse(RefusalKind::Denied, decision.message());
+        }
+        if let Err(why) = ctx.can_ask() {
+            return refuse(RefusalKind::NoApprover, format!("Not done: it {why}"));
+        }
+        let question = Question {
+            action: change.action.name().to_string(),
+            resource: change.resource,
+            reason: change.reason.clone(),
+            agent_id: agent.agent_id.clone(),
+            agent_name: agent.agent_name.clone(),
+            session_id: change.session_id,
+            policy: false,
+            remember: Vec::new(),
+            segments: change
+                .lines
+                .into_iter()
+                .map(|(command, reason)| AskedSegment {
+                    command,
+                    effect: Effect::Ask,
+                    reason,
+                })
+                .collect(),
+        };
+        match self.broker.ask(question, cancel).await {
+            AskOutcome::Allowed { .. } => GateVerdict::Allow {
+                reason: format!("Allowed by a person: {}", change.reason),
+            },
+            AskOutcome::Denied => refuse(RefusalKind::NotApproved, "a person said no".into()),
+            AskOutcome::TimedOut => refuse(
+                RefusalKind::NotApproved,
+                format!(
+                    "nobody answered within {} s",
+                    self.broker.timeout().as_secs()
+                ),
+            ),
+            AskOutcome::Cancelled | AskOutcome::Shutdown => {
+                refuse(RefusalKind::Cancelled, "the request was interrupted".into())
+            }
+        }
     }
 }

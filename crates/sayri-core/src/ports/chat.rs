@@ -137,6 +137,15 @@ pub enum ChatError {
 /// A stream of chat events. Dropping it cancels the request (closes the connection).
 pub type ChatStream = BoxStream<'static, Result<ChatEvent, ChatError>>;
 
+/// An agent's own model endpoint (its profile's `model.base_url` and `model.api_key_secret`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelEndpoint {
+    /// OpenAI-compatible base URL, e.g. `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    /// Name of the vault secret holding its API key; `None` sends no key.
+    pub api_key_secret: Option<String>,
+}
+
 /// A chat model reachable through some endpoint.
 pub trait ChatModel: Send + Sync {
     /// Starts a streaming completion. Errors that happen before the first byte arrive as the
@@ -148,5 +157,21 @@ pub trait ChatModel: Send + Sync {
     fn context_window(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
         let _ = model;
         Box::pin(futures::future::ready(None))
+    }
+
+    /// The same kind of model at another endpoint, for an agent with a model of its own. The
+    /// default refuses (the turn then fails saying so): an adapter that cannot reach other
+    /// endpoints must never answer with its own.
+    ///
+    /// # Errors
+    /// [`ChatError::Config`] when the endpoint cannot be used (unsupported, bad URL, missing key).
+    fn at_endpoint(
+        &self,
+        endpoint: &ModelEndpoint,
+    ) -> Result<std::sync::Arc<dyn ChatModel>, ChatError> {
+        Err(ChatError::Config(format!(
+            "this agent has a model endpoint of its own ({}), which this Sayri cannot use",
+            endpoint.base_url
+        )))
     }
 }

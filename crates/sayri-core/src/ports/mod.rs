@@ -1,21 +1,25 @@
 //! Port traits: the only way `sayri-core` reaches the outside world.
 
+pub mod agents;
 pub mod approvals;
+pub mod audio;
 pub mod chat;
 pub mod clock;
 pub mod redact;
 pub mod sandbox;
+pub mod speech;
 pub mod store;
 
+pub use agents::{AgentDirectory, StaticAgents, effective_agent, sub_agents};
 pub use approvals::{Approval, ApprovalStore, StoreError};
 pub use chat::{
-    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason, Role,
-    Usage,
+    ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason,
+    ModelEndpoint, Role, Usage,
 };
 pub use clock::Clock;
-pub use redact::{NoSecrets, Redactor};
+pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
 pub use store::{
-    NewMessage, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed, SessionStore,
-    StoredMessage, ToolCallRecord,
+    NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,
+    SessionStore, StoredMessage, ToolCallRecord,
 };

@@ -46,7 +46,8 @@ pub struct ToolCallRecord {
     pub command: String,
     /// Exit code when the process exited (126 refusals, 124 timeouts).
     pub exit_code: Option<i32>,
-    /// `success | failed | denied | timeout | killed`.
+    /// `success | failed | denied | timeout | killed`, or `interrupted` when Sayri stopped
+    /// (crashed) before the command finished: it did not complete and was not run again.
     pub status: String,
     /// Output after redaction (never raw: the vault's markers replace secrets).
     pub output: String,
@@ -165,6 +166,19 @@ pub struct PreferenceUpdate {
     pub now: f64,
 }
 
+/// A turn the journal still holds as running: the daemon stopped before the turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenTurn {
+    /// Journal id.
+    pub id: i64,
+    /// Session of the turn.
+    pub session_id: String,
+    /// Row id of the turn's request (the `user` message); the turn's rows come after it.
+    pub request_message_id: i64,
+    /// Unix seconds.
+    pub started_at: f64,
+}
+
 /// Durable conversations and learned preferences.
 pub trait SessionStore: Send + Sync {
     /// Appends `message` to session `seed.id`, creating the session row (with `seed`'s agent and
@@ -187,6 +201,8 @@ pub trait SessionStore: Send + Sync {
     fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
     /// Case-insensitive substring search over message content (and, with `session_id = None`,
     /// session titles). Newest `limit` hits, returned oldest first, content cut to 400 chars.
+    /// A store that redacts decides hits on the redacted text and returns it redacted, so a
+    /// search cannot tell whether a secret contains the query.
     fn search_messages(
         &self,
         query: &str,
@@ -218,4 +234,24 @@ pub trait SessionStore: Send + Sync {
     /// Stores the calibrated bytes-per-token rate of `model` (replacing the previous one).
     fn set_token_rate(&self, model: &str, bytes_per_token: f64, now: f64)
     -> Result<(), StoreError>;
+    /// Journal: a turn started in `session_id`, whose request is message `request_message_id`.
+    /// Returns the journal id for [`SessionStore::turn_ended`]. A turn still in the journal at
+    /// the next start was cut short by a crash (see `engine::interrupted`).
+    fn turn_started(
+        &self,
+        session_id: &str,
+        request_message_id: i64,
+        now: f64,
+    ) -> Result<i64, StoreError>;
+    /// Journal: turn `id` ended (answered, failed or interrupted by a person); forgets it.
+    fn turn_ended(&self, id: i64) -> Result<(), StoreError>;
+    /// Turns started and never ended, oldest first.
+    fn open_turns(&self) -> Result<Vec<OpenTurn>, StoreError>;
+    /// Appends `notes` to the turn's session and forgets the turn, in one transaction (so a
+    /// crash during the clean-up neither loses the notes nor writes them twice).
+    fn close_interrupted_turn(
+        &self,
+        turn: &OpenTurn,
+        notes: &[NewMessage],
+    ) -> Result<(), StoreError>;
 }

@@ -4,7 +4,7 @@
 use sayri_core::assistant::{SayriCore, StaticAgents};
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::{AgentEngine, EnginePorts, EngineSettings};
-use sayri_core::ports::NoSecrets;
+use sayri_core::ports::{NoSecrets, Redactor};
 use sayri_testkit::fakes::{
     FixedClock, MemoryStore, ModelReply, RecordingGate, RecordingSandbox, RecordingSink,
     ScriptedModel,
@@ -23,6 +23,11 @@ pub struct Rig {
 /// An engine whose model answers with `replies`, whose commands print a `df -h` table and
 /// exit 0, and whose gate refuses everything when `deny` (else allows everything).
 pub fn rig(replies: Vec<ModelReply>, deny: bool) -> Rig {
+    rig_redacting(replies, deny, Arc::new(NoSecrets))
+}
+
+/// As [`rig`], with `redactor` hiding secrets.
+pub fn rig_redacting(replies: Vec<ModelReply>, deny: bool, redactor: Arc<dyn Redactor>) -> Rig {
     let model = ScriptedModel::new(replies);
     let sandbox = RecordingSandbox::new("Filesystem Size Avail\n/dev/sda1 100G 40G");
     let gate = Arc::new(RecordingGate {
@@ -40,7 +45,7 @@ pub fn rig(replies: Vec<ModelReply>, deny: bool) -> Rig {
             model: model.clone(),
             sandbox: sandbox.clone(),
             gate: gate.clone(),
-            redactor: Arc::new(NoSecrets),
+            redactor,
             store: store.clone(),
             clock: Arc::new(FixedClock::ticking_from(1000.0)),
         },

@@ -2,7 +2,7 @@
 //! look-alike characters, …) is at least `ask`.
 
 use super::permissions_common::{ASK_BUT, DENY_RM, L3, check_table};
-use sayri_core::domain::permissions::Effect::{Allow, Ask};
+use sayri_core::domain::permissions::Effect::{Allow, Ask, Deny};
 
 #[test]
 fn what_cannot_be_analysed_is_at_least_ask() {
@@ -16,7 +16,8 @@ fn what_cannot_be_analysed_is_at_least_ask() {
             ("braced-var-command", "${CMD} /tmp/x", Ask),
             ("arith-command", "$((1)) /tmp/x", Ask),
             ("backtick-command", "`echo rm` /tmp/x", Ask),
-            ("glob-command", "/???/?m /tmp/x", Ask),
+            // A glob command word that no deny rule could match is not known: ask.
+            ("glob-command", "/???/?s /tmp/x", Ask),
             ("eval-var", "eval $X", Ask),
             ("source", "source ./env.sh", Ask),
             ("dot", ". ~/.bashrc", Ask),
@@ -26,6 +27,8 @@ fn what_cannot_be_analysed_is_at_least_ask() {
             ("heredoc-pipe-to-sh", "cat <<'EOF' | sh\nls\nEOF", Ask),
             ("rot13-to-sh", "echo yf | tr a-z n-za-m | bash", Ask),
             ("parse-error", "ls 'unterminated", Ask),
+            // …but one that may name a denied program is denied (`/???/?m` can be `/bin/rm`).
+            ("glob-command-denied", "/???/?m /tmp/x", Deny),
             ("bash-c-var", "bash -c \"$SCRIPT\"", Ask),
             ("keyword-as-program", "nice -n 5 { rm -rf /tmp/x; }", Ask),
             (

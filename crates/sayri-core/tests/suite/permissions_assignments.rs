@@ -2,6 +2,7 @@
 //! what runs (`LD_*`, `PATH`, `BASH_ENV`, substitutions, …) ask.
 
 use super::permissions_common::{ALLOW_ALL, L3, check_table};
+use sayri_core::SandboxLevel;
 use sayri_core::domain::permissions::Effect::{Allow, Ask, Deny};
 
 #[test]
@@ -63,11 +64,16 @@ fn dangerous_assignments_ask() {
                 Ask,
             ),
             ("env-ld-preload", "env LD_PRELOAD=/x.so ls", Ask),
-            ("sudo-ld-library", "sudo LD_LIBRARY_PATH=/x ls", Ask),
             ("npm-config", "npm_config_script_shell=/tmp/x npm test", Ask),
             ("lowercase-ld", "ld_preload=/x.so ls", Ask),
             ("harmless", "RUST_LOG=debug cargo test", Allow),
             ("harmless-env", "env CI=1 npm test", Allow),
         ],
+    );
+    // `sudo` passes its assignments on too (at level 4: level 3 refuses `sudo` outright).
+    check_table(
+        ALLOW_ALL,
+        SandboxLevel::HostRoot,
+        &[("sudo-ld-library", "sudo LD_LIBRARY_PATH=/x ls", Ask)],
     );
 }

@@ -4,7 +4,7 @@ use sayri_core::SandboxLevel;
 use sayri_core::domain::permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate,
 };
-use sayri_core::domain::profile::{AgentProfile, RawRule};
+use sayri_core::domain::profile::{AgentProfile, DefaultEffect, RawRule};
 
 /// Level 3 (host user): the level that asks.
 pub const L3: SandboxLevel = SandboxLevel::HostUser;
@@ -22,8 +22,12 @@ pub const ASK_BUT: &str = r#"[{"action":"shell","resource":"*","effect":"ask"},
     {"action":"shell","resource":"r*","effect":"allow"}]"#;
 
 /// A profile at `level` with `ask_before_run: true`, no blocked binaries, and `rules` (JSON list).
+/// What no rule matches is allowed (`default_effect: allow`, the default of profile files): the
+/// rules under test decide. The built-in default agent's `read_only` default has its own tests
+/// (`permissions_default_agent.rs`).
 pub fn profile(level: SandboxLevel, rules: &str) -> AgentProfile {
     let mut p = AgentProfile::builtin_default();
+    p.sandbox.default_effect = DefaultEffect::Allow;
     p.sandbox.level = level;
     p.sandbox.ask_before_run = true;
     p.sandbox.blocked_binaries.clear();

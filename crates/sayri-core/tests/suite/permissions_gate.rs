@@ -4,7 +4,7 @@
 use super::permissions_broker_rig::{NOW, Rig, next_request, next_resolved, rig};
 use sayri_core::SandboxLevel;
 use sayri_core::domain::permissions::{Action, PolicySet};
-use sayri_core::domain::profile::{AgentProfile, RawRule};
+use sayri_core::domain::profile::{AgentProfile, DefaultEffect, RawRule};
 use sayri_core::engine::broker::{PermissionBroker, PermissionRequest};
 use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use sayri_core::engine::rules_gate::RulesGate;
@@ -15,8 +15,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// An agent whose `rules` decide (what they do not match is allowed).
 fn agent(rules: &str) -> Arc<AgentProfile> {
     let mut p = AgentProfile::builtin_default();
+    p.sandbox.default_effect = DefaultEffect::Allow;
     p.sandbox.ask_before_run = true;
     p.sandbox.permission_rules = serde_json::from_str::<Vec<RawRule>>(rules).unwrap();
     Arc::new(p)

@@ -105,6 +105,29 @@ impl Fixture {
         cmd: &str,
         tweak: impl FnOnce(&mut Command),
     ) -> Outcome {
+        let mut c = self.command(level, extra, cmd);
+        tweak(&mut c);
+        let t = Instant::now();
+        let out = c.output().unwrap();
+        let wall = t.elapsed();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "no JSON from the CLI ({e}): stdout={:?} stderr={:?}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        Outcome {
+            status: v["status"].as_str().unwrap_or_default().to_string(),
+            exit_code: v["exit_code"].as_i64(),
+            output: v["output"].as_str().unwrap_or_default().to_string(),
+            wall,
+        }
+    }
+
+    /// `sayri-sandbox run --json --level <level> <extra> -- <cmd>` as the fixture's user, with a
+    /// clean environment, not started yet.
+    pub fn command(&self, level: &str, extra: &[&str], cmd: &str) -> Command {
         let bin = env!("CARGO_BIN_EXE_sayri-sandbox");
         let mut c = match self.user {
             User::Root => Command::new(bin),
@@ -123,23 +146,7 @@ impl Fixture {
             .args(extra)
             .arg("--")
             .arg(cmd);
-        tweak(&mut c);
-        let t = Instant::now();
-        let out = c.output().unwrap();
-        let wall = t.elapsed();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "no JSON from the CLI ({e}): stdout={:?} stderr={:?}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        Outcome {
-            status: v["status"].as_str().unwrap_or_default().to_string(),
-            exit_code: v["exit_code"].as_i64(),
-            output: v["output"].as_str().unwrap_or_default().to_string(),
-            wall,
-        }
+        c
     }
 
     pub fn victim_intact(&self) {

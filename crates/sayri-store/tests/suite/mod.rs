@@ -2,7 +2,9 @@ mod approvals;
 mod crash;
 mod migrations;
 mod preferences;
+mod secrets;
 mod sessions;
+mod turns;
 
 use sayri_store::Store;
 use tempfile::TempDir;

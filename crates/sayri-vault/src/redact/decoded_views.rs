@@ -8,7 +8,10 @@
 //! bytes that produced it, so a match maps back to the exact original span to replace.
 //!
 //! Views: {as is, with `\r` and `\n` removed} × {no decoding, percent-decoding, percent-decoding with
-//! `+` as space, JSON unescaping}. A view is built only when the text contains what it decodes.
+//! `+` as space, JSON unescaping}, plus the views of multi-line dumps ([`super::dump_views`]). A
+//! view is built only when the text contains what it decodes.
+
+use super::dump_views::{DumpView, build_dump_view, dump_kinds};
 
 /// How a view decodes the (possibly line-stripped) text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +22,8 @@ pub(crate) enum Decoding {
     Percent { plus_space: bool },
     /// JSON string escapes are decoded.
     Json,
+    /// The bytes a multi-line hex or character dump shows (never combined with line stripping).
+    Dump(DumpView),
 }
 
 /// One decoded view.
@@ -51,8 +56,15 @@ impl Base<'_> {
     }
 }
 
-/// Which views are worth building for `text`: (strip line breaks, decoding).
-pub(crate) fn view_kinds(text: &str, any_secret_has_space: bool) -> Vec<(bool, Decoding)> {
+/// Which views are worth building for `text`: (strip line breaks, decoding). In `partial` mode (a
+/// streaming prefix) a dump view is also built for a last line that may still become a dump line;
+/// without `whole_first_line` the text starts inside a line, which is then never a dump line.
+pub(crate) fn view_kinds(
+    text: &str,
+    any_secret_has_space: bool,
+    partial: bool,
+    whole_first_line: bool,
+) -> Vec<(bool, Decoding)> {
     let b = text.as_bytes();
     let has = |c: u8| b.contains(&c);
     let mut strips = vec![false];
@@ -72,27 +84,85 @@ pub(crate) fn view_kinds(text: &str, any_secret_has_space: bool) -> Vec<(bool, D
             out.push((strip, Decoding::Json));
         }
     }
+    let dumps = dump_kinds(text, partial, whole_first_line);
+    for (wanted, view) in [
+        (
+            dumps.hex,
+            DumpView::Hex {
+                little_endian: false,
+            },
+        ),
+        (
+            dumps.hex_words,
+            DumpView::Hex {
+                little_endian: true,
+            },
+        ),
+        (dumps.chars, DumpView::Chars),
+        (dumps.text_column, DumpView::TextColumn),
+    ] {
+        if wanted {
+            out.push((false, Decoding::Dump(view)));
+        }
+    }
     out
+}
+
+/// The decoded bytes of one view of `text`, without the map back to the original (a quick test
+/// for any match before [`build_view`] maps it). The plain view borrows `text`.
+pub(crate) fn view_bytes<'t>(
+    text: &'t str,
+    strip: bool,
+    decoding: Decoding,
+    whole_first_line: bool,
+) -> std::borrow::Cow<'t, [u8]> {
+    if !strip && decoding == Decoding::None {
+        return std::borrow::Cow::Borrowed(text.as_bytes());
+    }
+    let view = if let Decoding::Dump(which) = decoding {
+        build_dump_view(text, which, false, whole_first_line)
+    } else {
+        decode(text, strip, decoding, false, false)
+    };
+    std::borrow::Cow::Owned(view.bytes)
 }
 
 /// Builds one view of `text`. In `partial` mode (a streaming prefix) an escape cut off by the end of the
 /// text is left out of the view and reported in [`View::incomplete_from`]; otherwise it is literal.
+/// `whole_first_line` matters to dump views only (see [`view_kinds`]).
 ///
 /// Texts longer than `u32::MAX` bytes are not supported (callers cap tool output far below that).
-pub(crate) fn build_view(text: &str, strip: bool, decoding: Decoding, partial: bool) -> View {
+pub(crate) fn build_view(
+    text: &str,
+    strip: bool,
+    decoding: Decoding,
+    partial: bool,
+    whole_first_line: bool,
+) -> View {
+    if let Decoding::Dump(which) = decoding {
+        return build_dump_view(text, which, partial, whole_first_line);
+    }
+    decode(text, strip, decoding, partial, true)
+}
+
+/// Decodes `text` (line breaks stripped when `strip`); with `map`, records where each decoded
+/// byte came from (else `start`, `end` and `units` stay empty).
+fn decode(text: &str, strip: bool, decoding: Decoding, partial: bool, map: bool) -> View {
     let raw = text.as_bytes();
     let base = if strip {
         let mut bytes = Vec::with_capacity(raw.len());
-        let mut origin = Vec::with_capacity(raw.len());
+        let mut origin = Vec::with_capacity(if map { raw.len() } else { 0 });
         for (i, &c) in raw.iter().enumerate() {
             if c != b'\n' && c != b'\r' {
                 bytes.push(c);
-                origin.push(i as u32);
+                if map {
+                    origin.push(i as u32);
+                }
             }
         }
         Base {
             bytes: std::borrow::Cow::Owned(bytes),
-            origin: Some(origin),
+            origin: map.then_some(origin),
         }
     } else {
         Base {
@@ -100,10 +170,11 @@ pub(crate) fn build_view(text: &str, strip: bool, decoding: Decoding, partial: b
             origin: None,
         }
     };
+    let cap = if map { base.bytes.len() } else { 0 };
     let mut view = View {
         bytes: Vec::with_capacity(base.bytes.len()),
-        start: Vec::with_capacity(base.bytes.len()),
-        end: Vec::with_capacity(base.bytes.len()),
+        start: Vec::with_capacity(cap),
+        end: Vec::with_capacity(cap),
         units: Vec::new(),
         incomplete_from: None,
     };
@@ -111,8 +182,29 @@ pub(crate) fn build_view(text: &str, strip: bool, decoding: Decoding, partial: b
     let n = b.len();
     let mut i = 0;
     while i < n {
+        // Copy the run of bytes up to the next one that may start an escape in one go.
+        let run_end = match decoding {
+            Decoding::Percent { plus_space: true } => memchr::memchr2(b'%', b'+', &b[i..]),
+            Decoding::Percent { plus_space: false } => memchr::memchr(b'%', &b[i..]),
+            Decoding::Json => memchr::memchr(b'\\', &b[i..]),
+            Decoding::None | Decoding::Dump(_) => None,
+        }
+        .map_or(n, |k| i + k);
+        if run_end > i {
+            view.bytes.extend_from_slice(&b[i..run_end]);
+            if map {
+                for k in i..run_end {
+                    let o = base.origin(k);
+                    view.start.push(o);
+                    view.end.push(o + 1);
+                }
+            }
+            i = run_end;
+            continue;
+        }
         let (decoded, used) = match decoding {
-            Decoding::None => (Decoded::One(b[i]), 1),
+            // Dump views return early above.
+            Decoding::None | Decoding::Dump(_) => (Decoded::One(b[i]), 1),
             Decoding::Percent { plus_space } => match percent_unit(&b[i..], plus_space) {
                 Unit::Done(d, used) => (d, used),
                 Unit::Incomplete if partial => {
@@ -130,15 +222,20 @@ pub(crate) fn build_view(text: &str, strip: bool, decoding: Decoding, partial: b
                 Unit::Incomplete => (Decoded::One(b[i]), 1),
             },
         };
-        let s = base.origin(i);
-        let e = base.origin(i + used - 1) + 1;
+        let (s, e) = if map {
+            (base.origin(i), base.origin(i + used - 1) + 1)
+        } else {
+            (0, 0)
+        };
         if e - s > 1 {
             view.units.push((s, e));
         }
         let mut push = |byte: u8| {
             view.bytes.push(byte);
-            view.start.push(s);
-            view.end.push(e);
+            if map {
+                view.start.push(s);
+                view.end.push(e);
+            }
         };
         match decoded {
             Decoded::One(c) => push(c),

@@ -47,12 +47,10 @@ pub(crate) fn encoded_forms(secret: &str) -> Vec<Zeroizing<Vec<u8>>> {
 }
 
 /// Forms that dump tools and one-liners print on one line: the characters reversed (`rev`); hex
-/// bytes in either
-/// case separated by a space, `:` or `-` (`od -An -tx1`, `hexdump`, MAC-style), prefixed by `\x`
-/// or written as `0x67, ` (`xxd -i`), and grouped by two bytes as `xxd` prints them (at either
-/// byte alignment). A dump that breaks the secret over several lines with offsets between them is
-/// not covered, and neither are characters separated by spaces (`od -c`): such forms would make
-/// ordinary lines of words wait for the next line in a stream.
+/// bytes in either case separated by a space, `:` or `-` (`od -An -tx1`, `hexdump`, MAC-style),
+/// prefixed by `\x` or written as `0x67, ` (`xxd -i`), and grouped by two bytes as `xxd` prints
+/// them (at either byte alignment). Dumps over several lines, with offsets and text columns
+/// between the pieces, are read back by the dump views (`dump_views`).
 fn separated_forms(secret: &str, out: &mut Vec<Zeroizing<Vec<u8>>>) {
     let rev: String = secret.chars().rev().collect();
     out.push(Zeroizing::new(rev.into_bytes()));

@@ -5,21 +5,25 @@ use std::sync::Arc;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use zeroize::Zeroizing;
 
-use super::decoded_views::{View, build_view, view_kinds};
+use super::decoded_views::{Decoding, View, build_view, view_bytes, view_kinds};
 use super::encoded_forms::encoded_forms;
 use super::stream::StreamRedactor;
+use super::url_forms::{percent_spellings, url_values};
 use crate::MIN_SECRET_CHARS;
 
 /// The marker a redacted secret becomes: `$SECRET:` followed by its key name.
-pub const MARKER_PREFIX: &str = "$SECRET:";
+pub const MARKER_PREFIX: &str = sayri_core::ports::SECRET_MARKER_PREFIX;
 
 /// Replaces secrets in text. Cheap to clone (shared, immutable); build a new one when secrets change.
 ///
 /// What it finds, for every secret: the plain value; hex (lower/upper); base64 (standard and URL-safe,
 /// padded or not, at any of the 3 byte offsets inside a longer encoding); and all of these after the
 /// text is percent-decoded (any subset of characters, either hex case, `+` as space), JSON-unescaped,
-/// or stripped of `\r`/`\n` (values wrapped by `fold`, base64 line wrapping, CRLF). Each maximal run of
-/// overlapping matches becomes one `$SECRET:<KEY>` (the key of the leftmost, longest match).
+/// or stripped of `\r`/`\n` (values wrapped by `fold`, base64 line wrapping, CRLF), or read back
+/// from a multi-line hex or `od -c` dump. The same for the values URL tools derive from a secret
+/// (decoded, or split at URL delimiters into distinctive pieces), and the secret percent-encoded
+/// once as a literal (so a double encoding decodes into it). Each maximal run of overlapping
+/// matches becomes one `$SECRET:<KEY>` (the key of the leftmost, longest match).
 ///
 /// Values shorter than [`MIN_SECRET_CHARS`] characters are ignored (they cannot be told apart from
 /// ordinary text).
@@ -38,6 +42,8 @@ struct Compiled {
     any_space: bool,
     /// `first_bytes[b]`: some pattern starts with byte `b`.
     first_bytes: [bool; 256],
+    /// Bit `a * 256 + b`: some pattern starts with bytes `a`, `b` (every pattern has at least 4).
+    first_pairs: Box<[u64; 1024]>,
 }
 
 /// A span of original text to replace, with the index of the secret it belongs to.
@@ -89,6 +95,14 @@ impl SecretRedactor {
             for p in encoded_forms(value) {
                 patterns.push((p, idx));
             }
+            for derived in url_values(value) {
+                for p in encoded_forms(&derived) {
+                    patterns.push((p, idx));
+                }
+            }
+            for p in percent_spellings(value) {
+                patterns.push((p, idx));
+            }
         }
         // Sort by bytes; for equal patterns keep the earliest secret.
         patterns.sort_by(|a, b| a.0.as_slice().cmp(b.0.as_slice()).then(a.1.cmp(&b.1)));
@@ -104,8 +118,11 @@ impl SecretRedactor {
         let max_pattern_len = patterns.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
         let any_space = secrets.iter().any(|(_, v)| v.contains(' '));
         let mut first_bytes = [false; 256];
+        let mut first_pairs = Box::new([0u64; 1024]);
         for (p, _) in &patterns {
             first_bytes[usize::from(p[0])] = true;
+            let pair = usize::from(p[0]) << 8 | usize::from(p[1]);
+            first_pairs[pair / 64] |= 1 << (pair % 64);
         }
         Self {
             inner: Arc::new(Compiled {
@@ -115,6 +132,7 @@ impl SecretRedactor {
                 max_pattern_len,
                 any_space,
                 first_bytes,
+                first_pairs,
             }),
         }
     }
@@ -141,8 +159,32 @@ impl SecretRedactor {
     /// Returns `text` with every occurrence of every secret, in every searched form, replaced by
     /// `$SECRET:<KEY>`.
     pub fn redact(&self, text: &str) -> String {
-        let found = self.find(text, false);
+        let found = self.find(text, false, true);
         self.replace(text, &found.spans, 0, text.len())
+    }
+
+    /// As [`Self::redact`], for a text that was cut short (a title, an intent): a trailing piece
+    /// of at least [`MIN_SECRET_CHARS`] characters that starts a secret's value is replaced too
+    /// (the longest such piece, by the marker of its secret).
+    pub fn redact_cut(&self, text: &str) -> String {
+        let mut best: Option<(usize, usize)> = None;
+        for (idx, (_, value)) in self.inner.secrets.iter().enumerate() {
+            // `at` is the byte length of a prefix of at least MIN_SECRET_CHARS characters.
+            for (at, _) in value.char_indices().skip(MIN_SECRET_CHARS) {
+                if text.ends_with(&value[..at]) && best.is_none_or(|(len, _)| at > len) {
+                    best = Some((at, idx));
+                }
+            }
+        }
+        match best {
+            None => self.redact(text),
+            Some((len, idx)) => {
+                let mut out = self.redact(&text[..text.len() - len]);
+                out.push_str(MARKER_PREFIX);
+                out.push_str(&self.inner.secrets[idx].0);
+                out
+            }
+        }
     }
 
     /// A streaming redactor over this redactor's secrets (see [`StreamRedactor`]).
@@ -156,7 +198,8 @@ impl SecretRedactor {
     }
 
     /// Searches `text` in every view. In `partial` mode also computes how much of the end to hold back.
-    pub(crate) fn find(&self, text: &str, partial: bool) -> Found {
+    /// `whole_first_line` is false when `text` starts inside a line (a stream's kept tail).
+    pub(crate) fn find(&self, text: &str, partial: bool, whole_first_line: bool) -> Found {
         let mut found = Found {
             spans: Vec::new(),
             hold_from: text.len(),
@@ -167,8 +210,14 @@ impl SecretRedactor {
             return found;
         };
         let mut raw: Vec<Span> = Vec::new();
-        for (strip, decoding) in view_kinds(text, self.inner.any_space) {
-            let view = build_view(text, strip, decoding, partial);
+        for (strip, decoding) in view_kinds(text, self.inner.any_space, partial, whole_first_line) {
+            // Most text holds no secret: a one-shot search maps a view back only when it matches.
+            if !partial
+                && !ac.is_match(view_bytes(text, strip, decoding, whole_first_line).as_ref())
+            {
+                continue;
+            }
+            let view = build_view(text, strip, decoding, partial, whole_first_line);
             let breaks = LineBreaks {
                 text: text.as_bytes(),
                 view: &view,
@@ -187,7 +236,11 @@ impl SecretRedactor {
                 let hold = hold.unwrap_or(text.len());
                 let hold = view.incomplete_from.map_or(hold, |i| hold.min(i));
                 found.hold_from = found.hold_from.min(hold);
-                if let Some(b) = behind {
+                if let Some(mut b) = behind {
+                    // A dump line is recognised whole: keep its start, not only the held bytes.
+                    if matches!(decoding, Decoding::Dump(_)) {
+                        b = text[..b].rfind('\n').map_or(0, |n| n + 1);
+                    }
                     found.lookbehind_from = found.lookbehind_from.min(b);
                 }
                 found
@@ -208,8 +261,15 @@ impl SecretRedactor {
         let patterns = &self.inner.patterns;
         let mut best: Option<usize> = None;
         let mut behind: Option<usize> = None;
+        let starts_a_pattern = |i: usize| match view.bytes.get(i + 1) {
+            Some(&b) => {
+                let pair = usize::from(view.bytes[i]) << 8 | usize::from(b);
+                self.inner.first_pairs[pair / 64] & (1 << (pair % 64)) != 0
+            }
+            None => self.inner.first_bytes[usize::from(view.bytes[i])],
+        };
         for i in lo..n {
-            if !self.inner.first_bytes[usize::from(view.bytes[i])] {
+            if !starts_a_pattern(i) {
                 continue;
             }
             let suffix = &view.bytes[i..];
@@ -312,5 +372,9 @@ fn merge(text: &str, mut raw: Vec<Span>) -> Vec<Span> {
 impl sayri_core::ports::Redactor for SecretRedactor {
     fn redact(&self, text: &str) -> String {
         SecretRedactor::redact(self, text)
+    }
+
+    fn redact_cut(&self, text: &str) -> String {
+        SecretRedactor::redact_cut(self, text)
     }
 }

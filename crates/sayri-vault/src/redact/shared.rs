@@ -49,4 +49,8 @@ impl sayri_core::ports::Redactor for SharedRedactor {
     fn redact(&self, text: &str) -> String {
         self.current().redact(text)
     }
+
+    fn redact_cut(&self, text: &str) -> String {
+        self.current().redact_cut(text)
+    }
 }

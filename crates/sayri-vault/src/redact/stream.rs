@@ -25,6 +25,8 @@ pub struct StreamRedactor {
     buf: Zeroizing<String>,
     /// Bytes at the start of `buf` that were already emitted.
     emitted: usize,
+    /// Whether `buf` starts at the start of a line of the stream (dump lines are recognised whole).
+    at_line_start: bool,
 }
 
 impl StreamRedactor {
@@ -34,6 +36,7 @@ impl StreamRedactor {
             redactor,
             buf: Zeroizing::new(String::new()),
             emitted: 0,
+            at_line_start: true,
         }
     }
 
@@ -48,7 +51,7 @@ impl StreamRedactor {
         }
         self.buf.push_str(chunk);
         let text: &str = &self.buf;
-        let found = self.redactor.find(text, true);
+        let found = self.redactor.find(text, true, self.at_line_start);
         let floor = self.emitted;
         let mut cut = found.hold_from.max(floor);
         // Never cut inside a match or inside an escape unit of any view.
@@ -99,6 +102,9 @@ impl StreamRedactor {
             keep_from -= 1;
         }
         self.emitted = cut - keep_from;
+        if keep_from > 0 {
+            self.at_line_start = text.as_bytes()[keep_from - 1] == b'\n';
+        }
         self.buf = Zeroizing::new(text[keep_from..].to_string());
         out
     }
@@ -108,10 +114,11 @@ impl StreamRedactor {
         let text = std::mem::take(&mut *self.buf);
         let text = Zeroizing::new(text);
         let floor = std::mem::take(&mut self.emitted);
+        let whole_first_line = std::mem::replace(&mut self.at_line_start, true);
         if self.redactor.is_empty() {
             return text[floor..].to_string();
         }
-        let found = self.redactor.find(&text, false);
+        let found = self.redactor.find(&text, false, whole_first_line);
         self.redactor
             .replace(&text, &clip(&found.spans, floor), floor, text.len())
     }

@@ -40,7 +40,7 @@ fn run(
         hidden_prompt: &mut prompt,
         env_passphrase: None,
     };
-    let r = run_with(&cmd, &paths(dir), &mut term);
+    let r = run_with(&cmd, &paths(dir), &mut term).map(|_| ());
     drop(term);
     (r, String::from_utf8(stdout).unwrap(), prompts)
 }

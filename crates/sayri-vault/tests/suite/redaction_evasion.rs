@@ -1,7 +1,7 @@
 //! Red-team cases of redaction. A secret split by a line break keeps being caught in a stream
 //! even when the match must be held back. One-line dumps of a secret by the real tools (`rev`,
-//! `od -tx1`, `hexdump -C`, `xxd`) are redacted in one-shot and streamed output. Multi-line dumps (offsets between the pieces) are a
-//! documented limit, so the secret here fits on one dump line (≤ 16 bytes at offset 0).
+//! `od -tx1`, `hexdump -C`, `xxd`) are redacted in one-shot and streamed output (the secret here
+//! fits on one dump line; `dump_redaction.rs` covers dumps over several lines).
 
 use sayri_vault::SecretRedactor;
 use std::process::Command;

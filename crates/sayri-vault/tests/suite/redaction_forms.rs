@@ -200,3 +200,18 @@ fn several_secrets_and_extra_values() {
     assert!(SecretRedactor::default().is_empty());
     assert_eq!(SecretRedactor::default().redact("x y"), "x y");
 }
+
+#[test]
+fn a_text_cut_inside_a_secret_loses_the_cut_start_too() {
+    // A title or intent cut to a fixed length may end inside a secret: the start that is left
+    // (4 characters or more) cannot be told by `redact`, so `redact_cut` replaces it.
+    let cut = format!("deploy with {}", &TOKEN[..10]);
+    assert_eq!(r().redact(&cut), cut, "redact alone cannot know");
+    assert_eq!(r().redact_cut(&cut), "deploy with $SECRET:API_TOKEN");
+    // Whole secrets are redacted as usual; a start shorter than 4 characters stays.
+    assert_eq!(
+        r().redact_cut(&format!("{TOKEN} and {}", &TOKEN[..3])),
+        format!("$SECRET:API_TOKEN and {}", &TOKEN[..3])
+    );
+    assert_eq!(r().redact_cut("nothing here"), "nothing here");
+}

@@ -2,6 +2,7 @@
 //! client slot, and the sandbox that hands an agent its allowed secrets.
 
 use crate::agents::FileAgents;
+use crate::brain::endpoints::AgentEndpoints;
 use crate::brain::{PROVIDER_KEY, lock, redactor_for, settings};
 use crate::daemon::broadcast::Broadcaster;
 use futures::StreamExt;
@@ -10,8 +11,8 @@ use sayri_core::domain::config::Config;
 use sayri_core::engine::broker::{PermissionRequest, PermissionSink};
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::ports::{
-    ChatError, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest, ExecResult, Redactor,
-    Sandbox,
+    ChatError, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest, ExecResult, ModelEndpoint,
+    Redactor, Sandbox,
 };
 use sayri_llm::OpenAiClient;
 use sayri_sandbox::LinuxSandbox;
@@ -33,9 +34,39 @@ impl Clock for SystemClock {
     }
 }
 
-/// Sends core and broker events to every client. Never blocks (the broadcaster queues).
+/// Sends core and broker events to every client, every string in them redacted (the engine and
+/// the broker redact what they know to be command text or output; this catches the rest —
+/// requests echoed in `user`, answers, errors). Never blocks (the broadcaster queues).
 #[derive(Clone)]
-pub struct BroadcastSink(pub Broadcaster);
+pub struct BroadcastSink {
+    broadcaster: Broadcaster,
+    redactor: SharedRedactor,
+}
+
+impl BroadcastSink {
+    /// A sink broadcasting through `broadcaster`, redacting with `redactor`.
+    pub fn new(broadcaster: Broadcaster, redactor: SharedRedactor) -> Self {
+        BroadcastSink {
+            broadcaster,
+            redactor,
+        }
+    }
+}
+
+/// Redacts every string inside `v`.
+fn redact_strings(v: &mut Value, r: &sayri_vault::SecretRedactor) {
+    match v {
+        Value::String(s) => {
+            let red = r.redact(s);
+            if red != *s {
+                *s = red;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_strings(x, r)),
+        Value::Object(m) => m.values_mut().for_each(|x| redact_strings(x, r)),
+        _ => {}
+    }
+}
 
 fn as_map(v: Value) -> Map<String, Value> {
     match v {
@@ -51,7 +82,12 @@ fn as_map(v: Value) -> Map<String, Value> {
 impl EventSink for BroadcastSink {
     fn emit(&self, event: CoreEvent) {
         let turn_ended = matches!(event, CoreEvent::Busy(false));
-        self.0.broadcast(event.name(), as_map(event.payload()));
+        let mut payload = event.payload();
+        let r = self.redactor.current();
+        if !r.is_empty() {
+            redact_strings(&mut payload, &r);
+        }
+        self.broadcaster.broadcast(event.name(), as_map(payload));
         if turn_ended {
             crate::footprint::release_freed_memory();
         }
@@ -65,21 +101,24 @@ impl PermissionSink for BroadcastSink {
             "request".into(),
             serde_json::to_value(request).unwrap_or(Value::Null),
         );
-        self.0
+        self.broadcaster
             .broadcast(sayri_protocol::names::event::PERMISSION_REQUEST, m);
     }
 
     fn permission_resolved(&self, request_id: &str) {
         let mut m = Map::new();
         m.insert("request_id".into(), Value::String(request_id.to_string()));
-        self.0
+        self.broadcaster
             .broadcast(sayri_protocol::names::event::PERMISSION_RESOLVED, m);
     }
 }
 
-/// The provider client, rebuilt when `provider.*` settings or the provider key change.
+/// The provider client, rebuilt when `provider.*` settings or the provider key change; and,
+/// once [`ReloadableModel::set_endpoints`] is called, the clients of agents with a model
+/// endpoint of their own.
 pub struct ReloadableModel {
     current: RwLock<Arc<dyn ChatModel>>,
+    endpoints: std::sync::OnceLock<Arc<AgentEndpoints>>,
 }
 
 impl ReloadableModel {
@@ -87,7 +126,18 @@ impl ReloadableModel {
     pub fn new(client: Arc<dyn ChatModel>) -> Self {
         ReloadableModel {
             current: RwLock::new(client),
+            endpoints: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Lets agents use their own endpoints (without it, such an agent's turn fails saying so).
+    pub fn set_endpoints(&self, endpoints: Arc<AgentEndpoints>) {
+        let _ = self.endpoints.set(endpoints);
+    }
+
+    /// The agents' endpoints, if set.
+    pub fn endpoints(&self) -> Option<&Arc<AgentEndpoints>> {
+        self.endpoints.get()
     }
 
     /// Replaces the client; running streams keep the old one.
@@ -110,6 +160,16 @@ impl ChatModel for ReloadableModel {
 
     fn context_window(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
         self.get().context_window(model)
+    }
+
+    fn at_endpoint(&self, endpoint: &ModelEndpoint) -> Result<Arc<dyn ChatModel>, ChatError> {
+        match self.endpoints.get() {
+            Some(e) => e.model_for(endpoint),
+            None => Err(ChatError::Config(format!(
+                "this agent has a model endpoint of its own ({}), which this Sayri cannot use",
+                endpoint.base_url
+            ))),
+        }
     }
 }
 
@@ -190,7 +250,7 @@ pub fn build_model(
 ///
 /// Before every command the vault is re-read when another process (the `sayri vault` CLI)
 /// changed it, and the redactor is rebuilt from it at once: a secret is never handed to a
-/// command before the redactor knows it.
+/// command before the redactor knows it. Stored rows are then rewritten in the background.
 pub struct SecretsSandbox {
     /// The real sandbox.
     pub inner: Arc<LinuxSandbox>,
@@ -200,6 +260,8 @@ pub struct SecretsSandbox {
     pub vault: Arc<Mutex<Option<Vault>>>,
     /// Rebuilt when the vault changed on disk.
     pub redactor: SharedRedactor,
+    /// Rewritten (in the background) when the vault changed on disk.
+    pub store: Arc<sayri_store::Store>,
 }
 
 impl Sandbox for SecretsSandbox {
@@ -220,6 +282,12 @@ impl Sandbox for SecretsSandbox {
                         let key = vault.get(PROVIDER_KEY);
                         self.redactor
                             .replace(redactor_for(Some(vault), key.as_deref().map(|k| &**k)));
+                        crate::stored_secrets::spawn_rewrite(
+                            self.store.clone(),
+                            self.vault.clone(),
+                            self.redactor.clone(),
+                            false,
+                        );
                     }
                     Ok(false) => {}
                     Err(e) => tracing::error!("vault not re-read, secrets unchanged: {e}"),

@@ -2,14 +2,16 @@
 //!
 //! | port | adapter |
 //! |---|---|
-//! | `ChatModel` | [`ReloadableModel`] around `sayri_llm::OpenAiClient` (rebuilt on `provider.*` changes) |
+//! | `ChatModel` | [`ReloadableModel`] around `sayri_llm::OpenAiClient` (rebuilt on `provider.*` changes; agents with their own `model.base_url` get a client from [`endpoints::AgentEndpoints`]) |
 //! | `Sandbox` | [`SecretsSandbox`] around `sayri_sandbox::LinuxSandbox` (adds the agent's allowed secrets) |
 //! | `PermissionGate` | `sayri_core::engine::rules_gate::RulesGate` with the `PermissionBroker` |
-//! | `SessionStore`, `ApprovalStore` | `sayri_store::Store` (`$STATE/sessions.db`) |
+//! | `SessionStore`, `ApprovalStore` | `sayri_store::Store` (`$STATE/sessions.db`, redacting what it writes) |
 //! | `Redactor` | `sayri_vault::SharedRedactor` (every vault secret + the provider key) |
 //! | `Clock` | [`SystemClock`] |
 //!
-//! Events of the core and of the broker go to every IPC client through the [`Broadcaster`].
+//! Events of the core and of the broker go to every IPC client through the [`Broadcaster`],
+//! redacted ([`BroadcastSink`]); the broker redacts its cards. When secrets change, stored rows
+//! that hold one are rewritten ([`crate::stored_secrets`]).
 //!
 //! * [`adapters`] — the adapter types above.
 //! * [`settings`] — how `sayri.toml` maps onto adapter and engine settings.
@@ -21,12 +23,14 @@
 //! start the sandbox probe in the background.
 
 pub mod adapters;
+pub mod endpoints;
 pub mod settings;
 
 use crate::agents::FileAgents;
 use crate::daemon::broadcast::Broadcaster;
 use crate::paths::Paths;
 use crate::policies;
+use crate::stored_secrets;
 pub use adapters::{BroadcastSink, ReloadableModel, SecretsSandbox, SystemClock, build_model};
 use sayri_core::assistant::SayriCore;
 use sayri_core::domain::config::Config;
@@ -99,9 +103,9 @@ impl Brain {
         cfg: &Config,
         broadcaster: Broadcaster,
     ) -> Result<(Brain, bool), BrainError> {
-        let store = open_store(paths)?;
         let secrets = Secrets::open(paths, cfg);
         let redactor_port: Arc<dyn Redactor> = Arc::new(secrets.redactor.clone());
+        let store = open_store(paths, redactor_port.clone())?;
         let model = Arc::new(ReloadableModel::new(build_model(
             cfg,
             secrets.provider_key.clone(),
@@ -110,11 +114,17 @@ impl Brain {
         let sandbox = Arc::new(LinuxSandbox::new(settings::sandbox_settings(paths, cfg)));
         let agents = Arc::new(FileAgents::new(paths.agents_dir()));
         let vault = Arc::new(Mutex::new(secrets.vault));
-        let sink = BroadcastSink(broadcaster);
+        model.set_endpoints(Arc::new(endpoints::AgentEndpoints::new(
+            cfg,
+            vault.clone(),
+            redactor_port.clone(),
+        )));
+        let sink = BroadcastSink::new(broadcaster, secrets.redactor.clone());
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let broker = Arc::new(
             PermissionBroker::new(Arc::new(sink.clone()), store.clone(), clock.clone())
-                .with_timeout(settings::ask_timeout(cfg)),
+                .with_timeout(settings::ask_timeout(cfg))
+                .with_redactor(redactor_port.clone()),
         );
         let policies = policies::load_for(cfg).map_err(BrainError::Other)?;
         let gate = Arc::new(RulesGate::new(
@@ -131,6 +141,7 @@ impl Brain {
                     agents: agents.clone(),
                     vault: vault.clone(),
                     redactor: secrets.redactor.clone(),
+                    store: store.clone(),
                 }),
                 gate: gate.clone(),
                 redactor: redactor_port,
@@ -146,6 +157,9 @@ impl Brain {
             &cfg.agent.default_agent,
         )
         .map_err(|e| BrainError::Other(e.to_string()))?;
+        // A value set while the daemon was not running (or before this version) is rewritten
+        // out of the stored rows, off the start-up path.
+        stored_secrets::spawn_rewrite(store.clone(), vault.clone(), secrets.redactor.clone(), true);
         let brain = Brain {
             core,
             broker,
@@ -174,7 +188,25 @@ impl Brain {
             .and_then(|v| v.get(PROVIDER_KEY).map(|k| k.to_string()))
     }
 
+    /// Rewrites the stored rows that hold a secret the redactor knows (blocking; see
+    /// [`stored_secrets`]). `None` when the vault is unavailable or the store failed (logged).
+    pub fn rewrite_stored_secrets(&self) -> Option<sayri_store::RewriteReport> {
+        stored_secrets::rewrite_daemon(&self.store, &self.vault, &self.redactor, false)
+    }
+
+    /// [`Brain::rewrite_stored_secrets`] in the background (for callers that cannot wait).
+    pub fn spawn_rewrite_stored_secrets(&self) {
+        stored_secrets::spawn_rewrite(
+            self.store.clone(),
+            self.vault.clone(),
+            self.redactor.clone(),
+            false,
+        );
+    }
+
     /// Re-reads secrets: refreshes the redactor and the provider client after a vault change.
+    /// Call [`Brain::rewrite_stored_secrets`] next (off the async threads) so rows stored
+    /// before are rewritten too.
     pub fn secrets_changed(&self, cfg: &Config) {
         let key = self.provider_key();
         {
@@ -194,6 +226,9 @@ impl Brain {
                 .or_else(|| Some(cfg.provider.api_key.clone()).filter(|k| !k.is_empty())),
             Arc::new(self.redactor.clone()),
         ));
+        if let Some(e) = self.model.endpoints() {
+            e.config_changed(cfg);
+        }
         self.core
             .engine()
             .set_settings(settings::engine_settings(cfg));
@@ -208,11 +243,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Opens `$STATE/sessions.db`.
-fn open_store(paths: &Paths) -> Result<Arc<Store>, BrainError> {
+/// Opens `$STATE/sessions.db`; every text it writes passes `redactor`.
+fn open_store(paths: &Paths, redactor: Arc<dyn Redactor>) -> Result<Arc<Store>, BrainError> {
     let db = paths.database();
     Store::open(&db)
-        .map(Arc::new)
+        .map(|s| Arc::new(s.with_redactor(redactor)))
         .map_err(|e| BrainError::Store {
             path: db.clone(),
             message: e.to_string(),

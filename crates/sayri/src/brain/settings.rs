@@ -7,6 +7,7 @@ use sayri_core::domain::history::HistoryBudget;
 use sayri_core::engine::EngineSettings;
 use sayri_llm::{ClientConfig, InlineThink};
 use sayri_sandbox::LinuxSandboxSettings;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -114,15 +115,54 @@ pub fn exec_helper_path() -> PathBuf {
         .clone()
 }
 
-/// Sandbox settings for the daemon and `sayri sandbox`: the helper is the small
-/// `sayri-exec` program installed next to `sayri`; Sayri's own directories are denied to
-/// levels 1–2.
+/// A program that runs the exec helper and supervised programs' keepers:
+/// `program args… exec|probe|keep …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperProgram {
+    /// The program: `sayri-exec`, or a program that nests the helper's entry point.
+    pub program: PathBuf,
+    /// Arguments before the helper's mode word: none for `sayri-exec`;
+    /// `[sayri_sandbox::EXEC_HELPER_ARG]` for a program that nests the helper behind it.
+    pub args: Vec<OsString>,
+}
+
+/// The program set by [`use_helper_program`], if any.
+static HELPER_PROGRAM: std::sync::OnceLock<HelperProgram> = std::sync::OnceLock::new();
+
+/// Makes `helper` run the exec helpers and keepers of this process instead of the
+/// `sayri-exec` found next to the current executable ([`exec_helper_path`]). For programs that
+/// embed the daemon but do not live next to `sayri-exec` (test harnesses); call it before the
+/// daemon starts. Returns false when a program was already set (the first one stays).
+pub fn use_helper_program(helper: HelperProgram) -> bool {
+    HELPER_PROGRAM.set(helper).is_ok()
+}
+
+/// The program that runs exec helpers (`… exec`, `… probe`) and supervised programs' keepers
+/// (`… keep`): `sayri-exec` at [`exec_helper_path`], unless [`use_helper_program`] chose
+/// another.
+pub fn helper_program() -> HelperProgram {
+    HELPER_PROGRAM
+        .get()
+        .cloned()
+        .unwrap_or_else(|| HelperProgram {
+            program: exec_helper_path(),
+            args: Vec::new(),
+        })
+}
+
+/// Sandbox settings for the daemon and `sayri sandbox`: the helper is [`helper_program`] (the
+/// small `sayri-exec` program installed next to `sayri`); Sayri's own directories are denied
+/// to levels 1–2.
 pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
-    let mut s = LinuxSandboxSettings::from_env(exec_helper_path(), Vec::new());
+    let helper = helper_program();
+    let mut s = LinuxSandboxSettings::from_env(helper.program, helper.args);
     s.state_dir = paths.state_dir.clone();
     s.config_dir = paths.config_dir.clone();
     s.extra_deny_read = cfg.sandbox.deny_read.iter().map(PathBuf::from).collect();
     s.default_output_limit = output_limit(cfg);
+    s.child_registry = Some(sayri_sandbox::child_registry::ChildRegistry::new(
+        paths.children_dir(),
+    ));
     s
 }
 

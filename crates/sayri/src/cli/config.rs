@@ -1,8 +1,21 @@
-//! `sayri config get|set|list` through the daemon (values typed by the daemon's key table).
+//! `sayri config get|set|list`.
+//!
+//! With a daemon running, the daemon reads and changes the settings (so it applies a change at
+//! once). Without one, these commands read and edit `sayri.toml` directly, under the same
+//! writers' lock and with the same checks, and start nothing — except `provider.api_key`,
+//! which lives in the vault and always goes through the daemon (started when needed, unless
+//! `--no-start`).
+//!
+//! `set` parses its text by the key's type first (`true/false/yes/no/on/off/1/0` for a
+//! boolean, a JSON array such as `["/srv/private"]` for a list) and sends the typed value.
 
 use crate::cli::autostart::connect_or_start;
-use crate::paths::Paths;
+use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
+use crate::config_file;
+use crate::daemon::commands::config::{list_json, set_in_file, shown_value};
+use crate::paths::{Paths, ensure_private_dir};
 use clap::Subcommand;
+use sayri_core::domain::config::Config;
 use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
 use serde_json::Value;
 
@@ -15,11 +28,12 @@ pub enum ConfigAction {
         key: String,
     },
     /// Change one setting, e.g. `sayri config set provider.model qwen2.5`.
-    /// Booleans accept true/false/yes/no/on/off/1/0; lists accept a JSON array.
+    /// Booleans accept true/false/yes/no/on/off/1/0; lists take a JSON array, e.g.
+    /// `sayri config set sandbox.deny_read '["/srv/private"]'` (`[]` empties one).
     Set {
         /// `group.key`.
         key: String,
-        /// New value (converted to the setting's type).
+        /// New value (parsed by the setting's type, then checked).
         value: String,
     },
     /// Print every setting with its value (secrets masked).
@@ -28,6 +42,15 @@ pub enum ConfigAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+impl ConfigAction {
+    /// Whether the action needs the daemon even when none runs (the provider key lives in the
+    /// vault, which the daemon manages).
+    fn needs_daemon(&self) -> bool {
+        matches!(self, ConfigAction::Get { key } | ConfigAction::Set { key, .. }
+            if key == "provider.api_key")
+    }
 }
 
 fn text(v: &Value) -> String {
@@ -39,7 +62,18 @@ fn text(v: &Value) -> String {
 
 /// Runs `sayri config …`.
 pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyhow::Result<()> {
-    let mut client = connect_or_start(paths, allow_start).await?;
+    let client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
+        Ok(c) => c,
+        Err(ClientError::NotRunning { .. }) if action.needs_daemon() => {
+            connect_or_start(paths, allow_start).await?
+        }
+        Err(ClientError::NotRunning { .. }) => return run_on_file(paths, action),
+        Err(e) => return Err(e.into()),
+    };
+    run_through_daemon(client, action).await
+}
+
+async fn run_through_daemon(mut client: Client, action: ConfigAction) -> anyhow::Result<()> {
     match action {
         ConfigAction::Get { key } => {
             let r = client
@@ -48,11 +82,12 @@ pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyh
             println!("{}", text(r.get("value").unwrap_or(&Value::Null)));
         }
         ConfigAction::Set { key, value } => {
+            let value = Config::parse_text(&key, &value)?;
             let r = client
                 .request_with(&ConfigSetParams {
                     key,
                     group: None,
-                    value: Value::String(value),
+                    value,
                 })
                 .await?;
             println!(
@@ -64,16 +99,43 @@ pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyh
         }
         ConfigAction::List { json } => {
             let r = client.request_with(&ConfigListParams {}).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else if let Value::Array(items) = r {
-                for it in items {
-                    let g = text(it.get("group").unwrap_or(&Value::Null));
-                    let k = text(it.get("key").unwrap_or(&Value::Null));
-                    let v = it.get("value").unwrap_or(&Value::Null);
-                    println!("{g}.{k} = {v}");
-                }
-            }
+            print_list(&r, json)?;
+        }
+    }
+    Ok(())
+}
+
+/// The same actions on `sayri.toml` itself (no daemon runs).
+fn run_on_file(paths: &Paths, action: ConfigAction) -> anyhow::Result<()> {
+    match action {
+        ConfigAction::Get { key } => {
+            Config::spec(&key)?;
+            let (cfg, _) = config_file::load(&paths.config_file())?;
+            println!("{}", text(&shown_value(&key, &cfg)?));
+        }
+        ConfigAction::Set { key, value } => {
+            let value = Config::parse_text(&key, &value)?;
+            ensure_private_dir(&paths.config_dir)?;
+            let (_, stored) = set_in_file(paths, &key, &value)?;
+            println!("{key} = {}", stored.to_json());
+        }
+        ConfigAction::List { json } => {
+            let (cfg, _) = config_file::load(&paths.config_file())?;
+            print_list(&list_json(&cfg, false), json)?;
+        }
+    }
+    Ok(())
+}
+
+fn print_list(list: &Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(list)?);
+    } else if let Value::Array(items) = list {
+        for it in items {
+            let g = text(it.get("group").unwrap_or(&Value::Null));
+            let k = text(it.get("key").unwrap_or(&Value::Null));
+            let v = it.get("value").unwrap_or(&Value::Null);
+            println!("{g}.{k} = {v}");
         }
     }
     Ok(())

@@ -4,8 +4,9 @@
 use crate::agents::FileAgents;
 use crate::brain::PROVIDER_KEY;
 use crate::paths::Paths;
+use sayri_core::domain::agents::delegation;
 use sayri_core::domain::{prompt, tokens};
-use sayri_core::ports::{NoSecrets, PreferenceUpdate, SessionStore};
+use sayri_core::ports::{NoSecrets, PreferenceUpdate, SessionStore, sub_agents};
 use sayri_store::Store;
 use sayri_vault::{KeySource, Vault, VaultPaths};
 use std::sync::Arc;
@@ -42,7 +43,10 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
                 agents.dir().display()
             )
         })?;
-    let text = prompt::build_system_prompt(&profile, &[]);
+    let mut text = prompt::build_system_prompt(&profile, &[]);
+    if profile.sandbox.level != sayri_core::SandboxLevel::NoExec {
+        text.push_str(&delegation::prompt_line(&sub_agents(&agents, &id)));
+    }
     println!("{text}");
     if show_tokens {
         // The exact tokenizer is built for this count only and freed with the process.

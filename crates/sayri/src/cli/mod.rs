@@ -1,8 +1,10 @@
-//! The `sayri` command line (clap). Exit codes: 0 ok, 1 error (one line on stderr), 2 usage.
+//! The `sayri` command line (clap). Exit codes: 0 ok, 1 error (one line on stderr), 2 usage;
+//! `sayri daemon` exits [`EX_CONFIG`] when the settings file is invalid.
 //!
 //! Client commands connect to the daemon, starting it in the background when it is not running
 //! (see [`autostart`]), unless `--no-start` is given.
 
+pub mod agents;
 pub mod ask;
 pub mod autostart;
 pub mod config;
@@ -13,10 +15,15 @@ pub mod quit;
 pub mod sessions;
 pub mod status;
 pub mod terminal_text;
+pub mod vault;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+/// Exit status of `sayri daemon` when `sayri.toml` is invalid (`EX_CONFIG` of `sysexits.h`), so
+/// a service manager does not restart it in a loop; the message names the file and line.
+pub const EX_CONFIG: i32 = 78;
 
 /// Sayri: a local AI assistant for the Linux desktop.
 #[derive(Debug, Parser)]
@@ -70,6 +77,12 @@ pub enum Command {
         /// Agent, session and timeout.
         #[command(flatten)]
         options: ask::AskOptions,
+    },
+    /// Agents: list, show, use, create (from flags or a sentence), edit, delete, detach.
+    Agents {
+        /// What to do.
+        #[command(subcommand)]
+        action: Box<agents::AgentsAction>,
     },
     /// List, show, rename or delete conversations.
     Sessions {
@@ -141,10 +154,20 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Daemon => {
             crate::logging::init("info");
-            crate::daemon::run_foreground(paths)?;
-            return Ok(0);
+            return match crate::daemon::run_foreground(paths) {
+                Ok(()) => Ok(0),
+                Err(e @ crate::daemon::DaemonError::Config(_)) => {
+                    // A service manager does not restart a daemon that exits with EX_CONFIG.
+                    eprintln!("sayri: error: {}", format!("{e}").replace('\n', " "));
+                    Ok(EX_CONFIG)
+                }
+                Err(e) => Err(e.into()),
+            };
         }
         Command::Prompt { action } => return local::prompt(&paths, action).map(|()| 0),
+        Command::Agents { action } if action.is_local() => {
+            return agents::run_local(&paths, *action);
+        }
         Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),
         Command::Permissions { action } if !action.needs_daemon() => {
             paths.ensure_dirs()?;
@@ -153,10 +176,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Vault { action } => {
             paths.ensure_dirs()?;
-            sayri_vault::cli::run(
+            let changed = sayri_vault::cli::run(
                 &action,
                 &sayri_vault::VaultPaths::new(&paths.config_dir, &paths.state_dir),
             )?;
+            if let Some(vault) = changed {
+                vault::after_change(&paths, &vault);
+            }
             return Ok(0);
         }
         _ => {}
@@ -180,6 +206,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Interrupt => done(ask::run_interrupt(&paths).await),
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
+            Command::Agents { action } => agents::run(&paths, start, *action).await,
             Command::Models { action } => done(local::models(&paths, action).await),
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),

@@ -15,7 +15,9 @@
 //! validation and defaults ([`crate::agents`]), and the policy files ([`crate::policies`]: the
 //! system files and `permissions.policy_files`).
 //! * Agent: `--agent ID`, else the configured `agent.default_agent` (as the daemon); an unknown
-//!   agent is an error. `--profile FILE` checks that profile file instead.
+//!   agent is an error. `--profile FILE` checks that profile file instead. Either way an agent
+//!   with a creator is judged by its effective profile (level, rules and ask switch bound by its
+//!   creators), exactly as its turns run.
 //! * Policies: those that apply under `sayri.toml`; `--policies DIR` tries every `*.json` file of
 //!   DIR (name order) in their place.
 
@@ -114,8 +116,9 @@ pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::R
         .await?;
     if reply.get("delivered").and_then(serde_json::Value::as_bool) != Some(true) {
         anyhow::bail!(
-            "no open permission question has id {:?} (already answered, expired or unknown); \
-             use the id of the latest permission request, or ask again",
+            "no open permission question has id {:?} (already answered, expired, unknown, or \
+             asked before Sayri restarted); use the id of the latest permission request, or ask \
+             again",
             args.request_id
         );
     }
@@ -194,11 +197,17 @@ fn load_inputs(args: &CheckArgs, paths: &Paths) -> Result<(AgentProfile, PolicyS
     let cfg = config_file::load(&paths.config_file())
         .map_err(|e| e.to_string())?
         .0;
+    let agents = FileAgents::new(paths.agents_dir());
     let profile = match &args.profile {
-        Some(path) => agents::load_profile_file(path)?,
+        Some(path) => {
+            // A profile file with a creator is judged as it would run: bound by its creators.
+            let written = agents::load_profile_file(path)?;
+            let creators = sayri_core::domain::agents::creators_of(&written, |i| agents.stored(i))
+                .map_err(|e| e.to_string())?;
+            sayri_core::domain::agents::effective_profile(&written, &creators)
+        }
         None => {
             let id = args.agent.as_deref().unwrap_or(&cfg.agent.default_agent);
-            let agents = FileAgents::new(paths.agents_dir());
             agents.load(id)?.ok_or_else(|| {
                 format!(
                     "agent not found: {id} — create {}/{id}.json, or pick another with --agent",

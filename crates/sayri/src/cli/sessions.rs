@@ -96,17 +96,10 @@ fn print_session(v: &Value) {
             flush(&mut turn);
         }
         if let Some(tc) = m.get("tool_call").filter(|t| !t.is_null()) {
-            let code = match tc.get("exit_code") {
-                Some(Value::Number(c)) => c.to_string(),
-                _ => tc
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .unwrap_or("none")
-                    .to_string(),
-            };
             println!(
-                "[{role}] $ {} → exit {code}",
-                terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or(""))
+                "[{role}] $ {} → {}",
+                terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or("")),
+                step_result(tc)
             );
             let output = tc.get("output").and_then(Value::as_str).unwrap_or("");
             for line in output.lines() {
@@ -187,4 +180,17 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
         }
     }
     Ok(())
+}
+
+/// How a stored command step ended, for `sessions show`: `exit N`, or its status when it has no
+/// exit code (`interrupted (not completed)` after a crash, `killed`).
+fn step_result(tool_call: &Value) -> String {
+    match tool_call.get("exit_code").and_then(Value::as_i64) {
+        Some(code) => format!("exit {code}"),
+        None => match tool_call.get("status").and_then(Value::as_str) {
+            Some("interrupted") => "interrupted (not completed, not run again)".into(),
+            Some(s) => terminal_safe(s).into_owned(),
+            None => "no exit code".into(),
+        },
+    }
 }

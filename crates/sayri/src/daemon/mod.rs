@@ -9,6 +9,7 @@
 //! * [`commands`] — the handlers, one file per area, and [`commands::register_all`].
 //! * [`state`] — [`DaemonState`], what every handler shares.
 //! * [`status`] — the `status` object.
+//! * [`recovery`] — start-up after a crash: leftover children killed, interrupted turns closed.
 
 pub mod broadcast;
 pub mod command_peer;
@@ -16,6 +17,7 @@ pub mod commands;
 pub mod connection;
 pub mod dispatch;
 pub mod listener;
+pub mod recovery;
 pub mod state;
 pub mod status;
 
@@ -87,17 +89,20 @@ impl Daemon {
         paths.ensure_dirs()?;
         let lock = listener::acquire_lock(&paths.lock_file())?;
         let listener = listener::bind_private(&paths.socket())?;
+        // Only the lock holder may clean up, and before it starts a child of its own.
+        recovery::kill_leftovers(&paths);
         let state = DaemonState::new(paths, config);
         let cfg = state.config();
         let (brain, migrated_key) =
             crate::brain::Brain::build(&state.paths, &cfg, state.broadcaster.clone())?;
+        recovery::close_interrupted_turns(&brain.store, &crate::brain::SystemClock);
         if migrated_key {
             // The provider key now lives in the vault: remove the plaintext copy.
             match config_file::update(&state.paths.config_file(), |c| {
-                c.set_json(
+                Ok(c.set_json(
                     "provider.api_key",
                     &serde_json::Value::String(String::new()),
-                )
+                )?)
             }) {
                 Ok((c, _)) => {
                     state.set_config(c);
@@ -163,6 +168,7 @@ impl Daemon {
             brain.broker.shutdown();
             brain.core.interrupt();
         }
+        state.supervisor.shutdown().await;
         let _ = std::fs::remove_file(state.paths.socket());
         state
             .broadcaster

@@ -3,6 +3,7 @@
 use crate::brain::Brain;
 use crate::daemon::broadcast::Broadcaster;
 use crate::paths::Paths;
+use crate::supervisor::{Launcher, Supervisor, SupervisorConfig};
 use sayri_core::domain::config::Config;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -29,13 +30,15 @@ pub struct DaemonState {
     pub started: Instant,
     /// The core and its adapters (set once at start; absent only in bare test daemons).
     pub brain: OnceLock<Arc<Brain>>,
+    /// Long-running child programs (model server, gateways, plugin services); stopped at
+    /// shutdown.
+    pub supervisor: Supervisor,
 }
 
 impl DaemonState {
     /// New state for `paths` and `config`.
     pub fn new(paths: Paths, config: Config) -> Arc<Self> {
         Arc::new(DaemonState {
-            paths,
             config: RwLock::new(config),
             config_file_lock: tokio::sync::Mutex::new(()),
             broadcaster: Broadcaster::default(),
@@ -44,6 +47,8 @@ impl DaemonState {
             terminate: CancellationToken::new(),
             started: Instant::now(),
             brain: OnceLock::new(),
+            supervisor: Supervisor::new(supervisor_config(&paths)),
+            paths,
         })
     }
 
@@ -73,5 +78,21 @@ impl DaemonState {
     /// Asks the daemon to stop (idempotent).
     pub fn request_shutdown(&self) {
         self.shutdown.cancel();
+    }
+}
+
+/// The supervisor's settings: logs in `$STATE/logs`, keepers run by the helper program
+/// (`sayri-exec keep …`) and recorded in `$STATE/children`.
+pub fn supervisor_config(paths: &Paths) -> SupervisorConfig {
+    let helper = crate::brain::settings::helper_program();
+    SupervisorConfig {
+        log_dir: paths.logs_dir(),
+        launcher: Launcher {
+            program: helper.program,
+            args: helper.args,
+            registry: Some(sayri_sandbox::child_registry::ChildRegistry::new(
+                paths.children_dir(),
+            )),
+        },
     }
 }

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 /// `agent`, `provider {base_url, model, api_key_set}`, `tokens {exact_tokenizer_loaded,
 /// bytes_per_token {model: rate}}` (how token budgets are counted: whether an exact tokenizer is
 /// resident — it never is in the daemon — and the calibrated estimate per model used so far),
-/// `config_dir`, `state_dir`, `socket`, `pid`, `clients` (connected IPC clients), `uptime_ms`.
+/// `config_dir`, `state_dir`, `socket`, `pid`, `clients` (connected IPC clients), `uptime_ms`,
+/// `supervised` (every supervised child: `name`, `state`, `pid`, `keeper_pid`, `restarts`,
+/// `last_error`, `restart_in_ms`, `log_file`).
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
     let brain = state.brain.get();
@@ -30,6 +32,8 @@ pub fn build_status(state: &DaemonState) -> Value {
                     "level": l.level, "available": l.guaranteed, "missing": l.missing,
                 })).collect::<Vec<_>>(),
                 "unavailable": r.levels.iter().filter(|l| !l.guaranteed).map(|l| l.level).collect::<Vec<_>>(),
+                "legacy_tiocsti": r.kernel.legacy_tiocsti,
+                "terminal_injection": r.kernel.legacy_tiocsti.describe(),
             }),
         }),
         "vault": brain.map_or(Value::Null, |b| match &b.vault_error {
@@ -58,5 +62,6 @@ pub fn build_status(state: &DaemonState) -> Value {
         "pid": std::process::id(),
         "clients": state.broadcaster.client_count(),
         "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "supervised": state.supervisor.list(),
     })
 }

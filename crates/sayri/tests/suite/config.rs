@@ -1,6 +1,6 @@
-//! Configuration through the daemon: typed set (the string "false" is false), masking, unknown
-//! keys, `config set` editing the user's file in place, and an invalid file that stops the
-//! daemon with file:line and is left untouched.
+//! Configuration through the daemon: typed set (a value of the wrong JSON type is refused, never
+//! coerced), masking, unknown keys, `config set` editing the user's file in place, and an
+//! invalid file that stops the daemon with file:line and is left untouched.
 
 use super::support::*;
 use serde_json::json;
@@ -13,6 +13,17 @@ fn typed_set_get_list_and_persistence() {
     let r = c.call(
         "config_set",
         json!({"key": "ui.autostart", "value": "false"}),
+        1,
+    );
+    assert_eq!(r["code"], "invalid_params", "a string is not coerced: {r}");
+    let msg = r["error"].as_str().unwrap();
+    assert!(
+        msg.contains("ui.autostart") && msg.contains("a string where a boolean"),
+        "{msg}"
+    );
+    let r = c.call(
+        "config_set",
+        json!({"key": "ui.autostart", "value": false}),
         1,
     );
     assert_eq!(
@@ -95,7 +106,7 @@ fn invalid_config_file_stops_the_daemon_with_file_and_line() {
     let original = "[provider]\nmodel = \"qwen\"\ntemprature = 0.5\n";
     std::fs::write(&path, original).unwrap();
     let o = env.run(&["daemon"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(78), "EX_CONFIG");
     let err = stderr(&o);
     let expect = format!("{}:3:", path.display());
     assert!(

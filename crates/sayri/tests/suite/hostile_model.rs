@@ -8,15 +8,16 @@ use sayri_testkit::{Reply, sse};
 use serde_json::json;
 use std::time::Duration;
 
-/// A reply whose first block holds a 1 MiB command and is followed by 10 000 more blocks: one
-/// card (for the first block only), `interrupt` settles it, nothing runs, and a late answer to
-/// the settled card is not delivered.
+/// A reply of 1 MiB of prose, a first block holding a 15 KiB command (just under the 16 KiB a
+/// card may show) and 10 000 more blocks: one card (for the first block only), `interrupt`
+/// settles it, nothing runs, and a late answer to the settled card is not delivered.
 #[test]
 fn a_flood_reply_raises_one_card_and_interrupt_settles_it_without_running() {
     let dir = marker_dir();
     let marker = dir.path().join("ran");
-    let mut text = format!("Sure.\n```bash\ntouch {} # ", marker.display());
-    text.push_str(&"A".repeat(1 << 20));
+    let mut text = "Sure. ".repeat((1 << 20) / 6);
+    text.push_str(&format!("\n```bash\ntouch {} # ", marker.display()));
+    text.push_str(&"A".repeat(15 * 1024));
     text.push_str("\n```\n~~~bash\ntouch x\n~~~\r\n```bash\r\ntouch y\r\n```\r\n");
     for i in 0..10_000 {
         text.push_str(&format!("```bash\necho {i}\n```\n"));

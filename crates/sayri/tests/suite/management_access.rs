@@ -35,6 +35,9 @@ const CLASSES: &[(&str, Access)] = &[
     ("config_set", Access::Management),
     ("session_delete", Access::Management),
     ("agent_switch", Access::Management),
+    ("agent_save", Access::Management),
+    ("agent_delete", Access::Management),
+    ("agent_detach", Access::Management),
     ("permission_answer", Access::Management),
     ("permission_forget", Access::Management),
     ("vault_set", Access::Management),
@@ -43,8 +46,6 @@ const CLASSES: &[(&str, Access)] = &[
     ("settings_save", Access::Management),
     ("plugin_settings_set", Access::Management),
     ("killall", Access::Management),
-    ("agent_save", Access::Management),
-    ("agent_delete", Access::Management),
     ("gateway_save", Access::Management),
     ("gateway_delete", Access::Management),
     ("gateway_start", Access::Management),
@@ -88,6 +89,12 @@ fn acting_params(cmd: &str, session: &str) -> Value {
         "vault_delete" => json!({"key": "KEEP_ME"}),
         "session_delete" => json!({"session_id": session}),
         "agent_switch" => json!({"agent_id": "default"}),
+        // The payload of a level-3 agent escalating through the socket: a root agent that
+        // never asks.
+        "agent_save" => json!({"id": "rootie", "sandbox_level": "LEVEL_4_HOST_ROOT",
+                               "ask_before_run": false}),
+        "agent_delete" => json!({"agent_id": "hostile"}),
+        "agent_detach" => json!({"agent_id": "hostile"}),
         "permission_answer" => json!({"request_id": "0123456789ab", "allow": true}),
         _ => json!({}),
     }
@@ -165,6 +172,9 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
     for cmd in &management {
         sent.push(json!({"cmd": cmd, "params": acting_params(cmd, &session)}));
     }
+    // Moving the assistant to another (possibly wider) agent is management too, even inside
+    // an assistant command.
+    sent.push(json!({"cmd": "talk", "params": {"text": "hi", "agent_id": "default"}}));
     sent.push(json!({"cmd": "ping", "params": {}}));
     for (i, r) in sent.iter_mut().enumerate() {
         r["id"] = json!(i);
@@ -180,7 +190,8 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
         .collect();
     assert_eq!(answers.len(), sent.len(), "{answers:?}");
     for (req, a) in sent.iter().zip(&answers) {
-        let is_management = management.contains(&req["cmd"].as_str().unwrap());
+        let is_management = management.contains(&req["cmd"].as_str().unwrap())
+            || req["params"]["agent_id"] == "default";
         if is_management {
             assert_eq!(
                 (a["ok"].clone(), a["code"].clone()),
@@ -210,6 +221,9 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
     assert_eq!(r["ok"], true, "the session was deleted: {r}");
     let r = c.call("status", json!({}), 7);
     assert_eq!(r["result"]["agent"], "hostile", "{r}");
+    let agents = env.config_dir().join("agents");
+    assert!(!agents.join("rootie.json").exists(), "agent_save acted");
+    assert!(agents.join("hostile.json").exists(), "agent_delete acted");
     assert!(
         d.child.as_mut().unwrap().try_wait().unwrap().is_none(),
         "the daemon was stopped"

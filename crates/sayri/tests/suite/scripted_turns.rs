@@ -57,8 +57,9 @@ pub fn start_model(replies: Vec<Reply>) -> Model {
     Model::scripted(script)
 }
 
-/// `sayri.toml` for the model, and agent `hostile` at level 3 (`ask_before_run` as given).
-pub fn setup(env: &Env, model: &Model, ask_before_run: bool, ask_timeout: u64) {
+/// `sayri.toml` for the model (no retries, no system policy files), questions open for
+/// `ask_timeout` seconds, `default_agent` active; creates `$CONFIG/agents`.
+pub fn write_config(env: &Env, model: &Model, ask_timeout: u64, default_agent: &str) {
     let config = env.config_dir();
     std::fs::create_dir_all(config.join("agents")).unwrap();
     std::fs::write(
@@ -66,11 +67,17 @@ pub fn setup(env: &Env, model: &Model, ask_before_run: bool, ask_timeout: u64) {
         format!(
             "[provider]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nretries = 0\n\n\
              [permissions]\nask_timeout = {ask_timeout}\npolicy_files = []\n\n\
-             [agent]\ndefault_agent = \"hostile\"\n",
+             [agent]\ndefault_agent = \"{default_agent}\"\n",
             model.llm.base_url()
         ),
     )
     .unwrap();
+}
+
+/// `sayri.toml` for the model, and agent `hostile` at level 3 (`ask_before_run` as given).
+pub fn setup(env: &Env, model: &Model, ask_before_run: bool, ask_timeout: u64) {
+    write_config(env, model, ask_timeout, "hostile");
+    let config = env.config_dir();
     let profile = json!({
         "id": "hostile",
         "name": "Hostile",

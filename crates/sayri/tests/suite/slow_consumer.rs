@@ -201,17 +201,19 @@ fn the_real_daemon_drops_a_stuck_client_logs_it_and_still_obeys_sigterm() {
     shrink_rcvbuf(&a);
     let c = pinger(env.socket(), None);
 
-    // B: large settings broadcasts (256 KiB each) overflow A's 8 MiB byte budget quickly.
-    // B waits for each answer, as a normal client does, so its own queue stays short.
+    // B: large settings broadcasts (a list of 64 paths of 4000 bytes, about 256 KiB each)
+    // overflow A's 8 MiB byte budget quickly. B waits for each answer, as a normal client
+    // does, so its own queue stays short.
     let mut b = RawClient::connect(&env.socket());
-    let big = "p".repeat(256 * 1024);
+    let big = |i: u64, fill: &str| {
+        let paths: Vec<String> = (0..64)
+            .map(|j| format!("/{i}/{j}/{}", fill.repeat(4000)))
+            .collect();
+        json!({"key": "sandbox.deny_read", "value": paths})
+    };
     for i in 0..48u64 {
-        let r = b.call(
-            "config_set",
-            json!({"key": "provider.system_prompt", "value": format!("{i}{big}")}),
-            i,
-        );
-        assert_eq!(r["ok"], true);
+        let r = b.call("config_set", big(i, "p"), i);
+        assert_eq!(r["ok"], true, "{r}");
     }
     eprintln!("worst ping: {:?}", c.join().unwrap());
     assert!(
@@ -227,7 +229,7 @@ fn the_real_daemon_drops_a_stuck_client_logs_it_and_still_obeys_sigterm() {
     let a2 = UnixStream::connect(env.socket()).unwrap();
     shrink_rcvbuf(&a2);
     for i in 0..4u64 {
-        b.call("config_set", json!({"key": "provider.system_prompt", "value": format!("{i}{}", "q".repeat(256 * 1024))}), 100 + i);
+        b.call("config_set", big(i, "q"), 100 + i);
     }
     let status = d
         .terminate(Duration::from_secs(5))

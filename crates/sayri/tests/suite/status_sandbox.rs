@@ -60,4 +60,13 @@ fn status_reports_each_sandbox_level_once_the_probe_has_run() {
         .map(|l| l["level"].clone())
         .collect();
     assert_eq!(sandbox["unavailable"], Value::Array(unavailable));
+    // Whether this kernel still allows typing into a terminal with TIOCSTI, from its setting.
+    let expected = match std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti") {
+        Ok(v) if v.trim() == "1" => "allowed",
+        Ok(v) if v.trim() == "0" => "refused",
+        _ => "allowed_without_setting",
+    };
+    assert_eq!(sandbox["legacy_tiocsti"], expected, "{sandbox}");
+    let says = sandbox["terminal_injection"].as_str().unwrap();
+    assert!(says.contains("Sayri blocks it anyway"), "{says}");
 }

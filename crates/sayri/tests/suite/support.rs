@@ -8,12 +8,27 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sayri");
+/// The sandbox's exec helper, built next to [`BIN`].
+pub const EXEC_BIN: &str = env!("CARGO_BIN_EXE_sayri-exec");
+
+/// How long processes of a finished test may take to exit on their own (a daemon told to
+/// `quit` drains its clients for up to a second) before they count as leaked.
+const LEAK_GRACE: Duration = Duration::from_secs(5);
 
 /// Temp config/state dirs; never the real home.
+///
+/// Dropping it checks that the test left no process behind: every process the test started
+/// gets the temp dir in its environment (and passes it on), so any live process still
+/// mentioning it after [`LEAK_GRACE`] — a daemon the CLI started in the background and nobody
+/// stopped, a command that daemon left running — is killed and fails the test, naming it
+/// (see `sayri_testkit::procs`).
 pub struct Env {
     pub dir: tempfile::TempDir,
     /// The config dir is found through `XDG_CONFIG_HOME` (no `SAYRI_CONFIG_DIR`).
     pub xdg_config: bool,
+    /// The config dir is the standard `$HOME/.config/sayri` (no `SAYRI_CONFIG_DIR`, no
+    /// `XDG_CONFIG_HOME`), where the baseline policy protects it.
+    pub home_config: bool,
 }
 
 impl Env {
@@ -22,13 +37,20 @@ impl Env {
     }
     /// As [`Env::new`], but commands find the config dir as `$XDG_CONFIG_HOME/sayri`.
     pub fn with_xdg_config() -> Env {
-        Env {
-            xdg_config: true,
-            ..Env::new()
-        }
+        let mut env = Env::new();
+        env.xdg_config = true;
+        env
+    }
+    /// As [`Env::new_in`], with the config dir at the standard `$HOME/.config/sayri`.
+    pub fn with_home_config(base: &str) -> Env {
+        let mut env = Env::new_in(base);
+        env.home_config = true;
+        env
     }
     pub fn config_dir(&self) -> PathBuf {
-        if self.xdg_config {
+        if self.home_config {
+            self.dir.path().join(".config/sayri")
+        } else if self.xdg_config {
             self.xdg_config_home().join("sayri")
         } else {
             self.dir.path().join("config")
@@ -48,8 +70,15 @@ impl Env {
     }
     /// A `sayri` command with this environment.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(BIN);
-        if self.xdg_config {
+        self.cmd_for(Path::new(BIN))
+    }
+    /// `program` with this environment (the directories, `HOME`, no runtime dir).
+    pub fn cmd_for(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        if self.home_config {
+            c.env_remove("SAYRI_CONFIG_DIR")
+                .env_remove("XDG_CONFIG_HOME");
+        } else if self.xdg_config {
             c.env_remove("SAYRI_CONFIG_DIR")
                 .env("XDG_CONFIG_HOME", self.xdg_config_home());
         } else {
@@ -62,6 +91,20 @@ impl Env {
             .env_remove("SAYRI_LOG")
             .env("RUST_LOG", "info")
             .stdin(Stdio::null());
+        c
+    }
+    /// `program PRE_ARGS… sayri` with this environment (e.g. `strace … sayri`, `sh -c …`);
+    /// append sayri's own arguments.
+    pub fn wrapped(&self, program: &str, pre_args: &[&str]) -> Command {
+        let plain = self.cmd();
+        let mut c = Command::new(program);
+        for (k, v) in plain.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c.args(pre_args).arg(BIN).stdin(Stdio::null());
         c
     }
     /// Runs `sayri ARGS` to completion.
@@ -102,6 +145,19 @@ impl Env {
                 d.log_text()
             );
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let left = sayri_testkit::procs::stop_leftovers(self.dir.path(), LEAK_GRACE);
+        if !left.is_empty() && !std::thread::panicking() {
+            panic!(
+                "the test left {} process(es) running after it ended (now killed): {left:?} — \
+                 stop every daemon it starts (`sayri quit`, or keep the `Daemon` handle until the end)",
+                left.len()
+            );
         }
     }
 }
@@ -267,6 +323,9 @@ impl Env {
                 .tempdir_in(base)
                 .unwrap(),
             xdg_config: false,
+            home_config: false,
         }
     }
 }
+
+pub use sayri_testkit::procs::{alive, processes_with};

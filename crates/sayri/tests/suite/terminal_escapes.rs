@@ -37,8 +37,8 @@ async fn model_text_cannot_drive_the_terminal_of_sayri_ask() {
         (o, env)
     })
     .await
-    .unwrap()
-    .0;
+    .unwrap();
+    let (out, env) = out;
     let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
     let text = String::from_utf8_lossy(&all);
     assert!(
@@ -60,4 +60,7 @@ async fn model_text_cannot_drive_the_terminal_of_sayri_ask() {
             "a raw {what} from the model reached the terminal: {text:?}"
         );
     }
+    // The daemon stops before its directories go.
+    drop(_d);
+    drop(env);
 }

@@ -1,26 +1,38 @@
 //! The evaluation: one decision for one proposed action.
 //!
 //! # Order
+//! 0. **Length.** Shell text over [`MAX_COMMAND_BYTES`] (16 KiB) is refused unread: nobody can
+//!    review it on a card.
 //! 1. **Subjects.** A `shell` resource is analysed ([`super::shell`]): every simple command, and
 //!    every layer of it under wrappers, becomes a subject matched as its words joined by one space
-//!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`). Its `read`/`write`/`web`
-//!    targets ([`super::targets`]) are subjects too. Other actions are one subject: the resource.
+//!    (leading `NAME=value` removed; `/usr/bin/rm` is also seen as `rm`); so does every command
+//!    hidden in the arguments of a program that runs them ([`super::arg_programs`]). Its
+//!    `read`/`write`/`web` targets ([`super::targets`]) are subjects too. Other actions are one
+//!    subject: the resource.
 //! 2. **Agent layer** per subject: the agent's `blocked_binaries` (as deny rules for the program
-//!    with any arguments), then its `permission_rules` — the **last** matching rule wins. Deny
+//!    with any arguments), then its `permission_rules` — the **last** matching rule wins. An
+//!    agent with a creator has one such layer per creator before its own, each with its own
+//!    default (step 4); the strictest of the layers' verdicts wins, so its own rules only
+//!    tighten what its creators allow. Deny
 //!    and ask rules match the base name and the written path of a command word; allow rules match
 //!    the base name only for programs in the system directories (`/bin`, `/usr/bin`, `/sbin`,
 //!    `/usr/sbin`, `/usr/local/bin`, `/usr/local/sbin`), otherwise the written path, so
 //!    `./ls` is not allowed by `ls *`.
 //! 3. **Saved approvals** (agent-scoped "Allow always") turn an `ask` of step 2 into `allow`;
 //!    they never lift a deny.
-//! 4. **Default** when no agent rule matched: `deny` at level 0, else `allow` unless the agent
-//!    sets another default (e.g. `ask`). Targets without a matching rule add nothing.
+//! 4. **Default** when no agent rule matched: `deny` at level 0, else the agent's
+//!    `sandbox.default_effect`: `allow`, `ask`, `deny`, or `read_only` (on the host, commands of
+//!    the read-only table ([`super::read_only`]) are allowed, everything else and every file
+//!    write asks; in a sandbox they run). Other targets without a matching rule add nothing.
 //! 5. **Policy layer** ([`super::policy`]), last match wins, tighten-only: `deny` denies, `ask`
 //!    raises to at least ask, `allow` lifts only a rule-less default deny. Remote-script execution
-//!    is a baseline deny.
+//!    is a baseline deny; on the host ([`super::detach`]) starting what outlives the turn or
+//!    runs at the next login asks, and at level 3 programs that gain root are refused.
 //! 6. **Analysis floors**: what cannot be analysed (parse errors, `eval`/`bash -c` of computed
-//!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`), dangerous
-//!    assignments ([`super::assignments`]) and non-ASCII command words are at least `ask`.
+//!    text, computed command words, `source`, heredoc-fed interpreters, `bash -i`, scripts read
+//!    from files or data run as a program by argument-executing programs), dangerous assignments
+//!    ([`super::assignments`]), non-ASCII command words, and paths known only at run time that
+//!    a deny or ask rule might name are at least `ask`.
 //! 7. **Settling asks per subject**: with `ask_before_run` off, an `ask` that came from the
 //!    agent's own rules or its default is allowed without asking (`ask_before_run` is the
 //!    agent's own switch for its own asks). Policy and analysis asks stay asks.
@@ -32,14 +44,16 @@
 
 use super::approval::approval_rules;
 use super::assignments::assignment_risk;
-use super::pattern::resolve_absolute;
+use super::detach;
+use super::pattern::{clean_relative, resolve_absolute, unanchored_glob};
 use super::policy::PolicySet;
+use super::read_only;
 use super::recursive_delete;
 use super::remote_exec;
 use super::rule::{Action, Effect, Rule, RuleError, Source, rules_from_raw};
 use super::shell::{self, Word, base_name};
 use super::targets;
-use crate::domain::profile::AgentProfile;
+use crate::domain::profile::{AgentProfile, DefaultEffect};
 use crate::ports::Approval;
 use sayri_protocol::SandboxLevel;
 use serde::Serialize;
@@ -51,7 +65,9 @@ const RESERVED: &[&str] = &[
     "select", "while", "until", "do", "done", "in", "function",
 ];
 
-const SYSTEM_DIRS: &[&str] = &[
+/// Directories whose programs are known by name: an allow rule for `ls *` also allows
+/// `/usr/bin/ls`, and the read-only table applies to them.
+pub(super) const SYSTEM_DIRS: &[&str] = &[
     "/bin",
     "/usr/bin",
     "/sbin",
@@ -71,9 +87,72 @@ pub struct AgentRules {
     pub level: SandboxLevel,
     /// `sandbox.ask_before_run`: whether the agent's own `ask` rules raise a card.
     pub ask_before_run: bool,
-    /// Effect when no agent rule matches at levels 1–4; `None` = allow.
-    pub default_effect: Option<Effect>,
+    /// `sandbox.default_effect`: what happens when no agent rule matches at levels 1–4.
+    pub default_effect: DefaultEffect,
     rules: Vec<Rule>,
+    /// The rule layers inherited from the agent's creators, outermost first.
+    creator_layers: Vec<CreatorLayer>,
+}
+
+/// A creator's layer: its rules and its default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CreatorLayer {
+    agent_id: String,
+    rules: Vec<Rule>,
+    default_effect: DefaultEffect,
+}
+
+/// What one rule layer says about one subject.
+struct LayerSay<'a> {
+    /// The last matching rule of the layer.
+    hit: Option<&'a Rule>,
+    /// When no rule matched: the layer's default for the subject (`None`: it says nothing).
+    default: Option<Effect>,
+    /// A stricter rule after `hit` (or any, when none matched) that a run-time value of the
+    /// subject could match.
+    doubt: Option<&'a Rule>,
+    /// The layer's default setting, and the creator it belongs to (`None`: the agent's own).
+    default_effect: DefaultEffect,
+    creator: Option<&'a str>,
+}
+
+impl LayerSay<'_> {
+    fn effect(&self) -> Option<Effect> {
+        self.hit.map(|r| r.effect).or(self.default)
+    }
+}
+
+/// One rule layer: every blocked program as deny rules (the program alone and with any
+/// arguments), then the permission rules.
+fn rule_layer(
+    blocked: &[String],
+    raw: &[crate::domain::profile::RawRule],
+    blocked_source: Source,
+    rule_source: Source,
+) -> Result<Vec<Rule>, RuleError> {
+    let mut rules = Vec::new();
+    for (i, bin) in blocked.iter().enumerate() {
+        let name = bin.trim();
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(RuleError {
+                index: i,
+                source_label: blocked_source.label(),
+                rule: format!("{bin:?}"),
+                problem: "a blocked binary must be one program name".into(),
+            });
+        }
+        for pattern in [name.to_string(), format!("{name} *")] {
+            rules.push(Rule::new(
+                Action::Shell,
+                &pattern,
+                Effect::Deny,
+                blocked_source.clone(),
+                i,
+            ));
+        }
+    }
+    rules.extend(rules_from_raw(raw, &rule_source)?);
+    Ok(rules)
 }
 
 impl AgentRules {
@@ -83,49 +162,50 @@ impl AgentRules {
     /// [`RuleError`] naming the first malformed `permission_rules` entry or an empty
     /// `blocked_binaries` entry.
     pub fn from_profile(profile: &AgentProfile) -> Result<Self, RuleError> {
-        let mut rules = Vec::new();
-        for (i, bin) in profile.sandbox.blocked_binaries.iter().enumerate() {
-            let name = bin.trim();
-            if name.is_empty() || name.contains(char::is_whitespace) {
-                return Err(RuleError {
-                    index: i,
-                    source_label: "blocked_binaries".into(),
-                    rule: format!("{bin:?}"),
-                    problem: "a blocked binary must be one program name".into(),
-                });
-            }
-            rules.push(Rule::new(
-                Action::Shell,
-                name,
-                Effect::Deny,
-                Source::BlockedBinaries,
-                i,
-            ));
-            rules.push(Rule::new(
-                Action::Shell,
-                &format!("{name} *"),
-                Effect::Deny,
-                Source::BlockedBinaries,
-                i,
-            ));
-        }
-        rules.extend(rules_from_raw(
+        let rules = rule_layer(
+            &profile.sandbox.blocked_binaries,
             &profile.sandbox.permission_rules,
-            &Source::Agent,
-        )?);
+            Source::BlockedBinaries,
+            Source::Agent,
+        )?;
+        let creator_layers = profile
+            .creator_rules
+            .iter()
+            .map(|c| {
+                let source = |blocked_binaries| Source::Creator {
+                    agent_id: c.agent_id.clone(),
+                    blocked_binaries,
+                };
+                Ok(CreatorLayer {
+                    agent_id: c.agent_id.clone(),
+                    rules: rule_layer(
+                        &c.blocked_binaries,
+                        &c.permission_rules,
+                        source(true),
+                        source(false),
+                    )?,
+                    default_effect: c.default_effect,
+                })
+            })
+            .collect::<Result<_, RuleError>>()?;
         Ok(AgentRules {
             agent_id: profile.id.clone(),
             agent_name: profile.name.clone(),
             level: profile.sandbox.level,
             ask_before_run: profile.sandbox.ask_before_run,
-            default_effect: None,
+            default_effect: profile.sandbox.default_effect,
             rules,
+            creator_layers,
         })
     }
 
     /// Sets the effect used when no agent rule matches (levels 1–4).
     pub fn with_default(mut self, effect: Effect) -> Self {
-        self.default_effect = Some(effect);
+        self.default_effect = match effect {
+            Effect::Allow => DefaultEffect::Allow,
+            Effect::Ask => DefaultEffect::Ask,
+            Effect::Deny => DefaultEffect::Deny,
+        };
         self
     }
 
@@ -134,13 +214,102 @@ impl AgentRules {
         &self.rules
     }
 
-    fn default_for(&self, level: SandboxLevel) -> Effect {
-        if level == SandboxLevel::NoExec {
-            Effect::Deny
-        } else {
-            self.default_effect.unwrap_or(Effect::Allow)
+    /// The agent layer's say on `s`: in each rule layer (every creator's, then the agent's
+    /// own) the last matching rule, else that layer's default; of those the strictest (the
+    /// earliest layer on a tie, a rule over a default). So a later layer can add `ask` or `deny`
+    /// but never turn an earlier `ask` or `deny` into `allow` (pinned by
+    /// `a_child_rule_never_loosens_a_creator_rule`). `None` when no layer says anything.
+    fn layer_say(&self, s: &Subject, level: SandboxLevel) -> Option<LayerSay<'_>> {
+        let creators = self
+            .creator_layers
+            .iter()
+            .map(|c| (&c.rules, c.default_effect, Some(c.agent_id.as_str())));
+        let own = (&self.rules, self.default_effect, None);
+        let mut best: Option<LayerSay<'_>> = None;
+        let mut doubt = None;
+        for (rules, default_effect, creator) in creators.chain([own]) {
+            let say = say_of(rules, default_effect, creator, s, level);
+            doubt = doubt.or(say.doubt);
+            let Some(effect) = say.effect() else {
+                continue;
+            };
+            let stricter = best.as_ref().and_then(LayerSay::effect).is_none_or(|old| {
+                effect > old
+                    || (effect == old
+                        && say.hit.is_some()
+                        && best.as_ref().is_some_and(|b| b.hit.is_none()))
+            });
+            if stricter {
+                best = Some(say);
+            }
         }
+        best.map(|b| LayerSay { doubt, ..b })
     }
+}
+
+/// The effect of `default_effect` for a command no rule matches; `read_only` says whether the
+/// read-only table classifies it as only reading.
+fn default_for(default_effect: DefaultEffect, level: SandboxLevel, read_only: bool) -> Effect {
+    match (level, default_effect) {
+        (SandboxLevel::NoExec, _) => Effect::Deny,
+        (_, DefaultEffect::Allow) => Effect::Allow,
+        (_, DefaultEffect::Ask) => Effect::Ask,
+        (_, DefaultEffect::Deny) => Effect::Deny,
+        (_, DefaultEffect::ReadOnly) if read_only || !on_host(level) => Effect::Allow,
+        (_, DefaultEffect::ReadOnly) => Effect::Ask,
+    }
+}
+
+/// Whether a file write no rule matches asks (the `read_only` default on the host).
+fn asks_before_writes(default_effect: DefaultEffect, level: SandboxLevel) -> bool {
+    default_effect == DefaultEffect::ReadOnly && on_host(level)
+}
+
+/// What one rule layer (`rules` with its `default_effect`) says about `s`.
+fn say_of<'a>(
+    rules: &'a [Rule],
+    default_effect: DefaultEffect,
+    creator: Option<&'a str>,
+    s: &Subject,
+    level: SandboxLevel,
+) -> LayerSay<'a> {
+    let hit_at = rules.iter().rposition(|r| matches(r, s));
+    let hit = hit_at.map(|i| &rules[i]);
+    let doubt = rules[hit_at.map_or(0, |i| i + 1)..]
+        .iter()
+        .rev()
+        .find(|r| hit.is_none_or(|h| r.effect > h.effect) && possibly_matches(r, s));
+    let default = match hit {
+        Some(_) => None,
+        None if s.primary => Some(default_for(default_effect, level, s.read_only)),
+        None if s.action == Action::Write
+            && asks_before_writes(default_effect, level)
+            && !harmless_device(&s.display) =>
+        {
+            Some(Effect::Ask)
+        }
+        None => None,
+    };
+    LayerSay {
+        hit,
+        default,
+        doubt,
+        default_effect,
+        creator,
+    }
+}
+
+/// Levels 3–4: commands run on the host, not in a sandbox.
+fn on_host(level: SandboxLevel) -> bool {
+    matches!(level, SandboxLevel::HostUser | SandboxLevel::HostRoot)
+}
+
+/// Devices a command may write without writing anything (`2>/dev/null`).
+fn harmless_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/fd/1" | "/dev/fd/2" | "/dev/tty"
+    )
 }
 
 /// Circumstances of one evaluation.
@@ -186,7 +355,40 @@ impl Origin {
     /// an `ask` may be settled without asking (`ask_before_run` off) or remembered by "Allow
     /// always"; policy and analysis asks are asked every time.
     pub fn is_agent_layer(&self) -> bool {
-        matches!(self, Origin::Default | Origin::Rule(Source::Agent))
+        matches!(
+            self,
+            Origin::Default | Origin::Rule(Source::Agent | Source::Creator { .. })
+        )
+    }
+}
+
+/// Command text longer than this many bytes is refused unread: nobody can review it on a card.
+pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
+
+/// The refusal of a command longer than [`MAX_COMMAND_BYTES`].
+fn too_long(resource: &str) -> Decision {
+    let preview: String = resource.chars().take(60).collect();
+    let reason = format!(
+        "the command is {} bytes long, more than the {} bytes (16 KiB) a person can review; it was not run and not shown for approval. Split the work into shorter commands",
+        resource.len(),
+        MAX_COMMAND_BYTES
+    );
+    Decision {
+        effect: Effect::Deny,
+        reason: reason.clone(),
+        rule: None,
+        source: "analysis".into(),
+        subjects: vec![SubjectDecision {
+            command: format!("{preview}…"),
+            effect: Effect::Deny,
+            reason,
+            action: Action::Shell,
+            value: None,
+            rule: None,
+            origin: Origin::Analysis,
+        }],
+        policy: false,
+        no_approver: false,
     }
 }
 
@@ -263,6 +465,17 @@ pub fn rule_label(rule: &Rule) -> String {
         Source::Approval => format!("saved approval: {what}"),
         Source::Baseline => format!("baseline: {what}"),
         Source::PolicyFile(path) => format!("{path} #{}: {what}", rule.index),
+        Source::Creator {
+            agent_id,
+            blocked_binaries: false,
+        } => format!("creator {agent_id} rule #{}: {what}", rule.index),
+        Source::Creator {
+            agent_id,
+            blocked_binaries: true,
+        } => format!(
+            "creator {agent_id} blocked_binaries #{}: {what}",
+            rule.index
+        ),
     }
 }
 
@@ -274,6 +487,13 @@ struct Subject {
     primary: bool,
     /// `all_forms` hold shell globs: deny and ask rules match when they could name the same path.
     glob: bool,
+    /// Globs of the values the subject may take at run time (a path with `$X` or `~` in it, or
+    /// climbing out of an unknown directory). A deny or ask rule that could match one of them
+    /// makes the subject at least `ask`: its value is not known, so it is neither allowed nor
+    /// refused on a guess.
+    uncertain: Vec<String>,
+    /// A command the read-only table classifies as only reading.
+    read_only: bool,
 }
 
 impl Subject {
@@ -286,6 +506,8 @@ impl Subject {
             all_forms: vec![value.to_string()],
             primary: true,
             glob: false,
+            uncertain: Vec::new(),
+            read_only: false,
         }
     }
 }
@@ -316,8 +538,18 @@ fn shell_subject(words: &[Word]) -> Option<Subject> {
         allow_forms,
         all_forms,
         primary: true,
-        glob: false,
+        // A glob in the command word (`/???/?m`) may run any program it matches.
+        glob: first.glob,
+        uncertain: Vec::new(),
+        read_only: read_only::is_read_only(words),
     })
+}
+
+/// Whether the deny or ask `rule` could match a value `s` may take at run time.
+fn possibly_matches(rule: &Rule, s: &Subject) -> bool {
+    rule.effect != Effect::Allow
+        && rule.applies_to(s.action)
+        && s.uncertain.iter().any(|f| rule.intersects_shape(f))
 }
 
 fn matches(rule: &Rule, s: &Subject) -> bool {
@@ -336,8 +568,8 @@ fn matches(rule: &Rule, s: &Subject) -> bool {
 
 /// The forms a `read`/`write` path is judged in by deny and ask rules: as written, resolved
 /// lexically (`/etc/./shadow`, `//etc/x/../shadow`, `/proc/self/root/etc/shadow` are
-/// `/etc/shadow`), and a relative path joined to every directory the command `cd`s or `pushd`s
-/// to (`cd /etc && cat shadow`).
+/// `/etc/shadow`; `a//b/../c` is `a/c`), and a relative path joined to every directory the
+/// command `cd`s or `pushd`s to (`cd /etc && cat shadow`, `cd secret && cat key`).
 fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
     let mut forms = vec![value.to_string()];
     let mut add = |f: String| {
@@ -345,19 +577,39 @@ fn path_forms(value: &str, cd_dirs: &[String]) -> Vec<String> {
             forms.push(f);
         }
     };
-    if let Some(r) = resolve_absolute(value) {
-        add(r);
-    } else if !value.starts_with(['~', '$']) {
+    let resolve = |p: &str| resolve_absolute(p).unwrap_or_else(|| clean_relative(p));
+    add(resolve(value));
+    if !value.starts_with(['/', '~', '$']) {
         for d in cd_dirs {
-            if let Some(r) = resolve_absolute(&format!("{d}/{value}")) {
-                add(r);
-            }
+            add(resolve(&format!("{d}/{value}")));
         }
     }
     forms
 }
 
-/// Literal absolute directories given to `cd`/`pushd` anywhere in the analysed text.
+/// Globs of the paths a target may name at run time: its shape (run-time parts as `*`), and
+/// paths under a home directory or climbing out of an unknown directory.
+fn uncertain_forms(value: &str, shape: Option<&str>, cd_dirs: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |f: String| {
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    };
+    let shape_forms = shape.map(|s| path_forms(s, cd_dirs)).unwrap_or_default();
+    for form in &shape_forms {
+        add(Action::Read.normalize(form));
+    }
+    for form in path_forms(value, cd_dirs).iter().chain(&shape_forms) {
+        if let Some(g) = unanchored_glob(&Action::Read.normalize(form)) {
+            add(g);
+        }
+    }
+    out
+}
+
+/// Literal directories given to `cd`/`pushd` anywhere in the analysed text (absolute, relative
+/// or under `~`).
 fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
     let mut out = Vec::new();
     for cmd in &analysis.commands {
@@ -365,7 +617,8 @@ fn cd_dirs(analysis: &shell::Analysis) -> Vec<String> {
             if let [first, dir, ..] = layer.as_slice()
                 && matches!(first.text.as_str(), "cd" | "pushd")
                 && !dir.dynamic
-                && dir.text.starts_with('/')
+                && !dir.text.is_empty()
+                && !dir.text.starts_with('-')
                 && !out.contains(&dir.text)
             {
                 out.push(dir.text.clone());
@@ -390,13 +643,25 @@ fn judge(
     policies: &PolicySet,
     level: SandboxLevel,
 ) -> Option<SubjectDecision> {
-    let hit = agent.rules.iter().rev().find(|r| matches(r, s));
-    let (mut effect, mut rule, mut origin) = match hit {
-        Some(r) => (r.effect, Some(r.clone()), Origin::Rule(r.source.clone())),
-        None if s.primary => (agent.default_for(level), None, Origin::Default),
-        None => (Effect::Allow, None, Origin::Analysis),
+    let say = agent.layer_say(s, level);
+    // A stricter rule of a layer, or a deny or ask policy, that a run-time value of the subject
+    // could match.
+    let doubt = say.as_ref().and_then(|l| l.doubt).or_else(|| {
+        policies
+            .rules_at(level)
+            .rev()
+            .find(|r| possibly_matches(r, s))
+    });
+    let (mut effect, mut rule, mut origin) = match &say {
+        Some(LayerSay { hit: Some(r), .. }) => {
+            (r.effect, Some((*r).clone()), Origin::Rule(r.source.clone()))
+        }
+        Some(LayerSay {
+            default: Some(e), ..
+        }) => (*e, None, Origin::Default),
+        _ => (Effect::Allow, None, Origin::Analysis),
     };
-    let neutral = hit.is_none() && !s.primary;
+    let neutral = say.as_ref().and_then(LayerSay::effect).is_none();
     let mut neutral_left = neutral;
     if effect == Effect::Ask
         && let Some(approval) = approvals
@@ -408,7 +673,7 @@ fn judge(
         rule = Some(approval.clone());
         origin = Origin::Rule(Source::Approval);
     }
-    if let Some(p) = policies.rules().iter().rev().find(|r| matches(r, s)) {
+    if let Some(p) = policies.rules_at(level).rev().find(|r| matches(r, s)) {
         match p.effect {
             Effect::Deny => {
                 effect = Effect::Deny;
@@ -430,20 +695,33 @@ fn judge(
             _ => {}
         }
     }
+    let mut doubt_reason = None;
+    if let Some(d) = doubt
+        && effect < Effect::Ask
+    {
+        effect = Effect::Ask;
+        origin = Origin::Analysis;
+        neutral_left = false;
+        doubt_reason = Some(format!(
+            "{} is known only at run time and may name what {} refuses or asks for ({})",
+            describe_subject(s),
+            rule_label(d),
+            d.effect
+        ));
+        rule = None;
+    }
     if neutral_left {
         return None;
     }
     let reason = match (&rule, &origin) {
+        _ if doubt_reason.is_some() => doubt_reason.unwrap_or_default(),
         (Some(r), _) => format!(
             "{} matches {} ({})",
             describe_subject(s),
             rule_label(r),
             r.effect
         ),
-        (None, _) => format!(
-            "{} matches no rule; the default at {level} is {effect}",
-            describe_subject(s)
-        ),
+        (None, _) => default_reason(s, say.as_ref(), level, effect),
     };
     Some(SubjectDecision {
         command: if s.action == Action::Shell {
@@ -458,6 +736,41 @@ fn judge(
         rule,
         origin,
     })
+}
+
+/// Why a subject no rule matched got the default `effect` of the layer `say` (the agent's
+/// own, or a creator's).
+fn default_reason(
+    s: &Subject,
+    say: Option<&LayerSay<'_>>,
+    level: SandboxLevel,
+    effect: Effect,
+) -> String {
+    let what = describe_subject(s);
+    let whose = match say.and_then(|l| l.creator) {
+        Some(id) => format!("its creator {id}"),
+        None => "this agent".to_string(),
+    };
+    let default_effect = say.map_or(DefaultEffect::Allow, |l| l.default_effect);
+    if default_effect == DefaultEffect::ReadOnly && on_host(level) {
+        return match (s.action, effect) {
+            (Action::Write, _) => format!(
+                "{what} matches no rule; {whose} asks before writing files (sandbox.default_effect is read_only)"
+            ),
+            (_, Effect::Ask) => format!(
+                "{what} matches no rule and is not a read-only command; {whose} asks before anything that is not read-only (sandbox.default_effect is read_only)"
+            ),
+            _ => format!(
+                "{what} matches no rule and only reads; {whose} runs read-only commands without asking"
+            ),
+        };
+    }
+    match say.and_then(|l| l.creator) {
+        Some(id) => format!(
+            "{what} matches no rule; the default of its creator {id} at {level} is {effect}"
+        ),
+        None => format!("{what} matches no rule; the default at {level} is {effect}"),
+    }
 }
 
 fn floor(command: &str, effect: Effect, reason: String, rule: Option<Rule>) -> SubjectDecision {
@@ -509,6 +822,9 @@ pub fn evaluate(
     policies: &PolicySet,
     ctx: &EvalContext,
 ) -> Decision {
+    if matches!(action, Action::Shell | Action::Any) && resource.len() > MAX_COMMAND_BYTES {
+        return too_long(resource);
+    }
     let mut judged = Judgement {
         agent,
         approvals,
@@ -590,10 +906,59 @@ fn judge_shell(resource: &str, judged: &mut Judgement<'_>) {
         }
     }
     if !any_command {
-        judged.judge(&Subject::whole(Action::Shell, &whole));
+        // Only assignments or comments: nothing runs.
+        let mut s = Subject::whole(Action::Shell, &whole);
+        s.read_only = analysis.commands.is_empty() && analysis.opaque.is_empty();
+        judged.judge(&s);
     }
     judge_targets(&analysis, judged);
     judge_baseline_findings(&analysis, &whole, judged);
+    judge_host_findings(&analysis, &whole, judged);
+}
+
+/// The baseline's findings that depend on the level: at level 3 programs that gain root are
+/// refused (`no_new_privs` makes them fail; level 4 is the level for root); at levels 3–4
+/// starting a process that outlives the turn asks.
+fn judge_host_findings(analysis: &shell::Analysis, whole: &str, judged: &mut Judgement<'_>) {
+    if judged.level == SandboxLevel::HostUser {
+        for name in detach::root_at_level_3(analysis) {
+            let rule = Rule::new(
+                Action::Shell,
+                detach::ROOT_RULE,
+                Effect::Deny,
+                Source::Baseline,
+                0,
+            );
+            judged.floor(
+                &name,
+                Effect::Deny,
+                format!(
+                    "`{name}` cannot gain root at level 3: commands run as the user with no_new_privs. Run it at level 4 ({}), where Sayri asks for root through a Polkit dialog, or do it without root (baseline)",
+                    SandboxLevel::HostRoot
+                ),
+                Some(rule),
+            );
+        }
+    }
+    if on_host(judged.level) {
+        for d in detach::findings(analysis) {
+            let rule = Rule::new(
+                Action::Shell,
+                detach::RULE,
+                Effect::Ask,
+                Source::Baseline,
+                0,
+            );
+            judged.floor(
+                whole,
+                Effect::Ask,
+                format!(
+                    "{d} (baseline: Sayri asks before starting anything that outlives the turn)"
+                ),
+                Some(rule),
+            );
+        }
+    }
 }
 
 /// Judges each layer of each simple command (plus the doubts about its command word) and the
@@ -653,10 +1018,14 @@ fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
     let dirs = cd_dirs(analysis);
     for t in targets::targets(analysis) {
         let value = t.action.normalize(&t.value);
-        let (all_forms, glob) = if matches!(t.action, Action::Read | Action::Write) {
-            (path_forms(&value, &dirs), value.contains(['*', '?', '[']))
+        let (all_forms, glob, uncertain) = if matches!(t.action, Action::Read | Action::Write) {
+            (
+                path_forms(&value, &dirs),
+                value.contains(['*', '?', '[']),
+                uncertain_forms(&value, t.shape.as_deref(), &dirs),
+            )
         } else {
-            (vec![value.clone()], false)
+            (vec![value.clone()], false, Vec::new())
         };
         judged.judge(&Subject {
             action: t.action,
@@ -665,6 +1034,8 @@ fn judge_targets(analysis: &shell::Analysis, judged: &mut Judgement<'_>) {
             all_forms,
             primary: false,
             glob,
+            uncertain,
+            read_only: false,
         });
     }
 }

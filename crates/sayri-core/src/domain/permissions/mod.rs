@@ -4,14 +4,21 @@
 //! The evaluation order is documented in [`mod@evaluate`].
 
 pub mod approval;
+pub mod arg_programs;
 pub mod assignments;
+pub mod awk;
+pub mod detach;
 pub mod evaluate;
+pub mod expansion;
+pub mod git;
 pub mod options;
 pub mod pattern;
 pub mod policy;
+pub mod read_only;
 pub mod recursive_delete;
 pub mod remote_exec;
 pub mod rule;
+pub mod sed;
 pub mod shell;
 pub mod targets;
 pub mod wrappers;

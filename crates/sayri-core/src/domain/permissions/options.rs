@@ -4,7 +4,8 @@
 //!
 //! * `-abc` is a cluster of short options. A short option that takes an argument takes the rest
 //!   of its cluster (`-oFILE`, `-sSLoFILE`) or, when it ends the cluster, the next word
-//!   (`-o FILE`, `-sSLo FILE`).
+//!   (`-o FILE`, `-sSLo FILE`). A short option with an *optional* argument (`sed -i[SUFFIX]`)
+//!   takes only the rest of its cluster, never the next word.
 //! * `--name=value` gives any long option a value; `--name VALUE` only for long options that
 //!   take an argument.
 //! * `--` ends the options; a lone `-` is an operand (it usually means standard input).
@@ -21,6 +22,8 @@ pub struct Spec<'a> {
     pub short_with_arg: &'a str,
     /// Long options that take an argument, without the dashes, e.g. `["user"]`.
     pub long_with_arg: &'a [&'a str],
+    /// Short options whose argument is optional and only ever attached (`-i.bak`).
+    pub short_optional_arg: &'a str,
 }
 
 impl Spec<'static> {
@@ -28,7 +31,20 @@ impl Spec<'static> {
     pub const NONE: Spec<'static> = Spec {
         short_with_arg: "",
         long_with_arg: &[],
+        short_optional_arg: "",
     };
+}
+
+impl<'a> Spec<'a> {
+    /// Short options (`"ug"` for `-u USER -g GROUP`) and long options (without dashes) that take
+    /// an argument.
+    pub const fn new(short_with_arg: &'a str, long_with_arg: &'a [&'a str]) -> Self {
+        Spec {
+            short_with_arg,
+            long_with_arg,
+            short_optional_arg: "",
+        }
+    }
 }
 
 /// Whether options may follow operands.
@@ -117,7 +133,7 @@ impl Parsed {
 /// use sayri_core::domain::permissions::options::{parse, Order, Spec};
 /// use sayri_core::domain::permissions::shell::Word;
 /// let args: Vec<Word> = ["-sSLo", "out", "https://x", "-H", "a: b"].map(Word::literal).into();
-/// let spec = Spec { short_with_arg: "oH", long_with_arg: &["output"] };
+/// let spec = Spec::new("oH", &["output"]);
 /// let p = parse(&args, spec, Order::Permute);
 /// assert_eq!(p.value(&["-o", "--output"]), Some("out"));
 /// assert_eq!(p.operands, vec![2]);
@@ -182,6 +198,15 @@ fn short_cluster(
     out: &mut Vec<Opt>,
 ) -> usize {
     for (k, ch) in body.char_indices() {
+        if spec.short_optional_arg.contains(ch) {
+            let rest = &body[k + ch.len_utf8()..];
+            out.push(Opt {
+                name: format!("-{ch}"),
+                value: (!rest.is_empty()).then(|| rest.to_string()),
+                value_word: None,
+            });
+            return 1;
+        }
         if !spec.short_with_arg.contains(ch) {
             out.push(Opt {
                 name: format!("-{ch}"),
@@ -217,10 +242,23 @@ mod tests {
         text.iter().map(|t| Word::literal(t)).collect()
     }
 
-    const SPEC: Spec<'static> = Spec {
-        short_with_arg: "uo",
-        long_with_arg: &["user"],
-    };
+    const SPEC: Spec<'static> = Spec::new("uo", &["user"]);
+
+    #[test]
+    fn an_optional_argument_is_only_the_rest_of_the_cluster() {
+        let spec = Spec {
+            short_optional_arg: "i",
+            ..Spec::new("e", &[])
+        };
+        let p = parse(
+            &words(&["-ni.bak", "-i", "s/a/b/", "f"]),
+            spec,
+            Order::Permute,
+        );
+        let i: Vec<_> = p.options.iter().map(|o| o.value.clone()).collect();
+        assert_eq!(i, [None, Some(".bak".into()), None]);
+        assert_eq!(p.operands, vec![2, 3]);
+    }
 
     #[test]
     fn in_order_stops_at_the_first_operand_and_after_double_dash() {

@@ -64,13 +64,24 @@ impl Pattern {
     /// (`*`, `?` and `[…]`, compared case-insensitively like patterns). Used to judge a path such
     /// as `/etc/shad?w` against deny and ask rules: the shell may expand it to a protected file.
     pub fn intersects_glob(&self, glob: &str) -> bool {
+        self.intersects(glob, true)
+    }
+
+    /// Whether some value matched by this pattern could be a value of `shape`, a word whose
+    /// run-time parts are written as `*` (they may hold any text, `/` and leading dots
+    /// included; see [`crate::domain::permissions::shell::Word::shape`]).
+    pub fn intersects_shape(&self, shape: &str) -> bool {
+        self.intersects(shape, false)
+    }
+
+    fn intersects(&self, glob: &str, segment_limited: bool) -> bool {
         let a: Vec<Class> = self.chars.iter().map(|c| pattern_class(*c)).collect();
         let b = glob_classes(&fold(glob));
         let tail_star = matches!(self.chars.as_slice(), [head @ .., ' ', '*'] if !head.is_empty());
-        if classes_intersect(&a, &b) {
+        if classes_intersect(&a, &b, segment_limited) {
             return true;
         }
-        tail_star && classes_intersect(&a[..a.len() - 2], &b)
+        tail_star && classes_intersect(&a[..a.len() - 2], &b, segment_limited)
     }
 }
 
@@ -171,8 +182,9 @@ fn share(a: &Class, b: &Class) -> bool {
     }
 }
 
-/// Whether some string matches both class sequences (dynamic programming over positions).
-fn classes_intersect(a: &[Class], b: &[Class]) -> bool {
+/// Whether some string matches both class sequences (dynamic programming over positions). With
+/// `segment_limited`, `b` is a shell glob whose wildcards stay within one path segment.
+fn classes_intersect(a: &[Class], b: &[Class], segment_limited: bool) -> bool {
     let (n, m) = (a.len(), b.len());
     // reach[i][j]: the prefixes a[..i] and b[..j] can match one common string.
     let mut reach = vec![vec![false; m + 1]; n + 1];
@@ -193,7 +205,7 @@ fn classes_intersect(a: &[Class], b: &[Class]) -> bool {
             let glob_at_segment_start = j == 0 || b[j - 1] == Class::Lit('/');
             let value_at_segment_start = i == 0 || a[i - 1] == Class::Lit('/');
             let wild_may_take = |c: &Class, at_start: bool| {
-                *c != Class::Lit('/') && !(at_start && *c == Class::Lit('.'))
+                !segment_limited || (*c != Class::Lit('/') && !(at_start && *c == Class::Lit('.')))
             };
             if j < m && b[j] == Class::Star {
                 reach[i][j + 1] = true;
@@ -206,7 +218,7 @@ fn classes_intersect(a: &[Class], b: &[Class]) -> bool {
                 && a[i] != Class::Star
                 && b[j] != Class::Star
                 && (matches!(b[j], Class::Lit(_)) || wild_may_take(&a[i], glob_at_segment_start))
-                && (a[i] != Class::Lit('/') || b[j] == Class::Lit('/'))
+                && (!segment_limited || a[i] != Class::Lit('/') || b[j] == Class::Lit('/'))
                 && share(&a[i], &b[j])
             {
                 reach[i + 1][j + 1] = true;
@@ -243,6 +255,77 @@ pub fn resolve_absolute(path: &str) -> Option<String> {
         }
     }
     Some(format!("/{}", parts.join("/")))
+}
+
+/// A relative path (or one under `~`) resolved lexically as far as it can be: empty and `.`
+/// segments dropped, `dir/..` removed; leading `..` stay.
+///
+/// ```
+/// use sayri_core::domain::permissions::pattern::clean_relative;
+/// assert_eq!(clean_relative("./a//b/../c"), "a/c");
+/// assert_eq!(clean_relative("x/../../etc/shadow"), "../etc/shadow");
+/// assert_eq!(clean_relative("~/x/../.ssh/id_rsa"), "~/.ssh/id_rsa");
+/// ```
+pub fn clean_relative(path: &str) -> String {
+    let (head, rest) = match path.strip_prefix('~') {
+        Some(_) => match path.split_once('/') {
+            Some((h, r)) => (Some(h), r),
+            None => (Some(path), ""),
+        },
+        None => (None, path),
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in rest.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let body = parts.join("/");
+    match head {
+        Some(h) if body.is_empty() => h.to_string(),
+        Some(h) => format!("{h}/{body}"),
+        None if body.is_empty() => ".".into(),
+        None => body,
+    }
+}
+
+/// The glob of the absolute paths `path` may name when it climbs out of a directory that is not
+/// known here — the working directory (`../../etc/shadow`) or a home directory
+/// (`~root/../../etc/shadow`): `*/` followed by what remains after resolving it lexically
+/// (`*/etc/shadow`). `None` for other paths (`~/.ssh/id_rsa` is matched as written).
+///
+/// ```
+/// use sayri_core::domain::permissions::pattern::unanchored_glob;
+/// assert_eq!(unanchored_glob("../../etc/shadow").as_deref(), Some("*/etc/shadow"));
+/// assert_eq!(unanchored_glob("~root/../../etc/./shadow").as_deref(), Some("*/etc/shadow"));
+/// assert_eq!(unanchored_glob("~/.ssh/id_rsa"), None);
+/// assert_eq!(unanchored_glob("src/../x"), None);
+/// assert_eq!(unanchored_glob("/etc/x"), None);
+/// ```
+pub fn unanchored_glob(path: &str) -> Option<String> {
+    let rest = match path.strip_prefix('~') {
+        Some(after) => after.split_once('/').map_or("", |(_, r)| r),
+        None if path.starts_with('/') => return None,
+        None => path,
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    let mut climbs = false;
+    for seg in rest.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    climbs = true;
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    climbs.then(|| format!("*/{}", parts.join("/")))
 }
 
 /// Case folding used by matching: Unicode lower case, character by character.

@@ -15,9 +15,13 @@
 //! `init 0`, `init 6`), `rm -rf /` spellings (and, read from the command by
 //! [`super::recursive_delete`], any recursive `rm` of the root, a system directory or home), writes to block devices, reading `/etc/shadow`, and
 //! every form of remote-script execution (see [`super::remote_exec`]). It asks before reading
-//! SSH private keys.
+//! SSH private keys, and at levels 3–4 (on the host) before writing the files a session runs at
+//! the next login or shell start (autostart entries, systemd units, shell rc files; see
+//! [`super::detach::PERSISTENCE_PATHS`]).
 
+use super::detach::{PERSISTENCE_PATHS, SYSTEM_PERSISTENCE_PATHS};
 use super::rule::{Action, Effect, Rule, RuleError, Source};
+use sayri_protocol::SandboxLevel;
 
 /// Programs denied with any arguments (rule `<p>` and `<p> *`).
 const DENIED_PROGRAMS: &[&str] = &["dd"];
@@ -98,6 +102,8 @@ pub const REMOTE_EXEC_RULE: &str = "<download> | <shell or interpreter>";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicySet {
     rules: Vec<Rule>,
+    /// Baseline rules that apply only on the host (levels 3–4).
+    host_rules: Vec<Rule>,
 }
 
 /// A policy file that could not be used.
@@ -142,7 +148,21 @@ impl PolicySet {
         for p in DENIED_READS {
             add(Action::Read, p, Effect::Deny);
         }
-        PolicySet { rules }
+        let mut host_rules = Vec::new();
+        let patterns = PERSISTENCE_PATHS
+            .iter()
+            .flat_map(|p| [format!("*/{p}"), p.to_string()])
+            .chain(SYSTEM_PERSISTENCE_PATHS.iter().map(|p| p.to_string()));
+        for (index, p) in patterns.enumerate() {
+            host_rules.push(Rule::new(
+                Action::Write,
+                &p,
+                Effect::Ask,
+                Source::Baseline,
+                index,
+            ));
+        }
+        PolicySet { rules, host_rules }
     }
 
     /// The baseline plus the given policy files, in order (later files win ties).
@@ -159,9 +179,17 @@ impl PolicySet {
         Ok(set)
     }
 
-    /// Every rule, baseline first.
+    /// Every rule, baseline first (without the host-only rules; see [`PolicySet::rules_at`]).
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// The rules that apply at `level`, in evaluation order: at levels 3–4 the host-only
+    /// baseline rules first, then every other rule.
+    pub fn rules_at(&self, level: SandboxLevel) -> impl DoubleEndedIterator<Item = &Rule> {
+        let host = matches!(level, SandboxLevel::HostUser | SandboxLevel::HostRoot);
+        let host_rules: &[Rule] = if host { &self.host_rules } else { &[] };
+        host_rules.iter().chain(self.rules.iter())
     }
 
     /// The pseudo-rule naming the baseline's remote-script-execution check.

@@ -127,6 +127,14 @@ pub enum Source {
     Baseline,
     /// A policy file, by path (e.g. `/etc/sayri/policies.json`).
     PolicyFile(String),
+    /// Inherited from the creator `agent_id`: its `blocked_binaries` (when `blocked_binaries`)
+    /// or its `permission_rules`.
+    Creator {
+        /// The creator's id.
+        agent_id: String,
+        /// Whether the rule comes from the creator's `blocked_binaries`.
+        blocked_binaries: bool,
+    },
 }
 
 impl Source {
@@ -135,7 +143,8 @@ impl Source {
         matches!(self, Source::Baseline | Source::PolicyFile(_))
     }
 
-    /// Short label: `blocked_binaries`, `agent`, `approval`, `baseline` or the file path.
+    /// Short label: `blocked_binaries`, `agent`, `approval`, `baseline`, the file path, or
+    /// `creator ID` / `creator ID blocked_binaries`.
     pub fn label(&self) -> String {
         match self {
             Source::BlockedBinaries => "blocked_binaries".into(),
@@ -143,6 +152,14 @@ impl Source {
             Source::Approval => "approval".into(),
             Source::Baseline => "baseline".into(),
             Source::PolicyFile(path) => path.clone(),
+            Source::Creator {
+                agent_id,
+                blocked_binaries: false,
+            } => format!("creator {agent_id}"),
+            Source::Creator {
+                agent_id,
+                blocked_binaries: true,
+            } => format!("creator {agent_id} blocked_binaries"),
         }
     }
 }
@@ -291,6 +308,12 @@ impl Rule {
         self.pattern.intersects_glob(glob)
     }
 
+    /// Whether some value matched by this rule could be a value of the run-time `shape` (see
+    /// [`Pattern::intersects_shape`]).
+    pub fn intersects_shape(&self, shape: &str) -> bool {
+        self.pattern.intersects_shape(shape)
+    }
+
     /// Whether the resource is the match-everything `*`.
     pub fn is_match_all(&self) -> bool {
         self.pattern.is_match_all()
@@ -304,6 +327,7 @@ impl Rule {
             Source::Approval => "saved approval".to_string(),
             Source::Baseline => "baseline".to_string(),
             Source::PolicyFile(path) => format!("policy {path} #{}", self.index),
+            Source::Creator { .. } => format!("{} #{}", self.source.label(), self.index),
         };
         format!(
             "{} {:?} → {} ({origin})",

@@ -4,17 +4,23 @@
 //! `;`/`&&`/`||`/`&`/newline lists, subshells, `{ }` groups, `if`/`for`/`while`/`case`, function
 //! bodies, `$(…)`, backticks, `<(…)`/`>(…)`, expansions and heredoc bodies. Every simple command
 //! found anywhere becomes a [`SimpleCommand`] whose words are taken **as bash sees them**: quotes
-//! removed, backslash escapes resolved, `$'…'` decoded. A word whose value is only known at run
-//! time (expansions, substitutions, unquoted globs, brace expansion) is marked `dynamic`.
+//! removed, backslash escapes resolved, `$'…'` decoded, brace expansion and `$IFS` splitting done
+//! ([`super::expansion`]). A word whose value is only known at run time (expansions,
+//! substitutions) or decided by the file system (unquoted globs) is marked `dynamic`.
 //!
 //! After the walk, each command is unwrapped (see [`super::wrappers`]): `sudo`, `env`, `xargs`,
-//! `find -exec`, … yield the inner command as another layer, and literal scripts given to
-//! `bash -c`, `sh -c`, `eval`, `su -c`, `watch`, here-strings fed to a shell, … are parsed
-//! recursively (up to [`MAX_DEPTH`] levels). What cannot be analysed is recorded in
+//! … yield the inner command as another layer; literal scripts given to `bash -c`, `sh -c`,
+//! `eval`, `su -c`, `watch`, here-strings fed to a shell, … and the commands that programs such
+//! as `sed`, `awk`, `find` and `git` run from their arguments ([`super::arg_programs`]) are
+//! analysed recursively (up to [`MAX_DEPTH`] levels), and so are the values of variables that
+//! name programs (`GIT_SSH_COMMAND`, `PAGER`, …). What cannot be analysed is recorded in
 //! [`Analysis::opaque`]; the evaluator turns that into at least `ask`.
 //!
 //! One parser is kept per thread and reused.
 
+use super::assignments;
+use super::expansion::{self, Atom};
+use super::git;
 use super::wrappers::{self, Unwrapped};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
@@ -37,7 +43,8 @@ pub struct Word {
     pub text: String,
     /// The source text of the word.
     pub raw: String,
-    /// Part of the value is computed at run time (expansion, substitution, glob, brace expansion).
+    /// Part of the value is computed at run time (expansion, substitution) or decided by the
+    /// file system (an unquoted glob).
     pub dynamic: bool,
     /// An unquoted glob character (`*`, `?`, `[`) is present.
     pub glob: bool,
@@ -45,6 +52,9 @@ pub struct Word {
     pub process_substitution: bool,
     /// Indices (into [`Analysis::commands`]) of the commands inside substitutions of this word.
     pub inner: Vec<usize>,
+    /// When part of the value is known only at run time: the word as a glob in which each such
+    /// part is `*` (`/etc/sha$X` → `/etc/sha*`), to test which protected paths it might name.
+    pub shape: Option<String>,
 }
 
 impl Word {
@@ -114,6 +124,8 @@ pub struct SimpleCommand {
     pub pipes: Vec<(usize, usize)>,
     /// Script nesting depth (0 = the text given; 1 = inside `bash -c '…'`, …).
     pub depth: usize,
+    /// Runs in the background (`cmd &`, or inside a backgrounded list, group or subshell).
+    pub background: bool,
     /// The command and the commands it wraps (see [`super::wrappers`]); `layers[0]` is `words`.
     pub unwrapped: Unwrapped,
 }
@@ -191,7 +203,18 @@ pub fn analyze(command: &str) -> Analysis {
     let mut walker = Walker::default();
     walker.walk_source(command, 0);
     let mut i = 0;
-    while i < walker.out.commands.len() {
+    let mut standalone = 0;
+    loop {
+        // Exported or standalone variables that name a program (`export GIT_PAGER=…`).
+        while standalone < walker.out.standalone_assignments.len() {
+            let earlier = walker.out.standalone_assignments[..standalone].to_vec();
+            let a = walker.out.standalone_assignments[standalone].clone();
+            standalone += 1;
+            walker.walk_program_variable(&a, &earlier, 0);
+        }
+        if i >= walker.out.commands.len() {
+            break;
+        }
         if walker.out.commands.len() > MAX_COMMANDS {
             walker
                 .out
@@ -201,19 +224,21 @@ pub fn analyze(command: &str) -> Analysis {
         }
         let cmd = &walker.out.commands[i];
         let unwrapped = wrappers::unwrap(&cmd.words, &cmd.stdin);
-        let depth = cmd.depth;
+        let (depth, background) = (cmd.depth, cmd.background);
+        let assignments: Vec<Assignment> = cmd
+            .assignments
+            .iter()
+            .chain(unwrapped.assignments.iter())
+            .cloned()
+            .collect();
+        for (k, a) in assignments.iter().enumerate() {
+            walker.walk_program_variable(a, &assignments[..k], depth);
+        }
         for script in &unwrapped.scripts {
-            match &script.text {
-                Some(text) if depth < MAX_DEPTH => walker.walk_source(text, depth + 1),
-                Some(_) => walker.out.opaque.push(format!(
-                    "scripts nested more than {MAX_DEPTH} levels deep ({})",
-                    script.via
-                )),
-                None => walker.out.opaque.push(format!(
-                    "the script run by `{}` is computed at run time",
-                    script.via
-                )),
-            }
+            walker.walk_script(script, depth);
+        }
+        for nested in &unwrapped.commands {
+            walker.push_nested(nested, depth, background);
         }
         walker.out.opaque.extend(unwrapped.opaque.iter().cloned());
         walker.out.commands[i].unwrapped = unwrapped;
@@ -228,13 +253,88 @@ struct Walker {
     next_pipeline: usize,
 }
 
+#[derive(Clone)]
 struct Ctx<'s> {
     src: &'s str,
     depth: usize,
     pipes: Vec<(usize, usize)>,
+    /// The command runs in the background (`cmd &`, or inside a backgrounded list or group).
+    background: bool,
+    /// `$IFS` is bash's default here (the script never changes `IFS`).
+    ifs_known: bool,
 }
 
 impl Walker {
+    /// Walks a script found in a command at `depth` (or records why it cannot be). Words
+    /// holding one of the script's placeholders are run-time values.
+    fn walk_script(&mut self, script: &wrappers::Script, depth: usize) {
+        match &script.text {
+            Some(text) if depth < MAX_DEPTH => {
+                let before = self.out.commands.len();
+                self.walk_source(text, depth + 1);
+                if !script.placeholders.is_empty() {
+                    for cmd in &mut self.out.commands[before..] {
+                        for w in &mut cmd.words {
+                            mark_placeholders(w, &script.placeholders);
+                        }
+                    }
+                }
+            }
+            Some(_) => self.out.opaque.push(format!(
+                "scripts nested more than {MAX_DEPTH} levels deep ({})",
+                script.via
+            )),
+            None => self.out.opaque.push(format!(
+                "the script run by `{}` is computed at run time",
+                script.via
+            )),
+        }
+    }
+
+    /// A command given as words in another command's arguments becomes a simple command.
+    fn push_nested(&mut self, nested: &wrappers::NestedCommand, depth: usize, background: bool) {
+        if depth >= MAX_DEPTH {
+            self.opaque_once(&format!(
+                "commands nested more than {MAX_DEPTH} levels deep ({})",
+                nested.via
+            ));
+            return;
+        }
+        let text = nested
+            .words
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.out.commands.push(SimpleCommand {
+            text,
+            words: nested.words.clone(),
+            depth: depth + 1,
+            background,
+            ..SimpleCommand::default()
+        });
+    }
+
+    /// The value of a variable that names a program (`GIT_SSH_COMMAND`, `PAGER`, …) is a
+    /// command of its own, and so is the value of a git setting given in the environment
+    /// (`GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=CMD`) once both halves (`a` and one of
+    /// `earlier`) are seen.
+    fn walk_program_variable(&mut self, a: &Assignment, earlier: &[Assignment], depth: usize) {
+        if let Some(command) = assignments::program_in(a) {
+            self.walk_script(&wrappers::Script::literal(&command, &a.name), depth);
+        }
+        if let Some((key, value)) = assignments::git_config_pair(a, earlier) {
+            match git::command_of_setting(&key, &value) {
+                Ok(Some(command)) => self.walk_script(
+                    &wrappers::Script::literal(&command, &format!("GIT_CONFIG {key}")),
+                    depth,
+                ),
+                Ok(None) => {}
+                Err(reason) => self.opaque_once(&reason),
+            }
+        }
+    }
+
     fn walk_source(&mut self, src: &str, depth: usize) {
         let Some(mut tree) = parse(src) else {
             self.out
@@ -297,6 +397,8 @@ impl Walker {
             src,
             depth,
             pipes: Vec::new(),
+            background: false,
+            ifs_known: !may_change_ifs(src),
         };
         self.visit(root, &ctx);
         // The grammar does not see every backquote substitution bash runs (inside `${…}`, in
@@ -335,13 +437,8 @@ impl Walker {
                     if child.kind() == "comment" {
                         continue;
                     }
-                    let mut pipes = ctx.pipes.clone();
-                    pipes.push((id, stage));
-                    let inner = Ctx {
-                        src: ctx.src,
-                        depth: ctx.depth,
-                        pipes,
-                    };
+                    let mut inner = ctx.clone();
+                    inner.pipes.push((id, stage));
                     self.visit(child, &inner);
                     stage += 1;
                 }
@@ -380,11 +477,63 @@ impl Walker {
                     self.opaque_once("the command is not valid bash (parse error)");
                 }
                 let mut cursor = node.walk();
-                for child in node.children(&mut cursor) {
-                    self.visit(child, ctx);
+                let children: Vec<Node> = node.children(&mut cursor).collect();
+                let mut k = 0;
+                while k < children.len() {
+                    let child = children[k];
+                    k += 1;
+                    // The grammar rejects a command word that starts with a brace expansion
+                    // (`{rm,-rf,x}`), leaving a bare command name; bash runs it, so its words
+                    // are judged as a command.
+                    if node.is_error() && child.kind() == "command_name" {
+                        let mut parts = vec![child];
+                        while k < children.len() && is_word_node(children[k]) {
+                            parts.push(children[k]);
+                            k += 1;
+                        }
+                        let prev = (k > parts.len()).then(|| children[k - parts.len() - 1]);
+                        let lead = prev
+                            .filter(|p| !p.is_named() && p.end_byte() == child.start_byte())
+                            .map_or(child.start_byte(), |p| p.start_byte());
+                        self.loose_command(lead, &parts, ctx);
+                        continue;
+                    }
+                    let backgrounded =
+                        child.is_named() && child.next_sibling().is_some_and(|n| n.kind() == "&");
+                    if backgrounded && !ctx.background {
+                        let inner = Ctx {
+                            background: true,
+                            ..ctx.clone()
+                        };
+                        self.visit(child, &inner);
+                    } else {
+                        self.visit(child, ctx);
+                    }
                 }
             }
         }
+    }
+
+    /// A command the grammar did not build: a command name (with the rejected text from
+    /// `lead` on) and the words after it.
+    fn loose_command(&mut self, lead: usize, parts: &[Node], ctx: &Ctx) {
+        let Some((name, rest)) = parts.split_first() else {
+            return;
+        };
+        let inner = name.named_child(0).unwrap_or(*name);
+        let mut words = self.words_after(&ctx.src[lead..inner.start_byte()], inner, ctx);
+        for part in rest {
+            words.extend(self.words(*part, ctx));
+        }
+        let end = parts.last().map_or(lead, |p| p.end_byte());
+        self.out.commands.push(SimpleCommand {
+            text: ctx.src[lead..end].to_string(),
+            words,
+            pipes: ctx.pipes.clone(),
+            depth: ctx.depth,
+            background: ctx.background,
+            ..SimpleCommand::default()
+        });
     }
 
     fn opaque_once(&mut self, reason: &str) {
@@ -448,9 +597,8 @@ impl Walker {
             None
         };
         let body_ctx = Ctx {
-            src: ctx.src,
-            depth: ctx.depth,
             pipes: body_ctx_pipes,
+            ..ctx.clone()
         };
         if let Some(body) = body {
             if body.kind() == "command" {
@@ -463,13 +611,8 @@ impl Walker {
             if let (Some(id), "pipeline") = (pipeline_id, part.kind()) {
                 let mut c = part.walk();
                 for (stage, child) in (1..).zip(part.named_children(&mut c)) {
-                    let mut pipes = ctx.pipes.clone();
-                    pipes.push((id, stage));
-                    let inner = Ctx {
-                        src: ctx.src,
-                        depth: ctx.depth,
-                        pipes,
-                    };
+                    let mut inner = ctx.clone();
+                    inner.pipes.push((id, stage));
                     self.visit(child, &inner);
                 }
             } else {
@@ -502,9 +645,12 @@ impl Walker {
                 "comment" => {}
                 "command_name" => {
                     let inner = child.named_child(0).unwrap_or(child);
-                    words.push(self.word(inner, ctx));
+                    // In a command the grammar rejected (`{rm,-rf,x}`), tokens before the
+                    // name (the `{`) belong to the first word.
+                    let lead = &ctx.src[rejected_lead(node, inner)..inner.start_byte()];
+                    words.extend(self.words_after(lead, inner, ctx));
                 }
-                _ => words.push(self.word(child, ctx)),
+                _ => words.extend(self.words(child, ctx)),
             }
         }
         self.out.commands.push(SimpleCommand {
@@ -515,6 +661,7 @@ impl Walker {
             stdin,
             pipes: ctx.pipes.clone(),
             depth: ctx.depth,
+            background: ctx.background,
             unwrapped: Unwrapped::default(),
         });
     }
@@ -578,7 +725,7 @@ impl Walker {
                 }
                 _ => {
                     if target.is_none() {
-                        target = Some(self.word(child, ctx));
+                        target = Some(self.target_word(child, ctx));
                     } else {
                         self.visit(child, ctx);
                     }
@@ -600,113 +747,257 @@ impl Walker {
         (Some(Redirect { op, fd, target }), stdin)
     }
 
+    /// The word `node` as one word, without brace expansion or field splitting (assignment
+    /// values, which bash does not split).
     fn word(&mut self, node: Node, ctx: &Ctx) -> Word {
         let before = self.out.commands.len();
-        let mut word = Word {
-            raw: ctx.src[node.byte_range()].to_string(),
-            process_substitution: node.kind() == "process_substitution",
-            ..Word::default()
-        };
-        let mut unquoted = String::new();
-        self.word_part(node, ctx, &mut word, &mut unquoted);
-        if has_brace_expansion(&unquoted) {
-            word.dynamic = true;
-        }
+        let mut atoms = Vec::new();
+        self.atoms(node, ctx, false, &mut atoms);
+        let mut word = expansion::join(&atoms, &ctx.src[node.byte_range()]);
+        word.process_substitution = node.kind() == "process_substitution";
         word.inner = (before..self.out.commands.len()).collect();
         word
     }
 
-    fn word_part(&mut self, node: Node, ctx: &Ctx, word: &mut Word, unquoted: &mut String) {
+    /// The word `node` as a redirection target: expanded, and when bash would make several
+    /// words of it (it then refuses the redirection), one word whose value is unknown.
+    fn target_word(&mut self, node: Node, ctx: &Ctx) -> Word {
+        let mut words = self.words(node, ctx);
+        if words.len() == 1 {
+            return words.remove(0);
+        }
+        let mut word = self.word(node, ctx);
+        word.dynamic = true;
+        word.shape = Some("*".into());
+        word
+    }
+
+    /// The words bash makes of the source word `node`: brace expansion, `$IFS` splitting and
+    /// quote removal done (see [`expansion`]).
+    fn words(&mut self, node: Node, ctx: &Ctx) -> Vec<Word> {
+        self.words_after("", node, ctx)
+    }
+
+    /// [`Walker::words`] of the unquoted text `lead` followed by `node`.
+    fn words_after(&mut self, lead: &str, node: Node, ctx: &Ctx) -> Vec<Word> {
+        let before = self.out.commands.len();
+        let mut atoms = Vec::new();
+        unquoted_atoms(lead, &mut atoms);
+        self.atoms(node, ctx, false, &mut atoms);
+        let raw = format!("{lead}{}", &ctx.src[node.byte_range()]);
+        let raw = raw.as_str();
+        let inner: Vec<usize> = (before..self.out.commands.len()).collect();
+        let process_substitution = node.kind() == "process_substitution";
+        let mut words = expansion::expand(&atoms, raw).unwrap_or_else(|| {
+            self.opaque_once(&format!(
+                "a brace expansion that makes more than {} words",
+                expansion::MAX_BRACE_WORDS
+            ));
+            let mut w = expansion::join(&atoms, raw);
+            w.dynamic = true;
+            w.shape = Some("*".into());
+            vec![w]
+        });
+        for w in &mut words {
+            w.inner.clone_from(&inner);
+            w.process_substitution = process_substitution;
+        }
+        words
+    }
+
+    /// Appends the [`Atom`]s of `node` to `out`; `quoted` is true inside double quotes. The
+    /// commands of substitutions inside are walked.
+    fn atoms(&mut self, node: Node, ctx: &Ctx, quoted: bool, out: &mut Vec<Atom>) {
         let text = &ctx.src[node.byte_range()];
+        let chars = |t: &str, quoted: bool, out: &mut Vec<Atom>| {
+            out.extend(t.chars().map(|c| Atom::Char { c, quoted }));
+        };
         match node.kind() {
             "word" | "number" if node.named_child_count() == 0 => {
-                let value = unescape_unquoted(text);
-                if has_unescaped_glob(text) {
-                    word.glob = true;
-                    word.dynamic = true;
+                if quoted {
+                    chars(&unescape_double(text), true, out);
+                } else {
+                    unquoted_atoms(text, out);
                 }
-                unquoted.push_str(text);
-                word.text.push_str(&value);
             }
             "raw_string" => {
                 let inner = text
                     .strip_prefix('\'')
                     .and_then(|t| t.strip_suffix('\''))
                     .unwrap_or(text);
-                word.text.push_str(inner);
+                chars(inner, true, out);
+                empty_quotes(inner, out);
             }
             "ansi_c_string" => {
                 let inner = text
                     .strip_prefix("$'")
                     .and_then(|t| t.strip_suffix('\''))
                     .unwrap_or(text);
-                word.text.push_str(&decode_ansi_c(inner));
+                chars(&decode_ansi_c(inner), true, out);
             }
-            "string" => {
-                let start = node.start_byte() + 1;
+            "string" | "translated_string" => {
+                let open = if node.kind() == "string" { 1 } else { 2 };
+                let start = (node.start_byte() + open).min(node.end_byte());
                 let end = node.end_byte().saturating_sub(1).max(start);
                 let mut pos = start;
                 let mut cursor = node.walk();
                 for child in node.named_children(&mut cursor) {
                     if child.start_byte() > pos {
-                        word.text
-                            .push_str(&unescape_double(&ctx.src[pos..child.start_byte()]));
+                        chars(
+                            &unescape_double(&ctx.src[pos..child.start_byte()]),
+                            true,
+                            out,
+                        );
                     }
                     if child.kind() == "string_content" {
-                        word.text
-                            .push_str(&unescape_double(&ctx.src[child.byte_range()]));
+                        chars(&unescape_double(&ctx.src[child.byte_range()]), true, out);
                     } else {
-                        let mut ignored = String::new();
-                        self.word_part(child, ctx, word, &mut ignored);
+                        self.atoms(child, ctx, true, out);
                     }
                     pos = child.end_byte();
                 }
                 if end > pos {
-                    word.text.push_str(&unescape_double(&ctx.src[pos..end]));
+                    chars(&unescape_double(&ctx.src[pos..end]), true, out);
+                }
+                empty_quotes(&ctx.src[start..end], out);
+            }
+            "concatenation" => {
+                // Every byte of a concatenation belongs to one of its parts; text the grammar
+                // leaves between parts (or in unnamed tokens) is taken as unquoted text.
+                let mut pos = node.start_byte();
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    if child.start_byte() > pos {
+                        unquoted_atoms(&ctx.src[pos..child.start_byte()], out);
+                    }
+                    if child.is_named() {
+                        self.atoms(child, ctx, quoted, out);
+                    } else {
+                        unquoted_atoms(&ctx.src[child.byte_range()], out);
+                    }
+                    pos = pos.max(child.end_byte());
+                }
+                if node.end_byte() > pos {
+                    unquoted_atoms(&ctx.src[pos..node.end_byte()], out);
                 }
             }
-            "translated_string" | "concatenation" => {
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    self.word_part(child, ctx, word, unquoted);
-                }
-            }
-            "command_substitution" | "process_substitution" => {
-                word.dynamic = true;
-                word.text.push_str(text);
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    self.visit(child, ctx);
-                }
+            "brace_expression" => unquoted_atoms(text, out),
+            "simple_expansion" | "expansion"
+                if ctx.ifs_known && expansion::ifs_expansion(text).is_some() =>
+            {
+                let value = expansion::ifs_expansion(text).unwrap_or_default();
+                out.push(Atom::Known {
+                    text: value,
+                    quoted,
+                });
             }
             "arithmetic_expansion" => {
                 // Bash refuses or re-reads malformed arithmetic (`$(( 'x' y ))`); never guess.
                 if node.has_error() || text.contains(['\'', '"', '`']) {
                     self.opaque_once("an arithmetic expansion that is not plain arithmetic");
                 }
-                word.dynamic = true;
-                word.text.push_str(text);
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    self.visit(child, ctx);
-                }
-            }
-            "brace_expression" => {
-                word.dynamic = true;
-                word.text.push_str(text);
+                self.unknown(node, ctx, out);
             }
             _ => {
-                // Expansions and anything else: value known only at run time. Substitutions
-                // inside (`${X:-$(cmd)}`) still run, so walk them.
-                word.dynamic = true;
-                word.text.push_str(text);
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    self.visit(child, ctx);
-                }
+                // Expansions, substitutions and anything else: the value is known only at run
+                // time. Substitutions inside (`${X:-$(cmd)}`) still run, so they are walked.
+                self.unknown(node, ctx, out);
             }
         }
     }
+
+    /// A run-time part: recorded by its source text; the commands inside it are walked.
+    fn unknown(&mut self, node: Node, ctx: &Ctx, out: &mut Vec<Atom>) {
+        out.push(Atom::Unknown {
+            raw: ctx.src[node.byte_range()].to_string(),
+        });
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            self.visit(child, ctx);
+        }
+    }
+}
+
+/// `''` and `""` are an empty word of their own (kept by bash), unlike nothing at all.
+fn empty_quotes(inside: &str, out: &mut Vec<Atom>) {
+    if inside.is_empty() {
+        out.push(Atom::Known {
+            text: String::new(),
+            quoted: true,
+        });
+    }
+}
+
+/// Unquoted text: `\x` is a quoted `x`, backslash-newline disappears, other characters are
+/// unquoted (subject to brace expansion and globbing).
+fn unquoted_atoms(text: &str, out: &mut Vec<Atom>) {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => out.push(Atom::Char { c: n, quoted: true }),
+            }
+        } else {
+            out.push(Atom::Char { c, quoted: false });
+        }
+    }
+}
+
+/// Whether the script `src` may change `IFS` (assigning, unsetting, declaring or reading it):
+/// any mention other than `$IFS` / `${IFS…}` counts. While it does not, `$IFS` is bash's
+/// default.
+fn may_change_ifs(src: &str) -> bool {
+    src.match_indices("IFS").any(|(i, _)| {
+        let before = &src[..i];
+        !(before.ends_with('$') || before.ends_with("${") || before.ends_with("${#"))
+    })
+}
+
+/// Marks `word` as a run-time value when it holds one of `marks` (placeholders a program fills
+/// in before the shell sees the text).
+fn mark_placeholders(word: &mut Word, marks: &[String]) {
+    if marks.iter().any(|m| word.text.contains(m.as_str())) {
+        let mut shape = word.shape.clone().unwrap_or_else(|| word.text.clone());
+        for m in marks {
+            shape = shape.replace(m.as_str(), "*");
+        }
+        word.dynamic = true;
+        word.shape = Some(shape);
+    }
+}
+
+/// Where the first word of `command` really starts. The grammar reads a leading `{` of a brace
+/// expansion (`{rm,-rf,x}`, `{r,}m x`) as a separate, rejected token: it belongs to the first
+/// word when nothing separates them.
+fn rejected_lead(command: Node, name: Node) -> usize {
+    match (command.parent(), command.prev_sibling()) {
+        (Some(parent), Some(prev))
+            if parent.is_error()
+                && !prev.is_named()
+                && prev.end_byte() == command.start_byte()
+                && command.start_byte() == name.start_byte() =>
+        {
+            prev.start_byte()
+        }
+        _ => name.start_byte(),
+    }
+}
+
+/// Whether `node` is a word of a command (an argument).
+fn is_word_node(node: Node) -> bool {
+    matches!(
+        node.kind(),
+        "word"
+            | "concatenation"
+            | "string"
+            | "raw_string"
+            | "ansi_c_string"
+            | "simple_expansion"
+            | "expansion"
+            | "number"
+            | "brace_expression"
+    )
 }
 
 /// Depth of the deepest node under `root` (the root is depth 1), measured without recursion.
@@ -944,37 +1235,6 @@ fn unescape_double(text: &str) -> String {
         }
     }
     out
-}
-
-fn has_unescaped_glob(text: &str) -> bool {
-    let mut escaped = false;
-    for c in text.chars() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            '*' | '?' | '[' => return true,
-            _ => {}
-        }
-    }
-    false
-}
-
-/// `{a,b}` or `{1..3}` in unquoted text: bash expands it into several words.
-fn has_brace_expansion(unquoted: &str) -> bool {
-    let Some(open) = unquoted.find('{') else {
-        return false;
-    };
-    let rest = &unquoted[open + 1..];
-    match rest.find('}') {
-        Some(close) => {
-            let inside = &rest[..close];
-            inside.contains(',') || inside.contains("..")
-        }
-        None => false,
-    }
 }
 
 /// Decodes the body of `$'…'` (ANSI-C quoting).

@@ -2,9 +2,12 @@
 //!
 //! Targets come from redirections (`>`, `>>`, `>|`, `&>`, `&>>`, `<>` write; `<` reads), from the
 //! file arguments of well-known programs (`cat`, `head`, … read; `tee`, `cp`'s destination,
-//! `mv`, `rm`, `touch`, `sed -i`, `dd of=`, `curl -o`, … write; `curl -T`/`-d @file` read) and
-//! from URLs (every `scheme://` argument, and the arguments of `curl`, `wget`, …). Paths are
-//! reported as written (`~` and `$HOME` are not expanded), so rules for them should use `*`.
+//! `mv`, `rm`, `touch`, `dd of=`, `curl -o`, … write; `curl -T`/`-d @file` read), from the
+//! files that programs which read or write what their arguments say report
+//! ([`super::arg_programs`]: `sed -i`, `sed 'w FILE'`, `awk 'print > FILE'`, `find -delete`, …)
+//! and from URLs (every `scheme://` argument, and the arguments of `curl`, `wget`, …). Paths are
+//! reported as written (`~` and `$HOME` are not expanded), so rules for them should use `*`; a
+//! path with a part known only at run time also carries its shape (that part as `*`).
 
 use super::options::{Order, Spec, parse};
 use super::rule::Action;
@@ -17,6 +20,9 @@ pub struct Target {
     pub action: Action,
     /// The path or URL as written.
     pub value: String,
+    /// When part of the path is known only at run time: the path as a glob with that part as
+    /// `*` (see [`Word::shape`]).
+    pub shape: Option<String>,
 }
 
 const READERS: &[&str] = &[
@@ -28,14 +34,11 @@ const READERS: &[&str] = &[
     "more",
     "nl",
     "od",
-    "xxd",
     "hexdump",
     "strings",
     "base64",
     "base32",
     "wc",
-    "sort",
-    "uniq",
     "cut",
     "paste",
     "diff",
@@ -63,7 +66,7 @@ const READERS: &[&str] = &[
     "xzcat",
 ];
 /// Readers whose first positional argument is a pattern or script, not a file.
-const PATTERN_READERS: &[&str] = &["grep", "egrep", "fgrep", "rg", "jq", "awk", "gawk", "sed"];
+const PATTERN_READERS: &[&str] = &["grep", "egrep", "fgrep", "rg", "jq"];
 const WRITERS_ALL: &[&str] = &[
     "tee", "touch", "rm", "rmdir", "mkdir", "shred", "truncate", "unlink", "ln", "mv", "mkfifo",
 ];
@@ -97,22 +100,27 @@ fn is_url(text: &str) -> bool {
 const READ_OPTIONS: Spec<'static> = Spec {
     short_with_arg: "nc",
     long_with_arg: &["lines", "bytes"],
+    short_optional_arg: "",
 };
 const PATTERN_OPTIONS: Spec<'static> = Spec {
     short_with_arg: "efABCmd",
     long_with_arg: &["regexp", "file", "max-count"],
+    short_optional_arg: "",
 };
 const WRITE_OPTIONS: Spec<'static> = Spec {
     short_with_arg: "tS",
     long_with_arg: &["target-directory", "suffix"],
+    short_optional_arg: "",
 };
 const MODE_OPTIONS: Spec<'static> = Spec {
     short_with_arg: "",
     long_with_arg: &["reference"],
+    short_optional_arg: "",
 };
 const COPY_OPTIONS: Spec<'static> = Spec {
     short_with_arg: "tSmogb",
     long_with_arg: &["target-directory", "suffix", "mode", "owner", "group"],
+    short_optional_arg: "",
 };
 /// Options of `curl`, `wget` and the other fetchers that take an argument.
 pub(super) const FETCH_OPTIONS: Spec<'static> = Spec {
@@ -146,6 +154,7 @@ pub(super) const FETCH_OPTIONS: Spec<'static> = Spec {
         "tries",
         "timeout",
     ],
+    short_optional_arg: "",
 };
 
 /// Targets found so far, without duplicates, in discovery order.
@@ -154,12 +163,22 @@ struct Found(Vec<Target>);
 
 impl Found {
     fn push(&mut self, action: Action, value: &str) {
+        self.add(action, value, None);
+    }
+
+    /// A target given by a word: its text, and its shape when part of it is a run-time value.
+    fn push_word(&mut self, action: Action, word: &Word) {
+        self.add(action, &word.text, word.shape.clone());
+    }
+
+    fn add(&mut self, action: Action, value: &str, shape: Option<String>) {
         if value.is_empty() {
             return;
         }
         let t = Target {
             action,
             value: value.to_string(),
+            shape,
         };
         if !self.0.contains(&t) {
             self.0.push(t);
@@ -173,11 +192,11 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
     for r in &analysis.redirects {
         let value = r.target.text.as_str();
         match r.op.as_str() {
-            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => found.push(Action::Write, value),
+            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => found.push_word(Action::Write, &r.target),
             ">&" | "&>|" if !value.chars().all(|c| c.is_ascii_digit()) && value != "-" => {
-                found.push(Action::Write, value)
+                found.push_word(Action::Write, &r.target)
             }
-            "<" => found.push(Action::Read, value),
+            "<" => found.push_word(Action::Read, &r.target),
             _ => {}
         }
     }
@@ -186,6 +205,9 @@ pub fn targets(analysis: &Analysis) -> Vec<Target> {
             if let Some(first) = layer.first() {
                 command_targets(base_name(&first.text), &layer[1..], &mut found);
             }
+        }
+        for t in &cmd.unwrapped.targets {
+            found.push_word(t.action, &t.word);
         }
     }
     found.0
@@ -204,14 +226,28 @@ fn command_targets(name: &str, args: &[Word], found: &mut Found) {
         n if READERS.contains(&n) => {
             let p = operands(READ_OPTIONS);
             for w in p.operand_words(args) {
-                found.push(Action::Read, &w.text);
+                found.push_word(Action::Read, w);
             }
         }
-        n if PATTERN_READERS.contains(&n) => pattern_reader_targets(n, args, found),
+        // `uniq [IN [OUT]]` and `xxd [IN [OUT]]`: the second operand is written.
+        "uniq" | "xxd" => {
+            let p = operands(Spec::new(
+                "fsw",
+                &["skip-fields", "skip-chars", "check-chars"],
+            ));
+            let pos = p.operand_words(args);
+            if let Some(w) = pos.first() {
+                found.push_word(Action::Read, w);
+            }
+            if let Some(w) = pos.get(1) {
+                found.push_word(Action::Write, w);
+            }
+        }
+        n if PATTERN_READERS.contains(&n) => pattern_reader_targets(args, found),
         n if WRITERS_ALL.contains(&n) => {
             let pos = operands(WRITE_OPTIONS).operand_words(args);
             for w in &pos {
-                found.push(Action::Write, &w.text);
+                found.push_word(Action::Write, w);
             }
             // `mv a dir/` writes `dir/a`.
             if let Some((last, rest)) = pos.split_last()
@@ -227,7 +263,7 @@ fn command_targets(name: &str, args: &[Word], found: &mut Found) {
                 .into_iter()
                 .skip(1)
             {
-                found.push(Action::Write, &w.text);
+                found.push_word(Action::Write, w);
             }
         }
         "cp" | "install" | "rsync" => copy_targets(args, found),
@@ -245,23 +281,17 @@ fn command_targets(name: &str, args: &[Word], found: &mut Found) {
     }
 }
 
-/// `grep`/`sed`/`awk`/…: the first operand is the pattern or script unless `-e`/`-f` gave it;
-/// the other operands are read, or written by `sed -i`.
-fn pattern_reader_targets(name: &str, args: &[Word], found: &mut Found) {
+/// `grep`/`rg`/`jq`: the first operand is the pattern unless `-e`/`-f` gave it; the other
+/// operands are read.
+fn pattern_reader_targets(args: &[Word], found: &mut Found) {
     let p = parse(args, PATTERN_OPTIONS, Order::Permute);
     let explicit = p.has(&["-e", "-f", "--regexp", "--file"]);
-    let in_place = name == "sed" && p.has(&["-i", "--in-place"]);
-    let action = if in_place {
-        Action::Write
-    } else {
-        Action::Read
-    };
     for w in p
         .operand_words(args)
         .into_iter()
         .skip(usize::from(!explicit))
     {
-        found.push(action, &w.text);
+        found.push_word(Action::Read, w);
     }
 }
 
@@ -274,9 +304,9 @@ fn copy_targets(args: &[Word], found: &mut Found) {
     let pos = p.operand_words(args);
     if let Some((last, rest)) = pos.split_last() {
         for w in rest {
-            found.push(Action::Read, &w.text);
+            found.push_word(Action::Read, w);
         }
-        found.push(Action::Write, &last.text);
+        found.push_word(Action::Write, last);
         // `cp a b dir/` writes `dir/a` and `dir/b`.
         if last.text.ends_with('/') {
             into_directory(last, rest, found);

@@ -1,57 +1,35 @@
 //! Wrapper programs: commands that run another command given in their arguments.
 //!
 //! `sudo dd …` runs `dd`; so do `env -i PATH=… dd`, `nice -n 10 dd`, `timeout 60 dd`,
-//! `busybox dd`, `xargs dd`, `find … -exec dd {} \;` and many more. [`unwrap`] peels such
+//! `busybox dd`, `xargs dd` and many more. [`unwrap`] peels such
 //! wrappers one by one and returns every layer, outermost first, so rules are judged against the
 //! wrapper **and** the wrapped command. Most wrappers are one row of a table (`WRAPPERS`): their
 //! names, which of their options take an argument, the options with which they run no command,
 //! and how many operands come before the command; options are read by the one option reader,
 //! [`super::options`]. Only the wrappers that carry a script or reshape the command have code of
 //! their own. Programs that run a *script* (`bash -c`, `sh -c`, `eval`,
-//! `su -c`, `flock -c`, `watch`, `env -S`, `find -exec` lists, here-strings fed to a shell) yield
+//! `su -c`, `flock -c`, `watch`, `env -S`, here-strings fed to a shell) yield
 //! that script text for recursive analysis; if the script is computed at run time the caller gets
 //! `None` and treats it as not analysable. Interactive shells (`bash -i`, which load aliases and
 //! rc files), `source`/`.` of files and heredoc-fed interpreters are reported as opaque.
+//! Programs that run commands or write files named in their own arguments (`find -exec`, `sed`,
+//! `awk`, `git -c`, …) are read by [`super::arg_programs`], which reports into the same
+//! [`Unwrapped`].
 //!
 //! An unknown wrapper is simply an unknown program: the default applies to it, and the rules
 //! that match its own text still apply — adding it never makes a decision weaker than judging
 //! its own command line.
 
+use super::arg_programs;
 use super::options::{Order, Parsed, Spec, parse};
+use super::rule::Action;
 use super::shell::{Assignment, Stdin, Word, base_name};
-
-/// `git -c` settings (prefixes, lower case) that make git run a command or load code.
-const GIT_EXEC_SETTINGS: &[&str] = &[
-    "core.pager",
-    "core.editor",
-    "core.sshcommand",
-    "core.fsmonitor",
-    "core.hookspath",
-    "core.gitproxy",
-    "core.askpass",
-    "alias.",
-    "diff.external",
-    "credential.helper",
-    "gpg.program",
-    "sequence.editor",
-    "pager.",
-    "filter.",
-    "uploadpack.",
-    "protocol.",
-    "init.templatedir",
-    "include.",
-    "includeif.",
-    "merge.",
-    "diff.",
-    "remote.",
-    "url.",
-];
 
 /// Limit on wrapper layers peeled from one command.
 const MAX_LAYERS: usize = 16;
 
 /// A script found in a command's arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Script {
     /// The script text when it is literal; `None` when computed at run time.
     pub text: Option<String>,
@@ -59,6 +37,59 @@ pub struct Script {
     pub via: String,
     /// The words that carried it (their substitutions are known via [`Word::inner`]).
     pub carriers: Vec<Word>,
+    /// Strings in the text that the running program replaces with run-time values before the
+    /// shell sees it (`{}` of `parallel`); words containing one are judged as run-time values.
+    pub placeholders: Vec<String>,
+}
+
+impl Script {
+    /// A literal script run by `via`.
+    pub fn literal(text: &str, via: &str) -> Script {
+        Script {
+            text: Some(text.to_string()),
+            via: via.to_string(),
+            ..Script::default()
+        }
+    }
+}
+
+/// A command found in another command's arguments and given there as separate words
+/// (`find … -exec rm {} ;`, `git bisect run make test`). It is judged as a simple command of
+/// its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NestedCommand {
+    /// Its words; those the outer program fills in at run time (`{}`) are dynamic.
+    pub words: Vec<Word>,
+    /// What runs it (`find -exec`), for messages.
+    pub via: String,
+}
+
+/// A file an argument names for reading or writing (`sed -i FILE`, `sed 'w FILE'`,
+/// `awk '{print > "FILE"}'`, `find DIR -delete`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgTarget {
+    /// [`Action::Read`] or [`Action::Write`].
+    pub action: Action,
+    /// The path (a word, so run-time parts stay known as such).
+    pub word: Word,
+    /// What reads or writes it (`sed w`), for messages.
+    pub via: String,
+}
+
+impl ArgTarget {
+    /// A literal path.
+    pub fn new(action: Action, path: &str, via: &str) -> ArgTarget {
+        ArgTarget::from_word(action, &Word::literal(path), via)
+    }
+
+    /// A path given by a word of the command.
+    pub fn from_word(action: Action, word: &Word, via: &str) -> ArgTarget {
+        ArgTarget {
+            action,
+            word: word.clone(),
+            via: via.to_string(),
+        }
+    }
 }
 
 /// The result of peeling wrappers off one simple command.
@@ -70,6 +101,10 @@ pub struct Unwrapped {
     pub assignments: Vec<Assignment>,
     /// Scripts to analyse recursively.
     pub scripts: Vec<Script>,
+    /// Commands given as words in the arguments, judged as simple commands of their own.
+    pub commands: Vec<NestedCommand>,
+    /// Files named by the arguments of programs that read or write what their arguments say.
+    pub targets: Vec<ArgTarget>,
     /// Reasons why this command cannot be analysed statically.
     pub opaque: Vec<String>,
 }
@@ -163,7 +198,9 @@ pub fn shell_join(words: &[Word]) -> String {
         .join(" ")
 }
 
-fn script_from(words: &[Word], via: &str) -> Script {
+/// The script a program hands to the shell when it joins `words` with spaces; `None` text when
+/// a word is computed at run time.
+pub(super) fn script_from(words: &[Word], via: &str) -> Script {
     let text = if words.iter().any(|w| w.dynamic) {
         None
     } else {
@@ -179,6 +216,7 @@ fn script_from(words: &[Word], via: &str) -> Script {
         text,
         via: via.to_string(),
         carriers: words.to_vec(),
+        placeholders: Vec::new(),
     }
 }
 
@@ -253,10 +291,7 @@ const fn spec(
     short_with_arg: &'static str,
     long_with_arg: &'static [&'static str],
 ) -> Spec<'static> {
-    Spec {
-        short_with_arg,
-        long_with_arg,
-    }
+    Spec::new(short_with_arg, long_with_arg)
 }
 
 /// The plain wrappers.
@@ -509,6 +544,10 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
     if let Some(w) = WRAPPERS.iter().find(|w| w.names.contains(&name)) {
         return plain_wrapper(w, args, out);
     }
+    if let Some(program) = arg_programs::lookup(name) {
+        program.analyse(name, args, out);
+        return Step::Done;
+    }
     match name {
         // `coproc cmd args` runs `cmd` in the background (the grammar has no coproc node).
         "coproc" => Step::Inner(0),
@@ -519,10 +558,6 @@ fn step(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) -> Step {
         },
         "env" => env(args, out),
         "xargs" => xargs(args),
-        "find" => {
-            find_exec(args, out);
-            Step::Done
-        }
         "flock" => flock(args, out),
         "systemd-run" => {
             let p = parse(args, SYSTEMD_RUN, Order::InOrder);
@@ -756,34 +791,11 @@ fn untrackable(name: &str, args: &[Word], out: &mut Unwrapped) -> Option<String>
         "shopt" if args.iter().any(|w| w.text == "expand_aliases") => {
             Some("`shopt expand_aliases` makes later aliases run".into())
         }
-        "git" => git_exec_setting(args),
         "source" | "." => Some(format!(
             "`{name}` runs the commands of a file whose contents are not known here"
         )),
         _ => None,
     }
-}
-
-/// A `git -c`/`--config-env` setting that makes git run a command or load code.
-fn git_exec_setting(args: &[Word]) -> Option<String> {
-    let mut reason = None;
-    for (k, w) in args.iter().enumerate() {
-        let setting = match w.text.as_str() {
-            "-c" => args.get(k + 1).map(|v| v.text.to_ascii_lowercase()),
-            t if t.starts_with("--config-env") => Some(t.to_ascii_lowercase()),
-            _ => None,
-        };
-        if let Some(setting) = setting
-            && GIT_EXEC_SETTINGS
-                .iter()
-                .any(|p| setting.trim_start_matches("--config-env=").starts_with(p))
-        {
-            reason = Some(format!(
-                "`git -c {setting}` can make git run another command"
-            ));
-        }
-    }
-    reason
 }
 
 fn shell_invocation(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrapped) {
@@ -813,11 +825,8 @@ fn shell_invocation(name: &str, args: &[Word], stdin: &Stdin, out: &mut Unwrappe
                 out.opaque
                     .push(format!("`{name}` runs a script fed by a heredoc"));
                 if *literal {
-                    out.scripts.push(Script {
-                        text: Some(body.clone()),
-                        via: format!("{name} <<"),
-                        carriers: Vec::new(),
-                    });
+                    out.scripts
+                        .push(Script::literal(body, &format!("{name} <<")));
                 }
             }
             _ => {}
@@ -877,31 +886,5 @@ pub fn program_source(name: &str, args: &[Word]) -> ProgramSource {
         Some(w) if is_stdin_path(&w.text) => ProgramSource::Stdin,
         Some(w) => ProgramSource::File(w.clone()),
         None => ProgramSource::Stdin,
-    }
-}
-
-/// `find … -exec CMD… ;` / `-execdir` / `-ok` / `-okdir`: each command list becomes a script.
-fn find_exec(args: &[Word], out: &mut Unwrapped) {
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].text.as_str();
-        if matches!(a, "-exec" | "-execdir" | "-ok" | "-okdir") {
-            let start = i + 1;
-            let mut end = start;
-            while end < args.len() && args[end].text != ";" && args[end].text != "+" {
-                end += 1;
-            }
-            if end > start {
-                let words = &args[start..end];
-                out.scripts.push(Script {
-                    text: Some(shell_join(words)),
-                    via: format!("find {a}"),
-                    carriers: words.to_vec(),
-                });
-            }
-            i = end + 1;
-        } else {
-            i += 1;
-        }
     }
 }

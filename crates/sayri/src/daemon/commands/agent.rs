@@ -1,14 +1,12 @@
 //! The assistant's commands: `talk`, `ask`, `interrupt`, `new_conversation`, `switch_session`,
-//! `sessions_list`, `session_get`, `session_rename`, `session_delete`, `agents_list`,
-//! `agent_switch`. Events of the turn reach every client through the broadcaster.
+//! `sessions_list`, `session_get`, `session_rename`, `session_delete`. Events of the turn reach
+//! every client through the broadcaster. (Agent profiles: [`super::agents`].)
 
-use crate::daemon::dispatch::Ctx;
+use crate::daemon::dispatch::{Caller, Ctx};
 use sayri_core::assistant::CoreError;
-use sayri_core::domain::profile::AgentProfile;
 use sayri_protocol::params::{
-    AgentSwitchParams, AgentsListParams, AskParams, InterruptParams, NewConversationParams,
-    SessionDeleteParams, SessionGetParams, SessionRenameParams, SessionsListParams,
-    SwitchSessionParams, TalkParams, TurnTarget,
+    AskParams, InterruptParams, NewConversationParams, SessionDeleteParams, SessionGetParams,
+    SessionRenameParams, SessionsListParams, SwitchSessionParams, TalkParams, TurnTarget,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Value, json};
@@ -28,12 +26,21 @@ pub fn core_err(e: CoreError) -> ProtocolError {
 
 /// Moves to the turn's agent and session first: switches agent when `agent_id` is given, then
 /// starts a new conversation (`new`) or switches session (`session_id`). While a turn runs any
-/// change is refused (it would cut the running turn short).
+/// change is refused (it would cut the running turn short). Switching agents is management: a
+/// command of a turn may not move the assistant to another (possibly wider) agent.
 fn enter_target(target: TurnTarget<'_>, ctx: &Ctx) -> Result<(), ProtocolError> {
     let brain = ctx.daemon.brain()?;
     if let Some(id) = target.agent_id
         && brain.core.active_agent().id != id
     {
+        if ctx.caller == Caller::Command {
+            return Err(ProtocolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "switching to agent {id} is a management action, refused to a client running inside a command of Sayri; run it yourself from a terminal"
+                ),
+            ));
+        }
         if brain.core.status().busy {
             return Err(core_err(CoreError::Busy));
         }
@@ -176,42 +183,4 @@ pub async fn session_delete(p: SessionDeleteParams, ctx: Ctx) -> Result<Value, P
         .session_delete(&p.session_id)
         .map_err(core_err)?;
     Ok(json!({"session_id": p.session_id, "deleted": deleted}))
-}
-
-/// The public view of a profile. Permission rules are left out: clients show agents, and the
-/// rules stay readable only in the profile file.
-pub fn agent_json(a: &AgentProfile) -> Value {
-    json!({
-        "id": a.id, "name": a.name, "description": a.description,
-        "system_prompt": a.system_prompt, "is_builtin": a.id == "default",
-        "model": {"provider": a.model.provider, "model_name": a.model.model_name, "temperature": a.model.temperature},
-        "sandbox": {
-            "level": a.sandbox.level, "timeout_seconds": a.sandbox.timeout_seconds,
-            "allow_network": a.sandbox.allow_network, "ask_before_run": a.sandbox.ask_before_run,
-        },
-        "allowed_skills": a.allowed_skills, "allowed_tools": a.allowed_tools,
-        "custom_instructions": a.custom_instructions,
-        "investigation_loop": a.investigation_loop,
-        "reinforcement_learning": a.reinforcement_learning,
-    })
-}
-
-/// `agents_list` → `[agent]` (`default` first); invalid profile files are reported in the log.
-pub async fn agents_list(_: AgentsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let (agents, problems) = ctx.daemon.brain()?.agents.list();
-    for p in problems {
-        tracing::warn!("agent profile skipped: {p}");
-    }
-    Ok(Value::Array(agents.iter().map(agent_json).collect()))
-}
-
-/// `agent_switch {agent_id}` → `{"agent_id","name"}`.
-pub async fn agent_switch(p: AgentSwitchParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let a = ctx
-        .daemon
-        .brain()?
-        .core
-        .agent_switch(&p.agent_id)
-        .map_err(core_err)?;
-    Ok(json!({"agent_id": a.id, "name": a.name}))
 }

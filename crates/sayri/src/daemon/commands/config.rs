@@ -1,14 +1,19 @@
-//! `config_get`, `config_set`, `config_list`, typed: the string `"false"` is false, and a value
-//! of the wrong type is refused naming the key and the expected type.
+//! `config_get`, `config_set`, `config_list`. Values are typed and never coerced: a JSON value of
+//! the wrong type is refused, and every value passes its key's check (range, choices, URL,
+//! pattern, absolute paths, …) and what it needs on this machine (`settings_check`) before
+//! anything is written. A refusal names the key and what it expects; the file is unchanged.
 //!
 //! Addressing: `key` = `"group.key"`, or `group` + `key`. Secret-looking values are masked in
 //! `config_get`/`config_list` and in the `settings_changed` event; `config_set` echoes the stored
-//! value unmasked to the client that set it. `config_set` persists to `sayri.toml` atomically and
-//! broadcasts `settings_changed {keys: ["g.k"], values: {"g.k": masked value}}`.
+//! value unmasked to the client that set it. `config_set` edits `sayri.toml` in place under the
+//! writers' lock (see `config_file`) and broadcasts
+//! `settings_changed {keys: ["g.k"], values: {"g.k": masked value}}`.
 
 use crate::config_file::{self, ConfigFileError};
 use crate::daemon::dispatch::Ctx;
-use sayri_core::domain::config::{Config, ConfigError, KEYS, mask_value};
+use crate::paths::Paths;
+use crate::settings_check;
+use sayri_core::domain::config::{Config, ConfigError, ConfigValue, mask_value};
 use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
 use sayri_protocol::{ErrorCode, ProtocolError, names};
 use serde_json::{Map, Value, json};
@@ -17,53 +22,84 @@ fn config_err(e: ConfigError) -> ProtocolError {
     let code = match e {
         ConfigError::UnknownKey { .. } => ErrorCode::UnknownSetting,
         ConfigError::BadValue { .. } => ErrorCode::InvalidParams,
-        ConfigError::Parse { .. } => ErrorCode::Internal,
+        ConfigError::Parse { .. } => ErrorCode::ConfigInvalid,
     };
     ProtocolError::new(code, e.to_string())
 }
 
-fn shown(name: &str, cfg: &Config) -> Result<(Value, bool), ProtocolError> {
-    let spec = Config::spec(name).map_err(config_err)?;
-    let v = cfg.get(name).map_err(config_err)?;
-    let secret = spec.is_secret();
-    Ok((if secret { mask_value(&v) } else { v }.to_json(), secret))
+/// A failed change of `name` as a protocol error: a refused value is `invalid_params`, a file
+/// that is not valid `config_invalid` (naming the file and line), a lock held too long `busy`.
+fn change_err(name: &str, e: ConfigFileError) -> ProtocolError {
+    match e {
+        ConfigFileError::Config(c @ ConfigError::Parse { .. }) => ProtocolError::new(
+            ErrorCode::ConfigInvalid,
+            format!("cannot change {name}: the config file is invalid: {c}"),
+        ),
+        ConfigFileError::Config(c) => config_err(c),
+        e @ ConfigFileError::Unusable { .. } => ProtocolError::invalid_params(e.to_string()),
+        e @ ConfigFileError::Lock { .. } => ProtocolError::new(ErrorCode::Busy, e.to_string()),
+        other => ProtocolError::internal(other.to_string()),
+    }
+}
+
+/// The value of `name` in `cfg` as shown to clients: masked when the key is secret.
+///
+/// # Errors
+/// [`ConfigError::UnknownKey`].
+pub fn shown_value(name: &str, cfg: &Config) -> Result<Value, ConfigError> {
+    let spec = Config::spec(name)?;
+    let v = cfg.get(name)?;
+    Ok(if spec.is_secret() { mask_value(&v) } else { v }.to_json())
 }
 
 /// `config_get {key}` → `{"group","key","value"(masked)}`.
 pub async fn config_get(p: ConfigGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let name = p.setting();
     let spec = Config::spec(&name).map_err(config_err)?;
-    let (value, _) = shown(&name, &ctx.daemon.config())?;
+    let value = shown_value(&name, &ctx.daemon.config()).map_err(config_err)?;
     let value = vault_aware(&name, value, &ctx);
     Ok(json!({"group": spec.group, "key": spec.key, "value": value}))
+}
+
+/// Sets `name` to `value` in the file at `paths` (checked by its key's check and by
+/// [`settings_check::check_change`]); the one change path of `config_set` and of
+/// `sayri config set` without a daemon.
+///
+/// # Errors
+/// A refused value, an invalid file, the lock, the write; nothing is written on error.
+pub fn set_in_file(
+    paths: &Paths,
+    name: &str,
+    value: &Value,
+) -> Result<(Config, ConfigValue), ConfigFileError> {
+    config_file::update(&paths.config_file(), |c| {
+        let stored = c.set_json(name, value)?;
+        settings_check::check_change(paths, c, name)?;
+        Ok(stored)
+    })
 }
 
 /// `config_set {key, value}` → `{"group","key","value"}` (stored value, unmasked).
 pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let name = p.setting();
     let spec = Config::spec(&name).map_err(config_err)?;
-    let value = &p.value;
+    let value = p.value;
     if name == "provider.api_key"
-        && let Some(done) = set_provider_key(value, &ctx)?
+        && let Some(done) = set_provider_key(&value, &ctx)?
     {
         return Ok(done);
     }
-    if name == "agent.default_agent" {
-        check_agent(value, &ctx)?;
-    }
-    let path = ctx.daemon.paths.config_file();
-    let _guard = ctx.daemon.config_file_lock.lock().await;
-    let (cfg, stored) =
-        config_file::update(&path, |c| c.set_json(&name, value)).map_err(|e| match e {
-            ConfigFileError::Config(c @ ConfigError::Parse { .. }) => ProtocolError::new(
-                ErrorCode::Internal,
-                format!("cannot change {name}: the config file is invalid: {c}"),
-            ),
-            ConfigFileError::Config(c) => config_err(c),
-            other => ProtocolError::internal(other.to_string()),
-        })?;
+    let guard = ctx.daemon.config_file_lock.lock().await;
+    let (cfg, stored) = {
+        let (paths, key) = (ctx.daemon.paths.clone(), name.clone());
+        // The writers' lock may make this wait for a `sayri config set` in another process.
+        tokio::task::spawn_blocking(move || set_in_file(&paths, &key, &value))
+            .await
+            .map_err(|e| ProtocolError::internal(format!("config_set stopped: {e}")))?
+            .map_err(|e| change_err(&name, e))?
+    };
     ctx.daemon.set_config(cfg.clone());
-    drop(_guard);
+    drop(guard);
     if let Ok(brain) = ctx.daemon.brain() {
         brain.config_changed(&cfg);
         if name == "agent.default_agent"
@@ -73,7 +109,7 @@ pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolE
             tracing::warn!("agent.default_agent saved, but the active agent stays: {e}");
         }
     }
-    let (masked, _) = shown(&name, &cfg)?;
+    let masked = shown_value(&name, &cfg).map_err(config_err)?;
     let mut values = Map::new();
     values.insert(name.clone(), masked);
     let mut payload = Map::new();
@@ -86,18 +122,26 @@ pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolE
 
 /// `config_list` → `[{"group","key","value"(masked),"is_secret","type","doc"}]` in table order.
 pub async fn config_list(_: ConfigListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let cfg = ctx.daemon.config();
-    let mut out = Vec::with_capacity(KEYS.len());
-    for spec in KEYS {
-        let name = spec.full_name();
-        let (value, secret) = shown(&name, &cfg)?;
-        let value = vault_aware(&name, value, &ctx);
-        out.push(json!({
+    let in_vault = ctx.daemon.brain().is_ok_and(|b| b.provider_key().is_some());
+    Ok(list_json(&ctx.daemon.config(), in_vault))
+}
+
+/// The `config_list` result for `cfg` (also printed by `sayri config list` without a daemon):
+/// every key in table order with its masked value, `is_secret`, `type` and `doc`;
+/// `provider.api_key` shows `***` when `provider_key_in_vault`.
+pub fn list_json(cfg: &Config, provider_key_in_vault: bool) -> Value {
+    let rows = cfg.entries().into_iter().map(|(spec, v)| {
+        let secret = spec.is_secret();
+        let mut value = if secret { mask_value(&v) } else { v }.to_json();
+        if provider_key_in_vault && spec.group == "provider" && spec.key == "api_key" {
+            value = json!("***");
+        }
+        json!({
             "group": spec.group, "key": spec.key, "value": value, "is_secret": secret,
             "type": spec.ty.name(), "doc": spec.doc,
-        }));
-    }
-    Ok(Value::Array(out))
+        })
+    });
+    Value::Array(rows.collect())
 }
 
 /// `provider.api_key` lives in the vault (`PROVIDER_API_KEY`), never in `sayri.toml`. Returns
@@ -107,12 +151,18 @@ fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolE
         return Ok(None);
     };
     let key = match value {
-        Value::String(s) => s.trim().to_string(),
         Value::Null => String::new(),
-        _ => {
-            return Err(ProtocolError::invalid_params(
-                "provider.api_key must be a string",
-            ));
+        other => {
+            // Surrounding blanks of a pasted key are dropped; the rest must pass the key's check.
+            let trimmed = match other {
+                Value::String(s) => Value::String(s.trim().to_string()),
+                o => o.clone(),
+            };
+            let spec = Config::spec("provider.api_key").map_err(config_err)?;
+            match spec.value_from_json(&trimmed).map_err(config_err)? {
+                ConfigValue::Str(k) => k,
+                _ => String::new(),
+            }
         }
     };
     {
@@ -132,6 +182,9 @@ fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolE
         })?;
     }
     brain.secrets_changed(&ctx.daemon.config());
+    if !key.is_empty() {
+        brain.spawn_rewrite_stored_secrets();
+    }
     let shown = if key.is_empty() {
         json!("")
     } else {
@@ -155,24 +208,4 @@ fn vault_aware(name: &str, value: Value, ctx: &Ctx) -> Value {
         return json!("***");
     }
     value
-}
-
-/// `agent.default_agent` must name an agent that exists (a profile file, or the built-in
-/// `default`), so a typo cannot leave the daemon without a usable agent.
-fn check_agent(value: &Value, ctx: &Ctx) -> Result<(), ProtocolError> {
-    let Ok(brain) = ctx.daemon.brain() else {
-        return Ok(());
-    };
-    let id = value.as_str().unwrap_or_default();
-    match brain.agents.load(id) {
-        Ok(Some(_)) => Ok(()),
-        Ok(None) => Err(ProtocolError::new(
-            ErrorCode::NotFound,
-            format!(
-                "agent not found: {id} — create {}/{id}.json first (see `sayri prompt show --agent ID`)",
-                brain.agents.dir().display()
-            ),
-        )),
-        Err(e) => Err(ProtocolError::invalid_params(e)),
-    }
 }

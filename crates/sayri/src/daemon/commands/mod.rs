@@ -8,6 +8,7 @@
 //!   client running inside a command of a turn.
 
 pub mod agent;
+pub mod agents;
 pub mod config;
 pub mod permissions;
 pub mod runtime;
@@ -35,8 +36,11 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, agent::session_get)
         .register(Assistant, Task, agent::session_rename)
         .register(Management, Task, agent::session_delete)
-        .register(ReadOnly, Task, agent::agents_list)
-        .register(Management, Inline, agent::agent_switch)
+        .register(ReadOnly, Task, agents::agents_list)
+        .register(Management, Inline, agents::agent_switch)
+        .register(Management, Task, agents::agent_save)
+        .register(Management, Task, agents::agent_delete)
+        .register(Management, Task, agents::agent_detach)
         .register(ReadOnly, Inline, permissions::permission_list)
         .register(Management, Inline, permissions::permission_answer)
         .register(Management, Inline, permissions::permission_forget)

@@ -1,9 +1,11 @@
 //! `vault_list`, `vault_set`, `vault_delete`. No command returns a plaintext value.
 
+use crate::brain::Brain;
 use crate::daemon::dispatch::Ctx;
 use sayri_protocol::params::{VaultDeleteParams, VaultListParams, VaultSetParams};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 fn unavailable(ctx: &Ctx) -> ProtocolError {
     let why = ctx
@@ -18,8 +20,20 @@ fn unavailable(ctx: &Ctx) -> ProtocolError {
     )
 }
 
+/// Rewrites the stored rows that hold a secret, on a blocking thread; the number of rows
+/// changed (0 when nothing was rewritten; failures are logged).
+pub(crate) async fn rewrite_stored(brain: &Arc<Brain>) -> usize {
+    let b = brain.clone();
+    tokio::task::spawn_blocking(move || b.rewrite_stored_secrets())
+        .await
+        .ok()
+        .flatten()
+        .map_or(0, |r| r.total())
+}
+
 /// `vault_list` → `[{key, masked, description, updated_at}]`. When the file changed on disk
-/// (the `sayri vault` CLI), the redactor and the provider client are rebuilt from it too.
+/// (the `sayri vault` CLI), the redactor and the provider client are rebuilt from it too, and
+/// stored rows holding a new secret are rewritten.
 pub async fn vault_list(_: VaultListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let (list, reloaded) = {
@@ -30,11 +44,13 @@ pub async fn vault_list(_: VaultListParams, ctx: Ctx) -> Result<Value, ProtocolE
     };
     if reloaded {
         brain.secrets_changed(&ctx.daemon.config());
+        rewrite_stored(brain).await;
     }
     serde_json::to_value(list).map_err(|e| ProtocolError::internal(e.to_string()))
 }
 
-/// `vault_set {key, value, description}` → `{"key","saved":true}`.
+/// `vault_set {key, value, description}` → `{"key","saved":true,"rewritten"}`: `rewritten` is
+/// the number of stored rows that held the value (or another secret) and were redacted now.
 pub async fn vault_set(p: VaultSetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let stored = {
@@ -45,7 +61,8 @@ pub async fn vault_set(p: VaultSetParams, ctx: Ctx) -> Result<Value, ProtocolErr
             .map_err(|e| ProtocolError::invalid_params(e.to_string()))?
     };
     brain.secrets_changed(&ctx.daemon.config());
-    Ok(json!({"key": stored, "saved": true}))
+    let rewritten = rewrite_stored(brain).await;
+    Ok(json!({"key": stored, "saved": true, "rewritten": rewritten}))
 }
 
 /// `vault_delete {key}` → `{"key","deleted"}`.

@@ -1,0 +1,422 @@
+//! What a setting's value means beyond its type, and the one check that enforces it.
+//!
+//! Every row of the key table names a [`Check`]. Setting a value over IPC, from the command
+//! line, reading it from `sayri.toml` and `sayri doctor` all run that same check, so a key
+//! cannot be declared without one, and a check that does not fit the key's type is a compile
+//! error (see [`Check::fits`]). The check also carries what a settings form needs to offer the
+//! value (range, choices), so a schema can be derived from the same table.
+
+use super::{ConfigValue, ValueType};
+use crate::domain::profile::valid_agent_id;
+use crate::domain::strip::check_patterns;
+use crate::domain::text::cut_chars;
+
+/// Longest URL accepted, in characters.
+pub const MAX_URL_LEN: usize = 2048;
+/// Most entries a list setting may hold.
+pub const MAX_LIST_LEN: usize = 64;
+/// Longest path accepted in a path list, in bytes (Linux `PATH_MAX`).
+pub const MAX_PATH_LEN: usize = 4096;
+/// Longest `strip_patterns` value, in bytes.
+pub const MAX_PATTERNS_LEN: usize = 4096;
+/// Longest credential accepted, in bytes.
+pub const MAX_CREDENTIAL_LEN: usize = 4096;
+/// Longest name (`Check::Name`, agent ids), in characters.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The meaning of a setting's value: what [`Check::validate`] enforces on top of the type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Check {
+    /// `true` or `false` (boolean keys).
+    Flag,
+    /// An integer within `min..=max` (both included), counted in `unit` (e.g. `"pixels"`).
+    Int {
+        /// Smallest value accepted.
+        min: i64,
+        /// Largest value accepted.
+        max: i64,
+        /// What the number counts, for messages and forms; empty for a bare number.
+        unit: &'static str,
+    },
+    /// `0`, which stands for `zero` (e.g. "ask the server"), or an integer within `min..=max`
+    /// (both included), counted in `unit`.
+    IntOrZero {
+        /// Smallest value accepted besides 0.
+        min: i64,
+        /// Largest value accepted.
+        max: i64,
+        /// What the number counts, for messages and forms.
+        unit: &'static str,
+        /// What 0 means, for messages and forms.
+        zero: &'static str,
+    },
+    /// A finite number within `min..=max` (both included), in `unit`.
+    Float {
+        /// Smallest value accepted.
+        min: f64,
+        /// Largest value accepted.
+        max: f64,
+        /// What the number measures; empty for a bare number.
+        unit: &'static str,
+    },
+    /// Exactly one of the listed words.
+    Choice(&'static [&'static str]),
+    /// An `http://` or `https://` URL with a host, a valid port, no spaces, no query or
+    /// fragment, at most [`MAX_URL_LEN`] characters.
+    HttpUrl,
+    /// One line of text: no control characters, no leading or trailing space, at most `max`
+    /// characters; empty only when `empty` is true.
+    Line {
+        /// Most characters.
+        max: usize,
+        /// Whether `""` is accepted.
+        empty: bool,
+    },
+    /// Text that may span lines: no control characters other than newline and tab, at most
+    /// `max` bytes.
+    Paragraph {
+        /// Most bytes.
+        max: usize,
+    },
+    /// A name: ASCII letters, digits, `-`, `_` and `.`, not starting with `.`, 1 to
+    /// [`MAX_NAME_LEN`] characters (model sizes, voices, UI ids).
+    Name,
+    /// A two- or three-letter lowercase language code (`en`, `es`), or `auto`.
+    Language,
+    /// A `language_REGION` code such as `es_ES`.
+    Locale,
+    /// An agent id (see [`valid_agent_id`]), at most [`MAX_NAME_LEN`] characters.
+    AgentId,
+    /// Regular expressions separated by commas or newlines; each must compile (see
+    /// [`check_patterns`]); at most [`MAX_PATTERNS_LEN`] bytes.
+    Patterns,
+    /// A list of `Name: value` HTTP header lines (at most [`MAX_LIST_LEN`]): the name is an
+    /// HTTP token, the value printable ASCII.
+    Headers,
+    /// A credential sent in an HTTP header: `min` to [`MAX_CREDENTIAL_LEN`] printable ASCII
+    /// characters without spaces, or empty for none. A shorter one could not be told apart from
+    /// ordinary text when secrets are redacted from command output.
+    Credential {
+        /// Fewest characters of a key that is set.
+        min: usize,
+    },
+    /// A list of absolute paths (at most [`MAX_LIST_LEN`], each at most [`MAX_PATH_LEN`]
+    /// bytes, no control characters); `example` is shown in messages.
+    AbsolutePaths {
+        /// An example path for this key.
+        example: &'static str,
+    },
+}
+
+impl Check {
+    /// Whether this check applies to values of type `ty` (the key table asserts it for every
+    /// row at compile time).
+    pub const fn fits(&self, ty: ValueType) -> bool {
+        matches!(
+            (self, ty),
+            (Check::Flag, ValueType::Bool)
+                | (Check::Int { .. } | Check::IntOrZero { .. }, ValueType::Int)
+                | (Check::Float { .. }, ValueType::Float)
+                | (
+                    Check::Choice(_)
+                        | Check::HttpUrl
+                        | Check::Line { .. }
+                        | Check::Paragraph { .. }
+                        | Check::Name
+                        | Check::Language
+                        | Check::Locale
+                        | Check::AgentId
+                        | Check::Patterns
+                        | Check::Credential { .. },
+                    ValueType::Str
+                )
+                | (
+                    Check::Headers | Check::AbsolutePaths { .. },
+                    ValueType::StrList
+                )
+        )
+    }
+
+    /// What a value must be, as a phrase after "expected", e.g. `an integer from 80 to 400
+    /// (pixels)` or `an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434/v1`.
+    pub fn expected(&self) -> String {
+        let unit = |u: &str| {
+            if u.is_empty() {
+                String::new()
+            } else {
+                format!(" ({u})")
+            }
+        };
+        match self {
+            Check::Flag => "true or false".into(),
+            Check::Int { min, max, unit: u } => {
+                format!("an integer from {min} to {max}{}", unit(u))
+            }
+            Check::IntOrZero {
+                min,
+                max,
+                unit: u,
+                zero,
+            } => {
+                format!("0 ({zero}) or an integer from {min} to {max}{}", unit(u))
+            }
+            Check::Float { min, max, unit: u } => {
+                format!("a number from {min} to {max}{}", unit(u))
+            }
+            Check::Choice(words) => format!("one of {}", words.join(", ")),
+            Check::HttpUrl => {
+                "an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434/v1".into()
+            }
+            Check::Line { max, empty: true } => {
+                format!("one line of text of at most {max} characters (may be empty)")
+            }
+            Check::Line { max, empty: false } => {
+                format!("one non-empty line of text of at most {max} characters")
+            }
+            Check::Paragraph { max } => format!("text of at most {max} bytes"),
+            Check::Name => format!(
+                "a name of letters, digits, '-', '_' and '.' (at most {MAX_NAME_LEN} characters)"
+            ),
+            Check::Language => {
+                "a two- or three-letter language code such as en or es, or auto".into()
+            }
+            Check::Locale => "a language_REGION code such as es_ES or en_US".into(),
+            Check::AgentId => format!(
+                "an agent id of letters, digits, '-' and '_' (at most {MAX_NAME_LEN} characters)"
+            ),
+            Check::Patterns => "regular expressions separated by commas or newlines, e.g. \
+                <think>.*?</think> (a pattern cannot contain a comma)"
+                .into(),
+            Check::Headers => format!(
+                "a list of at most {MAX_LIST_LEN} \"Name: value\" HTTP header lines, e.g. [\"X-Title: Sayri\"]"
+            ),
+            Check::Credential { min } => format!(
+                "a key of {min} to {MAX_CREDENTIAL_LEN} printable ASCII characters without spaces, or \"\" for none"
+            ),
+            Check::AbsolutePaths { example } => {
+                format!("a list of at most {MAX_LIST_LEN} absolute paths, e.g. [\"{example}\"]")
+            }
+        }
+    }
+
+    /// Checks `value` (already of the right type). `Err` says what is wrong with it, in words
+    /// that never repeat a secret (e.g. `no host`, `pattern "((((" does not compile: unclosed
+    /// group`); the caller adds the key and [`Check::expected`].
+    pub fn validate(&self, value: &ConfigValue) -> Result<(), String> {
+        match (self, value) {
+            (Check::Flag, ConfigValue::Bool(_)) => Ok(()),
+            (Check::Int { min, max, .. }, ConfigValue::Int(v)) => {
+                in_range((min..=max).contains(&v))
+            }
+            (Check::IntOrZero { min, max, .. }, ConfigValue::Int(v)) => {
+                in_range(*v == 0 || (min..=max).contains(&v))
+            }
+            (Check::Float { min, max, .. }, ConfigValue::Float(v)) => {
+                in_range(v.is_finite() && (min..=max).contains(&v))
+            }
+            (Check::Choice(words), ConfigValue::Str(s)) => {
+                if words.contains(&s.as_str()) {
+                    Ok(())
+                } else {
+                    Err("not one of the choices".into())
+                }
+            }
+            (Check::HttpUrl, ConfigValue::Str(s)) => http_url(s),
+            (Check::Line { max, empty }, ConfigValue::Str(s)) => line(s, *max, *empty),
+            (Check::Paragraph { max }, ConfigValue::Str(s)) => paragraph(s, *max),
+            (Check::Name, ConfigValue::Str(s)) => name(s),
+            (Check::Language, ConfigValue::Str(s)) => language(s),
+            (Check::Locale, ConfigValue::Str(s)) => locale(s),
+            (Check::AgentId, ConfigValue::Str(s)) => {
+                if valid_agent_id(s) && s.chars().count() <= MAX_NAME_LEN {
+                    Ok(())
+                } else {
+                    Err("not a valid agent id".into())
+                }
+            }
+            (Check::Patterns, ConfigValue::Str(s)) => {
+                if s.len() > MAX_PATTERNS_LEN {
+                    return Err(format!("longer than {MAX_PATTERNS_LEN} bytes"));
+                }
+                if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+                    return Err("contains a control character".into());
+                }
+                check_patterns(s)
+            }
+            (Check::Credential { min }, ConfigValue::Str(s)) => credential(s, *min),
+            (Check::Headers, ConfigValue::StrList(items)) => headers(items),
+            (Check::AbsolutePaths { .. }, ConfigValue::StrList(items)) => absolute_paths(items),
+            _ => Err("a value of the wrong type".into()),
+        }
+    }
+}
+
+fn in_range(ok: bool) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err("out of range".into())
+    }
+}
+
+fn http_url(s: &str) -> Result<(), String> {
+    if s.chars().count() > MAX_URL_LEN {
+        return Err(format!("longer than {MAX_URL_LEN} characters"));
+    }
+    if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("contains a space or a control character".into());
+    }
+    let lower = s.to_ascii_lowercase();
+    if !lower.starts_with("http://") && !lower.starts_with("https://") {
+        return Err("does not start with http:// or https://".into());
+    }
+    let url = url::Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("no host".into());
+    }
+    if url.port() == Some(0) {
+        return Err("port 0 is not a usable port".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("a base URL cannot have a query (?…) or a fragment (#…)".into());
+    }
+    Ok(())
+}
+
+fn line(s: &str, max: usize, empty_ok: bool) -> Result<(), String> {
+    if s.is_empty() {
+        return if empty_ok {
+            Ok(())
+        } else {
+            Err("empty".into())
+        };
+    }
+    if s.chars().count() > max {
+        return Err(format!("longer than {max} characters"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err("contains a control character or a line break".into());
+    }
+    if s.trim() != s {
+        return Err("starts or ends with a space".into());
+    }
+    Ok(())
+}
+
+fn paragraph(s: &str, max: usize) -> Result<(), String> {
+    if s.len() > max {
+        return Err(format!("longer than {max} bytes"));
+    }
+    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err("contains a control character".into());
+    }
+    Ok(())
+}
+
+fn name(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && !s.starts_with('.')
+        && s.chars().count() <= MAX_NAME_LEN
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err("not a valid name".into())
+    }
+}
+
+fn language(s: &str) -> Result<(), String> {
+    let code = (2..=3).contains(&s.len()) && s.chars().all(|c| c.is_ascii_lowercase());
+    if s == "auto" || code {
+        Ok(())
+    } else {
+        Err("not a language code".into())
+    }
+}
+
+fn locale(s: &str) -> Result<(), String> {
+    let ok = s.split_once('_').is_some_and(|(lang, region)| {
+        (2..=3).contains(&lang.len())
+            && lang.chars().all(|c| c.is_ascii_lowercase())
+            && region.len() == 2
+            && region.chars().all(|c| c.is_ascii_uppercase())
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err("not a language_REGION code".into())
+    }
+}
+
+fn credential(s: &str, min: usize) -> Result<(), String> {
+    if !s.is_empty() && s.len() < min {
+        return Err(format!(
+            "shorter than {min} characters, too short to be hidden from command output"
+        ));
+    }
+    if s.len() > MAX_CREDENTIAL_LEN {
+        return Err(format!("longer than {MAX_CREDENTIAL_LEN} bytes"));
+    }
+    if s.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err("contains a space or a character that cannot be sent in an HTTP header".into())
+    }
+}
+
+/// An HTTP header name character (RFC 9110 `tchar`).
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+fn headers(items: &[String]) -> Result<(), String> {
+    if items.len() > MAX_LIST_LEN {
+        return Err(format!("more than {MAX_LIST_LEN} entries"));
+    }
+    for (i, item) in items.iter().enumerate() {
+        let n = i + 1;
+        let Some((name, value)) = item.split_once(':') else {
+            return Err(format!("entry {n} has no ':' between name and value"));
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(is_tchar) {
+            return Err(format!(
+                "entry {n}: the header name must be letters, digits and !#$%&'*+-.^_`|~"
+            ));
+        }
+        if !value
+            .trim()
+            .chars()
+            .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
+        {
+            // The value is never echoed: header values often carry credentials.
+            return Err(format!(
+                "entry {n} ({name}): the value must be printable ASCII (no line breaks or control characters)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn absolute_paths(items: &[String]) -> Result<(), String> {
+    if items.len() > MAX_LIST_LEN {
+        return Err(format!("more than {MAX_LIST_LEN} entries"));
+    }
+    for (i, p) in items.iter().enumerate() {
+        let n = i + 1;
+        if p.len() > MAX_PATH_LEN {
+            return Err(format!("entry {n} is longer than {MAX_PATH_LEN} bytes"));
+        }
+        if p.chars().any(char::is_control) {
+            return Err(format!("entry {n} contains a control character"));
+        }
+        if !p.starts_with('/') {
+            return Err(format!(
+                "entry {n} ({:?}) is not an absolute path: it must start with '/'",
+                cut_chars(p, 80)
+            ));
+        }
+    }
+    Ok(())
+}

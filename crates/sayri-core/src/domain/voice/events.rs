@@ -1,0 +1,112 @@
+//! Events of the voice loop, named as the protocol's events so the daemon can broadcast them
+//! one to one.
+
+use crate::engine::events::CoreState;
+use sayri_protocol::names::event;
+use serde_json::{Value, json};
+
+/// One voice event. [`VoiceEvent::name`] is the protocol event name; [`VoiceEvent::payload`]
+/// the object beside `"event"`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VoiceEvent {
+    /// `state` — `{"state"}`.
+    State(CoreState),
+    /// `audio_level` — `{"level"}`: microphone or playback level, 0..1, at most every 50 ms.
+    AudioLevel(f32),
+    /// `mic` — `{"active"}`: the microphone started or stopped.
+    Mic(bool),
+    /// `busy` — `{"active"}`: a spoken query started or finished.
+    Busy(bool),
+    /// `partial` — `{"text"}`: live transcript while the user speaks; `""` clears it.
+    Partial(String),
+    /// `user` — `{"text"}`: the transcript sent to the agent as a query.
+    User(String),
+    /// `speaking` — `{"active"}`: speech output started or ended (also false on cancel).
+    Speaking(bool),
+    /// `hint` — `{"text"}`: a short status string.
+    Hint(String),
+    /// `error` — `{"error"}`: a message fit for the user.
+    Error(String),
+    /// `show` — the wake word was heard while no front-end is visible.
+    Show,
+    /// `wake` — `{"phrase", "score"}`: the wake word was detected (Sayri addition, for logs
+    /// and tests; vetoed echoes are not reported).
+    Wake {
+        /// The phrase of the detector that fired.
+        phrase: String,
+        /// Its score, 0..1.
+        score: f32,
+    },
+    /// `transcript` — `{"text"}`: the result of a one-shot capture (`sayri listen`).
+    Transcript(String),
+}
+
+impl VoiceEvent {
+    /// The protocol event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            VoiceEvent::State(_) => event::STATE,
+            VoiceEvent::AudioLevel(_) => event::AUDIO_LEVEL,
+            VoiceEvent::Mic(_) => event::MIC,
+            VoiceEvent::Busy(_) => event::BUSY,
+            VoiceEvent::Partial(_) => event::PARTIAL,
+            VoiceEvent::User(_) => event::USER,
+            VoiceEvent::Speaking(_) => event::SPEAKING,
+            VoiceEvent::Hint(_) => event::HINT,
+            VoiceEvent::Error(_) => event::ERROR,
+            VoiceEvent::Show => event::SHOW,
+            VoiceEvent::Wake { .. } => "wake",
+            VoiceEvent::Transcript(_) => "transcript",
+        }
+    }
+
+    /// The payload object (without the `event` key).
+    pub fn payload(&self) -> Value {
+        match self {
+            VoiceEvent::State(s) => json!({ "state": s.as_str() }),
+            VoiceEvent::AudioLevel(l) => json!({ "level": l }),
+            VoiceEvent::Mic(a) | VoiceEvent::Busy(a) | VoiceEvent::Speaking(a) => {
+                json!({ "active": a })
+            }
+            VoiceEvent::Partial(t)
+            | VoiceEvent::User(t)
+            | VoiceEvent::Hint(t)
+            | VoiceEvent::Transcript(t) => json!({ "text": t }),
+            VoiceEvent::Error(e) => json!({ "error": e }),
+            VoiceEvent::Show => json!({}),
+            VoiceEvent::Wake { phrase, score } => json!({ "phrase": phrase, "score": score }),
+        }
+    }
+
+    /// The wire object `{"event": name, ...payload}`.
+    pub fn to_wire(&self) -> Value {
+        let mut v = self.payload();
+        if let Value::Object(m) = &mut v {
+            m.insert("event".into(), Value::String(self.name().into()));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_use_protocol_names_and_payloads() {
+        assert_eq!(
+            VoiceEvent::State(CoreState::Activated).to_wire(),
+            json!({"event": "state", "state": "activated"})
+        );
+        assert_eq!(
+            VoiceEvent::Speaking(true).to_wire(),
+            json!({"event": "speaking", "active": true})
+        );
+        assert_eq!(
+            VoiceEvent::Partial(String::new()).to_wire(),
+            json!({"event": "partial", "text": ""})
+        );
+        assert_eq!(VoiceEvent::AudioLevel(0.5).name(), "audio_level");
+        assert_eq!(VoiceEvent::Mic(false).name(), "mic");
+    }
+}

@@ -1,0 +1,412 @@
+//! The turn's multi-agent steps: an agent's own model endpoint, natural-language agent creation
+//! (and the skill-install refusal), and delegation to a sub-agent.
+//!
+//! * **Creation** ("create a subagent …", "crea un agente …" from the person, never from a
+//!   delegated task): levels 0–2 are refused before any model call; at levels 3–4 one model
+//!   request proposes the profile as JSON, which is parsed strictly, bound by the creator
+//!   (`domain::agents::effective_profile`, from the creator's current profile) and shown on a
+//!   `subagent` permission card with the resulting level, rules and secrets. Nothing is
+//!   written before "Allow", and an existing id is never replaced.
+//! * **Delegation** (```` ```delegate ```` block): only to the agent's own sub-agents, at most
+//!   `MAX_DEPTH` deep; the sub-agent's turn runs with its own effective profile (model,
+//!   level, rules, secrets) in a session of its own, every command through the same gate (its
+//!   cards name the sub-agent), and its answer comes back as the observation.
+
+use super::{AgentEngine, INTERRUPTED, Observed, Step, Turn, TurnOutcome, TurnRequest};
+use crate::domain::agents::delegation::{self, Delegation, MAX_DEPTH};
+use crate::domain::agents::intent::{self, Intent};
+use crate::domain::agents::{
+    self, clamped_for_storage, creators_of, effective_profile, narrowings, proposal,
+};
+use crate::domain::codeblock;
+use crate::domain::context::StepObservation;
+use crate::domain::observation::Excerpt;
+use crate::domain::permissions::Action;
+use crate::domain::profile::AgentProfile;
+use crate::domain::text::cut_chars;
+use crate::engine::events::{CoreEvent, EventSink};
+use crate::engine::gate::{Confirmation, GateVerdict};
+use crate::ports::{
+    AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream,
+    ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent, sub_agents,
+};
+use futures::StreamExt;
+use std::sync::Arc;
+
+impl AgentEngine {
+    /// Gives the engine the stored agents (delegation and creation need them; the core sets
+    /// this when it is built).
+    pub fn set_agents(&self, agents: Arc<dyn AgentDirectory>) {
+        *self.agents.write().unwrap_or_else(|p| p.into_inner()) = Some(agents);
+    }
+
+    fn agent_directory(&self) -> Option<Arc<dyn AgentDirectory>> {
+        self.agents
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The model a turn of `profile` talks to: the provider's, or the agent's own endpoint.
+    /// An endpoint that cannot be used gives a model whose every answer is that error, so the
+    /// turn fails saying why (never silently on the provider's model).
+    pub(super) fn chat_model_for(&self, profile: &AgentProfile) -> Arc<dyn ChatModel> {
+        let Some(base_url) = &profile.model.base_url else {
+            return self.ports.model.clone();
+        };
+        let endpoint = ModelEndpoint {
+            base_url: base_url.clone(),
+            api_key_secret: profile.model.api_key_secret.clone(),
+        };
+        self.ports
+            .model
+            .at_endpoint(&endpoint)
+            .unwrap_or_else(|e| Arc::new(FailingModel(e)))
+    }
+}
+
+/// The model name a request of `agent` sends: its own, or the provider's for `"default"`.
+pub(super) fn model_name(agent: &AgentProfile, settings: &super::EngineSettings) -> String {
+    let own = agent.model.model_name.trim();
+    if own.is_empty() || own == "default" {
+        settings.model.clone()
+    } else {
+        own.to_string()
+    }
+}
+
+/// A model that answers every request with one error.
+struct FailingModel(ChatError);
+
+impl ChatModel for FailingModel {
+    fn stream_chat(&self, _: ChatRequest) -> ChatStream {
+        futures::stream::iter([Err(self.0.clone())]).boxed()
+    }
+}
+
+/// Forwards a delegated turn's command events (so the person sees what the sub-agent runs) and
+/// keeps its prose and errors out of the person's conversation: they come back to the
+/// delegating agent as the observation.
+struct DelegateSink<'a>(&'a dyn EventSink);
+
+impl EventSink for DelegateSink<'_> {
+    fn emit(&self, e: CoreEvent) {
+        if matches!(e, CoreEvent::ToolStart(_) | CoreEvent::ToolFinish { .. }) {
+            self.0.emit(e);
+        }
+    }
+}
+
+/// Why `profile` may not run commands at all: its `allowed_tools` list leaves out `bash` (a
+/// sub-agent's tools are never more than its creator's, so this is how "no commands" is
+/// inherited). `None` when it may.
+pub(super) fn without_bash(profile: &AgentProfile) -> Option<String> {
+    (!agents::allow::permits(&profile.allowed_tools, "bash")).then(|| {
+        format!(
+            "Refused: this agent's allowed_tools ({}) do not include bash, so it runs no commands.",
+            profile.allowed_tools.join(", ")
+        )
+    })
+}
+
+/// The delegation of `answer` when its first actionable block is a ```` ```delegate ```` block
+/// (a `bash` block before it runs instead).
+pub(super) fn delegation_first(answer: &str) -> Option<Delegation> {
+    let first = codeblock::extract_blocks(answer)
+        .into_iter()
+        .find(|b| b.is_command() || b.lang == "delegate")?;
+    if first.lang != "delegate" {
+        return None;
+    }
+    delegation::delegation_block(answer)
+}
+
+impl Turn<'_> {
+    /// The prompt line offering delegation, when this agent has sub-agents and may delegate.
+    pub(super) fn delegation_prompt(&self) -> String {
+        if self.depth >= MAX_DEPTH || self.level == sayri_protocol::SandboxLevel::NoExec {
+            return String::new();
+        }
+        match self.engine.agent_directory() {
+            Some(dir) => delegation::prompt_line(&sub_agents(&*dir, &self.profile.id)),
+            None => String::new(),
+        }
+    }
+
+    /// Requests handled before the model (the person's own turns only): creating an agent, and
+    /// installing a skill at levels 0–2 (refused). `None` when the turn goes to the model.
+    pub(super) async fn requests_about_agents(&mut self) -> Option<TurnOutcome> {
+        if self.depth > 0 {
+            return None;
+        }
+        match intent::detect(&self.req.text)? {
+            Intent::InstallSkill => {
+                let refusal = agents::may_install_skills(self.level).err()?;
+                Some(self.reply(refusal))
+            }
+            Intent::CreateAgent => Some(match agents::may_create_agents(self.level) {
+                Err(refusal) => self.reply(refusal),
+                Ok(()) => {
+                    let text = self.create_agent().await;
+                    if self.req.cancel.is_cancelled() {
+                        return Some(self.cancelled());
+                    }
+                    self.reply(text)
+                }
+            }),
+        }
+    }
+
+    /// Ends the turn with `text` as the answer (streamed once, then stored and `assistant_done`).
+    fn reply(&mut self, text: String) -> TurnOutcome {
+        self.sink.emit(CoreEvent::AssistantDelta(text.clone()));
+        self.finish(text, None, None)
+    }
+
+    /// Natural-language creation: proposal → creator's limits → card → file. Returns the reply.
+    async fn create_agent(&mut self) -> String {
+        let Some(dir) = self.engine.agent_directory() else {
+            return "Creating agents is not available here; use `sayri agents create`.".into();
+        };
+        if !self.req.approver_available {
+            return "Nothing was created: a new agent needs your approval, and nobody can approve it on this channel. Ask for it in the Sayri app, or use `sayri agents create`.".into();
+        }
+        let answer = match self.ask_for_proposal().await {
+            Ok(a) => a,
+            Err(e) => {
+                return format!("Nothing was created: the model could not be asked ({e}).");
+            }
+        };
+        let now = self.now();
+        let mut proposed = match proposal::parse(&answer, &self.profile.id, now) {
+            Ok(p) => p,
+            Err(e) => return e.to_string(),
+        };
+        proposed.id = proposal::unique_id(&proposed.id, |id| {
+            dir.stored(id).ok().flatten().is_some() || dir.ids().iter().any(|x| x == id)
+        });
+        let creators = match creators_of(&proposed, |id| dir.stored(id)) {
+            Ok(c) => c,
+            Err(e) => return format!("Nothing was created: {e}"),
+        };
+        let effective = effective_profile(&proposed, &creators);
+        let narrowed = narrowings(&proposed, &effective);
+        let (resource, lines) = proposal::card(&proposed, &effective, &narrowed);
+        let verdict = self
+            .engine
+            .ports
+            .gate
+            .confirm(
+                Confirmation {
+                    agent: self.profile.clone(),
+                    level: self.level,
+                    session_id: self.req.session_id.clone(),
+                    action: Action::Subagent,
+                    subject: proposed.id.clone(),
+                    resource,
+                    reason: format!(
+                        "{} asks to create the sub-agent {}; it can never do more than its creator",
+                        self.profile.name, proposed.id
+                    ),
+                    lines,
+                    approver_available: self.req.approver_available,
+                },
+                self.req.cancel.clone(),
+            )
+            .await;
+        if let GateVerdict::Refuse { message, .. } = verdict {
+            return format!("The sub-agent {} was not created: {message}.", proposed.id);
+        }
+        let stored = clamped_for_storage(&proposed, &creators);
+        if let Err(e) = dir.create(&stored) {
+            return format!("The sub-agent {} was not created: {e}.", proposed.id);
+        }
+        created_reply(&proposed, &effective, &narrowed)
+    }
+
+    /// The one model request of a creation: the profile as JSON, collected without streaming it
+    /// to the person.
+    async fn ask_for_proposal(&mut self) -> Result<String, ChatError> {
+        let redactor = &self.engine.ports.redactor;
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages: vec![
+                ChatMessage::new(Role::System, proposal::request_prompt()),
+                ChatMessage::new(Role::User, redactor.redact(&self.req.text)),
+            ],
+            temperature: Some(0.2),
+            max_tokens: self.max_tokens.or(Some(800)),
+            tools: None,
+        };
+        self.out.model_calls += 1;
+        let mut stream = self.chat.stream_chat(request);
+        let mut text = String::new();
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = self.req.cancel.cancelled() => return Err(ChatError::Other(INTERRUPTED.into())),
+                item = stream.next() => item,
+            };
+            match item {
+                Some(Ok(ChatEvent::Content(c))) => text.push_str(&c),
+                Some(Ok(ChatEvent::Usage(u))) => {
+                    self.out.usage.prompt_tokens += u.prompt_tokens;
+                    self.out.usage.completion_tokens += u.completion_tokens;
+                    self.out.usage.total_tokens += u.total_tokens;
+                }
+                Some(Ok(ChatEvent::Finish(_))) => return Ok(text),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e),
+                None => return Err(ChatError::CutOff),
+            }
+        }
+    }
+
+    /// Runs `d`: the sub-agent's turn, its answer as the observation.
+    pub(super) async fn delegate(
+        &mut self,
+        step: &Step,
+        d: Delegation,
+        reasoning: Option<String>,
+        now: f64,
+    ) -> Observed {
+        self.store_step(step, reasoning, now);
+        let label = format!("delegate {}: {}", d.agent_id, cut_chars(&d.task, 80));
+        self.sink.emit(CoreEvent::ToolStart(label.clone()));
+        let (obs, status) = match self.sub_agent(&d.agent_id) {
+            Err(why) => (
+                format!(
+                    "[Delegation NOT RUN: {why}]\nDo not retry it; answer the user yourself or say what is missing."
+                ),
+                "denied",
+            ),
+            Ok(agent) => {
+                let sub = self.run_sub_turn(agent, &d.task).await;
+                if self.req.cancel.is_cancelled() {
+                    return Observed::End(self.cancelled());
+                }
+                self.out.model_calls += sub.model_calls;
+                self.out.commands_run += sub.commands_run;
+                match (&sub.text, &sub.error) {
+                    (Some(text), None) => (
+                        format!(
+                            "[Sub-agent {} answered]\n{}\nUse this to answer the user.",
+                            d.agent_id,
+                            self.within_observation_budget(&self.redacted(text))
+                        ),
+                        "success",
+                    ),
+                    (_, error) => (
+                        format!(
+                            "[Sub-agent {} FAILED: {}]\nExplain this to the user; do not retry it.",
+                            d.agent_id,
+                            error.as_deref().unwrap_or("no answer")
+                        ),
+                        "failed",
+                    ),
+                }
+            }
+        };
+        let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
+        tool.tool_call = Some(ToolCallRecord {
+            command: label.clone(),
+            exit_code: Some(if status == "success" { 0 } else { 1 }),
+            status: status.into(),
+            output: obs.clone(),
+            duration_ms: 0.0,
+        });
+        self.store(tool);
+        self.sink.emit(CoreEvent::ToolFinish {
+            command: label,
+            output: obs.clone(),
+            exit_code: Some(if status == "success" { 0 } else { 1 }),
+        });
+        self.observe(&step.answer, StepObservation::Text(obs));
+        Observed::Continue
+    }
+
+    /// `text` cut to what one observation may take in this turn's context (its beginning and
+    /// end, with the size of what was left out between).
+    fn within_observation_budget(&self, text: &str) -> String {
+        let budget = self
+            .budget
+            .observation_tokens(self.transcript.fixed_tokens(&self.est));
+        Excerpt::whole(text).fit(budget, &self.est).text()
+    }
+
+    /// The effective profile of `id` if it is one of this agent's own sub-agents and the chain
+    /// may go one deeper; otherwise why not.
+    fn sub_agent(&self, id: &str) -> Result<Arc<AgentProfile>, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!(
+                "sub-agents can delegate at most {MAX_DEPTH} levels deep, and this is level {}",
+                self.depth
+            ));
+        }
+        let dir = self
+            .engine
+            .agent_directory()
+            .ok_or("delegation is not available here")?;
+        let stored = dir
+            .stored(id)?
+            .ok_or_else(|| format!("there is no agent {id}"))?;
+        if stored.parent.as_deref() != Some(self.profile.id.as_str()) {
+            return Err(format!(
+                "{id} is not a sub-agent of {}; an agent can only delegate to agents it created",
+                self.profile.id
+            ));
+        }
+        effective_agent(&*dir, id)?
+            .map(Arc::new)
+            .ok_or_else(|| format!("there is no agent {id}"))
+    }
+
+    /// The sub-agent's own turn, in a session of its own, one level deeper.
+    async fn run_sub_turn(&self, agent: Arc<AgentProfile>, task: &str) -> TurnOutcome {
+        let req = TurnRequest {
+            session_id: format!("{}~{}", self.req.session_id, agent.id),
+            title_if_new: Some(cut_chars(
+                &format!("{} for {}: {task}", agent.name, self.profile.name),
+                60,
+            )),
+            level: self.level.min(agent.sandbox.level),
+            agent,
+            text: task.to_string(),
+            approver_available: self.req.approver_available,
+            cancel: self.req.cancel.clone(),
+        };
+        let sink = DelegateSink(self.sink.inner);
+        self.engine.run_turn_at(req, &sink, self.depth + 1).await
+    }
+}
+
+/// The reply after a creation: the id, the level it got, and what its creator took away.
+fn created_reply(
+    proposed: &AgentProfile,
+    effective: &AgentProfile,
+    narrowed: &[agents::Narrowing],
+) -> String {
+    let mut text = format!(
+        "Created the sub-agent {} ({}) at {}.",
+        effective.id, effective.name, effective.sandbox.level
+    );
+    if !narrowed.is_empty() {
+        let what: Vec<String> = narrowed
+            .iter()
+            .filter(|n| n.field != "sandbox.permission_rules")
+            .map(|n| format!("{} {} instead of {}", n.field, n.effective, n.written))
+            .collect();
+        if !what.is_empty() {
+            text.push_str(&format!(
+                " A sub-agent never exceeds its creator {}, so it has {}.",
+                proposed.parent.as_deref().unwrap_or(""),
+                what.join(", ")
+            ));
+        }
+    }
+    text.push_str(&format!(
+        " Use it with `sayri agents use {}`, or let me delegate to it.",
+        effective.id
+    ));
+    text
+}

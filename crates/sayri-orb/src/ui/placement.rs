@@ -1,0 +1,178 @@
+//! Putting the small undecorated window in the configured screen corner and above other
+//! windows. GTK 4 has no API for either, so on X11 the orb asks the window manager directly
+//! (`ConfigureWindow` and the EWMH `_NET_WM_STATE_ABOVE` message, over its own X connection).
+//! On Wayland without layer shell the compositor decides where the window goes. With the
+//! `layer-shell` feature and a compositor that supports it, the window is anchored with
+//! wlr-layer-shell instead.
+
+use crate::view::{OrbCorner, UiPrefs};
+use gtk::prelude::*;
+
+/// Gap between the window and the screen edges, in logical pixels.
+pub const MARGIN: i32 = 16;
+
+/// Top-left position of a `w`×`h` window in `corner` of a monitor at `(mx, my, mw, mh)`.
+pub fn corner_position(
+    corner: OrbCorner,
+    monitor: (i32, i32, i32, i32),
+    w: i32,
+    h: i32,
+) -> (i32, i32) {
+    let (mx, my, mw, mh) = monitor;
+    let x = if corner.is_left() {
+        mx + MARGIN
+    } else {
+        mx + mw - w - MARGIN
+    };
+    let y = if corner.is_bottom() {
+        my + mh - h - MARGIN
+    } else {
+        my + MARGIN
+    };
+    (x.max(mx), y.max(my))
+}
+
+/// Prepares `window` before it is shown: layer shell when built in and supported.
+pub fn prepare(window: &gtk::Window, prefs: &UiPrefs) {
+    #[cfg(feature = "layer-shell")]
+    layer::prepare(window, prefs);
+    #[cfg(not(feature = "layer-shell"))]
+    let _ = (window, prefs);
+}
+
+/// Moves `window` to its corner and sets its stacking; call after it is mapped and whenever its
+/// size or the preferences change. Never fails: a window manager that ignores the request just
+/// leaves the window where it is.
+pub fn place(window: &gtk::Window, prefs: &UiPrefs) {
+    #[cfg(feature = "layer-shell")]
+    if layer::place(window, prefs) {
+        return;
+    }
+    if let Err(e) = x11::place(window, prefs) {
+        tracing::debug!("window placement skipped: {e}");
+    }
+}
+
+mod x11 {
+    use super::*;
+    use gdk4_x11::X11Surface;
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{
+        ClientMessageEvent, ConfigureWindowAux, ConnectionExt, EventMask,
+    };
+
+    const NET_WM_STATE_REMOVE: u32 = 0;
+    const NET_WM_STATE_ADD: u32 = 1;
+
+    pub fn place(window: &gtk::Window, prefs: &UiPrefs) -> Result<(), String> {
+        let surface = window.surface().ok_or("the window has no surface yet")?;
+        let x11 = surface
+            .downcast_ref::<X11Surface>()
+            .ok_or("not an X11 window")?;
+        let xid = u32::try_from(x11.xid()).map_err(|_| "window id out of range")?;
+        x11.set_skip_taskbar_hint(true);
+        x11.set_skip_pager_hint(true);
+        let display = surface.display();
+        let monitor = display
+            .monitor_at_surface(&surface)
+            .ok_or("no monitor for the window")?;
+        let g = monitor.geometry();
+        let scale = surface.scale_factor().max(1);
+        let (w, h) = (window.width(), window.height());
+        let (x, y) = corner_position(prefs.corner, (g.x(), g.y(), g.width(), g.height()), w, h);
+        let (conn, screen) = x11rb::connect(None).map_err(|e| e.to_string())?;
+        let root = conn.setup().roots.get(screen).ok_or("no X screen")?.root;
+        conn.configure_window(xid, &ConfigureWindowAux::new().x(x * scale).y(y * scale))
+            .map_err(|e| e.to_string())?;
+        let atom = |name: &[u8]| -> Result<u32, String> {
+            Ok(conn
+                .intern_atom(false, name)
+                .map_err(|e| e.to_string())?
+                .reply()
+                .map_err(|e| e.to_string())?
+                .atom)
+        };
+        let state = atom(b"_NET_WM_STATE")?;
+        let above = atom(b"_NET_WM_STATE_ABOVE")?;
+        let sticky = atom(b"_NET_WM_STATE_STICKY")?;
+        let action = if prefs.always_on_top {
+            NET_WM_STATE_ADD
+        } else {
+            NET_WM_STATE_REMOVE
+        };
+        let msg = ClientMessageEvent::new(32, xid, state, [action, above, sticky, 1, 0]);
+        conn.send_event(
+            false,
+            root,
+            EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
+            msg,
+        )
+        .map_err(|e| e.to_string())?;
+        conn.flush().map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
+
+#[cfg(feature = "layer-shell")]
+mod layer {
+    use super::*;
+    use gtk4_layer_shell::{Edge, KeyboardMode, Layer, LayerShell};
+
+    pub fn prepare(window: &gtk::Window, prefs: &UiPrefs) {
+        if !gtk4_layer_shell::is_supported() {
+            return;
+        }
+        window.init_layer_shell();
+        window.set_layer(Layer::Overlay);
+        window.set_keyboard_mode(KeyboardMode::OnDemand);
+        place(window, prefs);
+    }
+
+    /// Anchors the window; false when layer shell is not in use for it.
+    pub fn place(window: &gtk::Window, prefs: &UiPrefs) -> bool {
+        if !window.is_layer_window() {
+            return false;
+        }
+        let c = prefs.corner;
+        for (edge, on) in [
+            (Edge::Left, c.is_left()),
+            (Edge::Right, !c.is_left()),
+            (Edge::Top, !c.is_bottom()),
+            (Edge::Bottom, c.is_bottom()),
+        ] {
+            window.set_anchor(edge, on);
+            window.set_margin(edge, if on { MARGIN } else { 0 });
+        }
+        window.set_layer(if prefs.always_on_top {
+            Layer::Overlay
+        } else {
+            Layer::Top
+        });
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_corner_keeps_the_margin_from_its_edges() {
+        let m = (0, 0, 1280, 800);
+        assert_eq!(corner_position(OrbCorner::TopLeft, m, 300, 200), (16, 16));
+        assert_eq!(corner_position(OrbCorner::TopRight, m, 300, 200), (964, 16));
+        assert_eq!(
+            corner_position(OrbCorner::BottomLeft, m, 300, 200),
+            (16, 584)
+        );
+        assert_eq!(
+            corner_position(OrbCorner::BottomRight, m, 300, 200),
+            (964, 584)
+        );
+        // A second monitor to the right; a window larger than the monitor stays on it.
+        assert_eq!(
+            corner_position(OrbCorner::BottomRight, (1280, 0, 800, 600), 2000, 2000),
+            (1280, 0)
+        );
+    }
+}

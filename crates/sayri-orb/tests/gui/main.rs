@@ -1,0 +1,91 @@
+//! GUI tests of the orb under a private X server and D-Bus session, against a real daemon.
+//!
+//! This is a `harness = false` test: GTK must run on the process's main thread, one test at a
+//! time, so `main` is the runner. It does four jobs, picked by how it was started:
+//!
+//! 1. `__sandbox-exec …` — the sandbox's exec helper, the same entry point the `sayri-exec`
+//!    program calls (this package cannot name the `sayri-exec` binary of another package, so
+//!    the daemon below runs commands by re-executing this very executable in that mode).
+//! 2. `SAYRI_ORB_TEST_ROLE=sayri` — the `sayri` command line itself (`sayri::cli::main`, the
+//!    same entry point the `sayri` binary calls), told to use (1) as its exec helper.
+//!    Integration tests of this package cannot name the `sayri` binary of another package, so
+//!    the tests get a real daemon (and the real CLI) by running this very executable in that
+//!    role: the daemon code, socket, sandbox and database are the real ones.
+//! 3. Without `SAYRI_ORB_TEST_BUS`: re-executes itself inside `dbus-run-session`, so GTK, the
+//!    accessibility bus and the tray find a private session bus.
+//! 4. Otherwise: starts `Xvfb` on a free display, initialises GTK and runs the tests.
+//!
+//! `cargo test -p sayri-orb --test gui -- NAME` runs the tests whose name contains NAME.
+
+mod acceptance;
+mod case49;
+mod harness;
+mod screenshots;
+mod world;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == sayri_sandbox::EXEC_HELPER_ARG)
+    {
+        sayri_sandbox::exec_helper_main(&args[2..]);
+    }
+    if std::env::var_os(world::ROLE_VAR).is_some_and(|r| r == "sayri") {
+        if let Ok(me) = std::env::current_exe() {
+            sayri::brain::settings::use_helper_program(sayri::brain::settings::HelperProgram {
+                program: me,
+                args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
+            });
+        }
+        return sayri::cli::main();
+    }
+    harness::run(&[
+        (
+            "typed_question_streams_the_answer_into_the_card",
+            acceptance::typed_question_streams_the_answer_into_the_card,
+        ),
+        (
+            "tool_step_appears_with_its_command_and_collapsible_output",
+            acceptance::tool_step_appears_with_its_command_and_collapsible_output,
+        ),
+        (
+            "allow_on_the_permission_card_runs_the_command",
+            acceptance::allow_on_the_permission_card_runs_the_command,
+        ),
+        (
+            "card_disappears_when_the_cli_answers_it",
+            acceptance::card_disappears_when_the_cli_answers_it,
+        ),
+        (
+            "orb_reconnects_after_a_daemon_restart_and_keeps_working",
+            acceptance::orb_reconnects_after_a_daemon_restart_and_keeps_working,
+        ),
+        (
+            "orb_starts_the_daemon_when_none_runs",
+            acceptance::orb_starts_the_daemon_when_none_runs,
+        ),
+        (
+            "settings_view_shows_validation_errors_beside_the_field",
+            acceptance::settings_view_shows_validation_errors_beside_the_field,
+        ),
+        (
+            "model_text_with_controls_and_markup_is_shown_as_text",
+            case49::model_text_with_controls_and_markup_is_shown_as_text,
+        ),
+        (
+            "only_web_links_are_clickable_and_reach_the_launcher",
+            case49::only_web_links_are_clickable_and_reach_the_launcher,
+        ),
+        (
+            "permission_card_shows_a_hidden_command_part_and_deny_runs_nothing",
+            case49::permission_card_shows_a_hidden_command_part_and_deny_runs_nothing,
+        ),
+        (
+            "screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ",
+            screenshots::screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ,
+        ),
+    ])
+}

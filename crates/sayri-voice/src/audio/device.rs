@@ -1,0 +1,404 @@
+//! The sound card through cpal (ALSA; PipeWire and PulseAudio serve ALSA clients too).
+//!
+//! Each stream lives on its own thread (cpal streams are not `Send` on every platform) and
+//! talks to the voice loop through a channel (microphone) or a shared queue (speaker). A
+//! device that disappears is reported as [`AudioError::DeviceLost`]; [`DeviceSource::reopen`]
+//! opens it again, falling back to the default device when the named one is gone.
+
+use super::resample::StreamResampler;
+use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+use sayri_core::ports::audio::{AudioError, AudioSink, AudioSource, SAMPLE_RATE};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Names of the input devices, default first.
+pub fn input_devices() -> Vec<String> {
+    device_names(true)
+}
+
+/// Names of the output devices, default first.
+pub fn output_devices() -> Vec<String> {
+    device_names(false)
+}
+
+fn device_names(input: bool) -> Vec<String> {
+    let host = cpal::default_host();
+    let (all, default) = if input {
+        (
+            host.input_devices()
+                .map(|d| d.map(|d| d.to_string()).collect::<Vec<_>>()),
+            host.default_input_device(),
+        )
+    } else {
+        (
+            host.output_devices()
+                .map(|d| d.map(|d| d.to_string()).collect::<Vec<_>>()),
+            host.default_output_device(),
+        )
+    };
+    let mut names = all.unwrap_or_default();
+    if let Some(def) = default.map(|d| d.to_string()) {
+        names.retain(|n| *n != def);
+        names.insert(0, def);
+    }
+    names
+}
+
+/// Reports how opening went, then keeps the stream alive on this thread until `stop`.
+fn keep_alive(
+    opened: Result<(cpal::Stream, String, u32), AudioError>,
+    ready: SyncSender<Result<(String, u32), AudioError>>,
+    stop: Arc<AtomicBool>,
+) {
+    match opened {
+        Ok((stream, label, rate)) => {
+            let _ = ready.send(Ok((label, rate)));
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            drop(stream);
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+        }
+    }
+}
+
+fn find_device(name: &str, input: bool) -> Result<cpal::Device, AudioError> {
+    let host = cpal::default_host();
+    let none = || AudioError::NoDevice {
+        device: name.to_string(),
+    };
+    if name.is_empty() || name == "default" {
+        let d = if input {
+            host.default_input_device()
+        } else {
+            host.default_output_device()
+        };
+        return d.ok_or_else(none);
+    }
+    let devices = if input {
+        host.input_devices()
+            .map_err(|_| none())?
+            .collect::<Vec<_>>()
+    } else {
+        host.output_devices()
+            .map_err(|_| none())?
+            .collect::<Vec<_>>()
+    };
+    let wanted = name.to_lowercase();
+    devices
+        .into_iter()
+        .find(|d| d.to_string().to_lowercase().contains(&wanted))
+        .ok_or_else(none)
+}
+
+enum MicMsg {
+    Audio(Vec<f32>),
+    Lost(String),
+}
+
+/// A microphone.
+pub struct DeviceSource {
+    wanted: String,
+    device: String,
+    rx: Receiver<MicMsg>,
+    stop: Arc<AtomicBool>,
+    resampler: StreamResampler,
+    pending: VecDeque<i16>,
+}
+
+impl DeviceSource {
+    /// Opens input device `name` (a case-insensitive part of its name; `""` = default) at its
+    /// native format, converted to 16 kHz mono.
+    pub fn open(name: &str) -> Result<DeviceSource, AudioError> {
+        let (tx, rx) = sync_channel::<MicMsg>(256);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = sync_channel::<Result<(String, u32), AudioError>>(1);
+        let wanted = name.to_string();
+        let stop2 = stop.clone();
+        std::thread::Builder::new()
+            .name("sayri-mic".into())
+            .spawn(move || run_input(&wanted, tx, ready_tx, stop2))
+            .map_err(|e| AudioError::Io(e.to_string()))?;
+        let (device, rate) = ready_rx
+            .recv()
+            .map_err(|_| AudioError::Io("microphone thread ended".into()))??;
+        Ok(DeviceSource {
+            wanted: name.to_string(),
+            device,
+            rx,
+            stop,
+            resampler: StreamResampler::new(rate).map_err(AudioError::Io)?,
+            pending: VecDeque::new(),
+        })
+    }
+}
+
+fn run_input(
+    name: &str,
+    tx: SyncSender<MicMsg>,
+    ready: SyncSender<Result<(String, u32), AudioError>>,
+    stop: Arc<AtomicBool>,
+) {
+    let opened = (|| {
+        let device = find_device(name, true)?;
+        let label = device.to_string();
+        let cfg = device
+            .default_input_config()
+            .map_err(|e| AudioError::NoDevice {
+                device: format!("{label} ({e})"),
+            })?;
+        let channels = usize::from(cfg.channels()).max(1);
+        let rate = cfg.sample_rate();
+        let data_tx = tx.clone();
+        let err_tx = tx.clone();
+        let on_error = move |e: cpal::Error| {
+            let _ = err_tx.try_send(MicMsg::Lost(e.to_string()));
+        };
+        let stream = match cfg.sample_format() {
+            cpal::SampleFormat::I16 => device.build_input_stream(
+                cfg.config(),
+                move |data: &[i16], _: &cpal::InputCallbackInfo| {
+                    let mono = data
+                        .chunks(channels)
+                        .map(|c| {
+                            c.iter().map(|&s| f32::from(s) / 32768.0).sum::<f32>() / channels as f32
+                        })
+                        .collect();
+                    let _ = data_tx.try_send(MicMsg::Audio(mono));
+                },
+                on_error,
+                None,
+            ),
+            _ => device.build_input_stream(
+                cfg.config(),
+                move |data: &[f32], _: &cpal::InputCallbackInfo| {
+                    let mono = data
+                        .chunks(channels)
+                        .map(|c| c.iter().sum::<f32>() / channels as f32)
+                        .collect();
+                    let _ = data_tx.try_send(MicMsg::Audio(mono));
+                },
+                on_error,
+                None,
+            ),
+        }
+        .map_err(|e| AudioError::NoDevice {
+            device: format!("{label} ({e})"),
+        })?;
+        stream.play().map_err(|e| AudioError::NoDevice {
+            device: format!("{label} ({e})"),
+        })?;
+        Ok((stream, label, rate))
+    })();
+    keep_alive(opened, ready, stop);
+}
+
+impl AudioSource for DeviceSource {
+    fn read(&mut self, buf: &mut [i16]) -> Result<usize, AudioError> {
+        while self.pending.len() < buf.len() {
+            match self.rx.recv_timeout(Duration::from_secs(2)) {
+                Ok(MicMsg::Audio(mono)) => {
+                    let s: Vec<i16> = mono
+                        .iter()
+                        .map(|x| (x * 32768.0).clamp(-32768.0, 32767.0) as i16)
+                        .collect();
+                    self.pending.extend(self.resampler.push(&s));
+                }
+                Ok(MicMsg::Lost(reason)) => {
+                    return Err(AudioError::DeviceLost {
+                        device: self.device.clone(),
+                        reason,
+                    });
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(AudioError::DeviceLost {
+                        device: self.device.clone(),
+                        reason: "no audio for 2 s".into(),
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(AudioError::DeviceLost {
+                        device: self.device.clone(),
+                        reason: "the stream closed".into(),
+                    });
+                }
+            }
+        }
+        for b in buf.iter_mut() {
+            *b = self.pending.pop_front().unwrap_or(0);
+        }
+        Ok(buf.len())
+    }
+
+    fn reopen(&mut self) -> Result<(), AudioError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let fresh = DeviceSource::open(&self.wanted).or_else(|e| {
+            if self.wanted.is_empty() {
+                Err(e)
+            } else {
+                DeviceSource::open("")
+            }
+        })?;
+        let wanted = std::mem::take(&mut self.wanted);
+        *self = fresh;
+        self.wanted = wanted;
+        Ok(())
+    }
+
+    fn is_live(&self) -> bool {
+        true
+    }
+
+    fn name(&self) -> String {
+        self.device.clone()
+    }
+}
+
+impl Drop for DeviceSource {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Longest queue of unplayed audio a speaker keeps before `write` blocks, milliseconds.
+const SPEAKER_QUEUE_MS: u64 = 120;
+
+struct Speaker {
+    queue: Mutex<VecDeque<f32>>,
+    played: AtomicU64,
+    lost: Mutex<Option<String>>,
+}
+
+/// A speaker.
+pub struct DeviceSink {
+    device: String,
+    rate: u32,
+    shared: Arc<Speaker>,
+    stop: Arc<AtomicBool>,
+    resampler: StreamResampler,
+}
+
+impl DeviceSink {
+    /// Opens output device `name` (`""` = default).
+    pub fn open(name: &str) -> Result<DeviceSink, AudioError> {
+        let shared = Arc::new(Speaker {
+            queue: Mutex::new(VecDeque::new()),
+            played: AtomicU64::new(0),
+            lost: Mutex::new(None),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = sync_channel::<Result<(String, u32), AudioError>>(1);
+        let (wanted, sh, st) = (name.to_string(), shared.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("sayri-speaker".into())
+            .spawn(move || run_output(&wanted, sh, ready_tx, st))
+            .map_err(|e| AudioError::Io(e.to_string()))?;
+        let (device, rate) = ready_rx
+            .recv()
+            .map_err(|_| AudioError::Io("speaker thread ended".into()))??;
+        Ok(DeviceSink {
+            device,
+            rate,
+            shared,
+            stop,
+            resampler: StreamResampler::between(SAMPLE_RATE, rate).map_err(AudioError::Io)?,
+        })
+    }
+}
+
+fn run_output(
+    name: &str,
+    shared: Arc<Speaker>,
+    ready: SyncSender<Result<(String, u32), AudioError>>,
+    stop: Arc<AtomicBool>,
+) {
+    let opened = (|| {
+        let device = find_device(name, false)?;
+        let label = device.to_string();
+        let cfg = device
+            .default_output_config()
+            .map_err(|e| AudioError::NoDevice {
+                device: format!("{label} ({e})"),
+            })?;
+        let channels = usize::from(cfg.channels()).max(1);
+        let rate = cfg.sample_rate();
+        let (data_sh, err_sh) = (shared.clone(), shared.clone());
+        let stream = device
+            .build_output_stream(
+                cfg.config(),
+                move |out: &mut [f32], _: &cpal::OutputCallbackInfo| {
+                    let mut q = data_sh.queue.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut n = 0u64;
+                    for frame in out.chunks_mut(channels) {
+                        let v = q.pop_front();
+                        n += u64::from(v.is_some());
+                        frame.iter_mut().for_each(|s| *s = v.unwrap_or(0.0));
+                    }
+                    data_sh.played.fetch_add(n, Ordering::Relaxed);
+                },
+                move |e: cpal::Error| {
+                    if let Ok(mut l) = err_sh.lost.lock() {
+                        *l = Some(e.to_string());
+                    }
+                },
+                None,
+            )
+            .map_err(|e| AudioError::NoDevice {
+                device: format!("{label} ({e})"),
+            })?;
+        stream.play().map_err(|e| AudioError::NoDevice {
+            device: format!("{label} ({e})"),
+        })?;
+        Ok((stream, label, rate))
+    })();
+    keep_alive(opened, ready, stop);
+}
+
+impl AudioSink for DeviceSink {
+    fn write(&mut self, samples: &[i16]) -> Result<(), AudioError> {
+        if let Some(reason) = self.shared.lost.lock().ok().and_then(|l| l.clone()) {
+            return Err(AudioError::DeviceLost {
+                device: self.device.clone(),
+                reason,
+            });
+        }
+        let out = self.resampler.push(samples);
+        let limit = (u64::from(self.rate) * SPEAKER_QUEUE_MS / 1000) as usize;
+        for _ in 0..100 {
+            let len = self.shared.queue.lock().map(|q| q.len()).unwrap_or(0);
+            if len <= limit {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.extend(out.iter().map(|&s| f32::from(s) / 32768.0));
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        if let Ok(mut q) = self.shared.queue.lock() {
+            q.clear();
+        }
+    }
+
+    fn position(&self) -> u64 {
+        self.shared.played.load(Ordering::Relaxed) * u64::from(SAMPLE_RATE)
+            / u64::from(self.rate.max(1))
+    }
+
+    fn name(&self) -> String {
+        self.device.clone()
+    }
+}
+
+impl Drop for DeviceSink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

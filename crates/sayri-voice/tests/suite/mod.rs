@@ -1,0 +1,7 @@
+pub mod echo;
+pub mod engines;
+pub mod harness;
+pub mod models;
+pub mod quiet;
+pub mod support;
+pub mod voice_loop;
