@@ -162,8 +162,9 @@ impl ChildGuard {
     /// # Errors
     /// The spawn's error.
     pub fn spawn_tied(cmd: &mut Command, grace: Duration) -> std::io::Result<ChildGuard> {
-        tie_to_this_thread(cmd);
-        cmd.spawn().map(|c| ChildGuard::new(c, grace))
+        tie_to_this_process(cmd)
+            .spawn()
+            .map(|c| ChildGuard::new(c, grace))
     }
 
     /// The child's process id.
@@ -208,11 +209,12 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Makes the process `cmd` spawns get SIGTERM when the thread that spawns it ends
-/// (`PR_SET_PDEATHSIG`), also when this process is killed from outside (`timeout`, SIGKILL, a
-/// CI job's time limit). Spawn from a thread that outlives the child (a test's or benchmark's
-/// main thread, the thread a Tokio runtime's `block_on` runs on), not from a pool thread.
-pub fn tie_to_this_thread(cmd: &mut Command) {
+/// Makes the child `cmd` spawns get SIGTERM when the thread that spawns it ends
+/// (`PR_SET_PDEATHSIG`, checked against the parent's pid so a parent that died first is
+/// noticed), so a benchmark killed from outside does not leave it running. Spawn from a thread
+/// that outlives the child (a benchmark's main thread), not from a pool thread. For children
+/// that are waited for (`output()`, `status()`); [`ChildGuard::spawn_tied`] for the others.
+pub fn tie_to_this_process(cmd: &mut Command) -> &mut Command {
     let parent = std::process::id();
     // SAFETY: prctl, getppid and raise are async-signal-safe and touch no memory of the
     // parent; this runs in the child between fork and exec.
@@ -226,7 +228,7 @@ pub fn tie_to_this_thread(cmd: &mut Command) {
                 libc::raise(libc::SIGTERM);
             }
             Ok(())
-        });
+        })
     }
 }
 

@@ -98,7 +98,7 @@ impl Env {
         for (k, v) in vars {
             cmd.env(k, v);
         }
-        sayri_testkit::procs::tie_to_this_thread(&mut cmd);
+        sayri_testkit::procs::tie_to_this_process(&mut cmd);
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(self.dir.path().join("web.log")).unwrap())
@@ -175,7 +175,7 @@ impl Chrome {
             .stderr(log)
             .process_group(0);
         // Killed from outside (a CI time limit), the test still takes Chromium with it.
-        sayri_testkit::procs::tie_to_this_thread(&mut cmd);
+        sayri_testkit::procs::tie_to_this_process(&mut cmd);
         let child = cmd.spawn().unwrap_or_else(|e| {
             panic!("cannot start {CHROMIUM} ({e}); run ./scripts/setup --tests (it installs Debian's chromium)")
         });
