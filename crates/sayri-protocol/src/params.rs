@@ -153,6 +153,8 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<VaultListParams>(),
     ParamsInfo::of::<VaultSetParams>(),
     ParamsInfo::of::<VaultDeleteParams>(),
+    // Connection
+    ParamsInfo::of::<ClientHelloParams>(),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -383,6 +385,51 @@ impl PermissionForgetParams {
 
 impl Params for PermissionForgetParams {
     const CMD: &'static str = cmd::PERMISSION_FORGET;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connection
+
+/// An access class as written on the wire: `"read-only"`, `"assistant"`, `"management"`
+/// (lowest to highest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessClass {
+    /// Looks at state, changes nothing.
+    ReadOnly,
+    /// Runs or steers the assistant's turns and conversations.
+    Assistant,
+    /// Changes what Sayri may do, deletes the user's data, or stops the daemon.
+    Management,
+}
+
+/// `client_hello {access, allow=[]}` → `{"access", "allow"}`: from now on this connection may
+/// only use commands of class `access` or lower, plus the commands named in `allow`. A later
+/// `client_hello` narrows further (a command must pass every limit the connection set); nothing
+/// widens a connection again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientHelloParams {
+    /// The highest access class the connection keeps.
+    pub access: AccessClass,
+    /// Commands of a higher class that it keeps anyway (each must be a command name of the
+    /// protocol), e.g. `["permission_answer"]`.
+    #[serde(default, deserialize_with = "list_or_null")]
+    pub allow: Vec<String>,
+}
+
+impl Params for ClientHelloParams {
+    const CMD: &'static str = cmd::CLIENT_HELLO;
+}
+
+fn list_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let names = Option::<Vec<String>>::deserialize(d)?.unwrap_or_default();
+    if let Some(bad) = names.iter().find(|n| !cmd::ALL.contains(&n.as_str())) {
+        return Err(de::Error::custom(format!(
+            "unknown command {bad:?} (only command names of the protocol can be allowed)"
+        )));
+    }
+    Ok(names)
 }
 
 // ---------------------------------------------------------------------------------------------

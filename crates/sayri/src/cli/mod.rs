@@ -16,6 +16,7 @@ pub mod sessions;
 pub mod status;
 pub mod terminal_text;
 pub mod vault;
+pub mod web;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
@@ -126,6 +127,9 @@ pub enum Command {
         #[command(subcommand)]
         action: sayri_vault::cli::VaultCommand,
     },
+    // Web bubble.
+    /// Serve the chat bubble to your browser on 127.0.0.1 (prints a one-launch login address).
+    Web(web::WebArgs),
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
@@ -211,6 +215,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),
             } => done(permissions::answer(&paths, &args).await),
+            Command::Web(args) => done(web::run(&paths, start, &args).await),
             Command::Sandbox { action } => {
                 let cfg = crate::config_file::load(&paths.config_file())?.0;
                 Ok(sayri_sandbox::cli::run_cli(

@@ -65,6 +65,7 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         client: id,
         client_gone: cancel.clone(),
         caller,
+        limits: Arc::default(),
     };
     read_loop(&mut rd, tx, ctx, &dispatcher, &state.closing).await;
     // Stop broadcasting to it; the writer drains what is queued, then ends. The socket closes
@@ -202,11 +203,14 @@ impl Runner<'_> {
             Some(Ok(req)) => req,
             Some(Err(bad)) => return self.answer(Response::err(bad.error, bad.id)).await,
         };
-        let entry = match self.dispatcher.route(&req.cmd, self.ctx.caller) {
+        let entry = match self
+            .dispatcher
+            .route(&req.cmd, self.ctx.caller, &self.ctx.limits)
+        {
             Ok(entry) => entry.clone(),
             Err(err) => {
                 if err.code == ErrorCode::Denied {
-                    tracing::warn!(cmd = %req.cmd, "refused a management command from inside a command");
+                    tracing::warn!(cmd = %req.cmd, caller = ?self.ctx.caller, "refused a command this connection may not use");
                 }
                 return self.answer(Response::err(err, req.id)).await;
             }

@@ -23,12 +23,13 @@
 
 use crate::daemon::broadcast::{Broadcaster, ClientId};
 use crate::daemon::state::DaemonState;
+use sayri_protocol::params::AccessClass;
 use sayri_protocol::{ErrorCode, Params, ProtocolError, names, params};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 /// The boxed future a handler returns.
@@ -70,6 +71,67 @@ impl Access {
     }
 }
 
+impl From<AccessClass> for Access {
+    fn from(class: AccessClass) -> Access {
+        match class {
+            AccessClass::ReadOnly => Access::ReadOnly,
+            AccessClass::Assistant => Access::Assistant,
+            AccessClass::Management => Access::Management,
+        }
+    }
+}
+
+/// One limit a connection put on itself with `client_hello`: commands of class `ceiling` or
+/// lower, plus the commands in `also`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelfLimit {
+    /// The highest class the connection keeps.
+    pub ceiling: Access,
+    /// Commands above `ceiling` it keeps anyway.
+    pub also: BTreeSet<String>,
+}
+
+impl SelfLimit {
+    /// Whether command `cmd` of class `access` passes this limit.
+    pub fn permits(&self, cmd: &str, access: Access) -> bool {
+        access <= self.ceiling || self.also.contains(cmd)
+    }
+}
+
+/// The limits a connection put on itself, shared by all its requests. Limits are only ever
+/// added, so a connection can narrow what it may do but never widen it again: a command must
+/// pass every limit.
+#[derive(Debug, Default)]
+pub struct SelfLimits(Mutex<Vec<SelfLimit>>);
+
+impl SelfLimits {
+    /// Adds a limit (it applies to every later request of the connection).
+    pub fn add(&self, limit: SelfLimit) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(limit);
+    }
+
+    /// Whether command `cmd` of class `access` passes every limit (true when there is none).
+    pub fn permits(&self, cmd: &str, access: Access) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .all(|l| l.permits(cmd, access))
+    }
+
+    /// Whether any limit was set.
+    pub fn is_limited(&self) -> bool {
+        !self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+}
+
 /// Who is on the other end of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caller {
@@ -100,12 +162,21 @@ pub struct Ctx {
     pub client_gone: CancellationToken,
     /// Who the requesting connection is.
     pub caller: Caller,
+    /// What the connection limited itself to (`client_hello`).
+    pub limits: Arc<SelfLimits>,
 }
 
 impl Ctx {
     /// The daemon-wide event fan-out.
     pub fn broadcaster(&self) -> &Broadcaster {
         &self.daemon.broadcaster
+    }
+
+    /// Whether this connection may do what command `cmd` of class `access` does: its caller
+    /// kind allows the class and it did not give the command up with `client_hello`. Handlers
+    /// use it for actions a command can include (a turn that switches agents).
+    pub fn may(&self, cmd: &str, access: Access) -> bool {
+        access.permits(self.caller) && self.limits.permits(cmd, access)
     }
 }
 
@@ -161,12 +232,18 @@ impl Dispatcher {
         self.entries.iter().map(|(c, e)| (*c, e.access, e.mode))
     }
 
-    /// The entry for `cmd` if `caller` may use it.
+    /// The entry for `cmd` if `caller` may use it and the connection's `limits` keep it.
     ///
     /// # Errors
     /// `unknown_command` for a name outside the protocol, `not_implemented` for a protocol
-    /// command without a handler, `denied` when the command's class is not for `caller`.
-    pub fn route(&self, cmd: &str, caller: Caller) -> Result<&Entry, ProtocolError> {
+    /// command without a handler, `denied` when the command's class is not for `caller` or the
+    /// connection gave the command up with `client_hello`.
+    pub fn route(
+        &self,
+        cmd: &str,
+        caller: Caller,
+        limits: &SelfLimits,
+    ) -> Result<&Entry, ProtocolError> {
         let Some(entry) = self.entries.get(cmd) else {
             return Err(if names::cmd::ALL.contains(&cmd) {
                 ProtocolError::new(
@@ -189,6 +266,15 @@ impl Dispatcher {
                 ),
             ));
         }
+        if !limits.permits(cmd, entry.access) {
+            return Err(ProtocolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "{cmd} is a {} command, and this connection gave it up with client_hello (the web bubble cannot use it); run it with the `sayri` command line",
+                    entry.access.name()
+                ),
+            ));
+        }
         Ok(entry)
     }
 }
@@ -206,5 +292,31 @@ mod tests {
                 access != Access::Management
             );
         }
+    }
+
+    #[test]
+    fn self_limits_only_narrow_and_keep_the_commands_named() {
+        let limits = SelfLimits::default();
+        assert!(limits.permits("quit", Access::Management));
+        limits.add(SelfLimit {
+            ceiling: Access::Assistant,
+            also: ["permission_answer".to_string()].into(),
+        });
+        assert!(limits.permits("talk", Access::Assistant));
+        assert!(limits.permits("permission_answer", Access::Management));
+        assert!(!limits.permits("config_set", Access::Management));
+        // A second, wider limit does not give anything back.
+        limits.add(SelfLimit {
+            ceiling: Access::Management,
+            also: BTreeSet::new(),
+        });
+        assert!(!limits.permits("config_set", Access::Management));
+        limits.add(SelfLimit {
+            ceiling: Access::ReadOnly,
+            also: BTreeSet::new(),
+        });
+        assert!(!limits.permits("talk", Access::Assistant));
+        assert!(!limits.permits("permission_answer", Access::Management));
+        assert!(limits.permits("status", Access::ReadOnly));
     }
 }

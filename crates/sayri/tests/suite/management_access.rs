@@ -25,6 +25,8 @@ const CLASSES: &[(&str, Access)] = &[
     ("agents_list", Access::ReadOnly),
     ("permission_list", Access::ReadOnly),
     ("vault_list", Access::ReadOnly),
+    // Connection: narrowing one's own connection only takes rights away.
+    ("client_hello", Access::ReadOnly),
     ("talk", Access::Assistant),
     ("ask", Access::Assistant),
     ("interrupt", Access::Assistant),

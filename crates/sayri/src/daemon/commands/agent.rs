@@ -2,13 +2,13 @@
 //! `sessions_list`, `session_get`, `session_rename`, `session_delete`. Events of the turn reach
 //! every client through the broadcaster. (Agent profiles: [`super::agents`].)
 
-use crate::daemon::dispatch::{Caller, Ctx};
+use crate::daemon::dispatch::{Access, Caller, Ctx};
 use sayri_core::assistant::CoreError;
 use sayri_protocol::params::{
     AskParams, InterruptParams, NewConversationParams, SessionDeleteParams, SessionGetParams,
     SessionRenameParams, SessionsListParams, SwitchSessionParams, TalkParams, TurnTarget,
 };
-use sayri_protocol::{ErrorCode, ProtocolError};
+use sayri_protocol::{ErrorCode, ProtocolError, names};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -38,6 +38,14 @@ fn enter_target(target: TurnTarget<'_>, ctx: &Ctx) -> Result<(), ProtocolError> 
                 ErrorCode::Denied,
                 format!(
                     "switching to agent {id} is a management action, refused to a client running inside a command of Sayri; run it yourself from a terminal"
+                ),
+            ));
+        }
+        if !ctx.may(names::cmd::AGENT_SWITCH, Access::Management) {
+            return Err(ProtocolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "switching to agent {id} is agent_switch, which this connection gave up with client_hello; switch agents with `sayri agents use {id}`"
                 ),
             ));
         }

@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod agents;
 pub mod config;
+pub mod connection;
 pub mod permissions;
 pub mod runtime;
 pub mod vault;
@@ -46,5 +47,7 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Inline, permissions::permission_forget)
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
-        .register(Management, Task, vault::vault_delete);
+        .register(Management, Task, vault::vault_delete)
+        // Connection: a client narrowing its own connection (the web bubble's bridge).
+        .register(ReadOnly, Inline, connection::client_hello);
 }
