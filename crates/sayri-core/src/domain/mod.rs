@@ -7,6 +7,7 @@ pub mod history;
 pub mod permissions;
 pub mod profile;
 pub mod prompt;
+pub mod routines;
 pub mod strip;
 pub mod text;
 pub mod tokens;

@@ -111,6 +111,9 @@ pub struct TurnRequest {
     pub text: String,
     /// Whether a person can answer permission questions (false for gateways and routines).
     pub approver_available: bool,
+    /// The model sees none of the session's earlier messages (routine runs: each run starts
+    /// from a clean context, while its messages still accumulate in the routine's session).
+    pub fresh_context: bool,
     /// Cancels the turn.
     pub cancel: CancellationToken,
 }
@@ -130,6 +133,9 @@ pub struct TurnOutcome {
     pub model_calls: usize,
     /// Commands handed to the sandbox.
     pub commands_run: usize,
+    /// Commands proposed but not run because they were refused (denied by a rule, or needing
+    /// an approval no one could give), as shown to clients (redacted).
+    pub refused_commands: Vec<String>,
     /// Summed token usage of the turn's model calls (as reported by the server).
     pub usage: Usage,
     /// Whether the session was created by this turn (its first exchange).
@@ -656,9 +662,10 @@ impl<'a> Turn<'a> {
         self.journal_start(request_id);
         let mut system = self.engine.system_prompt(&self.profile, self.level);
         system.push_str(&self.delegation_prompt());
+        let past: &[_] = if self.req.fresh_context { &[] } else { &past };
         Ok(history::build_messages(
             &system,
-            &past,
+            past,
             &self.req.text,
             &self.settings.history,
         ))
@@ -920,7 +927,9 @@ impl<'a> Turn<'a> {
                 &self.req.cancel,
             )
             .await;
-        if result.status != ExecStatus::Denied {
+        if result.status == ExecStatus::Denied {
+            self.out.refused_commands.push(shown.clone());
+        } else {
             self.out.commands_run += 1;
         }
         let output = self.engine.ports.redactor.redact(&result.output);
