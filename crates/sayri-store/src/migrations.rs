@@ -11,6 +11,9 @@
 //!   its end, so a row found at start-up is a turn a crash cut short.
 //! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
+//! * Version 5 — routines (`routines`: definition, the scheduler's timing, the last run's
+//!   outcome), the scheduler's state of schedule triggers (`trigger_state`), and its small facts
+//!   (`scheduler_meta`).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -18,7 +21,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 4;
+pub const LATEST: i64 = 5;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +86,25 @@ CREATE TABLE redacted_secrets (
   key TEXT PRIMARY KEY, value_updated_at INTEGER NOT NULL, rewritten_at REAL NOT NULL);
 ";
 
+const V5: &str = "
+CREATE TABLE routines (
+  id TEXT PRIMARY KEY, name TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+  trigger TEXT NOT NULL, time_spec TEXT NOT NULL DEFAULT '', zone TEXT,
+  prompt TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT 'default',
+  speak_tts INTEGER NOT NULL DEFAULT 1, notify_desktop INTEGER NOT NULL DEFAULT 1,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  catch_up TEXT NOT NULL DEFAULT 'run_once', grace_minutes INTEGER NOT NULL DEFAULT 720,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL,
+  armed_at REAL NOT NULL, last_slot REAL, last_run REAL, next_run REAL,
+  last_status TEXT, last_summary TEXT, last_finished_at REAL, last_session TEXT);
+CREATE TABLE trigger_state (
+  id TEXT PRIMARY KEY, armed_at REAL NOT NULL, last_slot REAL, last_run REAL, next_run REAL,
+  last_status TEXT, last_summary TEXT, last_finished_at REAL, last_session TEXT);
+CREATE TABLE scheduler_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
