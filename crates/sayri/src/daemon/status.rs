@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 /// Builds the status object: `version`, `protocol_version`, `state`, `busy`, `session_id`,
 /// `agent`, `provider {base_url, model, api_key_set}`, `config_dir`, `state_dir`, `socket`,
 /// `pid`, `clients` (connected IPC clients), `uptime_ms`, `supervised` (every supervised child:
-/// `name`, `state`, `pid`, `keeper_pid`, `restarts`, `last_error`, `restart_in_ms`, `log_file`).
+/// `name`, `state`, `pid`, `keeper_pid`, `restarts`, `last_error`, `restart_in_ms`, `log_file`),
+/// `routines` (count, enabled, running, next fire, system zone, invalid trigger files, monitors).
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
     let brain = state.brain.get();
@@ -49,5 +50,6 @@ pub fn build_status(state: &DaemonState) -> Value {
         "clients": state.broadcaster.client_count(),
         "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "supervised": state.supervisor.list(),
+        "routines": state.routines.get().map_or(Value::Null, |r| r.status()),
     })
 }

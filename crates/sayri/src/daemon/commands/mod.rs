@@ -11,6 +11,7 @@ pub mod agent;
 pub mod agents;
 pub mod config;
 pub mod permissions;
+pub mod routines;
 pub mod runtime;
 pub mod vault;
 
@@ -46,5 +47,15 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Inline, permissions::permission_forget)
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
-        .register(Management, Task, vault::vault_delete);
+        .register(Management, Task, vault::vault_delete)
+        // Routines and triggers
+        .register(ReadOnly, Task, routines::routines_list)
+        .register(Management, Task, routines::routines_run)
+        .register(Management, Task, routines::routine_save)
+        .register(Management, Task, routines::routine_delete)
+        .register(Management, Task, routines::routine_set_enabled)
+        .register(ReadOnly, Task, routines::routine_next)
+        .register(ReadOnly, Task, routines::triggers_list)
+        .register(Management, Task, routines::trigger_save)
+        .register(Management, Task, routines::trigger_delete);
 }
