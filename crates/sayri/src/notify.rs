@@ -47,7 +47,16 @@ impl DesktopNotifier {
                 "/org/freedesktop/Notifications",
                 Some("org.freedesktop.Notifications"),
                 "Notify",
-                &(APP_NAME, 0u32, "", title, body, Vec::<&str>::new(), hints, -1i32),
+                &(
+                    APP_NAME,
+                    0u32,
+                    "",
+                    title,
+                    body,
+                    Vec::<&str>::new(),
+                    hints,
+                    -1i32,
+                ),
             )
             .await;
         match reply {

@@ -96,6 +96,7 @@ impl Routines {
         let now = self.clock.now();
         let r = {
             let mut inner = lock(&self.inner);
+            let draft = &self.with_free_id(draft, now)?;
             let existing = match &draft.id {
                 Some(id) => match self.store.routine(id.trim()).map_err(store_err)? {
                     Some(Ok(r)) => Some(r),
@@ -121,6 +122,29 @@ impl Routines {
         tracing::info!("routine {} saved: {}", r.id, r.schedule);
         self.wake.notify_one();
         Ok(self.routine_json(&r, self.clock.system_zone(), now))
+    }
+
+    /// `draft`, given an unused id (`r<epoch-ms>`, then `r<epoch-ms>-2`, …) when it has none:
+    /// two routines created within one millisecond (or on a stopped clock) never share one.
+    fn with_free_id(
+        &self,
+        draft: &RoutineDraft,
+        now: DateTime<Utc>,
+    ) -> Result<RoutineDraft, ProtocolError> {
+        let mut draft = draft.clone();
+        if draft.id.as_deref().is_some_and(|id| !id.trim().is_empty()) {
+            return Ok(draft);
+        }
+        let base = format!("r{}", now.timestamp_millis());
+        let mut id = base.clone();
+        for n in 2.. {
+            if self.store.routine(&id).map_err(store_err)?.is_none() {
+                break;
+            }
+            id = format!("{base}-{n}");
+        }
+        draft.id = Some(id);
+        Ok(draft)
     }
 
     /// `routine_delete`: removes a routine; a run in progress stops.
@@ -164,7 +188,11 @@ impl Routines {
                     _ => not_found(id),
                 });
             };
-            if !self.store.set_routine_enabled(id, enabled, now).map_err(store_err)? {
+            if !self
+                .store
+                .set_routine_enabled(id, enabled, now)
+                .map_err(store_err)?
+            {
                 return Err(not_found(id));
             }
             job.enabled = enabled;
@@ -261,12 +289,18 @@ impl Routines {
                 .collect();
             let next = jobs
                 .iter()
-                .filter_map(|(k, j)| next_of(j, system, now).map(|t| (t, k.id().to_string(), j.zone_in(system))))
+                .filter_map(|(k, j)| {
+                    next_of(j, system, now).map(|t| (t, k.id().to_string(), j.zone_in(system)))
+                })
                 .min_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
             (
                 jobs.len(),
                 jobs.iter().filter(|(_, j)| j.enabled).count(),
-                inner.runs.keys().map(|k| format!("{}:{}", k.kind(), k.id())).collect::<Vec<_>>(),
+                inner
+                    .runs
+                    .keys()
+                    .map(|k| format!("{}:{}", k.kind(), k.id()))
+                    .collect::<Vec<_>>(),
                 next,
                 super::triggers::status(&inner),
             )

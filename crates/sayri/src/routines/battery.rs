@@ -66,7 +66,9 @@ pub async fn watch(stop: CancellationToken, on_reading: impl Fn(Reading) + Send 
 #[cfg(feature = "dbus")]
 async fn upower(stop: &CancellationToken, on_reading: &impl Fn(Reading)) -> Result<(), String> {
     use futures::StreamExt;
-    let conn = zbus::Connection::system().await.map_err(|e| e.to_string())?;
+    let conn = zbus::Connection::system()
+        .await
+        .map_err(|e| e.to_string())?;
     let proxy = zbus::Proxy::new(
         &conn,
         "org.freedesktop.UPower",
@@ -80,18 +82,27 @@ async fn upower(stop: &CancellationToken, on_reading: &impl Fn(Reading)) -> Resu
         let percent: f64 = proxy.get_property("Percentage").await?;
         // 2 = discharging, 6 = pending discharge.
         let state: u32 = proxy.get_property("State").await?;
-        Ok::<_, zbus::Error>((present, Reading {
-            percent,
-            discharging: matches!(state, 2 | 6),
-        }))
+        Ok::<_, zbus::Error>((
+            present,
+            Reading {
+                percent,
+                discharging: matches!(state, 2 | 6),
+            },
+        ))
     };
     let (present, first) = read().await.map_err(|e| e.to_string())?;
     if !present {
         return Err("UPower reports no battery".into());
     }
     on_reading(first);
-    let percent = proxy.receive_property_changed::<f64>("Percentage").await.map(|_| ());
-    let state = proxy.receive_property_changed::<u32>("State").await.map(|_| ());
+    let percent = proxy
+        .receive_property_changed::<f64>("Percentage")
+        .await
+        .map(|_| ());
+    let state = proxy
+        .receive_property_changed::<u32>("State")
+        .await
+        .map(|_| ());
     let mut changes = futures::stream::select(percent, state);
     loop {
         tokio::select! {
@@ -111,7 +122,10 @@ async fn upower(stop: &CancellationToken, on_reading: &impl Fn(Reading)) -> Resu
 /// The sysfs fallback (see the module docs).
 async fn sysfs(root: &Path, stop: &CancellationToken, on_reading: &impl Fn(Reading)) {
     if read_sysfs(root).is_none() {
-        tracing::info!("battery: no battery under {}; on_battery_low triggers cannot fire", root.display());
+        tracing::info!(
+            "battery: no battery under {}; on_battery_low triggers cannot fire",
+            root.display()
+        );
         return stop.cancelled().await;
     }
     let uevents = uevent_socket()
@@ -137,14 +151,19 @@ async fn sysfs(root: &Path, stop: &CancellationToken, on_reading: &impl Fn(Readi
 
 /// A socket receiving the kernel's uevents.
 fn uevent_socket() -> nix::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
-    use nix::sys::socket::{AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType, bind, socket};
+    use nix::sys::socket::{
+        AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType, bind, socket,
+    };
     let fd = socket(
         AddressFamily::Netlink,
         SockType::Datagram,
         SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
         SockProtocol::NetlinkKObjectUEvent,
     )?;
-    bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &NetlinkAddr::new(0, 1))?;
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &NetlinkAddr::new(0, 1),
+    )?;
     super::clock::reactor_fd(fd).map_err(|e| nix::Error::try_from(e).unwrap_or(nix::Error::EIO))
 }
 
@@ -162,7 +181,10 @@ async fn power_supply_event(fd: &tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>)
                 nix::sys::socket::MsgFlags::empty(),
             ) {
                 Ok(n) => {
-                    if buf[..n].split(|b| *b == 0).any(|f| f == b"SUBSYSTEM=power_supply") {
+                    if buf[..n]
+                        .split(|b| *b == 0)
+                        .any(|f| f == b"SUBSYSTEM=power_supply")
+                    {
                         return;
                     }
                 }
@@ -195,10 +217,38 @@ mod tests {
         assert_eq!(read_sysfs(root), None);
         supply(root, "AC", &[("type", "Mains"), ("online", "0")]);
         assert_eq!(read_sysfs(root), None, "mains only: no battery");
-        supply(root, "BAT0", &[("type", "Battery"), ("present", "1"), ("capacity", "12"), ("status", "Discharging")]);
-        supply(root, "BAT1", &[("type", "Battery"), ("present", "1"), ("capacity", "20"), ("status", "Unknown")]);
-        supply(root, "BAT2", &[("type", "Battery"), ("present", "0"), ("capacity", "100")]);
-        assert_eq!(read_sysfs(root), Some(Reading { percent: 16.0, discharging: true }));
+        supply(
+            root,
+            "BAT0",
+            &[
+                ("type", "Battery"),
+                ("present", "1"),
+                ("capacity", "12"),
+                ("status", "Discharging"),
+            ],
+        );
+        supply(
+            root,
+            "BAT1",
+            &[
+                ("type", "Battery"),
+                ("present", "1"),
+                ("capacity", "20"),
+                ("status", "Unknown"),
+            ],
+        );
+        supply(
+            root,
+            "BAT2",
+            &[("type", "Battery"), ("present", "0"), ("capacity", "100")],
+        );
+        assert_eq!(
+            read_sysfs(root),
+            Some(Reading {
+                percent: 16.0,
+                discharging: true
+            })
+        );
         supply(root, "BAT0", &[("status", "Charging")]);
         assert_eq!(read_sysfs(root).map(|r| r.discharging), Some(false));
         assert_eq!(read_sysfs(&root.join("none")), None);

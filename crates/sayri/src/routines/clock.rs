@@ -15,8 +15,8 @@ use sayri_core::domain::routines::timing::to_epoch;
 use sayri_core::domain::routines::zone::system_zone_from;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use tokio::io::unix::AsyncFd;
 use std::sync::{Arc, Mutex};
+use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
 /// Time and zone for the scheduler.
@@ -143,7 +143,9 @@ fn watch_zone_files(files: &ZoneFiles, changed: Arc<Notify>) -> Option<notify::R
     let mut w = match notify::recommended_watcher(handler) {
         Ok(w) => w,
         Err(e) => {
-            tracing::warn!("cannot watch for time-zone changes ({e}); a change is noticed at the next scheduled check");
+            tracing::warn!(
+                "cannot watch for time-zone changes ({e}); a change is noticed at the next scheduled check"
+            );
             return None;
         }
     };
@@ -188,7 +190,9 @@ impl SchedulerClock for WallClock {
             }
             Err(e) => {
                 if p.as_deref() != Some(e.as_str()) {
-                    tracing::warn!("system time zone unknown ({e}); routines without a zone use UTC");
+                    tracing::warn!(
+                        "system time zone unknown ({e}); routines without a zone use UTC"
+                    );
                 }
                 *p = Some(e);
                 chrono_tz::UTC

@@ -29,8 +29,8 @@ impl PathFilter {
     /// # Errors
     /// The root does not exist, or the glob is invalid.
     pub fn new(root: &Path, glob: Option<&str>) -> Result<PathFilter, String> {
-        let meta = std::fs::metadata(root)
-            .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
+        let meta =
+            std::fs::metadata(root).map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
         let glob = match glob {
             Some(g) => {
                 let m = GlobBuilder::new(g)
@@ -164,8 +164,16 @@ mod tests {
         let f = PathFilter::new(&root.join("one.txt"), None).unwrap();
         assert!(f.matches(&root.join("one.txt")));
         assert!(!f.matches(&root.join("two.txt")));
-        assert!(PathFilter::new(&root.join("missing"), None).unwrap_err().contains("cannot watch"));
-        assert!(PathFilter::new(root, Some("a[")).unwrap_err().contains("invalid glob"));
+        assert!(
+            PathFilter::new(&root.join("missing"), None)
+                .unwrap_err()
+                .contains("cannot watch")
+        );
+        assert!(
+            PathFilter::new(root, Some("a["))
+                .unwrap_err()
+                .contains("invalid glob")
+        );
     }
 
     #[tokio::test]
@@ -187,6 +195,10 @@ mod tests {
         assert_eq!(hits.lock().unwrap().len(), 1, "one report for the burst");
         std::fs::write(dir.path().join("other.txt"), "y").unwrap();
         tokio::time::sleep(Duration::from_millis(800)).await;
-        assert_eq!(hits.lock().unwrap().len(), 1, "a non-matching file counts for nothing");
+        assert_eq!(
+            hits.lock().unwrap().len(),
+            1,
+            "a non-matching file counts for nothing"
+        );
     }
 }

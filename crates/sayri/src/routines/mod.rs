@@ -226,7 +226,9 @@ impl Routines {
             Ok(got) => {
                 let mut added = 0;
                 for r in &got.routines {
-                    if matches!(self.store.routine(&r.id), Ok(None)) && self.store.save_routine(r).is_ok() {
+                    if matches!(self.store.routine(&r.id), Ok(None))
+                        && self.store.save_routine(r).is_ok()
+                    {
                         added += 1;
                     }
                 }
@@ -270,7 +272,9 @@ impl Routines {
             Ok(rows) => rows
                 .into_iter()
                 .filter_map(Result::ok)
-                .filter(|r| r.enabled && r.schedule == sayri_core::domain::routines::Schedule::OnLogin)
+                .filter(|r| {
+                    r.enabled && r.schedule == sayri_core::domain::routines::Schedule::OnLogin
+                })
                 .map(|r| r.id)
                 .collect(),
             Err(e) => return tracing::error!("on_login routines skipped: {e}"),
@@ -447,7 +451,12 @@ impl Routines {
     }
 
     fn announce_start(&self, key: &JobKey, spec: &RunSpec, reason: &str) {
-        tracing::info!("{} {} ({}) starts: {reason}", key.kind(), spec.id, spec.name);
+        tracing::info!(
+            "{} {} ({}) starts: {reason}",
+            key.kind(),
+            spec.id,
+            spec.name
+        );
         let mut m = Map::new();
         m.insert("kind".into(), json!(key.kind()));
         m.insert("id".into(), json!(spec.id));
@@ -488,8 +497,12 @@ impl Routines {
         m.insert("name".into(), json!(spec.name));
         m.insert("session_id".into(), json!(o.session_id));
         m.insert("status".into(), json!(o.status.as_str()));
-        m.insert("summary".into(), json!(self.brain.redactor.redact(&o.summary)));
-        self.broadcaster.broadcast(names::event::ROUTINE_FINISHED, m);
+        m.insert(
+            "summary".into(),
+            json!(self.brain.redactor.redact(&o.summary)),
+        );
+        self.broadcaster
+            .broadcast(names::event::ROUTINE_FINISHED, m);
     }
 
     /// The scheduler's job for `key`, if it has one.

@@ -45,7 +45,9 @@ pub fn snapshot() -> BTreeSet<String> {
 
 /// A socket on the routing netlink groups of links, addresses and routes.
 fn route_socket() -> Result<AsyncFd<OwnedFd>, String> {
-    use nix::sys::socket::{AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType, bind, socket};
+    use nix::sys::socket::{
+        AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType, bind, socket,
+    };
     const GROUPS: u32 = 0x1 /* link */ | 0x10 /* ipv4 addr */ | 0x40 /* ipv4 route */
         | 0x100 /* ipv6 addr */ | 0x400 /* ipv6 route */;
     let fd = socket(
@@ -88,11 +90,16 @@ async fn announcement(fd: &AsyncFd<OwnedFd>) -> Result<(), String> {
 }
 
 /// Calls `on_change` with the new state after each change, until `stop`.
-pub async fn watch(stop: CancellationToken, on_change: impl Fn(&BTreeSet<String>) + Send + Sync + 'static) {
+pub async fn watch(
+    stop: CancellationToken,
+    on_change: impl Fn(&BTreeSet<String>) + Send + Sync + 'static,
+) {
     let fd = match route_socket() {
         Ok(fd) => fd,
         Err(e) => {
-            tracing::warn!("network: cannot listen to the kernel's announcements ({e}); on_network_change triggers cannot fire");
+            tracing::warn!(
+                "network: cannot listen to the kernel's announcements ({e}); on_network_change triggers cannot fire"
+            );
             return stop.cancelled().await;
         }
     };
@@ -178,7 +185,11 @@ mod tests {
     fn probe() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(async {
-            assert!(snapshot().is_empty(), "a fresh namespace is offline: {:?}", snapshot());
+            assert!(
+                snapshot().is_empty(),
+                "a fresh namespace is offline: {:?}",
+                snapshot()
+            );
             let seen = Arc::new(Mutex::new(Vec::new()));
             let s = seen.clone();
             let stop = CancellationToken::new();
@@ -190,7 +201,11 @@ mod tests {
             ip("link add sayri0 type bridge");
             ip("addr add 10.77.0.1/24 dev sayri0");
             tokio::time::sleep(SETTLE + Duration::from_secs(1)).await;
-            assert!(seen.lock().unwrap().is_empty(), "{:?}", seen.lock().unwrap());
+            assert!(
+                seen.lock().unwrap().is_empty(),
+                "{:?}",
+                seen.lock().unwrap()
+            );
             ip("link set sayri0 up");
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {

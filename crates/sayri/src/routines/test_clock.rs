@@ -78,9 +78,14 @@ impl DrivenClock {
             Err(_) => chrono_tz::UTC,
         };
         let clock = DrivenClock::new(start, zone);
+        // A socket file left by a previous daemon of the same test.
+        let _ = std::fs::remove_file(&socket);
         let listener = tokio::net::UnixListener::bind(Path::new(&socket))
             .map_err(|e| format!("test clock socket {}: {e}", Path::new(&socket).display()))?;
-        tracing::warn!("routines run on a TEST CLOCK driven through {}", Path::new(&socket).display());
+        tracing::warn!(
+            "routines run on a TEST CLOCK driven through {}",
+            Path::new(&socket).display()
+        );
         let c = clock.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {

@@ -102,7 +102,9 @@ pub fn write_trigger(dir: &Path, fields: &Map<String, Value>) -> Result<TriggerE
 /// An invalid id, or the removal failing.
 pub fn delete_trigger(dir: &Path, id: &str) -> Result<bool, String> {
     if !valid_trigger_id(id) {
-        return Err(format!("no trigger {id:?}: trigger ids are letters, digits, '-' and '_'"));
+        return Err(format!(
+            "no trigger {id:?}: trigger ids are letters, digits, '-' and '_'"
+        ));
     }
     match std::fs::remove_file(dir.join(format!("{id}.json"))) {
         Ok(()) => Ok(true),
@@ -125,9 +127,17 @@ mod tests {
             r#"{"event_type": "on_login", "prompt": "hello"}"#,
         )
         .unwrap();
-        std::fs::write(d.join("b-typo.json"), r#"{"event_type": "on_schedule", "cron_exp": "0 9 * * *", "prompt": "x"}"#).unwrap();
+        std::fs::write(
+            d.join("b-typo.json"),
+            r#"{"event_type": "on_schedule", "cron_exp": "0 9 * * *", "prompt": "x"}"#,
+        )
+        .unwrap();
         std::fs::write(d.join("c-broken.json"), "{not json").unwrap();
-        std::fs::write(d.join("d-wrong.json"), r#"{"event_type": "on_login", "prompt": "x", "path": "/tmp"}"#).unwrap();
+        std::fs::write(
+            d.join("d-wrong.json"),
+            r#"{"event_type": "on_login", "prompt": "x", "path": "/tmp"}"#,
+        )
+        .unwrap();
         std::fs::write(d.join("notes.txt"), "ignored").unwrap();
         std::fs::write(d.join(".e.json"), "ignored (hidden)").unwrap();
         let listed = load_dir(d);
@@ -153,12 +163,16 @@ mod tests {
         let entry = write_trigger(&d, good.as_object().unwrap()).unwrap();
         assert!(entry.trigger.is_ok(), "{:?}", entry.trigger);
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(d.join("t1.json")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(d.join("t1.json"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(delete_trigger(&d, "t1").unwrap());
         assert!(!delete_trigger(&d, "t1").unwrap());
         assert!(delete_trigger(&d, "../x").is_err());
-        let e = write_trigger(&d, json!({"event_type": "on_login"}).as_object().unwrap()).unwrap_err();
+        let e =
+            write_trigger(&d, json!({"event_type": "on_login"}).as_object().unwrap()).unwrap_err();
         assert!(e.contains("needs an \"id\""), "{e}");
     }
 }

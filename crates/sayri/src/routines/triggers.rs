@@ -92,7 +92,10 @@ pub(super) fn login_triggers(inner: &Inner) -> Vec<String> {
 }
 
 fn valid(inner: &Inner) -> impl Iterator<Item = &Trigger> {
-    inner.triggers.iter().filter_map(|e| e.trigger.as_ref().ok())
+    inner
+        .triggers
+        .iter()
+        .filter_map(|e| e.trigger.as_ref().ok())
 }
 
 /// What trigger `id` runs.
@@ -159,7 +162,10 @@ impl Routines {
         let now = self.clock.now();
         {
             let mut inner = lock(&self.inner);
-            let keep: Vec<&Trigger> = entries.iter().filter_map(|e| e.trigger.as_ref().ok()).collect();
+            let keep: Vec<&Trigger> = entries
+                .iter()
+                .filter_map(|e| e.trigger.as_ref().ok())
+                .collect();
             let gone: Vec<JobKey> = inner
                 .sched
                 .keys()
@@ -180,7 +186,9 @@ impl Routines {
                     .unwrap_or_else(|| Timing::armed(now));
                 let mut job = job_for(t, timing);
                 let same = old.as_ref().is_some_and(|o| {
-                    o.schedule == job.schedule && o.zone == job.zone && o.policy == job.policy
+                    o.schedule == job.schedule
+                        && o.zone == job.zone
+                        && o.policy == job.policy
                         && o.enabled == job.enabled
                 });
                 if old.is_some() && !same {
@@ -201,7 +209,10 @@ impl Routines {
 
     /// Starts and stops the monitors the enabled triggers need.
     fn configure_monitors(self: &Arc<Self>) {
-        let wanted: Vec<Trigger> = valid(&lock(&self.inner)).filter(|t| t.enabled).cloned().collect();
+        let wanted: Vec<Trigger> = valid(&lock(&self.inner))
+            .filter(|t| t.enabled)
+            .cloned()
+            .collect();
         let mut m = lock(&self.monitors);
         if self.stop.is_cancelled() {
             return m.stop_all();
@@ -213,7 +224,9 @@ impl Routines {
         let battery: Vec<(String, u8)> = wanted
             .iter()
             .filter_map(|t| match t.event {
-                TriggerEvent::OnBatteryLow { threshold_percent } => Some((t.id.clone(), threshold_percent)),
+                TriggerEvent::OnBatteryLow { threshold_percent } => {
+                    Some((t.id.clone(), threshold_percent))
+                }
                 _ => None,
             })
             .collect();
@@ -226,7 +239,9 @@ impl Routines {
                 m.battery = Some((battery.clone(), self.start_battery(battery)));
             }
         }
-        let network = wanted.iter().any(|t| t.event == TriggerEvent::OnNetworkChange);
+        let network = wanted
+            .iter()
+            .any(|t| t.event == TriggerEvent::OnNetworkChange);
         match (network, m.network.is_some()) {
             (true, false) => m.network = Some(self.start_network()),
             (false, true) => {
@@ -252,7 +267,11 @@ impl Routines {
                 me.reload_triggers();
             }
         })
-        .map_err(|e| tracing::warn!("triggers directory not watched (reload with `sayri routines list`): {e}"))
+        .map_err(|e| {
+            tracing::warn!(
+                "triggers directory not watched (reload with `sayri routines list`): {e}"
+            )
+        })
         .ok()
     }
 
@@ -260,7 +279,12 @@ impl Routines {
         let mut next = BTreeMap::new();
         m.problems.clear();
         for t in wanted {
-            let TriggerEvent::OnFileChanged { path, glob, debounce_ms } = &t.event else {
+            let TriggerEvent::OnFileChanged {
+                path,
+                glob,
+                debounce_ms,
+            } = &t.event
+            else {
                 continue;
             };
             let sig = format!("{path}\u{0}{glob:?}\u{0}{debounce_ms}");
@@ -374,7 +398,8 @@ impl Routines {
                 .map(|e| {
                     let key = JobKey::Trigger(e.id.clone());
                     let job = inner.sched.job(&key);
-                    let next: Option<DateTime<Utc>> = job.and_then(|j| api::next_of(j, system, now));
+                    let next: Option<DateTime<Utc>> =
+                        job.and_then(|j| api::next_of(j, system, now));
                     let zone = job.map_or(system, |j| j.zone_in(system));
                     let mut v = entry_json(e);
                     v["next_run_at"] = opt_time(next, zone);
@@ -394,7 +419,10 @@ impl Routines {
     ///
     /// # Errors
     /// `invalid_params` for an invalid trigger or an unknown agent (nothing written).
-    pub fn trigger_save(self: &Arc<Self>, fields: &Map<String, Value>) -> Result<Value, ProtocolError> {
+    pub fn trigger_save(
+        self: &Arc<Self>,
+        fields: &Map<String, Value>,
+    ) -> Result<Value, ProtocolError> {
         let agent = fields
             .get("target_agent_id")
             .and_then(Value::as_str)

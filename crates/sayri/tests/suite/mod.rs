@@ -21,6 +21,7 @@ pub mod permission_rig;
 mod permissions_check_cli;
 mod permissions_exec_in_arguments;
 mod protocol_status;
+mod routines_daemon;
 pub mod scripted_turns;
 mod secret_leaks;
 mod secret_redaction_ipc;
