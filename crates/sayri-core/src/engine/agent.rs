@@ -309,7 +309,7 @@ impl AgentEngine {
             let mut turn = Turn::new(self, &req, &title, sink, depth);
             let mut messages = match turn.start() {
                 Ok(messages) => messages,
-                Err(out) => return out,
+                Err(out) => return *out,
             };
             let mut outcome = turn.requests_about_agents().await;
             if outcome.is_none() {
@@ -647,17 +647,17 @@ impl<'a> Turn<'a> {
 
     /// Reads the history before this turn and stores the request. Returns the messages of the
     /// first model call, or the finished outcome when the store fails.
-    fn start(&mut self) -> Result<Vec<ChatMessage>, TurnOutcome> {
+    fn start(&mut self) -> Result<Vec<ChatMessage>, Box<TurnOutcome>> {
         let store = &self.engine.ports.store;
         let past = match store.messages(&self.req.session_id) {
             Ok(p) => p,
-            Err(e) => return Err(self.fail(None, e.to_string())),
+            Err(e) => return Err(Box::new(self.fail(None, e.to_string()))),
         };
         self.out.new_session = past.is_empty();
         let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
         let request_id = match store.append_message(&self.seed, &request) {
             Ok(id) => id,
-            Err(e) => return Err(self.fail(None, e.to_string())),
+            Err(e) => return Err(Box::new(self.fail(None, e.to_string()))),
         };
         self.journal_start(request_id);
         let mut system = self.engine.system_prompt(&self.profile, self.level);

@@ -256,12 +256,19 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
     let r = c.call("routines_list", json!({}), 9);
     let kept = &r["result"][0];
     assert_eq!(
-        (kept["id"].clone(), kept["prompt"].clone(), kept["enabled"].clone()),
+        (
+            kept["id"].clone(),
+            kept["prompt"].clone(),
+            kept["enabled"].clone()
+        ),
         (json!("kept"), json!("the user's own"), json!(false)),
         "{r}"
     );
     assert_eq!(kept["last_outcome"], Value::Null, "routines_run acted: {r}");
-    assert!(!triggers.join("planted.json").exists(), "trigger_save acted");
+    assert!(
+        !triggers.join("planted.json").exists(),
+        "trigger_save acted"
+    );
     assert_eq!(
         std::fs::read_to_string(triggers.join("kept.json")).unwrap(),
         kept_trigger,

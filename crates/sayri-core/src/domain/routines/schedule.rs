@@ -38,8 +38,8 @@ pub enum Schedule {
     DailyAt(NaiveTime),
     /// Every this many seconds of elapsed time.
     Every(u64),
-    /// A cron pattern (its text as given, trimmed).
-    Cron(CronSchedule),
+    /// A cron pattern (its text as given, trimmed); boxed, being much larger than the others.
+    Cron(Box<CronSchedule>),
 }
 
 /// A parsed cron pattern and the text it came from.
@@ -121,7 +121,7 @@ impl Schedule {
             "on_login" => Ok(Schedule::OnLogin),
             "daily_at" => parse_daily(spec).map(Schedule::DailyAt),
             "hourly" => parse_hours(spec).map(Schedule::Every),
-            "cron" => CronSchedule::parse(spec).map(Schedule::Cron),
+            "cron" => CronSchedule::parse(spec).map(|c| Schedule::Cron(Box::new(c))),
             other => Err(ScheduleError::UnknownTrigger(other.to_string())),
         }
     }

@@ -257,7 +257,9 @@ impl TriggerFile {
             .as_deref()
             .filter(|e| !e.trim().is_empty())
             .ok_or("on_schedule needs \"cron_expr\", e.g. \"0 9 * * MON-FRI\"")?;
-        let schedule = Schedule::Cron(CronSchedule::parse(expr).map_err(|e| e.to_string())?);
+        let schedule = Schedule::Cron(Box::new(
+            CronSchedule::parse(expr).map_err(|e| e.to_string())?,
+        ));
         let zone = match self.zone.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(z) => Some(parse_zone(z)?),
