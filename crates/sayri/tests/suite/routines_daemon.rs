@@ -565,3 +565,135 @@ fn an_on_login_routine_runs_once_per_login_session() {
     );
     rig.wait_idle(&id);
 }
+
+/// A notification service on a private session bus that records what it is asked to show.
+struct FakeNotifications {
+    shown: std::sync::Arc<std::sync::Mutex<Vec<(String, String, String)>>>,
+}
+
+#[zbus::interface(name = "org.freedesktop.Notifications")]
+impl FakeNotifications {
+    #[allow(clippy::too_many_arguments)]
+    fn notify(
+        &self,
+        app_name: &str,
+        _replaces_id: u32,
+        _app_icon: &str,
+        summary: &str,
+        body: &str,
+        _actions: Vec<&str>,
+        _hints: std::collections::HashMap<&str, zbus::zvariant::OwnedValue>,
+        _expire_timeout: i32,
+    ) -> u32 {
+        let mut shown = self.shown.lock().unwrap();
+        shown.push((app_name.into(), summary.into(), body.into()));
+        u32::try_from(shown.len()).unwrap()
+    }
+}
+
+/// A private `dbus-daemon`, stopped when dropped.
+struct SessionBus {
+    child: std::process::Child,
+    address: String,
+}
+
+impl SessionBus {
+    fn start() -> SessionBus {
+        let mut child = std::process::Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("dbus-daemon (Debian: dbus-daemon) is needed");
+        let mut address = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        SessionBus {
+            child,
+            address: address.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for SessionBus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A routine's result is shown through `org.freedesktop.Notifications` on the session bus: the
+/// title names the routine, the body carries the answer; a routine with notifications off
+/// shows nothing.
+#[test]
+fn a_finished_run_is_shown_as_a_desktop_notification() {
+    let bus = SessionBus::start();
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let _service = zbus::blocking::connection::Builder::address(bus.address.as_str())
+        .unwrap()
+        .name("org.freedesktop.Notifications")
+        .unwrap()
+        .serve_at(
+            "/org/freedesktop/Notifications",
+            FakeNotifications {
+                shown: shown.clone(),
+            },
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rig = Rig::new("UTC", Duration::ZERO);
+    let clock = rig.clock.to_string_lossy().into_owned();
+    rig.daemon = Some(rig.env.start_daemon_with(
+        "info",
+        &[
+            ("SAYRI_TEST_CLOCK", &clock),
+            ("SAYRI_TEST_CLOCK_START", "2026-06-01T08:00:00Z"),
+            ("DBUS_SESSION_BUS_ADDRESS", &bus.address),
+        ],
+    ));
+    let loud = rig
+        .cli(&[
+            "routines",
+            "add",
+            "--name",
+            "Loud",
+            "--prompt",
+            ROUTINE_MARK,
+            "--cron",
+            "0 9 1 1 *",
+        ])
+        .trim()
+        .to_string();
+    let quiet = rig
+        .cli(&[
+            "routines",
+            "add",
+            "--name",
+            "Quiet",
+            "--prompt",
+            ROUTINE_MARK,
+            "--cron",
+            "0 9 1 1 *",
+            "--notify",
+            "no",
+        ])
+        .trim()
+        .to_string();
+    rig.cli(&["routines", "run", &quiet]);
+    rig.wait_idle(&quiet);
+    rig.cli(&["routines", "run", &loud]);
+    rig.wait_idle(&loud);
+    assert_eq!(rig.routine_requests().len(), 2, "{}", rig.log());
+    let shown = shown.lock().unwrap().clone();
+    assert_eq!(
+        shown,
+        [(
+            "Sayri".to_string(),
+            "✨ Loud".to_string(),
+            ROUTINE_ANSWER.to_string()
+        )],
+        "{}",
+        rig.log()
+    );
+}
