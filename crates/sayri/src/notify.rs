@@ -1,6 +1,5 @@
 //! Desktop notifications: `org.freedesktop.Notifications.Notify` on the session bus (zbus,
-//! pure Rust, no `notify-send` process). The daemon shows routine results with it and
-//! `sayri notify TITLE [BODY]` uses the same code.
+//! pure Rust, no `notify-send` process). The daemon shows routine results with it.
 //!
 //! Without a session bus (a daemon started outside a desktop session, CI) or without a
 //! notification service, [`DesktopNotifier::notify`] fails with a sentence saying which and
@@ -102,19 +101,4 @@ impl Notifier for DesktopNotifier {
     fn notify<'a>(&'a self, title: &'a str, body: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { self.show(title, body).await.map(|_| ()) })
     }
-}
-
-/// `sayri notify TITLE [BODY]`: shows one notification; prints its id.
-///
-/// # Errors
-/// The notification could not be shown (the reason says why).
-pub fn run_cli(title: &str, body: Option<&str>) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let id = rt
-        .block_on(DesktopNotifier::new().show(title, body.unwrap_or("")))
-        .map_err(|e| anyhow::anyhow!("cannot show the notification: {e}"))?;
-    println!("{id}");
-    Ok(())
 }

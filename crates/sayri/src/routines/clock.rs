@@ -92,8 +92,16 @@ pub struct WallClock {
     tz_var: Option<String>,
     zone_changed: Arc<Notify>,
     problem: Mutex<Option<String>>,
-    /// Keeps the `/etc` watch alive.
-    _watch: Option<notify::RecommendedWatcher>,
+    /// The `/etc` watch (aborted when the clock is dropped).
+    watch: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for WallClock {
+    fn drop(&mut self) {
+        if let Some(w) = &self.watch {
+            w.abort();
+        }
+    }
 }
 
 impl WallClock {
@@ -111,7 +119,7 @@ impl WallClock {
             tz_var,
             zone_changed,
             problem: Mutex::new(None),
-            _watch: watch,
+            watch,
         }
     }
 }
@@ -122,41 +130,47 @@ impl Default for WallClock {
     }
 }
 
-/// Wakes `changed` whenever the zone files' directory changes one of their names.
-fn watch_zone_files(files: &ZoneFiles, changed: Arc<Notify>) -> Option<notify::RecommendedWatcher> {
-    use notify::{RecursiveMode, Watcher};
+/// Wakes `changed` whenever the zone files' directory changes one of their names. The inotify
+/// mask holds changes only (created, replaced, removed, written): the directory is `/etc`,
+/// whose files every process opens, and an open or read must not wake the daemon. Call inside
+/// the runtime; the watch ends when the returned task is aborted.
+fn watch_zone_files(
+    files: &ZoneFiles,
+    changed: Arc<Notify>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    use futures::StreamExt;
+    use inotify::{Inotify, WatchMask};
     let names: Vec<_> = [&files.localtime, &files.timezone]
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
         .collect();
     let dir = files.localtime.parent()?.to_path_buf();
-    let handler = move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res
-            && ev
-                .paths
-                .iter()
-                .any(|p| p.file_name().is_some_and(|n| names.iter().any(|x| x == n)))
-        {
-            changed.notify_one();
-        }
-    };
-    let mut w = match notify::recommended_watcher(handler) {
-        Ok(w) => w,
+    let mask = WatchMask::CREATE
+        | WatchMask::MOVED_TO
+        | WatchMask::MOVED_FROM
+        | WatchMask::DELETE
+        | WatchMask::CLOSE_WRITE;
+    let stream = Inotify::init().and_then(|i| {
+        i.watches().add(&dir, mask)?;
+        i.into_event_stream([0u8; 4096])
+    });
+    let mut stream = match stream {
+        Ok(s) => s,
         Err(e) => {
             tracing::warn!(
-                "cannot watch for time-zone changes ({e}); a change is noticed at the next scheduled check"
+                "cannot watch {} for time-zone changes ({e}); a change is noticed at the next scheduled check",
+                dir.display()
             );
             return None;
         }
     };
-    if let Err(e) = w.watch(&dir, RecursiveMode::NonRecursive) {
-        tracing::warn!(
-            "cannot watch {} for time-zone changes ({e}); a change is noticed at the next scheduled check",
-            dir.display()
-        );
-        return None;
-    }
-    Some(w)
+    Some(tokio::spawn(async move {
+        while let Some(Ok(ev)) = stream.next().await {
+            if ev.name.is_some_and(|n| names.iter().any(|x| *x == n)) {
+                changed.notify_one();
+            }
+        }
+    }))
 }
 
 /// The wall-clock time now.
@@ -284,6 +298,31 @@ mod tests {
         let start = Instant::now();
         wall_timer(wall_now() - TimeDelta::seconds(1)).await;
         assert!(start.elapsed() < Duration::from_millis(50));
+    }
+
+    /// Reading the zone files (as every scheduler pass does) is not a zone change: a wait
+    /// after many reads keeps sleeping, so an idle scheduler never wakes itself.
+    #[tokio::test]
+    async fn reading_the_zone_does_not_wake_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = ZoneFiles {
+            localtime: dir.path().join("localtime"),
+            timezone: dir.path().join("timezone"),
+        };
+        std::os::unix::fs::symlink("/usr/share/zoneinfo/Asia/Kolkata", &files.localtime).unwrap();
+        std::fs::write(&files.timezone, "Asia/Kolkata\n").unwrap();
+        let clock = WallClock::with_files(files, None);
+        for _ in 0..20 {
+            assert_eq!(clock.system_zone().name(), "Asia/Kolkata");
+        }
+        let _ = std::fs::read_to_string(dir.path().join("timezone")).unwrap();
+        let waiting = clock.wait(Some(wall_now() + TimeDelta::hours(1)));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(1500), waiting)
+                .await
+                .is_err(),
+            "reading the zone woke the scheduler"
+        );
     }
 
     #[tokio::test]

@@ -75,8 +75,9 @@ impl PathFilter {
     }
 }
 
-/// Whether an event is a change of content or of the directory tree.
-fn is_change(ev: &Event) -> bool {
+/// Whether an event is a change of content or of the directory tree (never a mere open or
+/// read: a watcher that reads what it watches must not wake itself).
+pub(crate) fn is_change(ev: &Event) -> bool {
     match &ev.kind {
         EventKind::Create(_) | EventKind::Remove(_) => true,
         EventKind::Modify(m) => !matches!(m, notify::event::ModifyKind::Metadata(_)),

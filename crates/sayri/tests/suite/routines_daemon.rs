@@ -398,39 +398,66 @@ fn missed_slots_follow_the_catch_up_policy_after_downtime() {
 }
 
 /// A routine without a zone follows the system zone as it is when the next fire is computed:
-/// after the zone changes, its next run is 09:00 in the new zone, and it fires there.
+/// after the zone changes (and after a restart right after the change) its next run is 09:00 in
+/// the new zone, where it fires, while a routine with its own zone keeps it.
 #[test]
 fn a_system_zone_change_moves_the_next_fire_to_the_new_local_time() {
     let mut rig = Rig::new("Europe/Berlin", Duration::ZERO);
-    rig.start("2026-07-01T10:00:00Z");
-    let id = rig
-        .cli(&[
+    rig.start("2026-09-01T10:00:00Z");
+    let add = |zone: &[&str]| {
+        let mut args = vec![
             "routines",
             "add",
             "--name",
-            "Zone",
+            "Nine",
             "--prompt",
             ROUTINE_MARK,
             "--daily-at",
             "09:00",
-        ])
-        .trim()
-        .to_string();
-    // 12:00 in Berlin: the next 09:00 is tomorrow's.
-    assert_eq!(rig.next(&id, 1, None), ["2026-07-02T09:00:00+02:00"]);
+        ];
+        args.extend(zone);
+        rig.cli(&args).trim().to_string()
+    };
+    let follows = add(&[]);
+    let own = add(&["--zone", "Europe/Berlin"]);
+    // Both ran at 09:00 Berlin on the 9th.
+    rig.set_time("2026-09-09T07:00:00Z");
+    rig.wait_idle(&follows);
+    rig.wait_idle(&own);
+    assert_eq!(rig.routine_requests().len(), 2, "{}", rig.log());
+
+    rig.set_time("2026-09-10T05:00:00Z");
     rig.clock("zone America/New_York");
-    // 06:00 in New York: today's 09:00 there is still ahead.
-    let next = rig.next(&id, 2, None);
+    // A restart right after the change fires nothing at start.
+    rig.stop();
+    rig.zone = "America/New_York".into();
+    rig.start("2026-09-10T05:01:00Z");
+    rig.set_time("2026-09-10T05:02:00Z");
+    assert_eq!(rig.routine_requests().len(), 2, "{}", rig.log());
+    let next = rig.next(&follows, 3, None);
     assert_eq!(
         next,
-        ["2026-07-01T09:00:00-04:00", "2026-07-02T09:00:00-04:00"]
+        [
+            "2026-09-10T09:00:00-04:00",
+            "2026-09-11T09:00:00-04:00",
+            "2026-09-12T09:00:00-04:00"
+        ]
     );
-    rig.set_time("2026-07-01T12:59:00Z");
-    assert_eq!(rig.routine_requests().len(), 0, "{}", rig.log());
+    assert_eq!(rig.next(&own, 1, None), ["2026-09-10T09:00:00+02:00"]);
+    // 09:00 Berlin: only the routine with its own zone.
+    rig.set_time("2026-09-10T07:00:00Z");
+    rig.wait_idle(&own);
+    assert_eq!(rig.routine_requests().len(), 3, "{}", rig.log());
+    assert_eq!(
+        rig.routine(&own)["last_run"],
+        json!(epoch("2026-09-10T07:00:00Z"))
+    );
+    // 09:00 New York: the one following the system zone, once.
     rig.set_time(&next[0]);
-    rig.wait_idle(&id);
-    assert_eq!(rig.routine_requests().len(), 1, "{}", rig.log());
-    assert_eq!(rig.routine(&id)["last_run"], json!(epoch(&next[0])));
+    rig.wait_idle(&follows);
+    rig.set_time("2026-09-10T23:00:00Z");
+    assert_eq!(rig.routine_requests().len(), 4, "{}", rig.log());
+    assert_eq!(rig.routine(&follows)["last_run"], json!(epoch(&next[0])));
 }
 
 /// Five routines with nothing due that day (a yearly cron, a disabled daily one, an `on_login`
