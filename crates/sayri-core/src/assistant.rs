@@ -440,8 +440,8 @@ impl SayriCore {
     /// Runs a routine's (or a trigger's) turn: a remote turn — no approver, the agent's
     /// effective profile — whose model sees **none** of the session's earlier messages, so each
     /// run starts from the agent's system prompt and the routine's prompt alone while the runs
-    /// still accumulate in the routine's own session (`req.session_id`). Pinned by
-    /// `routine_turns_start_from_a_fresh_context_in_their_own_session`.
+    /// still accumulate in the routine's own session (`req.session_id`). Pinned by the daemon
+    /// test `a_routine_fires_once_at_its_slot_in_a_fresh_context_and_keeps_its_result`.
     pub async fn run_routine_turn(
         &self,
         req: RemoteRequest,

@@ -34,14 +34,24 @@ fn is_routine_request(req: &Value) -> bool {
     req.get("max_tokens") != Some(&json!(15)) && req.to_string().contains(ROUTINE_MARK)
 }
 
+/// A routine prompt whose run proposes a command its agent's rules make `ask`.
+const TOUCH_MARK: &str = "TOUCH-MARK";
+
 impl Rig {
-    /// A rig whose model answers routine prompts after `delay`, other requests at once.
+    /// A rig whose model answers routine prompts after `delay`, other requests at once; a
+    /// prompt with [`TOUCH_MARK`] first gets a command that touches `$HOME/touched`.
     fn new(zone: &str, delay: Duration) -> Rig {
         let env = Env::new();
         let script = Script::from_fn(move |req: &RecordedRequest| {
             let body = req.json().unwrap_or_default();
             if body.get("max_tokens") == Some(&json!(15)) {
                 return Reply::sse(sse::content_stream(&["Title"]));
+            }
+            let first_call = body["messages"].as_array().is_some_and(|m| m.len() <= 2);
+            if body.to_string().contains(TOUCH_MARK) && first_call {
+                return Reply::sse(sse::content_stream(&[
+                    "```bash\ntouch \"$HOME/touched\"\n```\n",
+                ]));
             }
             if body.to_string().contains(ROUTINE_MARK) {
                 return Reply::sse(sse::content_stream(&[ROUTINE_ANSWER])).with_head_delay(delay);
@@ -270,7 +280,10 @@ fn a_routine_fires_once_at_its_slot_in_a_fresh_context_and_keeps_its_result() {
 
     rig.set_time(&next[1]);
     rig.wait_idle(&id);
-    assert_eq!(rig.routine_requests().len(), 2, "{}", rig.log());
+    let reqs = rig.routine_requests();
+    assert_eq!(reqs.len(), 2, "{}", rig.log());
+    // Fresh each time: not even the routine's own earlier run is in the context.
+    assert!(!reqs[1].to_string().contains(ROUTINE_ANSWER), "{}", reqs[1]);
     assert_eq!(rig.routine(&id)["last_run"], json!(epoch(&next[1])));
 }
 
@@ -723,4 +736,35 @@ fn a_finished_run_is_shown_as_a_desktop_notification() {
         "{}",
         rig.log()
     );
+}
+
+/// A routine runs with no one to approve: a command its agent's rules would ask about is not
+/// run, and the run is reported `refused`, naming the command.
+#[test]
+fn a_command_that_would_ask_is_refused_in_a_routine_and_reported() {
+    let mut rig = Rig::new("UTC", Duration::ZERO);
+    setup(&rig.env, &rig.model, true, 30);
+    rig.start("2026-06-01T08:00:00Z");
+    let id = rig.call(
+        "routine_save",
+        json!({"name": "Toucher", "prompt": format!("{ROUTINE_MARK} {TOUCH_MARK}"),
+               "trigger": "cron", "time_spec": "0 9 1 1 *", "agent_id": "hostile"}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut events = rig.client();
+    rig.cli(&["routines", "run", &id]);
+    let finished = wait_event(&mut events, "routine_finished", Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("no routine_finished: {}", rig.log()));
+    assert_eq!(finished["status"], "refused", "{finished}");
+    assert!(
+        finished["summary"].as_str().unwrap().contains("touch"),
+        "{finished}"
+    );
+    assert!(
+        !rig.env.dir.path().join("touched").exists(),
+        "the command ran"
+    );
+    assert_eq!(rig.routine(&id)["last_outcome"]["status"], "refused");
 }
