@@ -166,7 +166,7 @@ fn watch_zone_files(
     };
     Some(tokio::spawn(async move {
         while let Some(Ok(ev)) = stream.next().await {
-            if ev.name.is_some_and(|n| names.iter().any(|x| *x == n)) {
+            if ev.name.is_some_and(|n| names.contains(&n)) {
                 changed.notify_one();
             }
         }
