@@ -1,6 +1,6 @@
 //! SQLite storage for Sayri: sessions, messages (with tool calls and token usage), learned
 //! preferences, security authorizations (approvals), gateway peers, the journal of running
-//! turns, and routines with the scheduler's state.
+//! turns, calibrated token rates, and routines with the scheduler's state.
 //!
 //! One file (`$STATE/sessions.db`), opened by [`Store::open`]: WAL journal, `foreign_keys=ON`,
 //! `secure_delete=ON`, versioned migrations (see [`migrations`]). With
@@ -18,6 +18,7 @@ mod preferences;
 mod redaction;
 mod routines;
 mod sessions;
+mod token_rates;
 mod turns;
 
 use rusqlite::Connection;

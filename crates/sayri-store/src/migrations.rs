@@ -11,7 +11,9 @@
 //!   its end, so a row found at start-up is a turn a crash cut short.
 //! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
-//! * Version 5 — routines (`routines`: definition, the scheduler's timing, the last run's
+//! * Version 5 — `token_rates`: the calibrated bytes-per-token estimate of each model, learnt
+//!   from the provider's usage reports.
+//! * Version 6 — routines (`routines`: definition, the scheduler's timing, the last run's
 //!   outcome), the scheduler's state of schedule triggers (`trigger_state`), and its small facts
 //!   (`scheduler_meta`).
 //!
@@ -21,7 +23,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 5;
+pub const LATEST: i64 = 6;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +89,11 @@ CREATE TABLE redacted_secrets (
 ";
 
 const V5: &str = "
+CREATE TABLE token_rates (
+  model TEXT PRIMARY KEY, bytes_per_token REAL NOT NULL, updated_at REAL NOT NULL);
+";
+
+const V6: &str = "
 CREATE TABLE routines (
   id TEXT PRIMARY KEY, name TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
   trigger TEXT NOT NULL, time_spec TEXT NOT NULL DEFAULT '', zone TEXT,
@@ -104,7 +111,7 @@ CREATE TABLE scheduler_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

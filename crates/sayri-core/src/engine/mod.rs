@@ -10,5 +10,7 @@ pub mod routine_run;
 pub mod rules_gate;
 pub mod scheduler;
 
-pub use agent::{AgentEngine, EnginePorts, EngineSettings, TurnOutcome, TurnRequest};
+pub use agent::{
+    AgentEngine, EnginePorts, EngineSettings, TITLE_INSTRUCTION, TurnOutcome, TurnRequest,
+};
 pub use events::{CoreEvent, CoreState, EventSink, NullSink};

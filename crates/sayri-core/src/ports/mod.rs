@@ -20,7 +20,7 @@ pub use chat::{
 pub use clock::{Clock, SystemZone};
 pub use notify::{NoNotifier, Notifier, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
-pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
+pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
 pub use store::{
     NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,
     SessionStore, StoredMessage, ToolCallRecord,
