@@ -271,6 +271,7 @@ impl SayriCore {
                 level: g.agent.sandbox.level,
                 text: text.to_string(),
                 approver_available: true,
+                fresh_context: false,
                 cancel: cancel.clone(),
             };
             (g.generation, request)
@@ -433,6 +434,28 @@ impl SayriCore {
         req: RemoteRequest,
         sink: &dyn EventSink,
     ) -> Result<TurnOutcome, CoreError> {
+        self.remote_turn(req, false, sink).await
+    }
+
+    /// Runs a routine's (or a trigger's) turn: a remote turn — no approver, the agent's
+    /// effective profile — whose model sees **none** of the session's earlier messages, so each
+    /// run starts from the agent's system prompt and the routine's prompt alone while the runs
+    /// still accumulate in the routine's own session (`req.session_id`). Pinned by the daemon
+    /// test `a_routine_fires_once_at_its_slot_in_a_fresh_context_and_keeps_its_result`.
+    pub async fn run_routine_turn(
+        &self,
+        req: RemoteRequest,
+        sink: &dyn EventSink,
+    ) -> Result<TurnOutcome, CoreError> {
+        self.remote_turn(req, true, sink).await
+    }
+
+    async fn remote_turn(
+        &self,
+        req: RemoteRequest,
+        fresh_context: bool,
+        sink: &dyn EventSink,
+    ) -> Result<TurnOutcome, CoreError> {
         if req.text.trim().is_empty() {
             return Err(CoreError::EmptyText);
         }
@@ -466,6 +489,7 @@ impl SayriCore {
             level,
             text: req.text.trim().to_string(),
             approver_available: false,
+            fresh_context,
             cancel: req.cancel.clone(),
         };
         Ok(self.engine.run_turn(request, sink).await)

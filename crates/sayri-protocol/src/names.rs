@@ -38,6 +38,9 @@ pub mod cmd {
         ROUTINES_LIST = "routines_list", ROUTINES_RUN = "routines_run",
         ROUTINE_SAVE = "routine_save", ROUTINE_DELETE = "routine_delete",
         ROUTINE_SET_ENABLED = "routine_set_enabled",
+        // Routines and triggers: Sayri's additions.
+        ROUTINE_NEXT = "routine_next", TRIGGERS_LIST = "triggers_list",
+        TRIGGER_SAVE = "trigger_save", TRIGGER_DELETE = "trigger_delete",
         VAULT_LIST = "vault_list", VAULT_SET = "vault_set", VAULT_DELETE = "vault_delete",
         // Connection: a client narrowing what its own connection may do (the web bubble's bridge).
         CLIENT_HELLO = "client_hello",
@@ -64,5 +67,7 @@ pub mod event {
         PERMISSION_REQUEST = "permission_request", PERMISSION_RESOLVED = "permission_resolved",
         SETTINGS_CHANGED = "settings_changed", PLUGIN_SETTINGS_CHANGED = "plugin_settings_changed",
         ASSET_PROGRESS = "asset_progress", SHUTDOWN = "shutdown",
+        // Routines and triggers.
+        ROUTINE_STARTED = "routine_started", ROUTINE_FINISHED = "routine_finished",
     }
 }

@@ -155,6 +155,16 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<VaultDeleteParams>(),
     // Connection
     ParamsInfo::of::<ClientHelloParams>(),
+    // Routines and triggers
+    ParamsInfo::of::<RoutinesListParams>(),
+    ParamsInfo::of::<RoutinesRunParams>(),
+    ParamsInfo::of::<RoutineSaveParams>(),
+    ParamsInfo::of::<RoutineDeleteParams>(),
+    ParamsInfo::of::<RoutineSetEnabledParams>(),
+    ParamsInfo::of::<RoutineNextParams>(),
+    ParamsInfo::of::<TriggersListParams>(),
+    ParamsInfo::of::<TriggerSaveParams>(),
+    ParamsInfo::of::<TriggerDeleteParams>(),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -195,6 +205,10 @@ no_params! {
     AgentsListParams = cmd::AGENTS_LIST;
     /// `vault_list` → every secret, masked.
     VaultListParams = cmd::VAULT_LIST;
+    /// `routines_list` → every routine.
+    RoutinesListParams = cmd::ROUTINES_LIST;
+    /// `triggers_list` → every trigger file, invalid ones with their error.
+    TriggersListParams = cmd::TRIGGERS_LIST;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -784,6 +798,173 @@ impl Params for VaultDeleteParams {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Routines and triggers
+
+/// `routines_run {routine_id}` → `{"scheduled": true, "routine_id", "name"}`: runs it now in the
+/// background, enabled or not; refused while a run of it is in progress.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutinesRunParams {
+    /// The routine.
+    #[serde(deserialize_with = "non_empty")]
+    pub routine_id: String,
+}
+
+impl Params for RoutinesRunParams {
+    const CMD: &'static str = cmd::ROUTINES_RUN;
+}
+
+/// `routine_save {id?, name?, trigger?, time_spec?, …}` → the routine. Creates a routine, or
+/// updates the one with `id`: **omitted fields keep their stored value** (or the default for a
+/// new routine); `null` counts as omitted. An update keeps `last_run` and `created_at`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutineSaveParams {
+    /// Id (letters, digits, `-`, `_`); a new routine without one gets `r<epoch-ms>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Display name (`"Untitled routine"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `on_login`, `daily_at` (default), `hourly` or `cron`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// `HH:MM` (daily_at, default `09:00`), hours (hourly, a number or its text, default 1), or a
+    /// 5/6-field cron pattern.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "text_or_number"
+    )]
+    pub time_spec: Option<String>,
+    /// IANA zone (`"Europe/Berlin"`); `""` = follow the system zone (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// The text the agent runs (required for a new routine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The agent (`default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Speak the result when voice is available (true).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub speak_tts: Option<bool>,
+    /// Show the result as a desktop notification (true).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub notify_desktop: Option<bool>,
+    /// Whether its schedule runs it (true).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub enabled: Option<bool>,
+    /// A missed slot: `run_once` (default) or `skip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<String>,
+    /// How late (minutes) a missed slot may be and still run once (720).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_minutes: Option<u32>,
+}
+
+impl Params for RoutineSaveParams {
+    const CMD: &'static str = cmd::ROUTINE_SAVE;
+}
+
+/// `routine_delete {routine_id}` → `{"routine_id", "deleted": true}` (a run in progress stops).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutineDeleteParams {
+    /// The routine.
+    #[serde(deserialize_with = "non_empty")]
+    pub routine_id: String,
+}
+
+impl Params for RoutineDeleteParams {
+    const CMD: &'static str = cmd::ROUTINE_DELETE;
+}
+
+/// `routine_set_enabled {routine_id, enabled=true}` → `{"routine_id", "enabled", "next_run"}`.
+/// Enabling never catches up a slot missed while disabled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutineSetEnabledParams {
+    /// The routine.
+    #[serde(deserialize_with = "non_empty")]
+    pub routine_id: String,
+    /// On or off (absent or `null` = on).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub enabled: Option<bool>,
+}
+
+impl Params for RoutineSetEnabledParams {
+    const CMD: &'static str = cmd::ROUTINE_SET_ENABLED;
+}
+
+/// `routine_next {routine_id, count=5, now?}` → `{"routine_id", "zone", "next": [RFC 3339…]}`:
+/// the next fire instants exactly as the scheduler computes them from the stored state, in the
+/// routine's zone; `now` (RFC 3339) replaces the clock for this preview only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutineNextParams {
+    /// The routine.
+    #[serde(deserialize_with = "non_empty")]
+    pub routine_id: String,
+    /// How many (1–1000; absent = 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Preview from this instant (RFC 3339 with offset) instead of now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<String>,
+}
+
+impl Params for RoutineNextParams {
+    const CMD: &'static str = cmd::ROUTINE_NEXT;
+}
+
+/// `trigger_save {trigger}` → the trigger as listed: writes `$CONFIG/triggers/<id>.json`.
+/// `trigger` holds the file's fields (`id` required; `event_type`, `prompt`, …); it is
+/// checked exactly as the file is when loaded, and nothing is written when it is invalid.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerSaveParams {
+    /// The trigger's fields.
+    pub trigger: Map<String, Value>,
+}
+
+impl Params for TriggerSaveParams {
+    const CMD: &'static str = cmd::TRIGGER_SAVE;
+}
+
+/// `trigger_delete {trigger_id}` → `{"trigger_id", "deleted"}`: removes its file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerDeleteParams {
+    /// The trigger.
+    #[serde(deserialize_with = "non_empty")]
+    pub trigger_id: String,
+}
+
+impl Params for TriggerDeleteParams {
+    const CMD: &'static str = cmd::TRIGGER_DELETE;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Field helpers
 
 fn is_false(b: &bool) -> bool {
@@ -869,6 +1050,21 @@ fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
             )),
         },
     }
+}
+
+/// An optional text that may also be sent as a number (`2` → `"2"`). `null` = not given.
+fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Number(serde_json::Number),
+    }
+    Ok(match Option::<Raw>::deserialize(d)? {
+        None => None,
+        Some(Raw::Text(t)) => Some(t),
+        Some(Raw::Number(n)) => Some(n.to_string()),
+    })
 }
 
 /// A deserializer that only records the field list a derived `Deserialize` asks for.

@@ -1,6 +1,6 @@
 //! SQLite storage for Sayri: sessions, messages (with tool calls and token usage), learned
 //! preferences, security authorizations (approvals), gateway peers, the journal of running
-//! turns and calibrated token rates.
+//! turns, calibrated token rates, and routines with the scheduler's state.
 //!
 //! One file (`$STATE/sessions.db`), opened by [`Store::open`]: WAL journal, `foreign_keys=ON`,
 //! `secure_delete=ON`, versioned migrations (see [`migrations`]). With
@@ -16,6 +16,7 @@ pub mod migrations;
 mod peers;
 mod preferences;
 mod redaction;
+mod routines;
 mod sessions;
 mod token_rates;
 mod turns;
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 pub use peers::GatewayPeer;
 pub use redaction::RewriteReport;
+pub use routines::{BrokenRoutine, TriggerState};
 pub use sayri_core::ports::StoreError;
 
 /// Errors from opening the database.

@@ -13,6 +13,9 @@
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
 //! * Version 5 — `token_rates`: the calibrated bytes-per-token estimate of each model, learnt
 //!   from the provider's usage reports.
+//! * Version 6 — routines (`routines`: definition, the scheduler's timing, the last run's
+//!   outcome), the scheduler's state of schedule triggers (`trigger_state`), and its small facts
+//!   (`scheduler_meta`).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -20,7 +23,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 5;
+pub const LATEST: i64 = 6;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,8 +93,25 @@ CREATE TABLE token_rates (
   model TEXT PRIMARY KEY, bytes_per_token REAL NOT NULL, updated_at REAL NOT NULL);
 ";
 
+const V6: &str = "
+CREATE TABLE routines (
+  id TEXT PRIMARY KEY, name TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+  trigger TEXT NOT NULL, time_spec TEXT NOT NULL DEFAULT '', zone TEXT,
+  prompt TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT 'default',
+  speak_tts INTEGER NOT NULL DEFAULT 1, notify_desktop INTEGER NOT NULL DEFAULT 1,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  catch_up TEXT NOT NULL DEFAULT 'run_once', grace_minutes INTEGER NOT NULL DEFAULT 720,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL,
+  armed_at REAL NOT NULL, last_slot REAL, last_run REAL, next_run REAL,
+  last_status TEXT, last_summary TEXT, last_finished_at REAL, last_session TEXT);
+CREATE TABLE trigger_state (
+  id TEXT PRIMARY KEY, armed_at REAL NOT NULL, last_slot REAL, last_run REAL, next_run REAL,
+  last_status TEXT, last_summary TEXT, last_finished_at REAL, last_session TEXT);
+CREATE TABLE scheduler_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

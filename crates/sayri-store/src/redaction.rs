@@ -2,7 +2,7 @@
 //! stored before a value became a secret are rewritten when it does.
 //!
 //! * [`Store::with_redactor`] sets the redactor every write uses (messages, tool calls, reasoning,
-//!   titles, preferences, approvals). Without one, text is stored as given.
+//!   titles, preferences, approvals, routine run summaries). Without one, text is stored as given.
 //! * [`Store::rewrite_secrets`] walks every column that can hold user, model or command text and
 //!   rewrites the rows whose redaction differs. Rows that become equal to an existing one under a
 //!   unique key merge into it (preference counters add up; a duplicate approval goes).
@@ -38,6 +38,8 @@ pub struct RewriteReport {
     pub approvals: usize,
     /// `gateway_peers` rows (metadata).
     pub peers: usize,
+    /// `routines` and `trigger_state` rows (the last run's summary).
+    pub routine_results: usize,
     /// False when rows changed but the write-ahead log could not be emptied (another process
     /// kept reading the database past the busy timeout): old page versions may stay in
     /// `sessions.db-wal` until a later checkpoint overwrites them.
@@ -47,7 +49,12 @@ pub struct RewriteReport {
 impl RewriteReport {
     /// Rows changed in all tables.
     pub fn total(&self) -> usize {
-        self.messages + self.sessions + self.preferences + self.approvals + self.peers
+        self.messages
+            + self.sessions
+            + self.preferences
+            + self.approvals
+            + self.peers
+            + self.routine_results
     }
 }
 
@@ -99,6 +106,14 @@ const PEERS: TextColumns = TextColumns {
     table: "gateway_peers",
     columns: &[("metadata", Kind::Json)],
 };
+const ROUTINES: TextColumns = TextColumns {
+    table: "routines",
+    columns: &[("last_summary", Kind::Text)],
+};
+const TRIGGER_STATE: TextColumns = TextColumns {
+    table: "trigger_state",
+    columns: &[("last_summary", Kind::Text)],
+};
 
 impl Store {
     /// The same store with `redactor` applied to every text it writes from now on (share a
@@ -136,6 +151,8 @@ impl Store {
             preferences: self.rewrite_table(&PREFERENCES, redactor, Some(merge_preference))?,
             approvals: self.rewrite_table(&APPROVALS, redactor, Some(drop_duplicate))?,
             peers: self.rewrite_table(&PEERS, redactor, None)?,
+            routine_results: self.rewrite_table(&ROUTINES, redactor, None)?
+                + self.rewrite_table(&TRIGGER_STATE, redactor, None)?,
             wal_cleared: true,
         };
         if report.total() > 0 {

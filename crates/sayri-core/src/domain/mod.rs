@@ -10,6 +10,7 @@ pub mod permissions;
 pub mod profile;
 pub mod prompt;
 pub mod repetition;
+pub mod routines;
 pub mod strip;
 pub mod text;
 pub mod tokens;

@@ -123,6 +123,9 @@ pub struct TurnRequest {
     pub text: String,
     /// Whether a person can answer permission questions (false for gateways and routines).
     pub approver_available: bool,
+    /// The model sees none of the session's earlier messages (routine runs: each run starts
+    /// from a clean context, while its messages still accumulate in the routine's session).
+    pub fresh_context: bool,
     /// Cancels the turn.
     pub cancel: CancellationToken,
 }
@@ -142,6 +145,9 @@ pub struct TurnOutcome {
     pub model_calls: usize,
     /// Commands handed to the sandbox.
     pub commands_run: usize,
+    /// Commands proposed but not run because they were refused (denied by a rule, or needing
+    /// an approval no one could give), as shown to clients (redacted).
+    pub refused_commands: Vec<String>,
     /// Summed token usage of the turn's model calls (as reported by the server).
     pub usage: Usage,
     /// Whether the session was created by this turn (its first exchange).
@@ -379,7 +385,7 @@ impl AgentEngine {
                 .unwrap_or_else(|| self.initial_title(&req.text));
             let mut turn = Turn::new(self, &req, &title, sink, depth);
             if let Err(out) = turn.start().await {
-                return out;
+                return *out;
             }
             let mut outcome = turn.requests_about_agents().await;
             if outcome.is_none() {
@@ -725,11 +731,11 @@ impl<'a> Turn<'a> {
     /// Reads the history before this turn, builds the transcript within the model's context
     /// and stores the request. Returns the finished outcome when the store fails or the
     /// request cannot fit the context (then nothing is stored or sent).
-    async fn start(&mut self) -> Result<(), TurnOutcome> {
+    async fn start(&mut self) -> Result<(), Box<TurnOutcome>> {
         let store = &self.engine.ports.store;
         let past = match store.messages(&self.req.session_id) {
             Ok(p) => p,
-            Err(e) => return Err(self.fail(None, e.to_string())),
+            Err(e) => return Err(Box::new(self.fail(None, e.to_string()))),
         };
         self.out.new_session = past.is_empty();
         // `provider.context_tokens` describes the provider's model; an agent with an endpoint
@@ -752,20 +758,21 @@ impl<'a> Turn<'a> {
             .await;
         let mut system = self.engine.system_prompt(&self.profile, self.level);
         system.push_str(&self.delegation_prompt());
+        let past: &[_] = if self.req.fresh_context { &[] } else { &past };
         self.transcript = history::build_transcript(
             &system,
-            &past,
+            past,
             &self.req.text,
             &self.settings.history,
             &self.est,
         );
         if let Err(e) = self.transcript.check_fits(&self.budget, &self.est) {
-            return Err(self.fail(None, format!("Not sent: {e}.")));
+            return Err(Box::new(self.fail(None, format!("Not sent: {e}."))));
         }
         let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
         let request_id = match self.engine.ports.store.append_message(&self.seed, &request) {
             Ok(id) => id,
-            Err(e) => return Err(self.fail(None, e.to_string())),
+            Err(e) => return Err(Box::new(self.fail(None, e.to_string()))),
         };
         self.journal_start(request_id);
         Ok(())
@@ -1071,7 +1078,9 @@ impl<'a> Turn<'a> {
                 &self.req.cancel,
             )
             .await;
-        if result.status != ExecStatus::Denied {
+        if result.status == ExecStatus::Denied {
+            self.out.refused_commands.push(shown.clone());
+        } else {
             self.out.commands_run += 1;
         }
         let redactor = &self.engine.ports.redactor;

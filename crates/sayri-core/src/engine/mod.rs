@@ -6,7 +6,9 @@ pub mod delta_filter;
 pub mod events;
 pub mod gate;
 pub mod interrupted;
+pub mod routine_run;
 pub mod rules_gate;
+pub mod scheduler;
 
 pub use agent::{
     AgentEngine, EnginePorts, EngineSettings, TITLE_INSTRUCTION, TurnOutcome, TurnRequest,

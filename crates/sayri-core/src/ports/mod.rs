@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod audio;
 pub mod chat;
 pub mod clock;
+pub mod notify;
 pub mod redact;
 pub mod sandbox;
 pub mod speech;
@@ -16,7 +17,8 @@ pub use chat::{
     ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason,
     ModelEndpoint, Role, Usage,
 };
-pub use clock::Clock;
+pub use clock::{Clock, SystemZone};
+pub use notify::{NoNotifier, Notifier, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
 pub use store::{

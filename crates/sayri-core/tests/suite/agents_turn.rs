@@ -35,6 +35,7 @@ fn turn(agent: &AgentProfile, text: &str) -> TurnRequest {
         level: agent.sandbox.level,
         text: text.into(),
         approver_available: true,
+        fresh_context: false,
         cancel: CancellationToken::new(),
     }
 }

@@ -23,6 +23,7 @@ fn turn(text: &str, cancel: CancellationToken) -> TurnRequest {
         agent: Arc::new(agent),
         text: text.into(),
         approver_available: true,
+        fresh_context: false,
         cancel,
     }
 }

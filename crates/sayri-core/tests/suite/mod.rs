@@ -24,4 +24,8 @@ mod permissions_rules;
 mod permissions_targets;
 mod permissions_wrappers;
 mod react_turn;
+mod routines_catch_up;
+mod routines_dst;
+mod routines_rig;
+mod routines_zones;
 mod secret_text;

@@ -18,6 +18,7 @@ fn turn(agent: AgentProfile, text: &str) -> TurnRequest {
         level,
         text: text.into(),
         approver_available: true,
+        fresh_context: false,
         cancel: CancellationToken::new(),
     }
 }

@@ -35,6 +35,7 @@ fn turn(text: &str) -> TurnRequest {
         agent: Arc::new(agent),
         text: text.into(),
         approver_available: true,
+        fresh_context: false,
         cancel: CancellationToken::new(),
     }
 }

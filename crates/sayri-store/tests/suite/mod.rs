@@ -2,6 +2,7 @@ mod approvals;
 mod crash;
 mod migrations;
 mod preferences;
+mod routines;
 mod secrets;
 mod sessions;
 mod turns;

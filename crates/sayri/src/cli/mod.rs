@@ -12,6 +12,7 @@ pub mod local;
 pub mod permissions;
 pub mod ping;
 pub mod quit;
+pub mod routines;
 pub mod sessions;
 pub mod status;
 pub mod terminal_text;
@@ -121,6 +122,12 @@ pub enum Command {
         #[command(subcommand)]
         action: permissions::PermissionsCommand,
     },
+    /// Routines: prompts an agent runs on a schedule or at login.
+    Routines {
+        /// What to do.
+        #[command(subcommand)]
+        action: routines::RoutinesAction,
+    },
     /// The encrypted secrets vault.
     Vault {
         /// What to do.
@@ -212,6 +219,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
             Command::Agents { action } => agents::run(&paths, start, *action).await,
             Command::Models { action } => done(local::models(&paths, action).await),
+            Command::Routines { action } => routines::run(&paths, start, action).await,
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),
             } => done(permissions::answer(&paths, &args).await),

@@ -10,6 +10,8 @@
 //! * [`state`] — [`DaemonState`], what every handler shares.
 //! * [`status`] — the `status` object.
 //! * [`recovery`] — start-up after a crash: leftover children killed, interrupted turns closed.
+//!
+//! The routines and their scheduler live in [`crate::routines`] (started by [`Daemon::bind`]).
 
 pub mod broadcast;
 pub mod command_peer;
@@ -54,6 +56,9 @@ pub enum DaemonError {
     /// The core could not be built (database, policies, agents).
     #[error(transparent)]
     Brain(#[from] crate::brain::BrainError),
+    /// The scheduler's clock (a test clock asked for where none exists).
+    #[error("{0}")]
+    Clock(String),
 }
 
 /// A bound, not yet running daemon.
@@ -113,7 +118,17 @@ impl Daemon {
                 ),
             }
         }
-        let _ = state.brain.set(std::sync::Arc::new(brain));
+        let brain = std::sync::Arc::new(brain);
+        let _ = state.brain.set(brain.clone());
+        let clock = crate::routines::clock_from_env().map_err(DaemonError::Clock)?;
+        let routines = crate::routines::Routines::start(
+            brain,
+            clock,
+            std::sync::Arc::new(crate::notify::DesktopNotifier::new()),
+            state.broadcaster.clone(),
+            state.paths.config_dir.clone(),
+        );
+        let _ = state.routines.set(routines);
         Ok(Daemon {
             state,
             listener,
@@ -163,6 +178,10 @@ impl Daemon {
         }
         tracing::info!("shutting down");
         drop(listener);
+        if let Some(routines) = state.routines.get() {
+            // No routine starts from now on; running ones stop (their slots stay served).
+            routines.shutdown().await;
+        }
         if let Some(brain) = state.brain.get() {
             // Open questions end (each sends `permission_resolved`); a running turn stops.
             brain.broker.shutdown();

@@ -3,6 +3,7 @@
 use crate::brain::Brain;
 use crate::daemon::broadcast::Broadcaster;
 use crate::paths::Paths;
+use crate::routines::Routines;
 use crate::supervisor::{Launcher, Supervisor, SupervisorConfig};
 use sayri_core::domain::config::Config;
 use sayri_protocol::{ErrorCode, ProtocolError};
@@ -33,6 +34,8 @@ pub struct DaemonState {
     /// Long-running child programs (model server, gateways, plugin services); stopped at
     /// shutdown.
     pub supervisor: Supervisor,
+    /// Routines, triggers and their scheduler (set once at start, with the brain).
+    pub routines: OnceLock<Arc<Routines>>,
 }
 
 impl DaemonState {
@@ -48,6 +51,7 @@ impl DaemonState {
             started: Instant::now(),
             brain: OnceLock::new(),
             supervisor: Supervisor::new(supervisor_config(&paths)),
+            routines: OnceLock::new(),
             paths,
         })
     }
@@ -71,6 +75,16 @@ impl DaemonState {
             ProtocolError::new(
                 ErrorCode::Internal,
                 "the assistant core is not running in this daemon",
+            )
+        })
+    }
+
+    /// The routines, or an `internal` error for a daemon started without them.
+    pub fn routines(&self) -> Result<&Arc<Routines>, ProtocolError> {
+        self.routines.get().ok_or_else(|| {
+            ProtocolError::new(
+                ErrorCode::Internal,
+                "routines are not running in this daemon",
             )
         })
     }

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 /// resident — it never is in the daemon — and the calibrated estimate per model used so far),
 /// `config_dir`, `state_dir`, `socket`, `pid`, `clients` (connected IPC clients), `uptime_ms`,
 /// `supervised` (every supervised child: `name`, `state`, `pid`, `keeper_pid`, `restarts`,
-/// `last_error`, `restart_in_ms`, `log_file`).
+/// `last_error`, `restart_in_ms`, `log_file`), `routines` (count, enabled, running, next fire,
+/// system zone, invalid trigger files, monitors).
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
     let brain = state.brain.get();
@@ -63,5 +64,6 @@ pub fn build_status(state: &DaemonState) -> Value {
         "clients": state.broadcaster.client_count(),
         "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "supervised": state.supervisor.list(),
+        "routines": state.routines.get().map_or(Value::Null, |r| r.status()),
     })
 }

@@ -126,6 +126,16 @@ fn bad_requests_are_answered_with_codes_and_recovered_ids() {
         "vault_delete",
         // Connection
         "client_hello",
+        // Routines and triggers
+        "routines_list",
+        "routines_run",
+        "routine_save",
+        "routine_delete",
+        "routine_set_enabled",
+        "routine_next",
+        "triggers_list",
+        "trigger_save",
+        "trigger_delete",
     ];
     for (i, name) in sayri_protocol::names::cmd::ALL.iter().enumerate() {
         if implemented.contains(name) {

@@ -44,6 +44,16 @@ const CLASSES: &[(&str, Access)] = &[
     ("permission_forget", Access::Management),
     ("vault_set", Access::Management),
     ("vault_delete", Access::Management),
+    // Routines and triggers
+    ("routines_list", Access::ReadOnly),
+    ("routine_next", Access::ReadOnly),
+    ("triggers_list", Access::ReadOnly),
+    ("routines_run", Access::Management),
+    ("routine_save", Access::Management),
+    ("routine_delete", Access::Management),
+    ("routine_set_enabled", Access::Management),
+    ("trigger_save", Access::Management),
+    ("trigger_delete", Access::Management),
     // Decided, not implemented yet.
     ("settings_save", Access::Management),
     ("plugin_settings_set", Access::Management),
@@ -51,9 +61,6 @@ const CLASSES: &[(&str, Access)] = &[
     ("gateway_save", Access::Management),
     ("gateway_delete", Access::Management),
     ("gateway_start", Access::Management),
-    ("routine_save", Access::Management),
-    ("routine_delete", Access::Management),
-    ("routine_set_enabled", Access::Management),
     ("skills_install", Access::Management),
     ("skills_uninstall", Access::Management),
     ("plugin_set_enabled", Access::Management),
@@ -98,6 +105,15 @@ fn acting_params(cmd: &str, session: &str) -> Value {
         "agent_delete" => json!({"agent_id": "hostile"}),
         "agent_detach" => json!({"agent_id": "hostile"}),
         "permission_answer" => json!({"request_id": "0123456789ab", "allow": true}),
+        // A routine would run later with no one watching: planting, changing, running or
+        // deleting one is management.
+        "routine_save" => json!({"id": "kept", "prompt": "planted prompt", "trigger": "hourly",
+                                 "time_spec": 1, "agent_id": "hostile"}),
+        "routines_run" | "routine_delete" => json!({"routine_id": "kept"}),
+        "routine_set_enabled" => json!({"routine_id": "kept", "enabled": true}),
+        "trigger_save" => json!({"trigger": {"id": "planted", "event_type": "on_login",
+                                             "prompt": "planted"}}),
+        "trigger_delete" => json!({"trigger_id": "kept"}),
         _ => json!({}),
     }
 }
@@ -160,6 +176,19 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
         1,
     );
     assert_eq!(r["ok"], true, "{r}");
+    let r = c.call(
+        "routine_save",
+        json!({"id": "kept", "prompt": "the user's own", "trigger": "cron",
+               "time_spec": "0 9 1 1 *", "enabled": false}),
+        8,
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    let triggers = env.config_dir().join("triggers");
+    std::fs::create_dir_all(&triggers).unwrap();
+    let kept_trigger = json!({"id": "kept", "event_type": "on_login", "prompt": "mine",
+                              "enabled": false})
+    .to_string();
+    std::fs::write(triggers.join("kept.json"), &kept_trigger).unwrap();
     let session = c.call("new_conversation", json!({}), 2)["result"]["session_id"]
         .as_str()
         .unwrap()
@@ -226,6 +255,27 @@ fn a_command_reaching_the_socket_directly_is_refused_every_management_command() 
     let agents = env.config_dir().join("agents");
     assert!(!agents.join("rootie.json").exists(), "agent_save acted");
     assert!(agents.join("hostile.json").exists(), "agent_delete acted");
+    let r = c.call("routines_list", json!({}), 9);
+    let kept = &r["result"][0];
+    assert_eq!(
+        (
+            kept["id"].clone(),
+            kept["prompt"].clone(),
+            kept["enabled"].clone()
+        ),
+        (json!("kept"), json!("the user's own"), json!(false)),
+        "{r}"
+    );
+    assert_eq!(kept["last_outcome"], Value::Null, "routines_run acted: {r}");
+    assert!(
+        !triggers.join("planted.json").exists(),
+        "trigger_save acted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(triggers.join("kept.json")).unwrap(),
+        kept_trigger,
+        "trigger_delete acted"
+    );
     assert!(
         d.child.as_mut().unwrap().try_wait().unwrap().is_none(),
         "the daemon was stopped"

@@ -25,6 +25,7 @@ mod permissions_check_cli;
 mod permissions_exec_in_arguments;
 mod protocol_status;
 mod repetition_guard;
+mod routines_daemon;
 pub mod scripted_turns;
 mod secret_leaks;
 mod secret_redaction_ipc;

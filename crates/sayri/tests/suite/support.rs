@@ -117,9 +117,14 @@ impl Env {
     }
     /// As [`Env::start_daemon`] with `RUST_LOG=filter` (its stderr goes to `daemon_log()`).
     pub fn start_daemon_logging(&self, filter: &str) -> Daemon {
+        self.start_daemon_with(filter, &[])
+    }
+    /// As [`Env::start_daemon_logging`] with extra environment variables `vars`.
+    pub fn start_daemon_with(&self, filter: &str, vars: &[(&str, &str)]) -> Daemon {
         let log = std::fs::File::create(self.daemon_log()).unwrap();
         let child = self
             .cmd()
+            .envs(vars.iter().copied())
             .env("RUST_LOG", filter)
             .arg("daemon")
             .stdout(Stdio::null())

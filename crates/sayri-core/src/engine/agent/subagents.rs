@@ -373,6 +373,7 @@ impl Turn<'_> {
             agent,
             text: task.to_string(),
             approver_available: self.req.approver_available,
+            fresh_context: false,
             cancel: self.req.cancel.clone(),
         };
         let sink = DelegateSink(self.sink.inner);

@@ -12,6 +12,7 @@ pub mod agents;
 pub mod config;
 pub mod connection;
 pub mod permissions;
+pub mod routines;
 pub mod runtime;
 pub mod vault;
 
@@ -49,5 +50,15 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, vault::vault_set)
         .register(Management, Task, vault::vault_delete)
         // Connection: a client narrowing its own connection (the web bubble's bridge).
-        .register(ReadOnly, Inline, connection::client_hello);
+        .register(ReadOnly, Inline, connection::client_hello)
+        // Routines and triggers
+        .register(ReadOnly, Task, routines::routines_list)
+        .register(Management, Task, routines::routines_run)
+        .register(Management, Task, routines::routine_save)
+        .register(Management, Task, routines::routine_delete)
+        .register(Management, Task, routines::routine_set_enabled)
+        .register(ReadOnly, Task, routines::routine_next)
+        .register(ReadOnly, Task, routines::triggers_list)
+        .register(Management, Task, routines::trigger_save)
+        .register(Management, Task, routines::trigger_delete);
 }
