@@ -39,6 +39,8 @@ pub mod cmd {
         ROUTINE_SAVE = "routine_save", ROUTINE_DELETE = "routine_delete",
         ROUTINE_SET_ENABLED = "routine_set_enabled",
         VAULT_LIST = "vault_list", VAULT_SET = "vault_set", VAULT_DELETE = "vault_delete",
+        // Front-end helpers
+        WINDOW = "window", ATTACH_IMAGE = "attach_image",
     }
 }
 

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod codeblock;
 pub mod config;
 pub mod history;
+pub mod image;
 pub mod permissions;
 pub mod profile;
 pub mod prompt;

@@ -29,7 +29,7 @@ use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
 use crate::ports::{
-    AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
+    AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
     ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
     SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
 };
@@ -109,6 +109,8 @@ pub struct TurnRequest {
     pub level: SandboxLevel,
     /// The request text.
     pub text: String,
+    /// Images sent with the request text (see `attach_image`); empty for most turns.
+    pub images: Vec<ChatImage>,
     /// Whether a person can answer permission questions (false for gateways and routines).
     pub approver_available: bool,
     /// Cancels the turn.
@@ -648,7 +650,8 @@ impl<'a> Turn<'a> {
             Err(e) => return Err(self.fail(None, e.to_string())),
         };
         self.out.new_session = past.is_empty();
-        let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
+        let mut request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
+        request.images = self.req.images.clone();
         let request_id = match store.append_message(&self.seed, &request) {
             Ok(id) => id,
             Err(e) => return Err(self.fail(None, e.to_string())),
@@ -656,12 +659,12 @@ impl<'a> Turn<'a> {
         self.journal_start(request_id);
         let mut system = self.engine.system_prompt(&self.profile, self.level);
         system.push_str(&self.delegation_prompt());
-        Ok(history::build_messages(
-            &system,
-            &past,
-            &self.req.text,
-            &self.settings.history,
-        ))
+        let mut messages =
+            history::build_messages(&system, &past, &self.req.text, &self.settings.history);
+        if let Some(current) = messages.last_mut().filter(|m| m.role == Role::User) {
+            current.images = self.req.images.clone();
+        }
+        Ok(messages)
     }
 
     /// Writes the running turn into the store's journal, so that a crash before
@@ -740,6 +743,7 @@ impl<'a> Turn<'a> {
             StepEnd::Done(s) => s,
             StepEnd::Cancelled => return Some(self.cancelled()),
             StepEnd::Failed(e) => {
+                let e = image_refusal(e, !self.req.images.is_empty());
                 let warning =
                     NewMessage::new(Role::Assistant, format!("⚠️ Sayri Error: {e}"), self.now());
                 return Some(self.fail(Some(warning), format!("Provider error: {e}")));
@@ -989,6 +993,28 @@ impl<'a> Turn<'a> {
 }
 
 /// The `⚠️ …` assistant row stored when a turn ends with an error.
+/// A request the server refused while it carried an image is, most often, a model that does not
+/// read images: the error says so and what to do (a refusal for another reason keeps the
+/// server's words).
+fn image_refusal(e: ChatError, with_images: bool) -> ChatError {
+    match e {
+        ChatError::Http {
+            status,
+            message,
+            retry_after,
+        } if with_images && (400..500).contains(&status) && ![401, 403, 408, 429].contains(&status) => {
+            ChatError::Http {
+                status,
+                message: format!(
+                    "the model did not accept the attached image ({message}); choose a model that reads images (a vision model) for this agent, or ask without the image"
+                ),
+                retry_after,
+            }
+        }
+        other => other,
+    }
+}
+
 fn warning_row(message: &str, now: f64) -> NewMessage {
     NewMessage::new(Role::Assistant, format!("⚠️ {message}"), now)
 }

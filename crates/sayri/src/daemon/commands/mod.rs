@@ -9,9 +9,12 @@
 
 pub mod agent;
 pub mod agents;
+pub mod attach;
 pub mod config;
+pub mod desktop;
 pub mod permissions;
 pub mod runtime;
+pub mod settings;
 pub mod vault;
 
 use crate::daemon::dispatch::{Access, Dispatcher, Mode};
@@ -46,5 +49,12 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Inline, permissions::permission_forget)
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
-        .register(Management, Task, vault::vault_delete);
+        .register(Management, Task, vault::vault_delete)
+        // Settings forms and front-end helpers
+        .register(ReadOnly, Inline, settings::settings_schema)
+        .register(Management, Inline, settings::settings_save)
+        .register(Management, Task, desktop::clipboard_copy)
+        .register(Management, Task, desktop::killall)
+        .register(Assistant, Inline, desktop::window)
+        .register(Assistant, Task, attach::attach_image);
 }
