@@ -26,6 +26,7 @@ mod secret_leaks;
 mod secret_redaction_ipc;
 pub mod secret_rig;
 mod setting_checks;
+mod settings_form;
 mod singleton;
 mod slow_consumer;
 mod status_sandbox;

@@ -115,10 +115,15 @@ impl Env {
     }
     /// As [`Env::start_daemon`] with `RUST_LOG=filter` (its stderr goes to `daemon_log()`).
     pub fn start_daemon_logging(&self, filter: &str) -> Daemon {
+        let mut c = self.cmd();
+        c.env("RUST_LOG", filter);
+        self.start_daemon_cmd(c)
+    }
+    /// Starts `c daemon` (a command from [`Env::cmd`] with more environment) and waits until it
+    /// greets.
+    pub fn start_daemon_cmd(&self, mut c: Command) -> Daemon {
         let log = std::fs::File::create(self.daemon_log()).unwrap();
-        let child = self
-            .cmd()
-            .env("RUST_LOG", filter)
+        let child = c
             .arg("daemon")
             .stdout(Stdio::null())
             .stderr(log)
