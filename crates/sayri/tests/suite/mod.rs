@@ -8,6 +8,7 @@ mod config_save_integrity;
 mod config_values_property;
 mod crash_safety;
 mod delegation;
+mod desktop_helpers;
 mod disconnect;
 mod framing;
 mod hostile_model;
