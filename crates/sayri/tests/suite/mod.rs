@@ -1,5 +1,6 @@
 mod agent_turn;
 mod agents_ipc;
+mod attach_image;
 mod broadcast;
 mod cli;
 mod concurrency;

@@ -2,8 +2,8 @@
 //!
 //! The daemon runs outside the sandbox, so the path must pass the same read rules as a command
 //! of the active agent reading it (`cat -- PATH` through the permission gate: agent rules,
-//! policies, the outside-reach baseline, `sandbox.deny_read`), for the path given and for the
-//! file it resolves to through symbolic links. The file is then read once, at most
+//! policies, the outside-reach baseline; and `sandbox.deny_read`), for the path given and for
+//! the file it resolves to through symbolic links. The file is then read once, at most
 //! [`MAX_IMAGE_BYTES`] + 1 bytes, and judged by its content (PNG, JPEG, GIF, WebP). Pixels are
 //! not redacted; the image is stored with the request's message.
 
@@ -43,6 +43,21 @@ pub async fn attach_image(p: AttachImageParams, ctx: Ctx) -> Result<Value, Proto
     })?;
     for path in [&given, &real] {
         may_read(&ctx, path).await?;
+    }
+    let cfg = ctx.daemon.config();
+    if let Some(denied) = cfg
+        .sandbox
+        .deny_read
+        .iter()
+        .find(|d| given.starts_with(d) || real.starts_with(d))
+    {
+        return Err(ProtocolError::new(
+            ErrorCode::Denied,
+            format!(
+                "cannot attach {}: sandbox.deny_read lists {denied}, so commands may not read it",
+                given.display()
+            ),
+        ));
     }
     if !tokio::fs::metadata(&real).await.is_ok_and(|m| m.is_file()) {
         return Err(ProtocolError::invalid_params(format!(
