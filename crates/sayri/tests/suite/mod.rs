@@ -22,6 +22,7 @@ mod permission_cards;
 pub mod permission_rig;
 mod permissions_check_cli;
 mod permissions_exec_in_arguments;
+mod protocol_acceptance;
 mod protocol_status;
 pub mod scripted_turns;
 mod secret_leaks;
