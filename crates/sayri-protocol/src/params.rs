@@ -780,7 +780,11 @@ impl Params for ClipboardCopyParams {
 #[serde(deny_unknown_fields)]
 pub struct KillallParams {
     /// Stop the daemon too, after answering.
-    #[serde(default, deserialize_with = "bool_or_null", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "bool_or_null",
+        skip_serializing_if = "is_false"
+    )]
     pub include_daemon: bool,
     /// Keep this one running (the name of a supervised program, e.g. the UI that asks).
     #[serde(default, deserialize_with = "string_or_null")]
@@ -853,7 +857,10 @@ impl Params for AttachImageParams {
 fn non_empty_object<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
     let m = Map::<String, Value>::deserialize(d)?;
     if m.is_empty() {
-        return Err(de::Error::invalid_length(0, &"an object with at least one setting"));
+        return Err(de::Error::invalid_length(
+            0,
+            &"an object with at least one setting",
+        ));
     }
     Ok(m)
 }

@@ -56,6 +56,10 @@ mod tests {
         assert!(check_image(b"RIFF\0\0\0\0WAVEfmt ").is_err());
         let mut big = b"\x89PNG\r\n\x1a\n".to_vec();
         big.resize(MAX_IMAGE_BYTES as usize + 1, 0);
-        assert!(check_image(&big).unwrap_err().contains("larger than 10 MiB"));
+        assert!(
+            check_image(&big)
+                .unwrap_err()
+                .contains("larger than 10 MiB")
+        );
     }
 }

@@ -29,9 +29,9 @@ use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
 use crate::ports::{
-    AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
-    ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
-    SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
+    AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
+    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor,
+    Role, Sandbox, SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -1002,7 +1002,10 @@ fn image_refusal(e: ChatError, with_images: bool) -> ChatError {
             status,
             message,
             retry_after,
-        } if with_images && (400..500).contains(&status) && ![401, 403, 408, 429].contains(&status) => {
+        } if with_images
+            && (400..500).contains(&status)
+            && ![401, 403, 408, 429].contains(&status) =>
+        {
             ChatError::Http {
                 status,
                 message: format!(

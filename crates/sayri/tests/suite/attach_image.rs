@@ -63,9 +63,14 @@ fn an_attached_image_reaches_the_model_as_an_image_part_of_the_next_request_only
     std::fs::write(&dot, DOT_PNG).unwrap();
     let _d = env.start_daemon();
     let mut watcher = RawClient::connect(&env.socket());
-    watcher.writer.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    watcher
+        .writer
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok();
     let mut c = RawClient::connect(&env.socket());
-    c.writer.set_read_timeout(Some(Duration::from_secs(30))).ok();
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok();
 
     let r = attach(&mut c, &dot, 1);
     assert_eq!(
@@ -117,7 +122,11 @@ fn an_attached_image_reaches_the_model_as_an_image_part_of_the_next_request_only
         .map(Result::unwrap)
         .collect();
     let b64 = base64::engine::general_purpose::STANDARD.encode(DOT_PNG);
-    let row = ("What is in these pictures?".to_string(), "image/png".to_string(), b64);
+    let row = (
+        "What is in these pictures?".to_string(),
+        "image/png".to_string(),
+        b64,
+    );
     assert_eq!(stored, vec![row.clone(), row]);
 }
 
@@ -134,26 +143,43 @@ fn attaching_is_refused_for_non_images_forbidden_paths_and_links_to_them() {
     std::fs::write(&fake, "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
     let _d = env.start_daemon();
     let mut c = RawClient::connect(&env.socket());
-    c.writer.set_read_timeout(Some(Duration::from_secs(20))).ok();
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok();
 
     for (path, code, words) in [
         (secret.clone(), "denied", "cannot attach"),
         (link.clone(), "denied", "private"),
-        (fake.clone(), "invalid_params", "not a PNG, JPEG, GIF or WebP"),
+        (
+            fake.clone(),
+            "invalid_params",
+            "not a PNG, JPEG, GIF or WebP",
+        ),
         (pics.clone(), "invalid_params", "not a regular file"),
         (pics.join("missing.png"), "not_found", "cannot open image"),
         (PathBuf::from("dot.png"), "invalid_params", "absolute path"),
     ] {
         let r = attach(&mut c, &path, 1);
         assert_eq!(r["code"], code, "{}: {r}", path.display());
-        assert!(r["error"].as_str().unwrap().contains(words), "{}: {r}", path.display());
+        assert!(
+            r["error"].as_str().unwrap().contains(words),
+            "{}: {r}",
+            path.display()
+        );
     }
-    let r = c.call("config_set", json!({"key": "sandbox.deny_read", "value": [pics]}), 2);
+    let r = c.call(
+        "config_set",
+        json!({"key": "sandbox.deny_read", "value": [pics]}),
+        2,
+    );
     assert_eq!(r["ok"], true, "{r}");
     std::fs::write(pics.join("dot.png"), DOT_PNG).unwrap();
     let r = attach(&mut c, &pics.join("dot.png"), 3);
     assert_eq!(r["code"], "denied", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("sandbox.deny_read"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("sandbox.deny_read"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -166,7 +192,9 @@ fn a_model_that_does_not_read_images_gets_a_clear_error() {
     std::fs::write(pics.join("dot.png"), DOT_PNG).unwrap();
     let _d = env.start_daemon();
     let mut c = RawClient::connect(&env.socket());
-    c.writer.set_read_timeout(Some(Duration::from_secs(30))).ok();
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok();
     assert_eq!(attach(&mut c, &pics.join("dot.png"), 1)["ok"], true);
     let r = c.call("ask", json!({"text": "What is this?"}), 2);
     let error = r["result"]["error"].as_str().unwrap_or_default();

@@ -268,7 +268,11 @@ fn daemon_save_killed_at_every_write_step(how: Save) {
         let answer = answer.unwrap_or_else(|| panic!("{what}: no answer, not killed"));
         assert_eq!(answer["ok"], true, "{what}: {answer}");
         if let Save::SettingsSave = how {
-            assert_eq!(answer["result"]["saved"], json!(["ui.orb_size"]), "{what}: {answer}");
+            assert_eq!(
+                answer["result"]["saved"],
+                json!(["ui.orb_size"]),
+                "{what}: {answer}"
+            );
         }
         assert_eq!(orb, 200, "{what}: the finished save holds the new value");
         true
@@ -567,7 +571,11 @@ fn out_of_range_values_are_refused_not_clamped() {
     .into_iter()
     .enumerate()
     {
-        let r = c.call("config_set", json!({"key": key, "value": value}), 10 + i as u64);
+        let r = c.call(
+            "config_set",
+            json!({"key": key, "value": value}),
+            10 + i as u64,
+        );
         assert_eq!(r["code"], "invalid_params", "{r}");
         refused.push(key);
     }

@@ -107,7 +107,12 @@ fn killall_stops_the_supervised_programs_only_and_the_daemon_only_when_asked() {
     // A process whose command line matches the original's kill patterns, not started by the
     // daemon: it must survive.
     let decoy = Command::new("python3")
-        .args(["-c", "import time; time.sleep(120)", "gateway.py", "python3 -m sayri"])
+        .args([
+            "-c",
+            "import time; time.sleep(120)",
+            "gateway.py",
+            "python3 -m sayri",
+        ])
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
@@ -142,7 +147,10 @@ fn killall_stops_the_supervised_programs_only_and_the_daemon_only_when_asked() {
     assert_eq!(r["result"]["daemon_stopped"], true, "{r}");
     let mut child = host.child.take().unwrap();
     assert!(
-        eventually(Duration::from_secs(10), || child.try_wait().unwrap().is_some()),
+        eventually(Duration::from_secs(10), || child
+            .try_wait()
+            .unwrap()
+            .is_some()),
         "the daemon stops after answering"
     );
     assert!(alive(decoy_pid));
@@ -181,7 +189,11 @@ fn window_flags_of_the_cli_reach_every_front_end_as_events() {
     drop(front);
     let o = env.run(&["--show"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(stderr(&o).contains("no front-end is connected"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no front-end is connected"),
+        "{}",
+        stderr(&o)
+    );
     let mut c = RawClient::connect(&env.socket());
     let r = c.call("window", json!({"action": "maximize"}), 1);
     assert_eq!(r["code"], "invalid_params", "{r}");
@@ -200,5 +212,8 @@ fn new_conversation_announces_conversation_started_with_its_id() {
     let r = c.call("new_conversation", json!({}), 1);
     let id = r["result"]["session_id"].as_str().unwrap().to_string();
     let v = wait_event(&mut watcher, "conversation_started", Duration::from_secs(5)).unwrap();
-    assert_eq!(v, json!({"event": "conversation_started", "session_id": id}));
+    assert_eq!(
+        v,
+        json!({"event": "conversation_started", "session_id": id})
+    );
 }

@@ -95,13 +95,29 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
         "status" => (
             json!({}),
             Obj(&[
-                "version", "protocol_version", "state", "busy", "session_id", "agent",
-                "provider", "sandbox", "vault", "config_dir", "state_dir", "socket", "pid",
-                "clients", "uptime_ms", "supervised",
+                "version",
+                "protocol_version",
+                "state",
+                "busy",
+                "session_id",
+                "agent",
+                "provider",
+                "sandbox",
+                "vault",
+                "config_dir",
+                "state_dir",
+                "socket",
+                "pid",
+                "clients",
+                "uptime_ms",
+                "supervised",
             ]),
         ),
         "quit" => (json!({}), Obj(&["ok"])),
-        "config_get" => (json!({"key": "ui.orb_size"}), Obj(&["group", "key", "value"])),
+        "config_get" => (
+            json!({"key": "ui.orb_size"}),
+            Obj(&["group", "key", "value"]),
+        ),
         "config_set" => (
             json!({"key": "ui.orb_size", "value": 150}),
             Obj(&["group", "key", "value"]),
@@ -116,7 +132,10 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
             Obj(&["ok", "saved", "values", "errors", "restart_required"]),
         ),
         "new_conversation" => (json!({}), Obj(&["session_id"])),
-        "talk" => (json!({"text": "hello"}), Obj(&["sent", "text", "session_id"])),
+        "talk" => (
+            json!({"text": "hello"}),
+            Obj(&["sent", "text", "session_id"]),
+        ),
         "ask" => (
             json!({"text": "touch it", "timeout": 60}),
             Obj(&["text", "error", "session_id"]),
@@ -129,7 +148,14 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
         ),
         "session_get" => (
             json!({"session_id": ids.session}),
-            Obj(&["id", "title", "agent_id", "created_at", "updated_at", "messages"]),
+            Obj(&[
+                "id",
+                "title",
+                "agent_id",
+                "created_at",
+                "updated_at",
+                "messages",
+            ]),
         ),
         "session_rename" => (
             json!({"session_id": ids.session, "title": "Renamed"}),
@@ -168,7 +194,13 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
         "clipboard_copy" => (json!({"text": "copied"}), Obj(&["copied"])),
         "killall" => (
             json!({"include_daemon": false, "ui_id": ""}),
-            Obj(&["stopped", "stopped_ui", "signalled", "errors", "daemon_stopped"]),
+            Obj(&[
+                "stopped",
+                "stopped_ui",
+                "signalled",
+                "errors",
+                "daemon_stopped",
+            ]),
         ),
         "window" => (json!({"action": "toggle"}), Obj(&["event", "clients"])),
         "attach_image" => (
@@ -182,19 +214,50 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
 /// The order the valid calls run in (turns first, so that sessions and cards exist; `quit`
 /// last).
 const ORDER: &[&str] = &[
-    "ping", "version", "status", "config_get", "config_set", "config_list", "settings_schema",
-    "settings_save", "new_conversation", "attach_image", "talk", "ask", "interrupt",
-    "switch_session", "sessions_list", "session_get", "session_rename", "agents_list",
-    "agent_save", "agent_switch", "agent_detach", "agent_delete", "permission_list",
-    "permission_answer", "permission_forget", "vault_set", "vault_list", "vault_delete",
-    "clipboard_copy", "window", "killall", "session_delete", "quit",
+    "ping",
+    "version",
+    "status",
+    "config_get",
+    "config_set",
+    "config_list",
+    "settings_schema",
+    "settings_save",
+    "new_conversation",
+    "attach_image",
+    "talk",
+    "ask",
+    "interrupt",
+    "switch_session",
+    "sessions_list",
+    "session_get",
+    "session_rename",
+    "agents_list",
+    "agent_save",
+    "agent_switch",
+    "agent_detach",
+    "agent_delete",
+    "permission_list",
+    "permission_answer",
+    "permission_forget",
+    "vault_set",
+    "vault_list",
+    "vault_delete",
+    "clipboard_copy",
+    "window",
+    "killall",
+    "session_delete",
+    "quit",
 ];
 
 /// The model: `talk` gets a greeting; `ask` a command that needs approval, then an answer with
 /// reasoning; one more `ask` a server error.
 fn model(marker: &std::path::Path) -> Model {
-    let mut with_reasoning = sse::data_event(&sse::chunk(json!({"reasoning_content": "Checking."}), None));
-    with_reasoning.push_str(&sse::data_event(&sse::chunk(json!({"content": "Done."}), Some("stop"))));
+    let mut with_reasoning =
+        sse::data_event(&sse::chunk(json!({"reasoning_content": "Checking."}), None));
+    with_reasoning.push_str(&sse::data_event(&sse::chunk(
+        json!({"content": "Done."}),
+        Some("stop"),
+    )));
     with_reasoning.push_str(sse::DONE);
     start_model(vec![
         Reply::sse(sse::content_stream(&["Hello."])),
@@ -214,7 +277,10 @@ fn call_valid(c: &mut RawClient, cmd: &str, ids: &Ids, id: u64) -> Value {
         c.write(format!("{}\n", json!({"cmd": "ask", "params": params, "id": id})).as_bytes());
         let card = wait_event(c, "permission_request", Duration::from_secs(30)).expect("a card");
         let listed = c.call("permission_list", json!({}), id + 1000);
-        assert_eq!(listed["result"]["pending"][0]["id"], card["request"]["id"], "{listed}");
+        assert_eq!(
+            listed["result"]["pending"][0]["id"], card["request"]["id"],
+            "{listed}"
+        );
         let answer = json!({"request_id": card["request"]["id"], "allow": true});
         let a = c.call("permission_answer", answer, id + 2000);
         assert_eq!(a["result"]["delivered"], true, "{a}");
@@ -248,11 +314,16 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
         writer: stream,
     };
     let mut c = RawClient::connect(&env.socket());
-    c.writer.set_read_timeout(Some(Duration::from_secs(30))).ok();
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok();
 
     let registered: BTreeSet<&str> = default_dispatcher().commands().map(|(c, ..)| c).collect();
     let ordered: BTreeSet<&str> = ORDER.iter().copied().collect();
-    assert_eq!(registered, ordered, "every implemented command runs here once");
+    assert_eq!(
+        registered, ordered,
+        "every implemented command runs here once"
+    );
     let mut ids = Ids {
         image: image.display().to_string(),
         ..Ids::default()
@@ -282,7 +353,13 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
         }
     }
     assert!(
-        eventually(Duration::from_secs(10), || d.child.as_mut().unwrap().try_wait().unwrap().is_some()),
+        eventually(Duration::from_secs(10), || d
+            .child
+            .as_mut()
+            .unwrap()
+            .try_wait()
+            .unwrap()
+            .is_some()),
         "quit stops the daemon"
     );
 
@@ -309,7 +386,11 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
             assert!(payload.contains_key(*m), "{name} lacks {m}: {v}");
         }
         if exact {
-            assert_eq!(payload.len(), members.len(), "{name} has only {members:?}: {v}");
+            assert_eq!(
+                payload.len(),
+                members.len(),
+                "{name} has only {members:?}: {v}"
+            );
         }
         if name == "ready" {
             check_shape("ready", &v["info"], &valid("status", &Ids::default()).1);
@@ -320,7 +401,10 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
         .iter()
         .filter(|e| !seen.contains(**e) && !PRODUCED_ELSEWHERE.contains(e))
         .collect();
-    assert!(missing.is_empty(), "events never produced: {missing:?} (seen {seen:?})");
+    assert!(
+        missing.is_empty(),
+        "events never produced: {missing:?} (seen {seen:?})"
+    );
 }
 
 /// The refusal of a bad call: `invalid_params`, a message naming the command and `field` when
@@ -330,7 +414,10 @@ fn assert_refused(cmd: &str, what: &str, r: &Value, field: &str) {
     assert_eq!(r["code"], "invalid_params", "{cmd} {what}: {r}");
     let msg = r["error"].as_str().unwrap_or_default();
     if msg.starts_with("invalid params for") {
-        assert!(msg.contains(cmd) && msg.contains(field), "{cmd} {what}: {msg}");
+        assert!(
+            msg.contains(cmd) && msg.contains(field),
+            "{cmd} {what}: {msg}"
+        );
     } else {
         assert!(!msg.is_empty(), "{cmd} {what}: {r}");
     }
@@ -348,7 +435,9 @@ fn every_command_refuses_each_kind_of_invalid_params_and_unimplemented_ones_say_
     .unwrap();
     let _d = env.start_daemon();
     let mut c = RawClient::connect(&env.socket());
-    c.writer.set_read_timeout(Some(Duration::from_secs(30))).ok();
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok();
     let ids = Ids {
         session: "no-such-session".into(),
         image: env.dir.path().join("none.png").display().to_string(),
@@ -385,7 +474,10 @@ fn every_command_refuses_each_kind_of_invalid_params_and_unimplemented_ones_say_
             if r["code"] == "invalid_params" {
                 assert_refused(cmd, &format!("without {field}"), &r, field);
             } else {
-                assert!(r["ok"].is_boolean() && r.get("id").is_some(), "{cmd} without {field}: {r}");
+                assert!(
+                    r["ok"].is_boolean() && r.get("id").is_some(),
+                    "{cmd} without {field}: {r}"
+                );
             }
         }
     }

@@ -57,8 +57,14 @@ impl Section {
     /// Title and one-line subtitle.
     fn titles(self) -> (&'static str, &'static str) {
         match self {
-            Section::Llm => ("Language model", "The OpenAI-compatible server Sayri talks to."),
-            Section::Assistant => ("Assistant", "How answers are produced and how much is kept."),
+            Section::Llm => (
+                "Language model",
+                "The OpenAI-compatible server Sayri talks to.",
+            ),
+            Section::Assistant => (
+                "Assistant",
+                "How answers are produced and how much is kept.",
+            ),
             Section::SpeechInput => ("Speech input", "Microphone, wake word and transcription."),
             Section::Voice => ("Voice", "How replies are spoken."),
             Section::Interface => ("Interface", "The orb and the desktop front-ends."),
@@ -226,9 +232,7 @@ pub fn keeps_secret(spec: &KeySpec, current: &ConfigValue, sent: &Json) -> bool 
 /// [`ConfigError::BadValue`] naming the key and what it expects.
 pub fn form_value(spec: &KeySpec, sent: &Json) -> Result<ConfigValue, ConfigError> {
     let json = match (spec.ty, sent) {
-        (ValueType::Str, _) | (_, Json::Bool(_) | Json::Number(_) | Json::Array(_)) => {
-            sent.clone()
-        }
+        (ValueType::Str, _) | (_, Json::Bool(_) | Json::Number(_) | Json::Array(_)) => sent.clone(),
         (ValueType::StrList, Json::String(text)) if !text.trim_start().starts_with('[') => {
             Json::from(
                 text.lines()
@@ -281,13 +285,14 @@ mod tests {
                 assert_eq!(f["hint"], spec.doc);
                 match spec.check {
                     Check::Int { min, max, .. } => {
-                        assert_eq!((f["min"].as_i64(), f["max"].as_i64()), (Some(min), Some(max)))
+                        assert_eq!(
+                            (f["min"].as_i64(), f["max"].as_i64()),
+                            (Some(min), Some(max))
+                        )
                     }
-                    Check::Choice(words) => assert_eq!(
-                        f["options"].as_array().unwrap().len(),
-                        words.len(),
-                        "{key}"
-                    ),
+                    Check::Choice(words) => {
+                        assert_eq!(f["options"].as_array().unwrap().len(), words.len(), "{key}")
+                    }
                     _ => {}
                 }
                 seen.push(key);
@@ -355,6 +360,10 @@ mod tests {
         assert!(keeps_secret(spec, &current, &json!("sk-...456")));
         assert!(!keeps_secret(spec, &current, &json!("sk-new-key-0000")));
         let model = Config::spec("provider.model").unwrap();
-        assert!(!keeps_secret(model, &ConfigValue::Str("x".into()), &json!("")));
+        assert!(!keeps_secret(
+            model,
+            &ConfigValue::Str("x".into()),
+            &json!("")
+        ));
     }
 }

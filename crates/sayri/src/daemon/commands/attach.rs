@@ -65,12 +65,14 @@ pub async fn attach_image(p: AttachImageParams, ctx: Ctx) -> Result<Value, Proto
             given.display()
         )));
     }
-    let bytes = read_at_most(&real, MAX_IMAGE_BYTES + 1).await.map_err(|e| {
-        ProtocolError::new(
-            ErrorCode::NotFound,
-            format!("cannot read image {}: {e}", given.display()),
-        )
-    })?;
+    let bytes = read_at_most(&real, MAX_IMAGE_BYTES + 1)
+        .await
+        .map_err(|e| {
+            ProtocolError::new(
+                ErrorCode::NotFound,
+                format!("cannot read image {}: {e}", given.display()),
+            )
+        })?;
     let mime = check_image(&bytes).map_err(|why| {
         ProtocolError::invalid_params(format!("cannot attach {}: {why}", given.display()))
     })?;

@@ -118,7 +118,8 @@ pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<Value, ProtocolError>
     let mut stopped = Vec::new();
     let mut errors = Vec::new();
     for child in supervisor.list() {
-        if child.name == p.ui_id || matches!(child.state, ChildState::Stopped | ChildState::Failed) {
+        if child.name == p.ui_id || matches!(child.state, ChildState::Stopped | ChildState::Failed)
+        {
             continue;
         }
         match supervisor.stop(&child.name).await {

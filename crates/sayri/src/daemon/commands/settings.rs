@@ -59,8 +59,8 @@ fn sort_fields(p: &SettingsSaveParams, cfg: &Config, ctx: &Ctx, saved: &mut Vec<
             }
         };
         let current = cfg.get(name).unwrap_or(ConfigValue::Bool(false));
-        let in_vault = name == "provider.api_key"
-            && vault_aware(name, Value::Null, ctx) == json!("***");
+        let in_vault =
+            name == "provider.api_key" && vault_aware(name, Value::Null, ctx) == json!("***");
         if form::keeps_secret(spec, &current, sent) || (in_vault && sent.as_str() == Some("***")) {
             continue;
         }
@@ -89,13 +89,16 @@ fn sort_fields(p: &SettingsSaveParams, cfg: &Config, ctx: &Ctx, saved: &mut Vec<
     out
 }
 
+/// What one edit of `sayri.toml` did: the new settings, the keys written, the refused ones.
+struct Written {
+    cfg: Config,
+    keys: Vec<String>,
+    refused: Map<String, Value>,
+}
+
 /// Writes the checked values in one edit of `sayri.toml`; a value that cannot work here
-/// ([`settings_check::check_change`]) is taken back and reported. Returns the new settings,
-/// the keys written and the refused ones.
-fn write_fields(
-    ctx: &Ctx,
-    valid: Vec<(String, ConfigValue)>,
-) -> Result<(Config, Vec<String>, Map<String, Value>), ConfigFileError> {
+/// ([`settings_check::check_change`]) is taken back and reported.
+fn write_fields(ctx: &Ctx, valid: Vec<(String, ConfigValue)>) -> Result<Written, ConfigFileError> {
     let paths = ctx.daemon.paths.clone();
     let (cfg, (written, refused)) = config_file::update(&paths.config_file(), |c| {
         let mut written = Vec::new();
@@ -116,7 +119,11 @@ fn write_fields(
         }
         Ok((written, refused))
     })?;
-    Ok((cfg, written, refused))
+    Ok(Written {
+        cfg,
+        keys: written,
+        refused,
+    })
 }
 
 /// `settings_save {values}` → `{"ok", "saved", "values", "errors", "restart_required"}`; `ok` is
@@ -134,15 +141,14 @@ pub async fn settings_save(p: SettingsSaveParams, ctx: Ctx) -> Result<Value, Pro
         ctx.daemon.config()
     } else {
         let task_ctx = ctx.clone();
-        let (cfg, written, refused) =
-            tokio::task::spawn_blocking(move || write_fields(&task_ctx, sorted.valid))
-                .await
-                .map_err(|e| ProtocolError::internal(format!("settings_save stopped: {e}")))?
-                .map_err(|e| change_err("the settings", e))?;
-        ctx.daemon.set_config(cfg.clone());
-        saved.extend(written);
-        errors.extend(refused);
-        cfg
+        let written = tokio::task::spawn_blocking(move || write_fields(&task_ctx, sorted.valid))
+            .await
+            .map_err(|e| ProtocolError::internal(format!("settings_save stopped: {e}")))?
+            .map_err(|e| change_err("the settings", e))?;
+        ctx.daemon.set_config(written.cfg.clone());
+        saved.extend(written.keys);
+        errors.extend(written.refused);
+        written.cfg
     };
     drop(guard);
     let mut values = form::masked_values(&cfg, &saved);
