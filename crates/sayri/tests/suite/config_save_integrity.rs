@@ -1,5 +1,5 @@
 //! Saving a setting never empties, tears or quietly rewrites `sayri.toml`: a save killed at any
-//! write step (CLI and daemon), a broken file, concurrent writers, hand edits while the daemon
+//! write step (CLI, daemon `config_set` and the settings form's `settings_save`), a broken file, concurrent writers, hand edits while the daemon
 //! runs, out-of-range values, the file's mode and a symlinked file.
 //!
 //! The fixture is a hand-edited file with comments (`fixtures/config-save-integrity.toml`);
