@@ -7,6 +7,8 @@
 //! [`MAX_IMAGE_BYTES`] + 1 bytes, and judged by its content (PNG, JPEG, GIF, WebP). Pixels are
 //! not redacted; the image is stored with the request's message.
 
+use crate::brain::Brain;
+use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use base64::Engine as _;
 use sayri_core::domain::image::{MAX_IMAGE_BYTES, check_image};
@@ -17,7 +19,9 @@ use sayri_protocol::params::AttachImageParams;
 use sayri_protocol::{ErrorCode, ProtocolError, names};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
 
 /// `attach_image {path}` → `{"path", "mime", "bytes", "waiting"}` (`waiting`: images that go
 /// with the next request); broadcasts `attach_image {path}`.
@@ -27,12 +31,25 @@ use tokio::io::AsyncReadExt;
 /// four images wait already; `not_found` when the file cannot be opened; `denied` when the read
 /// rules refuse it.
 pub async fn attach_image(p: AttachImageParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let brain = ctx.daemon.brain()?;
-    let given = PathBuf::from(&p.path);
+    attach(&ctx.daemon, &p.path, ctx.client_gone.clone()).await
+}
+
+/// Attaches the image at `path` for the daemon's next local request, as `attach_image` does
+/// (also the entry of the legacy socket's `ATTACH_IMAGE`); a permission question it opens is
+/// cancelled by `cancel`.
+///
+/// # Errors
+/// As `attach_image`.
+pub async fn attach(
+    daemon: &Arc<DaemonState>,
+    path: &str,
+    cancel: CancellationToken,
+) -> Result<Value, ProtocolError> {
+    let brain = daemon.brain()?;
+    let given = PathBuf::from(path);
     if !given.is_absolute() {
         return Err(ProtocolError::invalid_params(format!(
-            "cannot attach {:?}: give an absolute path, e.g. /home/me/Pictures/screen.png",
-            p.path
+            "cannot attach {path:?}: give an absolute path, e.g. /home/me/Pictures/screen.png"
         )));
     }
     let real = tokio::fs::canonicalize(&given).await.map_err(|e| {
@@ -41,10 +58,10 @@ pub async fn attach_image(p: AttachImageParams, ctx: Ctx) -> Result<Value, Proto
             format!("cannot open image {}: {e}", given.display()),
         )
     })?;
-    for path in [&given, &real] {
-        may_read(&ctx, path).await?;
+    for p in [&given, &real] {
+        may_read(brain, p, &cancel).await?;
     }
-    let cfg = ctx.daemon.config();
+    let cfg = daemon.config();
     if let Some(denied) = cfg
         .sandbox
         .deny_read
@@ -88,16 +105,20 @@ pub async fn attach_image(p: AttachImageParams, ctx: Ctx) -> Result<Value, Proto
         ))
     })?;
     let mut payload = Map::new();
-    payload.insert("path".into(), json!(p.path));
-    ctx.broadcaster()
+    payload.insert("path".into(), json!(path));
+    daemon
+        .broadcaster
         .broadcast(names::event::ATTACH_IMAGE, payload);
-    Ok(json!({"path": p.path, "mime": mime, "bytes": bytes.len(), "waiting": waiting}))
+    Ok(json!({"path": path, "mime": mime, "bytes": bytes.len(), "waiting": waiting}))
 }
 
 /// Whether the active agent's commands may read `path`; a question goes to the person as a
 /// permission card (the one attaching is there to answer).
-async fn may_read(ctx: &Ctx, path: &Path) -> Result<(), ProtocolError> {
-    let brain = ctx.daemon.brain()?;
+async fn may_read(
+    brain: &Brain,
+    path: &Path,
+    cancel: &CancellationToken,
+) -> Result<(), ProtocolError> {
     let status = brain.core.status();
     let agent = brain
         .core
@@ -111,7 +132,7 @@ async fn may_read(ctx: &Ctx, path: &Path) -> Result<(), ProtocolError> {
         resource: format!("cat -- {}", shell_quote(&path.to_string_lossy())),
         approver_available: true,
     };
-    match brain.gate.authorize(request, ctx.client_gone.clone()).await {
+    match brain.gate.authorize(request, cancel.clone()).await {
         GateVerdict::Allow { .. } => Ok(()),
         GateVerdict::Refuse { message, .. } => Err(ProtocolError::new(
             ErrorCode::Denied,
