@@ -11,7 +11,9 @@
 //!   its end, so a row found at start-up is a turn a crash cut short.
 //! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
-//! * Version 5 — `message_images`: the images a person attached to a request, kept with its
+//! * Version 5 — `token_rates`: the calibrated bytes-per-token estimate of each model, learnt
+//!   from the provider's usage reports.
+//! * Version 6 — `message_images`: the images a person attached to a request, kept with its
 //!   message (media type and base64 data, in the order they were sent).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
@@ -20,7 +22,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 5;
+pub const LATEST: i64 = 6;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +88,11 @@ CREATE TABLE redacted_secrets (
 ";
 
 const V5: &str = "
+CREATE TABLE token_rates (
+  model TEXT PRIMARY KEY, bytes_per_token REAL NOT NULL, updated_at REAL NOT NULL);
+";
+
+const V6: &str = "
 CREATE TABLE message_images (
   message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
   position INTEGER NOT NULL,
@@ -95,7 +102,7 @@ CREATE TABLE message_images (
 ";
 
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

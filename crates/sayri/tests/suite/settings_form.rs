@@ -48,6 +48,7 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
             json!(["X-Title: ***", "X-Test: ***"]),
         ),
         ("provider.native_tools", json!(true), json!(true)),
+        ("provider.context_tokens", json!("8192"), json!(8192)),
         ("stt.mode", json!("manual"), json!("manual")),
         ("stt.wake_word", json!("hola sayri"), json!("hola sayri")),
         ("stt.model_size", json!("small"), json!("small")),

@@ -123,7 +123,7 @@ pub fn kind(spec: &KeySpec) -> &'static str {
     match spec.check {
         Check::Flag => "toggle",
         Check::Choice(_) => "choice",
-        Check::Int { .. } | Check::Float { .. } => "number",
+        Check::Int { .. } | Check::IntOrZero { .. } | Check::Float { .. } => "number",
         Check::Credential { .. } => "password",
         Check::Paragraph { .. } | Check::Patterns => "textarea",
         Check::Headers | Check::AbsolutePaths { .. } => "list",
@@ -138,8 +138,9 @@ pub fn kind(spec: &KeySpec) -> &'static str {
 
 /// One field of `settings_schema`: `key`, `label`, `hint`, `kind`, `save` (`"section"`), `type`,
 /// `expected`, `secret`, `restart`, `value` (masked when secret); a number field adds `min`,
-/// `max`, `step` and `unit`, a choice `options` (`[{value, label}]`), `ui.default_ui`
-/// `dynamic_options: "ui_list"`.
+/// `max`, `step` and `unit` (one where 0 means something else adds `zero`, what 0 means, and
+/// `lowest`, the smallest other value), a choice `options` (`[{value, label}]`),
+/// `ui.default_ui` `dynamic_options: "ui_list"`.
 pub fn field(spec: &KeySpec, value: &ConfigValue) -> Json {
     let secret = spec.is_secret();
     let shown = if secret {
@@ -166,6 +167,20 @@ pub fn field(spec: &KeySpec, value: &ConfigValue) -> Json {
             f["max"] = json!(max);
             f["step"] = json!(step(1.0));
             f["unit"] = json!(unit);
+        }
+        Check::IntOrZero {
+            min,
+            max,
+            unit,
+            zero,
+        } => {
+            // 0 is offered too; `expected` says that 1 to `min - 1` is not.
+            f["min"] = json!(0);
+            f["max"] = json!(max);
+            f["step"] = json!(step(1.0));
+            f["unit"] = json!(unit);
+            f["zero"] = json!(zero);
+            f["lowest"] = json!(min);
         }
         Check::Float { min, max, unit } => {
             f["min"] = json!(min);
