@@ -14,7 +14,7 @@
 use crate::domain::profile::AgentProfile;
 use crate::engine::agent::{AgentEngine, TurnOutcome, TurnRequest};
 use crate::engine::events::{CoreEvent, CoreState, EventSink};
-use crate::ports::{SessionInfo, StoreError, StoredMessage, effective_agent};
+use crate::ports::{ChatImage, SessionInfo, StoreError, StoredMessage, effective_agent};
 use sayri_protocol::SandboxLevel;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
@@ -101,6 +101,9 @@ pub struct RemoteRequest {
     pub cancel: CancellationToken,
 }
 
+/// Most images waiting for the next request.
+pub const MAX_ATTACHED_IMAGES: usize = 4;
+
 struct Inner {
     state: CoreState,
     busy: bool,
@@ -108,6 +111,8 @@ struct Inner {
     session_id: String,
     turn: Option<CancellationToken>,
     generation: u64,
+    /// Images attached for the next local request (`attach_image`).
+    attached: Vec<ChatImage>,
 }
 
 /// The headless brain's front: what IPC commands call.
@@ -171,6 +176,7 @@ impl SayriCore {
                 session_id: new_session_id(),
                 turn: None,
                 generation: 0,
+                attached: Vec::new(),
             })),
         })
     }
@@ -270,6 +276,7 @@ impl SayriCore {
                 agent: g.agent.clone(),
                 level: g.agent.sandbox.level,
                 text: text.to_string(),
+                images: std::mem::take(&mut g.attached),
                 approver_available: true,
                 fresh_context: false,
                 cancel: cancel.clone(),
@@ -315,6 +322,19 @@ impl SayriCore {
             let _ = tx.send(outcome);
         });
         Ok((session_id, rx))
+    }
+
+    /// Attaches `image` to the next local request (`talk`/`ask`): it is sent with that
+    /// request's text and stored with its message. Up to [`MAX_ATTACHED_IMAGES`] go together.
+    /// Returns how many images are now waiting, or `None` (nothing attached) when that many
+    /// are waiting already.
+    pub fn attach_image(&self, image: ChatImage) -> Option<usize> {
+        let mut g = lock(&self.inner);
+        if g.attached.len() >= MAX_ATTACHED_IMAGES {
+            return None;
+        }
+        g.attached.push(image);
+        Some(g.attached.len())
     }
 
     /// Interrupts the running local turn: cancels its token, and from this call on none of
@@ -488,6 +508,7 @@ impl SayriCore {
             agent,
             level,
             text: req.text.trim().to_string(),
+            images: Vec::new(),
             approver_available: false,
             fresh_context,
             cancel: req.cancel.clone(),

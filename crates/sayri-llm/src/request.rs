@@ -4,12 +4,28 @@
 //! "temperature"?, "max_tokens"? (omitted when 0), "tools"? (native path only)}`.
 //! Messages: every non-empty `system` message is merged (blank-line separated) into one first
 //! system message; the others keep their order with only `role` and `content` — reasoning is
-//! never sent back.
+//! never sent back. A message with images has as `content` a list of parts: the text
+//! (`{"type": "text", "text"}`) and then each image (`{"type": "image_url", "image_url": {"url":
+//! "data:image/png;base64,…"}}`).
 
-use sayri_core::ports::{ChatRequest, Role};
+use sayri_core::ports::{ChatMessage, ChatRequest, Role};
 use serde_json::{Value, json};
 
 use crate::config::ClientConfig;
+
+/// The `content` of `m`: its text, or text and image parts when it carries images.
+fn content(m: &ChatMessage) -> Value {
+    if m.images.is_empty() {
+        return json!(m.content);
+    }
+    let mut parts = vec![json!({"type": "text", "text": m.content})];
+    parts.extend(
+        m.images
+            .iter()
+            .map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})),
+    );
+    Value::Array(parts)
+}
 
 /// Builds the request body for `request` under `config`.
 pub fn chat_body(config: &ClientConfig, request: &ChatRequest) -> Value {
@@ -24,7 +40,7 @@ pub fn chat_body(config: &ClientConfig, request: &ChatRequest) -> Value {
         messages.push(json!({"role": "system", "content": system.join("\n\n")}));
     }
     for m in request.messages.iter().filter(|m| m.role != Role::System) {
-        messages.push(json!({"role": m.role, "content": m.content}));
+        messages.push(json!({"role": m.role, "content": content(m)}));
     }
     let model = if request.model.trim().is_empty() {
         "default"

@@ -44,6 +44,8 @@ pub mod cmd {
         VAULT_LIST = "vault_list", VAULT_SET = "vault_set", VAULT_DELETE = "vault_delete",
         // Connection: a client narrowing what its own connection may do (the web bubble's bridge).
         CLIENT_HELLO = "client_hello",
+        // Front-end helpers
+        WINDOW = "window", ATTACH_IMAGE = "attach_image",
     }
 }
 

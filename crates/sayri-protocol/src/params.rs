@@ -165,6 +165,13 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<TriggersListParams>(),
     ParamsInfo::of::<TriggerSaveParams>(),
     ParamsInfo::of::<TriggerDeleteParams>(),
+    // Settings forms and front-end helpers
+    ParamsInfo::of::<SettingsSchemaParams>(),
+    ParamsInfo::of::<SettingsSaveParams>(),
+    ParamsInfo::of::<ClipboardCopyParams>(),
+    ParamsInfo::of::<KillallParams>(),
+    ParamsInfo::of::<WindowParams>(),
+    ParamsInfo::of::<AttachImageParams>(),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -209,6 +216,8 @@ no_params! {
     RoutinesListParams = cmd::ROUTINES_LIST;
     /// `triggers_list` → every trigger file, invalid ones with their error.
     TriggersListParams = cmd::TRIGGERS_LIST;
+    /// `settings_schema` → `{"sections", "plugin_sections"}`.
+    SettingsSchemaParams = cmd::SETTINGS_SCHEMA;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -962,10 +971,124 @@ pub struct TriggerDeleteParams {
 
 impl Params for TriggerDeleteParams {
     const CMD: &'static str = cmd::TRIGGER_DELETE;
+// Settings forms and front-end helpers
+
+/// `settings_save {values}` → `{"ok", "saved", "values", "errors", "restart_required"}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsSaveParams {
+    /// `{"group.key": value}`, at least one field: each value of the key's JSON type, or the
+    /// text a form input holds (parsed by the key's type, never clamped).
+    #[serde(deserialize_with = "non_empty_object")]
+    pub values: Map<String, Value>,
+}
+
+impl Params for SettingsSaveParams {
+    const CMD: &'static str = cmd::SETTINGS_SAVE;
+}
+
+/// `clipboard_copy {text}` → `{"copied": true, "via"}` or `{"copied": false, "reason"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClipboardCopyParams {
+    /// What to put on the clipboard (may be empty).
+    pub text: String,
+}
+
+impl Params for ClipboardCopyParams {
+    const CMD: &'static str = cmd::CLIPBOARD_COPY;
+}
+
+/// `killall {include_daemon=false, ui_id=""}` → `{"stopped", "stopped_ui", "signalled",
+/// "daemon_stopped"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillallParams {
+    /// Stop the daemon too, after answering.
+    #[serde(
+        default,
+        deserialize_with = "bool_or_null",
+        skip_serializing_if = "is_false"
+    )]
+    pub include_daemon: bool,
+    /// Keep this one running (the name of a supervised program, e.g. the UI that asks).
+    #[serde(default, deserialize_with = "string_or_null")]
+    pub ui_id: String,
+}
+
+impl Params for KillallParams {
+    const CMD: &'static str = cmd::KILLALL;
+}
+
+/// What a front-end should do with its window (`window`'s `action`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowAction {
+    /// Show the window (event `show`).
+    #[default]
+    Show,
+    /// Hide it (event `hide`).
+    Hide,
+    /// Toggle its visibility (event `toggle`).
+    Toggle,
+    /// Open the settings (event `settings_requested`).
+    Settings,
+}
+
+impl WindowAction {
+    /// The event broadcast for this action.
+    pub fn event(self) -> &'static str {
+        use crate::names::event;
+        match self {
+            WindowAction::Show => event::SHOW,
+            WindowAction::Hide => event::HIDE,
+            WindowAction::Toggle => event::TOGGLE,
+            WindowAction::Settings => event::SETTINGS_REQUESTED,
+        }
+    }
+}
+
+/// `window {action}` *(new)* → `{"event", "clients"}`: broadcasts `show`, `hide`, `toggle` or
+/// `settings_requested` to every front-end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowParams {
+    /// `show`, `hide`, `toggle` or `settings`.
+    pub action: WindowAction,
+}
+
+impl Params for WindowParams {
+    const CMD: &'static str = cmd::WINDOW;
+}
+
+/// `attach_image {path}` (or the legacy name `image_path`) → `{"path", "mime", "bytes"}`: the
+/// image goes with the next request of the active conversation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachImageParams {
+    /// Absolute path of a PNG, JPEG, GIF or WebP file.
+    #[serde(alias = "image_path", deserialize_with = "non_empty")]
+    pub path: String,
+}
+
+impl Params for AttachImageParams {
+    const CMD: &'static str = cmd::ATTACH_IMAGE;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Field helpers
+
+/// A JSON object with at least one member.
+fn non_empty_object<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+    let m = Map::<String, Value>::deserialize(d)?;
+    if m.is_empty() {
+        return Err(de::Error::invalid_length(
+            0,
+            &"an object with at least one setting",
+        ));
+    }
+    Ok(m)
+}
 
 fn is_false(b: &bool) -> bool {
     !*b

@@ -16,6 +16,8 @@
 //! * Version 6 — routines (`routines`: definition, the scheduler's timing, the last run's
 //!   outcome), the scheduler's state of schedule triggers (`trigger_state`), and its small facts
 //!   (`scheduler_meta`).
+//! * Version 7 — `message_images`: the images a person attached to a request, kept with its
+//!   message (media type and base64 data, in the order they were sent).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -23,7 +25,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 6;
+pub const LATEST: i64 = 7;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -110,8 +112,17 @@ CREATE TABLE trigger_state (
 CREATE TABLE scheduler_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
+const V7: &str = "
+CREATE TABLE message_images (
+  message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  mime TEXT NOT NULL,
+  data_base64 TEXT NOT NULL,
+  PRIMARY KEY (message_id, position));
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

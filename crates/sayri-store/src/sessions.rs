@@ -104,7 +104,16 @@ pub(crate) fn insert_message(
         ],
     )
     .map_err(sql_err)?;
-    Ok(tx.last_insert_rowid())
+    let id = tx.last_insert_rowid();
+    for (position, image) in m.images.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO message_images (message_id, position, mime, data_base64)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![id, position as i64, image.mime, image.base64],
+        )
+        .map_err(sql_err)?;
+    }
+    Ok(id)
 }
 
 impl Store {

@@ -19,7 +19,7 @@
 use super::history::push_merged;
 use super::observation::{CommandObservation, MIN_OBSERVATION_TOKENS};
 use super::tokens::TokenEstimator;
-use crate::ports::{ChatMessage, Role};
+use crate::ports::{ChatImage, ChatMessage, Role};
 
 /// The model's context window and what a request may take of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +117,9 @@ pub struct Transcript {
     pub history: Vec<ChatMessage>,
     /// The current request text, sent whole.
     pub current: String,
+    /// Images sent with the current request text (not counted in the budget: their token cost
+    /// depends on the model).
+    pub current_images: Vec<ChatImage>,
     /// This turn's steps so far.
     pub steps: Vec<TurnStep>,
 }
@@ -193,7 +196,9 @@ impl Transcript {
                 cuts.dropped
             ));
         }
-        push_merged(&mut out, ChatMessage::new(Role::User, current));
+        let mut request = ChatMessage::new(Role::User, current);
+        request.images = self.current_images.clone();
+        push_merged(&mut out, request);
         let last = self.steps.len().saturating_sub(1);
         for i in cuts.dropped..self.steps.len() {
             let step = &self.steps[i];
@@ -322,6 +327,7 @@ mod tests {
             summary: Some("[Earlier] - User: hello".into()),
             history: h,
             current: "What is in rows?".into(),
+            current_images: Vec::new(),
             steps: (0..steps).map(|_| big_step(5000)).collect(),
         }
     }

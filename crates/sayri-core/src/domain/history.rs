@@ -140,6 +140,7 @@ pub fn build_transcript(
         summary,
         history,
         current: current.to_string(),
+        current_images: Vec::new(),
         steps: Vec::new(),
     }
 }
@@ -150,6 +151,7 @@ pub fn push_merged(out: &mut Vec<ChatMessage>, msg: ChatMessage) {
         Some(last) if last.role == msg.role && msg.role != Role::System => {
             last.content.push_str("\n\n");
             last.content.push_str(&msg.content);
+            last.images.extend(msg.images);
         }
         _ => out.push(msg),
     }

@@ -5,6 +5,7 @@ pub mod codeblock;
 pub mod config;
 pub mod context;
 pub mod history;
+pub mod image;
 pub mod observation;
 pub mod permissions;
 pub mod profile;

@@ -39,9 +39,9 @@ use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
 use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{
-    AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
-    ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
-    SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
+    AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
+    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor,
+    Role, Sandbox, SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -121,6 +121,8 @@ pub struct TurnRequest {
     pub level: SandboxLevel,
     /// The request text.
     pub text: String,
+    /// Images sent with the request text (see `attach_image`); empty for most turns.
+    pub images: Vec<ChatImage>,
     /// Whether a person can answer permission questions (false for gateways and routines).
     pub approver_available: bool,
     /// The model sees none of the session's earlier messages (routine runs: each run starts
@@ -766,10 +768,12 @@ impl<'a> Turn<'a> {
             &self.settings.history,
             &self.est,
         );
+        self.transcript.current_images = self.req.images.clone();
         if let Err(e) = self.transcript.check_fits(&self.budget, &self.est) {
             return Err(Box::new(self.fail(None, format!("Not sent: {e}."))));
         }
-        let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
+        let mut request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
+        request.images = self.req.images.clone();
         let request_id = match self.engine.ports.store.append_message(&self.seed, &request) {
             Ok(id) => id,
             Err(e) => return Err(Box::new(self.fail(None, e.to_string()))),
@@ -860,6 +864,7 @@ impl<'a> Turn<'a> {
             StepEnd::Done(s) => s,
             StepEnd::Cancelled => return Some(self.cancelled()),
             StepEnd::Failed(e) => {
+                let e = image_refusal(e, !self.req.images.is_empty());
                 let warning =
                     NewMessage::new(Role::Assistant, format!("⚠️ Sayri Error: {e}"), self.now());
                 return Some(self.fail(Some(warning), format!("Provider error: {e}")));
@@ -1194,6 +1199,31 @@ impl<'a> Turn<'a> {
 }
 
 /// The `⚠️ …` assistant row stored when a turn ends with an error.
+/// A request the server refused while it carried an image is, most often, a model that does not
+/// read images: the error says so and what to do (a refusal for another reason keeps the
+/// server's words).
+fn image_refusal(e: ChatError, with_images: bool) -> ChatError {
+    match e {
+        ChatError::Http {
+            status,
+            message,
+            retry_after,
+        } if with_images
+            && (400..500).contains(&status)
+            && ![401, 403, 408, 429].contains(&status) =>
+        {
+            ChatError::Http {
+                status,
+                message: format!(
+                    "the model did not accept the attached image ({message}); choose a model that reads images (a vision model) for this agent, or ask without the image"
+                ),
+                retry_after,
+            }
+        }
+        other => other,
+    }
+}
+
 fn warning_row(message: &str, now: f64) -> NewMessage {
     NewMessage::new(Role::Assistant, format!("⚠️ {message}"), now)
 }

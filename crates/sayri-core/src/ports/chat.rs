@@ -18,6 +18,23 @@ pub enum Role {
     Tool,
 }
 
+/// An image sent with a user message: on the wire an OpenAI `image_url` content part holding
+/// a `data:` URL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatImage {
+    /// Media type: `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub mime: String,
+    /// The file's bytes, standard base64.
+    pub base64: String,
+}
+
+impl ChatImage {
+    /// `data:<mime>;base64,<data>`.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime, self.base64)
+    }
+}
+
 /// One message of a chat request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
@@ -25,14 +42,18 @@ pub struct ChatMessage {
     pub role: Role,
     /// Text content.
     pub content: String,
+    /// Images sent with the text (user messages only; empty for most).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ChatImage>,
 }
 
 impl ChatMessage {
-    /// Builds a message.
+    /// Builds a text message.
     pub fn new(role: Role, content: impl Into<String>) -> Self {
         ChatMessage {
             role,
             content: content.into(),
+            images: Vec::new(),
         }
     }
 }

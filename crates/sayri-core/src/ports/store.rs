@@ -6,7 +6,7 @@
 //! (no network, no user interaction).
 
 use super::approvals::StoreError;
-use super::chat::{Role, Usage};
+use super::chat::{ChatImage, Role, Usage};
 use serde::{Deserialize, Serialize};
 
 /// A conversation as listed (messages counted, not loaded).
@@ -68,6 +68,8 @@ pub struct NewMessage {
     pub usage: Option<Usage>,
     /// Reasoning text of that request, kept apart; it is never replayed to a model.
     pub reasoning: Option<String>,
+    /// Images the person attached to this request (user rows); stored as they were sent.
+    pub images: Vec<ChatImage>,
     /// Unix seconds.
     pub timestamp: f64,
 }
@@ -81,6 +83,7 @@ impl NewMessage {
             tool_call: None,
             usage: None,
             reasoning: None,
+            images: Vec::new(),
             timestamp,
         }
     }

@@ -34,6 +34,7 @@ fn turn(agent: &AgentProfile, text: &str) -> TurnRequest {
         agent: Arc::new(agent.clone()),
         level: agent.sandbox.level,
         text: text.into(),
+        images: Vec::new(),
         approver_available: true,
         fresh_context: false,
         cancel: CancellationToken::new(),

@@ -22,6 +22,7 @@ fn turn(text: &str, cancel: CancellationToken) -> TurnRequest {
         level: agent.sandbox.level,
         agent: Arc::new(agent),
         text: text.into(),
+        images: Vec::new(),
         approver_available: true,
         fresh_context: false,
         cancel,

@@ -34,6 +34,7 @@ fn turn(text: &str) -> TurnRequest {
         level: agent.sandbox.level,
         agent: Arc::new(agent),
         text: text.into(),
+        images: Vec::new(),
         approver_available: true,
         fresh_context: false,
         cancel: CancellationToken::new(),

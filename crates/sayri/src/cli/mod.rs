@@ -18,6 +18,7 @@ pub mod status;
 pub mod terminal_text;
 pub mod vault;
 pub mod web;
+pub mod window;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
@@ -29,14 +30,24 @@ pub const EX_CONFIG: i32 = 78;
 
 /// Sayri: a local AI assistant for the Linux desktop.
 #[derive(Debug, Parser)]
-#[command(name = "sayri", version, about, propagate_version = true)]
+#[command(
+    name = "sayri",
+    version,
+    about,
+    propagate_version = true,
+    args_conflicts_with_subcommands = true,
+    arg_required_else_help = true
+)]
 pub struct Cli {
     /// Do not start the daemon when it is not running; fail instead.
     #[arg(long, global = true)]
     pub no_start: bool,
+    /// Ask the desktop front-ends to show, hide or toggle their window, or open the settings.
+    #[command(flatten)]
+    pub window: window::WindowFlags,
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Subcommands.
@@ -142,7 +153,7 @@ pub enum Command {
 /// Parses the command line, runs it, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Daemon) {
+    if !matches!(cli.command, Some(Command::Daemon)) {
         // A client writing into a closed pipe (`sayri sessions list | head -1`) ends quietly,
         // as command-line tools do, instead of panicking. The daemon keeps ignoring SIGPIPE.
         // SAFETY: called before any thread is started; restores the default disposition.
@@ -162,7 +173,11 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let paths = Paths::from_env()?;
-    match cli.command {
+    let Some(command) = cli.command else {
+        let action = cli.window.action();
+        return block_on(window::run(&paths, action)).map(|()| 0);
+    };
+    match command {
         Command::Daemon => {
             crate::logging::init("info");
             return match crate::daemon::run_foreground(paths) {
@@ -198,13 +213,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         _ => {}
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let start = !cli.no_start;
-    rt.block_on(async move {
+    block_on(async move {
         let done = |r: anyhow::Result<()>| r.map(|()| 0);
-        match cli.command {
+        match command {
             Command::Ping => done(ping::run(&paths, start).await),
             Command::Status { json } => done(status::run(&paths, start, json).await),
             Command::Config { action } => done(config::run(&paths, start, action).await),
@@ -239,4 +251,12 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             | Command::Vault { .. } => Ok(0),
         }
     })
+}
+
+/// Runs a client future on a single-threaded runtime.
+fn block_on<T>(f: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
 }

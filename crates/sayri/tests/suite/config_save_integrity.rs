@@ -1,5 +1,5 @@
 //! Saving a setting never empties, tears or quietly rewrites `sayri.toml`: a save killed at any
-//! write step (CLI and daemon), a broken file, concurrent writers, hand edits while the daemon
+//! write step (CLI, daemon `config_set` and the settings form's `settings_save`), a broken file, concurrent writers, hand edits while the daemon
 //! runs, out-of-range values, the file's mode and a symlinked file.
 //!
 //! The fixture is a hand-edited file with comments (`fixtures/config-save-integrity.toml`);
@@ -147,11 +147,24 @@ fn a_cli_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
     });
 }
 
-/// Sends `config_set ui.orb_size 200` on `client`; `Some(response)`, or `None` when the
-/// connection ended first (the daemon was killed).
-fn set_orb_200(client: &mut RawClient) -> Option<Value> {
-    let line =
-        json!({"cmd": "config_set", "params": {"key": "ui.orb_size", "value": 200}, "id": 1});
+/// The two IPC commands that save a setting.
+#[derive(Clone, Copy)]
+enum Save {
+    ConfigSet,
+    SettingsSave,
+}
+
+/// Sends `config_set ui.orb_size 200` (or the same through `settings_save`) on `client`;
+/// `Some(response)`, or `None` when the connection ended first (the daemon was killed).
+fn set_orb_200(client: &mut RawClient, how: Save) -> Option<Value> {
+    let line = match how {
+        Save::ConfigSet => {
+            json!({"cmd": "config_set", "params": {"key": "ui.orb_size", "value": 200}, "id": 1})
+        }
+        Save::SettingsSave => {
+            json!({"cmd": "settings_save", "params": {"values": {"ui.orb_size": 200}}, "id": 1})
+        }
+    };
     if client
         .writer
         .write_all(format!("{line}\n").as_bytes())
@@ -189,7 +202,13 @@ fn traced(pid: u32) -> bool {
 
 /// Starts the daemon on the fresh file, attaches strace with the injection, sends the change.
 /// Returns the answer (`None` when the daemon died first) and whether the daemon was killed.
-fn daemon_save_under_injection(env: &Env, step: &str, n: u32, what: &str) -> (Option<Value>, bool) {
+fn daemon_save_under_injection(
+    env: &Env,
+    how: Save,
+    step: &str,
+    n: u32,
+    what: &str,
+) -> (Option<Value>, bool) {
     let mut d = env.start_daemon();
     let mut client = RawClient::connect(&env.socket());
     let strace = Command::new("strace")
@@ -210,7 +229,7 @@ fn daemon_save_under_injection(env: &Env, step: &str, n: u32, what: &str) -> (Op
     let answer = if exited() {
         None
     } else {
-        set_orb_200(&mut client)
+        set_orb_200(&mut client, how)
     };
     if answer.is_none() {
         // The connection ended: the daemon is dying.
@@ -229,12 +248,12 @@ fn daemon_save_under_injection(env: &Env, step: &str, n: u32, what: &str) -> (Op
     (answer, killed)
 }
 
-#[test]
-fn a_daemon_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
+/// The daemon saves `ui.orb_size = 200` through `how`, killed at every write step in turn.
+fn daemon_save_killed_at_every_write_step(how: Save) {
     require_strace();
     let env = Env::new();
     kill_at_every_write_step(&env, |step, n, what| {
-        let (answer, killed) = daemon_save_under_injection(&env, step, n, what);
+        let (answer, killed) = daemon_save_under_injection(&env, how, step, n, what);
         let orb = assert_intact(&env, what);
         // The daemon starts again on what was left and reports it.
         let _d = env.start_daemon();
@@ -248,9 +267,26 @@ fn a_daemon_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
         }
         let answer = answer.unwrap_or_else(|| panic!("{what}: no answer, not killed"));
         assert_eq!(answer["ok"], true, "{what}: {answer}");
+        if let Save::SettingsSave = how {
+            assert_eq!(
+                answer["result"]["saved"],
+                json!(["ui.orb_size"]),
+                "{what}: {answer}"
+            );
+        }
         assert_eq!(orb, 200, "{what}: the finished save holds the new value");
         true
     });
+}
+
+#[test]
+fn a_daemon_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
+    daemon_save_killed_at_every_write_step(Save::ConfigSet);
+}
+
+#[test]
+fn a_settings_save_killed_at_any_write_step_leaves_the_old_file_or_the_new_one() {
+    daemon_save_killed_at_every_write_step(Save::SettingsSave);
 }
 
 /// The fixture cut inside the string on line 3 (`base_url = "http:`).
@@ -391,20 +427,10 @@ fn concurrent_writers_through_the_daemon_lose_nothing_and_readers_never_see_a_to
         let mut c = RawClient::connect(&socket);
         for k in 0..20i64 {
             let position = if k % 2 == 0 { "top-left" } else { "top-right" };
-            for (j, (key, value)) in [
-                ("stt.silence_ms", json!(300 + 10 * k)),
-                ("ui.orb_position", json!(position)),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                let r = c.call(
-                    "config_set",
-                    json!({"key": key, "value": value}),
-                    (k * 2) as u64 + j as u64,
-                );
-                assert_eq!(r["ok"], true, "{r}");
-            }
+            let values = json!({"stt.silence_ms": 300 + 10 * k, "ui.orb_position": position});
+            let r = c.call("settings_save", json!({"values": values}), k as u64);
+            assert_eq!(r["ok"], true, "{r}");
+            assert_eq!(r["result"]["ok"], true, "{r}");
         }
     });
     for t in [a, b, c] {
@@ -515,30 +541,46 @@ fn out_of_range_values_are_refused_not_clamped() {
     let _d = env.start_daemon();
     let mut watcher = RawClient::connect(&env.socket());
     let mut c = RawClient::connect(&env.socket());
-    let mut errors = Vec::new();
+    // One form save with three values out of range and one valid.
+    let values = json!({"ui.orb_size": 5000, "provider.temperature": -3, "stt.silence_ms": 150,
+                        "ui.orb_position": "top-left"});
+    let r = c.call("settings_save", json!({"values": values}), 1);
+    assert_eq!(r["ok"], true, "{r}");
+    let result = &r["result"];
+    assert_eq!(result["ok"], false, "{r}");
+    assert_eq!(result["saved"], json!(["ui.orb_position"]), "{r}");
+    let errors = result["errors"].as_object().unwrap();
+    assert_eq!(errors.len(), 3, "{r}");
+    for (key, range) in [
+        ("ui.orb_size", "from 80 to 400"),
+        ("provider.temperature", "from 0 to 2"),
+        ("stt.silence_ms", "from 200 to 5000"),
+    ] {
+        let e = errors[key].as_str().unwrap();
+        assert!(e.contains(range), "{key}: {e}");
+    }
+    let text = std::fs::read_to_string(path(&env)).unwrap();
+    assert_eq!(text, fixture_with(160, "0.4", 700, "top-left"));
+    // The same values one by one through config_set are refused the same way.
+    let mut refused = Vec::new();
     for (i, (key, value)) in [
         ("ui.orb_size", json!(5000)),
         ("provider.temperature", json!(-3)),
         ("stt.silence_ms", json!(150)),
-        ("ui.orb_position", json!("top-left")),
     ]
     .into_iter()
     .enumerate()
     {
-        let r = c.call("config_set", json!({"key": key, "value": value}), i as u64);
-        if r["ok"] == false {
-            errors.push(r["error"].as_str().unwrap().to_string());
-        }
+        let r = c.call(
+            "config_set",
+            json!({"key": key, "value": value}),
+            10 + i as u64,
+        );
+        assert_eq!(r["code"], "invalid_params", "{r}");
+        refused.push(key);
     }
-    assert_eq!(errors.len(), 3, "{errors:?}");
-    for (e, range) in errors
-        .iter()
-        .zip(["from 80 to 400", "from 0 to 2", "from 200 to 5000"])
-    {
-        assert!(e.contains(range), "{e}");
-    }
-    let text = std::fs::read_to_string(path(&env)).unwrap();
-    assert_eq!(text, fixture_with(160, "0.4", 700, "top-left"));
+    assert_eq!(refused.len(), 3);
+    assert_eq!(std::fs::read_to_string(path(&env)).unwrap(), text);
     // Only the stored change was announced (events reach a client in order, before the answer
     // to its next request).
     let mut changed = Vec::new();

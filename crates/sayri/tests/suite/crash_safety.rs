@@ -469,7 +469,7 @@ fn daemon_host_with_a_supervised_child() {
 /// Starts the daemon host with its stubborn supervised child (marked by `token`) and waits
 /// until the child and its three descendants run and `status` lists it. Returns the host and
 /// the pids of the program and its keeper.
-fn start_host(env: &Env, token: &str) -> (Daemon, i32, i32) {
+pub fn start_host(env: &Env, token: &str) -> (Daemon, i32, i32) {
     let log = std::fs::File::create(env.daemon_log()).unwrap();
     let host = Daemon {
         child: Some(

@@ -96,47 +96,10 @@ fn bad_requests_are_answered_with_codes_and_recovered_ids() {
     assert_eq!(r["code"], "unknown_command");
     assert!(r["error"].as_str().unwrap().contains("no_such_command"));
     // Every protocol command without a handler answers not_implemented, never crashes.
-    let implemented = [
-        "ping",
-        "version",
-        "status",
-        "quit",
-        "config_get",
-        "config_set",
-        "config_list",
-        "talk",
-        "ask",
-        "interrupt",
-        "new_conversation",
-        "switch_session",
-        "sessions_list",
-        "session_get",
-        "session_rename",
-        "session_delete",
-        "agents_list",
-        "agent_switch",
-        "agent_save",
-        "agent_delete",
-        "agent_detach",
-        "permission_list",
-        "permission_answer",
-        "permission_forget",
-        "vault_list",
-        "vault_set",
-        "vault_delete",
-        // Connection
-        "client_hello",
-        // Routines and triggers
-        "routines_list",
-        "routines_run",
-        "routine_save",
-        "routine_delete",
-        "routine_set_enabled",
-        "routine_next",
-        "triggers_list",
-        "trigger_save",
-        "trigger_delete",
-    ];
+    let implemented: Vec<&str> = sayri::daemon::default_dispatcher()
+        .commands()
+        .map(|(c, ..)| c)
+        .collect();
     for (i, name) in sayri_protocol::names::cmd::ALL.iter().enumerate() {
         if implemented.contains(name) {
             continue;

@@ -121,11 +121,15 @@ impl Env {
     }
     /// As [`Env::start_daemon_logging`] with extra environment variables `vars`.
     pub fn start_daemon_with(&self, filter: &str, vars: &[(&str, &str)]) -> Daemon {
+        let mut c = self.cmd();
+        c.envs(vars.iter().copied()).env("RUST_LOG", filter);
+        self.start_daemon_cmd(c)
+    }
+    /// Starts `c daemon` (a command from [`Env::cmd`] with more environment) and waits until it
+    /// greets.
+    pub fn start_daemon_cmd(&self, mut c: Command) -> Daemon {
         let log = std::fs::File::create(self.daemon_log()).unwrap();
-        let child = self
-            .cmd()
-            .envs(vars.iter().copied())
-            .env("RUST_LOG", filter)
+        let child = c
             .arg("daemon")
             .stdout(Stdio::null())
             .stderr(log)

@@ -30,8 +30,10 @@
 //! ```
 
 pub mod check;
+pub mod form;
 
 pub use check::Check;
+pub use form::{Form, Section};
 
 use super::text::{cut_chars, mask};
 use serde_json::Value as Json;
@@ -276,6 +278,8 @@ pub struct KeySpec {
     pub ty: ValueType,
     /// What the value means beyond its type; enforced everywhere a value enters.
     pub check: Check,
+    /// How a settings form offers it (section, label, step, restart).
+    pub form: Form,
     /// One-line meaning, with units.
     pub doc: &'static str,
 }
@@ -442,12 +446,12 @@ pub fn mask_value(v: &ConfigValue) -> ConfigValue {
     }
 }
 
-/// Declares the key table: one line per key `name: Type = default, check, "doc";` inside its
-/// group. Generates one struct per group, [`Config`], [`KEYS`], and get/put by name, and
+/// Declares the key table: one row per key `name: Type = default, check, form, "doc";` inside
+/// its group. Generates one struct per group, [`Config`], [`KEYS`], and get/put by name, and
 /// asserts at compile time that every key's [`Check`] fits its type.
 macro_rules! config_keys {
     ($( $group:ident => $gty:ident, $gdoc:literal {
-        $( $key:ident : $ty:ty = $def:expr, $check:expr, $doc:literal; )*
+        $( $key:ident : $ty:ty = $def:expr, $check:expr, $form:expr, $doc:literal; )*
     } )*) => {
         $(
             #[doc = $gdoc]
@@ -475,6 +479,7 @@ macro_rules! config_keys {
                 key: stringify!($key),
                 ty: <$ty as ConfigType>::TYPE,
                 check: $check,
+                form: $form,
                 doc: $doc,
             }, )* )*
         ];
@@ -514,6 +519,8 @@ macro_rules! config_keys {
     };
 }
 
+use Section::{Assistant, Interface, Llm, Security, SpeechInput, Voice};
+
 const SECONDS_1_TO_A_DAY: Check = Check::Int {
     min: 1,
     max: 86_400,
@@ -523,104 +530,125 @@ const SECONDS_1_TO_A_DAY: Check = Check::Int {
 config_keys! {
     provider => ProviderConfig, "`[provider]`: the OpenAI-compatible chat endpoint." {
         base_url: String = "http://127.0.0.1:11434/v1", Check::HttpUrl,
+            Form::new(Llm, "Server URL"),
             "Base URL of the OpenAI-compatible API (…/v1).";
-        api_key: String = "", Check::Credential { min: 4 },
+        api_key: String = "", Check::Credential { min: 4 }, Form::new(Llm, "API key"),
             "Bearer token for the provider (secret; masked when shown).";
-        model: String = "llama3.2", Check::Line { max: 256, empty: false },
+        model: String = "llama3.2", Check::Line { max: 256, empty: false }, Form::new(Llm, "Model"),
             "Model used when the agent says `default`.";
         system_prompt: String = "You are Sayri, a concise and natural voice assistant. Answer in short, spoken-style sentences.",
-            Check::Paragraph { max: 32_768 },
+            Check::Paragraph { max: 32_768 }, Form::new(Assistant, "System prompt"),
             "Legacy system prompt (kept for compatibility).";
-        agent_mode: bool = true, Check::Flag,
+        agent_mode: bool = true, Check::Flag, Form::new(Assistant, "Agent mode"),
             "Legacy switch; the engine always runs as an agent.";
         temperature: f64 = 0.7, Check::Float { min: 0.0, max: 2.0, unit: "" },
+            Form::new(Assistant, "Temperature").step(0.05),
             "Legacy default sampling temperature (agents carry their own).";
         max_tokens: i64 = 512, Check::Int { min: 1, max: 1_000_000, unit: "tokens" },
+            Form::new(Assistant, "Answer length limit").step(64.0),
             "Largest answer per request when the agent sets none, tokens (1 to 1000000; there is no 'unlimited' value).";
-        stream: bool = true, Check::Flag,
+        stream: bool = true, Check::Flag, Form::new(Assistant, "Stream replies"),
             "Legacy switch; replies are always streamed.";
-        timeout: i64 = 120, SECONDS_1_TO_A_DAY,
+        timeout: i64 = 120, SECONDS_1_TO_A_DAY, Form::new(Llm, "First-byte timeout").step(5.0),
             "Longest wait for the first byte of an answer, seconds.";
         strip_patterns: String = "<think>.*?</think>, <thought>.*?</thought>", Check::Patterns,
+            Form::new(Assistant, "Remove from replies"),
             "Comma/newline separated regexes removed from the final reply.";
         connect_timeout: i64 = 10, Check::Int { min: 1, max: 3_600, unit: "seconds" },
+            Form::new(Llm, "Connect timeout"),
             "TCP/TLS connect timeout, seconds.";
-        idle_timeout: i64 = 60, SECONDS_1_TO_A_DAY,
+        idle_timeout: i64 = 60, SECONDS_1_TO_A_DAY, Form::new(Llm, "Idle timeout").step(5.0),
             "Longest silence allowed inside a streamed reply, seconds.";
         retries: i64 = 2, Check::Int { min: 0, max: 10, unit: "retries" },
+            Form::new(Llm, "Retries"),
             "Retries on connect errors, 429 and 5xx before the first token.";
-        extra_headers: Vec<String> = &[], Check::Headers,
+        extra_headers: Vec<String> = &[], Check::Headers, Form::new(Llm, "Extra HTTP headers"),
             "Extra HTTP headers, each \"Name: value\" (secret; masked when shown).";
-        native_tools: bool = false, Check::Flag,
+        native_tools: bool = false, Check::Flag, Form::new(Llm, "Native tool calls"),
             "Use the provider's native tool calls instead of fenced code blocks.";
         context_tokens: i64 = 0,
             Check::IntOrZero { min: 512, max: 100_000_000, unit: "tokens", zero: "ask the server" },
+            Form::new(Llm, "Context window").step(512.0),
             "The model's context window in tokens (prompt + answer); 0 = as the server's model list says, else 4096.";
     }
     stt => SttConfig, "`[stt]`: speech input." {
         mode: String = "wakeword", Check::Choice(&["always", "wakeword", "manual", "disabled"]),
+            Form::new(SpeechInput, "Listening mode").restart(),
             "always | wakeword | manual | disabled.";
         wake_word: String = "hey sayri", Check::Line { max: 256, empty: false },
+            Form::new(SpeechInput, "Wake word"),
             "Comma-separated wake phrases.";
-        model_size: String = "base", Check::Name,
+        model_size: String = "base", Check::Name, Form::new(SpeechInput, "Whisper model"),
             "Whisper model size.";
-        language: String = "es", Check::Language,
+        language: String = "es", Check::Language, Form::new(SpeechInput, "Language"),
             "Whisper language code, or auto.";
         mic_device: String = "", Check::Line { max: 256, empty: true },
+            Form::new(SpeechInput, "Microphone").restart(),
             "Capture device; empty = default.";
         silence_ms: i64 = 500, Check::Int { min: 200, max: 5_000, unit: "milliseconds" },
+            Form::new(SpeechInput, "End-of-speech silence").step(100.0),
             "End-of-utterance silence, milliseconds (200 to 5000).";
-        live_transcript: bool = true, Check::Flag,
+        live_transcript: bool = true, Check::Flag, Form::new(SpeechInput, "Live transcript"),
             "Show partial transcripts while speaking.";
     }
     tts => TtsConfig, "`[tts]`: speech output." {
-        enabled: bool = true, Check::Flag,
+        enabled: bool = true, Check::Flag, Form::new(Voice, "Speak replies"),
             "Speak replies.";
-        language: String = "es_ES", Check::Locale,
+        language: String = "es_ES", Check::Locale, Form::new(Voice, "Voice language"),
             "Piper voice language key.";
-        voice: String = "sharvard", Check::Name,
+        voice: String = "sharvard", Check::Name, Form::new(Voice, "Voice"),
             "Piper voice name.";
         quality: String = "medium", Check::Choice(&["x_low", "low", "medium", "high"]),
+            Form::new(Voice, "Voice quality"),
             "Piper voice quality: x_low | low | medium | high.";
         speed: f64 = 1.0, Check::Float { min: 0.5, max: 2.0, unit: "times the normal speed" },
+            Form::new(Voice, "Speaking speed").step(0.05),
             "Speaking speed factor, 0.5 to 2 (length scale = 1/speed).";
     }
     ui => UiConfig, "`[ui]`: desktop front-ends." {
         orb_size: i64 = 140, Check::Int { min: 80, max: 400, unit: "pixels" },
+            Form::new(Interface, "Orb size").step(10.0),
             "Orb diameter, pixels (80 to 400).";
         orb_position: String = "top-right",
             Check::Choice(&["top-right", "top-left", "bottom-right", "bottom-left"]),
+            Form::new(Interface, "Orb position"),
             "top-right | top-left | bottom-right | bottom-left.";
-        autostart: bool = true, Check::Flag,
+        autostart: bool = true, Check::Flag, Form::new(Interface, "Start at login"),
             "Start Sayri at login.";
-        always_on_top: bool = true, Check::Flag,
+        always_on_top: bool = true, Check::Flag, Form::new(Interface, "Always on top"),
             "Keep the orb above other windows.";
-        bubble_visible: bool = true, Check::Flag,
+        bubble_visible: bool = true, Check::Flag, Form::new(Interface, "Show the text bubble"),
             "Show the text bubble.";
-        default_ui: String = "desktop", Check::Name,
+        default_ui: String = "desktop", Check::Name, Form::new(Interface, "Default interface"),
             "UI launched by default: desktop, orb or a UI plugin id.";
         autostart_mode: String = "ui", Check::Choice(&["ui", "daemon", "off"]),
+            Form::new(Interface, "What starts at login"),
             "ui | daemon | off.";
-        setup_complete: bool = false, Check::Flag,
+        setup_complete: bool = false, Check::Flag, Form::hidden(),
             "Set when the welcome wizard finished or was skipped.";
     }
     agent => AgentConfig, "`[agent]`: the agent engine." {
-        default_agent: String = "default", Check::AgentId,
+        default_agent: String = "default", Check::AgentId, Form::new(Assistant, "Default agent"),
             "Agent used when none is chosen.";
         history_tokens: i64 = 2500, Check::Int { min: 200, max: 1_000_000, unit: "tokens" },
+            Form::new(Assistant, "History budget").step(100.0),
             "Token budget for conversation history per request.";
         output_limit: i64 = 65536, Check::Int { min: 1_024, max: 16 * 1024 * 1024, unit: "bytes" },
+            Form::new(Assistant, "Command output kept").step(1024.0),
             "Largest tool output kept per command, bytes.";
     }
     permissions => PermissionsConfig, "`[permissions]`: the permission broker." {
         ask_timeout: i64 = 120, SECONDS_1_TO_A_DAY,
+            Form::new(Security, "Permission question timeout").restart(),
             "How long a permission question waits for an answer, seconds (then deny).";
         policy_files: Vec<String> = &["/usr/share/sayri/policies.json", "/etc/sayri/policies.json"],
             Check::AbsolutePaths { example: "/etc/sayri/team-policies.json" },
+            Form::new(Security, "Policy files"),
             "Extra policy files (absolute paths) that can only tighten rules, in order (the system files /usr/share/sayri/policies.json and /etc/sayri/policies.json always apply).";
     }
     sandbox => SandboxSettings, "`[sandbox]`: isolation for levels 1–2." {
         deny_read: Vec<String> = &[], Check::AbsolutePaths { example: "/srv/private" },
+            Form::new(Security, "Paths sandboxed commands may not read").restart(),
             "Extra paths (absolute) that sandboxed commands may not read.";
     }
 }

@@ -372,6 +372,7 @@ impl Turn<'_> {
             level: self.level.min(agent.sandbox.level),
             agent,
             text: task.to_string(),
+            images: Vec::new(),
             approver_available: self.req.approver_available,
             fresh_context: false,
             cancel: self.req.cancel.clone(),

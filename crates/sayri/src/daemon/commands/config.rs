@@ -29,7 +29,7 @@ fn config_err(e: ConfigError) -> ProtocolError {
 
 /// A failed change of `name` as a protocol error: a refused value is `invalid_params`, a file
 /// that is not valid `config_invalid` (naming the file and line), a lock held too long `busy`.
-fn change_err(name: &str, e: ConfigFileError) -> ProtocolError {
+pub fn change_err(name: &str, e: ConfigFileError) -> ProtocolError {
     match e {
         ConfigFileError::Config(c @ ConfigError::Parse { .. }) => ProtocolError::new(
             ErrorCode::ConfigInvalid,
@@ -100,24 +100,36 @@ pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolE
     };
     ctx.daemon.set_config(cfg.clone());
     drop(guard);
+    let masked = shown_value(&name, &cfg).map_err(config_err)?;
+    let mut values = Map::new();
+    values.insert(name.clone(), masked);
+    applied(&ctx, &cfg, &[name], values);
+    Ok(json!({"group": spec.group, "key": spec.key, "value": stored.to_json()}))
+}
+
+/// After a change was written: the brain takes the new settings (provider client, engine,
+/// policies; a new `agent.default_agent` becomes the active agent), and every client gets
+/// `settings_changed {keys, values}` (`values` already masked).
+pub fn applied(ctx: &Ctx, cfg: &Config, keys: &[String], values: Map<String, Value>) {
     if let Ok(brain) = ctx.daemon.brain() {
-        brain.config_changed(&cfg);
-        if name == "agent.default_agent"
+        brain.config_changed(cfg);
+        if keys.iter().any(|k| k == "agent.default_agent")
             && brain.core.active_agent().id != cfg.agent.default_agent
             && let Err(e) = brain.core.agent_switch(&cfg.agent.default_agent)
         {
             tracing::warn!("agent.default_agent saved, but the active agent stays: {e}");
         }
     }
-    let masked = shown_value(&name, &cfg).map_err(config_err)?;
-    let mut values = Map::new();
-    values.insert(name.clone(), masked);
+    announce(ctx, keys, values);
+}
+
+/// Broadcasts `settings_changed {keys, values}`.
+fn announce(ctx: &Ctx, keys: &[String], values: Map<String, Value>) {
     let mut payload = Map::new();
-    payload.insert("keys".into(), json!([name]));
+    payload.insert("keys".into(), json!(keys));
     payload.insert("values".into(), Value::Object(values));
     ctx.broadcaster()
         .broadcast(names::event::SETTINGS_CHANGED, payload);
-    Ok(json!({"group": spec.group, "key": spec.key, "value": stored.to_json()}))
 }
 
 /// `config_list` → `[{"group","key","value"(masked),"is_secret","type","doc"}]` in table order.
@@ -147,6 +159,24 @@ pub fn list_json(cfg: &Config, provider_key_in_vault: bool) -> Value {
 /// `provider.api_key` lives in the vault (`PROVIDER_API_KEY`), never in `sayri.toml`. Returns
 /// `None` when there is no vault to hold it (the key then goes to the file as before).
 fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolError> {
+    let Some(shown) = store_provider_key(value, ctx)? else {
+        return Ok(None);
+    };
+    let mut values = Map::new();
+    values.insert("provider.api_key".into(), shown.clone());
+    announce(ctx, &["provider.api_key".to_string()], values);
+    Ok(Some(
+        json!({"group": "provider", "key": "api_key", "value": shown, "stored_in": "vault"}),
+    ))
+}
+
+/// Stores `provider.api_key` in the vault (an empty value or `null` deletes it) and lets the
+/// brain use it; returns the value as shown (`"***"`, or `""` when deleted), or `None` when
+/// there is no vault (nothing is done). Does not announce the change.
+///
+/// # Errors
+/// `invalid_params` when the key fails its check or the vault refuses it.
+pub fn store_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolError> {
     let Ok(brain) = ctx.daemon.brain() else {
         return Ok(None);
     };
@@ -185,25 +215,15 @@ fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolE
     if !key.is_empty() {
         brain.spawn_rewrite_stored_secrets();
     }
-    let shown = if key.is_empty() {
+    Ok(Some(if key.is_empty() {
         json!("")
     } else {
         json!("***")
-    };
-    let mut values = Map::new();
-    values.insert("provider.api_key".into(), shown.clone());
-    let mut payload = Map::new();
-    payload.insert("keys".into(), json!(["provider.api_key"]));
-    payload.insert("values".into(), Value::Object(values));
-    ctx.broadcaster()
-        .broadcast(names::event::SETTINGS_CHANGED, payload);
-    Ok(Some(
-        json!({"group": "provider", "key": "api_key", "value": shown, "stored_in": "vault"}),
-    ))
+    }))
 }
 
 /// `provider.api_key` is shown as `***` when the vault holds it (the file then holds none).
-fn vault_aware(name: &str, value: Value, ctx: &Ctx) -> Value {
+pub fn vault_aware(name: &str, value: Value, ctx: &Ctx) -> Value {
     if name == "provider.api_key" && ctx.daemon.brain().is_ok_and(|b| b.provider_key().is_some()) {
         return json!("***");
     }

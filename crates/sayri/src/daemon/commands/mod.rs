@@ -9,11 +9,14 @@
 
 pub mod agent;
 pub mod agents;
+pub mod attach;
 pub mod config;
 pub mod connection;
+pub mod desktop;
 pub mod permissions;
 pub mod routines;
 pub mod runtime;
+pub mod settings;
 pub mod vault;
 
 use crate::daemon::dispatch::{Access, Dispatcher, Mode};
@@ -60,5 +63,12 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, routines::routine_next)
         .register(ReadOnly, Task, routines::triggers_list)
         .register(Management, Task, routines::trigger_save)
-        .register(Management, Task, routines::trigger_delete);
+        .register(Management, Task, routines::trigger_delete)
+        // Settings forms and front-end helpers
+        .register(ReadOnly, Inline, settings::settings_schema)
+        .register(Management, Inline, settings::settings_save)
+        .register(Management, Task, desktop::clipboard_copy)
+        .register(Management, Task, desktop::killall)
+        .register(Assistant, Inline, desktop::window)
+        .register(Assistant, Task, attach::attach_image);
 }

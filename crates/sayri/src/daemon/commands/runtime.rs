@@ -1,10 +1,12 @@
 //! `ping`, `version`, `status`, `quit`.
 
+use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use crate::daemon::status::build_status;
 use sayri_protocol::params::{PingParams, QuitParams, StatusParams, VersionParams};
 use sayri_protocol::{PROTOCOL_VERSION, ProtocolError};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// `ping` → `"pong"` (params ignored).
@@ -24,11 +26,16 @@ pub async fn status(_: StatusParams, ctx: Ctx) -> Result<Value, ProtocolError> {
 
 /// `quit` → `{"ok": true}`; the daemon stops right after the reply is queued.
 pub async fn quit(_: QuitParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let daemon = ctx.daemon.clone();
+    shutdown_soon(&ctx.daemon);
+    Ok(json!({"ok": true}))
+}
+
+/// Asks the daemon to stop right after the current reply is queued.
+pub fn shutdown_soon(daemon: &Arc<DaemonState>) {
+    let daemon = daemon.clone();
     tokio::spawn(async move {
         // Lets the reply be queued ahead of the shutdown sequence, which drains queues.
         tokio::time::sleep(Duration::from_millis(20)).await;
         daemon.request_shutdown();
     });
-    Ok(json!({"ok": true}))
 }

@@ -1,0 +1,145 @@
+//! Front-end helpers: `clipboard_copy`, `killall`, `window`.
+//!
+//! * `clipboard_copy` tries `wl-copy`, `xclip -selection clipboard` and `xsel --clipboard
+//!   --input` in that order, each with [`CLIPBOARD_TIMEOUT`], the text on its standard input
+//!   (never in its arguments); the answer names the one that worked, or why each failed.
+//! * `killall` stops the programs this daemon started and tracks (every child of its
+//!   supervisor: model server, gateways, plugin services) — never a process found by name — and
+//!   the daemon itself only with `include_daemon`.
+//! * `window` broadcasts `show`, `hide`, `toggle` or `settings_requested` so that every
+//!   front-end can react (`sayri --show` and friends send it).
+
+use super::runtime::shutdown_soon;
+use crate::daemon::dispatch::Ctx;
+use crate::supervisor::ChildState;
+use sayri_protocol::ProtocolError;
+use sayri_protocol::params::{ClipboardCopyParams, KillallParams, WindowParams};
+use serde_json::{Map, Value, json};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+/// Longest wait for one clipboard program.
+pub const CLIPBOARD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The clipboard programs tried, in order, with their arguments.
+const CLIPBOARD_TOOLS: [(&str, &[&str]); 3] = [
+    ("wl-copy", &[]),
+    ("xclip", &["-selection", "clipboard"]),
+    ("xsel", &["--clipboard", "--input"]),
+];
+
+/// Most bytes of a clipboard program's error output kept for the answer.
+const REASON_BYTES: usize = 300;
+
+/// `clipboard_copy {text}` → `{"copied": true, "via": "xclip"}`, or `{"copied": false,
+/// "reason": "wl-copy: …; xclip: …; xsel: …"}` naming why each program failed.
+pub async fn clipboard_copy(p: ClipboardCopyParams, _: Ctx) -> Result<Value, ProtocolError> {
+    let mut reasons = Vec::new();
+    for (tool, args) in CLIPBOARD_TOOLS {
+        match copy_with(tool, args, p.text.as_bytes()).await {
+            Ok(()) => return Ok(json!({"copied": true, "via": tool})),
+            Err(why) => reasons.push(format!("{tool}: {why}")),
+        }
+    }
+    let reason = format!(
+        "{}; install wl-clipboard (Wayland) or xclip (X11), and run the daemon inside your graphical session",
+        reasons.join("; ")
+    );
+    Ok(json!({"copied": false, "reason": reason}))
+}
+
+/// Runs one clipboard program with `text` on its standard input.
+///
+/// X11 clipboard programs stay in the background to serve the selection: their standard
+/// output and error are not waited for, only the exit of the program started.
+async fn copy_with(tool: &str, args: &[&str], text: &[u8]) -> Result<(), String> {
+    let mut child = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "not installed".to_string(),
+            _ => format!("cannot start: {e}"),
+        })?;
+    let mut stdin = child.stdin.take();
+    let mut stderr = child.stderr.take();
+    let run = async {
+        if let Some(mut s) = stdin.take() {
+            // A program that exits early closes its input; its exit status tells why.
+            let _ = s.write_all(text).await;
+            let _ = s.shutdown().await;
+        }
+        child.wait().await
+    };
+    let status = match tokio::time::timeout(CLIPBOARD_TIMEOUT, run).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("cannot wait for it: {e}")),
+        Err(_) => {
+            let _ = child.kill().await;
+            return Err(format!(
+                "no answer within {} s (stopped)",
+                CLIPBOARD_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut said = Vec::new();
+    if let Some(err) = stderr.as_mut() {
+        let mut buf = [0u8; REASON_BYTES];
+        if let Ok(Ok(n)) =
+            tokio::time::timeout(Duration::from_millis(200), err.read(&mut buf)).await
+        {
+            said.extend_from_slice(&buf[..n]);
+        }
+    }
+    let said = String::from_utf8_lossy(&said);
+    let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    Err(match (status.code(), said.is_empty()) {
+        (Some(c), true) => format!("exited with status {c}"),
+        (Some(c), false) => format!("exited with status {c}: {said}"),
+        (None, _) => "killed by a signal".to_string(),
+    })
+}
+
+/// `killall {include_daemon=false, ui_id=""}` → `{"stopped": [names], "stopped_ui": [],
+/// "signalled": [], "daemon_stopped"}`. Stops every running supervised program except the one
+/// named `ui_id`, and waits until each is gone; then, with `include_daemon`, the daemon stops
+/// after answering. `stopped_ui` and `signalled` stay empty: this daemon runs no UI plugin
+/// and never signals processes by name.
+pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let supervisor = &ctx.daemon.supervisor;
+    let mut stopped = Vec::new();
+    let mut errors = Vec::new();
+    for child in supervisor.list() {
+        if child.name == p.ui_id || matches!(child.state, ChildState::Stopped | ChildState::Failed)
+        {
+            continue;
+        }
+        match supervisor.stop(&child.name).await {
+            Ok(_) => stopped.push(child.name),
+            Err(e) => errors.push(format!("{}: {e}", child.name)),
+        }
+    }
+    if p.include_daemon {
+        shutdown_soon(&ctx.daemon);
+    }
+    Ok(json!({
+        "stopped": stopped, "stopped_ui": [], "signalled": [], "errors": errors,
+        "daemon_stopped": p.include_daemon,
+    }))
+}
+
+/// `window {action}` → `{"event", "clients"}`: broadcasts the action's event (`show`, `hide`,
+/// `toggle`, `settings_requested`) to every connected client.
+pub async fn window(p: WindowParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let event = p.action.event();
+    let clients = ctx.broadcaster().broadcast(event, Map::new());
+    Ok(json!({"event": event, "clients": clients}))
+}
