@@ -11,6 +11,10 @@
 //!   its end, so a row found at start-up is a turn a crash cut short.
 //! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
+//! * Version 5 — gateways: `gateway_instances` (one row per instance, its settings as JSON),
+//!   `gateway_peers` keyed by `(channel, peer_id)` so one person can pair with several
+//!   instances (rows of the original table are kept), and `gateway_chats` (the session and
+//!   agent of each chat of an instance).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -18,7 +22,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 4;
+pub const LATEST: i64 = 5;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +87,26 @@ CREATE TABLE redacted_secrets (
   key TEXT PRIMARY KEY, value_updated_at INTEGER NOT NULL, rewritten_at REAL NOT NULL);
 ";
 
+const V5: &str = "
+CREATE TABLE gateway_instances (
+  id TEXT PRIMARY KEY, plugin TEXT NOT NULL, settings TEXT NOT NULL,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE gateway_peers_v5 (
+  channel TEXT NOT NULL, peer_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+  is_authorized INTEGER DEFAULT 0, authorized_at REAL, metadata TEXT DEFAULT '{}',
+  PRIMARY KEY (channel, peer_id));
+INSERT INTO gateway_peers_v5 (channel, peer_id, agent_id, is_authorized, authorized_at, metadata)
+  SELECT channel, peer_id, agent_id, is_authorized, authorized_at, metadata FROM gateway_peers;
+DROP TABLE gateway_peers;
+ALTER TABLE gateway_peers_v5 RENAME TO gateway_peers;
+CREATE TABLE gateway_chats (
+  instance_id TEXT NOT NULL, chat_id TEXT NOT NULL, session_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL, updated_at REAL NOT NULL,
+  PRIMARY KEY (instance_id, chat_id));
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
