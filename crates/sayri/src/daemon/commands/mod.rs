@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod agents;
 pub mod config;
+pub mod gateways;
 pub mod permissions;
 pub mod runtime;
 pub mod vault;
@@ -47,4 +48,14 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
         .register(Management, Task, vault::vault_delete);
+    // Gateways
+    d.register(ReadOnly, Task, gateways::gateway_list)
+        .register(Management, Task, gateways::gateway_save)
+        .register(Management, Task, gateways::gateway_start)
+        .register(Management, Task, gateways::gateway_stop)
+        .register(Management, Task, gateways::gateway_delete)
+        .register(Management, Inline, gateways::gateway_pin)
+        .register(ReadOnly, Task, gateways::gateway_peers)
+        .register(Management, Task, gateways::gateway_peer_add)
+        .register(Management, Task, gateways::gateway_peer_remove);
 }
