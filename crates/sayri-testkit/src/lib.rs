@@ -2,7 +2,8 @@
 //! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes of
 //! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
 //! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
-//! values for property tests ([`setting_values`]), and pseudo-terminals ([`terminal`]).
+//! values for property tests ([`setting_values`]), pseudo-terminals ([`terminal`]), and a
+//! loopback Telegram Bot API server recording every call ([`telegram`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -22,6 +23,7 @@ pub mod script_file;
 pub mod server;
 pub mod setting_values;
 pub mod sse;
+pub mod telegram;
 pub mod terminal;
 
 pub use real_model::{RealModelError, RealModelServer};
