@@ -121,7 +121,10 @@ impl DaemonLink {
         if v["ok"] == Value::Bool(true) {
             Ok(())
         } else {
-            Err(LinkError(format!("the daemon refused the report: {}", buf.trim_end())))
+            Err(LinkError(format!(
+                "the daemon refused the report: {}",
+                buf.trim_end()
+            )))
         }
     }
 }

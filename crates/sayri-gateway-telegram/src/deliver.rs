@@ -105,7 +105,9 @@ async fn send_part(api: &BotApi, chat_id: &str, part: &Formatted) -> Result<(), 
 /// characters whatever Telegram said).
 pub fn notice(error: &str) -> String {
     let why: String = error.chars().take(60).collect();
-    format!("⚠️ My reply could not be delivered here ({why}). It is kept in Sayri's history on the computer.")
+    format!(
+        "⚠️ My reply could not be delivered here ({why}). It is kept in Sayri's history on the computer."
+    )
 }
 
 /// Delivers `markdown` to `chat_id` (see the module rules).

@@ -283,7 +283,8 @@ fn end(b: &mut Builder, tag: TagEnd) {
         TagEnd::Item => b.block(1),
         TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => b.close(),
         TagEnd::Link | TagEnd::Image => {
-            let empty_url = matches!(b.open.last(), Some((EntityKind::TextLink(u), _)) if u.is_empty());
+            let empty_url =
+                matches!(b.open.last(), Some((EntityKind::TextLink(u), _)) if u.is_empty());
             if empty_url {
                 b.open.pop();
             } else {
@@ -309,7 +310,9 @@ mod tests {
 
     #[test]
     fn inline_styles_links_and_code() {
-        let f = markdown("**Nightly report** (v1.2-beta): _see_ [the docs](https://x.invalid/d) and `ls -l`. Done!");
+        let f = markdown(
+            "**Nightly report** (v1.2-beta): _see_ [the docs](https://x.invalid/d) and `ls -l`. Done!",
+        );
         assert_eq!(
             f.text,
             "Nightly report (v1.2-beta): see the docs and ls -l. Done!"
@@ -325,7 +328,9 @@ mod tests {
 
     #[test]
     fn blocks_keep_their_lines_and_code_blocks_become_pre() {
-        let f = markdown("## 1. Disks\n\n- Item 1\n- Item 2\n\n```bash\necho a\necho b\n```\n🙂 end\nline two");
+        let f = markdown(
+            "## 1. Disks\n\n- Item 1\n- Item 2\n\n```bash\necho a\necho b\n```\n🙂 end\nline two",
+        );
         assert_eq!(
             f.text,
             "1. Disks\n\n- Item 1\n- Item 2\n\necho a\necho b\n\n🙂 end\nline two"

@@ -72,7 +72,11 @@ pub async fn run(s: Settings) -> Result<(), Fatal> {
         instance: s.instance_id.clone(),
         typing_every: s.typing_every,
     });
-    match gw.api.call("getMe", &json!({}), Duration::from_secs(30)).await {
+    match gw
+        .api
+        .call("getMe", &json!({}), Duration::from_secs(30))
+        .await
+    {
         Ok(me) => tracing::info!(
             "gateway {}: polling Telegram as @{}",
             s.instance_id,

@@ -101,7 +101,13 @@ fn choose_cut(chars: &[char], spans: &[Span], start: usize, fits: usize) -> usiz
 
 /// The message for characters `[start, end)`, without line breaks at its end, with the
 /// entities clipped to it.
-fn piece(chars: &[char], pos16: &[usize], spans: &[Span], start: usize, mut end: usize) -> Formatted {
+fn piece(
+    chars: &[char],
+    pos16: &[usize],
+    spans: &[Span],
+    start: usize,
+    mut end: usize,
+) -> Formatted {
     while end > start && chars[end - 1] == '\n' {
         end -= 1;
     }
@@ -165,7 +171,10 @@ mod tests {
         let parts = split(&f, LIMIT);
         assert_eq!(parts[0].text, prose);
         assert!(parts[1].text.starts_with("echo line 000"));
-        assert_eq!(parts[1].entities[0].kind, EntityKind::Pre(Some("sh".into())));
+        assert_eq!(
+            parts[1].entities[0].kind,
+            EntityKind::Pre(Some("sh".into()))
+        );
         let big: String = (0..400).map(|i| format!("echo line {i:03}\n")).collect();
         let f = markdown(&format!("```sh\n{big}```"));
         let parts = split(&f, LIMIT);
@@ -174,10 +183,18 @@ mod tests {
             assert_eq!(p.entities.len(), 1);
             assert_eq!(p.entities[0].offset, 0);
             assert_eq!(p.entities[0].length, p.len_utf16());
-            assert!(p.text.ends_with(|c: char| c.is_ascii_digit()), "cut mid-line");
+            assert!(
+                p.text.ends_with(|c: char| c.is_ascii_digit()),
+                "cut mid-line"
+            );
         }
         assert_eq!(
-            parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n") + "\n",
+            parts
+                .iter()
+                .map(|p| p.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n",
             big
         );
     }
@@ -215,7 +232,11 @@ mod tests {
         }
         for i in 1..=30 {
             assert_eq!(count(&format!("Check {i:03} ")), 1, "Check {i:03}");
-            assert_eq!(count(&format!("sy-test-unit-{i:02}.service")), 1, "unit {i}");
+            assert_eq!(
+                count(&format!("sy-test-unit-{i:02}.service")),
+                1,
+                "unit {i}"
+            );
         }
         for i in 1..=24 {
             assert_eq!(count(&format!("Note {i:02}")), 1, "Note {i:02}");

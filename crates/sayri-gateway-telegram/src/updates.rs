@@ -33,11 +33,7 @@ fn author(from: &Value) -> String {
         .flatten()
         .collect::<Vec<_>>()
         .join(" ");
-    if name.is_empty() {
-        "User".into()
-    } else {
-        name
-    }
+    if name.is_empty() { "User".into() } else { name }
 }
 
 /// The update as a message for the daemon, and the chat to answer in (`None` when the update
@@ -49,18 +45,17 @@ pub fn to_incoming(update: &Value, instance_id: &str) -> (IncomingMessage, Optio
         ("channel_post", UpdateKind::ChannelPost),
         ("edited_channel_post", UpdateKind::EditedChannelPost),
     ];
-    let (kind, message, text) = if let Some((name, kind)) =
-        kinds.iter().find(|(name, _)| update.get(*name).is_some())
-    {
-        let m = &update[*name];
-        let text = m["text"].as_str().or(m["caption"].as_str()).unwrap_or("");
-        (*kind, m, text.to_string())
-    } else if let Some(q) = update.get("callback_query") {
-        let text = q["data"].as_str().unwrap_or("").to_string();
-        (UpdateKind::CallbackQuery, q, text)
-    } else {
-        (UpdateKind::Other, &Value::Null, String::new())
-    };
+    let (kind, message, text) =
+        if let Some((name, kind)) = kinds.iter().find(|(name, _)| update.get(*name).is_some()) {
+            let m = &update[*name];
+            let text = m["text"].as_str().or(m["caption"].as_str()).unwrap_or("");
+            (*kind, m, text.to_string())
+        } else if let Some(q) = update.get("callback_query") {
+            let text = q["data"].as_str().unwrap_or("").to_string();
+            (UpdateKind::CallbackQuery, q, text)
+        } else {
+            (UpdateKind::Other, &Value::Null, String::new())
+        };
     let chat = if kind == UpdateKind::CallbackQuery {
         &message["message"]["chat"]
     } else {

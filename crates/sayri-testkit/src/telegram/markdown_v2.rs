@@ -48,7 +48,11 @@ impl Parser<'_> {
 
     /// Opens `kind`, or closes it if it is the innermost open entity.
     fn toggle(&mut self, kind: &'static str, at: usize) -> Result<(), String> {
-        match self.open.iter().rposition(|(o, ..)| *o == Open::Style(kind)) {
+        match self
+            .open
+            .iter()
+            .rposition(|(o, ..)| *o == Open::Style(kind))
+        {
             Some(i) if i + 1 == self.open.len() => {
                 let (_, start, _) = self.open.remove(i);
                 self.entity(kind, start, None);
@@ -134,7 +138,8 @@ pub fn parse(src: &str) -> Result<(String, Vec<Value>), String> {
                 if next != Some('(') {
                     return Err(reserved(']'));
                 }
-                let (url, after) = link_url(&chars, i + 2).ok_or_else(|| unclosed(p.open[pos].2))?;
+                let (url, after) =
+                    link_url(&chars, i + 2).ok_or_else(|| unclosed(p.open[pos].2))?;
                 let (_, start, _) = p.open.remove(pos);
                 p.entity("text_link", start, Some(("url", url)));
                 i = after;
@@ -253,7 +258,16 @@ mod tests {
         let kinds: Vec<&str> = e.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
-            ["bold", "italic", "underline", "strikethrough", "spoiler", "text_link", "code", "pre"]
+            [
+                "bold",
+                "italic",
+                "underline",
+                "strikethrough",
+                "spoiler",
+                "text_link",
+                "code",
+                "pre"
+            ]
         );
         assert_eq!(e[7]["language"], "python");
     }
@@ -280,6 +294,9 @@ mod tests {
     #[test]
     fn offsets_are_utf16() {
         let (_, e) = parse("🙂 *b*").unwrap();
-        assert_eq!((e[0]["offset"].as_u64(), e[0]["length"].as_u64()), (Some(3), Some(1)));
+        assert_eq!(
+            (e[0]["offset"].as_u64(), e[0]["length"].as_u64()),
+            (Some(3), Some(1))
+        );
     }
 }

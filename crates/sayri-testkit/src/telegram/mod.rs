@@ -249,7 +249,11 @@ fn params_of(req: &RecordedRequest) -> Value {
     let form = String::from_utf8_lossy(&req.body).to_string();
     let query = req.path.split_once('?').map_or("", |(_, q)| q).to_string();
     let mut m = serde_json::Map::new();
-    for pair in query.split('&').chain(form.split('&')).filter(|p| !p.is_empty()) {
+    for pair in query
+        .split('&')
+        .chain(form.split('&'))
+        .filter(|p| !p.is_empty())
+    {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let v = percent_decode(v);
         let value = serde_json::from_str(&v).unwrap_or(Value::String(v));
@@ -265,15 +269,13 @@ fn percent_decode(s: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
+            b'%' if i + 2 < b.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                Ok(v) => {
+                    out.push(v);
+                    i += 2;
                 }
-            }
+                Err(_) => out.push(b'%'),
+            },
             c => out.push(c),
         }
         i += 1;
@@ -287,9 +289,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
     };
     let route = req.path.split('?').next().unwrap_or("").to_string();
     let params = params_of(&req);
-    let (method, (status, body)) = match route
-        .strip_prefix("/bot")
-        .and_then(|r| r.split_once('/'))
+    let (method, (status, body)) = match route.strip_prefix("/bot").and_then(|r| r.split_once('/'))
     {
         Some((token, method)) if token == shared.token => {
             (method.to_string(), answer(&shared, method, &params).await)
@@ -321,14 +321,26 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
 
 async fn answer(shared: &Arc<Shared>, method: &str, p: &Value) -> (u16, Value) {
     match method {
-        "getMe" => ok(json!({"id": 4242, "is_bot": true, "first_name": "Sayri Test",
-                             "username": "sayri_test_bot"})),
+        "getMe" => ok(
+            json!({"id": 4242, "is_bot": true, "first_name": "Sayri Test",
+                             "username": "sayri_test_bot"}),
+        ),
         "getUpdates" => get_updates(shared, p).await,
         "sendMessage" => send_message(shared, p),
         "sendChatAction" => {
-            let actions = ["typing", "upload_photo", "record_video", "upload_video",
-                "record_voice", "upload_voice", "upload_document", "choose_sticker",
-                "find_location", "record_video_note", "upload_video_note"];
+            let actions = [
+                "typing",
+                "upload_photo",
+                "record_video",
+                "upload_video",
+                "record_voice",
+                "upload_voice",
+                "upload_document",
+                "choose_sticker",
+                "find_location",
+                "record_video_note",
+                "upload_video_note",
+            ];
             if p["chat_id"].is_null() {
                 error(400, "Bad Request: chat_id is empty")
             } else if !p["action"].as_str().is_some_and(|a| actions.contains(&a)) {
@@ -369,7 +381,11 @@ async fn get_updates(shared: &Arc<Shared>, p: &Value) -> (u16, Value) {
     let limit = usize::try_from(p["limit"].as_u64().unwrap_or(100).clamp(1, 100)).unwrap_or(100);
     let allowed: Vec<String> = p["allowed_updates"]
         .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
@@ -397,10 +413,27 @@ fn check_entities(text: &str, entities: &Value) -> Result<Vec<Value>, String> {
         return Err("entities must be an array".into());
     };
     let units: Vec<u16> = text.encode_utf16().collect();
-    let known = ["mention", "hashtag", "cashtag", "bot_command", "url", "email",
-        "phone_number", "bold", "italic", "underline", "strikethrough", "spoiler",
-        "blockquote", "expandable_blockquote", "code", "pre", "text_link", "text_mention",
-        "custom_emoji"];
+    let known = [
+        "mention",
+        "hashtag",
+        "cashtag",
+        "bot_command",
+        "url",
+        "email",
+        "phone_number",
+        "bold",
+        "italic",
+        "underline",
+        "strikethrough",
+        "spoiler",
+        "blockquote",
+        "expandable_blockquote",
+        "code",
+        "pre",
+        "text_link",
+        "text_mention",
+        "custom_emoji",
+    ];
     for e in list {
         let kind = e["type"].as_str().unwrap_or("");
         if !known.contains(&kind) {
@@ -411,7 +444,9 @@ fn check_entities(text: &str, entities: &Value) -> Result<Vec<Value>, String> {
         };
         let (o, l) = (o as usize, l as usize);
         if l == 0 || o + l > units.len() {
-            return Err(format!("entity beginning at UTF-16 offset {o} is out of the text"));
+            return Err(format!(
+                "entity beginning at UTF-16 offset {o} is out of the text"
+            ));
         }
         let low = |i: usize| units.get(i).is_some_and(|u| (0xDC00..0xE000).contains(u));
         if low(o) || (o + l < units.len() && low(o + l)) {

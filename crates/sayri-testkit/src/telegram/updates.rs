@@ -58,7 +58,13 @@ pub fn channel_post(channel_id: i64, text: &str) -> Value {
 
 /// A message user `user_id` forwarded to the bot privately, originally written by user
 /// `origin_id`.
-pub fn forwarded_message(user_id: i64, name: &str, origin_id: i64, origin: &str, text: &str) -> Value {
+pub fn forwarded_message(
+    user_id: i64,
+    name: &str,
+    origin_id: i64,
+    origin: &str,
+    text: &str,
+) -> Value {
     let mut m = message(
         user(user_id, name),
         json!({"id": user_id, "type": "private", "first_name": name}),

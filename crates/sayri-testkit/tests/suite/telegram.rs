@@ -43,7 +43,13 @@ async fn updates_are_delivered_until_confirmed_and_long_polls_wait() {
     .await;
     assert_eq!(v["result"], json!([]), "channel posts were not asked for");
     let t0 = Instant::now();
-    let (_, v) = call(&api, TOKEN, "getUpdates", json!({"offset": first + 2, "timeout": 1})).await;
+    let (_, v) = call(
+        &api,
+        TOKEN,
+        "getUpdates",
+        json!({"offset": first + 2, "timeout": 1}),
+    )
+    .await;
     assert_eq!(v["result"], json!([]));
     assert!(t0.elapsed() >= Duration::from_millis(900));
     assert_eq!(api.pending_updates(), 0);
@@ -62,27 +68,60 @@ async fn send_message_enforces_the_limit_entities_and_markdown_v2() {
         }
         b
     };
-    let (st, _) = call(&api, TOKEN, "sendMessage", send("a".repeat(4096), json!({}))).await;
+    let (st, _) = call(
+        &api,
+        TOKEN,
+        "sendMessage",
+        send("a".repeat(4096), json!({})),
+    )
+    .await;
     assert_eq!(st, 200);
-    let (st, v) = call(&api, TOKEN, "sendMessage", send(format!("{}🙂", "a".repeat(4095)), json!({}))).await;
-    assert_eq!((st, v["description"].as_str()), (400, Some("Bad Request: message is too long")));
+    let (st, v) = call(
+        &api,
+        TOKEN,
+        "sendMessage",
+        send(format!("{}🙂", "a".repeat(4095)), json!({})),
+    )
+    .await;
+    assert_eq!(
+        (st, v["description"].as_str()),
+        (400, Some("Bad Request: message is too long"))
+    );
     // The limit applies after parsing: 4096 units of text plus markup is fine.
     let (st, _) = call(
         &api,
         TOKEN,
         "sendMessage",
-        send(format!("*{}*", "b".repeat(4096)), json!({"parse_mode": "MarkdownV2"})),
+        send(
+            format!("*{}*", "b".repeat(4096)),
+            json!({"parse_mode": "MarkdownV2"}),
+        ),
     )
     .await;
     assert_eq!(st, 200);
-    let (st, v) = call(&api, TOKEN, "sendMessage", send("Done.".into(), json!({"parse_mode": "MarkdownV2"}))).await;
+    let (st, v) = call(
+        &api,
+        TOKEN,
+        "sendMessage",
+        send("Done.".into(), json!({"parse_mode": "MarkdownV2"})),
+    )
+    .await;
     assert_eq!(st, 400);
-    assert!(v["description"].as_str().unwrap().contains("Character '.' is reserved"), "{v}");
+    assert!(
+        v["description"]
+            .as_str()
+            .unwrap()
+            .contains("Character '.' is reserved"),
+        "{v}"
+    );
     let (st, _) = call(
         &api,
         TOKEN,
         "sendMessage",
-        send("🙂x".into(), json!({"entities": [{"type": "bold", "offset": 1, "length": 2}]})),
+        send(
+            "🙂x".into(),
+            json!({"entities": [{"type": "bold", "offset": 1, "length": 2}]}),
+        ),
     )
     .await;
     assert_eq!(st, 400, "an entity may not start inside a surrogate pair");
@@ -90,7 +129,10 @@ async fn send_message_enforces_the_limit_entities_and_markdown_v2() {
         &api,
         TOKEN,
         "sendMessage",
-        send("🙂x".into(), json!({"entities": [{"type": "bold", "offset": 2, "length": 1}]})),
+        send(
+            "🙂x".into(),
+            json!({"entities": [{"type": "bold", "offset": 2, "length": 1}]}),
+        ),
     )
     .await;
     assert_eq!(st, 200);
@@ -112,16 +154,43 @@ async fn faults_conflict_rate_limit_and_refusals() {
     assert_eq!(st, 409);
     let (st, _) = call(&api, TOKEN, "getUpdates", json!({})).await;
     assert_eq!(st, 200);
-    let (st, v) = call(&api, TOKEN, "sendMessage", json!({"chat_id": 1, "text": "x"})).await;
-    assert_eq!((st, v["parameters"]["retry_after"].as_u64()), (429, Some(3)));
-    let (st, _) = call(&api, TOKEN, "sendMessage", json!({"chat_id": 1, "text": "x"})).await;
+    let (st, v) = call(
+        &api,
+        TOKEN,
+        "sendMessage",
+        json!({"chat_id": 1, "text": "x"}),
+    )
+    .await;
+    assert_eq!(
+        (st, v["parameters"]["retry_after"].as_u64()),
+        (429, Some(3))
+    );
+    let (st, _) = call(
+        &api,
+        TOKEN,
+        "sendMessage",
+        json!({"chat_id": 1, "text": "x"}),
+    )
+    .await;
     assert_eq!(st, 200);
     api.set_faults(Faults {
         max_text_chars: Some(200),
         ..Faults::default()
     });
-    let (st, _) = call(&api, TOKEN, "sendMessage", json!({"chat_id": 1, "text": "y".repeat(201)})).await;
+    let (st, _) = call(
+        &api,
+        TOKEN,
+        "sendMessage",
+        json!({"chat_id": 1, "text": "y".repeat(201)}),
+    )
+    .await;
     assert_eq!(st, 400);
-    let (st, _) = call(&api, TOKEN, "sendChatAction", json!({"chat_id": 1, "action": "typing"})).await;
+    let (st, _) = call(
+        &api,
+        TOKEN,
+        "sendChatAction",
+        json!({"chat_id": 1, "action": "typing"}),
+    )
+    .await;
     assert_eq!(st, 200);
 }

@@ -322,7 +322,8 @@ async fn create(
     token: Option<String>,
 ) -> anyhow::Result<()> {
     let key = format!("{}TOKEN", GatewayInstance::own_secret_prefix(id));
-    let secrets = plugin_token(plugin).map(|(env, _)| BTreeMap::from([(env.to_string(), key.clone())]));
+    let secrets =
+        plugin_token(plugin).map(|(env, _)| BTreeMap::from([(env.to_string(), key.clone())]));
     let instance = GatewayInstanceParams {
         id: id.to_string(),
         plugin: Some(plugin.to_string()),
@@ -387,7 +388,11 @@ async fn edit(
     auto_start: Option<String>,
     token: Option<String>,
 ) -> anyhow::Result<()> {
-    let auto_start = match auto_start.as_deref().map(str::to_ascii_lowercase).as_deref() {
+    let auto_start = match auto_start
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         None => None,
         Some("yes" | "on" | "true" | "1") => Some(true),
         Some("no" | "off" | "false" | "0") => Some(false),
@@ -482,7 +487,9 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
     match action {
         PeersAction::List { id, json } => {
             let v = c
-                .request_with(&GatewayPeersParams { instance_id: id.clone() })
+                .request_with(&GatewayPeersParams {
+                    instance_id: id.clone(),
+                })
                 .await
                 .map_err(remote)?;
             if json {

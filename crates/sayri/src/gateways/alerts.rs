@@ -25,7 +25,11 @@ pub fn supervisor_observer(broadcaster: Broadcaster) -> Observer {
         let why = st.last_error.as_deref().unwrap_or("it failed");
         let (summary, source, name) = match instance_of_child(&st.name) {
             Some(id) => (format!("Sayri gateway {id} stopped"), "gateway", id),
-            None => (format!("Sayri: {} stopped", st.name), "supervisor", st.name.as_str()),
+            None => (
+                format!("Sayri: {} stopped", st.name),
+                "supervisor",
+                st.name.as_str(),
+            ),
         };
         alert(&broadcaster, &summary, why, source, name);
     })

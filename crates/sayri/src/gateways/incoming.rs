@@ -112,7 +112,10 @@ async fn answer(
             .store
             .is_peer_authorized(p, &inst.id)
             .unwrap_or_else(|e| {
-                tracing::error!("gateway {}: cannot read its peers ({e}); not answering", inst.id);
+                tracing::error!(
+                    "gateway {}: cannot read its peers ({e}); not answering",
+                    inst.id
+                );
                 false
             })
     });
@@ -121,13 +124,19 @@ async fn answer(
     let chat_id = msg.chat_id.clone().unwrap_or_default();
     match verdict {
         Verdict::Ignore(why) => {
-            tracing::info!("gateway {}: ignored an update from {sender}: {why}", inst.id);
+            tracing::info!(
+                "gateway {}: ignored an update from {sender}: {why}",
+                inst.id
+            );
             Some(ReplyEvent::Ignored { reason: why.into() })
         }
         Verdict::Refuse => Some(limited(state, inst, sender, gate::refusal_text(&inst.id))),
-        Verdict::PairOnlyInPrivate => {
-            Some(limited(state, inst, sender, gate::PAIR_ONLY_IN_PRIVATE.into()))
-        }
+        Verdict::PairOnlyInPrivate => Some(limited(
+            state,
+            inst,
+            sender,
+            gate::PAIR_ONLY_IN_PRIVATE.into(),
+        )),
         Verdict::Pair(code) => Some(pair(state, inst, sender, &code, &msg.author)),
         Verdict::AlreadyPaired => Some(command_done(gate::ALREADY_PAIRED, "pair")),
         Verdict::NoText => Some(ReplyEvent::done(gate::ONLY_TEXT)),
@@ -155,7 +164,10 @@ fn command_done(text: impl Into<String>, command: &str) -> ReplyEvent {
 /// A reply to someone who is not paired: at most one per hour per sender, else nothing.
 fn limited(state: &DaemonState, inst: &GatewayInstance, sender: &str, text: String) -> ReplyEvent {
     if lock(&state.gateways.refusals).allow(&inst.id, sender, now()) {
-        tracing::info!("gateway {}: told unpaired sender {sender} how to pair", inst.id);
+        tracing::info!(
+            "gateway {}: told unpaired sender {sender} how to pair",
+            inst.id
+        );
         ReplyEvent::done(text)
     } else {
         ReplyEvent::Ignored {
@@ -199,11 +211,17 @@ fn pair(
             command_done(outcome.reply(&inst.id), "pair")
         }
         PairOutcome::Locked { .. } => {
-            tracing::warn!("gateway {}: sender {sender} is locked out of pairing", inst.id);
+            tracing::warn!(
+                "gateway {}: sender {sender} is locked out of pairing",
+                inst.id
+            );
             limited(state, inst, sender, outcome.reply(&inst.id))
         }
         _ => {
-            tracing::warn!("gateway {}: wrong pairing PIN from sender {sender}", inst.id);
+            tracing::warn!(
+                "gateway {}: wrong pairing PIN from sender {sender}",
+                inst.id
+            );
             command_done(outcome.reply(&inst.id), "pair")
         }
     }
@@ -256,10 +274,8 @@ fn chat_command(
         }
         ChatCommand::Agent(None) => agents_text(state, inst, &chat.agent_id),
         ChatCommand::Agent(Some(id)) => {
-            let usable = inst.allows_agent(&id)
-                && state
-                    .brain()
-                    .is_ok_and(|b| b.core.resolve(&id).is_ok());
+            let usable =
+                inst.allows_agent(&id) && state.brain().is_ok_and(|b| b.core.resolve(&id).is_ok());
             if usable {
                 chat = GatewayChat {
                     session_id: new_session(inst, chat_id),

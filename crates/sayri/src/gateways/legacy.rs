@@ -180,7 +180,10 @@ async fn connection(mut stream: UnixStream, state: &Arc<DaemonState>) {
             "this is a {} request, refused to a gateway or to a program running inside a command of Sayri",
             access.name()
         );
-        tracing::warn!("legacy socket: refused a {} request from {who:?}", access.name());
+        tracing::warn!(
+            "legacy socket: refused a {} request from {who:?}",
+            access.name()
+        );
         let reply = if json {
             ReplyEvent::error(msg).to_line()
         } else {
@@ -235,7 +238,8 @@ fn answer_simple(state: &DaemonState, who: &Identity, r: LegacyRequest) -> Vec<u
             b"OK\n".to_vec()
         }
         LegacyRequest::Attach { json, .. } => {
-            let msg = "attaching images is not supported by this Sayri yet; send the question as text";
+            let msg =
+                "attaching images is not supported by this Sayri yet; send the question as text";
             if json {
                 ReplyEvent::error(msg).to_line()
             } else {
@@ -243,7 +247,9 @@ fn answer_simple(state: &DaemonState, who: &Identity, r: LegacyRequest) -> Vec<u
             }
         }
         LegacyRequest::Report(report) => report_from(state, who, report),
-        LegacyRequest::Message(_) => ReplyEvent::error("internal: message routed wrongly").to_line(),
+        LegacyRequest::Message(_) => {
+            ReplyEvent::error("internal: message routed wrongly").to_line()
+        }
     }
 }
 
@@ -266,7 +272,9 @@ fn report_from(state: &DaemonState, who: &Identity, report: GatewayReport) -> Ve
                 id,
             );
             let mut ok = serde_json::to_vec(&Value::Object(
-                [("ok".to_string(), Value::Bool(true))].into_iter().collect(),
+                [("ok".to_string(), Value::Bool(true))]
+                    .into_iter()
+                    .collect(),
             ))
             .unwrap_or_default();
             ok.push(b'\n');

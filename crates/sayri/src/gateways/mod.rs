@@ -180,9 +180,7 @@ fn store_err(e: impl std::fmt::Display) -> GatewayError {
 /// # Errors
 /// Unknown id, or the database failed.
 pub fn load(state: &DaemonState, id: &str) -> Result<GatewayInstance, GatewayError> {
-    let brain = state
-        .brain()
-        .map_err(|e| GatewayError::Store(e.message))?;
+    let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
     brain
         .store
         .gateway_instance(id)
@@ -220,15 +218,21 @@ pub async fn start(state: &DaemonState, id: &str) -> Result<ChildStatus, Gateway
     Ok(status)
 }
 
-/// Stops instance `id` (SIGTERM, grace period, SIGKILL). Returns whether it was running.
+/// Stops instance `id` (SIGTERM, grace period, SIGKILL). Returns whether it was running (or
+/// waiting to restart).
 ///
 /// # Errors
 /// Unknown id, or the database failed.
 pub async fn stop(state: &DaemonState, id: &str) -> Result<bool, GatewayError> {
     load(state, id)?;
     state.gateways.note(id, |n| n.start_error = None);
-    match state.supervisor.stop(&child_name(id)).await {
-        Ok(_) => Ok(true),
+    let name = child_name(id);
+    let was_running = state
+        .supervisor
+        .status(&name)
+        .is_some_and(|s| !matches!(s.state, ChildState::Stopped | ChildState::Failed));
+    match state.supervisor.stop(&name).await {
+        Ok(_) => Ok(was_running),
         Err(SupervisorError::Unknown(_)) => Ok(false),
         Err(e) => Err(e.into()),
     }
@@ -246,13 +250,8 @@ pub async fn delete(
 ) -> Result<Vec<String>, GatewayError> {
     let inst = load(state, id)?;
     let _ = state.supervisor.remove(&child_name(id)).await;
-    let brain = state
-        .brain()
-        .map_err(|e| GatewayError::Store(e.message))?;
-    brain
-        .store
-        .delete_gateway_instance(id)
-        .map_err(store_err)?;
+    let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
+    brain.store.delete_gateway_instance(id).map_err(store_err)?;
     state.gateways.forget(id);
     let mut deleted = Vec::new();
     if !keep_secrets {
@@ -278,9 +277,7 @@ pub async fn delete(
 /// # Errors
 /// The database failed or a row cannot be read.
 pub fn list(state: &DaemonState) -> Result<Vec<InstanceView>, GatewayError> {
-    let brain = state
-        .brain()
-        .map_err(|e| GatewayError::Store(e.message))?;
+    let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
     let instances = brain.store.gateway_instances().map_err(store_err)?;
     let peers = brain.store.peers().map_err(store_err)?;
     let notes = lock(&state.gateways.notes).clone();

@@ -298,3 +298,151 @@ fn a_turn_of_three_minutes_streams_to_its_end() {
     );
     assert!(deltas.iter().any(|(at, _)| *at > Duration::from_secs(170)));
 }
+
+/// A group message from `sender` in `group`.
+fn group_msg(id: &str, group: i64, sender: i64, text: &str) -> Value {
+    json!({"type": "INCOMING_MSG", "instance_id": id, "text": text, "author": "Ada",
+           "sender_id": sender, "chat_id": group, "chat_type": "supergroup"})
+}
+
+#[test]
+fn group_chats_answer_only_paired_members_of_named_groups_and_never_pair() {
+    let env = Env::new();
+    let model = start_model(vec![Reply::sse(sse::content_stream(&["Hi group."]))]);
+    setup(&env, &model, "LEVEL_1_READONLY");
+    let _d = env.start_daemon();
+    instance_with_peer(&env, "grp", "1");
+    save_instance(&env, json!({"id": "grp", "allowed_groups": ["-100500"]}));
+    let r = ipc(&env, "gateway_pin", json!({"instance_id": "grp"}));
+    let pin = r["result"]["pin"].as_str().unwrap().to_string();
+
+    let ev = Legacy::json(&env, &group_msg("grp", -100_600, 1001, "other group")).events();
+    assert_eq!(last(&ev)["event"], "ignored", "a group not named: {ev:?}");
+    let ev = Legacy::json(&env, &group_msg("grp", -100_500, 3003, "member")).events();
+    assert_eq!(last(&ev)["event"], "ignored", "an unpaired member: {ev:?}");
+    let ev = Legacy::json(
+        &env,
+        &group_msg("grp", -100_500, 3003, &format!("/pair {pin}")),
+    )
+    .events();
+    assert_eq!(last(&ev)["event"], "done", "{ev:?}");
+    assert!(
+        last(&ev)["text"]
+            .as_str()
+            .unwrap()
+            .contains("only in a private chat")
+    );
+    assert!(model.llm.requests().is_empty());
+    let peers = ipc(&env, "gateway_peers", json!({"instance_id": "grp"}));
+    assert_eq!(peers["result"].as_array().unwrap().len(), 1, "{peers}");
+
+    let ev = Legacy::json(&env, &group_msg("grp", -100_500, 1001, "hello group")).events();
+    assert_eq!(last(&ev)["event"], "done", "{ev:?}");
+    assert_eq!(last(&ev)["text"], "Hi group.");
+}
+
+#[test]
+fn wrong_pins_lock_the_sender_out_and_the_right_one_pairs_only_once() {
+    let env = Env::new();
+    let model = start_model(vec![]);
+    setup(&env, &model, "LEVEL_1_READONLY");
+    let _d = env.start_daemon();
+    save_instance(
+        &env,
+        json!({"id": "tg", "plugin": "telegram", "agent": "helper", "auto_start": false}),
+    );
+    let r = ipc(&env, "gateway_pin", json!({"instance_id": "tg"}));
+    let pin = r["result"]["pin"].as_str().unwrap().to_string();
+    let wrong = if pin == "000000" { "111111" } else { "000000" };
+
+    let say = |sender: i64, text: &str| {
+        let ev = Legacy::json(&env, &private_msg("tg", sender, text)).events();
+        last(&ev).clone()
+    };
+    for left in (0..5).rev() {
+        let r = say(3003, &format!("/pair {wrong}"));
+        assert!(r["text"].as_str().unwrap().contains("not right"), "{r}");
+        if left > 0 {
+            assert!(
+                r["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("{left} tries left")),
+                "{r}"
+            );
+        }
+    }
+    // Locked out: even the right PIN does not pair this sender now.
+    let r = say(3003, &format!("/pair {pin}"));
+    assert!(
+        r["text"].as_str().unwrap().contains("Too many wrong PINs"),
+        "{r}"
+    );
+    // Another sender with the right PIN pairs; the PIN then is used up.
+    let r = say(1001, &format!("/pair {pin}"));
+    assert!(r["text"].as_str().unwrap().starts_with("Paired."), "{r}");
+    let r = say(4004, &format!("/pair {pin}"));
+    assert!(
+        r["text"].as_str().unwrap().contains("no valid pairing PIN"),
+        "{r}"
+    );
+    let peers = ipc(&env, "gateway_peers", json!({"instance_id": "tg"}));
+    let ids: Vec<&str> = peers["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["peer_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["1001"]);
+    assert!(model.llm.requests().is_empty());
+}
+
+#[test]
+fn new_and_agent_commands_switch_the_chat_session_and_agent() {
+    let env = Env::new();
+    let model = start_model(vec![]);
+    setup(&env, &model, "LEVEL_1_READONLY");
+    write_agent(&env, "other", "LEVEL_1_READONLY", json!([]));
+    let d = env.start_daemon();
+    instance_with_peer(&env, "desk", "1");
+    save_instance(&env, json!({"id": "desk", "agents": ["other"]}));
+
+    let session = |text: &str| {
+        let ev = Legacy::json(&env, &private_msg("desk", 1001, text)).events();
+        assert_eq!(last(&ev)["event"], "done", "{ev:?}");
+        ev[0]["session_id"].as_str().unwrap().to_string()
+    };
+    let first = session("one");
+    assert_eq!(session("two"), first, "one session per chat");
+    let ev = Legacy::json(&env, &private_msg("desk", 1001, "/new")).events();
+    assert_eq!(last(&ev)["command"], "new", "{ev:?}");
+    let second = session("three");
+    assert_ne!(second, first);
+
+    let ev = Legacy::json(&env, &private_msg("desk", 1001, "/agent")).events();
+    let list = last(&ev)["text"].as_str().unwrap().to_string();
+    assert!(list.contains("helper") && list.contains("other"), "{list}");
+    let ev = Legacy::json(&env, &private_msg("desk", 1001, "/agent ghost")).events();
+    assert!(
+        last(&ev)["text"]
+            .as_str()
+            .unwrap()
+            .contains("not available"),
+        "{ev:?}"
+    );
+    let ev = Legacy::json(&env, &private_msg("desk", 1001, "/agent other")).events();
+    assert!(
+        last(&ev)["text"]
+            .as_str()
+            .unwrap()
+            .contains("Now talking to agent other")
+    );
+    let third = session("four");
+    assert_ne!(third, second);
+    assert!(
+        d.log_text()
+            .contains(&format!("in {third} with agent other")),
+        "{}",
+        d.log_text()
+    );
+}

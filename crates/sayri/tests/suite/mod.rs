@@ -10,6 +10,7 @@ mod crash_safety;
 mod delegation;
 mod disconnect;
 mod framing;
+mod gateway_cli;
 mod gateway_legacy;
 pub mod gateway_rig;
 mod gateway_supervision;

@@ -6,8 +6,8 @@ use crate::gateways::{self, GatewayError};
 use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::params::{
     GatewayDeleteParams, GatewayListParams, GatewayPeerAddParams, GatewayPeerRemoveParams,
-    GatewayPeersParams, GatewayPinParams, GatewaySaveParams, GatewayStartParams,
-    GatewayStopParams, SaveMode,
+    GatewayPeersParams, GatewayPinParams, GatewaySaveParams, GatewayStartParams, GatewayStopParams,
+    SaveMode,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_store::InstanceSave;
@@ -161,7 +161,11 @@ pub async fn gateway_peer_add(p: GatewayPeerAddParams, ctx: Ctx) -> Result<Value
             "",
         )
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
-    tracing::info!("gateway {}: sender {} added at the desktop", inst.id, p.peer_id);
+    tracing::info!(
+        "gateway {}: sender {} added at the desktop",
+        inst.id,
+        p.peer_id
+    );
     Ok(json!({"instance_id": inst.id, "peer_id": p.peer_id, "added": added}))
 }
 
