@@ -446,3 +446,51 @@ fn new_and_agent_commands_switch_the_chat_session_and_agent() {
         d.log_text()
     );
 }
+
+/// Sends each of its arguments after the first two as one request on its own connection to
+/// the legacy socket (the first argument) and writes the first line of every answer to the
+/// file named by the second.
+const LEGACY_PROBE: &str = r#"import socket, sys
+out = open(sys.argv[2], "w")
+for req in sys.argv[3:]:
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall((req + "\n").encode())
+    out.write(s.makefile("rb").readline().decode().rstrip("\n") + "\n")
+    s.close()
+"#;
+
+#[test]
+fn a_command_of_a_turn_is_refused_management_requests_on_the_legacy_socket() {
+    let env = Env::new();
+    let probe = env.dir.path().join("probe.py");
+    std::fs::write(&probe, LEGACY_PROBE).unwrap();
+    let out = env.dir.path().join("answers");
+    let model = start_model(vec![Reply::sse(sse::content_stream(&[&format!(
+        "```bash\npython3 {} {} {} quit sayri-gui-ping\n```\n",
+        probe.display(),
+        legacy_socket(&env).display(),
+        out.display()
+    )]))]);
+    super::scripted_turns::setup(&env, &model, false, 30);
+    let mut d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok();
+    let r = c.call("ask", json!({"text": "go", "timeout": 30}), 1);
+    assert_eq!(r["ok"], true, "{r}");
+    let answers = std::fs::read_to_string(&out)
+        .unwrap_or_else(|e| panic!("the probe wrote nothing ({e}): {}", d.log_text()));
+    let lines: Vec<&str> = answers.lines().collect();
+    assert_eq!(lines.len(), 2, "{answers}");
+    assert!(
+        lines[0].starts_with("ERROR this is a management request"),
+        "{answers}"
+    );
+    assert_eq!(lines[1], "DAEMON");
+    assert!(
+        d.child.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "the daemon quit"
+    );
+    assert_eq!(c.call("ping", json!({}), 2)["result"], "pong");
+}
