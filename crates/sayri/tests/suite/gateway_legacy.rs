@@ -494,3 +494,31 @@ fn a_command_of_a_turn_is_refused_management_requests_on_the_legacy_socket() {
     );
     assert_eq!(c.call("ping", json!({}), 2)["result"], "pong");
 }
+
+#[test]
+fn a_request_over_1_mib_is_refused_with_a_sentence_and_one_without_newline_is_read_at_eof() {
+    let env = Env::new();
+    let model = start_model(vec![]);
+    setup(&env, &model, "LEVEL_1_READONLY");
+    let _d = env.start_daemon();
+    instance_with_peer(&env, "desk", "1");
+
+    let huge = private_msg("desk", 1001, &"x".repeat(1024 * 1024 + 1));
+    let events = Legacy::json(&env, &huge).events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "error");
+    assert!(
+        events[0]["error"].as_str().unwrap().contains("1 MiB"),
+        "{events:?}"
+    );
+
+    // The original clients end a request by closing their write side instead of a newline.
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(legacy_socket(&env)).unwrap();
+    s.write_all(b"sayri-gui-ping").unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert_eq!(answer, "DAEMON\n");
+    assert!(model.llm.requests().is_empty());
+}
