@@ -58,6 +58,9 @@ struct Notes {
     delivery_error: Option<String>,
 }
 
+/// One lock per (instance id, chat id).
+type ChatLocks = HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>;
+
 /// The gateways' shared state in the daemon (`DaemonState::gateways`).
 #[derive(Default)]
 pub struct Gateways {
@@ -65,7 +68,7 @@ pub struct Gateways {
     refusals: Mutex<ReplyLimiter>,
     notes: Mutex<HashMap<String, Notes>>,
     /// One turn or chat command at a time per (instance, chat).
-    chats: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    chats: Mutex<ChatLocks>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
