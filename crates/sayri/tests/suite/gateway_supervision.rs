@@ -2,7 +2,8 @@
 //! on its own (Telegram refuses its token) is restarted with growing delays until the
 //! crash-loop breaker puts it in `failed`, visible over IPC and as an `error` event; a gateway
 //! killed with `SIGKILL` comes back and answers again; its token is in its environment and in
-//! no process's command line; stopping the daemon leaves no gateway process.
+//! no process's command line; stopping the daemon leaves no gateway process, and the next
+//! daemon starts it again.
 
 use super::gateway_rig::*;
 use super::gateway_telegram::{OWNER, Scene};
@@ -132,4 +133,16 @@ fn a_killed_gateway_comes_back_its_token_stays_off_command_lines_and_shutdown_le
         "it was stopped with SIGTERM and ended by itself: {}",
         gateway_log(&s.env, "tg")
     );
+
+    // It starts with the next daemon (created with auto-start).
+    let _again = s.env.start_daemon();
+    wait_for(
+        "the gateway started with the daemon",
+        Duration::from_secs(20),
+        || {
+            count(&gateway_log(&s.env, "tg"), "polling Telegram as") >= 3
+                && listed(&s.env, "tg")["state"] == "running"
+        },
+    );
+    assert_eq!(gateway_program_pids(&s.env).len(), 1);
 }
