@@ -124,6 +124,16 @@ fn bad_requests_are_answered_with_codes_and_recovered_ids() {
         "vault_list",
         "vault_set",
         "vault_delete",
+        // Gateways
+        "gateway_list",
+        "gateway_save",
+        "gateway_start",
+        "gateway_stop",
+        "gateway_delete",
+        "gateway_pin",
+        "gateway_peers",
+        "gateway_peer_add",
+        "gateway_peer_remove",
     ];
     for (i, name) in sayri_protocol::names::cmd::ALL.iter().enumerate() {
         if implemented.contains(name) {

@@ -11,6 +11,7 @@ mod delegation;
 mod disconnect;
 mod framing;
 mod gateway_cli;
+mod gateway_identity;
 mod gateway_legacy;
 pub mod gateway_rig;
 mod gateway_supervision;
