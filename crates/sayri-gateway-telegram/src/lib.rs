@@ -82,13 +82,21 @@ pub fn settings(args: Args) -> Result<run::Settings, String> {
 
 /// The program: parses its settings, runs until stopped, maps the outcome to an exit status.
 pub fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SAYRI_GATEWAY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::prelude::*;
+    // `Targets` directives (`info`, `debug,sayri_gateway_telegram=trace`); a filter that does
+    // not parse falls back to `info`.
+    let filter: tracing_subscriber::filter::Targets = std::env::var("SAYRI_GATEWAY_LOG")
+        .ok()
+        .and_then(|f| f.parse().ok())
+        .or_else(|| "info".parse().ok())
+        .unwrap_or_default();
+    let output = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    let _ = tracing_subscriber::registry()
+        .with(output)
+        .with(filter)
+        .try_init();
     let settings = match settings(Args::parse()) {
         Ok(s) => s,
         Err(e) => {

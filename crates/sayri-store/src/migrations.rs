@@ -11,7 +11,9 @@
 //!   its end, so a row found at start-up is a turn a crash cut short.
 //! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
-//! * Version 5 — gateways: `gateway_instances` (one row per instance, its settings as JSON),
+//! * Version 5 — `token_rates`: the calibrated bytes-per-token estimate of each model, learnt
+//!   from the provider's usage reports.
+//! * Version 6 — gateways: `gateway_instances` (one row per instance, its settings as JSON),
 //!   `gateway_peers` keyed by `(channel, peer_id)` so one person can pair with several
 //!   instances (rows of the original table are kept), and `gateway_chats` (the session and
 //!   agent of each chat of an instance).
@@ -22,7 +24,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 5;
+pub const LATEST: i64 = 6;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -88,17 +90,22 @@ CREATE TABLE redacted_secrets (
 ";
 
 const V5: &str = "
+CREATE TABLE token_rates (
+  model TEXT PRIMARY KEY, bytes_per_token REAL NOT NULL, updated_at REAL NOT NULL);
+";
+
+const V6: &str = "
 CREATE TABLE gateway_instances (
   id TEXT PRIMARY KEY, plugin TEXT NOT NULL, settings TEXT NOT NULL,
   created_at REAL NOT NULL, updated_at REAL NOT NULL);
-CREATE TABLE gateway_peers_v5 (
+CREATE TABLE gateway_peers_new (
   channel TEXT NOT NULL, peer_id TEXT NOT NULL, agent_id TEXT NOT NULL,
   is_authorized INTEGER DEFAULT 0, authorized_at REAL, metadata TEXT DEFAULT '{}',
   PRIMARY KEY (channel, peer_id));
-INSERT INTO gateway_peers_v5 (channel, peer_id, agent_id, is_authorized, authorized_at, metadata)
+INSERT INTO gateway_peers_new (channel, peer_id, agent_id, is_authorized, authorized_at, metadata)
   SELECT channel, peer_id, agent_id, is_authorized, authorized_at, metadata FROM gateway_peers;
 DROP TABLE gateway_peers;
-ALTER TABLE gateway_peers_v5 RENAME TO gateway_peers;
+ALTER TABLE gateway_peers_new RENAME TO gateway_peers;
 CREATE TABLE gateway_chats (
   instance_id TEXT NOT NULL, chat_id TEXT NOT NULL, session_id TEXT NOT NULL,
   agent_id TEXT NOT NULL, updated_at REAL NOT NULL,
@@ -106,7 +113,7 @@ CREATE TABLE gateway_chats (
 ";
 
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

@@ -2,7 +2,8 @@
 //! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes of
 //! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
 //! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
-//! values for property tests ([`setting_values`]), pseudo-terminals ([`terminal`]), and a
+//! values for property tests ([`setting_values`]), pseudo-terminals ([`terminal`]), provider-style
+//! token counts ([`tokens`]), readers of the chat requests the daemon sends ([`turns`]), and a
 //! loopback Telegram Bot API server recording every call ([`telegram`]).
 //!
 //! ```no_run
@@ -25,6 +26,8 @@ pub mod setting_values;
 pub mod sse;
 pub mod telegram;
 pub mod terminal;
+pub mod tokens;
+pub mod turns;
 
 pub use real_model::{RealModelError, RealModelServer};
 pub use reply::{Framing, Reply};

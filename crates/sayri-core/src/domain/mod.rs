@@ -3,11 +3,14 @@
 pub mod agents;
 pub mod codeblock;
 pub mod config;
+pub mod context;
 pub mod gateway;
 pub mod history;
+pub mod observation;
 pub mod permissions;
 pub mod profile;
 pub mod prompt;
+pub mod repetition;
 pub mod strip;
 pub mod text;
 pub mod tokens;

@@ -35,9 +35,9 @@ fn is_executable(p: &Path) -> bool {
 /// A sentence naming where it was looked for.
 pub fn program_for(plugin: &str) -> Result<PathBuf, String> {
     let file = format!("{PROGRAM_PREFIX}{plugin}");
-    let beside = crate::brain::settings::helper_program()
-        .parent()
-        .map(|d| d.join(&file));
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(&file)));
     if let Some(p) = beside.as_ref().filter(|p| is_executable(p)) {
         return Ok(p.clone());
     }

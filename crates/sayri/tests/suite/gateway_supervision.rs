@@ -17,7 +17,9 @@ fn gateway_program_pids(env: &Env) -> Vec<i32> {
     processes_with("sayri-gateway-telegram")
         .into_iter()
         .filter(|(pid, cmd)| {
-            !cmd.contains("__sandbox-exec")
+            cmd.split(' ')
+                .next()
+                .is_some_and(|argv0| argv0.ends_with("/sayri-gateway-telegram"))
                 && std::fs::read(format!("/proc/{pid}/environ"))
                     .map(|e| String::from_utf8_lossy(&e).contains(env.dir.path().to_str().unwrap()))
                     .unwrap_or(false)
