@@ -10,6 +10,7 @@
 //! assert_eq!(line, b"{\"ok\":true,\"result\":\"pong\",\"id\":1}\n");
 //! ```
 
+pub mod legacy;
 pub mod level;
 pub mod message;
 pub mod names;

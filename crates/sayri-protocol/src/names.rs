@@ -31,6 +31,9 @@ pub mod cmd {
         GATEWAY_LIST = "gateway_list", GATEWAY_START = "gateway_start",
         GATEWAY_STOP = "gateway_stop", GATEWAY_DELETE = "gateway_delete",
         GATEWAY_SAVE = "gateway_save",
+        // Gateways: pairing and peers.
+        GATEWAY_PIN = "gateway_pin", GATEWAY_PEERS = "gateway_peers",
+        GATEWAY_PEER_ADD = "gateway_peer_add", GATEWAY_PEER_REMOVE = "gateway_peer_remove",
         AGENTS_LIST = "agents_list", AGENT_SWITCH = "agent_switch", AGENT_SAVE = "agent_save",
         AGENT_DELETE = "agent_delete", AGENT_DETACH = "agent_detach",
         SESSIONS_LIST = "sessions_list", SESSION_GET = "session_get",

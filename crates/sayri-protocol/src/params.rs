@@ -153,6 +153,16 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<VaultListParams>(),
     ParamsInfo::of::<VaultSetParams>(),
     ParamsInfo::of::<VaultDeleteParams>(),
+    // Gateways
+    ParamsInfo::of::<GatewayListParams>(),
+    ParamsInfo::of::<GatewaySaveParams>(),
+    ParamsInfo::of::<GatewayStartParams>(),
+    ParamsInfo::of::<GatewayStopParams>(),
+    ParamsInfo::of::<GatewayDeleteParams>(),
+    ParamsInfo::of::<GatewayPinParams>(),
+    ParamsInfo::of::<GatewayPeersParams>(),
+    ParamsInfo::of::<GatewayPeerAddParams>(),
+    ParamsInfo::of::<GatewayPeerRemoveParams>(),
     // Connection
     ParamsInfo::of::<ClientHelloParams>(),
     // Routines and triggers
@@ -218,6 +228,8 @@ no_params! {
     TriggersListParams = cmd::TRIGGERS_LIST;
     /// `settings_schema` → `{"sections", "plugin_sections"}`.
     SettingsSchemaParams = cmd::SETTINGS_SCHEMA;
+    /// `gateway_list` → every gateway instance with its process state.
+    GatewayListParams = cmd::GATEWAY_LIST;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1076,6 +1088,157 @@ impl Params for AttachImageParams {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Gateways
+
+/// A gateway instance as `gateway_save` takes it (the `instance` object). Every field but `id`
+/// is optional: on an update an omitted field keeps its stored value; on a create it takes its
+/// default (`agent` = `default`, `level_cap` = `LEVEL_1_READONLY`, `auto_start` = true, the
+/// rest empty). `null` counts as omitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayInstanceParams {
+    /// Instance id: 1–32 of `a–z 0–9 _ -`, starting with a letter or digit.
+    #[serde(deserialize_with = "non_empty")]
+    pub id: String,
+    /// The gateway program: `telegram` runs `sayri-gateway-telegram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// The agent its messages go to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Further agents a chat may switch to (`/agent ID`); array or comma string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub agents: Option<Vec<String>>,
+    /// The highest sandbox level its turns run at (`0`–`4` or a level name); a message can
+    /// only lower it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_cap: Option<String>,
+    /// Secrets the gateway process receives: environment variable name → vault key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<std::collections::BTreeMap<String, String>>,
+    /// Plain settings given to the program as `--NAME VALUE` (e.g. `api-base`); never secrets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<std::collections::BTreeMap<String, String>>,
+    /// Group chats whose paired members it answers (empty = group chats off); array or comma
+    /// string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub allowed_groups: Option<Vec<String>>,
+    /// Started with the daemon.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub auto_start: Option<bool>,
+}
+
+/// `gateway_save {instance, mode?}` → `{"saved", "instance_id", "created", "instance",
+/// "restarted"}`. A running instance is restarted so the new settings apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewaySaveParams {
+    /// The instance's fields.
+    pub instance: GatewayInstanceParams,
+    /// `create` never replaces an instance, `update` must find one; absent = either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SaveMode>,
+}
+
+impl Params for GatewaySaveParams {
+    const CMD: &'static str = cmd::GATEWAY_SAVE;
+}
+
+/// Declares a params struct that names one gateway instance (`{instance_id}`).
+macro_rules! instance_params {
+    ($($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// The gateway instance.
+            #[serde(deserialize_with = "non_empty")]
+            pub instance_id: String,
+        }
+
+        impl Params for $name {
+            const CMD: &'static str = $cmd;
+        }
+    )*};
+}
+
+instance_params! {
+    /// `gateway_start {instance_id}` → `{"started", "instance_id", "message", "gateway"}`.
+    GatewayStartParams = cmd::GATEWAY_START;
+    /// `gateway_stop {instance_id}` → `{"stopped", "instance_id"}`.
+    GatewayStopParams = cmd::GATEWAY_STOP;
+    /// `gateway_pin {instance_id}` → `{"instance_id", "pin", "expires_at", "expires_in"}`: a
+    /// new one-time pairing PIN (replacing the previous one).
+    GatewayPinParams = cmd::GATEWAY_PIN;
+    /// `gateway_peers {instance_id}` → `[{"peer_id", "agent_id", "authorized_at", "via",
+    /// "name"}]`.
+    GatewayPeersParams = cmd::GATEWAY_PEERS;
+}
+
+/// `gateway_delete {instance_id, keep_secrets=false}` → `{"deleted", "instance_id",
+/// "secrets_deleted"}`: stops it, forgets its peers and chats, and deletes the vault secrets
+/// that were made for it (keys starting `GATEWAY_<ID>_`) unless `keep_secrets`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayDeleteParams {
+    /// The gateway instance.
+    #[serde(deserialize_with = "non_empty")]
+    pub instance_id: String,
+    /// Keep its secrets in the vault.
+    #[serde(default, deserialize_with = "bool_or_null")]
+    pub keep_secrets: bool,
+}
+
+impl Params for GatewayDeleteParams {
+    const CMD: &'static str = cmd::GATEWAY_DELETE;
+}
+
+/// `gateway_peer_add {instance_id, peer_id}` → `{"instance_id", "peer_id", "added"}`: the
+/// person at the desktop authorises a sender id without a PIN.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayPeerAddParams {
+    /// The gateway instance.
+    #[serde(deserialize_with = "non_empty")]
+    pub instance_id: String,
+    /// The sender id as the channel gives it (Telegram: the numeric user id).
+    #[serde(deserialize_with = "id_text")]
+    pub peer_id: String,
+}
+
+impl Params for GatewayPeerAddParams {
+    const CMD: &'static str = cmd::GATEWAY_PEER_ADD;
+}
+
+/// `gateway_peer_remove {instance_id, peer_id}` → `{"instance_id", "peer_id", "removed"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayPeerRemoveParams {
+    /// The gateway instance.
+    #[serde(deserialize_with = "non_empty")]
+    pub instance_id: String,
+    /// The sender id.
+    #[serde(deserialize_with = "id_text")]
+    pub peer_id: String,
+}
+
+impl Params for GatewayPeerRemoveParams {
+    const CMD: &'static str = cmd::GATEWAY_PEER_REMOVE;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Field helpers
 
 /// A JSON object with at least one member.
@@ -1150,6 +1313,28 @@ fn list_or_csv<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D
         Some(Raw::List(v)) => Some(clean(v)),
         Some(Raw::Text(t)) => Some(clean(t.split(',').map(String::from).collect())),
     })
+}
+
+/// A channel id given as a JSON string or integer (Telegram ids are integers), as trimmed
+/// text; blank is refused.
+fn id_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(i64),
+        Text(String),
+    }
+    let s = match Raw::deserialize(d)? {
+        Raw::Int(i) => i.to_string(),
+        Raw::Text(t) => t.trim().to_string(),
+    };
+    if s.is_empty() {
+        return Err(de::Error::invalid_value(
+            de::Unexpected::Str(""),
+            &"a non-empty id",
+        ));
+    }
+    Ok(s)
 }
 
 /// An optional switch: a boolean, or `"1"/"true"/"yes"/"on"` and `"0"/"false"/"no"/"off"`

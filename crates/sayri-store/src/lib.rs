@@ -1,6 +1,7 @@
 //! SQLite storage for Sayri: sessions, messages (with tool calls and token usage), learned
-//! preferences, security authorizations (approvals), gateway peers, the journal of running
-//! turns, calibrated token rates, and routines with the scheduler's state.
+//! preferences, security authorizations (approvals), gateway instances, peers and chats, the
+//! journal of running turns, calibrated token rates, routines with the scheduler's state, and
+//! the images attached to requests.
 //!
 //! One file (`$STATE/sessions.db`), opened by [`Store::open`]: WAL journal, `foreign_keys=ON`,
 //! `secure_delete=ON`, versioned migrations (see [`migrations`]). With
@@ -12,6 +13,7 @@
 //! `Arc` by async code (each call is a short local write; no call waits on anything else).
 
 mod approvals;
+mod gateways;
 pub mod migrations;
 mod peers;
 mod preferences;
@@ -27,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use gateways::{GatewayChat, InstanceSave};
 pub use peers::GatewayPeer;
 pub use redaction::RewriteReport;
 pub use routines::{BrokenRoutine, TriggerState};

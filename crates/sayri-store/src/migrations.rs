@@ -18,6 +18,10 @@
 //!   (`scheduler_meta`).
 //! * Version 7 — `message_images`: the images a person attached to a request, kept with its
 //!   message (media type and base64 data, in the order they were sent).
+//! * Version 8 — gateways: `gateway_instances` (one row per instance, its settings as JSON),
+//!   `gateway_peers` keyed by `(channel, peer_id)` so one person can pair with several
+//!   instances (rows of the original table are kept), and `gateway_chats` (the session and
+//!   agent of each chat of an instance).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -25,7 +29,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 7;
+pub const LATEST: i64 = 8;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -121,8 +125,26 @@ CREATE TABLE message_images (
   PRIMARY KEY (message_id, position));
 ";
 
+const V8: &str = "
+CREATE TABLE gateway_instances (
+  id TEXT PRIMARY KEY, plugin TEXT NOT NULL, settings TEXT NOT NULL,
+  created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE gateway_peers_new (
+  channel TEXT NOT NULL, peer_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+  is_authorized INTEGER DEFAULT 0, authorized_at REAL, metadata TEXT DEFAULT '{}',
+  PRIMARY KEY (channel, peer_id));
+INSERT INTO gateway_peers_new (channel, peer_id, agent_id, is_authorized, authorized_at, metadata)
+  SELECT channel, peer_id, agent_id, is_authorized, authorized_at, metadata FROM gateway_peers;
+DROP TABLE gateway_peers;
+ALTER TABLE gateway_peers_new RENAME TO gateway_peers;
+CREATE TABLE gateway_chats (
+  instance_id TEXT NOT NULL, chat_id TEXT NOT NULL, session_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL, updated_at REAL NOT NULL,
+  PRIMARY KEY (instance_id, chat_id));
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

@@ -3,7 +3,8 @@
 //! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
 //! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
 //! values for property tests ([`setting_values`]), pseudo-terminals ([`terminal`]), provider-style
-//! token counts ([`tokens`]) and readers of the chat requests the daemon sends ([`turns`]).
+//! token counts ([`tokens`]), readers of the chat requests the daemon sends ([`turns`]), and a
+//! loopback Telegram Bot API server recording every call ([`telegram`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -23,6 +24,7 @@ pub mod script_file;
 pub mod server;
 pub mod setting_values;
 pub mod sse;
+pub mod telegram;
 pub mod terminal;
 pub mod tokens;
 pub mod turns;

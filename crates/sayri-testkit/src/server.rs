@@ -202,7 +202,9 @@ impl FakeLlm {
     }
 }
 
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {
+pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<RecordedRequest>> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     let head_end = loop {

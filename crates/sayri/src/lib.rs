@@ -10,6 +10,7 @@ pub mod client;
 pub mod config_file;
 pub mod daemon;
 pub mod footprint;
+pub mod gateways;
 pub mod logging;
 pub mod notify;
 pub mod paths;

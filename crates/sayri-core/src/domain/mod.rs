@@ -4,6 +4,7 @@ pub mod agents;
 pub mod codeblock;
 pub mod config;
 pub mod context;
+pub mod gateway;
 pub mod history;
 pub mod image;
 pub mod observation;

@@ -43,15 +43,42 @@ fn approvals_survive_reopening_and_replace_duplicates() {
 }
 
 #[test]
-fn gateway_peers_fail_closed() {
+fn gateway_peers_fail_closed_and_belong_to_one_channel() {
     let (_d, store) = fresh();
     assert!(!store.is_peer_authorized("@bob", "matrix").unwrap());
-    store
-        .authorize_peer("@bob", "matrix", "default", 5.0)
-        .unwrap();
+    assert!(
+        store
+            .authorize_peer("@bob", "matrix", "default", 5.0, "pin", "Bob")
+            .unwrap()
+    );
     assert!(store.is_peer_authorized("@bob", "matrix").unwrap());
     assert!(!store.is_peer_authorized("@bob", "telegram").unwrap());
-    assert_eq!(store.peers().unwrap()[0].authorized_at, Some(5.0));
-    assert!(store.revoke_peer("@bob").unwrap());
+    // The same person paired with a second instance keeps the first pairing.
+    assert!(
+        store
+            .authorize_peer("@bob", "telegram", "ops", 6.0, "desktop", "")
+            .unwrap()
+    );
+    assert!(
+        !store
+            .authorize_peer("@bob", "telegram", "ops", 7.0, "desktop", "")
+            .unwrap(),
+        "pairing twice is not new"
+    );
+    let peers = store.peers().unwrap();
+    assert_eq!(peers.len(), 2);
+    assert_eq!(
+        (
+            peers[0].channel.as_str(),
+            peers[0].authorized_at,
+            peers[0].via.as_str()
+        ),
+        ("matrix", Some(5.0), "pin")
+    );
+    assert_eq!(peers[0].name, "Bob");
+    assert!(store.revoke_peer("@bob", "matrix").unwrap());
+    assert!(!store.revoke_peer("@bob", "matrix").unwrap());
     assert!(!store.is_peer_authorized("@bob", "matrix").unwrap());
+    assert!(store.is_peer_authorized("@bob", "telegram").unwrap());
+    assert_eq!(store.peers_of("telegram").unwrap().len(), 1);
 }

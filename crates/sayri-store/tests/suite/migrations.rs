@@ -31,6 +31,8 @@ INSERT INTO agent_preferences (agent_id, intent, command, created_at, updated_at
   VALUES ('default', 'play', 'vlc', 1, 1);
 INSERT INTO agent_preferences (agent_id, intent, command, created_at, updated_at)
   VALUES ('default', 'play', 'vlc', 2, 2);
+INSERT INTO gateway_peers (peer_id, channel, agent_id, is_authorized, authorized_at)
+  VALUES ('@ada', 'matrix', 'default', 1, 7);
 ";
 
 #[test]
@@ -67,6 +69,9 @@ fn an_original_python_database_is_upgraded_in_place() {
     assert_eq!(store.list_preferences(None, 10).unwrap().len(), 1);
     // New tables exist.
     assert!(store.all_approvals().unwrap().is_empty());
+    assert!(store.gateway_instances().unwrap().is_empty());
+    // Peer rows survive the new (channel, peer) key.
+    assert!(store.is_peer_authorized("@ada", "matrix").unwrap());
     drop(store);
     // Reopening is a no-op.
     let store = Store::open(&path).unwrap();

@@ -1,5 +1,6 @@
 mod approvals;
 mod crash;
+mod gateways;
 mod migrations;
 mod preferences;
 mod routines;

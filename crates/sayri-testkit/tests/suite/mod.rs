@@ -1,2 +1,3 @@
 mod bin;
 mod server;
+mod telegram;

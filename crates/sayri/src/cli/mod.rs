@@ -8,6 +8,7 @@ pub mod agents;
 pub mod ask;
 pub mod autostart;
 pub mod config;
+pub mod gateway;
 pub mod local;
 pub mod permissions;
 pub mod ping;
@@ -139,6 +140,12 @@ pub enum Command {
         #[command(subcommand)]
         action: routines::RoutinesAction,
     },
+    /// Channel gateways (Telegram): create, list, start, stop, pair.
+    Gateway {
+        /// What to do.
+        #[command(subcommand)]
+        action: gateway::GatewayAction,
+    },
     /// The encrypted secrets vault.
     Vault {
         /// What to do.
@@ -232,6 +239,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Agents { action } => agents::run(&paths, start, *action).await,
             Command::Models { action } => done(local::models(&paths, action).await),
             Command::Routines { action } => routines::run(&paths, start, action).await,
+            Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),
             } => done(permissions::answer(&paths, &args).await),

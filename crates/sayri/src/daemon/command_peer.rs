@@ -18,7 +18,7 @@
 use crate::daemon::dispatch::Caller;
 
 /// The parent pid of `pid`, from `/proc/<pid>/stat` (the field after the parenthesised name).
-fn parent_of(pid: i32) -> Option<i32> {
+pub(crate) fn parent_of(pid: i32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()

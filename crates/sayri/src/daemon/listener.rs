@@ -7,7 +7,7 @@
 //! 4. Every accepted connection's `SO_PEERCRED` uid must equal our effective uid; otherwise it is
 //!    closed without reading a byte. If the credentials cannot be read, it is refused too.
 //!
-//! The same functions are meant to serve the legacy gateway socket `sayri.sock` once it exists.
+//! The same functions serve the legacy gateway socket `sayri.sock`.
 
 use crate::paths::{MAX_SOCKET_PATH, euid};
 use std::fs::File;

@@ -65,6 +65,8 @@ pub enum DaemonError {
 pub struct Daemon {
     state: Arc<DaemonState>,
     listener: UnixListener,
+    /// The legacy gateway socket `sayri.sock` (`None` when it could not be bound).
+    legacy: Option<UnixListener>,
     lock: DaemonLock,
     dispatcher: Arc<Dispatcher>,
 }
@@ -129,9 +131,11 @@ impl Daemon {
             state.paths.config_dir.clone(),
         );
         let _ = state.routines.set(routines);
+        let legacy = crate::gateways::legacy::bind(&state);
         Ok(Daemon {
             state,
             listener,
+            legacy,
             lock,
             dispatcher: Arc::new(dispatcher),
         })
@@ -148,10 +152,19 @@ impl Daemon {
         let Daemon {
             state,
             listener,
+            legacy,
             lock,
             dispatcher,
         } = self;
         let tracker = TaskTracker::new();
+        if let Some(legacy) = legacy {
+            tracker.spawn(crate::gateways::legacy::serve(
+                legacy,
+                state.clone(),
+                tracker.clone(),
+            ));
+            tokio::spawn(crate::gateways::auto_start(state.clone()));
+        }
         tracing::info!(
             "listening on {} (version {}, protocol {PROTOCOL_VERSION})",
             state.paths.socket().display(),
@@ -165,6 +178,15 @@ impl Daemon {
             match accepted {
                 Ok((stream, _)) => {
                     if !listener::peer_is_us(&stream) {
+                        drop(stream);
+                        continue;
+                    }
+                    let pid = stream.peer_cred().ok().and_then(|c| c.pid());
+                    if let Some(id) = crate::gateways::peer::instance_of_process(&state, pid) {
+                        // A gateway speaks through `sayri.sock` for its own instance only.
+                        tracing::warn!(
+                            "refused a connection from the process tree of gateway {id} to the control socket"
+                        );
                         drop(stream);
                         continue;
                     }

@@ -32,26 +32,31 @@ pub struct DaemonState {
     /// The core and its adapters (set once at start; absent only in bare test daemons).
     pub brain: OnceLock<Arc<Brain>>,
     /// Long-running child programs (model server, gateways, plugin services); stopped at
-    /// shutdown.
+    /// shutdown. A child that fails raises an `error` event and a desktop notification.
     pub supervisor: Supervisor,
     /// Routines, triggers and their scheduler (set once at start, with the brain).
     pub routines: OnceLock<Arc<Routines>>,
+    /// Channel gateways: pairing PINs, refusal limits, per-chat locks.
+    pub gateways: crate::gateways::Gateways,
 }
 
 impl DaemonState {
     /// New state for `paths` and `config`.
     pub fn new(paths: Paths, config: Config) -> Arc<Self> {
+        let broadcaster = Broadcaster::default();
+        let observer = crate::gateways::alerts::supervisor_observer(broadcaster.clone());
         Arc::new(DaemonState {
             config: RwLock::new(config),
             config_file_lock: tokio::sync::Mutex::new(()),
-            broadcaster: Broadcaster::default(),
+            broadcaster,
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),
             terminate: CancellationToken::new(),
             started: Instant::now(),
             brain: OnceLock::new(),
-            supervisor: Supervisor::new(supervisor_config(&paths)),
+            supervisor: Supervisor::with_observer(supervisor_config(&paths), observer),
             routines: OnceLock::new(),
+            gateways: crate::gateways::Gateways::new(),
             paths,
         })
     }

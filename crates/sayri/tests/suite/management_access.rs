@@ -44,6 +44,16 @@ const CLASSES: &[(&str, Access)] = &[
     ("permission_forget", Access::Management),
     ("vault_set", Access::Management),
     ("vault_delete", Access::Management),
+    // Gateways
+    ("gateway_list", Access::ReadOnly),
+    ("gateway_peers", Access::ReadOnly),
+    ("gateway_save", Access::Management),
+    ("gateway_start", Access::Management),
+    ("gateway_stop", Access::Management),
+    ("gateway_delete", Access::Management),
+    ("gateway_pin", Access::Management),
+    ("gateway_peer_add", Access::Management),
+    ("gateway_peer_remove", Access::Management),
     // Routines and triggers
     ("routines_list", Access::ReadOnly),
     ("routine_next", Access::ReadOnly),
@@ -65,9 +75,6 @@ const CLASSES: &[(&str, Access)] = &[
     ("attach_image", Access::Assistant),
     // Decided, not implemented yet.
     ("plugin_settings_set", Access::Management),
-    ("gateway_save", Access::Management),
-    ("gateway_delete", Access::Management),
-    ("gateway_start", Access::Management),
     ("skills_install", Access::Management),
     ("skills_uninstall", Access::Management),
     ("plugin_set_enabled", Access::Management),

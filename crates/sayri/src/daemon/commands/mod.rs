@@ -13,6 +13,7 @@ pub mod attach;
 pub mod config;
 pub mod connection;
 pub mod desktop;
+pub mod gateways;
 pub mod permissions;
 pub mod routines;
 pub mod runtime;
@@ -71,4 +72,14 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, desktop::killall)
         .register(Assistant, Inline, desktop::window)
         .register(Assistant, Task, attach::attach_image);
+    // Gateways
+    d.register(ReadOnly, Task, gateways::gateway_list)
+        .register(Management, Task, gateways::gateway_save)
+        .register(Management, Task, gateways::gateway_start)
+        .register(Management, Task, gateways::gateway_stop)
+        .register(Management, Task, gateways::gateway_delete)
+        .register(Management, Inline, gateways::gateway_pin)
+        .register(ReadOnly, Task, gateways::gateway_peers)
+        .register(Management, Task, gateways::gateway_peer_add)
+        .register(Management, Task, gateways::gateway_peer_remove);
 }

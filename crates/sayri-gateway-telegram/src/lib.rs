@@ -1,0 +1,124 @@
+//! `sayri-gateway-telegram`: Sayri's reference channel gateway, a Telegram bot.
+//!
+//! The daemon starts it (one process per gateway instance, see `sayri gateway create
+//! telegram`) with its bot token in `TELEGRAM_BOT_TOKEN`, the legacy socket in
+//! `SAYRI_GATEWAY_SOCKET`, its instance id in `SAYRI_GATEWAY_INSTANCE_ID`, and its options as
+//! arguments (`--api-base URL`, `--poll-timeout SECS`). It:
+//!
+//! * long-polls the Bot API ([`run`]) and passes every update's raw facts to the daemon
+//!   ([`updates`], [`daemon`]) — the daemon alone decides who is answered;
+//! * delivers the daemon's answer ([`deliver`]): Markdown as text and entities ([`format`]),
+//!   split at 4096 UTF-16 units on line or word boundaries, never inside a surrogate pair or an
+//!   entity ([`split`]), falling back to plain text when Telegram refuses the formatting, with
+//!   every refused send logged;
+//! * shows "typing…" while a turn runs.
+//!
+//! Its output (stderr) is the gateway's log, `$STATE/logs/gateway-<id>.log`.
+
+pub mod bot_api;
+pub mod daemon;
+pub mod deliver;
+pub mod format;
+pub mod run;
+pub mod split;
+pub mod updates;
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit status for a setting that is missing or invalid.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status when Telegram refuses the token or the gateway cannot run.
+pub const EXIT_FATAL: u8 = 3;
+
+/// Command-line options (the instance's `options`). The token is never an argument.
+#[derive(Debug, Parser)]
+#[command(name = "sayri-gateway-telegram", version, about)]
+pub struct Args {
+    /// Bot API base URL.
+    #[arg(long, default_value = "https://api.telegram.org")]
+    pub api_base: String,
+    /// Long-polling timeout of `getUpdates`, in seconds.
+    #[arg(long, default_value_t = 50)]
+    pub poll_timeout: u64,
+    /// Milliseconds between two typing indicators while a turn runs.
+    #[arg(long, default_value_t = 4000)]
+    pub typing_interval_ms: u64,
+}
+
+fn env(name: &str) -> Result<String, String> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| {
+            format!("{name} is not set; this program is started by the Sayri daemon (`sayri gateway start ID`)")
+        })
+}
+
+/// The settings from `args` and the environment.
+///
+/// # Errors
+/// A missing variable or an invalid option, named.
+pub fn settings(args: Args) -> Result<run::Settings, String> {
+    let token = env("TELEGRAM_BOT_TOKEN")?.trim().to_string();
+    let ok_base = args.api_base.starts_with("https://") || args.api_base.starts_with("http://");
+    if !ok_base {
+        return Err(format!(
+            "--api-base {:?}: give an http:// or https:// URL",
+            args.api_base
+        ));
+    }
+    Ok(run::Settings {
+        api_base: args.api_base,
+        token,
+        socket: PathBuf::from(env("SAYRI_GATEWAY_SOCKET")?),
+        instance_id: env("SAYRI_GATEWAY_INSTANCE_ID")?,
+        poll_timeout: args.poll_timeout.min(600),
+        typing_every: Duration::from_millis(args.typing_interval_ms.clamp(100, 60_000)),
+    })
+}
+
+/// The program: parses its settings, runs until stopped, maps the outcome to an exit status.
+pub fn main() -> ExitCode {
+    use tracing_subscriber::prelude::*;
+    // `Targets` directives (`info`, `debug,sayri_gateway_telegram=trace`); a filter that does
+    // not parse falls back to `info`.
+    let filter: tracing_subscriber::filter::Targets = std::env::var("SAYRI_GATEWAY_LOG")
+        .ok()
+        .and_then(|f| f.parse().ok())
+        .or_else(|| "info".parse().ok())
+        .unwrap_or_default();
+    let output = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let _ = tracing_subscriber::registry()
+        .with(output)
+        .with(filter)
+        .try_init();
+    let settings = match settings(Args::parse()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_FATAL);
+        }
+    };
+    match rt.block_on(run::run(settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(run::Fatal(e)) => {
+            tracing::error!("{e}");
+            ExitCode::from(EXIT_FATAL)
+        }
+    }
+}
