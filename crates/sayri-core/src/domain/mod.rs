@@ -6,6 +6,7 @@ pub mod config;
 pub mod history;
 pub mod permissions;
 pub mod profile;
+pub mod skills;
 pub mod prompt;
 pub mod strip;
 pub mod text;

@@ -25,3 +25,4 @@ mod permissions_targets;
 mod permissions_wrappers;
 mod react_turn;
 mod secret_text;
+mod skills_scanner_cases;
