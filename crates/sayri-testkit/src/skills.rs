@@ -43,7 +43,10 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<SkillFile>) {
                 .expect("under root")
                 .to_string_lossy()
                 .replace('\\', "/");
-            out.push(SkillFile::new(rel, std::fs::read(&p).expect("read fixture")));
+            out.push(SkillFile::new(
+                rel,
+                std::fs::read(&p).expect("read fixture"),
+            ));
         }
     }
 }

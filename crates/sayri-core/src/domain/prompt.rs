@@ -5,6 +5,7 @@
 //! skills (one line each), the block protocol, memory/preferences, truthfulness rules, then the
 //! agent's own `system_prompt` and `custom_instructions`. No secret values, no history.
 
+use super::agents::allow;
 use super::profile::AgentProfile;
 use sayri_protocol::SandboxLevel;
 use std::fmt::Write;
@@ -16,12 +17,15 @@ pub struct SkillSummary {
     pub id: String,
     /// Display name.
     pub name: String,
-    /// One-line description (cut to 100 characters in the prompt).
+    /// One-line description (cut to [`MAX_SKILL_DESCRIPTION`] characters in the prompt).
     pub description: String,
 }
 
 /// At most this many skills are listed.
 pub const MAX_SKILLS: usize = 15;
+
+/// A skill's description is cut to this many characters in the prompt.
+pub const MAX_SKILL_DESCRIPTION: usize = 80;
 
 /// The level in plain words: where a command runs and what it can touch.
 pub fn describe_level(level: SandboxLevel, allow_network: bool) -> String {
@@ -80,23 +84,22 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> S
         let listed: Vec<&SkillSummary> = skills
             .iter()
             .filter(|s| {
-                profile.allowed_skills.is_empty()
-                    || profile
-                        .allowed_skills
-                        .iter()
-                        .any(|a| *a == s.id || *a == s.name)
+                allow::permits(&profile.allowed_skills, &s.id)
+                    || allow::permits(&profile.allowed_skills, &s.name)
             })
             .take(MAX_SKILLS)
             .collect();
         if !listed.is_empty() {
-            p.push_str("\nSKILLS (installed helpers)\n");
+            p.push_str(
+                "\nSKILLS (read one before using it: reply with only ```read_skill\n<name>\n```)\n",
+            );
             for s in listed {
                 let one_line = s
                     .description
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ");
-                let d: String = one_line.chars().take(100).collect();
+                let d: String = one_line.chars().take(MAX_SKILL_DESCRIPTION).collect();
                 let _ = writeln!(p, "- {}: {}", s.name, d);
             }
         }

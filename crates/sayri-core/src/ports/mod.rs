@@ -7,6 +7,7 @@ pub mod chat;
 pub mod clock;
 pub mod redact;
 pub mod sandbox;
+pub mod skills;
 pub mod speech;
 pub mod store;
 
@@ -19,6 +20,7 @@ pub use chat::{
 pub use clock::Clock;
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
+pub use skills::SkillLibrary;
 pub use store::{
     NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,
     SessionStore, StoredMessage, ToolCallRecord,

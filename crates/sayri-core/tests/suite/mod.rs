@@ -26,3 +26,4 @@ mod permissions_wrappers;
 mod react_turn;
 mod secret_text;
 mod skills_scanner_cases;
+mod skills_scanner_corpus;

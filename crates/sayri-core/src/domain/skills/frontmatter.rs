@@ -41,7 +41,9 @@ pub enum FrontmatterError {
     #[error("SKILL.md is not UTF-8 text")]
     NotText,
     /// A `---` opening line without a closing one.
-    #[error("SKILL.md opens a frontmatter block with `---` but never closes it; add a `---` line after the fields")]
+    #[error(
+        "SKILL.md opens a frontmatter block with `---` but never closes it; add a `---` line after the fields"
+    )]
     Unclosed,
     /// The YAML does not parse, or is not a mapping.
     #[error("SKILL.md frontmatter is not valid YAML ({0}); write it as `key: value` lines")]
@@ -168,7 +170,10 @@ mod tests {
         let e = parse_skill_md(b"---\nname: [x\n---\nbody\n").unwrap_err();
         assert!(matches!(e, FrontmatterError::Yaml(_)), "{e}");
         assert!(parse_skill_md(b"---\n- a\n- b\n---\n").is_err());
-        assert_eq!(parse_skill_md(&[0xff, 0xfe]), Err(FrontmatterError::NotText));
+        assert_eq!(
+            parse_skill_md(&[0xff, 0xfe]),
+            Err(FrontmatterError::NotText)
+        );
     }
 
     #[test]

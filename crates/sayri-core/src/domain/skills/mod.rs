@@ -5,12 +5,15 @@
 //! * [`frontmatter`] — reading `SKILL.md`: frontmatter fields and the body.
 //! * [`scanner`] — the pre-install audit: every file, whole, prose and code alike → a
 //!   [`scanner::Report`] with a score and a verdict (`ALLOW < 40 ≤ WARN < 80 ≤ BLOCK`).
+//! * [`install`] — install records, [`install::admit`] (may a report replace the installed
+//!   copy) and [`install::state_of`] (may an installed skill be used now).
 //! * [`hash`] — content hashes: one per file and one for the whole skill. An approval (an
 //!   install record) holds for exactly the content it was given for.
 //! * [`valid_slug`], [`display_text`] — names and the text shown to the model.
 
 pub mod frontmatter;
 pub mod hash;
+pub mod install;
 pub mod scanner;
 
 pub use frontmatter::{SkillDoc, parse_skill_md};

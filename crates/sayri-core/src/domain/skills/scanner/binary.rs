@@ -46,11 +46,15 @@ pub fn classify(path: &str, bytes: &[u8]) -> Class {
     if starts(b"\0asm") {
         return Class::Executable("WebAssembly module");
     }
-    if matches!(ext, "pyc" | "pyo") || (bytes.len() > 4 && bytes[2..4] == [0x0d, 0x0a] && ext == "pyc")
+    if matches!(ext, "pyc" | "pyo")
+        || (bytes.len() > 4 && bytes[2..4] == [0x0d, 0x0a] && ext == "pyc")
     {
         return Class::Executable("Python bytecode");
     }
-    if matches!(ext, "so" | "dll" | "dylib" | "exe" | "class" | "jar" | "node" | "o" | "a") {
+    if matches!(
+        ext,
+        "so" | "dll" | "dylib" | "exe" | "class" | "jar" | "node" | "o" | "a"
+    ) {
         return Class::Executable("compiled code (by its file name)");
     }
     if is_media(bytes, ext) {
@@ -64,7 +68,10 @@ pub fn classify(path: &str, bytes: &[u8]) -> Class {
 
 fn archive_kind(bytes: &[u8], ext: &str) -> Option<&'static str> {
     let starts = |m: &[u8]| bytes.starts_with(m);
-    let office = matches!(ext, "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp" | "epub");
+    let office = matches!(
+        ext,
+        "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp" | "epub"
+    );
     if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") {
         return (!office).then_some("zip archive");
     }
@@ -89,7 +96,23 @@ fn archive_kind(bytes: &[u8], ext: &str) -> Option<&'static str> {
     if bytes.len() > 262 && &bytes[257..262] == b"ustar" {
         return Some("tar archive");
     }
-    if matches!(ext, "zip" | "tar" | "tgz" | "gz" | "bz2" | "xz" | "7z" | "rar" | "zst" | "whl" | "egg" | "apk" | "deb" | "rpm") {
+    if matches!(
+        ext,
+        "zip"
+            | "tar"
+            | "tgz"
+            | "gz"
+            | "bz2"
+            | "xz"
+            | "7z"
+            | "rar"
+            | "zst"
+            | "whl"
+            | "egg"
+            | "apk"
+            | "deb"
+            | "rpm"
+    ) {
         return Some("archive (by its file name)");
     }
     None
@@ -100,7 +123,9 @@ fn is_media(bytes: &[u8], ext: &str) -> bool {
     starts(b"\x89PNG")
         || starts(&[0xff, 0xd8, 0xff])
         || starts(b"GIF8")
-        || (starts(b"RIFF") && bytes.len() > 12 && (&bytes[8..12] == b"WEBP" || &bytes[8..12] == b"WAVE"))
+        || (starts(b"RIFF")
+            && bytes.len() > 12
+            && (&bytes[8..12] == b"WEBP" || &bytes[8..12] == b"WAVE"))
         || starts(b"%PDF")
         || starts(b"OTTO")
         || starts(b"wOFF")
@@ -121,7 +146,13 @@ fn text(bytes: &[u8]) -> Option<String> {
     let utf16 = |le: bool| {
         let units: Vec<u16> = bytes[2..]
             .chunks_exact(2)
-            .map(|c| if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) })
+            .map(|c| {
+                if le {
+                    u16::from_le_bytes([c[0], c[1]])
+                } else {
+                    u16::from_be_bytes([c[0], c[1]])
+                }
+            })
             .collect();
         String::from_utf16(&units).ok()
     };

@@ -27,10 +27,14 @@ fn compiled() -> &'static Compiled {
         hex: Regex::new(r"\b(?:[0-9a-fA-F]{2}){10,}\b").expect("hex pattern compiles"),
         escapes: Regex::new(r"(?:\\x[0-9a-fA-F]{2}|\\u00[0-9a-fA-F]{2}|\\[0-7]{3}){6,}")
             .expect("escape pattern compiles"),
-        char_codes: Regex::new(r"(?:fromCharCode|chr|bytes|bytearray|\[)\(?\s*((?:\d{2,3}\s*,\s*){5,}\d{2,3})")
-            .expect("char code pattern compiles"),
-        chr_chain: Regex::new(r"(?:chr\(\s*\d{2,3}\s*\)\s*\+?\s*){5,}").expect("chr chain compiles"),
-        data_uri: Regex::new(r"data:(image|font|audio|video)/[\w.+-]+;base64,").expect("data uri compiles"),
+        char_codes: Regex::new(
+            r"(?:fromCharCode|chr|bytes|bytearray|\[)\(?\s*((?:\d{2,3}\s*,\s*){5,}\d{2,3})",
+        )
+        .expect("char code pattern compiles"),
+        chr_chain: Regex::new(r"(?:chr\(\s*\d{2,3}\s*\)\s*\+?\s*){5,}")
+            .expect("chr chain compiles"),
+        data_uri: Regex::new(r"data:(image|font|audio|video)/[\w.+-]+;base64,")
+            .expect("data uri compiles"),
     })
 }
 
@@ -55,7 +59,9 @@ fn decodings(line: &str) -> Vec<(&'static str, String)> {
     if !skip_media {
         for m in re.base64.find_iter(line) {
             let s = m.as_str();
-            if !s.chars().any(|c| c.is_ascii_digit() || c == '+' || c == '/' || c == '=')
+            if !s
+                .chars()
+                .any(|c| c.is_ascii_digit() || c == '+' || c == '/' || c == '=')
                 && s.len() < 40
             {
                 continue;
@@ -143,7 +149,10 @@ fn as_text(bytes: &[u8]) -> Option<String> {
         .chars()
         .filter(|c| !c.is_control() || matches!(c, '\n' | '\t' | '\r'))
         .count();
-    let letters = t.chars().filter(|c| c.is_alphanumeric() || *c == ' ').count();
+    let letters = t
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ')
+        .count();
     (printable * 100 >= total * 95 && letters * 2 >= total).then(|| t.to_string())
 }
 
@@ -192,7 +201,10 @@ fn inspect(
             labels.path,
             n,
             line,
-            &labels.detail(n, &format!("{how} spell: {}", hidden::excerpt(decoded, 120))),
+            &labels.detail(
+                n,
+                &format!("{how} spell: {}", hidden::excerpt(decoded, 120)),
+            ),
         );
     }
     for f in inner.findings() {

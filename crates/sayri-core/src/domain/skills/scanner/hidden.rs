@@ -137,7 +137,10 @@ pub fn excerpt(text: &str, max: usize) -> String {
             out.push('…');
             break;
         }
-        if c.is_control() || is_invisible(c) || is_bidi(c) || ('\u{E0000}'..='\u{E007F}').contains(&c)
+        if c.is_control()
+            || is_invisible(c)
+            || is_bidi(c)
+            || ('\u{E0000}'..='\u{E007F}').contains(&c)
         {
             out.push_str(&format!("<U+{:04X}>", c as u32));
         } else {
@@ -212,7 +215,8 @@ fn characters(path: &str, n: usize, line: &str, c: &mut Collector) {
     let near_ascii_word = |i: usize| {
         let prev = i.checked_sub(1).and_then(|j| chars.get(j));
         let next = chars.get(i + 1);
-        prev.is_some_and(|p| p.is_ascii_alphanumeric()) || next.is_some_and(|x| x.is_ascii_alphanumeric())
+        prev.is_some_and(|p| p.is_ascii_alphanumeric())
+            || next.is_some_and(|x| x.is_ascii_alphanumeric())
     };
     let mut invisible = Vec::new();
     for (i, ch) in chars.iter().enumerate() {
@@ -233,7 +237,10 @@ fn characters(path: &str, n: usize, line: &str, c: &mut Collector) {
             excerpt(&normalize(line), 120)
         );
         if !hidden.is_empty() {
-            detail.push_str(&format!(" (tag characters spell: {})", excerpt(&hidden, 120)));
+            detail.push_str(&format!(
+                " (tag characters spell: {})",
+                excerpt(&hidden, 120)
+            ));
         }
         c.add(Kind::InvisibleCharacters, path, n, line, &detail);
     }
@@ -261,7 +268,10 @@ fn characters(path: &str, n: usize, line: &str, c: &mut Collector) {
 }
 
 fn distinct_codes(chars: &[char]) -> String {
-    let mut codes: Vec<String> = chars.iter().map(|c| format!("U+{:04X}", *c as u32)).collect();
+    let mut codes: Vec<String> = chars
+        .iter()
+        .map(|c| format!("U+{:04X}", *c as u32))
+        .collect();
     codes.sort();
     codes.dedup();
     codes.truncate(4);

@@ -281,9 +281,11 @@ pub fn role_of(path: &str, text: &str) -> FileRole {
     let first = text.lines().next().unwrap_or("");
     if matches!(ext, "sh" | "bash" | "zsh" | "ksh" | "command")
         || (first.starts_with("#!")
-            && ["/sh", "/bash", "/zsh", "/ksh", "/dash", "env sh", "env bash", "env zsh"]
-                .iter()
-                .any(|s| first.contains(s)))
+            && [
+                "/sh", "/bash", "/zsh", "/ksh", "/dash", "env sh", "env bash", "env zsh",
+            ]
+            .iter()
+            .any(|s| first.contains(s)))
     {
         return FileRole::Shell;
     }
@@ -506,16 +508,16 @@ fn finish(mut findings: Vec<Finding>, files: usize, bytes: u64) -> Report {
 /// `BLOCK (score 100 ≥ 80): …` with the heaviest distinct reasons.
 fn explain(score: u32, verdict: Verdict, findings: &[Finding]) -> String {
     let band = match verdict {
-        Verdict::Allow => format!(
-            "ALLOW (score {score} < {WARN_AT}): nothing found that needs your attention"
-        ),
+        Verdict::Allow => {
+            format!("ALLOW (score {score} < {WARN_AT}): nothing found that needs your attention")
+        }
         Verdict::Warn => format!(
             "WARN (score {score}, between {WARN_AT} and {}): review the findings; installing needs your explicit confirmation",
             BLOCK_AT - 1
         ),
-        Verdict::Block => format!(
-            "BLOCK (score {score} ≥ {BLOCK_AT}): refused; this skill must not be installed"
-        ),
+        Verdict::Block => {
+            format!("BLOCK (score {score} ≥ {BLOCK_AT}): refused; this skill must not be installed")
+        }
     };
     let mut seen = Vec::new();
     let mut reasons = Vec::new();

@@ -85,7 +85,10 @@ struct Compiled {
 fn compiled() -> &'static Compiled {
     static C: OnceLock<Compiled> = OnceLock::new();
     C.get_or_init(|| {
-        let pats: Vec<String> = PHRASES.iter().map(|p| format!("(?i){}", p.pattern)).collect();
+        let pats: Vec<String> = PHRASES
+            .iter()
+            .map(|p| format!("(?i){}", p.pattern))
+            .collect();
         Compiled {
             set: RegexSet::new(&pats).expect("phrase patterns compile"),
             each: pats
@@ -115,7 +118,10 @@ pub fn scan(labels: &Labels<'_>, lines: &[String], role: FileRole, c: &mut Colle
                 labels.path,
                 n,
                 line,
-                &labels.detail(n, &format!("{}: \"{}\"", p.detail, super::hidden::excerpt(m, 100))),
+                &labels.detail(
+                    n,
+                    &format!("{}: \"{}\"", p.detail, super::hidden::excerpt(m, 100)),
+                ),
             );
         }
         if role == FileRole::Prose && re.hidden_markup.is_match(line) {

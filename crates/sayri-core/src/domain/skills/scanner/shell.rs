@@ -18,8 +18,18 @@ const COMMAND_WORDS: &str = r"(?:^|[\s`'\x22(:>$])((?:sudo\s+)?(?:curl|wget|bash
 
 /// Fence languages that hold shell commands.
 const SHELL_FENCES: &[&str] = &[
-    "", "bash", "sh", "shell", "zsh", "console", "terminal", "shell-session", "shellsession",
-    "ksh", "command", "cmd",
+    "",
+    "bash",
+    "sh",
+    "shell",
+    "zsh",
+    "console",
+    "terminal",
+    "shell-session",
+    "shellsession",
+    "ksh",
+    "command",
+    "cmd",
 ];
 
 /// Shell text longer than this is analysed line by line.
@@ -29,6 +39,7 @@ struct Compiled {
     command: Regex,
     literal: Regex,
     inline: Regex,
+    dynamic_feeder: Regex,
 }
 
 fn compiled() -> &'static Compiled {
@@ -38,6 +49,10 @@ fn compiled() -> &'static Compiled {
         literal: Regex::new(r#""((?:[^"\\]|\\.){6,})"|'((?:[^'\\]|\\.){6,})'|`([^`]{6,})`"#)
             .expect("literal pattern compiles"),
         inline: Regex::new(r"`([^`]+)`").expect("inline pattern compiles"),
+        dynamic_feeder: Regex::new(
+            r"(?m)(?:^|[;&|(]\s*)\$\{?\w+\}?[^|\n]*\|\s*(?:\S*/)?(?:ba|z|da|k)?sh\b",
+        )
+        .expect("dynamic feeder pattern compiles"),
     })
 }
 
@@ -76,7 +91,12 @@ fn prose(labels: &Labels<'_>, lines: &[String], c: &mut Collector) {
     while i < lines.len() {
         let t = lines[i].trim_start();
         if let Some(rest) = t.strip_prefix("```").or_else(|| t.strip_prefix("~~~")) {
-            let lang = rest.trim().split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+            let lang = rest
+                .trim()
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
             let fence = &t[..3];
             let start = i + 1;
             let mut end = start;
@@ -144,25 +164,70 @@ fn judge(labels: &Labels<'_>, n: usize, text: &str, c: &mut Collector) {
         } else {
             Kind::FetchExecute
         };
-        c.add(kind, labels.path, n, text, &detail(&format!("shell analysis: {d}")));
+        c.add(
+            kind,
+            labels.path,
+            n,
+            text,
+            &detail(&format!("shell analysis: {d}")),
+        );
     }
     for d in &rx.opaque {
-        c.add(Kind::PipeToShell, labels.path, n, text, &detail(&format!("shell analysis: {d}")));
+        c.add(
+            Kind::PipeToShell,
+            labels.path,
+            n,
+            text,
+            &detail(&format!("shell analysis: {d}")),
+        );
+    }
+    // A shell fed by a program whose name is only known at run time (`c=cu; c="${c}rl";
+    // $c -s "$u" | sh`) is a fetch-and-execute written so a reader cannot see it.
+    if !rx.opaque.is_empty() && compiled().dynamic_feeder.is_match(text) {
+        c.add(
+            Kind::ObfuscatedExecution,
+            labels.path,
+            n,
+            text,
+            &detail("a shell runs the output of a program whose name is only known at run time"),
+        );
     }
     for d in recursive_delete::findings(&a) {
-        c.add(Kind::Destructive, labels.path, n, text, &detail(&format!("shell analysis: {d}")));
+        c.add(
+            Kind::Destructive,
+            labels.path,
+            n,
+            text,
+            &detail(&format!("shell analysis: {d}")),
+        );
     }
     for d in detach::findings(&a) {
         let lower = d.to_lowercase();
-        let kind = if ["cron", "systemd", "unit", "autostart", "login", "linger", "at ", "rc", "profile"]
-            .iter()
-            .any(|w| lower.contains(w))
+        let kind = if [
+            "cron",
+            "systemd",
+            "unit",
+            "autostart",
+            "login",
+            "linger",
+            "at ",
+            "rc",
+            "profile",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
         {
             Kind::Persistence
         } else {
             Kind::Background
         };
-        c.add(kind, labels.path, n, text, &detail(&format!("shell analysis: {d}")));
+        c.add(
+            kind,
+            labels.path,
+            n,
+            text,
+            &detail(&format!("shell analysis: {d}")),
+        );
     }
     for t in targets::targets(&a) {
         if t.action == Action::Web
@@ -203,9 +268,7 @@ pub fn public_ip_in(text: &str) -> Option<String> {
         Regex::new(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b").expect("ip pattern compiles")
     });
     for cap in re.captures_iter(text) {
-        let o: Vec<u32> = (1..=4)
-            .filter_map(|k| cap[k].parse::<u32>().ok())
-            .collect();
+        let o: Vec<u32> = (1..=4).filter_map(|k| cap[k].parse::<u32>().ok()).collect();
         if o.len() != 4 || o.iter().any(|x| *x > 255) {
             continue;
         }
