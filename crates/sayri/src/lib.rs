@@ -13,5 +13,6 @@ pub mod logging;
 pub mod paths;
 pub mod policies;
 pub mod settings_check;
+pub mod skills;
 pub mod stored_secrets;
 pub mod supervisor;

@@ -25,5 +25,6 @@ mod permissions_targets;
 mod permissions_wrappers;
 mod react_turn;
 mod secret_text;
+mod skills_prompt;
 mod skills_scanner_cases;
 mod skills_scanner_corpus;

@@ -13,6 +13,7 @@ pub mod permissions;
 pub mod ping;
 pub mod quit;
 pub mod sessions;
+pub mod skills;
 pub mod status;
 pub mod terminal_text;
 pub mod vault;
@@ -126,6 +127,13 @@ pub enum Command {
         #[command(subcommand)]
         action: sayri_vault::cli::VaultCommand,
     },
+    // Skills
+    /// Skills: list, scan, install, update, remove, read (every install is scanned first).
+    Skills {
+        /// What to do.
+        #[command(subcommand)]
+        action: skills::SkillsAction,
+    },
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
@@ -174,6 +182,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let store = sayri_store::Store::open(paths.database())?;
             return Ok(permissions::run(&action, &paths, &store));
         }
+        Command::Skills { action } => return skills::run(&paths, action),
         Command::Vault { action } => {
             paths.ensure_dirs()?;
             let changed = sayri_vault::cli::run(
@@ -223,7 +232,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             | Command::Prompt { .. }
             | Command::Pref { .. }
             | Command::Permissions { .. }
-            | Command::Vault { .. } => Ok(0),
+            | Command::Vault { .. }
+            | Command::Skills { .. } => Ok(0),
         }
     })
 }

@@ -42,6 +42,9 @@ const CLASSES: &[(&str, Access)] = &[
     ("permission_forget", Access::Management),
     ("vault_set", Access::Management),
     ("vault_delete", Access::Management),
+    // Skills
+    ("skills_list", Access::ReadOnly),
+    ("skills_scan", Access::Management),
     // Decided, not implemented yet.
     ("settings_save", Access::Management),
     ("plugin_settings_set", Access::Management),

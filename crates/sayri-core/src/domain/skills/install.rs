@@ -34,7 +34,7 @@ pub struct InstallRecord {
     pub report: Report,
     /// Whether the person confirmed a `WARN` verdict.
     pub confirmed_warning: bool,
-    /// When it was approved (RFC 3339, from the caller's clock).
+    /// When it was approved (the caller's clock; the daemon writes seconds since the Unix epoch).
     pub approved_at: String,
 }
 

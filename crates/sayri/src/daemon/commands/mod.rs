@@ -12,6 +12,7 @@ pub mod agents;
 pub mod config;
 pub mod permissions;
 pub mod runtime;
+pub mod skills;
 pub mod vault;
 
 use crate::daemon::dispatch::{Access, Dispatcher, Mode};
@@ -47,4 +48,9 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
         .register(Management, Task, vault::vault_delete);
+    // Skills
+    d.register(ReadOnly, Task, skills::skills_list)
+        .register(Management, Task, skills::skills_install)
+        .register(Management, Task, skills::skills_uninstall)
+        .register(Management, Task, skills::skills_scan);
 }
