@@ -27,6 +27,7 @@ mod secret_redaction_ipc;
 pub mod secret_rig;
 mod setting_checks;
 mod singleton;
+mod skills;
 mod slow_consumer;
 mod status_sandbox;
 mod subagent_level_cap;
