@@ -230,7 +230,6 @@ impl Skills {
             origin,
             content_hash(&files),
             report.clone(),
-            report.verdict != sayri_core::domain::skills::Verdict::Allow,
             now,
         );
         let replaced = self.swap_in(&slug, &files, &record)?;
@@ -322,7 +321,6 @@ impl Skills {
                 .unwrap_or_else(|| "found installed".into()),
             content_hash(&files),
             report.clone(),
-            report.verdict != sayri_core::domain::skills::Verdict::Allow,
             now,
         );
         crate::paths::ensure_private_dir(&self.dir.join(RECORDS))

@@ -39,7 +39,8 @@ pub struct InstallRecord {
 }
 
 impl InstallRecord {
-    /// The record for content `hash` approved with `report`.
+    /// The record for content `hash` admitted with `report` (a `WARN` report was admitted
+    /// only with the person's confirmation, so it is recorded as confirmed).
     pub fn new(
         slug: &str,
         name: &str,
@@ -47,9 +48,9 @@ impl InstallRecord {
         source: &str,
         hash: ContentHash,
         report: Report,
-        confirmed_warning: bool,
         approved_at: &str,
     ) -> InstallRecord {
+        let confirmed_warning = report.verdict == Verdict::Warn;
         InstallRecord {
             slug: slug.into(),
             name: name.into(),
@@ -113,7 +114,7 @@ impl SkillState {
 /// use sayri_core::domain::skills::{SkillFile, content_hash, scan};
 /// use sayri_core::domain::skills::install::{InstallRecord, SkillState, state_of};
 /// let files = [SkillFile::new("SKILL.md", "---\nname: a\ndescription: b\n---\nHi\n")];
-/// let rec = InstallRecord::new("a", "a", "b", "dir", content_hash(&files), scan(&files), false, "t");
+/// let rec = InstallRecord::new("a", "a", "b", "dir", content_hash(&files), scan(&files), "t");
 /// assert_eq!(state_of(Some(&rec), &content_hash(&files)), SkillState::Ready);
 /// let edited = [SkillFile::new("SKILL.md", "changed")];
 /// assert_eq!(state_of(Some(&rec), &content_hash(&edited)), SkillState::Changed);

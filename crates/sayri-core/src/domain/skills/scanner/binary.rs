@@ -30,7 +30,7 @@ pub fn classify(path: &str, bytes: &[u8]) -> Class {
     if starts(b"\x7fELF") {
         return Class::Executable("ELF executable or library");
     }
-    if starts(b"MZ") && !std::str::from_utf8(bytes).is_ok() {
+    if starts(b"MZ") && std::str::from_utf8(bytes).is_err() {
         return Class::Executable("Windows executable");
     }
     if starts(&[0xfe, 0xed, 0xfa, 0xce])

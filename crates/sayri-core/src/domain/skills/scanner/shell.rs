@@ -92,7 +92,6 @@ fn prose(labels: &Labels<'_>, lines: &[String], c: &mut Collector) {
         let t = lines[i].trim_start();
         if let Some(rest) = t.strip_prefix("```").or_else(|| t.strip_prefix("~~~")) {
             let lang = rest
-                .trim()
                 .split_whitespace()
                 .next()
                 .unwrap_or("")
