@@ -89,7 +89,9 @@ impl OpenAiClient {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
+        let https = endpoint.chat.scheme() == "https";
         let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(crate::tls::client_config(https)?)
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()
@@ -129,6 +131,38 @@ impl OpenAiClient {
     /// Model ids from `GET <base>/models` (OpenAI `data[].id`; Ollama-style `models[].name`
     /// also accepted), in server order. Same retries and error messages as chat.
     pub async fn list_models(&self) -> Result<Vec<String>, ChatError> {
+        let json = self.models_json().await?;
+        let mut ids = Vec::new();
+        if let Some(data) = json.get("data").and_then(Value::as_array) {
+            ids.extend(
+                data.iter()
+                    .filter_map(|m| m.get("id").and_then(Value::as_str))
+                    .map(str::to_string),
+            );
+        } else if let Some(models) = json.get("models").and_then(Value::as_array) {
+            ids.extend(
+                models
+                    .iter()
+                    .filter_map(|m| {
+                        m.get("name")
+                            .or_else(|| m.get("model"))
+                            .and_then(Value::as_str)
+                    })
+                    .map(str::to_string),
+            );
+        }
+        Ok(ids)
+    }
+
+    /// The context window of `model` from `GET <base>/models`, when the server publishes it
+    /// (see [`crate::models::context_window`]); `Ok(None)` when it does not.
+    pub async fn model_context_window(&self, model: &str) -> Result<Option<u32>, ChatError> {
+        let json = self.models_json().await?;
+        Ok(crate::models::context_window(&json, model))
+    }
+
+    /// `GET <base>/models` as JSON, with the chat request's retries and error messages.
+    async fn models_json(&self) -> Result<Value, ChatError> {
         let inner = self.inner.clone();
         let body = inner
             .with_retries(|| async {
@@ -156,32 +190,12 @@ impl OpenAiClient {
             })
             .await
             .map_err(|e| inner.redact_error(e))?;
-        let json: Value = serde_json::from_str(&body).map_err(|_| {
+        serde_json::from_str(&body).map_err(|_| {
             ChatError::Other(format!(
                 "the model list from {} is not JSON — is provider.base_url an OpenAI-compatible API?",
                 display_url(inner.endpoint.models.as_str())
             ))
-        })?;
-        let mut ids = Vec::new();
-        if let Some(data) = json.get("data").and_then(Value::as_array) {
-            ids.extend(
-                data.iter()
-                    .filter_map(|m| m.get("id").and_then(Value::as_str))
-                    .map(str::to_string),
-            );
-        } else if let Some(models) = json.get("models").and_then(Value::as_array) {
-            ids.extend(
-                models
-                    .iter()
-                    .filter_map(|m| {
-                        m.get("name")
-                            .or_else(|| m.get("model"))
-                            .and_then(Value::as_str)
-                    })
-                    .map(str::to_string),
-            );
-        }
-        Ok(ids)
+        })
     }
 }
 
@@ -362,6 +376,19 @@ impl Inner {
     }
 }
 
+/// Whether a successful reply is one JSON document (`Content-Type: application/json`) rather
+/// than an event stream.
+fn is_json(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| {
+            t.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
 /// True when the connect error means no server is there: refused, unreachable, or the host
 /// name does not resolve.
 fn nothing_listens(e: &reqwest::Error) -> bool {
@@ -449,6 +476,12 @@ impl ChatRun {
             }
             if let Some(request) = self.request.take() {
                 match self.inner.open(&request).await {
+                    Ok((resp, first)) if is_json(&resp) => {
+                        if let Err(e) = self.whole_completion(resp, first).await {
+                            return self.fail(e);
+                        }
+                        continue;
+                    }
                     Ok((resp, first)) => {
                         self.response = Some(resp);
                         self.first = Some(first);
@@ -518,6 +551,43 @@ impl ChatRun {
         }
     }
 
+    /// Reads a non-streamed `chat.completion` body (the server ignored `"stream": true`) and
+    /// queues its events: the same limits as a stream (idle timeout between reads,
+    /// [`MAX_STREAM_BYTES`]).
+    async fn whole_completion(
+        &mut self,
+        mut resp: reqwest::Response,
+        first: Bytes,
+    ) -> Result<(), ChatError> {
+        let mut body = first.to_vec();
+        loop {
+            if body.len() > MAX_STREAM_BYTES {
+                return Err(ChatError::Other(format!(
+                    "the model server at {} sent more than {} MiB for one answer; it is misbehaving — check provider.base_url",
+                    self.inner.chat_url(),
+                    MAX_STREAM_BYTES >> 20
+                )));
+            }
+            match tokio::time::timeout(self.inner.config.idle_timeout, resp.chunk()).await {
+                Err(_) => {
+                    return Err(ChatError::Timeout(format!(
+                        "the model reply from {} stalled: nothing for {} s (provider.idle_timeout)",
+                        self.inner.chat_url(),
+                        self.inner.config.idle_timeout.as_secs()
+                    )));
+                }
+                Ok(Ok(Some(b))) => body.extend_from_slice(&b),
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => return Err(self.inner.other(&e)),
+            }
+        }
+        let events = self
+            .decoder
+            .on_completion(&String::from_utf8_lossy(&body))?;
+        self.queue.extend(events);
+        Ok(())
+    }
+
     fn fail(&mut self, e: ChatError) -> Option<Result<ChatEvent, ChatError>> {
         self.ended = true;
         self.response = None;
@@ -544,5 +614,19 @@ impl ChatModel for OpenAiClient {
             run.next_item().await.map(|item| (item, run))
         })
         .boxed()
+    }
+
+    fn context_window(&self, model: &str) -> futures::future::BoxFuture<'static, Option<u32>> {
+        let client = self.clone();
+        let model = model.to_string();
+        Box::pin(async move {
+            match client.model_context_window(&model).await {
+                Ok(w) => w,
+                Err(e) => {
+                    tracing::info!(error = %e, "the model list did not say the context window");
+                    None
+                }
+            }
+        })
     }
 }

@@ -133,6 +133,46 @@ impl ChunkDecoder {
         }
     }
 
+    /// Decodes a whole non-streamed `chat.completion` body (a server that ignored
+    /// `"stream": true`): `choices[0].message` is treated as one delta (content, reasoning,
+    /// tool calls), then the finish reason and `usage`, exactly as if it had been streamed in one
+    /// chunk followed by `[DONE]`. A body without `choices` is an error.
+    pub fn on_completion(&mut self, body: &str) -> Result<Vec<ChatEvent>, ChatError> {
+        let json: Value = serde_json::from_str(body).map_err(|_| {
+            ChatError::Other(
+                "the model server answered with JSON that is not a chat completion".into(),
+            )
+        })?;
+        if json.get("error").is_some_and(|e| !e.is_null()) {
+            return self.on_data(body);
+        }
+        let choice = json
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .ok_or_else(|| {
+                ChatError::Other(
+                    "the model server's reply has no choices; is provider.base_url an OpenAI-compatible API?"
+                        .into(),
+                )
+            })?;
+        let mut delta = choice.get("message").cloned().unwrap_or(Value::Null);
+        if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for (i, call) in calls.iter_mut().enumerate() {
+                if let Some(c) = call.as_object_mut() {
+                    c.entry("index").or_insert(Value::from(i));
+                }
+            }
+        }
+        let chunk = serde_json::json!({
+            "choices": [{"index": 0, "delta": delta, "finish_reason": choice.get("finish_reason")}],
+            "usage": json.get("usage"),
+        });
+        let mut out = self.on_data(&chunk.to_string())?;
+        out.extend(self.on_data("[DONE]")?);
+        Ok(out)
+    }
+
     /// True once `[DONE]` was seen; later data is ignored.
     pub fn is_done(&self) -> bool {
         self.done

@@ -26,10 +26,12 @@ pub mod config;
 pub mod decode;
 pub mod endpoint;
 pub mod http_error;
+pub mod models;
 pub mod redact;
 pub mod request;
 pub mod sse;
 pub mod think;
+pub mod tls;
 
 pub use client::OpenAiClient;
 pub use config::{ClientConfig, parse_header_line};

@@ -83,13 +83,8 @@ fn schedule_screenshot(
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SAYRI_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // The daemon's logging setup: `SAYRI_LOG` (or `RUST_LOG`) filters, stderr.
+    sayri::logging::init("warn");
     let args = Args::parse();
     let source = match source(&args) {
         Ok(s) => s,

@@ -120,22 +120,26 @@ pub async fn run_cli(cmd: SandboxCommand, settings: LinuxSandboxSettings) -> i32
             });
             let r = sandbox.run(req, cancel).await;
             ctrl_c.abort();
+            let output = r.output_text();
             if a.json {
+                let size = r.output_size();
                 let v = serde_json::json!({
                     "status": r.status,
                     "exit_code": r.exit_code,
-                    "output": r.output,
+                    "output": output,
+                    "output_bytes": size.bytes,
+                    "output_lines": size.lines,
                     "duration_ms": r.duration.as_secs_f64() * 1000.0,
                     "background_pid": r.background_pid,
                     "level": a.level,
                 });
                 println!("{v}");
             } else if r.status == ExecStatus::Denied {
-                eprintln!("{}", r.output);
+                eprintln!("{output}");
             } else {
                 let mut o = std::io::stdout().lock();
-                let _ = o.write_all(r.output.as_bytes());
-                if !r.output.is_empty() && !r.output.ends_with('\n') {
+                let _ = o.write_all(output.as_bytes());
+                if !output.is_empty() && !output.ends_with('\n') {
                     let _ = o.write_all(b"\n");
                 }
             }

@@ -2,18 +2,21 @@
 //! level's isolation and runs `bash -c`. Namespaces cannot be entered from the multithreaded daemon,
 //! and nothing may allocate between `fork` and `exec` there, so all of it happens here.
 //!
-//! Order at levels 1–2: close inherited fds → new session → (root: pids cgroup) → user, mount, pid,
-//! ipc, uts (+net) namespaces → fork pid 1 → private filesystem view → rlimits → `no_new_privs` →
-//! drop capabilities → Landlock → seccomp → exec. Any failure refuses the command (fail closed).
+//! Order at levels 1–2: close inherited fds → parent-death signal → new session → (root: pids
+//! cgroup) → user, mount, pid, ipc, uts (+net) namespaces → fork pid 1 → private filesystem view
+//! → rlimits → `no_new_privs` → drop capabilities → Landlock → seccomp → exec. Any failure refuses
+//! the command (fail closed).
 //!
-//! Order at levels 3–4: close inherited fds → new session → child subreaper (+ root: pids cgroup)
-//! → fork → rlimits → `no_new_privs` (level 3) → exec. When the main process exits, times out or is
-//! cancelled, every remaining descendant is killed.
+//! Order at levels 3–4: close inherited fds → parent-death signal → new session → child
+//! subreaper (+ root: pids cgroup) → fork → rlimits → `no_new_privs` (level 3) → exec. When the
+//! main process exits, times out or is cancelled, every remaining descendant is killed.
 //!
-//! The helper dies with its launcher: it asks for `SIGTERM` when the launcher dies (also re-armed
-//! here, since `pkexec` clears the setting) and treats it like a cancel, so the command's whole
-//! tree is killed; the sandbox's pid 1 and a host command's main process get `SIGKILL` should the
-//! helper itself be killed. Only a declared background launch (levels 3–4) outlives the helper.
+//! The helper dies with its launcher: first thing, it asks for `SIGTERM` when the launcher dies
+//! and checks that its parent is still the launcher named in the spec (the launcher starts it
+//! with `posix_spawn`, without a hook of its own; `pkexec` would clear one anyway), and treats
+//! the signal like a cancel, so the command's whole tree is killed; the sandbox's pid 1 and a
+//! host command's main process get `SIGKILL` should the helper itself be killed. Only a declared
+//! background launch (levels 3–4) outlives the helper.
 
 use crate::spec::{HelperReport, HelperSpec, STATUS_FD};
 use crate::{capabilities, cgroup, fd_cleanup, landlock, mounts, namespaces};
@@ -27,17 +30,18 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// First argument that switches a program into the exec-helper mode: `PROGRAM __sandbox-exec exec
-/// <spec-json>` or `PROGRAM __sandbox-exec probe`. A program that nests the helper (the `sayri` and
-/// `sayri-sandbox` binaries) checks for it first thing in `main`, before anything starts a thread,
-/// and hands the remaining arguments to [`exec_helper_main`]; [`crate::LinuxSandboxSettings`]
-/// `helper_args` carries it back to the launcher.
+/// First argument that switches a program that nests the helper into the exec-helper mode:
+/// `PROGRAM __sandbox-exec exec <spec-json>`, `… probe`, `… keep <spec-json>`. Such a program
+/// (the `sayri-sandbox` binary, test harnesses) checks for it first thing in `main`, before
+/// anything starts a thread, and hands the remaining arguments to [`exec_helper_main`];
+/// [`crate::LinuxSandboxSettings`] `helper_args` carries it back to the launcher. The daemon's
+/// own helper, `sayri-exec`, is nothing but that entry point and takes no prefix.
 pub const EXEC_HELPER_ARG: &str = "__sandbox-exec";
 
 /// Entry point of the helper mode. `args` are the arguments after the program's own prefix:
-/// `exec <spec-json>` runs one command (report on fd 3, exit code = the command's, 124 on timeout,
-/// 126 on refusal, 137 when cancelled); `probe` prints the kernel feature report as JSON;
-/// `keep <spec-json>` runs a supervised program under [`crate::keeper`].
+/// `exec <spec-json>` runs one command (reports on the status pipe it gets as stdin, exit code =
+/// the command's, 124 on timeout, 126 on refusal, 137 when cancelled); `probe` prints the kernel
+/// feature report as JSON; `keep <spec-json>` runs a supervised program under [`crate::keeper`].
 pub fn exec_helper_main(args: &[OsString]) -> ! {
     let code = match args.first().and_then(|a| a.to_str()) {
         Some("exec") => match args.get(1).and_then(|a| a.to_str()) {
@@ -122,15 +126,20 @@ fn exec(p: &Prepared) -> String {
 }
 
 fn run_exec(json: &str) -> i32 {
-    let have_status = fd_cleanup::set_cloexec(STATUS_FD).is_ok();
+    let have_status = fd_cleanup::status_pipe_from_stdin(STATUS_FD).is_ok();
     fd_cleanup::close_from(STATUS_FD + 1);
     if !have_status {
-        eprintln!("sayri sandbox helper: no status pipe on fd 3 (internal error)");
+        eprintln!("sayri sandbox helper: no status pipe on stdin (internal error)");
     }
     let spec: HelperSpec = match serde_json::from_str(json) {
         Ok(s) => s,
         Err(e) => return refuse(format!("invalid helper spec: {e}")),
     };
+    // The launcher starts the helper without a parent-death hook (so it can use posix_spawn):
+    // arming here, against the launcher's pid, is what ties the helper to the daemon's life.
+    if spec.parent_pid == 0 {
+        return refuse("the helper spec names no launcher (internal error)".into());
+    }
     if let Err(e) = crate::parent_death::arm_self(spec.parent_pid, libc::SIGTERM) {
         return refuse(e);
     }

@@ -28,11 +28,17 @@ pub fn close_from(first: i32) {
     }
 }
 
-/// Marks `fd` close-on-exec so the command never inherits it.
-pub fn set_cloexec(fd: i32) -> std::io::Result<()> {
-    // SAFETY: fcntl on an integer descriptor has no memory effects.
-    let rc = unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    if rc < 0 {
+/// Takes the status pipe, which the launcher passes as stdin, onto `fd` (close-on-exec, so
+/// the command never inherits it), and puts `/dev/null` on stdin. Passing it as stdin lets the
+/// launcher start the helper without running code between fork and exec.
+pub fn status_pipe_from_stdin(fd: i32) -> std::io::Result<()> {
+    // SAFETY: dup3 onto a descriptor number this single-threaded helper owns.
+    if unsafe { libc::dup3(0, fd, libc::O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let null = std::fs::File::open("/dev/null")?;
+    // SAFETY: dup2 of an open descriptor onto stdin.
+    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 0) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())

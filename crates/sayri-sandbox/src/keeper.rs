@@ -1,7 +1,8 @@
 //! The keeper: a tiny init for one supervised program (a model server, a gateway, a plugin
 //! service), so that the program's whole process tree lives and dies as one unit.
 //!
-//! `PROGRAM __sandbox-exec keep <spec-json>` (see [`KeeperSpec`]):
+//! `sayri-exec keep <spec-json>` (see [`KeeperSpec`]; a program that nests the helper runs it as
+//! `PROGRAM __sandbox-exec keep <spec-json>`):
 //! 1. asks for `SIGTERM` when its parent (the daemon) dies and checks the parent is still there;
 //! 2. leads a new session and becomes a child subreaper, so every descendant that double-forks
 //!    or calls `setsid` is re-parented to it and stays findable;
@@ -25,7 +26,8 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Mode word after [`crate::EXEC_HELPER_ARG`] that runs the keeper.
+/// Mode word that runs the keeper: the first argument of `sayri-exec` (or the one after
+/// [`crate::EXEC_HELPER_ARG`] in a program that nests the helper).
 pub const KEEP_MODE: &str = "keep";
 
 /// The most a program gets between `SIGTERM` and `SIGKILL` once the daemon has died.

@@ -1,15 +1,19 @@
 //! The daemon side: [`LinuxSandbox`] validates a request, starts the exec helper with one pipe for
-//! the interleaved output and one status pipe (fd 3), collects capped output, and turns the
-//! helper's report into an [`ExecResult`]. It returns when the helper exits — the helper has
-//! already killed every process the command left behind — not when the last pipe holder closes.
+//! the interleaved output and one status pipe (the helper's stdin, moved to fd 3), collects
+//! capped output, and turns the helper's report into an [`ExecResult`]. It returns when the
+//! helper exits — the helper has already killed every process the command left behind — not
+//! when the last pipe holder closes.
 //!
-//! Helpers die with the launcher: they are forked by [`crate::parent_death::spawn_tied`] (parent
-//! death signal `SIGTERM`, on which a helper kills its command's tree), and each running helper
-//! is written down in the settings' [`crate::child_registry::ChildRegistry`] so that the next
-//! daemon can kill what a crash left behind.
+//! Helpers die with the launcher: they are started from the long-lived spawner thread by
+//! [`crate::parent_death::spawn_self_arming`] and ask for the parent-death signal `SIGTERM`
+//! themselves, first thing, checking that their parent is still this process (on `SIGTERM` a
+//! helper kills its command's tree); the probe is forked by [`crate::parent_death::spawn_tied`].
+//! Each running helper is written down in the settings'
+//! [`crate::child_registry::ChildRegistry`] so that the next daemon can kill what a crash left
+//! behind.
 
 use crate::capabilities::{self, CapabilityReport, KernelFeatures};
-use crate::output::OutputCapture;
+use crate::output::{Captured, OutputCapture};
 use crate::settings::LinuxSandboxSettings;
 use crate::spec::{HelperReport, HelperSpec};
 use crate::{background, env_policy, pkexec};
@@ -20,7 +24,7 @@ use nix::unistd::Pid;
 use sayri_core::ports::{ExecRequest, ExecResult, ExecStatus, Sandbox};
 use sayri_protocol::SandboxLevel;
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -34,7 +38,8 @@ use tokio_util::sync::CancellationToken;
 pub enum ProbeError {
     /// The helper program could not be started.
     #[error(
-        "cannot start the sandbox helper {program}: {source}; check `helper_program` in the sandbox settings"
+        "cannot start the sandbox helper {program}: {source}; {}",
+        helper_hint(source)
     )]
     Spawn {
         /// Helper path.
@@ -47,6 +52,19 @@ pub enum ProbeError {
         "the sandbox helper's probe answer is unreadable ({0}); is the helper the same version as the daemon?"
     )]
     Decode(String),
+}
+
+/// What to do when the helper program cannot be started.
+fn helper_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            "the helper is not installed: build or install `sayri-exec` next to `sayri` (`cargo build --release -p sayri` builds both)"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "the helper is not executable: reinstall it, or check the mount it lives on (noexec?)"
+        }
+        _ => "check the helper program in the sandbox settings",
+    }
 }
 
 /// Runs commands at levels 0–4 on Linux. Cheap to clone.
@@ -196,11 +214,8 @@ impl Sandbox for LinuxSandbox {
 
 fn denied(reason: String, start: Instant) -> ExecResult {
     ExecResult {
-        status: ExecStatus::Denied,
-        exit_code: Some(EXIT_DENIED),
-        output: reason,
         duration: start.elapsed(),
-        background_pid: None,
+        ..ExecResult::new(ExecStatus::Denied, Some(EXIT_DENIED), reason)
     }
 }
 
@@ -227,11 +242,8 @@ impl LinuxSandbox {
         };
         if cancel.is_cancelled() {
             return ExecResult {
-                status: ExecStatus::Killed,
-                exit_code: None,
-                output: "cancelled before it started".into(),
                 duration: start.elapsed(),
-                background_pid: None,
+                ..ExecResult::new(ExecStatus::Killed, None, "cancelled before it started")
             };
         }
         let json = match serde_json::to_string(&spec) {
@@ -291,13 +303,17 @@ struct HelperEnd {
     exit: Option<std::process::ExitStatus>,
     cancelled: bool,
     backstopped: bool,
-    output: String,
+    output: Captured,
 }
 
 impl RunningHelper {
-    /// Starts `program args…` with an empty environment, stdin from `/dev/null`, stdout and stderr
-    /// on one pipe and the status pipe on fd 3, tied to this process's life, and records it in
-    /// the settings' child registry. Errors are the refusal text for the caller.
+    /// Starts `program args…` with an empty environment, the status pipe as stdin (the helper
+    /// moves it to fd 3 and reads nothing from it), stdout and stderr on one pipe, and records it
+    /// in the settings' child registry. Nothing runs between fork and exec, so the standard
+    /// library starts the helper with `posix_spawn` (a `vfork`: no copy of the daemon's page
+    /// tables per command), from the long-lived spawner thread; the helper arms its own
+    /// parent-death signal against this process's pid (see [`crate::parent_death`]). Errors are
+    /// the refusal text for the caller.
     async fn spawn(
         program: &OsString,
         args: &[OsString],
@@ -313,29 +329,17 @@ impl RunningHelper {
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args)
             .env_clear()
-            .stdin(Stdio::null())
+            .stdin(Stdio::from(st_w))
             .stdout(Stdio::from(out_w))
             .stderr(Stdio::from(out_w2));
-        let st_raw = st_w.as_raw_fd();
-        // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if st_raw == crate::spec::STATUS_FD {
-                    if libc::fcntl(st_raw, libc::F_SETFD, 0) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(st_raw, crate::spec::STATUS_FD) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let spawned = crate::parent_death::spawn_tied(cmd, libc::SIGTERM).await;
-        drop(st_w);
+        // The spawner thread drops `cmd` after the spawn, closing this process's copies of the
+        // pipes' write ends.
+        let spawned = crate::parent_death::spawn_self_arming(cmd).await;
         let child = spawned.map_err(|e| {
             format!(
-                "cannot start the sandbox helper {}: {e}; the command did not run",
-                program.to_string_lossy()
+                "cannot start the sandbox helper {}: {e}; the command did not run ({})",
+                program.to_string_lossy(),
+                helper_hint(&e)
             )
         })?;
         let pid = child.id().map(|p| p as i32);
@@ -363,7 +367,7 @@ impl RunningHelper {
         })
     }
 
-    /// Reads output (keeping the first `limit` bytes) until the helper has exited and the pipe is
+    /// Reads output (keeping the first and the last `limit / 2` bytes) until the helper has exited and the pipe is
     /// closed, or [`OUTPUT_GRACE`] after the exit. On `cancel` the helper gets SIGTERM (it kills
     /// the command's tree and reports `Killed`); `timeout` + [`BACKSTOP_MARGIN`] after the start
     /// the helper's process group is SIGKILLed. Removes the cgroup the helper may have left.
@@ -381,7 +385,7 @@ impl RunningHelper {
             exit: None,
             cancelled: false,
             backstopped: false,
-            output: String::new(),
+            output: Captured::default(),
         };
         let mut grace: Option<tokio::time::Instant> = None;
         loop {
@@ -490,8 +494,13 @@ fn interpret(
         exit,
         cancelled,
         backstopped,
-        mut output,
+        output,
     } = end;
+    let Captured {
+        head: mut output,
+        tail: mut output_tail,
+        omitted,
+    } = output;
     let duration = start.elapsed();
     if let Some(reason) = reports.iter().find_map(|r| match r {
         HelperReport::Refused { reason } => Some(reason.clone()),
@@ -514,11 +523,8 @@ fn interpret(
         }
     };
     let mut result = ExecResult {
-        status: ExecStatus::Failed,
-        exit_code: None,
-        output: String::new(),
         duration,
-        background_pid: None,
+        ..ExecResult::new(ExecStatus::Failed, None, "")
     };
     match reports.last() {
         Some(HelperReport::Exited { code }) => {
@@ -541,6 +547,7 @@ fn interpret(
             result.exit_code = Some(0);
             result.background_pid = Some(*pid);
             output = format!("started in background (pid {pid})");
+            output_tail.clear();
         }
         Some(HelperReport::Refused { .. }) | None => {
             if cancelled {
@@ -562,14 +569,21 @@ fn interpret(
         }
     }
     if result.status == ExecStatus::Timeout {
-        if !output.is_empty() && !output.ends_with('\n') {
-            output.push('\n');
+        let end = if omitted.is_zero() {
+            &mut output
+        } else {
+            &mut output_tail
+        };
+        if !end.is_empty() && !end.ends_with('\n') {
+            end.push('\n');
         }
-        output.push_str(&format!(
+        end.push_str(&format!(
             "[timed out after {:.1} s; the whole process tree was killed]",
             timeout.as_secs_f64()
         ));
     }
     result.output = output;
+    result.output_tail = output_tail;
+    result.omitted = omitted;
     result
 }

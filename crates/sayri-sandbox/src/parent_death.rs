@@ -3,10 +3,16 @@
 //! The kernel sends a child its parent-death signal when the **thread** that forked it exits,
 //! not only when the whole process dies: a child forked from a worker thread that later retires
 //! would be signalled while the daemon is still running. So every child that must die with the
-//! daemon is forked from one thread that lives as long as the process ([`spawn_tied`] hands the
+//! daemon is started from one thread that lives as long as the process ([`spawn_tied`] hands the
 //! command to it), and the hook run in the child between `fork` and `exec` ([`arm_in_child`])
 //! sets the signal and then checks that the parent is still the expected process: a parent that
 //! died between the two steps would never send the signal, so the child refuses to start.
+//!
+//! A hook forces a real `fork` (a copy of the daemon's page tables) for every child. The exec
+//! helper, started once per command, does the same two steps itself instead ([`arm_self`] with
+//! the daemon's pid from its spec, before anything else), so [`spawn_self_arming`] starts it with
+//! `posix_spawn` — still from the spawner thread, since the signal follows the thread that
+//! started the child whichever way it was started.
 //!
 //! The signal survives `exec` of an ordinary program but the kernel clears it when a
 //! set-user-ID program (such as `pkexec`) is executed; such a program's payload arms itself
@@ -60,6 +66,25 @@ pub async fn spawn_tied(
     signal: libc::c_int,
 ) -> io::Result<tokio::process::Child> {
     arm(&mut cmd, signal);
+    spawn_on_spawner(cmd).await
+}
+
+/// Spawns `cmd` from the long-lived spawner thread without adding any hook, so the standard
+/// library starts it with `posix_spawn` (a `vfork`: no copy of this process's page tables). For
+/// a program that arms its parent-death signal itself, first thing, with [`arm_self`] given
+/// this process's pid (Sayri's exec helper): the signal then still comes from the spawner
+/// thread's end, which is this process's end, and a program whose parent died before it armed
+/// finds another parent and refuses to run. Same runtime, error and drop rules as
+/// [`spawn_tied`].
+///
+/// # Errors
+/// As [`spawn_tied`].
+pub async fn spawn_self_arming(cmd: tokio::process::Command) -> io::Result<tokio::process::Child> {
+    spawn_on_spawner(cmd).await
+}
+
+/// Hands `cmd` to the spawner thread and waits for its child.
+async fn spawn_on_spawner(mut cmd: tokio::process::Command) -> io::Result<tokio::process::Child> {
     let handle = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job: Job = Box::new(move || {

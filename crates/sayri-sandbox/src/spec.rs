@@ -35,8 +35,8 @@ pub struct HelperSpec {
     /// Resource limits.
     pub limits: ResourceLimits,
     /// Pid of the launcher: the helper asks for `SIGTERM` when it dies and refuses to run when
-    /// its parent is already another process (0: unknown, not checked).
-    #[serde(default)]
+    /// its parent is already another process. Required (never 0): the launcher starts the
+    /// helper without a parent-death hook, so this check is the only one.
     pub parent_pid: u32,
 }
 

@@ -120,6 +120,12 @@ impl SessionStore for Store {
     fn clear_preferences(&self, agent_id: Option<&str>) -> Result<usize, StoreError> {
         self.clear_preferences_impl(agent_id)
     }
+    fn token_rate(&self, model: &str) -> Result<Option<f64>, StoreError> {
+        self.token_rate_impl(model)
+    }
+    fn set_token_rate(&self, model: &str, rate: f64, now: f64) -> Result<(), StoreError> {
+        self.set_token_rate_impl(model, rate, now)
+    }
     fn turn_started(
         &self,
         session_id: &str,

@@ -1,6 +1,6 @@
 //! SQLite storage for Sayri: sessions, messages (with tool calls and token usage), learned
-//! preferences, security authorizations (approvals), gateway peers and the journal of running
-//! turns.
+//! preferences, security authorizations (approvals), gateway peers, the journal of running
+//! turns and calibrated token rates.
 //!
 //! One file (`$STATE/sessions.db`), opened by [`Store::open`]: WAL journal, `foreign_keys=ON`,
 //! `secure_delete=ON`, versioned migrations (see [`migrations`]). With
@@ -17,6 +17,7 @@ mod peers;
 mod preferences;
 mod redaction;
 mod sessions;
+mod token_rates;
 mod turns;
 
 use rusqlite::Connection;

@@ -11,6 +11,8 @@
 //!   its end, so a row found at start-up is a turn a crash cut short.
 //! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
+//! * Version 5 — `token_rates`: the calibrated bytes-per-token estimate of each model, learnt
+//!   from the provider's usage reports.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -18,7 +20,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 4;
+pub const LATEST: i64 = 5;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +85,13 @@ CREATE TABLE redacted_secrets (
   key TEXT PRIMARY KEY, value_updated_at INTEGER NOT NULL, rewritten_at REAL NOT NULL);
 ";
 
+const V5: &str = "
+CREATE TABLE token_rates (
+  model TEXT PRIMARY KEY, bytes_per_token REAL NOT NULL, updated_at REAL NOT NULL);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

@@ -179,11 +179,8 @@ impl Sandbox for RecordingSandbox {
                 cancel.cancelled().await;
                 killed.store(true, Ordering::SeqCst);
                 return ExecResult {
-                    status: ExecStatus::Killed,
-                    exit_code: None,
-                    output: String::new(),
                     duration: Duration::from_millis(5),
-                    background_pid: None,
+                    ..ExecResult::new(ExecStatus::Killed, None, "")
                 };
             }
             let status = if code == Some(0) {
@@ -192,11 +189,8 @@ impl Sandbox for RecordingSandbox {
                 ExecStatus::Failed
             };
             ExecResult {
-                status,
-                exit_code: code,
-                output,
                 duration: Duration::from_millis(7),
-                background_pid: None,
+                ..ExecResult::new(status, code, output)
             }
         })
     }
@@ -309,6 +303,8 @@ pub struct MemoryStore {
     pub msgs: Mutex<Vec<StoredMessage>>,
     /// Recorded preferences, in order.
     pub prefs: Mutex<Vec<Preference>>,
+    /// Calibrated token rates per model.
+    pub token_rates: Mutex<std::collections::HashMap<String, f64>>,
     /// The turn journal: turns started and not yet ended.
     pub turns: Mutex<Vec<OpenTurn>>,
 }
@@ -443,6 +439,15 @@ impl SessionStore for MemoryStore {
 
     fn clear_preferences(&self, _agent_id: Option<&str>) -> Result<usize, StoreError> {
         Ok(0)
+    }
+
+    fn token_rate(&self, model: &str) -> Result<Option<f64>, StoreError> {
+        Ok(lock(&self.token_rates).get(model).copied())
+    }
+
+    fn set_token_rate(&self, model: &str, rate: f64, _now: f64) -> Result<(), StoreError> {
+        lock(&self.token_rates).insert(model.to_string(), rate);
+        Ok(())
     }
 
     fn turn_started(

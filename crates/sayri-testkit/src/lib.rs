@@ -2,7 +2,8 @@
 //! as scripted, a launcher for a real local model ([`RealModelServer`]), in-memory fakes of
 //! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
 //! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
-//! values for property tests ([`setting_values`]), and pseudo-terminals ([`terminal`]).
+//! values for property tests ([`setting_values`]), pseudo-terminals ([`terminal`]), provider-style
+//! token counts ([`tokens`]) and readers of the chat requests the daemon sends ([`turns`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -24,6 +25,8 @@ pub mod setting_values;
 pub mod skills;
 pub mod sse;
 pub mod terminal;
+pub mod tokens;
+pub mod turns;
 
 pub use real_model::{RealModelError, RealModelServer};
 pub use reply::{Framing, Reply};

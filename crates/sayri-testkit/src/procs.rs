@@ -162,22 +162,9 @@ impl ChildGuard {
     /// # Errors
     /// The spawn's error.
     pub fn spawn_tied(cmd: &mut Command, grace: Duration) -> std::io::Result<ChildGuard> {
-        let parent = std::process::id();
-        // SAFETY: prctl, getppid and raise are async-signal-safe and touch no memory of the
-        // parent; this runs in the child between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent may have died before the request took effect.
-                if libc::getppid() as u32 != parent {
-                    libc::raise(libc::SIGTERM);
-                }
-                Ok(())
-            });
-        }
-        cmd.spawn().map(|c| ChildGuard::new(c, grace))
+        tie_to_this_process(cmd)
+            .spawn()
+            .map(|c| ChildGuard::new(c, grace))
     }
 
     /// The child's process id.
@@ -219,6 +206,29 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Makes the child `cmd` spawns get SIGTERM when the thread that spawns it ends
+/// (`PR_SET_PDEATHSIG`, checked against the parent's pid so a parent that died first is
+/// noticed), so a benchmark killed from outside does not leave it running. Spawn from a thread
+/// that outlives the child (a benchmark's main thread), not from a pool thread. For children
+/// that are waited for (`output()`, `status()`); [`ChildGuard::spawn_tied`] for the others.
+pub fn tie_to_this_process(cmd: &mut Command) -> &mut Command {
+    let parent = std::process::id();
+    // SAFETY: prctl, getppid and raise are async-signal-safe and touch no memory of the
+    // parent; this runs in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the request took effect.
+            if libc::getppid() as u32 != parent {
+                libc::raise(libc::SIGTERM);
+            }
+            Ok(())
+        })
     }
 }
 

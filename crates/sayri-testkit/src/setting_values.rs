@@ -90,6 +90,11 @@ pub fn near(check: Check) -> BoxedStrategy<Json> {
         Check::Int { min, max, .. } => (min.saturating_sub(2)..=max.saturating_add(2))
             .prop_map(Json::from)
             .boxed(),
+        Check::IntOrZero { min, max, .. } => prop_oneof![
+            1 => (-2i64..=2).prop_map(Json::from),
+            3 => (min.saturating_sub(2)..=max.saturating_add(2)).prop_map(Json::from),
+        ]
+        .boxed(),
         Check::Float { min, max, .. } => (min - 0.5..=max + 0.5).prop_map(Json::from).boxed(),
         Check::Choice(words) => strings(
             proptest::sample::select(words)

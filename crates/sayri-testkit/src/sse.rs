@@ -37,3 +37,32 @@ pub fn stream_with_finish(deltas: &[&str], finish: &str) -> Vec<u8> {
     s.push_str(DONE);
     s.into_bytes()
 }
+
+/// A usage-only chunk (`choices: []`), as servers send it last when asked with
+/// `stream_options.include_usage`.
+pub fn usage_event(prompt_tokens: usize, completion_tokens: usize) -> String {
+    data_event(&json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": "fake-model",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }))
+}
+
+/// `stream` (a complete stream ending with `[DONE]`) with a [`usage_event`] inserted before
+/// `[DONE]`.
+pub fn with_usage(stream: &[u8], prompt_tokens: usize, completion_tokens: usize) -> Vec<u8> {
+    let text = String::from_utf8_lossy(stream);
+    let body = text.strip_suffix(DONE).unwrap_or(&text);
+    format!(
+        "{body}{}{DONE}",
+        usage_event(prompt_tokens, completion_tokens)
+    )
+    .into_bytes()
+}

@@ -1,11 +1,14 @@
 //! History by token budget, not by message count.
 //!
-//! A request is: `[system prompt (+ summary of older messages)] + recent messages verbatim +
+//! A request is: `[system prompt] + [summary of older messages] + recent messages verbatim +
 //! the current request`. Recent messages are taken newest-first while they fit
 //! [`HistoryBudget::verbatim_tokens`]; everything older is summarised into one line per
-//! message (newest-first while it fits [`HistoryBudget::summary_tokens`]) appended to the system
-//! prompt, with the `search_history` escape hatch named so the model can recall
-//! verbatim details.
+//! message (newest-first while it fits [`HistoryBudget::summary_tokens`]) in a user message
+//! before the history, with the `search_history` escape hatch named so the model can recall
+//! verbatim details. The system prompt itself never changes with the history, so every request
+//! of a session starts with the same bytes (servers reuse their prompt cache) and nothing can
+//! push it out. The model's context window may cut the history further
+//! (see [`super::context`]).
 //!
 //! Replay rules: `user` rows as user; `assistant` rows as assistant (their content only —
 //! reasoning is never replayed); `tool` rows as the **observation** the model saw (role user),
@@ -13,11 +16,12 @@
 //! (`⚠️ …`) are not replayed. Consecutive messages of one role are merged (some chat templates
 //! require alternation).
 
-use super::tokens;
+use super::context::Transcript;
+use super::tokens::TokenEstimator;
 use crate::ports::{ChatMessage, Role, StoredMessage};
 
 /// Token budget of the replayed history. The default fits a 4 k-context local model:
-/// ≤ 700 prompt + 1 000 verbatim + 200 summary + the current turn's steps + 512 completion.
+/// ≤ 350 prompt + 1 000 verbatim + 200 summary + the current turn's steps + 512 completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistoryBudget {
     /// Tokens for recent messages replayed word for word.
@@ -34,6 +38,10 @@ impl Default for HistoryBudget {
         }
     }
 }
+
+/// First line of the summary message.
+pub const SUMMARY_TITLE: &str =
+    "[Earlier in this conversation (summary; use search_history for details)]";
 
 /// Characters kept of each summarised message.
 pub const SUMMARY_SNIPPET_CHARS: usize = 90;
@@ -74,14 +82,15 @@ fn summary_line(m: &StoredMessage) -> Option<String> {
     Some(format!("- {who}: {snippet}"))
 }
 
-/// Builds the messages of a request: system prompt (plus summary), recent history within
-/// `budget`, then `current` as the last user message.
-pub fn build_messages(
+/// Builds the transcript of a new turn: `system_prompt`, the summary of older messages and
+/// the recent history of `past` within `budget` (counted with `est`), then `current`.
+pub fn build_transcript(
     system_prompt: &str,
     past: &[StoredMessage],
     current: &str,
     budget: &HistoryBudget,
-) -> Vec<ChatMessage> {
+    est: &TokenEstimator,
+) -> Transcript {
     let mut used = 0;
     let mut split = past.len();
     for (i, m) in past.iter().enumerate().rev() {
@@ -89,21 +98,24 @@ pub fn build_messages(
             split = i;
             continue;
         };
-        let cost = tokens::count_message(&msg.content);
+        let cost = est.count_message(&msg.content);
         if used + cost > budget.verbatim_tokens {
             break;
         }
         used += cost;
         split = i;
     }
+    // The replayed history starts with something the person wrote.
+    while split < past.len() && past[split].role != Role::User {
+        split += 1;
+    }
     let (older, recent) = past.split_at(split);
 
-    let mut system = system_prompt.to_string();
     let mut lines = Vec::new();
     let mut sum_used = 0;
     for m in older.iter().rev() {
         if let Some(line) = summary_line(m) {
-            let cost = tokens::count(&line) + 1;
+            let cost = est.count(&line) + 1;
             if sum_used + cost > budget.summary_tokens {
                 break;
             }
@@ -111,24 +123,25 @@ pub fn build_messages(
             lines.push(line);
         }
     }
-    if !older.is_empty() {
+    let summary = (!older.is_empty()).then(|| {
         lines.reverse();
-        system.push_str(
-            "\n\nEARLIER IN THIS CONVERSATION (summary; use search_history for details)\n",
-        );
         if lines.is_empty() {
-            system.push_str("- (older messages omitted)");
-        } else {
-            system.push_str(&lines.join("\n"));
+            lines.push("- (older messages omitted)".into());
         }
-    }
+        format!("{SUMMARY_TITLE}\n{}", lines.join("\n"))
+    });
 
-    let mut out = vec![ChatMessage::new(Role::System, system)];
+    let mut history: Vec<ChatMessage> = Vec::new();
     for msg in recent.iter().filter_map(replay) {
-        push_merged(&mut out, msg);
+        push_merged(&mut history, msg);
     }
-    push_merged(&mut out, ChatMessage::new(Role::User, current));
-    out
+    Transcript {
+        system: system_prompt.to_string(),
+        summary,
+        history,
+        current: current.to_string(),
+        steps: Vec::new(),
+    }
 }
 
 /// Appends `msg`, merging it into the previous message when both have the same role.
@@ -145,7 +158,15 @@ pub fn push_merged(out: &mut Vec<ChatMessage>, msg: ChatMessage) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::context::ContextBudget;
     use crate::ports::ToolCallRecord;
+
+    fn render(system: &str, past: &[StoredMessage], current: &str) -> Vec<ChatMessage> {
+        let est = TokenEstimator::conservative();
+        build_transcript(system, past, current, &HistoryBudget::default(), &est)
+            .render(&ContextBudget::default(), &est)
+            .unwrap()
+    }
 
     fn msg(id: i64, role: Role, content: &str) -> StoredMessage {
         StoredMessage {
@@ -177,7 +198,7 @@ mod tests {
             msg(4, Role::Assistant, "40G free."),
             msg(5, Role::Assistant, "⚠️ Sayri Error: boom"),
         ];
-        let m = build_messages("SYS", &past, "and memory?", &HistoryBudget::default());
+        let m = render("SYS", &past, "and memory?");
         let roles: Vec<_> = m.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -215,27 +236,39 @@ mod tests {
             })
             .collect();
         let budget = HistoryBudget::default();
-        let m = build_messages("SYS", &past, "now?", &budget);
-        let verbatim: usize = m[1..m.len() - 1]
+        let est = TokenEstimator::conservative();
+        let t = build_transcript("SYS", &past, "now?", &budget, &est);
+        assert_eq!(
+            t.system, "SYS",
+            "the system prompt never carries the history"
+        );
+        let verbatim: usize = t
+            .history
             .iter()
-            .map(|x| tokens::count_message(&x.content))
+            .map(|x| est.count_message(&x.content))
             .sum();
         assert!(verbatim <= budget.verbatim_tokens, "{verbatim}");
-        assert!(m.len() > 10, "recent messages kept: {}", m.len());
         assert!(
-            m[1..]
+            t.history.len() > 10,
+            "recent messages kept: {}",
+            t.history.len()
+        );
+        assert_eq!(t.history[0].role, Role::User);
+        assert!(
+            t.history
                 .iter()
                 .any(|x| x.content.contains("message number 199"))
         );
-        assert!(m[0].content.contains("search_history"));
-        assert!(m[0].content.contains("- User: message number"));
-        let summary_tokens = tokens::count(&m[0].content) - tokens::count("SYS");
+        let summary = t.summary.unwrap();
+        assert!(summary.starts_with(SUMMARY_TITLE));
+        assert!(summary.contains("- User: message number"));
         assert!(
-            summary_tokens <= budget.summary_tokens + 30,
-            "{summary_tokens}"
+            est.count(&summary) <= budget.summary_tokens + 30,
+            "{}",
+            est.count(&summary)
         );
         assert!(
-            !m[0].content.contains("message number 0 "),
+            !summary.contains("message number 0 "),
             "oldest dropped from the summary"
         );
     }
@@ -243,7 +276,7 @@ mod tests {
     #[test]
     fn consecutive_user_messages_are_merged() {
         let past = vec![msg(1, Role::User, "first (interrupted)")];
-        let m = build_messages("S", &past, "second", &HistoryBudget::default());
+        let m = render("S", &past, "second");
         assert_eq!(m.len(), 2);
         assert_eq!(m[1].content, "first (interrupted)\n\nsecond");
     }

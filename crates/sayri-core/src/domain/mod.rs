@@ -3,10 +3,13 @@
 pub mod agents;
 pub mod codeblock;
 pub mod config;
+pub mod context;
 pub mod history;
+pub mod observation;
 pub mod permissions;
 pub mod profile;
 pub mod prompt;
+pub mod repetition;
 pub mod skills;
 pub mod strip;
 pub mod text;

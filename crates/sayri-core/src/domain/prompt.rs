@@ -1,5 +1,8 @@
-//! The system prompt, written for token economy: the default agent's fixed prompt stays at most
-//! 700 `o200k_base` tokens (asserted by `default_agent_prompt_fits_700_tokens`).
+//! The system prompt, written for token economy: the default agent's fixed prompt stays within
+//! [`FIXED_PROMPT_BUDGET`] `o200k_base` tokens (asserted by
+//! `default_agent_prompt_fits_its_budget`); with 10 installed skills it must stay within
+//! [`FIXED_PROMPT_BUDGET_WITH_10_SKILLS`]. Every feature that adds prompt text pays for it within
+//! these budgets.
 //!
 //! Order: identity and agent, where commands run (the level in plain words), restrictions,
 //! skills (one line each), the block protocol, memory/preferences, truthfulness rules, then the
@@ -20,6 +23,13 @@ pub struct SkillSummary {
     /// Description (shown as [`skill_line`] gives it).
     pub description: String,
 }
+
+/// Most `o200k_base` tokens of the default agent's fixed prompt (no skills installed).
+pub const FIXED_PROMPT_BUDGET: usize = 350;
+
+/// Most `o200k_base` tokens of the default agent's fixed prompt with 10 skills installed
+/// (asserted by `ten_installed_skills_keep_the_default_agents_fixed_prompt_within_budget`).
+pub const FIXED_PROMPT_BUDGET_WITH_10_SKILLS: usize = 450;
 
 /// At most this many skills are listed.
 pub const MAX_SKILLS: usize = 15;
@@ -90,7 +100,7 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> S
     );
     let _ = writeln!(
         p,
-        "\nWHERE COMMANDS RUN\n{}",
+        "\nCOMMANDS\n{}",
         describe_level(level, profile.sandbox.allow_network)
     );
     if can_run {
@@ -103,7 +113,7 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> S
         if !tools.is_empty() {
             let _ = writeln!(p, "Use only these tools: {}.", tools.join(", "));
         }
-        p.push_str("Some commands need the user's approval or are refused by policy.\n");
+        p.push_str("Some need the user's approval or are refused by policy.\n");
 
         let listed: Vec<&SkillSummary> = skills
             .iter()
@@ -122,26 +132,27 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> S
 
         p.push_str(
             "\nHOW TO ACT\n\
-- To run a command, end your reply with exactly one block:\n```bash\n<command>\n```\n\
-- Only the first block of a reply runs. Never use a bash block for examples; show examples as plain text.\n\
-- After a block you receive an observation with the exit code and output; then continue. You have a few steps per request.\n\
-- Run commands only when the request needs an action or a fact you must not guess. Otherwise answer directly.\n\
-- When you have the answer, reply without any block.\n",
+- To run a command, end your reply with one block:\n```bash\n<command>\n```\n\
+- Only the first block runs; never use one for examples.\n\
+- You then get its exit code and output and can go on, for a few steps per request.\n\
+- Run commands only for actions or facts you must not guess; otherwise, and once you have the answer, reply without a block.\n",
         );
         if profile.investigation_loop {
             p.push_str("- Never guess program names: check first (`which`, `ls /usr/share/applications`), then act. If a command fails, investigate and try a corrected command.\n");
         } else {
-            p.push_str("- If a command fails, explain the error and how to fix it; do not silently work around it.\n");
+            p.push_str(
+                "- If one fails, explain the error and the fix; do not silently work around it.\n",
+            );
         }
     }
-    p.push_str("\nMEMORY\nOlder messages may be summarised. To recall details, reply with only:\n```search_history\n<keyword>\n```\n");
+    p.push_str("\nMEMORY\nOlder messages may be summarised; to recall details, reply with only:\n```search_history\n<keyword>\n```\n");
     if profile.reinforcement_learning && can_run {
         p.push_str("To see commands that worked before for a similar request, run `sayri pref query \"<words>\"`.\n");
     }
     p.push_str(
         "\nRULES\n\
-1. Never claim success unless an observation shows exit code 0 without errors.\n\
-2. If a command was refused or not approved, say so and what you would have run; do not retry it or work around it.\n\
+1. Claim success only when an observation shows exit code 0 without errors.\n\
+2. If a command was refused or not approved, say so and what you would have run; do not retry or work around it.\n\
 3. Reply in the user's language, briefly (1–3 sentences), as plain text that reads well aloud.\n",
     );
     let own = profile.system_prompt.trim();
@@ -158,23 +169,24 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::tokens;
+    use crate::domain::tokens::exact::ExactTokenizer;
 
     #[test]
-    fn default_agent_prompt_fits_700_tokens() {
+    fn default_agent_prompt_fits_its_budget() {
+        let tokenizer = ExactTokenizer::load().unwrap();
         let p = build_system_prompt(&AgentProfile::builtin_default(), &[]);
-        let n = tokens::count(&p);
+        let n = tokenizer.count(&p);
         println!(
             "default agent fixed prompt: {n} tokens (o200k_base), {} bytes",
             p.len()
         );
-        assert!(n <= 700, "{n} tokens:\n{p}");
+        assert!(n <= FIXED_PROMPT_BUDGET, "{n} tokens:\n{p}");
         let mut loop_on = AgentProfile::builtin_default();
         loop_on.investigation_loop = true;
         loop_on.reinforcement_learning = true;
-        let n2 = tokens::count(&build_system_prompt(&loop_on, &[]));
+        let n2 = tokenizer.count(&build_system_prompt(&loop_on, &[]));
         println!("with investigation_loop + reinforcement_learning: {n2} tokens");
-        assert!(n2 <= 700, "{n2}");
+        assert!(n2 <= FIXED_PROMPT_BUDGET, "{n2}");
     }
 
     #[test]

@@ -18,6 +18,12 @@
 //! * **`finish_reason: length`** and stream errors end the turn with an `⚠️` row stored and an
 //!   `error` event; a cut-off answer never runs a command.
 //! * **Remote turns** (`approver_available = false`) pass that flag to the gate at every step.
+//! * **Context budget**: every request fits the model's context window (see
+//!   `domain::context`); observations keep the head and tail of long output
+//!   (`domain::observation`); token counts are estimates calibrated by the server's usage
+//!   reports, per model (`domain::tokens`).
+//! * **Repetition guard**: a command that already ran twice with the same result is not run a
+//!   third time (`domain::repetition`); insisting on it ends the turn.
 //! * **Learned preferences** record the current request as the intent.
 
 use super::delta_filter::DeltaFilter;
@@ -25,12 +31,16 @@ use super::events::{CoreEvent, EventSink};
 use super::gate::{GateRequest, GateVerdict, PermissionGate};
 use crate::domain::agents::allow;
 use crate::domain::codeblock;
+use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnStep};
 use crate::domain::history::{self, HistoryBudget};
+use crate::domain::observation::{CommandObservation, Excerpt};
 use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
+use crate::domain::repetition::{self, RepetitionGuard, Verdict};
 use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
+use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
     ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
@@ -39,8 +49,9 @@ use crate::ports::{
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use sayri_protocol::SandboxLevel;
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -59,8 +70,9 @@ pub struct EngineSettings {
     pub strip_patterns: String,
     /// History budget.
     pub history: HistoryBudget,
-    /// Characters of command output fed back to the model (the rest is cut with a marker).
-    pub observation_max_chars: usize,
+    /// The model's context window in tokens; `None` asks the server (its model list), and
+    /// falls back to [`ContextBudget::DEFAULT_CONTEXT_TOKENS`].
+    pub context_tokens: Option<usize>,
     /// Bytes of output the sandbox captures.
     pub output_limit: usize,
     /// Whether sessions get a generated title after their first exchange.
@@ -75,7 +87,7 @@ impl Default for EngineSettings {
             max_tokens: None,
             strip_patterns: String::new(),
             history: HistoryBudget::default(),
-            observation_max_chars: 3000,
+            context_tokens: None,
             output_limit: 64 * 1024,
             generate_titles: true,
         }
@@ -139,6 +151,10 @@ pub struct TurnOutcome {
     pub new_session: bool,
 }
 
+/// The system message of the session-title request (it starts with
+/// "Write an ultra-short title", which tells it apart from turn requests).
+pub const TITLE_INSTRUCTION: &str = "Write an ultra-short title (3-4 words) for this request, in its language. Only the words: no quotes, no period.";
+
 /// Message stored and returned when a turn is interrupted.
 pub const INTERRUPTED: &str = "The request was interrupted.";
 
@@ -163,9 +179,17 @@ pub struct AgentEngine {
     settings: RwLock<EngineSettings>,
     /// Installed skills (set by the daemon; without it no skill is listed or read).
     skills: RwLock<Option<Arc<dyn SkillLibrary>>>,
+    /// Calibrated token estimators per model (loaded from the store on first use).
+    rates: Mutex<HashMap<String, TokenEstimator>>,
+    /// Context windows the servers published, per (agent endpoint, model) (`None`: it did not
+    /// say). The endpoint is `None` for the provider's.
+    windows: Mutex<HashMap<WindowKey, Option<usize>>>,
     /// Stored agents, for delegation and creation (set by the core; without it neither happens).
     agents: RwLock<Option<Arc<dyn AgentDirectory>>>,
 }
+
+/// Whose context window: (the agent's own endpoint, or `None` for the provider's; model name).
+type WindowKey = (Option<String>, String);
 
 /// One model step's result.
 struct Step {
@@ -205,43 +229,6 @@ fn status_name(s: ExecStatus) -> &'static str {
     }
 }
 
-/// The observation fed back to the model (and stored as the `tool` row's content).
-fn observation(result: &ExecResult, output: &str, max_chars: usize, not_run: usize) -> String {
-    let mut body = cut_chars(output.trim_end(), max_chars);
-    if output.trim_end().chars().count() > max_chars {
-        body.push_str("\n[output cut]");
-    }
-    if body.is_empty() {
-        body = "(no output)".into();
-    }
-    let code = result
-        .exit_code
-        .map_or_else(|| "none".to_string(), |c| c.to_string());
-    let head = match result.status {
-        ExecStatus::Success => format!("[Command result: exit code {code}]"),
-        ExecStatus::Failed => format!("[Command FAILED: exit code {code}]"),
-        ExecStatus::Denied => "[Command NOT RUN: refused]".to_string(),
-        ExecStatus::Timeout => "[Command TIMED OUT and was killed]".to_string(),
-        ExecStatus::Killed => "[Command killed]".to_string(),
-    };
-    let mut s = format!("{head}\n{body}");
-    if not_run > 0 {
-        s.push_str(&format!(
-            "\n[Note: only the first block runs; the other {not_run} block(s) of your reply were NOT run. Send one block per reply.]"
-        ));
-    }
-    let tail = match result.status {
-        ExecStatus::Success => "Answer the user from this result, or run the next command.",
-        ExecStatus::Denied => {
-            "Do not retry or work around it; tell the user what you would have run and why."
-        }
-        _ => "Explain what went wrong and how to fix it, or try a corrected command.",
-    };
-    s.push('\n');
-    s.push_str(tail);
-    s
-}
-
 impl AgentEngine {
     /// An engine over `ports` with `settings`.
     pub fn new(ports: EnginePorts, settings: EngineSettings) -> AgentEngine {
@@ -249,13 +236,17 @@ impl AgentEngine {
             ports,
             settings: RwLock::new(settings),
             skills: RwLock::new(None),
+            rates: Mutex::new(HashMap::new()),
+            windows: Mutex::new(HashMap::new()),
             agents: RwLock::new(None),
         }
     }
 
-    /// Replaces the settings (e.g. after `config_set`); running turns keep theirs.
+    /// Replaces the settings (e.g. after `config_set`); running turns keep theirs. Context
+    /// windows learnt from the server are asked again (the provider may have changed).
     pub fn set_settings(&self, settings: EngineSettings) {
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        lock(&self.windows).clear();
     }
 
     /// The current settings.
@@ -313,6 +304,92 @@ impl AgentEngine {
         &self.ports
     }
 
+    /// The token estimator of `model`: calibrated by earlier usage reports (kept in the store
+    /// across restarts), or [`TokenEstimator::conservative`] before the first report.
+    pub fn estimator(&self, model: &str) -> TokenEstimator {
+        if let Some(e) = lock(&self.rates).get(model) {
+            return *e;
+        }
+        let e = match self.ports.store.token_rate(model) {
+            Ok(Some(rate)) => TokenEstimator::with_rate(rate),
+            _ => TokenEstimator::conservative(),
+        };
+        lock(&self.rates).insert(model.to_string(), e);
+        e
+    }
+
+    /// Calibrates `model`'s estimator with a usage report: a request of `messages` messages
+    /// whose contents weighed `weight` took `prompt_tokens` by the server's count. The new
+    /// rate is stored.
+    fn calibrate(
+        &self,
+        model: &str,
+        weight: usize,
+        messages: usize,
+        prompt_tokens: u32,
+    ) -> Result<(), String> {
+        let before = self.estimator(model);
+        let after = before.calibrated(weight, messages, prompt_tokens);
+        if after == before {
+            return Ok(());
+        }
+        lock(&self.rates).insert(model.to_string(), after);
+        self.ports
+            .store
+            .set_token_rate(model, after.bytes_per_token, self.ports.clock.now_unix())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The token estimators used so far in this process, per model (for `status`), sorted by
+    /// model name.
+    pub fn token_rates(&self) -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = lock(&self.rates)
+            .iter()
+            .map(|(m, e)| (m.clone(), e.bytes_per_token))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// The context budget of a request to `model` through `chat` (the provider's model, or
+    /// the agent's own `endpoint`) with completion cap `max_tokens`: the configured window,
+    /// else the one the server publishes (asked once per endpoint and model, at most 10 s),
+    /// else [`ContextBudget::DEFAULT_CONTEXT_TOKENS`].
+    async fn context_budget(
+        &self,
+        chat: &dyn ChatModel,
+        model: &str,
+        endpoint: Option<&str>,
+        configured: Option<usize>,
+        max_tokens: Option<u32>,
+        cancel: &CancellationToken,
+    ) -> ContextBudget {
+        let key = (endpoint.map(str::to_string), model.to_string());
+        let window = match configured {
+            Some(n) => Some(n),
+            None => {
+                let known = lock(&self.windows).get(&key).copied();
+                match known {
+                    Some(w) => w,
+                    None => {
+                        let ask = chat.context_window(model);
+                        let w = tokio::select! {
+                            _ = cancel.cancelled() => None,
+                            w = tokio::time::timeout(Duration::from_secs(10), ask) => w.ok().flatten().map(|n| n as usize),
+                        };
+                        lock(&self.windows).insert(key, w);
+                        w
+                    }
+                }
+            }
+        };
+        ContextBudget {
+            context_tokens: window.unwrap_or(ContextBudget::DEFAULT_CONTEXT_TOKENS),
+            completion_tokens: max_tokens
+                .map_or(ContextBudget::DEFAULT_COMPLETION_TOKENS, |n| n as usize),
+        }
+    }
+
     /// The system prompt a turn of `agent` at `level` (capped at the agent's) would use.
     pub fn system_prompt(&self, agent: &AgentProfile, level: SandboxLevel) -> String {
         let mut p = agent.clone();
@@ -341,14 +418,13 @@ impl AgentEngine {
                 .clone()
                 .unwrap_or_else(|| self.initial_title(&req.text));
             let mut turn = Turn::new(self, &req, &title, sink, depth);
-            let mut messages = match turn.start() {
-                Ok(messages) => messages,
-                Err(out) => return out,
-            };
+            if let Err(out) = turn.start().await {
+                return out;
+            }
             let mut outcome = turn.requests_about_agents().await;
             if outcome.is_none() {
                 for call in 1..=turn.max_calls {
-                    if let Some(out) = turn.step(call, &mut messages).await {
+                    if let Some(out) = turn.step(call).await {
                         outcome = Some(out);
                         break;
                     }
@@ -427,13 +503,7 @@ impl AgentEngine {
         command: &str,
         cancel: &CancellationToken,
     ) -> ExecResult {
-        let refused = |output: String| ExecResult {
-            status: ExecStatus::Denied,
-            exit_code: Some(126),
-            output,
-            duration: Duration::ZERO,
-            background_pid: None,
-        };
+        let refused = |output: String| ExecResult::new(ExecStatus::Denied, Some(126), output);
         if level == SandboxLevel::NoExec {
             return refused(
                 "Refused: this agent runs at LEVEL_0_NO_EXEC (conversation only); nothing is executed.".into(),
@@ -527,10 +597,7 @@ impl AgentEngine {
         let request = ChatRequest {
             model: subagents::model_name(agent, &settings),
             messages: vec![
-                ChatMessage::new(
-                    Role::System,
-                    "Write an ultra-short title (3-4 words) for this request, in its language. Only the words: no quotes, no period.",
-                ),
+                ChatMessage::new(Role::System, TITLE_INSTRUCTION),
                 ChatMessage::new(
                     Role::User,
                     redacted_prefix(self.ports.redactor.as_ref(), first_request, 120),
@@ -606,6 +673,16 @@ struct Turn<'a> {
     /// Whether an earlier step streamed prose (the next step's prose is separated from it).
     streamed_any: bool,
     out: TurnOutcome,
+    /// What the requests are built from.
+    transcript: Transcript,
+    /// The model's context window and completion cap.
+    budget: ContextBudget,
+    /// Token estimates for this model (calibrated as usage reports arrive).
+    est: TokenEstimator,
+    /// Commands run in this turn and their results.
+    guard: RepetitionGuard,
+    /// Weighted size and message count of the last request sent (to calibrate `est`).
+    sent: (usize, usize),
     /// The turn's id in the store's journal while it runs (see `engine::interrupted`).
     journal: Option<i64>,
 }
@@ -632,7 +709,9 @@ impl<'a> Turn<'a> {
         profile.sandbox.level = level;
         let model = subagents::model_name(&profile, &settings);
         let max_tokens = profile.model.max_tokens.or(settings.max_tokens);
+        let est = engine.estimator(&model);
         Turn {
+            est,
             engine,
             req,
             seed: SessionSeed {
@@ -658,6 +737,10 @@ impl<'a> Turn<'a> {
                 session_id: req.session_id.clone(),
                 ..TurnOutcome::default()
             },
+            transcript: Transcript::default(),
+            budget: ContextBudget::default(),
+            guard: RepetitionGuard::default(),
+            sent: (0, 0),
         }
     }
 
@@ -679,29 +762,53 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Reads the history before this turn and stores the request. Returns the messages of the
-    /// first model call, or the finished outcome when the store fails.
-    fn start(&mut self) -> Result<Vec<ChatMessage>, TurnOutcome> {
+    /// Reads the history before this turn, builds the transcript within the model's context
+    /// and stores the request. Returns the finished outcome when the store fails or the
+    /// request cannot fit the context (then nothing is stored or sent).
+    async fn start(&mut self) -> Result<(), TurnOutcome> {
         let store = &self.engine.ports.store;
         let past = match store.messages(&self.req.session_id) {
             Ok(p) => p,
             Err(e) => return Err(self.fail(None, e.to_string())),
         };
         self.out.new_session = past.is_empty();
-        let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
-        let request_id = match store.append_message(&self.seed, &request) {
-            Ok(id) => id,
-            Err(e) => return Err(self.fail(None, e.to_string())),
+        // `provider.context_tokens` describes the provider's model; an agent with an endpoint
+        // of its own gets the window its server publishes.
+        let endpoint = self.profile.model.base_url.clone();
+        let configured = match endpoint {
+            None => self.settings.context_tokens,
+            Some(_) => None,
         };
-        self.journal_start(request_id);
+        self.budget = self
+            .engine
+            .context_budget(
+                self.chat.as_ref(),
+                &self.model,
+                endpoint.as_deref(),
+                configured,
+                self.max_tokens,
+                &self.req.cancel,
+            )
+            .await;
         let mut system = self.engine.system_prompt(&self.profile, self.level);
         system.push_str(&self.delegation_prompt());
-        Ok(history::build_messages(
+        self.transcript = history::build_transcript(
             &system,
             &past,
             &self.req.text,
             &self.settings.history,
-        ))
+            &self.est,
+        );
+        if let Err(e) = self.transcript.check_fits(&self.budget, &self.est) {
+            return Err(self.fail(None, format!("Not sent: {e}.")));
+        }
+        let request = NewMessage::new(Role::User, self.req.text.clone(), self.now());
+        let request_id = match self.engine.ports.store.append_message(&self.seed, &request) {
+            Ok(id) => id,
+            Err(e) => return Err(self.fail(None, e.to_string())),
+        };
+        self.journal_start(request_id);
+        Ok(())
     }
 
     /// Writes the running turn into the store's journal, so that a crash before
@@ -760,11 +867,17 @@ impl<'a> Turn<'a> {
 
     /// One model call and what its answer asks for: a history search, a command, or the final
     /// answer. Returns the outcome when the turn ends here, `None` when it goes on.
-    async fn step(&mut self, call: usize, messages: &mut Vec<ChatMessage>) -> Option<TurnOutcome> {
+    async fn step(&mut self, call: usize) -> Option<TurnOutcome> {
         if self.req.cancel.is_cancelled() {
             return Some(self.cancelled());
         }
-        let request = self.chat_request(messages);
+        let request = match self.chat_request() {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("Stopped: {e}.");
+                return Some(self.fail(Some(warning_row(&msg, self.now())), msg));
+            }
+        };
         self.out.model_calls += 1;
         let step = match self
             .engine
@@ -787,9 +900,7 @@ impl<'a> Turn<'a> {
         };
         self.streamed_any |= !step.answer.trim().is_empty();
         if let Some(u) = step.usage {
-            self.out.usage.prompt_tokens += u.prompt_tokens;
-            self.out.usage.completion_tokens += u.completion_tokens;
-            self.out.usage.total_tokens += u.total_tokens;
+            self.count_usage(u);
         }
         let reasoning = (!step.reasoning.is_empty()).then(|| step.reasoning.clone());
         let now = self.now();
@@ -798,15 +909,15 @@ impl<'a> Turn<'a> {
         }
         let last_step = call == self.max_calls;
         if !last_step && let Some(q) = codeblock::history_search(&step.answer) {
-            self.answer_history_search(&step, &q, messages);
+            self.answer_history_search(&step, &q);
             return None;
         }
         if !last_step && let Some(id) = codeblock::skill_read(&step.answer) {
-            self.answer_skill_read(&step, &id, messages);
+            self.answer_skill_read(&step, &id);
             return None;
         }
         if !last_step && let Some(d) = subagents::delegation_first(&step.answer) {
-            return match self.delegate(&step, d, reasoning, now, messages).await {
+            return match self.delegate(&step, d, reasoning, now).await {
                 Observed::Continue => None,
                 Observed::End(out) => Some(out),
             };
@@ -815,11 +926,26 @@ impl<'a> Turn<'a> {
         if let Some(first) = blocks.first() {
             let command = first.body.trim().to_string();
             if last_step {
-                return Some(self.stop_at_step_limit(call, &step, &command, reasoning));
+                let note = format!(
+                    "(I reached the step limit for this request, so this command was not run: `{}`. Ask me to continue if you want it run.)",
+                    self.redacted(&command)
+                );
+                return Some(self.stop_with_note(call, &step, note, reasoning));
+            }
+            match self.guard.check(&command) {
+                Verdict::Run => {}
+                Verdict::Refuse => {
+                    self.refuse_repeat(&step, &command, reasoning, now);
+                    return None;
+                }
+                Verdict::Stop => {
+                    let note = repetition::stop_note(&self.redacted(&command));
+                    return Some(self.stop_with_note(call, &step, note, reasoning));
+                }
             }
             let not_run = blocks.len() - 1;
             return match self
-                .run_command(&step, command, not_run, reasoning, now, messages)
+                .run_command(&step, command, not_run, reasoning, now)
                 .await
             {
                 Observed::Continue => None,
@@ -829,24 +955,47 @@ impl<'a> Turn<'a> {
         Some(self.final_answer(step, reasoning, now))
     }
 
-    /// The request of the next model call. Redacted with the secrets known now: a value that
-    /// became a secret after it was observed (e.g. `vault_set` while a card was open) never goes
-    /// out again.
-    fn chat_request(&self, messages: &[ChatMessage]) -> ChatRequest {
+    /// The request of the next model call, within the model's context. Redacted with the
+    /// secrets known now: a value that became a secret after it was observed (e.g.
+    /// `vault_set` while a card was open) never goes out again.
+    fn chat_request(&mut self) -> Result<ChatRequest, crate::domain::context::ContextError> {
         let redactor = &self.engine.ports.redactor;
-        ChatRequest {
+        let messages: Vec<ChatMessage> = self
+            .transcript
+            .render(&self.budget, &self.est)?
+            .into_iter()
+            .map(|m| ChatMessage {
+                content: redactor.redact(&m.content),
+                ..m
+            })
+            .collect();
+        self.sent = (
+            messages.iter().map(|m| weighted_bytes(&m.content)).sum(),
+            messages.len(),
+        );
+        Ok(ChatRequest {
             model: self.model.clone(),
-            messages: messages
-                .iter()
-                .map(|m| ChatMessage {
-                    content: redactor.redact(&m.content),
-                    ..m.clone()
-                })
-                .collect(),
+            messages,
             temperature: Some(self.profile.model.temperature),
             max_tokens: self.max_tokens,
             tools: None,
+        })
+    }
+
+    /// Adds a usage report to the turn's totals and calibrates the model's token estimate
+    /// with it (a store failure is reported and the turn goes on).
+    fn count_usage(&mut self, u: Usage) {
+        self.out.usage.prompt_tokens += u.prompt_tokens;
+        self.out.usage.completion_tokens += u.completion_tokens;
+        self.out.usage.total_tokens += u.total_tokens;
+        let (weight, messages) = self.sent;
+        if let Err(e) = self
+            .engine
+            .calibrate(&self.model, weight, messages, u.prompt_tokens)
+        {
+            self.sink.emit(CoreEvent::Error(e));
         }
+        self.est = self.engine.estimator(&self.model);
     }
 
     /// An answer the provider did not finish normally. A plain-text answer that hit the token
@@ -892,7 +1041,7 @@ impl<'a> Turn<'a> {
 
     /// Answers a ```` ```search_history ```` block from the store; the results go back to the
     /// model as the observation.
-    fn answer_history_search(&self, step: &Step, query: &str, messages: &mut Vec<ChatMessage>) {
+    fn answer_history_search(&mut self, step: &Step, query: &str) {
         let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
         let obs = self.redacted(&self.engine.search_history(&self.req.session_id, query));
@@ -901,12 +1050,12 @@ impl<'a> Turn<'a> {
             output: obs.clone(),
             exit_code: Some(0),
         });
-        observe(messages, &step.answer, obs);
+        self.observe(&step.answer, StepObservation::Text(obs));
     }
 
     /// Answers a ```` ```read_skill ```` block: the skill's `SKILL.md` (or why not) goes back to
     /// the model as the observation.
-    fn answer_skill_read(&self, step: &Step, id: &str, messages: &mut Vec<ChatMessage>) {
+    fn answer_skill_read(&mut self, step: &Step, id: &str) {
         let label = self.redacted(&format!("read_skill: {id}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
         let obs = self.redacted(&self.engine.read_skill(&self.profile, id));
@@ -915,22 +1064,19 @@ impl<'a> Turn<'a> {
             output: obs.clone(),
             exit_code: Some(0),
         });
-        observe(messages, &step.answer, obs);
+        self.observe(&step.answer, StepObservation::Text(obs));
     }
 
-    /// A command proposed in the last allowed step is not run: the final answer is the prose
-    /// before it plus a note naming the command.
-    fn stop_at_step_limit(
+    /// Ends the turn without running the command `step` proposes (the step limit was reached,
+    /// or the model insists on a refused repeat): the final answer is the prose before the
+    /// block plus `note`.
+    fn stop_with_note(
         &mut self,
         call: usize,
         step: &Step,
-        command: &str,
+        note: String,
         reasoning: Option<String>,
     ) -> TurnOutcome {
-        let note = format!(
-            "(I reached the step limit for this request, so this command was not run: `{}`. Ask me to continue if you want it run.)",
-            self.redacted(command)
-        );
         let prose = strip_patterns(&step.answer, &self.settings.strip_patterns);
         let before = prose.split("```").next().unwrap_or("").trim().to_string();
         // The prose was streamed already; stream the note too, so clients that show the
@@ -950,8 +1096,17 @@ impl<'a> Turn<'a> {
         self.finish(text, step.usage, reasoning)
     }
 
+    /// Stores the model's answer of a step that proposes a command.
+    fn store_step(&self, step: &Step, reasoning: Option<String>, now: f64) {
+        let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
+        m.usage = step.usage;
+        m.reasoning = reasoning;
+        self.store(m);
+    }
+
     /// Stores the step, authorises and runs `command`, stores its redacted result as a `tool`
-    /// row, records a learned preference, and feeds the observation back to the model.
+    /// row (the observation as the model sees it, and the whole capture), records a learned
+    /// preference, and feeds the observation back to the model.
     async fn run_command(
         &mut self,
         step: &Step,
@@ -959,12 +1114,8 @@ impl<'a> Turn<'a> {
         not_run: usize,
         reasoning: Option<String>,
         now: f64,
-        messages: &mut Vec<ChatMessage>,
     ) -> Observed {
-        let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
-        m.usage = step.usage;
-        m.reasoning = reasoning;
-        self.store(m);
+        self.store_step(step, reasoning, now);
         // The command as clients, the database and the log may see it.
         let shown = self.redacted(&command);
         self.sink.emit(CoreEvent::ToolStart(shown.clone()));
@@ -981,14 +1132,26 @@ impl<'a> Turn<'a> {
         if result.status != ExecStatus::Denied {
             self.out.commands_run += 1;
         }
-        let output = self.engine.ports.redactor.redact(&result.output);
-        let obs = observation(
-            &result,
-            &output,
-            self.settings.observation_max_chars,
+        let redactor = &self.engine.ports.redactor;
+        let observation = CommandObservation {
+            status: result.status,
+            exit_code: result.exit_code,
+            output: Excerpt {
+                head: redactor.redact(&result.output),
+                tail: redactor.redact(&result.output_tail),
+                omitted: result.omitted,
+            },
             not_run,
+        };
+        let output = observation.output.text();
+        let budget = self
+            .budget
+            .observation_tokens(self.transcript.fixed_tokens(&self.est));
+        let mut tool = NewMessage::new(
+            Role::Tool,
+            observation.render(budget, &self.est),
+            self.now(),
         );
-        let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
         tool.tool_call = Some(ToolCallRecord {
             command: shown.clone(),
             exit_code: result.exit_code,
@@ -1000,14 +1163,47 @@ impl<'a> Turn<'a> {
         if self.req.cancel.is_cancelled() {
             return Observed::End(self.cancelled());
         }
+        if matches!(
+            result.status,
+            ExecStatus::Success | ExecStatus::Failed | ExecStatus::Timeout
+        ) {
+            self.guard.record_run(&command, result.exit_code, &output);
+        }
         self.sink.emit(CoreEvent::ToolFinish {
             command: shown,
             output,
             exit_code: result.exit_code,
         });
         self.learn_preference(&command, result.status);
-        observe(messages, &step.answer, obs);
+        self.observe(&step.answer, StepObservation::Command(observation));
         Observed::Continue
+    }
+
+    /// Does not run `command`, which already ran twice in this turn with the same result:
+    /// stores the step and the refusal (a `tool` row, so a replayed history shows why it did
+    /// not run) and tells the model to try something else or answer.
+    fn refuse_repeat(&mut self, step: &Step, command: &str, reasoning: Option<String>, now: f64) {
+        self.store_step(step, reasoning, now);
+        let obs = repetition::refusal_observation(command);
+        let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
+        tool.tool_call = Some(ToolCallRecord {
+            command: self.redacted(command),
+            exit_code: None,
+            status: "repeated".into(),
+            output: String::new(),
+            duration_ms: 0.0,
+        });
+        self.store(tool);
+        self.guard.record_refusal(command);
+        self.observe(&step.answer, StepObservation::Text(obs));
+    }
+
+    /// Adds the model's `answer` and what it was told next to the turn's transcript.
+    fn observe(&mut self, answer: &str, observation: StepObservation) {
+        self.transcript.steps.push(TurnStep {
+            answer: answer.to_string(),
+            observation,
+        });
     }
 
     /// With `reinforcement_learning`, records `(agent, request, command, success)` for a
@@ -1051,9 +1247,6 @@ fn warning_row(message: &str, now: f64) -> NewMessage {
     NewMessage::new(Role::Assistant, format!("⚠️ {message}"), now)
 }
 
-/// Appends the model's `answer` and the `observation` of what it asked for to the history of
-/// the next model call.
-fn observe(messages: &mut Vec<ChatMessage>, answer: &str, observation: String) {
-    history::push_merged(messages, ChatMessage::new(Role::Assistant, answer));
-    history::push_merged(messages, ChatMessage::new(Role::User, observation));
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

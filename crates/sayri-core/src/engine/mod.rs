@@ -8,5 +8,7 @@ pub mod gate;
 pub mod interrupted;
 pub mod rules_gate;
 
-pub use agent::{AgentEngine, EnginePorts, EngineSettings, TurnOutcome, TurnRequest};
+pub use agent::{
+    AgentEngine, EnginePorts, EngineSettings, TITLE_INSTRUCTION, TurnOutcome, TurnRequest,
+};
 pub use events::{CoreEvent, CoreState, EventSink, NullSink};

@@ -1,5 +1,6 @@
 //! The `ChatModel` port: a streaming chat completion (OpenAI-compatible semantics).
 
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
@@ -150,6 +151,13 @@ pub trait ChatModel: Send + Sync {
     /// Starts a streaming completion. Errors that happen before the first byte arrive as the
     /// stream's first (and only) item. A complete stream ends with [`ChatEvent::Finish`].
     fn stream_chat(&self, request: ChatRequest) -> ChatStream;
+
+    /// The context window of `model` in tokens, when the server publishes it (in its model
+    /// list); `None` when unknown. Adapters that cannot tell keep this default.
+    fn context_window(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
+        let _ = model;
+        Box::pin(futures::future::ready(None))
+    }
 
     /// The same kind of model at another endpoint, for an agent with a model of its own. The
     /// default refuses (the turn then fails saying so): an adapter that cannot reach other

@@ -19,7 +19,7 @@ pub use chat::{
 };
 pub use clock::Clock;
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
-pub use sandbox::{ExecRequest, ExecResult, ExecStatus, Sandbox};
+pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
 pub use skills::SkillLibrary;
 pub use store::{
     NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,

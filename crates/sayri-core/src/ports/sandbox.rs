@@ -44,6 +44,40 @@ pub enum ExecStatus {
     Killed,
 }
 
+/// A size of command output: bytes and line breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutputSize {
+    /// Bytes.
+    pub bytes: u64,
+    /// Line breaks (`\n`); a final line without one is not counted.
+    pub lines: u64,
+}
+
+impl OutputSize {
+    /// The size of `text`.
+    pub fn of(text: &str) -> OutputSize {
+        OutputSize {
+            bytes: text.len() as u64,
+            lines: text.bytes().filter(|b| *b == b'\n').count() as u64,
+        }
+    }
+
+    /// Whether nothing is counted.
+    pub fn is_zero(&self) -> bool {
+        self.bytes == 0 && self.lines == 0
+    }
+}
+
+impl std::ops::Add for OutputSize {
+    type Output = OutputSize;
+    fn add(self, o: OutputSize) -> OutputSize {
+        OutputSize {
+            bytes: self.bytes + o.bytes,
+            lines: self.lines + o.lines,
+        }
+    }
+}
+
 /// The result of one command.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecResult {
@@ -51,12 +85,46 @@ pub struct ExecResult {
     pub status: ExecStatus,
     /// Exit code when the process exited (126 for refusals, 124 for timeouts by convention).
     pub exit_code: Option<i32>,
-    /// stdout and stderr interleaved in order, capped, with a `[truncated N bytes]` marker.
+    /// stdout and stderr interleaved in order: all of it, or — when it was longer than the
+    /// request's `output_limit` — its beginning (cut after a line break where there is one).
     pub output: String,
+    /// When the output was longer than `output_limit`: its end (starting after a line break
+    /// where there is one); empty otherwise.
+    pub output_tail: String,
+    /// What was left out between [`ExecResult::output`] and [`ExecResult::output_tail`]
+    /// (zero when the output is whole).
+    pub omitted: OutputSize,
     /// Wall time from start to end.
     pub duration: Duration,
     /// For a declared background launch (levels 3–4): the pid left running.
     pub background_pid: Option<u32>,
+}
+
+impl ExecResult {
+    /// A result with `output` whole (nothing omitted), no duration and no background pid.
+    pub fn new(status: ExecStatus, exit_code: Option<i32>, output: impl Into<String>) -> Self {
+        ExecResult {
+            status,
+            exit_code,
+            output: output.into(),
+            output_tail: String::new(),
+            omitted: OutputSize::default(),
+            duration: Duration::ZERO,
+            background_pid: None,
+        }
+    }
+
+    /// The output as one text: [`ExecResult::output`], then — when something was left out —
+    /// a marker line saying how much (see [`crate::domain::observation::omitted_marker`]) and
+    /// [`ExecResult::output_tail`].
+    pub fn output_text(&self) -> String {
+        crate::domain::observation::join(&self.output, &self.output_tail, self.omitted)
+    }
+
+    /// The size of the whole output as the command wrote it.
+    pub fn output_size(&self) -> OutputSize {
+        OutputSize::of(&self.output) + self.omitted + OutputSize::of(&self.output_tail)
+    }
 }
 
 /// Runs commands in isolation. The only way model-proposed commands get executed.

@@ -228,6 +228,12 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<Vec<Preference>, StoreError>;
     /// Deletes the preferences of one agent, or all. Returns how many were removed.
     fn clear_preferences(&self, agent_id: Option<&str>) -> Result<usize, StoreError>;
+    /// The calibrated bytes-per-token rate of `model` (see
+    /// [`crate::domain::tokens::TokenEstimator`]), or `None` when none was stored yet.
+    fn token_rate(&self, model: &str) -> Result<Option<f64>, StoreError>;
+    /// Stores the calibrated bytes-per-token rate of `model` (replacing the previous one).
+    fn set_token_rate(&self, model: &str, bytes_per_token: f64, now: f64)
+    -> Result<(), StoreError>;
     /// Journal: a turn started in `session_id`, whose request is message `request_message_id`.
     /// Returns the journal id for [`SessionStore::turn_ended`]. A turn still in the journal at
     /// the next start was cut short by a crash (see `engine::interrupted`).

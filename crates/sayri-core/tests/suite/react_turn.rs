@@ -143,9 +143,13 @@ async fn only_the_first_of_several_blocks_runs_and_the_model_is_told() {
 
 #[tokio::test]
 async fn step_cap_is_six_model_calls_and_the_last_block_is_not_run() {
-    let replies = (0..12)
-        .map(|_| text("Trying.\n```bash\nls /nope\n```"))
-        .collect();
+    // Different commands each step: the repetition guard does not interfere.
+    let step = |i: usize| {
+        let reply: &'static str =
+            Box::leak(format!("Trying.\n```bash\nls /nope{i}\n```").into_boxed_str());
+        text(reply)
+    };
+    let replies = (0..12).map(step).collect();
     let r = rig(replies, false);
     let out = r
         .engine
@@ -160,12 +164,12 @@ async fn step_cap_is_six_model_calls_and_the_last_block_is_not_run() {
     assert!(answer.starts_with("Trying."), "{answer}");
     assert!(
         answer.contains("step limit")
-            && answer.contains("`ls /nope`")
+            && answer.contains("`ls /nope5`")
             && answer.contains("not run"),
         "{answer}"
     );
 
-    let replies = (0..12).map(|_| text("```bash\nls\n```")).collect();
+    let replies = (0..12).map(step).collect();
     let r = rig(replies, false);
     let mut agent = AgentProfile::builtin_default();
     agent.investigation_loop = true;
@@ -500,7 +504,8 @@ async fn preferences_record_the_current_request_as_intent() {
 /// checked is the history budget, not a timing.
 #[tokio::test]
 async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
-    use sayri_core::domain::tokens;
+    use sayri_core::domain::tokens::{MESSAGE_OVERHEAD, exact::ExactTokenizer};
+    let tokenizer = ExactTokenizer::load().unwrap();
     let mut replies = Vec::new();
     for _ in 0..20 {
         replies.push(text(
@@ -532,7 +537,7 @@ async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
         .map(|q| {
             q.messages
                 .iter()
-                .map(|m| tokens::count_message(&m.content))
+                .map(|m| tokenizer.count(&m.content) + MESSAGE_OVERHEAD)
                 .sum()
         })
         .collect();
@@ -544,7 +549,7 @@ async fn twenty_turn_chat_prompt_tokens_stay_within_the_budget() {
         sizes.last().unwrap()
     );
     let budget = r.engine.settings().history;
-    let system = tokens::count(
+    let system = tokenizer.count(
         &r.engine
             .system_prompt(&AgentProfile::builtin_default(), SandboxLevel::HostUser),
     );
@@ -587,4 +592,36 @@ fn profile_files_load_or_fail_closed() {
             && msg.contains("LEVEL_1_READ_ONLY"),
         "{msg}"
     );
+}
+
+/// The repetition guard holds where nobody can press stop: a remote turn (no approver) runs a
+/// command that keeps giving the same result twice, refuses the third proposal, and ends the
+/// turn when the model insists; the refusal is stored as a `tool` row.
+#[tokio::test]
+async fn a_remote_turn_stops_a_command_repeated_with_the_same_result() {
+    let replies = (0..6)
+        .map(|_| text("Once more.\n```bash\nuptime\n```"))
+        .collect();
+    let r = rig(replies, false);
+    let mut req = turn(AgentProfile::builtin_default(), "Is the box up?");
+    req.approver_available = false;
+    let out = r.engine.run_turn(req, &RecordingSink::default()).await;
+    assert_eq!(r.sandbox.commands(), ["uptime", "uptime"]);
+    assert_eq!((out.model_calls, out.commands_run), (4, 2));
+    let answer = out.text.unwrap();
+    assert!(answer.contains("kept repeating `uptime`"), "{answer}");
+    let told = r.model.requests()[3]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(told.starts_with("[Command NOT RUN: repeated]"), "{told}");
+    let stored = r.store.messages("s1").unwrap();
+    let refusal = stored
+        .iter()
+        .find(|m| m.tool_call.as_ref().is_some_and(|t| t.status == "repeated"))
+        .expect("the refusal is stored");
+    assert_eq!(refusal.role, Role::Tool);
+    assert_eq!(refusal.content, told);
 }

@@ -3,11 +3,10 @@
 
 use sayri_core::domain::agents::effective_profile;
 use sayri_core::domain::profile::AgentProfile;
-use sayri_core::domain::prompt::{SkillSummary, build_system_prompt};
+use sayri_core::domain::prompt::{
+    FIXED_PROMPT_BUDGET_WITH_10_SKILLS, SkillSummary, build_system_prompt,
+};
 use sayri_core::domain::tokens;
-
-/// Most `o200k_base` tokens of the default agent's fixed prompt with 10 skills installed.
-const FIXED_PROMPT_BUDGET_WITH_10_SKILLS: usize = 450;
 
 fn ten_skills() -> Vec<SkillSummary> {
     [

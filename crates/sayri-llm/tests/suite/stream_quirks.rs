@@ -127,3 +127,45 @@ async fn reasoning_never_reaches_the_answer() {
         }
     }
 }
+
+/// A server that ignores `"stream": true` and answers with one `chat.completion` JSON document
+/// still gives the answer, the reasoning kept apart, the finish reason and the usage it reports
+/// (which the engine records and calibrates its token estimate with), in small writes too.
+#[tokio::test]
+async fn a_non_streamed_completion_gives_the_answer_reasoning_and_usage() {
+    let body = serde_json::json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "Paris.", "reasoning_content": "France's capital."
+        }}],
+        "usage": {"prompt_tokens": 31, "completion_tokens": 3, "total_tokens": 34},
+    });
+    for reply in [
+        Reply::json(200, &body),
+        Reply::json(200, &body).with_write_size(5),
+    ] {
+        let server = FakeLlm::start(Script::queue([reply])).await.unwrap();
+        let out = run(&client(&server.base_url()), ask("Capital of France?")).await;
+        assert!(out.error.is_none(), "{:?}", out.error);
+        assert_eq!(out.content, "Paris.");
+        assert_eq!(out.reasoning, "France's capital.");
+        assert_eq!(out.finish, Some(FinishReason::Stop));
+        assert_eq!(
+            out.usage,
+            Some(Usage {
+                prompt_tokens: 31,
+                completion_tokens: 3,
+                total_tokens: 34
+            })
+        );
+    }
+    let server = FakeLlm::start(Script::queue([Reply::json(
+        200,
+        &serde_json::json!({"ok": true}),
+    )]))
+    .await
+    .unwrap();
+    let out = run(&client(&server.base_url()), ask("x")).await;
+    let e = out.error.expect("a JSON reply without choices is an error");
+    assert!(e.to_string().contains("no choices"), "{e}");
+}

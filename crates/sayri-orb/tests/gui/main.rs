@@ -3,13 +3,14 @@
 //! This is a `harness = false` test: GTK must run on the process's main thread, one test at a
 //! time, so `main` is the runner. It does four jobs, picked by how it was started:
 //!
-//! 1. `__sandbox-exec …` — the sandbox's exec helper, exactly as the `sayri` binary's `main`
-//!    starts it (the daemon runs commands by re-executing its own binary).
+//! 1. `__sandbox-exec …` — the sandbox's exec helper, the same entry point the `sayri-exec`
+//!    program calls (this package cannot name the `sayri-exec` binary of another package, so
+//!    the daemon below runs commands by re-executing this very executable in that mode).
 //! 2. `SAYRI_ORB_TEST_ROLE=sayri` — the `sayri` command line itself (`sayri::cli::main`, the
-//!    same entry point the `sayri` binary calls). Integration tests of this package cannot name
-//!    the `sayri` binary of another package, so the tests get a real daemon (and the real CLI)
-//!    by running this very executable in that role: the daemon code, socket, sandbox and
-//!    database are the real ones.
+//!    same entry point the `sayri` binary calls), told to use (1) as its exec helper.
+//!    Integration tests of this package cannot name the `sayri` binary of another package, so
+//!    the tests get a real daemon (and the real CLI) by running this very executable in that
+//!    role: the daemon code, socket, sandbox and database are the real ones.
 //! 3. Without `SAYRI_ORB_TEST_BUS`: re-executes itself inside `dbus-run-session`, so GTK, the
 //!    accessibility bus and the tray find a private session bus.
 //! 4. Otherwise: starts `Xvfb` on a free display, initialises GTK and runs the tests.
@@ -26,10 +27,19 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "__sandbox-exec") {
+    if args
+        .get(1)
+        .is_some_and(|a| a == sayri_sandbox::EXEC_HELPER_ARG)
+    {
         sayri_sandbox::exec_helper_main(&args[2..]);
     }
     if std::env::var_os(world::ROLE_VAR).is_some_and(|r| r == "sayri") {
+        if let Ok(me) = std::env::current_exe() {
+            sayri::brain::settings::use_helper_program(sayri::brain::settings::HelperProgram {
+                program: me,
+                args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
+            });
+        }
         return sayri::cli::main();
     }
     harness::run(&[

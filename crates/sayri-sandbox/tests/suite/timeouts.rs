@@ -186,9 +186,17 @@ async fn output_is_interleaved_in_order_and_capped() {
         );
         req.output_limit = 1000;
         let r = sb.run(req, CancellationToken::new()).await;
+        // The first and the last 500 bytes, and the size of what lies between.
+        assert_eq!(r.output, "a".repeat(500));
+        assert_eq!(r.output_tail, format!("{}\u{fffd}", "a".repeat(499)));
+        assert_eq!((r.omitted.bytes, r.omitted.lines), (99_001, 0));
         assert_eq!(
-            r.output,
-            format!("{}\n[truncated 99001 bytes]", "a".repeat(1000))
+            r.output_text(),
+            format!(
+                "{}\n[… 0 lines / 99,001 bytes omitted …]\n{}\u{fffd}",
+                "a".repeat(500),
+                "a".repeat(499)
+            )
         );
     }
     let r = sb

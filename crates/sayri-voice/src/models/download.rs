@@ -48,7 +48,12 @@ async fn fetch(
         url: url.into(),
         reason,
     };
+    // Sayri's TLS setup (rustls with `ring`, the system's CA certificates for `https://`); the
+    // workspace's reqwest carries no crypto provider of its own.
+    let tls = sayri_llm::tls::client_config(url.starts_with("https://"))
+        .map_err(|e| fail(e.to_string()))?;
     let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
         .user_agent(concat!("sayri/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(std::time::Duration::from_secs(30))
         .build()

@@ -81,12 +81,16 @@ fn as_map(v: Value) -> Map<String, Value> {
 
 impl EventSink for BroadcastSink {
     fn emit(&self, event: CoreEvent) {
+        let turn_ended = matches!(event, CoreEvent::Busy(false));
         let mut payload = event.payload();
         let r = self.redactor.current();
         if !r.is_empty() {
             redact_strings(&mut payload, &r);
         }
         self.broadcaster.broadcast(event.name(), as_map(payload));
+        if turn_ended {
+            crate::footprint::release_freed_memory();
+        }
     }
 }
 
@@ -154,6 +158,10 @@ impl ChatModel for ReloadableModel {
         self.get().stream_chat(request)
     }
 
+    fn context_window(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
+        self.get().context_window(model)
+    }
+
     fn at_endpoint(&self, endpoint: &ModelEndpoint) -> Result<Arc<dyn ChatModel>, ChatError> {
         match self.endpoints.get() {
             Some(e) => e.model_for(endpoint),
@@ -176,8 +184,9 @@ impl ChatModel for BrokenModel {
     }
 }
 
-/// The provider client, built on first use: creating the HTTP client loads the system's TLS
-/// roots (about 100 ms and 10 MB), which must not sit on the daemon's start-up path.
+/// The provider client, built on first use: for an `https://` provider, creating the HTTP
+/// client loads the system's CA certificates, which must not sit on the daemon's start-up
+/// path (and a local `http://` provider never loads them at all).
 struct LazyModel {
     built: Arc<std::sync::OnceLock<Arc<dyn ChatModel>>>,
     build: Arc<dyn Fn() -> Arc<dyn ChatModel> + Send + Sync>,
@@ -200,6 +209,17 @@ impl ChatModel for LazyModel {
             }
         };
         Box::pin(futures::stream::once(model).flat_map(move |m| m.stream_chat(request.clone())))
+    }
+
+    fn context_window(&self, model: &str) -> BoxFuture<'static, Option<u32>> {
+        if let Some(built) = self.built.get() {
+            return built.context_window(model);
+        }
+        let (built, build, model) = (self.built.clone(), self.build.clone(), model.to_string());
+        Box::pin(async move {
+            let m = tokio::task::spawn_blocking(move || build()).await.ok()?;
+            built.get_or_init(|| m).clone().context_window(&model).await
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use sayri_core::engine::EngineSettings;
 use sayri_llm::{ClientConfig, InlineThink};
 use sayri_sandbox::LinuxSandboxSettings;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The provider client's settings.
@@ -60,6 +60,9 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
             summary_tokens: history_tokens / 5,
         },
         output_limit: output_limit(cfg),
+        context_tokens: usize::try_from(cfg.provider.context_tokens)
+            .ok()
+            .filter(|n| *n > 0),
         ..EngineSettings::default()
     }
 }
@@ -80,33 +83,79 @@ pub fn ask_timeout(cfg: &Config) -> Duration {
     )
 }
 
-/// The program set by [`use_helper_program`], if any.
-static HELPER_PROGRAM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+/// File name of the exec helper program (built and installed next to `sayri`).
+pub const EXEC_HELPER: &str = "sayri-exec";
 
-/// Makes `program` (a `sayri` binary) run the exec helpers and keepers of this process instead
-/// of the current executable. For programs that embed the daemon but cannot nest the helper
-/// mode in their own `main` (test harnesses); call it before the daemon starts. Returns false
-/// when a program was already set (the first one stays).
-pub fn use_helper_program(program: PathBuf) -> bool {
-    HELPER_PROGRAM.set(program).is_ok()
+/// Where the exec helper is looked for, in order, given the `sayri` executable: next to it
+/// (a build's `target/<profile>/`, or an installed `bin/`), then `../libexec/sayri/` and
+/// `../lib/sayri/` relative to it (packaged layouts).
+pub fn exec_helper_candidates(exe: &Path) -> Vec<PathBuf> {
+    let Some(dir) = exe.parent() else {
+        return vec![PathBuf::from(EXEC_HELPER)];
+    };
+    let mut v = vec![dir.join(EXEC_HELPER)];
+    if let Some(prefix) = dir.parent() {
+        v.push(prefix.join("libexec/sayri").join(EXEC_HELPER));
+        v.push(prefix.join("lib/sayri").join(EXEC_HELPER));
+    }
+    v
 }
 
-/// The program that runs exec helpers (`PROGRAM __sandbox-exec exec …`) and supervised
-/// programs' keepers (`… keep …`): this very binary, unless [`use_helper_program`] chose another.
-pub fn helper_program() -> PathBuf {
+/// The exec helper for this `sayri` executable: the first candidate that exists (see
+/// [`exec_helper_candidates`]). When none does, the first candidate is returned anyway: every
+/// command is then refused with a message naming it (the sandbox fails closed), and
+/// `sayri sandbox check` says what to install.
+pub fn exec_helper_path() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sayri"));
+    let candidates = exec_helper_candidates(&exe);
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .unwrap_or(&candidates[0])
+        .clone()
+}
+
+/// A program that runs the exec helper and supervised programs' keepers:
+/// `program args… exec|probe|keep …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperProgram {
+    /// The program: `sayri-exec`, or a program that nests the helper's entry point.
+    pub program: PathBuf,
+    /// Arguments before the helper's mode word: none for `sayri-exec`;
+    /// `[sayri_sandbox::EXEC_HELPER_ARG]` for a program that nests the helper behind it.
+    pub args: Vec<OsString>,
+}
+
+/// The program set by [`use_helper_program`], if any.
+static HELPER_PROGRAM: std::sync::OnceLock<HelperProgram> = std::sync::OnceLock::new();
+
+/// Makes `helper` run the exec helpers and keepers of this process instead of the
+/// `sayri-exec` found next to the current executable ([`exec_helper_path`]). For programs that
+/// embed the daemon but do not live next to `sayri-exec` (test harnesses); call it before the
+/// daemon starts. Returns false when a program was already set (the first one stays).
+pub fn use_helper_program(helper: HelperProgram) -> bool {
+    HELPER_PROGRAM.set(helper).is_ok()
+}
+
+/// The program that runs exec helpers (`… exec`, `… probe`) and supervised programs' keepers
+/// (`… keep`): `sayri-exec` at [`exec_helper_path`], unless [`use_helper_program`] chose
+/// another.
+pub fn helper_program() -> HelperProgram {
     HELPER_PROGRAM
         .get()
         .cloned()
-        .unwrap_or_else(|| std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sayri")))
+        .unwrap_or_else(|| HelperProgram {
+            program: exec_helper_path(),
+            args: Vec::new(),
+        })
 }
 
-/// Sandbox settings for the daemon and `sayri sandbox`: the helper is [`helper_program`]
-/// (`sayri __sandbox-exec`), Sayri's own directories are denied to levels 1–2.
+/// Sandbox settings for the daemon and `sayri sandbox`: the helper is [`helper_program`] (the
+/// small `sayri-exec` program installed next to `sayri`); Sayri's own directories are denied
+/// to levels 1–2.
 pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
-    let mut s = LinuxSandboxSettings::from_env(
-        helper_program(),
-        vec![OsString::from(sayri_sandbox::EXEC_HELPER_ARG)],
-    );
+    let helper = helper_program();
+    let mut s = LinuxSandboxSettings::from_env(helper.program, helper.args);
     s.state_dir = paths.state_dir.clone();
     s.config_dir = paths.config_dir.clone();
     s.extra_deny_read = cfg.sandbox.deny_read.iter().map(PathBuf::from).collect();
@@ -115,4 +164,21 @@ pub fn sandbox_settings(paths: &Paths, cfg: &Config) -> LinuxSandboxSettings {
         paths.children_dir(),
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_helper_is_looked_for_next_to_sayri_then_in_packaged_layouts() {
+        assert_eq!(
+            exec_helper_candidates(Path::new("/usr/bin/sayri")),
+            vec![
+                PathBuf::from("/usr/bin/sayri-exec"),
+                PathBuf::from("/usr/libexec/sayri/sayri-exec"),
+                PathBuf::from("/usr/lib/sayri/sayri-exec"),
+            ]
+        );
+    }
 }

@@ -49,7 +49,12 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
     }
     println!("{text}");
     if show_tokens {
-        eprintln!("{} tokens (o200k_base)", tokens::count(&text));
+        // The exact tokenizer is built for this count only and freed with the process.
+        let n = tokens::exact::count_once(&text).map_err(|e| anyhow::anyhow!(e))?;
+        eprintln!(
+            "{n} tokens (o200k_base; your model's tokenizer may count differently), {} bytes",
+            text.len()
+        );
     }
     Ok(())
 }

@@ -42,6 +42,83 @@ pub enum SessionsAction {
     },
 }
 
+/// Token usage of a run of messages, as the provider reported it.
+#[derive(Default)]
+struct TurnUsage {
+    prompt: u64,
+    completion: u64,
+    calls: u64,
+}
+
+impl TurnUsage {
+    fn add(&mut self, usage: &Value) {
+        let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        self.prompt += n("prompt_tokens");
+        self.completion += n("completion_tokens");
+        self.calls += 1;
+    }
+
+    fn line(&self, what: &str) -> String {
+        format!(
+            "  ({what}: {} prompt + {} completion tokens over {} model call{}, as the provider reported)",
+            self.prompt,
+            self.completion,
+            self.calls,
+            if self.calls == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// Prints a `session_get` result: the title, every message (command steps with their exit
+/// code and stored output), the provider-reported token usage after each turn and in total.
+fn print_session(v: &Value) {
+    println!(
+        "{}",
+        terminal_safe(v.get("title").and_then(Value::as_str).unwrap_or(""))
+    );
+    let mut turn = TurnUsage::default();
+    let mut total = TurnUsage::default();
+    let flush = |turn: &mut TurnUsage| {
+        if turn.calls > 0 {
+            println!("{}", turn.line("turn"));
+        }
+        *turn = TurnUsage::default();
+    };
+    for m in v
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+        let content = m.get("content").and_then(Value::as_str).unwrap_or("");
+        if role == "user" {
+            flush(&mut turn);
+        }
+        if let Some(tc) = m.get("tool_call").filter(|t| !t.is_null()) {
+            println!(
+                "[{role}] $ {} → {}",
+                terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or("")),
+                step_result(tc)
+            );
+            let output = tc.get("output").and_then(Value::as_str).unwrap_or("");
+            for line in output.lines() {
+                println!("    {}", terminal_safe(line));
+            }
+        } else {
+            println!("[{}] {}", terminal_safe(role), terminal_safe(content));
+        }
+        if let Some(u) = m.get("usage").filter(|u| !u.is_null()) {
+            turn.add(u);
+            total.add(u);
+        }
+    }
+    flush(&mut turn);
+    if total.calls > 0 {
+        println!("{}", total.line("session total"));
+    }
+}
+
 /// Runs `sayri sessions …`.
 pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, allow_start).await?;
@@ -77,28 +154,7 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(());
             }
-            println!(
-                "{}",
-                terminal_safe(v.get("title").and_then(Value::as_str).unwrap_or(""))
-            );
-            for m in v
-                .get("messages")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-                let content = m.get("content").and_then(Value::as_str).unwrap_or("");
-                if let Some(tc) = m.get("tool_call").filter(|t| !t.is_null()) {
-                    println!(
-                        "[{role}] $ {} → {}",
-                        terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or("")),
-                        step_result(tc)
-                    );
-                } else {
-                    println!("[{}] {}", terminal_safe(role), terminal_safe(content));
-                }
-            }
+            print_session(&v);
         }
         SessionsAction::Rename { id, title } => {
             c.request_with(&SessionRenameParams {

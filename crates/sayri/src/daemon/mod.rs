@@ -192,6 +192,7 @@ impl Daemon {
 /// Runs the daemon in the foreground until `quit`, SIGTERM or SIGINT. Returns a one-line error
 /// when it cannot start (invalid config with file:line, another daemon running, …).
 pub fn run_foreground(paths: Paths) -> Result<(), DaemonError> {
+    crate::footprint::limit_malloc_arenas();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

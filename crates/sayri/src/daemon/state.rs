@@ -82,13 +82,14 @@ impl DaemonState {
 }
 
 /// The supervisor's settings: logs in `$STATE/logs`, keepers run by the helper program
-/// (`sayri __sandbox-exec keep …`) and recorded in `$STATE/children`.
+/// (`sayri-exec keep …`) and recorded in `$STATE/children`.
 pub fn supervisor_config(paths: &Paths) -> SupervisorConfig {
+    let helper = crate::brain::settings::helper_program();
     SupervisorConfig {
         log_dir: paths.logs_dir(),
         launcher: Launcher {
-            program: crate::brain::settings::helper_program(),
-            args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
+            program: helper.program,
+            args: helper.args,
             registry: Some(sayri_sandbox::child_registry::ChildRegistry::new(
                 paths.children_dir(),
             )),

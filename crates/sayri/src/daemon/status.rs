@@ -5,9 +5,12 @@ use sayri_protocol::PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
 /// Builds the status object: `version`, `protocol_version`, `state`, `busy`, `session_id`,
-/// `agent`, `provider {base_url, model, api_key_set}`, `config_dir`, `state_dir`, `socket`,
-/// `pid`, `clients` (connected IPC clients), `uptime_ms`, `supervised` (every supervised child:
-/// `name`, `state`, `pid`, `keeper_pid`, `restarts`, `last_error`, `restart_in_ms`, `log_file`).
+/// `agent`, `provider {base_url, model, api_key_set}`, `tokens {exact_tokenizer_loaded,
+/// bytes_per_token {model: rate}}` (how token budgets are counted: whether an exact tokenizer is
+/// resident — it never is in the daemon — and the calibrated estimate per model used so far),
+/// `config_dir`, `state_dir`, `socket`, `pid`, `clients` (connected IPC clients), `uptime_ms`,
+/// `supervised` (every supervised child: `name`, `state`, `pid`, `keeper_pid`, `restarts`,
+/// `last_error`, `restart_in_ms`, `log_file`).
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
     let brain = state.brain.get();
@@ -41,6 +44,17 @@ pub fn build_status(state: &DaemonState) -> Value {
             "base_url": cfg.provider.base_url,
             "model": cfg.provider.model,
             "api_key_set": key_set,
+        },
+        "tokens": {
+            "exact_tokenizer_loaded": sayri_core::domain::tokens::exact::loaded(),
+            "bytes_per_token": brain.map_or_else(Default::default, |b| {
+                b.core
+                    .engine()
+                    .token_rates()
+                    .into_iter()
+                    .map(|(model, rate)| (model, json!(rate)))
+                    .collect::<serde_json::Map<_, _>>()
+            }),
         },
         "config_dir": state.paths.config_dir,
         "state_dir": state.paths.state_dir,

@@ -38,12 +38,13 @@ const KEEPER_MARGIN: Duration = Duration::from_secs(2);
 /// How long the rest of the output is copied after the keeper exited.
 const LOG_DRAIN: Duration = Duration::from_secs(1);
 
-/// The keeper program (the `sayri` binary) and where runs are recorded.
+/// The keeper program (`sayri-exec`) and where runs are recorded.
 #[derive(Debug, Clone)]
 pub struct Launcher {
     /// Program that runs the keeper.
     pub program: PathBuf,
-    /// Arguments before the keeper's own (`[EXEC_HELPER_ARG]`).
+    /// Arguments before the keeper's own (none for `sayri-exec`; `[EXEC_HELPER_ARG]` for a
+    /// program that nests the helper).
     pub args: Vec<OsString>,
     /// Where running keepers are written down (`None`: nowhere).
     pub registry: Option<ChildRegistry>,

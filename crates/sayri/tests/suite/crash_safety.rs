@@ -450,8 +450,11 @@ fn daemon_host_with_a_supervised_child() {
         .enable_all()
         .build()
         .unwrap();
-    // A test binary cannot nest the helper mode in its `main`: the `sayri` binary runs it.
-    sayri::brain::settings::use_helper_program(BIN.into());
+    // A test binary does not live next to `sayri-exec`: name the one cargo built.
+    sayri::brain::settings::use_helper_program(sayri::brain::settings::HelperProgram {
+        program: EXEC_BIN.into(),
+        args: Vec::new(),
+    });
     rt.block_on(async move {
         let paths = sayri::paths::Paths::from_env().unwrap();
         let daemon =

@@ -381,7 +381,9 @@ fn setup_fixture_agent(env: &Env, model: &Model, profile: &str) {
     std::fs::write(
         config.join("sayri.toml"),
         format!(
-            "[provider]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nretries = 0\n\n\
+            // A large context window: the 16 KiB command travels in the person's request too.
+            "[provider]\nbase_url = \"{}\"\nmodel = \"fake-model\"\nretries = 0\n\
+             context_tokens = 65536\n\n\
              [permissions]\nask_timeout = 30\npolicy_files = [\"{}\"]\n\n\
              [agent]\ndefault_agent = \"{profile}\"\n",
             model.llm.base_url(),

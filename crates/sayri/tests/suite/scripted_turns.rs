@@ -30,6 +30,14 @@ impl Model {
     }
 }
 
+/// The bytes of `tests/fixtures/<name>` (scripted SSE bodies and the like).
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Title requests (`max_tokens: 15`) get a title; every other request takes the next reply.
 pub fn start_model(replies: Vec<Reply>) -> Model {
     let queue = Arc::new(Mutex::new(VecDeque::from(replies)));

@@ -272,6 +272,23 @@ fn store_value_before_it_is_a_secret(env: &Env, value: &str) {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
+/// Waits (up to 10 s) until the title request of the first session has reached `llm`: it is
+/// sent after the turn's answer, and it still carries the value from before it became a secret.
+fn wait_for_title_request(llm: &FakeLlm) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !llm
+        .chat_bodies()
+        .iter()
+        .any(|b| b.get("max_tokens") == Some(&json!(15)))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the first session's title was never asked for"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The `search_history` blocks of the oracle turn, one per reply, and the final answer.
 fn search_replies(probes: &[String]) -> Vec<Reply> {
     let mut v: Vec<Reply> = probes
@@ -316,6 +333,7 @@ fn vault_set_rewrites_rows_already_stored_and_search_history_is_no_oracle() {
     write_profile(&env, "keeper", &[], false, true);
     let mut d = start_debug_daemon(&env);
     store_value_before_it_is_a_secret(&env, &value);
+    wait_for_title_request(&llm);
     let first_body = llm.requests().len();
     let before: Vec<u8> = file_bytes(&db_files(&env))
         .into_iter()

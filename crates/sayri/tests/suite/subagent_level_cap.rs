@@ -152,8 +152,9 @@ fn levels_0_to_2_refuse_before_any_model_call(
         );
     }
     p.sync();
+    // No chat request (the model list, asked once for the context window, carries no prompt).
     assert!(
-        model.llm.requests().is_empty(),
+        model.llm.chat_bodies().is_empty(),
         "the model was asked: {:?}",
         model.llm.chat_bodies()
     );

@@ -1,8 +1,8 @@
 //! The supervisor with real processes: the test child program (`test_child`) under the real
-//! keeper (`sayri __sandbox-exec keep`), crashing, ignoring `SIGTERM`, leaving descendants and
+//! keeper (`sayri-exec keep`), crashing, ignoring `SIGTERM`, leaving descendants and
 //! reading secrets, exactly as a model server, a gateway or a plugin service might.
 
-use super::support::{BIN, alive, processes_with};
+use super::support::{EXEC_BIN, alive, processes_with};
 use super::test_child::{fingerprint, spec};
 use sayri::supervisor::{
     ChildState, ChildStatus, Launcher, RestartPolicy, Supervisor, SupervisorConfig, SupervisorError,
@@ -27,8 +27,8 @@ impl Rig {
         let config = SupervisorConfig {
             log_dir: dir.path().join("logs"),
             launcher: Launcher {
-                program: PathBuf::from(BIN),
-                args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
+                program: PathBuf::from(EXEC_BIN),
+                args: Vec::new(),
                 registry: Some(ChildRegistry::new(dir.path().join("children"))),
             },
         };

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sayri");
+/// The sandbox's exec helper, built next to [`BIN`].
+pub const EXEC_BIN: &str = env!("CARGO_BIN_EXE_sayri-exec");
 
 /// How long processes of a finished test may take to exit on their own (a daemon told to
 /// `quit` drains its clients for up to a second) before they count as leaked.

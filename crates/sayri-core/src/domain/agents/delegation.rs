@@ -82,7 +82,8 @@ pub fn prompt_line(subagents: &[AgentProfile]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{prompt, tokens};
+    use crate::domain::prompt;
+    use crate::domain::tokens::exact::ExactTokenizer;
 
     fn sub(id: &str, description: &str) -> AgentProfile {
         AgentProfile {
@@ -104,7 +105,8 @@ mod tests {
         let line = prompt_line(&subs);
         assert_eq!(line.trim().lines().count(), 1, "{line}");
         let with = format!("{base}{line}");
-        let (n0, n1) = (tokens::count(&base), tokens::count(&with));
+        let tokenizer = ExactTokenizer::load().unwrap();
+        let (n0, n1) = (tokenizer.count(&base), tokenizer.count(&with));
         println!(
             "default agent fixed prompt: {n0} tokens; with 2 sub-agents: {n1} (+{})",
             n1 - n0

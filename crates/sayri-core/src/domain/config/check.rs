@@ -38,6 +38,18 @@ pub enum Check {
         /// What the number counts, for messages and forms; empty for a bare number.
         unit: &'static str,
     },
+    /// `0`, which stands for `zero` (e.g. "ask the server"), or an integer within `min..=max`
+    /// (both included), counted in `unit`.
+    IntOrZero {
+        /// Smallest value accepted besides 0.
+        min: i64,
+        /// Largest value accepted.
+        max: i64,
+        /// What the number counts, for messages and forms.
+        unit: &'static str,
+        /// What 0 means, for messages and forms.
+        zero: &'static str,
+    },
     /// A finite number within `min..=max` (both included), in `unit`.
     Float {
         /// Smallest value accepted.
@@ -103,7 +115,7 @@ impl Check {
         matches!(
             (self, ty),
             (Check::Flag, ValueType::Bool)
-                | (Check::Int { .. }, ValueType::Int)
+                | (Check::Int { .. } | Check::IntOrZero { .. }, ValueType::Int)
                 | (Check::Float { .. }, ValueType::Float)
                 | (
                     Check::Choice(_)
@@ -139,6 +151,14 @@ impl Check {
             Check::Flag => "true or false".into(),
             Check::Int { min, max, unit: u } => {
                 format!("an integer from {min} to {max}{}", unit(u))
+            }
+            Check::IntOrZero {
+                min,
+                max,
+                unit: u,
+                zero,
+            } => {
+                format!("0 ({zero}) or an integer from {min} to {max}{}", unit(u))
             }
             Check::Float { min, max, unit: u } => {
                 format!("a number from {min} to {max}{}", unit(u))
@@ -187,6 +207,9 @@ impl Check {
             (Check::Flag, ConfigValue::Bool(_)) => Ok(()),
             (Check::Int { min, max, .. }, ConfigValue::Int(v)) => {
                 in_range((min..=max).contains(&v))
+            }
+            (Check::IntOrZero { min, max, .. }, ConfigValue::Int(v)) => {
+                in_range(*v == 0 || (min..=max).contains(&v))
             }
             (Check::Float { min, max, .. }, ConfigValue::Float(v)) => {
                 in_range(v.is_finite() && (min..=max).contains(&v))

@@ -553,6 +553,9 @@ config_keys! {
             "Extra HTTP headers, each \"Name: value\" (secret; masked when shown).";
         native_tools: bool = false, Check::Flag,
             "Use the provider's native tool calls instead of fenced code blocks.";
+        context_tokens: i64 = 0,
+            Check::IntOrZero { min: 512, max: 100_000_000, unit: "tokens", zero: "ask the server" },
+            "The model's context window in tokens (prompt + answer); 0 = as the server's model list says, else 4096.";
     }
     stt => SttConfig, "`[stt]`: speech input." {
         mode: String = "wakeword", Check::Choice(&["always", "wakeword", "manual", "disabled"]),

@@ -12,13 +12,15 @@
 //!   level, rules, secrets) in a session of its own, every command through the same gate (its
 //!   cards name the sub-agent), and its answer comes back as the observation.
 
-use super::{AgentEngine, INTERRUPTED, Observed, Step, Turn, TurnOutcome, TurnRequest, observe};
+use super::{AgentEngine, INTERRUPTED, Observed, Step, Turn, TurnOutcome, TurnRequest};
 use crate::domain::agents::delegation::{self, Delegation, MAX_DEPTH};
 use crate::domain::agents::intent::{self, Intent};
 use crate::domain::agents::{
     self, clamped_for_storage, creators_of, effective_profile, narrowings, proposal,
 };
 use crate::domain::codeblock;
+use crate::domain::context::StepObservation;
+use crate::domain::observation::Excerpt;
 use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::text::cut_chars;
@@ -267,12 +269,8 @@ impl Turn<'_> {
         d: Delegation,
         reasoning: Option<String>,
         now: f64,
-        messages: &mut Vec<ChatMessage>,
     ) -> Observed {
-        let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
-        m.usage = step.usage;
-        m.reasoning = reasoning;
-        self.store(m);
+        self.store_step(step, reasoning, now);
         let label = format!("delegate {}: {}", d.agent_id, cut_chars(&d.task, 80));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
         let (obs, status) = match self.sub_agent(&d.agent_id) {
@@ -294,7 +292,7 @@ impl Turn<'_> {
                         format!(
                             "[Sub-agent {} answered]\n{}\nUse this to answer the user.",
                             d.agent_id,
-                            self.engine.ports.redactor.redact(text)
+                            self.within_observation_budget(&self.redacted(text))
                         ),
                         "success",
                     ),
@@ -309,7 +307,6 @@ impl Turn<'_> {
                 }
             }
         };
-        let obs = cut_chars(&obs, self.settings.observation_max_chars.max(200));
         let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
         tool.tool_call = Some(ToolCallRecord {
             command: label.clone(),
@@ -324,8 +321,17 @@ impl Turn<'_> {
             output: obs.clone(),
             exit_code: Some(if status == "success" { 0 } else { 1 }),
         });
-        observe(messages, &step.answer, obs);
+        self.observe(&step.answer, StepObservation::Text(obs));
         Observed::Continue
+    }
+
+    /// `text` cut to what one observation may take in this turn's context (its beginning and
+    /// end, with the size of what was left out between).
+    fn within_observation_budget(&self, text: &str) -> String {
+        let budget = self
+            .budget
+            .observation_tokens(self.transcript.fixed_tokens(&self.est));
+        Excerpt::whole(text).fit(budget, &self.est).text()
     }
 
     /// The effective profile of `id` if it is one of this agent's own sub-agents and the chain

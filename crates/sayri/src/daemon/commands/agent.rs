@@ -130,7 +130,10 @@ pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, Pro
     serde_json::to_value(list).map_err(|e| ProtocolError::internal(e.to_string()))
 }
 
-/// `session_get {session_id}` → the session with its messages (tool steps included).
+/// `session_get {session_id}` → the session with its messages (tool steps included) and
+/// `usage`: the provider-reported token totals of its model calls
+/// (`{prompt_tokens, completion_tokens, model_calls}`; calls whose server reported nothing are
+/// not counted).
 pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let d = ctx
         .daemon
@@ -145,6 +148,17 @@ pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, Protoco
             "messages".into(),
             serde_json::to_value(&d.messages)
                 .map_err(|e| ProtocolError::internal(e.to_string()))?,
+        );
+        let reported = d.messages.iter().filter_map(|m| m.usage);
+        let (mut prompt, mut completion, mut calls) = (0u64, 0u64, 0u64);
+        for u in reported {
+            prompt += u64::from(u.prompt_tokens);
+            completion += u64::from(u.completion_tokens);
+            calls += 1;
+        }
+        m.insert(
+            "usage".into(),
+            json!({"prompt_tokens": prompt, "completion_tokens": completion, "model_calls": calls}),
         );
     }
     Ok(v)
