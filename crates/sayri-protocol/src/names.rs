@@ -25,6 +25,8 @@ pub mod cmd {
         PLUGIN_SETTINGS_SET = "plugin_settings_set", ASSET_DOWNLOAD = "asset_download",
         SKILLS_LIST = "skills_list", SKILLS_INSTALL = "skills_install",
         SKILLS_UNINSTALL = "skills_uninstall", SKILLS_SEARCH = "skills_search",
+        // Skills: scanning an installed skill or a folder/archive without installing it.
+        SKILLS_SCAN = "skills_scan",
         PLUGINS_LIST = "plugins_list", PLUGIN_SET_ENABLED = "plugin_set_enabled",
         UI_LIST = "ui_list", UI_START = "ui_start", UI_STOP = "ui_stop", UI_STATUS = "ui_status",
         KILLALL = "killall", CLIPBOARD_COPY = "clipboard_copy",

@@ -182,6 +182,11 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<KillallParams>(),
     ParamsInfo::of::<WindowParams>(),
     ParamsInfo::of::<AttachImageParams>(),
+    // Skills
+    ParamsInfo::of::<SkillsListParams>(),
+    ParamsInfo::of::<SkillsInstallParams>(),
+    ParamsInfo::of::<SkillsUninstallParams>(),
+    ParamsInfo::of::<SkillsScanParams>(),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -202,6 +207,8 @@ macro_rules! no_params {
 }
 
 no_params! {
+    /// `skills_list` → `[{slug, name, description, state, verdict, score, source, path}]`.
+    SkillsListParams = cmd::SKILLS_LIST;
     /// `ping` → `"pong"`.
     PingParams = cmd::PING;
     /// `version` → `{"version", "protocol_version"}`.
@@ -706,6 +713,58 @@ pub struct AgentDeleteParams {
 
 impl Params for AgentDeleteParams {
     const CMD: &'static str = cmd::AGENT_DELETE;
+}
+
+/// `skills_install {path, slug?, confirm?}` → `{slug, installed, replaced, verdict, score,
+/// explanation, findings, message}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsInstallParams {
+    /// A skill folder or a `.zip`/`.tar.gz`/`.tgz` archive on this machine (absolute path).
+    #[serde(deserialize_with = "non_empty")]
+    pub path: String,
+    /// Folder name to install as (letters, digits, `-`, `_`); default from the frontmatter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slug: Option<String>,
+    /// Accept a `WARN` verdict (a `BLOCK` is never accepted).
+    #[serde(default)]
+    pub confirm: bool,
+}
+
+impl Params for SkillsInstallParams {
+    const CMD: &'static str = cmd::SKILLS_INSTALL;
+}
+
+/// `skills_uninstall {slug}` → `{slug, removed}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsUninstallParams {
+    /// An installed skill's folder name (never a path).
+    #[serde(deserialize_with = "non_empty")]
+    pub slug: String,
+}
+
+impl Params for SkillsUninstallParams {
+    const CMD: &'static str = cmd::SKILLS_UNINSTALL;
+}
+
+/// `skills_scan {slug | path, confirm?}` → the scan report plus `admitted`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsScanParams {
+    /// An installed skill: scanned as it is now, its record renewed when admitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slug: Option<String>,
+    /// A folder or archive to scan without installing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Accept a `WARN` verdict for an installed skill.
+    #[serde(default)]
+    pub confirm: bool,
+}
+
+impl Params for SkillsScanParams {
+    const CMD: &'static str = cmd::SKILLS_SCAN;
 }
 
 /// `agent_detach {agent_id}` → `{"agent_id", "parent", "widened"}`: removes an agent's creator

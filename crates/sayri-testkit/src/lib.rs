@@ -23,6 +23,7 @@ pub mod reply;
 pub mod script_file;
 pub mod server;
 pub mod setting_values;
+pub mod skills;
 pub mod sse;
 pub mod telegram;
 pub mod terminal;

@@ -17,5 +17,6 @@ pub mod paths;
 pub mod policies;
 pub mod routines;
 pub mod settings_check;
+pub mod skills;
 pub mod stored_secrets;
 pub mod supervisor;

@@ -118,6 +118,10 @@ impl Paths {
     pub fn agents_dir(&self) -> PathBuf {
         self.config_dir.join("agents")
     }
+    /// `config/skills` (one folder per installed skill, records in `.records/`).
+    pub fn skills_dir(&self) -> PathBuf {
+        self.config_dir.join("skills")
+    }
     /// `state/sessions.db` (sessions, messages, approvals, preferences).
     pub fn database(&self) -> PathBuf {
         self.state_dir.join("sessions.db")

@@ -127,6 +127,26 @@ pub fn command_blocks(answer: &str) -> Vec<CodeBlock> {
         .collect()
 }
 
+/// The skill named by the first ```` ```read_skill ```` block of `answer` (first line, trimmed).
+///
+/// ```
+/// use sayri_core::domain::codeblock::skill_read;
+/// assert_eq!(skill_read("```read_skill\nweather\n```").as_deref(), Some("weather"));
+/// assert_eq!(skill_read("```bash\nls\n```"), None);
+/// ```
+pub fn skill_read(answer: &str) -> Option<String> {
+    extract_blocks(answer)
+        .into_iter()
+        .find(|b| b.lang == "read_skill")
+        .and_then(|b| {
+            b.body
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_string)
+        })
+}
+
 /// The query of the first history-search request in `answer`: a fenced
 /// ```` ```search_history ```` block, or the tag form `<search_history>q</search_history>`.
 pub fn history_search(answer: &str) -> Option<String> {

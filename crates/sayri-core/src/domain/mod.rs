@@ -13,6 +13,7 @@ pub mod profile;
 pub mod prompt;
 pub mod repetition;
 pub mod routines;
+pub mod skills;
 pub mod strip;
 pub mod text;
 pub mod tokens;

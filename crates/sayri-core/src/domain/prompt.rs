@@ -8,6 +8,7 @@
 //! skills (one line each), the block protocol, memory/preferences, truthfulness rules, then the
 //! agent's own `system_prompt` and `custom_instructions`. No secret values, no history.
 
+use super::agents::allow;
 use super::profile::AgentProfile;
 use sayri_protocol::SandboxLevel;
 use std::fmt::Write;
@@ -19,19 +20,46 @@ pub struct SkillSummary {
     pub id: String,
     /// Display name.
     pub name: String,
-    /// One-line description (cut to 100 characters in the prompt).
+    /// Description (shown as [`skill_line`] gives it).
     pub description: String,
 }
 
 /// Most `o200k_base` tokens of the default agent's fixed prompt (no skills installed).
 pub const FIXED_PROMPT_BUDGET: usize = 350;
 
-/// Most `o200k_base` tokens of the default agent's fixed prompt with 10 skills installed. The
-/// skills listing is to be pinned against it by a test once skills can be installed.
+/// Most `o200k_base` tokens of the default agent's fixed prompt with 10 skills installed
+/// (asserted by `ten_installed_skills_keep_the_default_agents_fixed_prompt_within_budget`).
 pub const FIXED_PROMPT_BUDGET_WITH_10_SKILLS: usize = 450;
 
 /// At most this many skills are listed.
 pub const MAX_SKILLS: usize = 15;
+
+/// A skill's description is cut to this many characters in the prompt.
+pub const MAX_SKILL_DESCRIPTION: usize = 40;
+
+/// A description as the prompt shows it: one line, cut at a word boundary to at most
+/// [`MAX_SKILL_DESCRIPTION`] characters, its first sentence when that is shorter.
+///
+/// ```
+/// use sayri_core::domain::prompt::skill_line;
+/// assert_eq!(skill_line("Forecasts.\nFor any city."), "Forecasts");
+/// assert!(skill_line(&"word ".repeat(40)).chars().count() <= 40);
+/// ```
+pub fn skill_line(description: &str) -> String {
+    let one_line = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let first = one_line
+        .split_once(". ")
+        .map_or(one_line.as_str(), |(a, _)| a)
+        .trim_end_matches('.');
+    if first.chars().count() <= MAX_SKILL_DESCRIPTION {
+        return first.to_string();
+    }
+    let cut: String = first.chars().take(MAX_SKILL_DESCRIPTION).collect();
+    match cut.rfind(' ') {
+        Some(i) => cut[..i].trim_end_matches([',', ';', ':']).to_string(),
+        None => cut,
+    }
+}
 
 /// The level in plain words: where a command runs and what it can touch.
 pub fn describe_level(level: SandboxLevel, allow_network: bool) -> String {
@@ -90,24 +118,15 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> S
         let listed: Vec<&SkillSummary> = skills
             .iter()
             .filter(|s| {
-                profile.allowed_skills.is_empty()
-                    || profile
-                        .allowed_skills
-                        .iter()
-                        .any(|a| *a == s.id || *a == s.name)
+                allow::permits(&profile.allowed_skills, &s.id)
+                    || allow::permits(&profile.allowed_skills, &s.name)
             })
             .take(MAX_SKILLS)
             .collect();
         if !listed.is_empty() {
-            p.push_str("\nSKILLS (installed helpers)\n");
+            p.push_str("\nSKILLS (before using one, reply with only ```read_skill\n<name>\n```)\n");
             for s in listed {
-                let one_line = s
-                    .description
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let d: String = one_line.chars().take(100).collect();
-                let _ = writeln!(p, "- {}: {}", s.name, d);
+                let _ = writeln!(p, "- {}: {}", s.id, skill_line(&s.description));
             }
         }
 
@@ -202,7 +221,7 @@ mod tests {
             },
         ];
         let text = build_system_prompt(&p, &skills);
-        assert!(text.contains("- Weather: Forecasts"));
+        assert!(text.contains("- weather: Forecasts"));
         assert!(!text.contains("Mail"));
         assert!(text.contains("Always answer in French."));
     }

@@ -9,6 +9,8 @@
 //!   others were not run.
 //! * **A block in the last allowed step** is not run; the final answer says so.
 //! * **History search** (```` ```search_history ````) is answered from the store, at any level.
+//! * **Skill reading** (```` ```read_skill ````) is answered from the installed skills the agent
+//!   may use, only while their files still match their scan.
 //! * **Cancellation**: the turn's `CancellationToken` is checked before every model call,
 //!   authorisation and command, aborts the model stream at once (the stream is dropped), ends
 //!   open permission questions and kills the running command (the sandbox takes the token).
@@ -27,6 +29,7 @@
 use super::delta_filter::DeltaFilter;
 use super::events::{CoreEvent, EventSink};
 use super::gate::{GateRequest, GateVerdict, PermissionGate};
+use crate::domain::agents::allow;
 use crate::domain::codeblock;
 use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnStep};
 use crate::domain::history::{self, HistoryBudget};
@@ -41,7 +44,7 @@ use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
     ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor,
-    Role, Sandbox, SessionSeed, SessionStore, ToolCallRecord, Usage, redacted_prefix,
+    Role, Sandbox, SessionSeed, SessionStore, SkillLibrary, ToolCallRecord, Usage, redacted_prefix,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -182,7 +185,8 @@ const LOOKUP_PREFIXES: &[&str] = &[
 pub struct AgentEngine {
     ports: EnginePorts,
     settings: RwLock<EngineSettings>,
-    skills: RwLock<Vec<SkillSummary>>,
+    /// Installed skills (set by the daemon; without it no skill is listed or read).
+    skills: RwLock<Option<Arc<dyn SkillLibrary>>>,
     /// Calibrated token estimators per model (loaded from the store on first use).
     rates: Mutex<HashMap<String, TokenEstimator>>,
     /// Context windows the servers published, per (agent endpoint, model) (`None`: it did not
@@ -239,7 +243,7 @@ impl AgentEngine {
         AgentEngine {
             ports,
             settings: RwLock::new(settings),
-            skills: RwLock::new(Vec::new()),
+            skills: RwLock::new(None),
             rates: Mutex::new(HashMap::new()),
             windows: Mutex::new(HashMap::new()),
             agents: RwLock::new(None),
@@ -261,9 +265,46 @@ impl AgentEngine {
             .clone()
     }
 
-    /// Replaces the installed skills listed in prompts.
-    pub fn set_skills(&self, skills: Vec<SkillSummary>) {
-        *self.skills.write().unwrap_or_else(|p| p.into_inner()) = skills;
+    /// Sets the installed skills: listed in prompts (those the agent may use) and read by the
+    /// model's ```` ```read_skill ```` step.
+    pub fn set_skills(&self, library: Arc<dyn SkillLibrary>) {
+        *self.skills.write().unwrap_or_else(|p| p.into_inner()) = Some(library);
+    }
+
+    /// The installed skills the prompt may list (checked against their scan on each call).
+    fn offered_skills(&self) -> Vec<SkillSummary> {
+        let lib = self
+            .skills
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        lib.map(|l| l.offered()).unwrap_or_default()
+    }
+
+    /// Answers a `read_skill` request of `agent`: the skill's `SKILL.md`, or why not.
+    fn read_skill(&self, agent: &AgentProfile, id: &str) -> String {
+        let lib = self
+            .skills
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(lib) = lib else {
+            return format!("No skill named {id} is installed.");
+        };
+        let known = lib
+            .offered()
+            .into_iter()
+            .find(|s| s.id.eq_ignore_ascii_case(id) || s.name.eq_ignore_ascii_case(id));
+        if let Some(s) = &known
+            && !(allow::permits(&agent.allowed_skills, &s.id)
+                || allow::permits(&agent.allowed_skills, &s.name))
+        {
+            return format!("Skill {id} is not allowed for this agent.");
+        }
+        match lib.read(known.as_ref().map_or(id, |s| s.id.as_str())) {
+            Ok(text) => text,
+            Err(e) => format!("Cannot read skill {id}: {e}"),
+        }
     }
 
     /// The ports (the core uses the store and clock directly).
@@ -361,8 +402,7 @@ impl AgentEngine {
     pub fn system_prompt(&self, agent: &AgentProfile, level: SandboxLevel) -> String {
         let mut p = agent.clone();
         p.sandbox.level = level.min(agent.sandbox.level);
-        let skills = self.skills.read().unwrap_or_else(|e| e.into_inner());
-        prompt::build_system_prompt(&p, &skills)
+        prompt::build_system_prompt(&p, &self.offered_skills())
     }
 
     /// Runs one turn to its end (answer, error, or cancellation). Events go to `sink` until
@@ -884,6 +924,10 @@ impl<'a> Turn<'a> {
             self.answer_history_search(&step, &q);
             return None;
         }
+        if !last_step && let Some(id) = codeblock::skill_read(&step.answer) {
+            self.answer_skill_read(&step, &id);
+            return None;
+        }
         if !last_step && let Some(d) = subagents::delegation_first(&step.answer) {
             return match self.delegate(&step, d, reasoning, now).await {
                 Observed::Continue => None,
@@ -1013,6 +1057,20 @@ impl<'a> Turn<'a> {
         let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
         let obs = self.redacted(&self.engine.search_history(&self.req.session_id, query));
+        self.sink.emit(CoreEvent::ToolFinish {
+            command: label,
+            output: obs.clone(),
+            exit_code: Some(0),
+        });
+        self.observe(&step.answer, StepObservation::Text(obs));
+    }
+
+    /// Answers a ```` ```read_skill ```` block: the skill's `SKILL.md` (or why not) goes back to
+    /// the model as the observation.
+    fn answer_skill_read(&mut self, step: &Step, id: &str) {
+        let label = self.redacted(&format!("read_skill: {id}"));
+        self.sink.emit(CoreEvent::ToolStart(label.clone()));
+        let obs = self.redacted(&self.engine.read_skill(&self.profile, id));
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
             output: obs.clone(),

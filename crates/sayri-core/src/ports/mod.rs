@@ -8,6 +8,7 @@ pub mod clock;
 pub mod notify;
 pub mod redact;
 pub mod sandbox;
+pub mod skills;
 pub mod speech;
 pub mod store;
 
@@ -21,6 +22,7 @@ pub use clock::{Clock, SystemZone};
 pub use notify::{NoNotifier, Notifier, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
+pub use skills::SkillLibrary;
 pub use store::{
     NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,
     SessionStore, StoredMessage, ToolCallRecord,

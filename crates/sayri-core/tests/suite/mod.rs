@@ -29,3 +29,6 @@ mod routines_dst;
 mod routines_rig;
 mod routines_zones;
 mod secret_text;
+mod skills_prompt;
+mod skills_scanner_cases;
+mod skills_scanner_corpus;

@@ -150,6 +150,7 @@ impl Brain {
             },
             settings::engine_settings(cfg),
         ));
+        engine.set_skills(Arc::new(crate::skills::Skills::new(paths.skills_dir())));
         let core = SayriCore::new(
             engine,
             agents.clone(),

@@ -15,6 +15,7 @@ pub mod ping;
 pub mod quit;
 pub mod routines;
 pub mod sessions;
+pub mod skills;
 pub mod status;
 pub mod terminal_text;
 pub mod vault;
@@ -155,6 +156,13 @@ pub enum Command {
     // Web bubble.
     /// Serve the chat bubble to your browser on 127.0.0.1 (prints a one-launch login address).
     Web(web::WebArgs),
+    // Skills
+    /// Skills: list, scan, install, update, remove, read (every install is scanned first).
+    Skills {
+        /// What to do.
+        #[command(subcommand)]
+        action: skills::SkillsAction,
+    },
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
@@ -207,6 +215,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let store = sayri_store::Store::open(paths.database())?;
             return Ok(permissions::run(&action, &paths, &store));
         }
+        Command::Skills { action } => return skills::run(&paths, action),
         Command::Vault { action } => {
             paths.ensure_dirs()?;
             let changed = sayri_vault::cli::run(
@@ -256,7 +265,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             | Command::Prompt { .. }
             | Command::Pref { .. }
             | Command::Permissions { .. }
-            | Command::Vault { .. } => Ok(0),
+            | Command::Vault { .. }
+            | Command::Skills { .. } => Ok(0),
         }
     })
 }

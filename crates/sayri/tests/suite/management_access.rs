@@ -54,6 +54,9 @@ const CLASSES: &[(&str, Access)] = &[
     ("gateway_pin", Access::Management),
     ("gateway_peer_add", Access::Management),
     ("gateway_peer_remove", Access::Management),
+    // Skills
+    ("skills_list", Access::ReadOnly),
+    ("skills_scan", Access::Management),
     // Routines and triggers
     ("routines_list", Access::ReadOnly),
     ("routine_next", Access::ReadOnly),

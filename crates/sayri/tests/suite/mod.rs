@@ -42,6 +42,7 @@ pub mod secret_rig;
 mod setting_checks;
 mod settings_form;
 mod singleton;
+mod skills;
 mod slow_consumer;
 mod status_sandbox;
 mod subagent_level_cap;

@@ -18,6 +18,7 @@ pub mod permissions;
 pub mod routines;
 pub mod runtime;
 pub mod settings;
+pub mod skills;
 pub mod vault;
 
 use crate::daemon::dispatch::{Access, Dispatcher, Mode};
@@ -82,4 +83,9 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, gateways::gateway_peers)
         .register(Management, Task, gateways::gateway_peer_add)
         .register(Management, Task, gateways::gateway_peer_remove);
+    // Skills
+    d.register(ReadOnly, Task, skills::skills_list)
+        .register(Management, Task, skills::skills_install)
+        .register(Management, Task, skills::skills_uninstall)
+        .register(Management, Task, skills::skills_scan);
 }

@@ -1,0 +1,139 @@
+//! Skills: `skills_list`, `skills_install`, `skills_uninstall`, `skills_scan`. File work runs
+//! off the async threads.
+
+use crate::daemon::dispatch::Ctx;
+use crate::skills::{self, Skills, SkillsError};
+use sayri_core::domain::skills::Report;
+use sayri_protocol::params::{
+    SkillsInstallParams, SkillsListParams, SkillsScanParams, SkillsUninstallParams,
+};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+fn library(ctx: &Ctx) -> Skills {
+    Skills::new(ctx.daemon.paths.skills_dir())
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, SkillsError> + Send + 'static,
+) -> Result<Result<T, SkillsError>, ProtocolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ProtocolError::new(ErrorCode::Internal, format!("skills task failed: {e}")))
+}
+
+fn report_json(r: &Report) -> Value {
+    json!({
+        "verdict": r.verdict.name(), "score": r.score, "explanation": r.explanation,
+        "findings": r.findings, "files_scanned": r.files_scanned, "bytes_scanned": r.bytes_scanned,
+        "scanner_version": r.scanner_version,
+    })
+}
+
+fn to_protocol(e: SkillsError) -> ProtocolError {
+    match e {
+        SkillsError::Io(m) => ProtocolError::new(ErrorCode::Internal, m),
+        other => ProtocolError::new(ErrorCode::InvalidParams, other.to_string()),
+    }
+}
+
+/// The absolute path of a `path` parameter (relative paths are refused: the daemon's working
+/// folder is not the client's).
+fn absolute(path: &str) -> Result<PathBuf, ProtocolError> {
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        Ok(p)
+    } else {
+        Err(ProtocolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "path must be absolute (got {path:?}); registry slugs and URLs are not supported yet"
+            ),
+        ))
+    }
+}
+
+/// `skills_list` → every installed skill with its state.
+pub async fn skills_list(_p: SkillsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let lib = library(&ctx);
+    let list = blocking(move || lib.list()).await?.map_err(to_protocol)?;
+    Ok(json!(list))
+}
+
+/// `skills_install {path, slug?, confirm?}` → the outcome with the report. A refused install
+/// is a result (`installed:false`, the verdict and findings), not an error.
+pub async fn skills_install(p: SkillsInstallParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let lib = library(&ctx);
+    let path = absolute(&p.path)?;
+    let slug = p.slug.clone();
+    let out =
+        blocking(move || skills::install_path(&lib, &path, slug.as_deref(), p.confirm)).await?;
+    match out {
+        Ok(done) => {
+            let mut v = report_json(&done.report);
+            v["slug"] = json!(done.slug);
+            v["installed"] = json!(true);
+            v["replaced"] = json!(done.replaced);
+            v["message"] = json!(format!("installed {}", done.slug));
+            Ok(v)
+        }
+        Err(SkillsError::Refused { report, message }) => {
+            let mut v = report_json(&report);
+            v["slug"] = json!(p.slug);
+            v["installed"] = json!(false);
+            v["replaced"] = json!(false);
+            v["message"] = json!(message);
+            Ok(v)
+        }
+        Err(e) => Err(to_protocol(e)),
+    }
+}
+
+/// `skills_uninstall {slug}` → `{slug, removed}`.
+pub async fn skills_uninstall(p: SkillsUninstallParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let lib = library(&ctx);
+    let slug = p.slug.clone();
+    match blocking(move || lib.uninstall(&slug)).await? {
+        Ok(()) => Ok(json!({"slug": p.slug, "removed": true})),
+        Err(SkillsError::Invalid(m)) => Err(ProtocolError::new(ErrorCode::NotFound, m)),
+        Err(e) => Err(to_protocol(e)),
+    }
+}
+
+/// `skills_scan {slug | path, confirm?}` → the report and whether it was admitted.
+pub async fn skills_scan(p: SkillsScanParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let lib = library(&ctx);
+    match (p.slug.clone(), p.path.clone()) {
+        (Some(slug), None) => {
+            let out = blocking(move || lib.rescan(&slug, p.confirm, &skills::now())).await?;
+            match out {
+                Ok(done) => {
+                    let mut v = report_json(&done.report);
+                    v["admitted"] = json!(true);
+                    Ok(v)
+                }
+                Err(SkillsError::Refused { report, message }) => {
+                    let mut v = report_json(&report);
+                    v["admitted"] = json!(false);
+                    v["message"] = json!(message);
+                    Ok(v)
+                }
+                Err(e) => Err(to_protocol(e)),
+            }
+        }
+        (None, Some(path)) => {
+            let path = absolute(&path)?;
+            let r = blocking(move || skills::scan_path(&path))
+                .await?
+                .map_err(to_protocol)?;
+            let mut v = report_json(&r);
+            v["admitted"] = json!(false);
+            Ok(v)
+        }
+        _ => Err(ProtocolError::new(
+            ErrorCode::InvalidParams,
+            "give exactly one of slug (an installed skill) or path (a folder or archive)",
+        )),
+    }
+}
