@@ -11,6 +11,9 @@
 //!   its end, so a row found at start-up is a turn a crash cut short.
 //! * Version 4 — `redacted_secrets`: per secret name, the version of its value (vault
 //!   `updated_at`) the stored rows were last rewritten for (no value, hash or length).
+//! * Version 5 — error records: assistant rows that were errors (their text starts with `⚠️`,
+//!   as earlier versions and the original Sayri stored them) become role `error` rows, without
+//!   the sign and without the `Sayri Error: ` prefix.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -18,7 +21,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 4;
+pub const LATEST: i64 = 5;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +86,20 @@ CREATE TABLE redacted_secrets (
   key TEXT PRIMARY KEY, value_updated_at INTEGER NOT NULL, rewritten_at REAL NOT NULL);
 ";
 
+const V5_ERROR_RECORDS: &str = "
+UPDATE messages SET role = 'error',
+  content = CASE
+    WHEN substr(ltrim(substr(content, 2), char(65039)), 1, 1) = ' '
+      THEN ltrim(substr(ltrim(substr(content, 2), char(65039)), 2))
+    ELSE ltrim(substr(content, 2), char(65039))
+  END
+WHERE role = 'assistant' AND substr(content, 1, 1) = char(9888);
+UPDATE messages SET content = substr(content, 14)
+WHERE role = 'error' AND substr(content, 1, 13) = 'Sayri Error: ';
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5_ERROR_RECORDS];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

@@ -14,6 +14,7 @@ pub(crate) fn role_name(role: Role) -> &'static str {
         Role::User => "user",
         Role::Assistant => "assistant",
         Role::Tool => "tool",
+        Role::Error => "error",
     }
 }
 
@@ -23,6 +24,7 @@ pub(crate) fn parse_role(s: &str) -> Role {
         "system" => Role::System,
         "assistant" => Role::Assistant,
         "tool" => Role::Tool,
+        "error" => Role::Error,
         _ => Role::User,
     }
 }

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod client;
 pub mod config_file;
 pub mod daemon;
+pub mod local_model;
 pub mod logging;
 pub mod paths;
 pub mod policies;

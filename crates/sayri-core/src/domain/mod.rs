@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod codeblock;
 pub mod config;
+pub mod hints;
 pub mod history;
 pub mod permissions;
 pub mod profile;

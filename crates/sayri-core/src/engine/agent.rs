@@ -13,7 +13,7 @@
 //!   authorisation and command, aborts the model stream at once (the stream is dropped), ends
 //!   open permission questions and kills the running command (the sandbox takes the token).
 //!   After it fires, the turn emits nothing and calls nothing more.
-//! * **`finish_reason: length`** and stream errors end the turn with an `⚠️` row stored and an
+//! * **`finish_reason: length`** and stream errors end the turn with an error record stored and an
 //!   `error` event; a cut-off answer never runs a command.
 //! * **Remote turns** (`approver_available = false`) pass that flag to the gate at every step.
 //! * **Learned preferences** record the current request as the intent.
@@ -22,6 +22,7 @@ use super::delta_filter::DeltaFilter;
 use super::events::{CoreEvent, EventSink};
 use super::gate::{GateRequest, GateVerdict, PermissionGate};
 use crate::domain::codeblock;
+use crate::domain::hints;
 use crate::domain::history::{self, HistoryBudget};
 use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
@@ -684,7 +685,7 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Ends the turn with an error: stores `warning` (an `⚠️ …` assistant row) when given,
+    /// Ends the turn with an error: stores `warning` (an error record) when given,
     /// emits `error` with `message`, and returns the outcome carrying `message`.
     fn fail(&mut self, warning: Option<NewMessage>, message: String) -> TurnOutcome {
         if let Some(w) = warning {
@@ -740,9 +741,15 @@ impl<'a> Turn<'a> {
             StepEnd::Done(s) => s,
             StepEnd::Cancelled => return Some(self.cancelled()),
             StepEnd::Failed(e) => {
-                let warning =
-                    NewMessage::new(Role::Assistant, format!("⚠️ Sayri Error: {e}"), self.now());
-                return Some(self.fail(Some(warning), format!("Provider error: {e}")));
+                let msg = match &e {
+                    ChatError::Unreachable { url } => format!(
+                        "Provider error: {e} — {}",
+                        hints::unreachable(&self.profile, url)
+                    ),
+                    _ => format!("Provider error: {e}"),
+                };
+                let now = self.now();
+                return Some(self.fail(Some(error_row(&msg, now)), msg));
             }
         };
         self.streamed_any |= !step.answer.trim().is_empty();
@@ -821,13 +828,19 @@ impl<'a> Turn<'a> {
                 if !step.answer.contains("```")
                     && !strip_patterns(&step.answer, strip).is_empty() =>
             {
-                let note = "\n\n(The answer was cut off at the token limit; raise max_tokens for longer answers.)";
-                self.sink.emit(CoreEvent::AssistantDelta(note.to_string()));
+                let note = format!(
+                    "\n\n(The answer was cut off at the token limit; for longer answers run `{}`.)",
+                    hints::raise_max_tokens(&self.profile, self.max_tokens)
+                );
+                self.sink.emit(CoreEvent::AssistantDelta(note.clone()));
                 let text = format!("{}{note}", strip_patterns(&step.answer, strip));
                 Some(self.finish(text, step.usage, reasoning))
             }
             Some(FinishReason::Length) => {
-                let msg = "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise max_tokens for this agent or provider, or ask for a shorter answer.".to_string();
+                let msg = format!(
+                    "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise the limit with `{}`, or ask for a shorter answer.",
+                    hints::raise_max_tokens(&self.profile, self.max_tokens)
+                );
                 if !step.answer.trim().is_empty() {
                     let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
                     m.usage = step.usage;
@@ -836,11 +849,11 @@ impl<'a> Turn<'a> {
                 }
                 let partial = strip_patterns(&step.answer, strip);
                 self.out.text = (!partial.is_empty()).then_some(partial);
-                Some(self.fail(Some(warning_row(&msg, now)), msg))
+                Some(self.fail(Some(error_row(&msg, now)), msg))
             }
             Some(FinishReason::ContentFilter) => {
                 let msg = "The provider filtered the answer (finish_reason: content_filter). Rephrase the request.".to_string();
-                Some(self.fail(Some(warning_row(&msg, now)), msg))
+                Some(self.fail(Some(error_row(&msg, now)), msg))
             }
             _ => None,
         }
@@ -982,15 +995,16 @@ impl<'a> Turn<'a> {
         if clean.is_empty() {
             let msg = "The model returned an empty answer. Try again, or check the model server."
                 .to_string();
-            return self.fail(Some(warning_row(&msg, now)), msg);
+            return self.fail(Some(error_row(&msg, now)), msg);
         }
         self.finish(clean, step.usage, reasoning)
     }
 }
 
-/// The `⚠️ …` assistant row stored when a turn ends with an error.
-fn warning_row(message: &str, now: f64) -> NewMessage {
-    NewMessage::new(Role::Assistant, format!("⚠️ {message}"), now)
+/// The error record stored when a turn ends with an error (shown as an error, never replayed
+/// to a model).
+fn error_row(message: &str, now: f64) -> NewMessage {
+    NewMessage::new(Role::Error, message, now)
 }
 
 /// Appends the model's `answer` and the `observation` of what it asked for to the history of

@@ -9,6 +9,7 @@ pub mod ask;
 pub mod autostart;
 pub mod config;
 pub mod local;
+pub mod models;
 pub mod permissions;
 pub mod ping;
 pub mod quit;
@@ -102,11 +103,11 @@ pub enum Command {
         #[command(subcommand)]
         action: local::PrefAction,
     },
-    /// Models of the configured provider.
+    /// Chat models: local ones Sayri serves itself (list, install), or the endpoint's.
     Models {
         /// What to do.
         #[command(subcommand)]
-        action: local::ModelsAction,
+        action: models::ModelsAction,
     },
     /// Run a command in the sandbox, or check what each isolation level can guarantee here.
     Sandbox {
@@ -207,7 +208,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
             Command::Agents { action } => agents::run(&paths, start, *action).await,
-            Command::Models { action } => done(local::models(&paths, action).await),
+            Command::Models { action } => done(models::run(&paths, action).await),
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),
             } => done(permissions::answer(&paths, &args).await),

@@ -95,6 +95,9 @@ pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> an
                         terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or("")),
                         step_result(tc)
                     );
+                } else if role == "error" {
+                    // A failed request: an event, not something Sayri said.
+                    println!("[error] ✗ {}", terminal_safe(content));
                 } else {
                     println!("[{}] {}", terminal_safe(role), terminal_safe(content));
                 }

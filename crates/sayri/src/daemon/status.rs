@@ -5,7 +5,10 @@ use sayri_protocol::PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
 /// Builds the status object: `version`, `protocol_version`, `state`, `busy`, `session_id`,
-/// `agent`, `provider {base_url, model, api_key_set}`, `config_dir`, `state_dir`, `socket`,
+/// `agent`, `provider {base_url, model, api_key_set, local}` (while the local model is the
+/// provider, `base_url` is its loopback endpoint or `null` while it starts, and `model` its
+/// name), `local_model {state, configured, model, port?, error?, log_file}` (`state` is
+/// `off`, `starting`, `ready` or `failed`), `config_dir`, `state_dir`, `socket`,
 /// `pid`, `clients` (connected IPC clients), `uptime_ms`, `supervised` (every supervised child:
 /// `name`, `state`, `pid`, `keeper_pid`, `restarts`, `last_error`, `restart_in_ms`, `log_file`).
 pub fn build_status(state: &DaemonState) -> Value {
@@ -37,11 +40,8 @@ pub fn build_status(state: &DaemonState) -> Value {
             Some(e) => json!({"available": false, "error": e}),
             None => json!({"available": true}),
         }),
-        "provider": {
-            "base_url": cfg.provider.base_url,
-            "model": cfg.provider.model,
-            "api_key_set": key_set,
-        },
+        "provider": provider_json(brain.map(|b| &b.local_model), &cfg, key_set),
+        "local_model": brain.map_or(Value::Null, |b| b.local_model.status_json()),
         "config_dir": state.paths.config_dir,
         "state_dir": state.paths.state_dir,
         "socket": state.paths.socket(),
@@ -50,4 +50,26 @@ pub fn build_status(state: &DaemonState) -> Value {
         "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "supervised": state.supervisor.list(),
     })
+}
+
+/// The `provider` object: the configured endpoint, or the local model while it is the provider.
+fn provider_json(
+    local: Option<&std::sync::Arc<crate::local_model::LocalModel>>,
+    cfg: &sayri_core::domain::config::Config,
+    key_set: bool,
+) -> Value {
+    match local.filter(|l| l.active()) {
+        Some(l) => json!({
+            "base_url": l.base_url(),
+            "model": l.status_json().get("model").cloned().unwrap_or(Value::Null),
+            "api_key_set": false,
+            "local": true,
+        }),
+        None => json!({
+            "base_url": cfg.provider.base_url,
+            "model": cfg.provider.model,
+            "api_key_set": key_set,
+            "local": false,
+        }),
+    }
 }

@@ -553,6 +553,8 @@ config_keys! {
             "Extra HTTP headers, each \"Name: value\" (secret; masked when shown).";
         native_tools: bool = false, Check::Flag,
             "Use the provider's native tool calls instead of fenced code blocks.";
+        local_model: String = "", Check::LocalModel,
+            "A local model the daemon serves itself and uses instead of base_url: a .gguf path or a name from `sayri models list`; \"\" = off.";
     }
     stt => SttConfig, "`[stt]`: speech input." {
         mode: String = "wakeword", Check::Choice(&["always", "wakeword", "manual", "disabled"]),

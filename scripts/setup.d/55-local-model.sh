@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the small local chat model for Sayri itself (with `--model`): the GGUF file from the
+# cache of 50-test-model.sh into Sayri's models directory, and the model server's runtime
+# (node-llama-cpp, and Node.js 22 when the system's is older than 20) next to it, where the
+# daemon finds them when `provider.local_model` names the model. Choosing the model is left to
+# `scripts/ask-local` (only when there are no settings yet) or to you:
+#   sayri config set provider.local_model SmolLM2-135M-Instruct.Q4_1
+# Idempotent; prints one summary line unless a step fails.
+#
+# Layout (the state directory is $SAYRI_STATE_DIR, else ~/.local/share/sayri):
+#   <state>/models/SmolLM2-135M-Instruct.Q4_1.gguf
+#   <state>/llm-server/{package.json,node_modules/,bin/node?}
+set -euo pipefail
+
+want=0
+for arg in "$@"; do
+    case "$arg" in
+        --model) want=1 ;;
+    esac
+done
+[[ $want -eq 1 ]] || exit 0
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=node.bash
+source "$here/node.bash"
+cache="${SAYRI_TEST_MODELS_DIR:-$HOME/.cache/sayri/test-models}"
+state="${SAYRI_STATE_DIR:-$HOME/.local/share/sayri}"
+model_name="SmolLM2-135M-Instruct.Q4_1.gguf"
+mkdir -p "$state"
+chmod 700 "$state"
+mkdir -p "$state/models" "$state/llm-server"
+did=()
+
+if [[ ! -s "$state/models/$model_name" ]]; then
+    if [[ ! -s "$cache/$model_name" ]]; then
+        echo "[55-local-model] failed: $cache/$model_name is missing (50-test-model.sh fetches it)" >&2
+        exit 1
+    fi
+    ln -f "$cache/$model_name" "$state/models/$model_name.part" 2>/dev/null ||
+        cp "$cache/$model_name" "$state/models/$model_name.part"
+    mv "$state/models/$model_name.part" "$state/models/$model_name"
+    did+=(model)
+fi
+
+node="$(sayri_node "$state/llm-server")"
+if [[ "$node" == "$state/llm-server/node/bin/node" ]]; then
+    mkdir -p "$state/llm-server/bin"
+    ln -sfn ../node/bin/node "$state/llm-server/bin/node"
+fi
+if [[ ! -f "$state/llm-server/node_modules/node-llama-cpp/package.json" ]]; then
+    sayri_llm_runtime "$state/llm-server" "$node"
+    did+=(node-llama-cpp)
+fi
+
+if [[ ${#did[@]} -eq 0 ]]; then
+    echo "[55-local-model] local model installed in $state (cached)"
+else
+    echo "[55-local-model] local model installed in $state (installed: ${did[*]})"
+fi
