@@ -48,7 +48,16 @@ if [[ "$node" == "$state/llm-server/node/bin/node" ]]; then
     ln -sfn ../node/bin/node "$state/llm-server/bin/node"
 fi
 if [[ ! -f "$state/llm-server/node_modules/node-llama-cpp/package.json" ]]; then
-    sayri_llm_runtime "$state/llm-server" "$node"
+    # The runtime 50-test-model.sh put in the cache, hard-linked (no second copy on disk);
+    # npm installs it when the cache is on another file system.
+    rm -rf "$state/llm-server/node_modules.part"
+    if [[ -f "$cache/llm-server/node_modules/node-llama-cpp/package.json" ]] &&
+        cp -al "$cache/llm-server/node_modules" "$state/llm-server/node_modules.part" 2>/dev/null; then
+        mv "$state/llm-server/node_modules.part" "$state/llm-server/node_modules"
+    else
+        rm -rf "$state/llm-server/node_modules.part"
+        sayri_llm_runtime "$state/llm-server" "$node"
+    fi
     did+=(node-llama-cpp)
 fi
 

@@ -154,6 +154,25 @@ impl Store {
         .map_err(sql_err)
     }
 
+    pub(crate) fn ids_with_prefix_impl(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock();
+        // substr() compares the prefix literally (LIKE would treat `%` and `_` as patterns).
+        let mut st = conn
+            .prepare(
+                "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1
+                 ORDER BY id LIMIT ?2",
+            )
+            .map_err(sql_err)?;
+        let rows = st
+            .query_map(rusqlite::params![prefix, limit as i64], |r| r.get(0))
+            .map_err(sql_err)?;
+        rows.collect::<Result<_, _>>().map_err(sql_err)
+    }
+
     pub(crate) fn list_sessions_impl(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
         let conn = self.lock();
         // Rows left empty by the original Python Sayri (one per start) are never listed.

@@ -10,5 +10,6 @@ pub mod profile;
 pub mod prompt;
 pub mod strip;
 pub mod text;
+pub mod title;
 pub mod tokens;
 pub mod voice;

@@ -29,6 +29,7 @@ use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
+use crate::domain::title;
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, Clock, ExecRequest,
     ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor, Role, Sandbox,
@@ -63,6 +64,9 @@ pub struct EngineSettings {
     pub output_limit: usize,
     /// Whether sessions get a generated title after their first exchange.
     pub generate_titles: bool,
+    /// Whether commands at the host levels run as root (the daemon's effective user is root):
+    /// the prompt says so instead of "as the user (not root)".
+    pub runs_as_root: bool,
 }
 
 impl Default for EngineSettings {
@@ -76,6 +80,7 @@ impl Default for EngineSettings {
             observation_max_chars: 3000,
             output_limit: 64 * 1024,
             generate_titles: true,
+            runs_as_root: false,
         }
     }
 }
@@ -278,7 +283,10 @@ impl AgentEngine {
         let mut p = agent.clone();
         p.sandbox.level = level.min(agent.sandbox.level);
         let skills = self.skills.read().unwrap_or_else(|e| e.into_inner());
-        prompt::build_system_prompt(&p, &skills)
+        let host = prompt::Host {
+            root: self.settings().runs_as_root,
+        };
+        prompt::build_system_prompt(&p, &skills, &host)
     }
 
     /// Runs one turn to its end (answer, error, or cancellation). Events go to `sink` until
@@ -468,10 +476,15 @@ impl AgentEngine {
         s
     }
 
-    /// The title a session starts with: the first 30 characters of its first request, with
-    /// secrets redacted before the cut (a cut must not leave a secret's unrecognisable prefix).
+    /// The title a session starts with: the first words of its first request
+    /// ([`title::from_request`]), with secrets redacted before the cut (a cut must not leave a
+    /// secret's unrecognisable prefix).
     fn initial_title(&self, first_request: &str) -> String {
-        redacted_prefix(self.ports.redactor.as_ref(), first_request.trim(), 30)
+        title::from_request(&redacted_prefix(
+            self.ports.redactor.as_ref(),
+            first_request.trim(),
+            4 * title::MAX_TITLE_CHARS,
+        ))
     }
 
     /// Generates a 3–4 word title for a session of `agent` from its first request with a
@@ -520,16 +533,8 @@ impl AgentEngine {
         if !complete {
             return None;
         }
-        let title = text
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '.' | '“' | '”'))
-            .to_string();
-        if title.chars().count() < 3 || title.starts_with("HTTP") {
-            return None;
-        }
-        let title = cut_chars(&title, 36);
+        // Not a title (an answer, a greeting, too long): the first words of the request stay.
+        let title = title::clean_model_title(&text)?;
         let initial = self.initial_title(first_request);
         let current = self.ports.store.session(session_id).ok().flatten()?;
         if current.title != initial {

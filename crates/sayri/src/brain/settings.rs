@@ -60,6 +60,8 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
             summary_tokens: history_tokens / 5,
         },
         output_limit: output_limit(cfg),
+        generate_titles: cfg.agent.auto_title,
+        runs_as_root: nix::unistd::geteuid().is_root(),
         ..EngineSettings::default()
     }
 }

@@ -39,7 +39,10 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
                 agents.dir().display()
             )
         })?;
-    let mut text = prompt::build_system_prompt(&profile, &[]);
+    let host = prompt::Host {
+        root: nix::unistd::geteuid().is_root(),
+    };
+    let mut text = prompt::build_system_prompt(&profile, &[], &host);
     if profile.sandbox.level != sayri_core::SandboxLevel::NoExec {
         text.push_str(&delegation::prompt_line(&sub_agents(&agents, &id)));
     }

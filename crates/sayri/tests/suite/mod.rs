@@ -13,6 +13,7 @@ mod framing;
 mod hostile_model;
 mod impostor_socket;
 mod leak_guard;
+mod local_model;
 mod management_access;
 mod open_card_lifecycle;
 mod peer_cred;
