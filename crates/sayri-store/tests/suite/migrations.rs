@@ -144,3 +144,33 @@ fn old_warning_rows_become_error_records() {
         ]
     );
 }
+
+/// A session id prefix is compared literally: `%` and `_` are not patterns.
+#[test]
+fn session_ids_with_prefix_match_literally() {
+    use sayri_core::ports::{NewMessage, SessionSeed};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("sessions.db")).unwrap();
+    for id in ["ab%d-1", "abcd-2", "abcd-3"] {
+        let seed = SessionSeed {
+            id,
+            agent_id: "default",
+            title: "t",
+        };
+        store
+            .append_message(&seed, &NewMessage::new(Role::User, "hi", 1.0))
+            .unwrap();
+    }
+    assert_eq!(
+        store.session_ids_with_prefix("abcd", 10).unwrap(),
+        ["abcd-2", "abcd-3"]
+    );
+    assert_eq!(
+        store.session_ids_with_prefix("ab%d", 10).unwrap(),
+        ["ab%d-1"]
+    );
+    assert_eq!(
+        store.session_ids_with_prefix("abcd", 1).unwrap(),
+        ["abcd-2"]
+    );
+}
