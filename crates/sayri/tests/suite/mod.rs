@@ -9,6 +9,7 @@ mod config_values_property;
 mod crash_safety;
 mod delegation;
 mod disconnect;
+mod first_hour;
 mod framing;
 mod hostile_model;
 mod impostor_socket;
