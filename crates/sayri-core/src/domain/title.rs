@@ -37,7 +37,8 @@ const ANSWER_OPENERS: &[&str] = &[
 ];
 
 /// `text` cut to at most `max` characters at a word boundary (a single word longer than
-/// `max` is cut and ends with `…`).
+/// `max` is cut at `max`, with nothing added: a stored title that ends inside a secret must
+/// still end with the secret's prefix, which the vault's rewrite of stored rows recognises).
 pub fn cut_at_word(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.chars().count() <= max {
@@ -46,12 +47,31 @@ pub fn cut_at_word(text: &str, max: usize) -> String {
     let head: String = text.chars().take(max + 1).collect();
     match head.rfind(char::is_whitespace) {
         Some(i) if i > 0 => head[..i].trim_end().to_string(),
-        _ => {
-            let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
-            s.push('…');
-            s
-        }
+        _ => text.chars().take(max).collect(),
     }
+}
+
+/// `text`'s first line without Markdown markup and quotes at its ends (a heading's `#`, a
+/// quote's `>`, emphasis around it), blanks collapsed. The words inside are kept as they are:
+/// a request may hold a value that only later becomes a secret, and the vault must still find
+/// it in the stored title.
+pub fn trim_markup_ends(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words
+        .join(" ")
+        .trim_matches(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\'' | '“' | '”' | '‘' | '’' | '«' | '»' | '*' | '`' | '#' | '>' | '_'
+                )
+        })
+        .to_string()
 }
 
 /// `text` without Markdown markup and surrounding quotes: one line, no `#`, `*`, `_`,
@@ -82,7 +102,7 @@ pub fn strip_markup(text: &str) -> String {
 /// The title a session starts with: the first words of `request` (markup removed), cut at a
 /// word boundary to [`MAX_TITLE_CHARS`].
 pub fn from_request(request: &str) -> String {
-    cut_at_word(&strip_markup(request), MAX_TITLE_CHARS)
+    cut_at_word(&trim_markup_ends(request), MAX_TITLE_CHARS)
 }
 
 /// The model's reply as a title, or `None` when it is not one: empty or under 3 characters,
@@ -153,7 +173,11 @@ mod tests {
         );
         assert_eq!(
             cut_at_word("Supercalifragilisticexpialidocious", 10),
-            "Supercali…"
+            "Supercalif"
+        );
+        assert_eq!(
+            from_request("## \"keep a_b*c#d safe\""),
+            "keep a_b*c#d safe"
         );
         assert!(from_request(&"word ".repeat(30)).chars().count() <= MAX_TITLE_CHARS);
     }

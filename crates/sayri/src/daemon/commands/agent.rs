@@ -57,7 +57,13 @@ fn enter_target(target: TurnTarget<'_>, ctx: &Ctx) -> Result<(), ProtocolError> 
     if target.new {
         brain.core.new_conversation();
     } else if let Some(id) = target.session_id {
-        brain.core.switch_session(id).map_err(core_err)?;
+        // A unique prefix names its session; an id nobody has keeps its old meaning.
+        let id = match brain.core.resolve_session_id(id) {
+            Ok(full) => full,
+            Err(CoreError::UnknownSession(_)) => id.to_string(),
+            Err(e) => return Err(core_err(e)),
+        };
+        brain.core.switch_session(&id).map_err(core_err)?;
     }
     Ok(())
 }
