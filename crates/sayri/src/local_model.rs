@@ -92,7 +92,7 @@ pub fn installed(paths: &Paths) -> Vec<InstalledModel> {
                 .strip_suffix(".gguf")?
                 .to_string();
             let meta = std::fs::metadata(&path).ok()?;
-            meta.is_file().then(|| InstalledModel {
+            meta.is_file().then_some(InstalledModel {
                 name,
                 path,
                 bytes: meta.len(),

@@ -150,7 +150,7 @@ fn old_warning_rows_become_error_records() {
 fn session_ids_with_prefix_match_literally() {
     use sayri_core::ports::{NewMessage, SessionSeed};
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("sessions.db")).unwrap();
+    let store = Store::open(dir.path().join("sessions.db")).unwrap();
     for id in ["ab%d-1", "abcd-2", "abcd-3"] {
         let seed = SessionSeed {
             id,
