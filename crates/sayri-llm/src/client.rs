@@ -215,7 +215,11 @@ impl Inner {
             "the model server at {} sent nothing for {} s — it may still be loading the model; if it is slow, allow it more time: `sayri config set provider.timeout {}`",
             self.chat_url(),
             self.config.first_byte_timeout.as_secs(),
-            self.config.first_byte_timeout.as_secs().saturating_mul(2).max(1)
+            self.config
+                .first_byte_timeout
+                .as_secs()
+                .saturating_mul(2)
+                .max(1)
         ))
     }
 
