@@ -316,6 +316,14 @@ fn vault_set_rewrites_rows_already_stored_and_search_history_is_no_oracle() {
     write_profile(&env, "keeper", &[], false, true);
     let mut d = start_debug_daemon(&env);
     store_value_before_it_is_a_secret(&env, &value);
+    // The session's title is asked for in the background after the answer; it belongs to the
+    // time before the value was a secret, so wait for it before drawing the line.
+    assert!(
+        eventually(Duration::from_secs(20), || llm.requests().iter().any(|r| {
+            String::from_utf8_lossy(&r.body).contains("ultra-short title")
+        })),
+        "no title request"
+    );
     let first_body = llm.requests().len();
     let before: Vec<u8> = file_bytes(&db_files(&env))
         .into_iter()
