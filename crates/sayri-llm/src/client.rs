@@ -226,9 +226,14 @@ impl Inner {
 
     fn first_byte_timeout_error(&self) -> ChatError {
         ChatError::Timeout(format!(
-            "the model server at {} sent nothing for {} s — it may still be loading the model; raise provider.timeout if it is slow",
+            "the model server at {} sent nothing for {} s — it may still be loading the model; if it is slow, allow it more time: `sayri config set provider.timeout {}`",
             self.chat_url(),
-            self.config.first_byte_timeout.as_secs()
+            self.config.first_byte_timeout.as_secs(),
+            self.config
+                .first_byte_timeout
+                .as_secs()
+                .saturating_mul(2)
+                .max(1)
         ))
     }
 
@@ -246,7 +251,7 @@ impl Inner {
             if e.is_timeout() {
                 return Attempt::Retry(
                     ChatError::Timeout(format!(
-                        "could not connect to the model server at {} within {} s — check provider.base_url and the network",
+                        "could not connect to the model server at {} within {} s — check the network, or point Sayri at another server: `sayri config set provider.base_url URL`",
                         self.chat_url(),
                         self.config.connect_timeout.as_secs()
                     )),
@@ -260,7 +265,7 @@ impl Inner {
             }
             // TLS and other handshake failures: say what broke, do not blame a stopped server.
             return Attempt::Fail(ChatError::Other(format!(
-                "could not connect to the model server at {}: {} — check provider.base_url (http vs https) and certificates",
+                "could not connect to the model server at {}: {} — check http vs https and certificates: `sayri config set provider.base_url URL`",
                 self.chat_url(),
                 error_chain(&e)
             )));
@@ -497,9 +502,10 @@ impl ChatRun {
                         Ok(r) => r,
                         Err(_) => {
                             return self.fail(ChatError::Timeout(format!(
-                                "the model stream from {} stalled: nothing for {} s (provider.idle_timeout)",
+                                "the model stream from {} stalled: nothing for {} s; if the model is just slow, allow more: `sayri config set provider.idle_timeout {}`",
                                 self.inner.chat_url(),
-                                self.inner.config.idle_timeout.as_secs()
+                                self.inner.config.idle_timeout.as_secs(),
+                                self.inner.config.idle_timeout.as_secs().saturating_mul(2).max(1)
                             )));
                         }
                     }
@@ -510,7 +516,7 @@ impl ChatRun {
                     self.received = self.received.saturating_add(bytes.len());
                     if self.received > MAX_STREAM_BYTES {
                         return self.fail(ChatError::Other(format!(
-                            "the model server at {} sent more than {} MiB for one answer; it is misbehaving, so the answer was stopped — check provider.base_url",
+                            "the model server at {} sent more than {} MiB for one answer; it is misbehaving, so the answer was stopped — use another server: `sayri config set provider.base_url URL`",
                             self.inner.chat_url(),
                             MAX_STREAM_BYTES >> 20
                         )));

@@ -53,13 +53,13 @@ pub fn http_error(status: u16, body: &str, retry_after: Option<u64>, url: &str) 
     };
     let message = match status {
         401 | 403 => format!(
-            "the model server rejected the API key (HTTP {status}){detail} — check provider.api_key"
+            "the model server rejected the API key (HTTP {status}){detail} — set the right key: `sayri config set provider.api_key KEY`"
         ),
         404 if url.trim_end_matches('/').ends_with("/models") => format!(
-            "no model list at {url} (HTTP 404){detail} — check provider.base_url (it usually ends in /v1)"
+            "no model list at {url} (HTTP 404){detail} — fix the endpoint (it usually ends in /v1): `sayri config set provider.base_url URL`"
         ),
         404 => format!(
-            "model or endpoint not found (HTTP 404) at {url}{detail} — check provider.base_url and provider.model (`sayri models list --remote`)"
+            "model or endpoint not found (HTTP 404) at {url}{detail} — fix the endpoint (`sayri config set provider.base_url URL`) or pick a model it serves (`sayri models list --remote`, then `sayri config set provider.model NAME`)"
         ),
         429 => {
             let wait = retry_after

@@ -4,9 +4,9 @@
 //! "temperature"?, "max_tokens"? (omitted when 0), "tools"? (native path only)}`.
 //! Messages: every non-empty `system` message is merged (blank-line separated) into one first
 //! system message; the others keep their order with only `role` and `content` — reasoning is
-//! never sent back. A message with images has as `content` a list of parts: the text
-//! (`{"type": "text", "text"}`) and then each image (`{"type": "image_url", "image_url": {"url":
-//! "data:image/png;base64,…"}}`).
+//! never sent back, and error records (`Role::Error`) are dropped. A message with images has as
+//! `content` a list of parts: the text (`{"type": "text", "text"}`) and then each image
+//! (`{"type": "image_url", "image_url": {"url": "data:image/png;base64,…"}}`).
 
 use sayri_core::ports::{ChatMessage, ChatRequest, Role};
 use serde_json::{Value, json};
@@ -39,7 +39,12 @@ pub fn chat_body(config: &ClientConfig, request: &ChatRequest) -> Value {
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system.join("\n\n")}));
     }
-    for m in request.messages.iter().filter(|m| m.role != Role::System) {
+    // Error records are for people; a model never sees them.
+    for m in request
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System && m.role != Role::Error)
+    {
         messages.push(json!({"role": m.role, "content": content(m)}));
     }
     let model = if request.model.trim().is_empty() {

@@ -29,11 +29,15 @@ pub fn inherits(level: SandboxLevel, name: &str) -> bool {
         || (level >= SandboxLevel::HostUser && DESKTOP_ALLOW.contains(&name))
 }
 
-/// The command's environment: allow-listed variables from `parent`, then level-1/2 scratch
-/// settings (`XDG_CACHE_HOME=/tmp/.cache`, `TMPDIR=/tmp`), then `additions` (which win).
+/// The command's environment: allow-listed variables from `parent`, then `HOME` = `home` when
+/// given (the launcher gives the real home at level 1 — read-only there — and the workspace at
+/// level 2, so a command always has one even when the daemon's own environment lacks it), then
+/// level-1/2 scratch settings (`XDG_CACHE_HOME=/tmp/.cache`, `TMPDIR=/tmp`), then `additions`
+/// (which win).
 pub fn build_env(
     level: SandboxLevel,
     parent: impl IntoIterator<Item = (String, String)>,
+    home: Option<&str>,
     additions: &[(String, String)],
 ) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = parent
@@ -44,6 +48,9 @@ pub fn build_env(
         env.retain(|(ek, _)| ek != k);
         env.push((k.to_string(), v.to_string()));
     };
+    if let Some(h) = home.filter(|h| !h.is_empty()) {
+        set("HOME", h);
+    }
     if level <= SandboxLevel::IsolatedDev {
         set("XDG_CACHE_HOME", "/tmp/.cache");
         set("TMPDIR", "/tmp");
@@ -80,7 +87,7 @@ mod tests {
     #[test]
     fn secrets_and_loader_variables_are_not_inherited() {
         for level in [SandboxLevel::ReadOnly, SandboxLevel::HostUser] {
-            let env = build_env(level, parent(), &[]);
+            let env = build_env(level, parent(), None, &[]);
             let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
             assert!(!keys.contains(&"OPENAI_API_KEY"));
             assert!(!keys.contains(&"LD_PRELOAD"));
@@ -91,9 +98,9 @@ mod tests {
 
     #[test]
     fn desktop_variables_only_on_the_host_levels() {
-        let l1 = build_env(SandboxLevel::ReadOnly, parent(), &[]);
+        let l1 = build_env(SandboxLevel::ReadOnly, parent(), None, &[]);
         assert!(!l1.iter().any(|(k, _)| k == "DISPLAY"));
-        let l3 = build_env(SandboxLevel::HostUser, parent(), &[]);
+        let l3 = build_env(SandboxLevel::HostUser, parent(), None, &[]);
         assert!(l3.iter().any(|(k, v)| k == "DISPLAY" && v == ":0"));
     }
 
@@ -102,6 +109,7 @@ mod tests {
         let env = build_env(
             SandboxLevel::IsolatedDev,
             parent(),
+            Some("/ws"),
             &[
                 ("API_TOKEN".into(), "t".into()),
                 ("HOME".into(), "/x".into()),
@@ -110,5 +118,16 @@ mod tests {
         assert!(env.contains(&("API_TOKEN".into(), "t".into())));
         assert!(env.contains(&("HOME".into(), "/x".into())));
         assert!(env.contains(&("TMPDIR".into(), "/tmp".into())));
+    }
+
+    #[test]
+    fn the_given_home_replaces_the_inherited_or_missing_one() {
+        let no_home: Vec<(String, String)> =
+            parent().into_iter().filter(|(k, _)| k != "HOME").collect();
+        let env = build_env(SandboxLevel::ReadOnly, no_home, Some("/home/u"), &[]);
+        assert!(env.contains(&("HOME".into(), "/home/u".into())));
+        let env = build_env(SandboxLevel::IsolatedDev, parent(), Some("/ws/a"), &[]);
+        assert!(env.contains(&("HOME".into(), "/ws/a".into())));
+        assert_eq!(env.iter().filter(|(k, _)| k == "HOME").count(), 1);
     }
 }

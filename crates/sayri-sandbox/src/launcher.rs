@@ -183,6 +183,11 @@ impl LinuxSandbox {
         };
         let parent_env = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        // Level 2's home is its workspace; elsewhere the user's real home (read-only at level 1).
+        let home = match (level, &workspace) {
+            (SandboxLevel::IsolatedDev, Some(ws)) => ws.to_str().map(str::to_string),
+            _ => s.home_dir.to_str().map(str::to_string),
+        };
         Ok(HelperSpec {
             level,
             command: req.command.clone(),
@@ -190,7 +195,7 @@ impl LinuxSandbox {
             cwd,
             timeout_ms: (req.timeout.as_millis() as u64).max(1),
             allow_network: req.allow_network,
-            env: env_policy::build_env(level, parent_env, &req.env),
+            env: env_policy::build_env(level, parent_env, home.as_deref(), &req.env),
             deny_read,
             sandboxes_root,
             background: level >= SandboxLevel::HostUser

@@ -62,10 +62,18 @@ pub const DEFAULT_OUTPUT_LIMIT: usize = 64 * 1024;
 impl LinuxSandboxSettings {
     /// Settings from the environment, with the given helper program and argument prefix: the state
     /// directory is `$SAYRI_STATE_DIR` or `$HOME/.local/share/sayri`, the config directory
-    /// `$SAYRI_CONFIG_DIR` or `$HOME/.config/sayri` (`/` stands in for an unset `HOME`).
+    /// `$SAYRI_CONFIG_DIR` or `$HOME/.config/sayri`. An unset or empty `HOME` is the home
+    /// directory of the effective user's account (`/` when it has none).
     pub fn from_env(helper_program: PathBuf, helper_args: Vec<OsString>) -> Self {
         let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
             .map(PathBuf::from)
+            .or_else(|| {
+                nix::unistd::User::from_uid(nix::unistd::geteuid())
+                    .ok()
+                    .flatten()
+                    .map(|u| u.dir)
+            })
             .unwrap_or_else(|| PathBuf::from("/"));
         let state_dir = std::env::var_os("SAYRI_STATE_DIR")
             .map(PathBuf::from)

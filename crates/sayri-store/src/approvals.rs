@@ -82,6 +82,13 @@ impl SessionStore for Store {
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
         self.list_sessions_impl(limit)
     }
+    fn session_ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.ids_with_prefix_impl(prefix, limit)
+    }
     fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
         self.messages_impl(session_id)
     }

@@ -22,6 +22,9 @@
 //!   `gateway_peers` keyed by `(channel, peer_id)` so one person can pair with several
 //!   instances (rows of the original table are kept), and `gateway_chats` (the session and
 //!   agent of each chat of an instance).
+//! * Version 9 — error records: assistant rows that were errors (their text starts with `⚠️`,
+//!   as earlier versions and the original Sayri stored them) become role `error` rows, without
+//!   the sign and without the `Sayri Error: ` prefix.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -29,7 +32,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 8;
+pub const LATEST: i64 = 9;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -143,8 +146,20 @@ CREATE TABLE gateway_chats (
   PRIMARY KEY (instance_id, chat_id));
 ";
 
+const V9_ERROR_RECORDS: &str = "
+UPDATE messages SET role = 'error',
+  content = CASE
+    WHEN substr(ltrim(substr(content, 2), char(65039)), 1, 1) = ' '
+      THEN ltrim(substr(ltrim(substr(content, 2), char(65039)), 2))
+    ELSE ltrim(substr(content, 2), char(65039))
+  END
+WHERE role = 'assistant' AND substr(content, 1, 1) = char(9888);
+UPDATE messages SET content = substr(content, 14)
+WHERE role = 'error' AND substr(content, 1, 13) = 'Sayri Error: ';
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7, V8];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9_ERROR_RECORDS];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

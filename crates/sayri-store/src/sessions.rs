@@ -14,6 +14,7 @@ pub(crate) fn role_name(role: Role) -> &'static str {
         Role::User => "user",
         Role::Assistant => "assistant",
         Role::Tool => "tool",
+        Role::Error => "error",
     }
 }
 
@@ -23,6 +24,7 @@ pub(crate) fn parse_role(s: &str) -> Role {
         "system" => Role::System,
         "assistant" => Role::Assistant,
         "tool" => Role::Tool,
+        "error" => Role::Error,
         _ => Role::User,
     }
 }
@@ -159,6 +161,25 @@ impl Store {
         )
         .optional()
         .map_err(sql_err)
+    }
+
+    pub(crate) fn ids_with_prefix_impl(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock();
+        // substr() compares the prefix literally (LIKE would treat `%` and `_` as patterns).
+        let mut st = conn
+            .prepare(
+                "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1
+                 ORDER BY id LIMIT ?2",
+            )
+            .map_err(sql_err)?;
+        let rows = st
+            .query_map(rusqlite::params![prefix, limit as i64], |r| r.get(0))
+            .map_err(sql_err)?;
+        rows.collect::<Result<_, _>>().map_err(sql_err)
     }
 
     pub(crate) fn list_sessions_impl(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {

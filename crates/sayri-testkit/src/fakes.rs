@@ -345,6 +345,21 @@ impl SessionStore for MemoryStore {
         Ok(lock(&self.sessions).iter().find(|s| s.id == id).cloned())
     }
 
+    fn session_ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut ids: Vec<String> = lock(&self.sessions)
+            .iter()
+            .filter(|s| s.id.starts_with(prefix))
+            .map(|s| s.id.clone())
+            .collect();
+        ids.sort();
+        ids.truncate(limit);
+        Ok(ids)
+    }
+
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
         let mut v = lock(&self.sessions).clone();
         v.reverse();

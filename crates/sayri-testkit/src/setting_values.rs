@@ -108,6 +108,7 @@ pub fn near(check: Check) -> BoxedStrategy<Json> {
             strings("[A-Za-z0-9 ._:-]{0,20}".boxed())
         }
         Check::Name | Check::AgentId => strings("[a-z0-9._-]{1,12}".boxed()),
+        Check::LocalModel => strings("|/[a-z]{1,8}\\.gguf|[A-Za-z0-9._-]{1,12}".boxed()),
         Check::Language => strings("auto|[a-z]{2,3}|[A-Z]{2}".boxed()),
         Check::Locale => strings("[a-z]{2}_[A-Z]{2}|[a-z]{2}-[a-z]{2}".boxed()),
         Check::Patterns => strings("[()\\[\\]*.?+a-z<>/]{0,10}(, ?[a-z<>/.*?]{1,8}){0,2}".boxed()),

@@ -194,8 +194,9 @@ pub fn run_with(
             }
             let mut v = open(paths, term)?;
             let name = v.set(&name, &value, description)?;
-            writeln!(term.stdout, "stored {name} ({})", crate::mask(value.trim()))
-                .map_err(out_err)?;
+            // The confirmation shows no part of the value (not even a masked head and tail):
+            // a terminal's scrollback or a screen share must not narrow a secret down.
+            writeln!(term.stdout, "stored {name} (value not shown)").map_err(out_err)?;
             Ok(Some(v))
         }
         VaultCommand::Delete { key } => {

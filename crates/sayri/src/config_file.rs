@@ -143,10 +143,23 @@ fn read_text(path: &Path) -> Result<Option<String>, ConfigFileError> {
 }
 
 fn parse(text: Option<&str>, path: &Path) -> Result<Config, ConfigFileError> {
+    let defaults = user_defaults();
     Ok(match text {
-        Some(t) => Config::from_toml_str(t, &path.display().to_string())?,
-        None => Config::default(),
+        Some(t) => Config::from_toml_str_over(t, &path.display().to_string(), defaults)?,
+        None => defaults,
     })
+}
+
+/// The defaults for this user: the key table's, with the speech languages of their locale
+/// (`LC_ALL`, `LC_MESSAGES`, `LANG`; English when unset or unknown).
+pub fn user_defaults() -> Config {
+    let var = |k: &str| std::env::var(k).ok();
+    let (all, messages, lang) = (var("LC_ALL"), var("LC_MESSAGES"), var("LANG"));
+    Config::defaults_for_locale(sayri_core::domain::config::locale::effective_locale(
+        all.as_deref(),
+        messages.as_deref(),
+        lang.as_deref(),
+    ))
 }
 
 /// Loads `path` over the defaults. Returns the config and whether the file existed.

@@ -11,6 +11,7 @@ pub mod config_file;
 pub mod daemon;
 pub mod footprint;
 pub mod gateways;
+pub mod local_model;
 pub mod logging;
 pub mod notify;
 pub mod paths;

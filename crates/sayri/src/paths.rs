@@ -143,6 +143,16 @@ impl Paths {
         self.state_dir.join("children")
     }
 
+    /// `state/models` (installed local chat models, `<name>.gguf`; see `sayri models`).
+    pub fn models_dir(&self) -> PathBuf {
+        self.state_dir.join("models")
+    }
+    /// `state/llm-server` (the local model server's runtime: `node_modules/node-llama-cpp`,
+    /// optionally `bin/node`; the daemon writes `server.mjs` and the port file there).
+    pub fn llm_server_dir(&self) -> PathBuf {
+        self.state_dir.join("llm-server")
+    }
+
     /// Creates config, state and runtime dirs with mode 0700 (re-chmodding existing ones).
     pub fn ensure_dirs(&self) -> Result<(), PathsError> {
         ensure_private_dir(&self.config_dir)?;

@@ -10,6 +10,8 @@
 //!   its file is valid.
 //! * `provider.base_url`, `provider.extra_headers`: the provider client's own parsers accept
 //!   them.
+//! * `provider.local_model`: the model file exists (a path, or a name installed in
+//!   `$STATE/models`) and the local model server's runtime is installed.
 
 use crate::agents::FileAgents;
 use crate::config_file::ConfigFileError;
@@ -38,6 +40,14 @@ pub fn check_change(paths: &Paths, cfg: &Config, key: &str) -> Result<(), Config
         "provider.base_url" => sayri_llm::Endpoint::parse(&cfg.provider.base_url)
             .map(drop)
             .map_err(|e| unusable("a URL the provider client accepts", e.to_string())),
+        "provider.local_model" => {
+            crate::local_model::check_setting(paths, &cfg.provider.local_model).map_err(|e| {
+                unusable(
+                    "a model file that exists and an installed local model server",
+                    e,
+                )
+            })
+        }
         "provider.extra_headers" => crate::brain::settings::client_config(cfg, None)
             .map(drop)
             .map_err(|e| unusable("headers the provider client accepts", e)),

@@ -12,8 +12,8 @@
 //!
 //! Replay rules: `user` rows as user; `assistant` rows as assistant (their content only —
 //! reasoning is never replayed); `tool` rows as the **observation** the model saw (role user),
-//! so a replayed conversation keeps the command results; `system` rows and stored error rows
-//! (`⚠️ …`) are not replayed. Consecutive messages of one role are merged (some chat templates
+//! so a replayed conversation keeps the command results; `system` rows and error records
+//! (`error` rows) are not replayed, not even in the summary. Consecutive messages of one role are merged (some chat templates
 //! require alternation).
 
 use super::context::Transcript;
@@ -51,7 +51,7 @@ pub fn replay(m: &StoredMessage) -> Option<ChatMessage> {
     match m.role {
         Role::System => None,
         Role::User => Some(ChatMessage::new(Role::User, m.content.clone())),
-        Role::Assistant if m.content.starts_with("⚠️") => None,
+        Role::Error => None,
         Role::Assistant => Some(ChatMessage::new(Role::Assistant, m.content.clone())),
         Role::Tool => Some(ChatMessage::new(Role::User, m.content.clone())),
     }
@@ -59,7 +59,7 @@ pub fn replay(m: &StoredMessage) -> Option<ChatMessage> {
 
 fn summary_line(m: &StoredMessage) -> Option<String> {
     let text = match (&m.role, &m.tool_call) {
-        (Role::System, _) => return None,
+        (Role::System | Role::Error, _) => return None,
         (Role::Tool, Some(t)) => format!(
             "Ran `{}` (exit {})",
             t.command,
@@ -198,7 +198,7 @@ mod tests {
             msg(2, Role::Assistant, "```bash\ndf -h\n```"),
             tool,
             msg(4, Role::Assistant, "40G free."),
-            msg(5, Role::Assistant, "⚠️ Sayri Error: boom"),
+            msg(5, Role::Error, "Sayri Error: boom"),
         ];
         let m = render("SYS", &past, "and memory?");
         let roles: Vec<_> = m.iter().map(|m| m.role).collect();

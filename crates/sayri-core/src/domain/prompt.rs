@@ -61,8 +61,15 @@ pub fn skill_line(description: &str) -> String {
     }
 }
 
-/// The level in plain words: where a command runs and what it can touch.
-pub fn describe_level(level: SandboxLevel, allow_network: bool) -> String {
+/// Facts about the machine the prompt states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Host {
+    /// Commands at the host levels run as root (the daemon's effective user is root).
+    pub root: bool,
+}
+
+/// The level in plain words: where a command runs, as whom, and what it can touch.
+pub fn describe_level(level: SandboxLevel, allow_network: bool, host: &Host) -> String {
     let net = if allow_network {
         "network allowed"
     } else {
@@ -79,8 +86,14 @@ pub fn describe_level(level: SandboxLevel, allow_network: bool) -> String {
         SandboxLevel::IsolatedDev => format!(
             "Commands run in a sandbox: the system is read-only and the only writable place is your workspace (the current directory), which persists between commands; the user's secrets and Sayri's own files are hidden; {net}."
         ),
+        SandboxLevel::HostUser if host.root => {
+            "Commands run on this machine as root (Sayri itself runs as root), with every file and the network. Start GUI apps in the background with `&`.".into()
+        }
         SandboxLevel::HostUser => {
             "Commands run on the user's desktop as the user (not root), with the user's files and network. Start GUI apps in the background with `&`.".into()
+        }
+        SandboxLevel::HostRoot if host.root => {
+            "Commands run on this machine as root (Sayri itself runs as root), with every file and the network.".into()
         }
         SandboxLevel::HostRoot => {
             "Commands run on the user's desktop as the user; prefix a command with `pkexec` when it truly needs root (the user must approve a dialog).".into()
@@ -89,7 +102,7 @@ pub fn describe_level(level: SandboxLevel, allow_network: bool) -> String {
 }
 
 /// Builds the system prompt for `profile` (at `profile.sandbox.level`) with `skills`.
-pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> String {
+pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host: &Host) -> String {
     let level = profile.sandbox.level;
     let can_run = level != SandboxLevel::NoExec;
     let mut p = String::with_capacity(2048);
@@ -101,7 +114,7 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary]) -> S
     let _ = writeln!(
         p,
         "\nCOMMANDS\n{}",
-        describe_level(level, profile.sandbox.allow_network)
+        describe_level(level, profile.sandbox.allow_network, host)
     );
     if can_run {
         let tools: Vec<&str> = profile
@@ -174,7 +187,7 @@ mod tests {
     #[test]
     fn default_agent_prompt_fits_its_budget() {
         let tokenizer = ExactTokenizer::load().unwrap();
-        let p = build_system_prompt(&AgentProfile::builtin_default(), &[]);
+        let p = build_system_prompt(&AgentProfile::builtin_default(), &[], &Host::default());
         let n = tokenizer.count(&p);
         println!(
             "default agent fixed prompt: {n} tokens (o200k_base), {} bytes",
@@ -184,7 +197,7 @@ mod tests {
         let mut loop_on = AgentProfile::builtin_default();
         loop_on.investigation_loop = true;
         loop_on.reinforcement_learning = true;
-        let n2 = tokenizer.count(&build_system_prompt(&loop_on, &[]));
+        let n2 = tokenizer.count(&build_system_prompt(&loop_on, &[], &Host::default()));
         println!("with investigation_loop + reinforcement_learning: {n2} tokens");
         assert!(n2 <= FIXED_PROMPT_BUDGET, "{n2}");
     }
@@ -193,12 +206,12 @@ mod tests {
     fn level_zero_has_no_block_protocol_and_levels_differ() {
         let mut p = AgentProfile::builtin_default();
         p.sandbox.level = SandboxLevel::NoExec;
-        let text = build_system_prompt(&p, &[]);
+        let text = build_system_prompt(&p, &[], &Host::default());
         assert!(!text.contains("```bash"));
         assert!(text.contains("cannot run commands"));
         let descs: std::collections::HashSet<_> = SandboxLevel::ALL
             .iter()
-            .map(|l| describe_level(*l, false))
+            .map(|l| describe_level(*l, false, &Host::default()))
             .collect();
         assert_eq!(descs.len(), 5);
     }
@@ -220,9 +233,22 @@ mod tests {
                 description: "Send mail".into(),
             },
         ];
-        let text = build_system_prompt(&p, &skills);
+        let text = build_system_prompt(&p, &skills, &Host::default());
         assert!(text.contains("- weather: Forecasts"));
         assert!(!text.contains("Mail"));
         assert!(text.contains("Always answer in French."));
+    }
+
+    #[test]
+    fn the_prompt_says_whether_commands_run_as_root() {
+        let p = AgentProfile::builtin_default();
+        assert_eq!(p.sandbox.level, SandboxLevel::HostUser);
+        let user = build_system_prompt(&p, &[], &Host { root: false });
+        let root = build_system_prompt(&p, &[], &Host { root: true });
+        assert!(user.contains("as the user (not root)"), "{user}");
+        assert!(
+            !root.contains("not root") && root.contains("as root"),
+            "{root}"
+        );
     }
 }

@@ -15,7 +15,7 @@
 //!   authorisation and command, aborts the model stream at once (the stream is dropped), ends
 //!   open permission questions and kills the running command (the sandbox takes the token).
 //!   After it fires, the turn emits nothing and calls nothing more.
-//! * **`finish_reason: length`** and stream errors end the turn with an `⚠️` row stored and an
+//! * **`finish_reason: length`** and stream errors end the turn with an error record stored and an
 //!   `error` event; a cut-off answer never runs a command.
 //! * **Remote turns** (`approver_available = false`) pass that flag to the gate at every step.
 //! * **Context budget**: every request fits the model's context window (see
@@ -32,6 +32,7 @@ use super::gate::{GateRequest, GateVerdict, PermissionGate};
 use crate::domain::agents::allow;
 use crate::domain::codeblock;
 use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnStep};
+use crate::domain::hints;
 use crate::domain::history::{self, HistoryBudget};
 use crate::domain::observation::{CommandObservation, Excerpt};
 use crate::domain::permissions::Action;
@@ -41,6 +42,7 @@ use crate::domain::repetition::{self, RepetitionGuard, Verdict};
 use crate::domain::strip::strip_patterns;
 use crate::domain::text::cut_chars;
 use crate::domain::tokens::{TokenEstimator, weighted_bytes};
+use crate::domain::title;
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
     ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor,
@@ -77,6 +79,9 @@ pub struct EngineSettings {
     pub output_limit: usize,
     /// Whether sessions get a generated title after their first exchange.
     pub generate_titles: bool,
+    /// Whether commands at the host levels run as root (the daemon's effective user is root):
+    /// the prompt says so instead of "as the user (not root)".
+    pub runs_as_root: bool,
 }
 
 impl Default for EngineSettings {
@@ -90,6 +95,7 @@ impl Default for EngineSettings {
             context_tokens: None,
             output_limit: 64 * 1024,
             generate_titles: true,
+            runs_as_root: false,
         }
     }
 }
@@ -402,7 +408,10 @@ impl AgentEngine {
     pub fn system_prompt(&self, agent: &AgentProfile, level: SandboxLevel) -> String {
         let mut p = agent.clone();
         p.sandbox.level = level.min(agent.sandbox.level);
-        prompt::build_system_prompt(&p, &self.offered_skills())
+        let host = prompt::Host {
+            root: self.settings().runs_as_root,
+        };
+        prompt::build_system_prompt(&p, &self.offered_skills(), &host)
     }
 
     /// Runs one turn to its end (answer, error, or cancellation). Events go to `sink` until
@@ -585,10 +594,15 @@ impl AgentEngine {
         s
     }
 
-    /// The title a session starts with: the first 30 characters of its first request, with
-    /// secrets redacted before the cut (a cut must not leave a secret's unrecognisable prefix).
+    /// The title a session starts with: the first words of its first request
+    /// ([`title::from_request`]), with secrets redacted before the cut (a cut must not leave a
+    /// secret's unrecognisable prefix).
     fn initial_title(&self, first_request: &str) -> String {
-        redacted_prefix(self.ports.redactor.as_ref(), first_request.trim(), 30)
+        title::from_request(&redacted_prefix(
+            self.ports.redactor.as_ref(),
+            first_request.trim(),
+            4 * title::MAX_TITLE_CHARS,
+        ))
     }
 
     /// Generates a 3–4 word title for a session of `agent` from its first request with a
@@ -634,16 +648,8 @@ impl AgentEngine {
         if !complete {
             return None;
         }
-        let title = text
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '.' | '“' | '”'))
-            .to_string();
-        if title.chars().count() < 3 || title.starts_with("HTTP") {
-            return None;
-        }
-        let title = cut_chars(&title, 36);
+        // Not a title (an answer, a greeting, too long): the first words of the request stay.
+        let title = title::clean_model_title(&text)?;
         let initial = self.initial_title(first_request);
         let current = self.ports.store.session(session_id).ok().flatten()?;
         if current.title != initial {
@@ -842,7 +848,7 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Ends the turn with an error: stores `warning` (an `⚠️ …` assistant row) when given,
+    /// Ends the turn with an error: stores `warning` (an error record) when given,
     /// emits `error` with `message`, and returns the outcome carrying `message`.
     fn fail(&mut self, warning: Option<NewMessage>, message: String) -> TurnOutcome {
         if let Some(w) = warning {
@@ -886,7 +892,7 @@ impl<'a> Turn<'a> {
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("Stopped: {e}.");
-                return Some(self.fail(Some(warning_row(&msg, self.now())), msg));
+                return Some(self.fail(Some(error_row(&msg, self.now())), msg));
             }
         };
         self.out.model_calls += 1;
@@ -905,9 +911,15 @@ impl<'a> Turn<'a> {
             StepEnd::Cancelled => return Some(self.cancelled()),
             StepEnd::Failed(e) => {
                 let e = image_refusal(e, !self.req.images.is_empty());
-                let warning =
-                    NewMessage::new(Role::Assistant, format!("⚠️ Sayri Error: {e}"), self.now());
-                return Some(self.fail(Some(warning), format!("Provider error: {e}")));
+                let msg = match &e {
+                    ChatError::Unreachable { url } => format!(
+                        "Provider error: {e} — {}",
+                        hints::unreachable(&self.profile, url)
+                    ),
+                    _ => format!("Provider error: {e}"),
+                };
+                let now = self.now();
+                return Some(self.fail(Some(error_row(&msg, now)), msg));
             }
         };
         self.streamed_any |= !step.answer.trim().is_empty();
@@ -1026,13 +1038,19 @@ impl<'a> Turn<'a> {
                 if !step.answer.contains("```")
                     && !strip_patterns(&step.answer, strip).is_empty() =>
             {
-                let note = "\n\n(The answer was cut off at the token limit; raise max_tokens for longer answers.)";
-                self.sink.emit(CoreEvent::AssistantDelta(note.to_string()));
+                let note = format!(
+                    "\n\n(The answer was cut off at the token limit; for longer answers run `{}`.)",
+                    hints::raise_max_tokens(&self.profile, self.max_tokens)
+                );
+                self.sink.emit(CoreEvent::AssistantDelta(note.clone()));
                 let text = format!("{}{note}", strip_patterns(&step.answer, strip));
                 Some(self.finish(text, step.usage, reasoning))
             }
             Some(FinishReason::Length) => {
-                let msg = "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise max_tokens for this agent or provider, or ask for a shorter answer.".to_string();
+                let msg = format!(
+                    "The answer was cut off at the token limit (finish_reason: length), so nothing in it was run. Raise the limit with `{}`, or ask for a shorter answer.",
+                    hints::raise_max_tokens(&self.profile, self.max_tokens)
+                );
                 if !step.answer.trim().is_empty() {
                     let mut m = NewMessage::new(Role::Assistant, step.answer.clone(), now);
                     m.usage = step.usage;
@@ -1041,11 +1059,11 @@ impl<'a> Turn<'a> {
                 }
                 let partial = strip_patterns(&step.answer, strip);
                 self.out.text = (!partial.is_empty()).then_some(partial);
-                Some(self.fail(Some(warning_row(&msg, now)), msg))
+                Some(self.fail(Some(error_row(&msg, now)), msg))
             }
             Some(FinishReason::ContentFilter) => {
                 let msg = "The provider filtered the answer (finish_reason: content_filter). Rephrase the request.".to_string();
-                Some(self.fail(Some(warning_row(&msg, now)), msg))
+                Some(self.fail(Some(error_row(&msg, now)), msg))
             }
             _ => None,
         }
@@ -1250,13 +1268,12 @@ impl<'a> Turn<'a> {
         if clean.is_empty() {
             let msg = "The model returned an empty answer. Try again, or check the model server."
                 .to_string();
-            return self.fail(Some(warning_row(&msg, now)), msg);
+            return self.fail(Some(error_row(&msg, now)), msg);
         }
         self.finish(clean, step.usage, reasoning)
     }
 }
 
-/// The `⚠️ …` assistant row stored when a turn ends with an error.
 /// A request the server refused while it carried an image is, most often, a model that does not
 /// read images: the error says so and what to do (a refusal for another reason keeps the
 /// server's words).
@@ -1282,8 +1299,10 @@ fn image_refusal(e: ChatError, with_images: bool) -> ChatError {
     }
 }
 
-fn warning_row(message: &str, now: f64) -> NewMessage {
-    NewMessage::new(Role::Assistant, format!("⚠️ {message}"), now)
+/// The error record stored when a turn ends with an error (shown as an error, never replayed
+/// to a model).
+fn error_row(message: &str, now: f64) -> NewMessage {
+    NewMessage::new(Role::Error, message, now)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

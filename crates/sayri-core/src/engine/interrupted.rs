@@ -12,7 +12,8 @@
 //! * the last row is the request or a command result → the model was answering: a note;
 //! * the last row is a final answer or an error → the turn had in fact ended: no note.
 //!
-//! The note is a stored error row (`⚠️ …`): shown by `sessions show`, never replayed to a model.
+//! The note is an error record (role `error`): shown by `sessions show`, never replayed to a
+//! model.
 //! Nothing is re-run; the conversation continues normally with the next request (pinned by
 //! `a_crash_mid_command_is_closed_as_interrupted_and_never_rerun`).
 
@@ -73,7 +74,7 @@ fn stop_of(last: Option<&StoredMessage>) -> Stop {
         return Stop::Answering;
     };
     match m.role {
-        Role::Assistant if m.content.starts_with("⚠️") => Stop::Ended,
+        Role::Error => Stop::Ended,
         Role::Assistant => match codeblock::command_blocks(&m.content).first() {
             Some(b) => Stop::AtCommand(b.body.trim().to_string()),
             None => Stop::Ended,
@@ -99,13 +100,13 @@ fn notes_for(
             report.noted = false;
             return (rows, report);
         }
-        Stop::Answering => "⚠️ This request was interrupted: Sayri stopped (it crashed or was \
+        Stop::Answering => "This request was interrupted: Sayri stopped (it crashed or was \
              shut down) before the answer was complete. Nothing was re-run; ask again to continue."
             .to_string(),
         Stop::AtCommand(command) => {
             rows.push(not_completed_row(&command, now));
             let note = format!(
-                "⚠️ This request was interrupted: Sayri stopped (it crashed or was shut down) \
+                "This request was interrupted: Sayri stopped (it crashed or was shut down) \
                  while the command `{command}` was waiting for permission or running. It did not \
                  complete, everything it started was stopped, and it was not run again; ask \
                  again to continue."
@@ -114,7 +115,7 @@ fn notes_for(
             note
         }
     };
-    rows.push(NewMessage::new(Role::Assistant, note, now));
+    rows.push(NewMessage::new(Role::Error, note, now));
     (rows, report)
 }
 
@@ -173,7 +174,7 @@ mod tests {
         let tc = rows[0].tool_call.as_ref().unwrap();
         assert_eq!((tc.status.as_str(), tc.exit_code), ("interrupted", None));
         assert_eq!(rows[0].role, Role::Tool);
-        assert!(rows[1].content.starts_with("⚠️") && rows[1].content.contains("not run again"));
+        assert!(rows[1].role == Role::Error && rows[1].content.contains("not run again"));
     }
 
     #[test]
@@ -184,7 +185,7 @@ mod tests {
         ] {
             let (rows, r) = notes_for(&turn(), last.as_ref(), 9.0);
             assert_eq!((rows.len(), r.pending_command, r.noted), (1, None, true));
-            assert!(rows[0].content.starts_with("⚠️"));
+            assert_eq!(rows[0].role, Role::Error);
         }
     }
 
@@ -192,7 +193,7 @@ mod tests {
     fn a_turn_whose_answer_was_stored_is_closed_without_a_note() {
         for last in [
             row(2, Role::Assistant, "The disk has 40 GB free."),
-            row(2, Role::Assistant, "⚠️ Provider error: boom"),
+            row(2, Role::Error, "Provider error: boom"),
         ] {
             let (rows, r) = notes_for(&turn(), Some(&last), 9.0);
             assert!(rows.is_empty() && !r.noted);

@@ -16,6 +16,10 @@ pub enum Role {
     Assistant,
     /// A tool result (native tool-calling path).
     Tool,
+    /// A stored error record: a request that failed (provider unreachable, answer cut off,
+    /// interrupted by a crash). Shown to people as an error, never sent to a model: history
+    /// replay skips it and the provider client drops it from requests.
+    Error,
 }
 
 /// An image sent with a user message: on the wire an OpenAI `image_url` content part holding
@@ -126,7 +130,7 @@ pub enum ChatEvent {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ChatError {
     /// Nothing listens at the endpoint.
-    #[error("no model server at {url} — is Ollama/llama-server running?")]
+    #[error("no model server at {url}")]
     Unreachable {
         /// The endpoint that refused.
         url: String,

@@ -194,6 +194,13 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<i64, StoreError>;
     /// One session, or `None` if unknown.
     fn session(&self, id: &str) -> Result<Option<SessionInfo>, StoreError>;
+    /// Ids of the sessions whose id starts with `prefix` (compared byte for byte), at most
+    /// `limit`, in id order.
+    fn session_ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
     /// Sessions, newest `updated_at` first, at most `limit`.
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError>;
     /// Messages of a session in insertion order (empty for an unknown session).

@@ -278,3 +278,105 @@ async fn titles_are_generated_after_the_first_exchange() {
         (Some(15), Some(0.3))
     );
 }
+
+/// Waits until the title-generation task has asked the model (or 1 s passed), then a little.
+async fn settle_titles(r: &super::engine_rig::Rig, requests: usize) {
+    for _ in 0..200 {
+        if r.model.requests().len() >= requests {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+#[tokio::test]
+async fn a_model_title_that_is_an_answer_keeps_the_first_words_of_the_question() {
+    let r = rig(
+        vec![text("Paris."), text("I'm ready to help. What can I help y")],
+        false,
+    );
+    let mut s = r.engine.settings();
+    s.generate_titles = true;
+    r.engine.set_settings(s);
+    let core = r.core(vec![], Arc::new(RecordingSink::default()));
+    let sid = core
+        .ask("Could you please tell me the capital city of France today?")
+        .await
+        .unwrap()
+        .session_id;
+    settle_titles(&r, 2).await;
+    assert_eq!(r.model.requests().len(), 2, "a title was asked for");
+    assert_eq!(
+        r.store.session(&sid).unwrap().unwrap().title,
+        "Could you please tell me the capital"
+    );
+}
+
+#[tokio::test]
+async fn with_auto_title_off_no_title_request_is_made() {
+    let r = rig(vec![text("Paris."), text("Capital of France")], false);
+    let mut s = r.engine.settings();
+    s.generate_titles = false;
+    r.engine.set_settings(s);
+    let core = r.core(vec![], Arc::new(RecordingSink::default()));
+    let sid = core
+        .ask("What is the capital of France?")
+        .await
+        .unwrap()
+        .session_id;
+    settle_titles(&r, 2).await;
+    assert_eq!(r.model.requests().len(), 1);
+    assert_eq!(
+        r.store.session(&sid).unwrap().unwrap().title,
+        "What is the capital of France?"
+    );
+}
+
+#[tokio::test]
+async fn a_unique_session_id_prefix_of_four_characters_names_the_session() {
+    let r = rig(vec![text("a"), text("b"), text("c")], false);
+    let core = r.core(vec![], Arc::new(RecordingSink::default()));
+    core.ask("one").await.unwrap();
+    let first = core.status().session_id;
+    let full = core.resolve_session_id(&first).unwrap();
+    assert_eq!(full, first);
+    assert_eq!(core.resolve_session_id(&first[..4]).unwrap(), first);
+    assert!(matches!(
+        core.resolve_session_id(&first[..3]),
+        Err(CoreError::UnknownSession(_))
+    ));
+    assert!(matches!(
+        core.resolve_session_id("zzzz-none"),
+        Err(CoreError::UnknownSession(_))
+    ));
+}
+
+#[tokio::test]
+async fn an_ambiguous_session_prefix_lists_the_matches() {
+    use sayri_core::ports::{NewMessage, Role, SessionSeed};
+    let r = rig(vec![], false);
+    for id in ["abcd-one", "abcd-two", "abce-three"] {
+        let seed = SessionSeed {
+            id,
+            agent_id: "default",
+            title: "t",
+        };
+        r.store
+            .append_message(&seed, &NewMessage::new(Role::User, "hi", 1.0))
+            .unwrap();
+    }
+    let core = r.core(vec![], Arc::new(RecordingSink::default()));
+    match core.resolve_session_id("abcd") {
+        Err(e @ CoreError::AmbiguousSession { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("abcd-one") && msg.contains("abcd-two"),
+                "{msg}"
+            );
+            assert!(!msg.contains("abce-three"), "{msg}");
+        }
+        other => panic!("expected an ambiguous prefix, got {other:?}"),
+    }
+    assert_eq!(core.resolve_session_id("abce").unwrap(), "abce-three");
+}

@@ -107,9 +107,8 @@ async fn a_turn_dropped_mid_command_is_closed_as_interrupted_and_never_rerun() {
     );
     assert_eq!(tool.exit_code, None);
     assert!(
-        after[3]
-            .content
-            .starts_with("⚠️ This request was interrupted")
+        after[3].role == Role::Error
+            && after[3].content.starts_with("This request was interrupted")
     );
     // Closed once: a second start finds nothing, and the command was handed to the sandbox once.
     assert!(r.store.open_turns().unwrap().is_empty());

@@ -306,8 +306,13 @@ async fn finish_length_runs_nothing_and_reports_a_clear_error() {
         "{err}"
     );
     assert!(sink.events().contains(&CoreEvent::Error(err.clone())));
+    assert!(
+        err.contains("sayri config set provider.max_tokens"),
+        "{err}"
+    );
     let last = r.store.messages("s1").unwrap().last().unwrap().clone();
-    assert!(last.content.starts_with("⚠️"));
+    assert_eq!(last.role, Role::Error, "a failure is an error record");
+    assert!(!last.content.starts_with("⚠️"));
 }
 
 #[tokio::test]
@@ -356,10 +361,17 @@ async fn stream_errors_and_cut_off_streams_become_error_rows_and_events() {
         "{err}"
     );
     assert_eq!(sink.events().last(), Some(&CoreEvent::Error(err)));
+    let row = &r.store.messages("s1").unwrap()[1];
+    assert_eq!(row.role, Role::Error, "a failed request is an error record");
     assert!(
-        r.store.messages("s1").unwrap()[1]
-            .content
-            .starts_with("⚠️ Sayri Error: no model server")
+        row.content.starts_with("Provider error: no model server"),
+        "{}",
+        row.content
+    );
+    assert!(
+        row.content.contains("sayri config set provider.base_url"),
+        "the error names the fix: {}",
+        row.content
     );
 
     // No Finish at all: the connection was cut.

@@ -209,6 +209,8 @@ impl ViewModel {
                 Some("assistant") if !content.is_empty() => last_turn(&mut turns)
                     .items
                     .push(TurnItem::Text(content.to_string())),
+                // A stored error record: shown as the turn's failure, not as an answer.
+                Some("error") => last_turn(&mut turns).error = Some(visible(content).into_owned()),
                 _ => {}
             }
         }

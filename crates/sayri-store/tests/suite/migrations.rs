@@ -110,3 +110,72 @@ fn pragmas_are_wal_and_foreign_keys() {
     assert_eq!(mode, "wal", "WAL is persistent in the file");
     assert!(dir.path().join("sessions.db-wal").exists());
 }
+
+/// Earlier versions (and the original Sayri) stored a failed request as an assistant row
+/// starting with `⚠️`; the migration turns each into an error record, and nothing else.
+#[test]
+fn old_warning_rows_become_error_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(ORIGINAL).unwrap();
+        conn.execute_batch(
+            "INSERT INTO messages (session_id, role, content, timestamp)
+               VALUES ('old', 'assistant', '⚠️ Sayri Error: no model server at http://x/v1', 13);
+             INSERT INTO messages (session_id, role, content, timestamp)
+               VALUES ('old', 'assistant', '⚠ This request was interrupted', 14);
+             INSERT INTO messages (session_id, role, content, timestamp)
+               VALUES ('old', 'assistant', 'Careful ⚠️ this is fine', 15);
+             INSERT INTO messages (session_id, role, content, timestamp)
+               VALUES ('old', 'user', '⚠️ my own words', 16);",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let rows: Vec<(Role, String)> = store
+        .messages("old")
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.role, m.content))
+        .collect();
+    assert_eq!(
+        rows[2..],
+        [
+            (Role::Error, "no model server at http://x/v1".to_string()),
+            (Role::Error, "This request was interrupted".to_string()),
+            (Role::Assistant, "Careful ⚠️ this is fine".to_string()),
+            (Role::User, "⚠️ my own words".to_string()),
+        ]
+    );
+}
+
+/// A session id prefix is compared literally: `%` and `_` are not patterns.
+#[test]
+fn session_ids_with_prefix_match_literally() {
+    use sayri_core::ports::{NewMessage, SessionSeed};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("sessions.db")).unwrap();
+    for id in ["ab%d-1", "abcd-2", "abcd-3"] {
+        let seed = SessionSeed {
+            id,
+            agent_id: "default",
+            title: "t",
+        };
+        store
+            .append_message(&seed, &NewMessage::new(Role::User, "hi", 1.0))
+            .unwrap();
+    }
+    assert_eq!(
+        store.session_ids_with_prefix("abcd", 10).unwrap(),
+        ["abcd-2", "abcd-3"]
+    );
+    assert_eq!(
+        store.session_ids_with_prefix("ab%d", 10).unwrap(),
+        ["ab%d-1"]
+    );
+    assert_eq!(
+        store.session_ids_with_prefix("abcd", 1).unwrap(),
+        ["abcd-2"]
+    );
+}

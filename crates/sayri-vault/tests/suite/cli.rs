@@ -52,7 +52,7 @@ fn value_is_never_an_argument() {
 }
 
 #[test]
-fn set_from_a_pipe_then_list_and_get_show_masks() {
+fn set_confirms_without_any_part_of_the_value_and_list_and_get_show_masks() {
     let dir = tempfile::tempdir().unwrap();
     let (r, out, prompts) = run(
         &dir,
@@ -62,7 +62,14 @@ fn set_from_a_pipe_then_list_and_get_show_masks() {
     );
     r.unwrap();
     assert!(prompts.is_empty());
-    assert_eq!(out, "stored GITHUB_TOKEN (ghp...def)\n");
+    assert_eq!(out, "stored GITHUB_TOKEN (value not shown)\n");
+    let secret = "ghp_0123456789abcdef";
+    for start in 0..secret.len() - 2 {
+        assert!(
+            !out.contains(&secret[start..start + 3]),
+            "set echoed part of the value: {out}"
+        );
+    }
     let (r, out, _) = run(&dir, &["list"], "", false);
     r.unwrap();
     assert_eq!(out, "GITHUB_TOKEN\tghp...def\tci\n");

@@ -28,9 +28,11 @@ pub mod settings;
 
 use crate::agents::FileAgents;
 use crate::daemon::broadcast::Broadcaster;
+use crate::local_model::LocalModel;
 use crate::paths::Paths;
 use crate::policies;
 use crate::stored_secrets;
+use crate::supervisor::Supervisor;
 pub use adapters::{BroadcastSink, ReloadableModel, SecretsSandbox, SystemClock, build_model};
 use sayri_core::assistant::SayriCore;
 use sayri_core::domain::config::Config;
@@ -88,6 +90,8 @@ pub struct Brain {
     pub model: Arc<ReloadableModel>,
     /// Agent profiles on disk.
     pub agents: Arc<FileAgents>,
+    /// The local model server (`provider.local_model`), a supervised child.
+    pub local_model: Arc<LocalModel>,
 }
 
 impl Brain {
@@ -102,11 +106,15 @@ impl Brain {
         paths: &Paths,
         cfg: &Config,
         broadcaster: Broadcaster,
+        supervisor: Supervisor,
     ) -> Result<(Brain, bool), BrainError> {
         let secrets = Secrets::open(paths, cfg);
         let redactor_port: Arc<dyn Redactor> = Arc::new(secrets.redactor.clone());
         let store = open_store(paths, redactor_port.clone())?;
-        let model = Arc::new(ReloadableModel::new(build_model(
+        let local_model = LocalModel::new(paths.clone(), supervisor, redactor_port.clone());
+        local_model.apply(cfg);
+        let model = Arc::new(ReloadableModel::new(provider_model(
+            &local_model,
             cfg,
             secrets.provider_key.clone(),
             redactor_port.clone(),
@@ -173,6 +181,7 @@ impl Brain {
             sandbox,
             model,
             agents,
+            local_model,
         };
         Ok((brain, secrets.migrated))
     }
@@ -215,13 +224,19 @@ impl Brain {
             self.redactor
                 .replace(redactor_for(guard.as_ref(), key.as_deref()));
         }
-        self.model
-            .replace(build_model(cfg, key, Arc::new(self.redactor.clone())));
+        self.model.replace(provider_model(
+            &self.local_model,
+            cfg,
+            key,
+            Arc::new(self.redactor.clone()),
+        ));
     }
 
     /// Applies a new config (provider, engine settings, policies).
     pub fn config_changed(&self, cfg: &Config) {
-        self.model.replace(build_model(
+        self.local_model.apply(cfg);
+        self.model.replace(provider_model(
+            &self.local_model,
             cfg,
             self.provider_key()
                 .or_else(|| Some(cfg.provider.api_key.clone()).filter(|k| !k.is_empty())),
@@ -237,6 +252,21 @@ impl Brain {
             Ok(p) => self.gate.set_policies(p),
             Err(e) => tracing::error!("policies not reloaded: {e}"),
         }
+    }
+}
+
+/// The provider's model: the local model server when `provider.local_model` is set, else the
+/// client of `provider.base_url`.
+fn provider_model(
+    local: &Arc<LocalModel>,
+    cfg: &Config,
+    key: Option<String>,
+    redactor: Arc<dyn Redactor>,
+) -> Arc<dyn sayri_core::ports::ChatModel> {
+    if cfg.provider.local_model.is_empty() {
+        build_model(cfg, key, redactor)
+    } else {
+        local.chat(cfg)
     }
 }
 

@@ -63,6 +63,8 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
         context_tokens: usize::try_from(cfg.provider.context_tokens)
             .ok()
             .filter(|n| *n > 0),
+        generate_titles: cfg.agent.auto_title,
+        runs_as_root: nix::unistd::geteuid().is_root(),
         ..EngineSettings::default()
     }
 }

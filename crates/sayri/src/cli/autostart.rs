@@ -24,6 +24,12 @@ pub async fn connect_or_start(paths: &Paths, allow_start: bool) -> anyhow::Resul
         Err(ClientError::NotRunning { .. }) if allow_start => {}
         Err(e) => return Err(e.into()),
     }
+    // One client starts the daemon; others racing it wait on the lock and then find it
+    // running, so "started it" is said once.
+    let _starting = start_lock(paths).await?;
+    if let Ok(c) = Client::connect(&socket, CONNECT_TIMEOUT).await {
+        return Ok(c);
+    }
     let mut child = spawn_daemon(paths)?;
     eprintln!(
         "sayri: daemon was not running; started it in the background (pid {}, log {})",
@@ -52,6 +58,38 @@ pub async fn connect_or_start(paths: &Paths, allow_start: bool) -> anyhow::Resul
             );
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// An exclusive lock on `$STATE/autostart.lock`, held while this client starts the daemon
+/// (released when dropped). Waits for another starting client at most [`START_TIMEOUT`] plus a
+/// second.
+async fn start_lock(paths: &Paths) -> anyhow::Result<std::fs::File> {
+    ensure_private_dir(&paths.state_dir)?;
+    let path = paths.state_dir.join("autostart.lock");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let deadline = Instant::now() + START_TIMEOUT + Duration::from_secs(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => bail!(
+                "another sayri client has been starting the daemon for too long; see {}",
+                paths.log_file().display()
+            ),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+            }
+        }
     }
 }
 

@@ -1,15 +1,11 @@
-//! Commands that work on files directly, without the daemon: `prompt show`, `pref`,
-//! `models list`.
+//! Commands that work on files directly, without the daemon: `prompt show`, `pref`.
 
 use crate::agents::FileAgents;
-use crate::brain::PROVIDER_KEY;
 use crate::paths::Paths;
 use sayri_core::domain::agents::delegation;
 use sayri_core::domain::{prompt, tokens};
-use sayri_core::ports::{NoSecrets, PreferenceUpdate, SessionStore, sub_agents};
+use sayri_core::ports::{PreferenceUpdate, SessionStore, sub_agents};
 use sayri_store::Store;
-use sayri_vault::{KeySource, Vault, VaultPaths};
-use std::sync::Arc;
 
 /// `sayri prompt …`.
 #[derive(Debug, clap::Subcommand)]
@@ -43,7 +39,10 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
                 agents.dir().display()
             )
         })?;
-    let mut text = prompt::build_system_prompt(&profile, &[]);
+    let host = prompt::Host {
+        root: nix::unistd::geteuid().is_root(),
+    };
+    let mut text = prompt::build_system_prompt(&profile, &[], &host);
     if profile.sandbox.level != sayri_core::SandboxLevel::NoExec {
         text.push_str(&delegation::prompt_line(&sub_agents(&agents, &id)));
     }
@@ -176,45 +175,6 @@ pub fn pref(paths: &Paths, action: PrefAction) -> anyhow::Result<()> {
             let n = store.clear_preferences(agent.as_deref())?;
             println!("removed {n}");
         }
-    }
-    Ok(())
-}
-
-/// `sayri models …`.
-#[derive(Debug, clap::Subcommand)]
-pub enum ModelsAction {
-    /// List the models the configured endpoint serves (`GET /models`).
-    List {
-        /// Ask the provider (required: Sayri keeps no local model list yet).
-        #[arg(long)]
-        remote: bool,
-    },
-}
-
-/// `sayri models list --remote`.
-pub async fn models(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
-    let ModelsAction::List { remote } = action;
-    if !remote {
-        anyhow::bail!("use `sayri models list --remote` to ask the configured endpoint");
-    }
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
-    let key = Vault::open(
-        VaultPaths::new(&paths.config_dir, &paths.state_dir),
-        KeySource::Auto,
-    )
-    .ok()
-    .and_then(|v| v.get(PROVIDER_KEY).map(|k| k.to_string()))
-    .or_else(|| Some(cfg.provider.api_key.clone()).filter(|k| !k.is_empty()));
-    let mut client_cfg = sayri_llm::ClientConfig::new(cfg.provider.base_url.clone());
-    client_cfg.api_key = key;
-    client_cfg.connect_timeout = std::time::Duration::from_secs(
-        u64::try_from(cfg.provider.connect_timeout)
-            .unwrap_or(10)
-            .max(1),
-    );
-    let client = sayri_llm::OpenAiClient::new(client_cfg)?.with_redactor(Arc::new(NoSecrets));
-    for m in client.list_models().await? {
-        println!("{m}");
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ pub mod autostart;
 pub mod config;
 pub mod gateway;
 pub mod local;
+pub mod models;
 pub mod permissions;
 pub mod ping;
 pub mod quit;
@@ -117,11 +118,11 @@ pub enum Command {
         #[command(subcommand)]
         action: local::PrefAction,
     },
-    /// Models of the configured provider.
+    /// Chat models: local ones Sayri serves itself (list, install), or the endpoint's.
     Models {
         /// What to do.
         #[command(subcommand)]
-        action: local::ModelsAction,
+        action: models::ModelsAction,
     },
     /// Run a command in the sandbox, or check what each isolation level can guarantee here.
     Sandbox {
@@ -246,7 +247,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
             Command::Agents { action } => agents::run(&paths, start, *action).await,
-            Command::Models { action } => done(local::models(&paths, action).await),
+            Command::Models { action } => done(models::run(&paths, action).await),
             Command::Routines { action } => routines::run(&paths, start, action).await,
             Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
             Command::Permissions {

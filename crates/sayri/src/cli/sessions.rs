@@ -22,7 +22,7 @@ pub enum SessionsAction {
     },
     /// Show one conversation with its messages and command steps.
     Show {
-        /// Session id.
+        /// Session id, or a unique prefix of at least 4 characters.
         id: String,
         /// Print JSON.
         #[arg(long)]
@@ -30,14 +30,14 @@ pub enum SessionsAction {
     },
     /// Rename a conversation.
     Rename {
-        /// Session id.
+        /// Session id, or a unique prefix of at least 4 characters.
         id: String,
         /// New title.
         title: String,
     },
     /// Delete a conversation and its messages.
     Delete {
-        /// Session id.
+        /// Session id, or a unique prefix of at least 4 characters.
         id: String,
     },
 }
@@ -105,6 +105,9 @@ fn print_session(v: &Value) {
             for line in output.lines() {
                 println!("    {}", terminal_safe(line));
             }
+        } else if role == "error" {
+            // A failed request: an event, not something Sayri said.
+            println!("[error] ✗ {}", terminal_safe(content));
         } else {
             println!("[{}] {}", terminal_safe(role), terminal_safe(content));
         }

@@ -1,6 +1,7 @@
 //! `sayri status [--json]`.
 
 use crate::cli::autostart::connect_or_start;
+use crate::cli::terminal_text::terminal_safe;
 use crate::paths::Paths;
 use sayri_protocol::params::StatusParams;
 use serde_json::Value;
@@ -32,16 +33,20 @@ pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result
     );
     println!("state:    {} (busy: {})", s("state"), s("busy"));
     println!("agent:    {}   session: {}", s("agent"), s("session_id"));
-    println!(
-        "provider: {} model {} (api key {})",
-        p("base_url"),
-        p("model"),
-        if provider.get("api_key_set") == Some(&Value::Bool(true)) {
-            "set"
-        } else {
-            "not set"
-        }
-    );
+    if provider.get("local") == Some(&Value::Bool(true)) {
+        println!("provider: local model {}", local_model_line(&status));
+    } else {
+        println!(
+            "provider: {} model {} (api key {})",
+            p("base_url"),
+            p("model"),
+            if provider.get("api_key_set") == Some(&Value::Bool(true)) {
+                "set"
+            } else {
+                "not set"
+            }
+        );
+    }
     let sb = status.get("sandbox").cloned().unwrap_or(Value::Null);
     if let Some(levels) = sb.get("levels").and_then(Value::as_array) {
         let off: Vec<String> = levels
@@ -72,6 +77,10 @@ pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result
         }
     } else if let Some(e) = sb.get("error").and_then(Value::as_str) {
         println!("sandbox:  could not be probed: {e}");
+    } else if sb.get("probing") == Some(&Value::Bool(true)) {
+        println!(
+            "sandbox:  probing what each level can guarantee here… (run `sayri status` again in a moment)"
+        );
     }
     if let Some(v) = status
         .get("vault")
@@ -86,4 +95,24 @@ pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result
     println!("data:     {}", s("state_dir"));
     println!("socket:   {}", s("socket"));
     Ok(())
+}
+
+/// `NAME: ready on 127.0.0.1:PORT` / `starting…` / `failed: WHY` for the local model.
+fn local_model_line(status: &Value) -> String {
+    let lm = status.get("local_model").cloned().unwrap_or(Value::Null);
+    let get = |k: &str| lm.get(k).and_then(Value::as_str).unwrap_or("");
+    let name = match get("model") {
+        "" => get("configured"),
+        m => m,
+    };
+    let state = match get("state") {
+        "ready" => format!(
+            "ready on 127.0.0.1:{}",
+            lm.get("port").and_then(Value::as_u64).unwrap_or(0)
+        ),
+        "starting" => format!("starting… (log {})", get("log_file")),
+        "failed" => format!("failed: {}", get("error")),
+        other => other.to_string(),
+    };
+    format!("{name}: {}", terminal_safe(&state))
 }

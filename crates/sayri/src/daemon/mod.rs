@@ -100,8 +100,12 @@ impl Daemon {
         recovery::kill_leftovers(&paths);
         let state = DaemonState::new(paths, config);
         let cfg = state.config();
-        let (brain, migrated_key) =
-            crate::brain::Brain::build(&state.paths, &cfg, state.broadcaster.clone())?;
+        let (brain, migrated_key) = crate::brain::Brain::build(
+            &state.paths,
+            &cfg,
+            state.broadcaster.clone(),
+            state.supervisor.clone(),
+        )?;
         recovery::close_interrupted_turns(&brain.store, &crate::brain::SystemClock);
         if migrated_key {
             // The provider key now lives in the vault: remove the plaintext copy.

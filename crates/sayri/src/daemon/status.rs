@@ -5,7 +5,10 @@ use sayri_protocol::PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
 /// Builds the status object: `version`, `protocol_version`, `state`, `busy`, `session_id`,
-/// `agent`, `provider {base_url, model, api_key_set}`, `tokens {exact_tokenizer_loaded,
+/// `agent`, `provider {base_url, model, api_key_set, local}` (while the local model is the
+/// provider, `base_url` is its loopback endpoint or `null` while it starts, and `model` its
+/// name), `local_model {state, configured, model, port?, error?, log_file}` (`state` is
+/// `off`, `starting`, `ready` or `failed`), `tokens {exact_tokenizer_loaded,
 /// bytes_per_token {model: rate}}` (how token budgets are counted: whether an exact tokenizer is
 /// resident — it never is in the daemon — and the calibrated estimate per model used so far),
 /// `config_dir`, `state_dir`, `socket`, `pid`, `clients` (connected IPC clients), `uptime_ms`,
@@ -41,11 +44,8 @@ pub fn build_status(state: &DaemonState) -> Value {
             Some(e) => json!({"available": false, "error": e}),
             None => json!({"available": true}),
         }),
-        "provider": {
-            "base_url": cfg.provider.base_url,
-            "model": cfg.provider.model,
-            "api_key_set": key_set,
-        },
+        "provider": provider_json(brain.map(|b| &b.local_model), &cfg, key_set),
+        "local_model": brain.map_or(Value::Null, |b| b.local_model.status_json()),
         "tokens": {
             "exact_tokenizer_loaded": sayri_core::domain::tokens::exact::loaded(),
             "bytes_per_token": brain.map_or_else(Default::default, |b| {
@@ -66,4 +66,26 @@ pub fn build_status(state: &DaemonState) -> Value {
         "supervised": state.supervisor.list(),
         "routines": state.routines.get().map_or(Value::Null, |r| r.status()),
     })
+}
+
+/// The `provider` object: the configured endpoint, or the local model while it is the provider.
+fn provider_json(
+    local: Option<&std::sync::Arc<crate::local_model::LocalModel>>,
+    cfg: &sayri_core::domain::config::Config,
+    key_set: bool,
+) -> Value {
+    match local.filter(|l| l.active()) {
+        Some(l) => json!({
+            "base_url": l.base_url(),
+            "model": l.status_json().get("model").cloned().unwrap_or(Value::Null),
+            "api_key_set": false,
+            "local": true,
+        }),
+        None => json!({
+            "base_url": cfg.provider.base_url,
+            "model": cfg.provider.model,
+            "api_key_set": key_set,
+            "local": false,
+        }),
+    }
 }

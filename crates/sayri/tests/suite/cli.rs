@@ -109,3 +109,26 @@ fn client_commands_autostart_the_daemon_then_quit_stops_it() {
         "daemon process {pid} still alive after quit"
     );
 }
+
+#[test]
+fn clients_racing_to_start_the_daemon_say_started_it_once() {
+    let env = Env::new();
+    let racers: Vec<_> = (0..4)
+        .map(|_| {
+            env.cmd()
+                .arg("ping")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut said = 0;
+    for r in racers {
+        let o = r.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        said += stderr(&o).matches("started it in the background").count();
+    }
+    assert_eq!(said, 1, "exactly one client started the daemon");
+    let _ = env.run(&["quit"]);
+}

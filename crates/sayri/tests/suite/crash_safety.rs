@@ -338,8 +338,12 @@ fn a_crash_mid_command_is_closed_as_interrupted_and_never_rerun() {
     assert_eq!(tool["command"], command.as_str());
     assert_eq!(tool["status"], "interrupted");
     assert_eq!(tool["exit_code"], Value::Null);
+    assert_eq!(
+        added[1].1, "error",
+        "the note is an error record: {added:?}"
+    );
     assert!(
-        added[1].2.starts_with("⚠️ This request was interrupted"),
+        added[1].2.starts_with("This request was interrupted"),
         "{added:?}"
     );
 
@@ -350,7 +354,10 @@ fn a_crash_mid_command_is_closed_as_interrupted_and_never_rerun() {
         text.contains("→ interrupted (not completed, not run again)"),
         "{text}"
     );
-    assert!(text.contains("⚠️ This request was interrupted"), "{text}");
+    assert!(
+        text.contains("[error] ✗ This request was interrupted"),
+        "{text}"
+    );
 
     let next = env.run(&["ask", "--session", &sid, "Third question?"]);
     assert!(next.status.success(), "{}", stderr(&next));

@@ -360,8 +360,8 @@ fn vault_set_rewrites_rows_already_stored_and_search_history_is_no_oracle() {
     let sessions = m.call("sessions_list", json!({}), 2);
     assert_eq!(
         sessions["result"][0]["title"],
-        format!("keep {LEAK_MARKER}"),
-        "the title cut inside the value is rewritten: {sessions}"
+        format!("keep {LEAK_MARKER} as"),
+        "the title holding the value is rewritten: {sessions}"
     );
 
     // History search: a piece of the secret finds nothing, exactly like text that is nowhere.

@@ -96,7 +96,11 @@ mod tests {
 
     #[test]
     fn the_delegation_line_is_one_short_line_and_costs_nothing_without_sub_agents() {
-        let base = prompt::build_system_prompt(&AgentProfile::builtin_default(), &[]);
+        let base = prompt::build_system_prompt(
+            &AgentProfile::builtin_default(),
+            &[],
+            &prompt::Host::default(),
+        );
         assert_eq!(prompt_line(&[]), "");
         let subs = [
             sub("scout", "Finds files and reads logs"),

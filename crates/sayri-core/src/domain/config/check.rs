@@ -100,6 +100,10 @@ pub enum Check {
         /// Fewest characters of a key that is set.
         min: usize,
     },
+    /// A local chat model: `""` for none, an absolute path to a `.gguf` file (at most
+    /// [`MAX_PATH_LEN`] bytes, no control characters), or the name of an installed model
+    /// ([`Check::Name`] rules; with or without `.gguf`).
+    LocalModel,
     /// A list of absolute paths (at most [`MAX_LIST_LEN`], each at most [`MAX_PATH_LEN`]
     /// bytes, no control characters); `example` is shown in messages.
     AbsolutePaths {
@@ -127,7 +131,8 @@ impl Check {
                         | Check::Locale
                         | Check::AgentId
                         | Check::Patterns
-                        | Check::Credential { .. },
+                        | Check::Credential { .. }
+                        | Check::LocalModel,
                     ValueType::Str
                 )
                 | (
@@ -193,6 +198,9 @@ impl Check {
             Check::Credential { min } => format!(
                 "a key of {min} to {MAX_CREDENTIAL_LEN} printable ASCII characters without spaces, or \"\" for none"
             ),
+            Check::LocalModel => "\"\" (none), an absolute path to a .gguf file, or the name of \
+                a model listed by `sayri models list`"
+                .into(),
             Check::AbsolutePaths { example } => {
                 format!("a list of at most {MAX_LIST_LEN} absolute paths, e.g. [\"{example}\"]")
             }
@@ -244,6 +252,7 @@ impl Check {
                 check_patterns(s)
             }
             (Check::Credential { min }, ConfigValue::Str(s)) => credential(s, *min),
+            (Check::LocalModel, ConfigValue::Str(s)) => local_model(s),
             (Check::Headers, ConfigValue::StrList(items)) => headers(items),
             (Check::AbsolutePaths { .. }, ConfigValue::StrList(items)) => absolute_paths(items),
             _ => Err("a value of the wrong type".into()),
@@ -347,6 +356,27 @@ fn locale(s: &str) -> Result<(), String> {
     } else {
         Err("not a language_REGION code".into())
     }
+}
+
+fn local_model(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Ok(());
+    }
+    if !s.starts_with('/') {
+        return name(s).map_err(|_| {
+            "neither an absolute path nor a model name (letters, digits, '-', '_', '.')".into()
+        });
+    }
+    if s.len() > MAX_PATH_LEN {
+        return Err(format!("longer than {MAX_PATH_LEN} bytes"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err("contains a control character".into());
+    }
+    if !s.ends_with(".gguf") {
+        return Err("a model file path must end in .gguf".into());
+    }
+    Ok(())
 }
 
 fn credential(s: &str, min: usize) -> Result<(), String> {

@@ -31,6 +31,7 @@
 
 pub mod check;
 pub mod form;
+pub mod locale;
 
 pub use check::Check;
 pub use form::{Form, Section};
@@ -173,7 +174,7 @@ impl fmt::Display for ConfigValue {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// `"group.key"` is not a setting.
-    #[error("unknown setting: {key} (run `sayri config list` to see every setting)")]
+    #[error("unknown setting: {key}{} (run `sayri config list` to see every setting)", retired_hint(.key))]
     UnknownKey {
         /// The key as given.
         key: String,
@@ -536,11 +537,6 @@ config_keys! {
             "Bearer token for the provider (secret; masked when shown).";
         model: String = "llama3.2", Check::Line { max: 256, empty: false }, Form::new(Llm, "Model"),
             "Model used when the agent says `default`.";
-        system_prompt: String = "You are Sayri, a concise and natural voice assistant. Answer in short, spoken-style sentences.",
-            Check::Paragraph { max: 32_768 }, Form::new(Assistant, "System prompt"),
-            "Legacy system prompt (kept for compatibility).";
-        agent_mode: bool = true, Check::Flag, Form::new(Assistant, "Agent mode"),
-            "Legacy switch; the engine always runs as an agent.";
         temperature: f64 = 0.7, Check::Float { min: 0.0, max: 2.0, unit: "" },
             Form::new(Assistant, "Temperature").step(0.05),
             "Legacy default sampling temperature (agents carry their own).";
@@ -570,6 +566,8 @@ config_keys! {
             Check::IntOrZero { min: 512, max: 100_000_000, unit: "tokens", zero: "ask the server" },
             Form::new(Llm, "Context window").step(512.0),
             "The model's context window in tokens (prompt + answer); 0 = as the server's model list says, else 4096.";
+        local_model: String = "", Check::LocalModel, Form::new(Llm, "Local model"),
+            "A local model the daemon serves itself and uses instead of base_url: a .gguf path or a name from `sayri models list`; \"\" = off.";
     }
     stt => SttConfig, "`[stt]`: speech input." {
         mode: String = "wakeword", Check::Choice(&["always", "wakeword", "manual", "disabled"]),
@@ -580,8 +578,8 @@ config_keys! {
             "Comma-separated wake phrases.";
         model_size: String = "base", Check::Name, Form::new(SpeechInput, "Whisper model"),
             "Whisper model size.";
-        language: String = "es", Check::Language, Form::new(SpeechInput, "Language"),
-            "Whisper language code, or auto.";
+        language: String = "en", Check::Language, Form::new(SpeechInput, "Language"),
+            "Whisper language code, or auto (default: the language of LC_ALL/LANG, else en).";
         mic_device: String = "", Check::Line { max: 256, empty: true },
             Form::new(SpeechInput, "Microphone").restart(),
             "Capture device; empty = default.";
@@ -594,10 +592,10 @@ config_keys! {
     tts => TtsConfig, "`[tts]`: speech output." {
         enabled: bool = true, Check::Flag, Form::new(Voice, "Speak replies"),
             "Speak replies.";
-        language: String = "es_ES", Check::Locale, Form::new(Voice, "Voice language"),
-            "Piper voice language key.";
-        voice: String = "sharvard", Check::Name, Form::new(Voice, "Voice"),
-            "Piper voice name.";
+        language: String = "en_US", Check::Locale, Form::new(Voice, "Voice language"),
+            "Piper voice language key (default: from LC_ALL/LANG, else en_US).";
+        voice: String = "joe", Check::Name, Form::new(Voice, "Voice"),
+            "Piper voice name (default: a voice of tts.language's default).";
         quality: String = "medium", Check::Choice(&["x_low", "low", "medium", "high"]),
             Form::new(Voice, "Voice quality"),
             "Piper voice quality: x_low | low | medium | high.";
@@ -630,6 +628,8 @@ config_keys! {
     agent => AgentConfig, "`[agent]`: the agent engine." {
         default_agent: String = "default", Check::AgentId, Form::new(Assistant, "Default agent"),
             "Agent used when none is chosen.";
+        auto_title: bool = true, Check::Flag,
+            "Ask the model for a short title after a session's first exchange (one extra model call); false keeps the first words of the request.";
         history_tokens: i64 = 2500, Check::Int { min: 200, max: 1_000_000, unit: "tokens" },
             Form::new(Assistant, "History budget").step(100.0),
             "Token budget for conversation history per request.";
@@ -733,6 +733,31 @@ impl Config {
     /// [`ConfigError::Parse`] with a 1-based line: text that is not valid TOML, a value outside
     /// a table, an unknown group or key, a value of the wrong type or one its check refuses.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        Self::from_toml_str_over(text, origin, Config::default())
+    }
+
+    /// The defaults for a user whose locale is `locale` (e.g. `de_DE.UTF-8`; `None`: unset):
+    /// the table's defaults with `stt.language`, `tts.language` and `tts.voice` from
+    /// [`locale::speech_defaults`].
+    pub fn defaults_for_locale(locale: Option<&str>) -> Config {
+        let speech = locale::speech_defaults(locale);
+        let mut cfg = Config::default();
+        cfg.stt.language = speech.stt_language.into();
+        cfg.tts.language = speech.tts_language.into();
+        cfg.tts.voice = speech.tts_voice.into();
+        cfg
+    }
+
+    /// As [`Config::from_toml_str`], with the keys the text does not set taken from `base`
+    /// instead of the table's defaults (e.g. [`Config::defaults_for_locale`]).
+    ///
+    /// # Errors
+    /// As [`Config::from_toml_str`].
+    pub fn from_toml_str_over(
+        text: &str,
+        origin: &str,
+        base: Config,
+    ) -> Result<Config, ConfigError> {
         type Spanned<T> = toml::Spanned<T>;
         type Doc =
             BTreeMap<Spanned<String>, Spanned<BTreeMap<Spanned<String>, Spanned<toml::Value>>>>;
@@ -757,7 +782,7 @@ impl Config {
                 ),
             )
         })?;
-        let mut cfg = Config::default();
+        let mut cfg = base;
         for (group, table) in &doc {
             if !KEYS.iter().any(|s| s.group == group.get_ref()) {
                 return Err(perr(
@@ -771,6 +796,9 @@ impl Config {
             }
             for (key, value) in table.get_ref() {
                 let name = format!("{}.{}", group.get_ref(), key.get_ref());
+                if RETIRED_KEYS.iter().any(|(k, _)| *k == name) {
+                    continue;
+                }
                 let Ok(spec) = Self::spec(&name) else {
                     return Err(perr(key.span().start, format!("unknown setting {name}")));
                 };
@@ -809,6 +837,26 @@ impl Config {
         }
         toml::to_string(&root).unwrap_or_default()
     }
+}
+
+/// Settings earlier versions had that nothing reads any more, with what replaced them. A file
+/// that still sets one is read as if it did not (so an old `sayri.toml` keeps working); setting
+/// one is refused with the replacement.
+pub const RETIRED_KEYS: &[(&str, &str)] = &[
+    (
+        "provider.system_prompt",
+        "the system prompt is built from the active agent — `sayri prompt show` prints exactly what is sent; put your own instructions in an agent's system_prompt (`sayri agents edit ID`)",
+    ),
+    ("provider.agent_mode", "Sayri always runs as an agent"),
+];
+
+/// `"; it is no longer used: <why>"` for a retired key, else `""`.
+fn retired_hint(key: &str) -> String {
+    RETIRED_KEYS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, why)| format!("; it is no longer used: {why}"))
+        .unwrap_or_default()
 }
 
 /// A [`ConfigError::BadValue`] as the message of a file error: `key: expected …; got …`.
@@ -1079,7 +1127,7 @@ mod tests {
             ("provider.extra_headers", json!(["X-A 1"])),
             ("provider.extra_headers", json!(["X-A: 1\r\nX-B: 2"])),
             ("sandbox.deny_read", json!(["srv/private"])),
-            ("provider.system_prompt", json!("a\u{1b}[31m")),
+            ("agent.default_agent", json!("a\u{1b}[31m")),
         ] {
             let before = c.clone();
             let e = c.set_json(key, &bad).unwrap_err();
@@ -1096,13 +1144,49 @@ mod tests {
         .unwrap();
         c.set_json("stt.mode", &json!("manual")).unwrap();
         c.set_json("stt.language", &json!("auto")).unwrap();
-        c.set_json("provider.system_prompt", &json!("Line one.\n\tLine two."))
-            .unwrap();
         let e = Config::from_toml_str("[stt]\nmode = \"foo\"\n", "f.toml").unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.starts_with("f.toml:2:") && msg.contains("stt.mode"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_retired_setting_in_an_old_file_is_skipped_and_setting_it_says_what_replaced_it() {
+        let c = Config::from_toml_str(
+            "[provider]\nsystem_prompt = \"old\"\nagent_mode = true\nmodel = \"m\"\n",
+            "f.toml",
+        )
+        .unwrap();
+        assert_eq!(c.provider.model, "m");
+        assert!(!c.entries().iter().any(|(s, _)| s.key == "system_prompt"));
+        let e = Config::default()
+            .set_json("provider.system_prompt", &json!("x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no longer used") && e.contains("sayri prompt show"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn speech_languages_default_to_the_locale_and_the_file_wins() {
+        let de = Config::defaults_for_locale(Some("de_DE.UTF-8"));
+        assert_eq!(
+            (de.stt.language.as_str(), de.tts.language.as_str()),
+            ("de", "de_DE")
+        );
+        let c = Config::from_toml_str_over("[tts]\nlanguage = \"es_ES\"\n", "f", de).unwrap();
+        assert_eq!(
+            (c.stt.language.as_str(), c.tts.language.as_str()),
+            ("de", "es_ES")
+        );
+        let none = Config::defaults_for_locale(None);
+        assert_eq!(
+            (none.stt.language.as_str(), none.tts.language.as_str()),
+            ("en", "en_US")
         );
     }
 }

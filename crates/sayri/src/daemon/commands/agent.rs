@@ -18,6 +18,7 @@ pub fn core_err(e: CoreError) -> ProtocolError {
         CoreError::Busy => ErrorCode::Busy,
         CoreError::EmptyText => ErrorCode::InvalidParams,
         CoreError::UnknownAgent(_) | CoreError::UnknownSession(_) => ErrorCode::NotFound,
+        CoreError::AmbiguousSession { .. } => ErrorCode::InvalidParams,
         CoreError::BadAgent(_) => ErrorCode::InvalidParams,
         CoreError::Store(_) | CoreError::Lost => ErrorCode::Internal,
     };
@@ -64,7 +65,13 @@ fn enter_target(target: TurnTarget<'_>, ctx: &Ctx) -> Result<(), ProtocolError> 
     if target.new {
         brain.core.new_conversation();
     } else if let Some(id) = target.session_id {
-        brain.core.switch_session(id).map_err(core_err)?;
+        // A unique prefix names its session; an id nobody has keeps its old meaning.
+        let id = match brain.core.resolve_session_id(id) {
+            Ok(full) => full,
+            Err(CoreError::UnknownSession(_)) => id.to_string(),
+            Err(e) => return Err(core_err(e)),
+        };
+        brain.core.switch_session(&id).map_err(core_err)?;
     }
     Ok(())
 }
@@ -117,12 +124,9 @@ pub async fn new_conversation(_: NewConversationParams, ctx: Ctx) -> Result<Valu
 
 /// `switch_session {session_id}` → `{"session_id"}`; unknown ids are an error (not ignored).
 pub async fn switch_session(p: SwitchSessionParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let active = ctx
-        .daemon
-        .brain()?
-        .core
-        .switch_session(&p.session_id)
-        .map_err(core_err)?;
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    let active = core.switch_session(&id).map_err(core_err)?;
     Ok(json!({"session_id": active}))
 }
 
@@ -143,12 +147,9 @@ pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, Pro
 /// (`{prompt_tokens, completion_tokens, model_calls}`; calls whose server reported nothing are
 /// not counted).
 pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let d = ctx
-        .daemon
-        .brain()?
-        .core
-        .session_get(&p.session_id)
-        .map_err(core_err)?;
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    let d = core.session_get(&id).map_err(core_err)?;
     let mut v =
         serde_json::to_value(&d.info).map_err(|e| ProtocolError::internal(e.to_string()))?;
     if let Value::Object(m) = &mut v {
@@ -174,21 +175,16 @@ pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, Protoco
 
 /// `session_rename {session_id, title}` → `{"session_id","title"}`.
 pub async fn session_rename(p: SessionRenameParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    ctx.daemon
-        .brain()?
-        .core
-        .session_rename(&p.session_id, &p.title)
-        .map_err(core_err)?;
-    Ok(json!({"session_id": p.session_id, "title": p.title}))
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    core.session_rename(&id, &p.title).map_err(core_err)?;
+    Ok(json!({"session_id": id, "title": p.title}))
 }
 
 /// `session_delete {session_id}` → `{"session_id","deleted"}`.
 pub async fn session_delete(p: SessionDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let deleted = ctx
-        .daemon
-        .brain()?
-        .core
-        .session_delete(&p.session_id)
-        .map_err(core_err)?;
-    Ok(json!({"session_id": p.session_id, "deleted": deleted}))
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    let deleted = core.session_delete(&id).map_err(core_err)?;
+    Ok(json!({"session_id": id, "deleted": deleted}))
 }

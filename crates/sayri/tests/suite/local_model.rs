@@ -1,0 +1,253 @@
+//! The local model the daemon serves itself (`provider.local_model`) and the quick start that
+//! sets it up: a real daemon supervising the real model server (SmolLM2-135M on node-llama-cpp,
+//! installed by `./scripts/setup --tests`), real processes, real loopback sockets. Fails —
+//! never skips — when the model is not installed.
+
+use super::support::*;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The test-model cache of `./scripts/setup --tests`, found from the real `HOME` (the tests'
+/// commands get a temporary one).
+fn models_cache() -> PathBuf {
+    sayri_testkit::real_model::cache_dir()
+}
+
+/// A command with `env`'s environment, the real model cache, and `PATH` as the test has it.
+fn env_cmd(env: &Env, program: &Path) -> Command {
+    let mut c = env.cmd_for(program);
+    c.env("SAYRI_TEST_MODELS_DIR", models_cache());
+    c
+}
+
+/// Runs the quick start's model step (`scripts/setup.d/55-local-model.sh --model`) for `env`.
+fn install_local_model(env: &Env) {
+    let out = env_cmd(env, Path::new("bash"))
+        .arg(repo().join("scripts/setup.d/55-local-model.sh"))
+        .arg("--model")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "55-local-model.sh failed (run ./scripts/setup --tests): {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
+fn status(env: &Env) -> Value {
+    let mut c = RawClient::connect(&env.socket());
+    c.call("status", json!({}), 1)["result"].clone()
+}
+
+/// The local model's status once it is `ready` (up to 120 s), with the server's pid.
+fn wait_ready(env: &Env, not_pid: Option<u64>) -> (u16, u64, Value) {
+    let mut last = Value::Null;
+    let ok = eventually(Duration::from_secs(120), || {
+        last = status(env);
+        let child = last["supervised"]
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["name"] == "local-model").cloned())
+            .unwrap_or(Value::Null);
+        last["local_model"]["state"] == "ready"
+            && child["pid"].as_u64().is_some()
+            && child["pid"].as_u64() != not_pid
+    });
+    assert!(ok, "the local model never became ready: {last:#}");
+    let child = last["supervised"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["name"] == "local-model").cloned())
+        .unwrap();
+    let port = last["local_model"]["port"].as_u64().unwrap() as u16;
+    (port, child["pid"].as_u64().unwrap(), child)
+}
+
+/// Every TCP socket listening on `port`, as `(local address hex, table)` from `/proc/net`.
+fn listeners(port: u16) -> Vec<(String, &'static str)> {
+    let mut out = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let Some((addr, p)) = f.get(1).and_then(|a| a.split_once(':')) else {
+                continue;
+            };
+            if f.get(3) == Some(&"0A") && u16::from_str_radix(p, 16) == Ok(port) {
+                out.push((addr.to_string(), table));
+            }
+        }
+    }
+    out
+}
+
+/// `GET path` on loopback without a token; the status line.
+fn http_status_line(port: u16, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.lines().next().unwrap_or("").to_string()
+}
+
+fn alive(pid: u64) -> bool {
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+#[test]
+fn the_daemon_serves_the_local_model_on_loopback_restarts_it_and_stops_it_with_itself() {
+    let env = Env::new();
+    install_local_model(&env);
+    let mut daemon = env.start_daemon();
+    let set = env.run(&["config", "set", "provider.local_model", MODEL]);
+    assert!(set.status.success(), "{}", stderr(&set));
+
+    let (port, pid, _) = wait_ready(&env, None);
+    // Loopback only, and only for the daemon: no listener beyond 127.0.0.1, and a request
+    // without the daemon's token is refused.
+    let l = listeners(port);
+    assert_eq!(
+        l,
+        [("0100007F".to_string(), "tcp")],
+        "listeners on {port}: {l:?}"
+    );
+    assert!(
+        http_status_line(port, "/v1/models").contains(" 401 "),
+        "a request without the token must be refused"
+    );
+    let st = status(&env);
+    assert_eq!(st["provider"]["local"], true, "{st:#}");
+    assert_eq!(st["provider"]["model"], MODEL);
+
+    // A plain `sayri ask` is answered by the local model through the daemon.
+    let asked = env.run(&["ask", "What is the capital of France?"]);
+    assert!(asked.status.success(), "{}", stderr(&asked));
+    assert!(!stdout(&asked).trim().is_empty(), "no answer");
+    assert!(
+        !stdout(&asked).contains("Provider error"),
+        "{}",
+        stdout(&asked)
+    );
+
+    // Killed: restarted by the supervisor, on a new pid, and usable again.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let (_, new_pid, child) = wait_ready(&env, Some(pid));
+    assert_ne!(new_pid, pid);
+    assert!(child["restarts"].as_u64().unwrap_or(0) >= 1, "{child:#}");
+    assert!(!alive(pid));
+
+    // Stopped with the daemon.
+    assert!(daemon.terminate(Duration::from_secs(10)).is_some());
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(new_pid)),
+        "the model server outlived the daemon"
+    );
+}
+
+#[test]
+fn a_local_model_that_is_not_installed_is_refused_with_what_to_do() {
+    let env = Env::new();
+    let out = env.run(&["config", "set", "provider.local_model", "no-such-model"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("no-such-model.gguf does not exist"), "{err}");
+    assert!(err.contains("sayri models install"), "{err}");
+    let _ = env.run(&["quit", "--no-start"]);
+}
+
+#[test]
+fn models_list_shows_installed_local_models_without_remote() {
+    let env = Env::new();
+    install_local_model(&env);
+    let out = env.run(&["--no-start", "models", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(MODEL), "{text}");
+    assert!(
+        text.contains(&format!("sayri config set provider.local_model {MODEL}")),
+        "{text}"
+    );
+}
+
+/// `scripts/ask-local` as the quick start runs it, on a temporary `HOME` (the build step uses
+/// this test's binary).
+fn quick_start(env: &Env) -> Output {
+    env_cmd(env, &repo().join("scripts/ask-local"))
+        .arg("What is the capital of France?")
+        .env("SAYRI_ASK_LOCAL_BIN", BIN)
+        .current_dir(repo())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn after_the_quick_start_a_plain_sayri_ask_in_a_new_terminal_answers_from_the_local_model() {
+    let env = Env::with_home_config("/tmp");
+    install_local_model(&env);
+    let out = quick_start(&env);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        !stdout(&out).trim().is_empty(),
+        "the quick start printed no answer"
+    );
+    let installed = env.dir.path().join(".local/bin/sayri");
+    assert!(
+        installed.is_file(),
+        "sayri was not installed in ~/.local/bin"
+    );
+    let toml = std::fs::read_to_string(env.config_dir().join("sayri.toml")).unwrap();
+    assert!(
+        toml.contains(&format!("local_model = \"{MODEL}\"")),
+        "{toml}"
+    );
+
+    // A new terminal: only the installed program and the same HOME.
+    let again = env_cmd(&env, &installed)
+        .args(["ask", "What is the capital of France?"])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(!stdout(&again).trim().is_empty());
+    assert!(
+        !stderr(&again).contains("started it in the background"),
+        "the quick start's daemon should still be running: {}",
+        stderr(&again)
+    );
+    let st = status(&env);
+    assert_eq!(st["local_model"]["state"], "ready", "{st:#}");
+    let _ = env.run(&["quit", "--no-start"]);
+}
+
+#[test]
+fn the_quick_start_leaves_existing_settings_untouched_and_prints_the_switch_command() {
+    let env = Env::with_home_config("/tmp");
+    install_local_model(&env);
+    std::fs::create_dir_all(env.config_dir()).unwrap();
+    let mine = "# mine\n[provider]\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+    let file = env.config_dir().join("sayri.toml");
+    std::fs::write(&file, mine).unwrap();
+    let out = quick_start(&env);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), mine);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("sayri config set provider.local_model {MODEL}")),
+        "{err}"
+    );
+    // The question went to the user's own (unreachable) endpoint, and the failure says how
+    // to fix it.
+    assert!(err.contains("sayri config set provider.base_url"), "{err}");
+    let _ = env.run(&["quit", "--no-start"]);
+}
