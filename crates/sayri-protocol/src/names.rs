@@ -62,5 +62,7 @@ pub mod event {
         PERMISSION_REQUEST = "permission_request", PERMISSION_RESOLVED = "permission_resolved",
         SETTINGS_CHANGED = "settings_changed", PLUGIN_SETTINGS_CHANGED = "plugin_settings_changed",
         ASSET_PROGRESS = "asset_progress", SHUTDOWN = "shutdown",
+        // Voice (Sayri's additions).
+        WAKE = "wake", TRANSCRIPT = "transcript",
     }
 }

@@ -15,3 +15,4 @@ pub mod policies;
 pub mod settings_check;
 pub mod stored_secrets;
 pub mod supervisor;
+pub mod voice;

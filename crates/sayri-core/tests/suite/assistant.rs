@@ -324,7 +324,10 @@ async fn interrupting_a_spoken_turn_by_generation_spares_the_next_turn() {
     assert!(core.interrupt_turn(generation));
     assert!(!core.status().busy);
     assert!(
-        !sink.events().iter().any(|e| matches!(e, CoreEvent::Busy(_))),
+        !sink
+            .events()
+            .iter()
+            .any(|e| matches!(e, CoreEvent::Busy(_))),
         "a spoken turn's interrupt announces nothing: {:?}",
         sink.events()
     );

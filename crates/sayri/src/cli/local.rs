@@ -178,20 +178,30 @@ pub fn pref(paths: &Paths, action: PrefAction) -> anyhow::Result<()> {
 /// `sayri models …`.
 #[derive(Debug, clap::Subcommand)]
 pub enum ModelsAction {
-    /// List the models the configured endpoint serves (`GET /models`).
+    /// List models: the voice models installed and downloadable; with --remote also the models
+    /// the configured endpoint serves (`GET /models`).
     List {
-        /// Ask the provider (required: Sayri keeps no local model list yet).
+        /// Also ask the provider for its models.
         #[arg(long)]
         remote: bool,
     },
+    /// Voice models (whisper, Piper voices, wake words).
+    #[command(flatten)]
+    Voice(crate::cli::voice_models::VoiceModelsAction),
 }
 
-/// `sayri models list --remote`.
+/// `sayri models …`.
 pub async fn models(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
-    let ModelsAction::List { remote } = action;
+    let remote = match action {
+        ModelsAction::Voice(a) => return crate::cli::voice_models::run(a).await,
+        ModelsAction::List { remote } => remote,
+    };
+    crate::cli::voice_models::print_list();
     if !remote {
-        anyhow::bail!("use `sayri models list --remote` to ask the configured endpoint");
+        println!("Provider models: `sayri models list --remote` asks the configured endpoint");
+        return Ok(());
     }
+    println!("Provider models:");
     let cfg = crate::config_file::load(&paths.config_file())?.0;
     let key = Vault::open(
         VaultPaths::new(&paths.config_dir, &paths.state_dir),

@@ -16,6 +16,8 @@ pub mod sessions;
 pub mod status;
 pub mod terminal_text;
 pub mod vault;
+pub mod voice;
+pub mod voice_models;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
@@ -126,6 +128,18 @@ pub enum Command {
         #[command(subcommand)]
         action: sayri_vault::cli::VaultCommand,
     },
+    // Voice.
+    /// Listen for one utterance and print its transcript (through the daemon, or from a WAV
+    /// file with --file).
+    Listen(voice::ListenArgs),
+    /// Speak text on the speaker, or write the speech to a WAV file.
+    Say(voice::SayArgs),
+    /// Voice: what is installed and ready, and what to install.
+    Voice {
+        /// What to do.
+        #[command(subcommand)]
+        action: voice::VoiceAction,
+    },
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
@@ -174,6 +188,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let store = sayri_store::Store::open(paths.database())?;
             return Ok(permissions::run(&action, &paths, &store));
         }
+        Command::Listen(args) if args.file.is_some() => return voice::listen_file(&paths, &args),
+        Command::Say(args) => return voice::say(&paths, &args),
         Command::Vault { action } => {
             paths.ensure_dirs()?;
             let changed = sayri_vault::cli::run(
@@ -208,6 +224,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
             Command::Agents { action } => agents::run(&paths, start, *action).await,
             Command::Models { action } => done(local::models(&paths, action).await),
+            Command::Listen(args) => voice::listen(&paths, start, &args).await,
+            Command::Voice {
+                action: voice::VoiceAction::Status { json },
+            } => done(voice::status(&paths, json).await),
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),
             } => done(permissions::answer(&paths, &args).await),
@@ -223,6 +243,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             | Command::Prompt { .. }
             | Command::Pref { .. }
             | Command::Permissions { .. }
+            | Command::Say(_)
             | Command::Vault { .. } => Ok(0),
         }
     })

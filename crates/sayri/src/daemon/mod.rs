@@ -113,7 +113,9 @@ impl Daemon {
                 ),
             }
         }
-        let _ = state.brain.set(std::sync::Arc::new(brain));
+        let brain = std::sync::Arc::new(brain);
+        let _ = state.brain.set(brain.clone());
+        state.voice.attach(brain);
         Ok(Daemon {
             state,
             listener,
@@ -168,6 +170,9 @@ impl Daemon {
             brain.broker.shutdown();
             brain.core.interrupt();
         }
+        // The microphone is released and a speech file finished before the daemon exits.
+        let voice = state.clone();
+        let _ = tokio::task::spawn_blocking(move || voice.voice.shutdown()).await;
         state.supervisor.shutdown().await;
         let _ = std::fs::remove_file(state.paths.socket());
         state

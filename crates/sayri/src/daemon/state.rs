@@ -33,15 +33,19 @@ pub struct DaemonState {
     /// Long-running child programs (model server, gateways, plugin services); stopped at
     /// shutdown.
     pub supervisor: Supervisor,
+    /// The voice loop (microphone, wake word, speech to text and speech); stopped at shutdown.
+    pub voice: crate::voice::VoiceService,
 }
 
 impl DaemonState {
     /// New state for `paths` and `config`.
     pub fn new(paths: Paths, config: Config) -> Arc<Self> {
+        let broadcaster = Broadcaster::default();
         Arc::new(DaemonState {
+            voice: crate::voice::VoiceService::new(&config, broadcaster.clone()),
             config: RwLock::new(config),
             config_file_lock: tokio::sync::Mutex::new(()),
-            broadcaster: Broadcaster::default(),
+            broadcaster,
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),
             terminate: CancellationToken::new(),

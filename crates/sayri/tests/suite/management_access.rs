@@ -42,6 +42,11 @@ const CLASSES: &[(&str, Access)] = &[
     ("permission_forget", Access::Management),
     ("vault_set", Access::Management),
     ("vault_delete", Access::Management),
+    // Voice: opening the microphone is management (a command of a turn must not make Sayri
+    // record the room); stopping it is not.
+    ("listen", Access::Management),
+    ("toggle_listening", Access::Management),
+    ("stop_listening", Access::Assistant),
     // Decided, not implemented yet.
     ("settings_save", Access::Management),
     ("plugin_settings_set", Access::Management),

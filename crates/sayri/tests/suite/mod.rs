@@ -38,3 +38,4 @@ pub mod test_child;
 mod turn_concurrency;
 mod typed_params;
 mod vault_canary;
+mod voice_daemon;

@@ -558,17 +558,27 @@ config_keys! {
         mode: String = "wakeword", Check::Choice(&["always", "wakeword", "manual", "disabled"]),
             "always | wakeword | manual | disabled.";
         wake_word: String = "hey sayri", Check::Line { max: 256, empty: false },
-            "Comma-separated wake phrases.";
+            "Comma-separated wake phrases (removed from the start of a query). The wake word is heard by stt.wake_model: with no model for these phrases, the installed one's phrase is used (`sayri voice status` names it).";
         model_size: String = "base", Check::Name,
-            "Whisper model size.";
+            "Whisper model size (tiny, base, small, medium, large-v3), used when stt.whisper_model is auto.";
         language: String = "es", Check::Language,
             "Whisper language code, or auto.";
-        mic_device: String = "", Check::Line { max: 256, empty: true },
-            "Capture device; empty = default.";
+        mic_device: String = "", Check::Line { max: 4096, empty: true },
+            "Capture device: part of its name (`sayri voice status` lists them), empty = default, or file:/path/in.wav to hear a WAV file as the microphone (it plays once each time the microphone opens).";
         silence_ms: i64 = 500, Check::Int { min: 200, max: 5_000, unit: "milliseconds" },
             "End-of-utterance silence, milliseconds (200 to 5000).";
         live_transcript: bool = true, Check::Flag,
             "Show partial transcripts while speaking.";
+        whisper_model: String = "auto", Check::Name,
+            "Whisper model in the voice model store (`sayri models list`), or auto: the stt.model_size model for stt.language (.en for English), else the installed one closest to it.";
+        wake_model: String = "auto", Check::Name,
+            "Wake-word model in the voice model store (e.g. hey_jarvis_v0.1), or auto: a model for a phrase of stt.wake_word, else hey_jarvis_v0.1 when installed.";
+        wake_threshold: f64 = 0.5, Check::Float { min: 0.05, max: 0.99, unit: "" },
+            "Wake-word score at or above which the phrase counts as heard, 0.05 to 0.99 (lower hears more, and more falsely).";
+        activation_timeout_ms: i64 = 5000, Check::Int { min: 1_000, max: 60_000, unit: "milliseconds" },
+            "After the wake word or `listen`, how long to wait for speech before waiting for the wake word again, milliseconds.";
+        max_utterance_ms: i64 = 15_000, Check::Int { min: 2_000, max: 60_000, unit: "milliseconds" },
+            "Longest utterance, milliseconds (cut there and transcribed).";
     }
     tts => TtsConfig, "`[tts]`: speech output." {
         enabled: bool = true, Check::Flag,
@@ -581,6 +591,10 @@ config_keys! {
             "Piper voice quality: x_low | low | medium | high.";
         speed: f64 = 1.0, Check::Float { min: 0.5, max: 2.0, unit: "times the normal speed" },
             "Speaking speed factor, 0.5 to 2 (length scale = 1/speed).";
+        piper_voice: String = "auto", Check::Name,
+            "Piper voice in the voice model store, or auto: <language>-<voice>-<quality>, else an installed voice of tts.language (else espeak-ng speaks).";
+        output_device: String = "", Check::Line { max: 4096, empty: true },
+            "Playback device: part of its name (`sayri voice status` lists them), empty = default, or file:/path/out.wav to write speech to a WAV file.";
     }
     ui => UiConfig, "`[ui]`: desktop front-ends." {
         orb_size: i64 = 140, Check::Int { min: 80, max: 400, unit: "pixels" },

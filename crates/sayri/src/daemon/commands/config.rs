@@ -100,6 +100,9 @@ pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolE
     };
     ctx.daemon.set_config(cfg.clone());
     drop(guard);
+    if name.starts_with("stt.") || name.starts_with("tts.") {
+        ctx.daemon.voice.reconfigure(&cfg);
+    }
     if let Ok(brain) = ctx.daemon.brain() {
         brain.config_changed(&cfg);
         if name == "agent.default_agent"

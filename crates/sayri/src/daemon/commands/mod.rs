@@ -13,6 +13,7 @@ pub mod config;
 pub mod permissions;
 pub mod runtime;
 pub mod vault;
+pub mod voice;
 
 use crate::daemon::dispatch::{Access, Dispatcher, Mode};
 
@@ -46,5 +47,10 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Inline, permissions::permission_forget)
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
-        .register(Management, Task, vault::vault_delete);
+        .register(Management, Task, vault::vault_delete)
+        // Voice. Opening the microphone is management: a command of a turn must not make
+        // Sayri record the room; stopping it is harmless.
+        .register(Management, Task, voice::listen)
+        .register(Assistant, Inline, voice::stop_listening)
+        .register(Management, Inline, voice::toggle_listening);
 }
