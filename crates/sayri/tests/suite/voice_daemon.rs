@@ -187,7 +187,6 @@ fn a_spoken_question_in_wakeword_mode_is_answered_and_spoken_through_the_daemon(
     let env = Env::new();
     let mic = env.dir.path().join("mic.wav");
     let speaker = env.dir.path().join("speaker.wav");
-    say_to_file(&env, &models, "Hey Jarvis, what is the capital of France?", &mic, 700);
     let model = start_model(vec![Reply::sse(sse::content_stream(&[
         "The capital of France ",
         "is **Paris**.",
@@ -199,6 +198,7 @@ fn a_spoken_question_in_wakeword_mode_is_answered_and_spoken_through_the_daemon(
         &format!("file:{}", mic.display()),
         &format!("file:{}", speaker.display()),
     );
+    say_to_file(&env, &models, "Hey Jarvis, what is the capital of France?", &mic, 700);
     let _daemon = start_voice_daemon(&env, &models);
     let mut c = client(&env);
     let st = c.call("status", json!({}), 1)["result"].clone();
@@ -234,8 +234,8 @@ fn a_spoken_question_in_wakeword_mode_is_answered_and_spoken_through_the_daemon(
             "assistant_done",
             "state:speaking",
             "speaking:true",
-            "speaking:false",
             "busy:false",
+            "speaking:false",
             "state:idle",
             "mic:false",
         ],
@@ -297,9 +297,9 @@ fn listen_captures_one_utterance_from_the_microphone_and_sends_no_query() {
     let models = models_dir();
     let env = Env::new();
     let mic = env.dir.path().join("mic.wav");
-    say_to_file(&env, &models, "Please turn on the kitchen lights.", &mic, 800);
     let model = start_model(vec![]);
     write_voice_config(&env, Some(&model), "manual", &format!("file:{}", mic.display()), "");
+    say_to_file(&env, &models, "Please turn on the kitchen lights.", &mic, 800);
     let _daemon = start_voice_daemon(&env, &models);
     let out = sayri(&env, &models, &["listen", "--json", "--timeout", "60"]);
     assert!(out.status.success(), "{} {}", stderr(&out), stdout(&out));
