@@ -33,7 +33,9 @@ pub fn build(plan: &VoicePlan, store: &ModelStore) -> Result<Built, SpeechError>
     let stt = load_stt(plan, store)?;
     let (vad, why) = crate::vad::best_available(store);
     if let Some(w) = why {
-        warnings.push(format!("Silero VAD unavailable ({w}): using the energy VAD"));
+        warnings.push(format!(
+            "Silero VAD unavailable ({w}): using the energy VAD"
+        ));
     }
     let (wake, playback_wake) = match load_wake(plan, store) {
         Ok((a, b)) => (Some(a), Some(b)),
@@ -110,8 +112,7 @@ fn load_wake(plan: &VoicePlan, store: &ModelStore) -> Result<WakePair, SpeechErr
         let _ = (store, name);
         Err(SpeechError::NotReady {
             what: "the wake word".into(),
-            reason: "this sayri was built without ONNX Runtime support (the `onnx` feature)"
-                .into(),
+            reason: "this sayri was built without ONNX Runtime support (the `onnx` feature)".into(),
             fix: REBUILD_HINT.into(),
         })
     }
@@ -122,7 +123,10 @@ fn load_wake(plan: &VoicePlan, store: &ModelStore) -> Result<WakePair, SpeechErr
 ///
 /// # Errors
 /// Neither Piper nor espeak-ng is installed.
-pub fn build_tts(plan: &VoicePlan, store: &ModelStore) -> Result<Arc<dyn TextToSpeech>, SpeechError> {
+pub fn build_tts(
+    plan: &VoicePlan,
+    store: &ModelStore,
+) -> Result<Arc<dyn TextToSpeech>, SpeechError> {
     if plan.piper_ready()
         && let Some(voice) = &plan.piper.name
     {

@@ -159,8 +159,7 @@ impl VoicePlan {
             settings: VoiceSettings {
                 mode,
                 stt_ready: whisper.name.is_some(),
-                activation_timeout_ms: u64::try_from(cfg.stt.activation_timeout_ms)
-                    .unwrap_or(5000),
+                activation_timeout_ms: u64::try_from(cfg.stt.activation_timeout_ms).unwrap_or(5000),
                 wake_phrases: phrases,
             },
             segmenter: SegmenterConfig {
@@ -480,14 +479,23 @@ mod tests {
     #[test]
     fn whisper_follows_size_and_language_then_the_closest_installed() {
         let (_d, s) = store_with(&["whisper/ggml-tiny.en.bin", "whisper/ggml-small.bin"]);
-        let p = VoicePlan::resolve(&cfg(&[("stt.language", "en"), ("stt.model_size", "tiny")]), &s);
+        let p = VoicePlan::resolve(
+            &cfg(&[("stt.language", "en"), ("stt.model_size", "tiny")]),
+            &s,
+        );
         assert_eq!(p.whisper.name.as_deref(), Some("tiny.en"));
         assert!(p.whisper.note.is_none());
-        let p = VoicePlan::resolve(&cfg(&[("stt.language", "en"), ("stt.model_size", "base")]), &s);
+        let p = VoicePlan::resolve(
+            &cfg(&[("stt.language", "en"), ("stt.model_size", "base")]),
+            &s,
+        );
         assert_eq!(p.whisper.wanted, "base.en");
         assert_eq!(p.whisper.name.as_deref(), Some("tiny.en"));
         assert!(p.whisper.note.unwrap().contains("using tiny.en"));
-        let p = VoicePlan::resolve(&cfg(&[("stt.language", "es"), ("stt.model_size", "base")]), &s);
+        let p = VoicePlan::resolve(
+            &cfg(&[("stt.language", "es"), ("stt.model_size", "base")]),
+            &s,
+        );
         assert_eq!(
             p.whisper.name.as_deref(),
             Some("small"),
@@ -498,7 +506,10 @@ mod tests {
         assert!(!p.stt_ready());
         assert!(p.stt_missing()[0].contains("sayri models download whisper base"));
         let p = VoicePlan::resolve(&cfg(&[("stt.whisper_model", "medium")]), &s);
-        assert_eq!((p.whisper.wanted.as_str(), p.whisper.name), ("medium", None));
+        assert_eq!(
+            (p.whisper.wanted.as_str(), p.whisper.name),
+            ("medium", None)
+        );
     }
 
     #[test]
@@ -510,7 +521,11 @@ mod tests {
         let p = VoicePlan::resolve(&cfg(&[("tts.language", "es_ES")]), &s);
         assert_eq!(p.piper.name, None, "no English voice for Spanish");
         assert_eq!(p.espeak_voice, "es");
-        assert!(p.tts_missing().iter().any(|m| m.contains("es_ES-sharvard-medium")));
+        assert!(
+            p.tts_missing()
+                .iter()
+                .any(|m| m.contains("es_ES-sharvard-medium"))
+        );
     }
 
     #[test]
@@ -520,7 +535,10 @@ mod tests {
         assert_eq!(p.wake.name.as_deref(), Some("hey_jarvis_v0.1"));
         assert_eq!(p.wake_phrase.as_deref(), Some("hey jarvis"));
         let note = p.wake.note.clone().unwrap();
-        assert!(note.contains("hey sayri") && note.contains("CC BY-NC-SA"), "{note}");
+        assert!(
+            note.contains("hey sayri") && note.contains("CC BY-NC-SA"),
+            "{note}"
+        );
         assert!(
             p.loop_config
                 .settings
@@ -534,7 +552,11 @@ mod tests {
         let (_d, s) = store_with(&[]);
         let p = VoicePlan::resolve(&Config::default(), &s);
         assert!(!p.wake_ready());
-        assert!(p.wake_missing().iter().any(|m| m.contains("hey_jarvis_v0.1")));
+        assert!(
+            p.wake_missing()
+                .iter()
+                .any(|m| m.contains("hey_jarvis_v0.1"))
+        );
     }
 
     #[test]

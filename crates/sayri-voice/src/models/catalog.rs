@@ -81,7 +81,11 @@ mod tests {
     fn catalog_entries_are_well_formed() {
         for e in CATALOG {
             assert_eq!(e.sha256.len(), 64, "{}", e.name);
-            assert!(e.sha256.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+            assert!(
+                e.sha256
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
             assert!(e.url.starts_with("https://") && e.url.ends_with(".bin"));
         }
         assert_eq!(

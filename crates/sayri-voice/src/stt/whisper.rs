@@ -163,5 +163,4 @@ mod tests {
         assert_eq!(encoder_frames(16_000 * 10), 500 + 128);
         assert_eq!(encoder_frames(16_000 * 40), 1500);
     }
-
 }

@@ -427,7 +427,8 @@ impl Runner {
                 String::new()
             }
         };
-        self.deferred.push_back(Input::Transcript { text, evidence });
+        self.deferred
+            .push_back(Input::Transcript { text, evidence });
         self.apply(Vec::new());
     }
 
@@ -512,8 +513,8 @@ impl Runner {
     /// The utterance `start..end` ended: its transcript is the speculative one when that still
     /// covers all its speech (at once, or when it arrives), otherwise a fresh transcription.
     fn transcribe_segment(&mut self, start: u64, end: u64, evidence: SpeechEvidence) {
-        let reusable = self.speculative_valid()
-            && self.speculative.as_ref().is_some_and(|s| s.start == start);
+        let reusable =
+            self.speculative_valid() && self.speculative.as_ref().is_some_and(|s| s.start == start);
         if !reusable {
             self.drop_speculative();
             self.start_stt(SttKind::Final, start, end, evidence);

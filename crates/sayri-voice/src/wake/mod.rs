@@ -21,7 +21,11 @@ pub fn model_for_phrase<'a>(
     phrase: &str,
     installed: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let want = phrase.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    let want = phrase
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
     installed
         .into_iter()
         .find(|m| phrase_of_model(m).to_lowercase() == want)

@@ -198,7 +198,12 @@ mod file_pipeline {
         }
     }
 
-    pub fn run(plan: &VoicePlan, store: &ModelStore, file: &Path, wake: bool) -> anyhow::Result<Heard> {
+    pub fn run(
+        plan: &VoicePlan,
+        store: &ModelStore,
+        file: &Path,
+        wake: bool,
+    ) -> anyhow::Result<Heard> {
         let source = WavSource::open(file)?;
         let audio_ms = samples_to_ms(sayri_voice::audio::read_wav_16k(file)?.len() as u64);
         let mut plan = plan.clone();
@@ -359,7 +364,12 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
     let list = |k: &str| -> Vec<String> {
         f.get(k)
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let ready = |k: &str| f.get(k) == Some(&Value::Bool(true));
@@ -374,12 +384,17 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
         }
     );
     let _ = writeln!(out, "mode:           {} (stt.mode)", plan.mode.as_str());
-    let line = |out: &mut std::io::Stdout, label: &str, ok: bool, what: String, missing: Vec<String>| {
-        let _ = writeln!(out, "{label:<16}{} — {what}", if ok { "ready" } else { "NOT READY" });
-        for m in missing {
-            let _ = writeln!(out, "{:<16}  install: {m}", "");
-        }
-    };
+    let line =
+        |out: &mut std::io::Stdout, label: &str, ok: bool, what: String, missing: Vec<String>| {
+            let _ = writeln!(
+                out,
+                "{label:<16}{} — {what}",
+                if ok { "ready" } else { "NOT READY" }
+            );
+            for m in missing {
+                let _ = writeln!(out, "{:<16}  install: {m}", "");
+            }
+        };
     line(
         &mut out,
         "speech to text:",
@@ -439,7 +454,11 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
     }
     match daemon {
         Some(s) => {
-            let g = |k: &str| s.get(k).map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+            let g = |k: &str| {
+                s.get(k)
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into())
+            };
             let _ = writeln!(
                 out,
                 "daemon:         state {}, microphone {}, speaking {}{}",

@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 
 /// A model kind as typed on the command line.
 fn kind(s: &str) -> Result<ModelKind, String> {
-    ModelKind::parse(s).ok_or_else(|| {
-        format!("unknown model kind {s:?}: use whisper, piper, wakeword or vad")
-    })
+    ModelKind::parse(s)
+        .ok_or_else(|| format!("unknown model kind {s:?}: use whisper, piper, wakeword or vad"))
 }
 
 /// The voice subcommands of `sayri models`.
@@ -78,7 +77,9 @@ pub fn print_list() {
     println!("Voice models ({}):", store.root().display());
     let installed = store.list();
     if installed.is_empty() {
-        println!("  none installed — ./scripts/setup --voice installs whisper tiny.en, a Piper voice and openWakeWord");
+        println!(
+            "  none installed — ./scripts/setup --voice installs whisper tiny.en, a Piper voice and openWakeWord"
+        );
     }
     for m in &installed {
         println!(
@@ -91,7 +92,11 @@ pub fn print_list() {
     }
     let offered: Vec<String> = CATALOG
         .iter()
-        .filter(|e| !installed.iter().any(|m| m.kind == e.kind && m.name == e.name))
+        .filter(|e| {
+            !installed
+                .iter()
+                .any(|m| m.kind == e.kind && m.name == e.name)
+        })
         .map(|e| format!("{} ({} MB)", e.name, e.megabytes))
         .collect();
     if !offered.is_empty() {
@@ -127,10 +132,17 @@ pub async fn run(action: VoiceModelsAction) -> anyhow::Result<()> {
             };
             let bar = bar("importing");
             let m = store
-                .import(kind, &name, &file, sha256.as_deref(), &mut |p| show(&bar, p))
+                .import(kind, &name, &file, sha256.as_deref(), &mut |p| {
+                    show(&bar, p)
+                })
                 .with_context(|| format!("importing {}", file.display()))?;
             bar.finish_and_clear();
-            println!("installed {} {} ({})", kind.as_str(), m.name, m.path.display());
+            println!(
+                "installed {} {} ({})",
+                kind.as_str(),
+                m.name,
+                m.path.display()
+            );
             Ok(())
         }
         VoiceModelsAction::Remove { kind, name } => {
@@ -186,10 +198,9 @@ async fn download(
     };
     let bar = bar("downloading");
     let started = std::time::Instant::now();
-    let m = sayri_voice::models::download(store, kind, name, &url, Some(&sha), &mut |p| {
-        show(&bar, p)
-    })
-    .await?;
+    let m =
+        sayri_voice::models::download(store, kind, name, &url, Some(&sha), &mut |p| show(&bar, p))
+            .await?;
     bar.finish_and_clear();
     println!(
         "installed {} {} ({:.1} MB in {:.1} s, sha256 verified) at {}",
@@ -263,13 +274,22 @@ fn name_from_ct2_dir(dir: &Path) -> anyhow::Result<String> {
         .find_map(|p| base.strip_prefix(p))
         .unwrap_or(&base)
         .to_string();
-    let known = name
-        .split('.')
-        .next()
-        .is_some_and(|s| ["tiny", "base", "small", "medium", "large-v3", "large-v3-turbo"].contains(&s));
+    let known = name.split('.').next().is_some_and(|s| {
+        [
+            "tiny",
+            "base",
+            "small",
+            "medium",
+            "large-v3",
+            "large-v3-turbo",
+        ]
+        .contains(&s)
+    });
     if known {
         Ok(name)
     } else {
-        bail!("cannot tell the model's name from the directory {base:?}: give --name NAME (e.g. --name tiny.en)")
+        bail!(
+            "cannot tell the model's name from the directory {base:?}: give --name NAME (e.g. --name tiny.en)"
+        )
     }
 }

@@ -2,7 +2,7 @@
 //! active agent in the active session (resolved as every turn is), announced by the voice
 //! state machine instead of the core, and its answer text is handed to the loop as it streams.
 
-use crate::brain::{BroadcastSink, Brain};
+use crate::brain::{Brain, BroadcastSink};
 use sayri_core::assistant::TurnOptions;
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_voice::voice_loop::Agent;

@@ -51,7 +51,10 @@ pub fn check_setting(
             return Ok(());
         }
         let store = ModelStore::open_default();
-        store.require(kind, name).map(drop).map_err(|e| e.to_string())
+        store
+            .require(kind, name)
+            .map(drop)
+            .map_err(|e| e.to_string())
     };
     const FILE_IN: &str = "a device name, empty, or file:/absolute/path.wav of a readable WAV file";
     const FILE_OUT: &str =
@@ -73,10 +76,9 @@ pub fn check_setting(
                 Err(format!("{} is not an absolute path", p.display()))
             }
             Device::File(p) if p.is_dir() => Err(format!("{} is a directory", p.display())),
-            Device::File(p) if !p.parent().is_some_and(std::path::Path::is_dir) => Err(format!(
-                "the directory of {} does not exist",
-                p.display()
-            )),
+            Device::File(p) if !p.parent().is_some_and(std::path::Path::is_dir) => {
+                Err(format!("the directory of {} does not exist", p.display()))
+            }
             _ => Ok(()),
         }
         .map_err(|e| (FILE_OUT, e)),

@@ -11,6 +11,7 @@ use crate::daemon::broadcast::Broadcaster;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
 use sayri_core::engine::{CoreEvent, CoreState, EventSink};
+use sayri_core::ports::audio::samples_to_ms;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::audio::NullSink;
 use sayri_voice::models::ModelStore;
@@ -18,7 +19,7 @@ use sayri_voice::plan::VoicePlan;
 use sayri_voice::voice_loop::{
     Command, CommandInbox, LoopConfig, TimedEvent, VoiceHandle, VoiceLoop, command_channel,
 };
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -486,7 +487,7 @@ impl Shared {
         };
         let agent = Arc::new(CoreAgent::new(brain, rt, events.clone()));
         let shared = self.clone();
-        let on_event = Box::new(move |e: TimedEvent| shared.on_event(id, e.event, &events));
+        let on_event = Box::new(move |e: TimedEvent| shared.on_event(id, e, &events));
         Ok(VoiceLoop::with_commands(
             built.engines,
             daemon_loop_config(plan),
@@ -499,8 +500,10 @@ impl Shared {
     }
 
     /// One event of loop `id`: remembered for `status`, handed to a waiting `listen`, and
-    /// broadcast (audio levels at most every 50 ms).
-    fn on_event(&self, id: u64, event: VoiceEvent, events: &BroadcastSink) {
+    /// broadcast (audio levels at most every 50 ms; `wake` with `at_ms`, its place on the
+    /// loop's audio clock).
+    fn on_event(&self, id: u64, timed: TimedEvent, events: &BroadcastSink) {
+        let event = timed.event;
         {
             let mut s = lock(&self.snapshot);
             if s.running != Some(id) {
@@ -518,8 +521,7 @@ impl Shared {
                 }
                 VoiceEvent::AudioLevel(_) => {
                     let now = Instant::now();
-                    if s
-                        .last_level
+                    if s.last_level
                         .is_some_and(|at| now.duration_since(at) < LEVEL_INTERVAL)
                     {
                         return;
@@ -529,7 +531,11 @@ impl Shared {
                 _ => {}
             }
         }
-        events.broadcast_redacted(event.name(), event.payload());
+        let mut payload = event.payload();
+        if let (VoiceEvent::Wake { .. }, Value::Object(m)) = (&event, &mut payload) {
+            m.insert("at_ms".into(), json!(samples_to_ms(timed.at)));
+        }
+        events.broadcast_redacted(event.name(), payload);
     }
 
     /// Loop `id` ended: clients learn that the microphone is off and the state idle; waiting

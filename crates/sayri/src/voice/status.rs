@@ -49,7 +49,10 @@ pub fn fields(plan: &VoicePlan, built: bool, state: &LoopState) -> Map<String, V
     };
     m.insert("tts_missing".into(), json!(with_build(tts_missing)));
     m.insert("wake_ready".into(), json!(built && plan.wake_ready()));
-    m.insert("wake_missing".into(), json!(with_build(plan.wake_missing())));
+    m.insert(
+        "wake_missing".into(),
+        json!(with_build(plan.wake_missing())),
+    );
     m.insert("stt_mode".into(), json!(plan.mode.as_str()));
     m.insert("mic_on".into(), json!(state.mic_on));
     m.insert("armed".into(), json!(state.armed));

@@ -64,9 +64,17 @@ fn write_voice_config(env: &Env, model: Option<&Model>, mode: &str, mic: &str, s
 /// and after (sox), into `path`.
 fn say_to_file(env: &Env, models: &Path, text: &str, path: &Path, pad_ms: u32) {
     let raw = path.with_extension("raw.wav");
-    let out = sayri(env, models, &["say", "--to-file", raw.to_str().unwrap(), text]);
+    let out = sayri(
+        env,
+        models,
+        &["say", "--to-file", raw.to_str().unwrap(), text],
+    );
     assert!(out.status.success(), "sayri say: {}", stderr(&out));
-    assert!(stderr(&out).contains("piper en_US-joe-medium"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("piper en_US-joe-medium"),
+        "{}",
+        stderr(&out)
+    );
     let pad = format!("{:.3}", f64::from(pad_ms) / 1000.0);
     let st = std::process::Command::new("sox")
         .arg(&raw)
@@ -103,7 +111,10 @@ fn start_voice_daemon(env: &Env, models: &Path) -> Daemon {
         log: env.daemon_log(),
     };
     assert!(
-        eventually(Duration::from_secs(15), || RawClient::try_connect(&env.socket()).is_ok()),
+        eventually(Duration::from_secs(15), || RawClient::try_connect(
+            &env.socket()
+        )
+        .is_ok()),
         "daemon did not start: {}",
         d.log_text()
     );
@@ -132,7 +143,10 @@ fn events_until(c: &mut RawClient, done: impl Fn(&[Value]) -> bool) -> Vec<(Inst
             }
         }
     }
-    panic!("events never completed: {:?}", out.iter().map(|(_, v)| v).collect::<Vec<_>>());
+    panic!(
+        "events never completed: {:?}",
+        out.iter().map(|(_, v)| v).collect::<Vec<_>>()
+    );
 }
 
 /// Short names of milestone events (`state:idle`, `mic:true`, `wake`, `user:…`).
@@ -174,7 +188,11 @@ fn questions(model: &Model) -> Vec<String> {
         .iter()
         .filter(|b| b.get("max_tokens") != Some(&json!(15)))
         .filter_map(|b| {
-            b["messages"].as_array()?.iter().rev().find(|m| m["role"] == "user")?["content"]
+            b["messages"]
+                .as_array()?
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")?["content"]
                 .as_str()
                 .map(words)
         })
@@ -198,12 +216,22 @@ fn a_spoken_question_in_wakeword_mode_is_answered_and_spoken_through_the_daemon(
         &format!("file:{}", mic.display()),
         &format!("file:{}", speaker.display()),
     );
-    say_to_file(&env, &models, "Hey Jarvis, what is the capital of France?", &mic, 700);
+    say_to_file(
+        &env,
+        &models,
+        "Hey Jarvis, what is the capital of France?",
+        &mic,
+        700,
+    );
     let _daemon = start_voice_daemon(&env, &models);
     let mut c = client(&env);
     let st = c.call("status", json!({}), 1)["result"].clone();
     assert_eq!(
-        (st["stt_ready"].clone(), st["tts_ready"].clone(), st["wake_ready"].clone()),
+        (
+            st["stt_ready"].clone(),
+            st["tts_ready"].clone(),
+            st["wake_ready"].clone()
+        ),
         (json!(true), json!(true), json!(true)),
         "{st}"
     );
@@ -214,11 +242,16 @@ fn a_spoken_question_in_wakeword_mode_is_answered_and_spoken_through_the_daemon(
     );
     assert_eq!(st["mic_on"], false, "manual mode: the microphone is closed");
     // Switching to wakeword mode opens the microphone (the file) and listens for the wake word.
-    let r = c.call("config_set", json!({"key": "stt.mode", "value": "wakeword"}), 2);
+    let r = c.call(
+        "config_set",
+        json!({"key": "stt.mode", "value": "wakeword"}),
+        2,
+    );
     assert_eq!(r["ok"], true, "{r}");
     let started = Instant::now();
     let events = events_until(&mut c, |evs| {
-        evs.iter().any(|v| v["event"] == "hint" && v["text"] == "The microphone input ended.")
+        evs.iter()
+            .any(|v| v["event"] == "hint" && v["text"] == "The microphone input ended.")
     });
     let m = milestones(&events);
     assert_in_order(
@@ -250,16 +283,31 @@ fn a_spoken_question_in_wakeword_mode_is_answered_and_spoken_through_the_daemon(
     assert_eq!(streamed, "The capital of France is **Paris**.");
     assert_eq!(questions(&model), vec!["what is the capital of france"]);
     // Levels: some, and never more than one per 50 ms of the run.
-    let levels = events.iter().filter(|(_, v)| v["event"] == "audio_level").count();
+    let levels = events
+        .iter()
+        .filter(|(_, v)| v["event"] == "audio_level")
+        .count();
     let elapsed_ms = started.elapsed().as_millis() as usize;
-    assert!(levels > 0 && levels <= elapsed_ms / 50 + 1, "{levels} levels in {elapsed_ms} ms");
+    assert!(
+        levels > 0 && levels <= elapsed_ms / 50 + 1,
+        "{levels} levels in {elapsed_ms} ms"
+    );
     let st = c.call("status", json!({}), 3)["result"].clone();
-    assert_eq!((st["state"].clone(), st["mic_on"].clone()), (json!("idle"), json!(false)));
+    assert_eq!(
+        (st["state"].clone(), st["mic_on"].clone()),
+        (json!("idle"), json!(false))
+    );
     // The daemon stops the loop on quit, which finishes the speaker file: it holds the answer.
     let r = c.call("quit", json!({}), 4);
     assert_eq!(r["ok"], true);
-    assert!(eventually(Duration::from_secs(10), || !env.socket().exists()));
-    let out = sayri(&env, &models, &["listen", "--file", speaker.to_str().unwrap(), "--json"]);
+    assert!(eventually(Duration::from_secs(10), || !env
+        .socket()
+        .exists()));
+    let out = sayri(
+        &env,
+        &models,
+        &["listen", "--file", speaker.to_str().unwrap(), "--json"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let heard: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let heard = words(heard["text"].as_str().unwrap());
@@ -275,21 +323,39 @@ fn say_to_file_then_listen_to_file_round_trips_a_sentence_through_the_cli() {
     let env = Env::new();
     write_voice_config(&env, None, "manual", "", "");
     let wav = env.dir.path().join("said.wav");
-    say_to_file(&env, &models, "Please turn on the kitchen lights.", &wav, 500);
+    say_to_file(
+        &env,
+        &models,
+        "Please turn on the kitchen lights.",
+        &wav,
+        500,
+    );
     let out = sayri(&env, &models, &["listen", "--file", wav.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(words(&stdout(&out)), "please turn on the kitchen lights");
     // With --wake the file must hold the wake word; what follows it is the transcript.
     let q = env.dir.path().join("question.wav");
     say_to_file(&env, &models, "Hey Jarvis, what time is it?", &q, 500);
-    let out = sayri(&env, &models, &["listen", "--file", q.to_str().unwrap(), "--wake", "--json"]);
+    let out = sayri(
+        &env,
+        &models,
+        &["listen", "--file", q.to_str().unwrap(), "--wake", "--json"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(words(v["text"].as_str().unwrap()), "what time is it");
     assert_eq!(v["wake"][0]["phrase"], "hey jarvis", "{v}");
-    let out = sayri(&env, &models, &["listen", "--file", wav.to_str().unwrap(), "--wake"]);
+    let out = sayri(
+        &env,
+        &models,
+        &["listen", "--file", wav.to_str().unwrap(), "--wake"],
+    );
     assert_eq!(out.status.code(), Some(1), "no wake word in it");
-    assert!(stderr(&out).contains("no wake word heard"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no wake word heard"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -298,14 +364,32 @@ fn listen_captures_one_utterance_from_the_microphone_and_sends_no_query() {
     let env = Env::new();
     let mic = env.dir.path().join("mic.wav");
     let model = start_model(vec![]);
-    write_voice_config(&env, Some(&model), "manual", &format!("file:{}", mic.display()), "");
-    say_to_file(&env, &models, "Please turn on the kitchen lights.", &mic, 800);
+    write_voice_config(
+        &env,
+        Some(&model),
+        "manual",
+        &format!("file:{}", mic.display()),
+        "",
+    );
+    say_to_file(
+        &env,
+        &models,
+        "Please turn on the kitchen lights.",
+        &mic,
+        800,
+    );
     let _daemon = start_voice_daemon(&env, &models);
     let out = sayri(&env, &models, &["listen", "--json", "--timeout", "60"]);
     assert!(out.status.success(), "{} {}", stderr(&out), stdout(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(words(v["text"].as_str().unwrap()), "please turn on the kitchen lights");
-    assert!(questions(&model).is_empty(), "a one-shot capture sends no query");
+    assert_eq!(
+        words(v["text"].as_str().unwrap()),
+        "please turn on the kitchen lights"
+    );
+    assert!(
+        questions(&model).is_empty(),
+        "a one-shot capture sends no query"
+    );
     let mut c = client(&env);
     assert!(
         eventually(Duration::from_secs(10), || {
@@ -322,7 +406,11 @@ fn listen_captures_one_utterance_from_the_microphone_and_sends_no_query() {
         c.call("status", json!({}), 4)["result"]["mic_on"] == false
     }));
     // Speech input turned off: the loop stops, and listening is refused saying how to turn it on.
-    let r = c.call("config_set", json!({"key": "stt.mode", "value": "disabled"}), 5);
+    let r = c.call(
+        "config_set",
+        json!({"key": "stt.mode", "value": "disabled"}),
+        5,
+    );
     assert_eq!(r["ok"], true, "{r}");
     let r = c.call("listen", json!({"timeout": 5}), 6);
     assert_eq!(r["code"], "not_implemented", "{r}");
@@ -345,21 +433,34 @@ fn without_voice_models_status_and_listen_say_what_to_install() {
     let st = c.call("status", json!({}), 1)["result"].clone();
     assert_eq!(st["stt_ready"], false, "{st}");
     assert_eq!(st["wake_ready"], false, "{st}");
-    assert_eq!(st["mic_on"], false, "nothing to listen with: the microphone stays closed");
+    assert_eq!(
+        st["mic_on"], false,
+        "nothing to listen with: the microphone stays closed"
+    );
     let stt = st["stt_missing"].to_string();
     assert!(
         stt.contains("sayri models download whisper tiny.en") && stt.contains("setup --voice"),
         "{stt}"
     );
-    assert!(st["wake_missing"].to_string().contains("hey_jarvis_v0.1"), "{st}");
+    assert!(
+        st["wake_missing"].to_string().contains("hey_jarvis_v0.1"),
+        "{st}"
+    );
     let r = c.call("listen", json!({}), 2);
     assert_eq!(r["code"], "not_implemented", "{r}");
     assert!(
-        r["error"].as_str().unwrap().contains("sayri models download whisper"),
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("sayri models download whisper"),
         "{r}"
     );
     // A model named in a setting must be installed.
-    let r = c.call("config_set", json!({"key": "stt.whisper_model", "value": "base"}), 3);
+    let r = c.call(
+        "config_set",
+        json!({"key": "stt.whisper_model", "value": "base"}),
+        3,
+    );
     assert_eq!(r["code"], "invalid_params", "{r}");
     assert!(r["error"].as_str().unwrap().contains("sayri models"), "{r}");
     // A file microphone must be a readable WAV file.
@@ -369,4 +470,136 @@ fn without_voice_models_status_and_listen_say_what_to_install() {
         4,
     );
     assert_eq!(r["code"], "invalid_params", "{r}");
+}
+
+/// Renders each `(silence before in ms, text)` with `sayri say --to-file` and joins them into
+/// one 16 kHz WAV file at `path`, followed by `tail_ms` of silence.
+fn script_to_file(env: &Env, models: &Path, parts: &[(u32, &str)], tail_ms: u32, path: &Path) {
+    let mut all: Vec<i16> = Vec::new();
+    for (i, (gap_ms, text)) in parts.iter().enumerate() {
+        let part = path.with_extension(format!("part{i}.wav"));
+        let out = sayri(
+            env,
+            models,
+            &["say", "--to-file", part.to_str().unwrap(), text],
+        );
+        assert!(out.status.success(), "sayri say: {}", stderr(&out));
+        all.extend(std::iter::repeat_n(0, *gap_ms as usize * 16));
+        all.extend(sayri_voice::audio::read_wav_16k(&part).unwrap());
+    }
+    all.extend(std::iter::repeat_n(0, tail_ms as usize * 16));
+    sayri_voice::audio::write_wav_16k(path, &all).unwrap();
+}
+
+/// The end of the run of sound that goes on at sample `from` of `samples`: the first sample
+/// after which 300 ms pass in silence.
+fn end_of_sound(samples: &[i16], from: usize) -> usize {
+    let quiet = 300 * 16;
+    let mut last_loud = from;
+    for (i, s) in samples.iter().enumerate().skip(from) {
+        if s.unsigned_abs() > 30 {
+            last_loud = i + 1;
+        } else if i - last_loud >= quiet {
+            break;
+        }
+    }
+    last_loud
+}
+
+#[test]
+fn the_wake_word_over_a_spoken_answer_stops_it_within_200_ms_and_the_next_question_is_answered() {
+    let models = models_dir();
+    let env = Env::new();
+    let mic = env.dir.path().join("mic.wav");
+    let speaker = env.dir.path().join("speaker.wav");
+    let story = "Once upon a time a small fox lived in a quiet forest near a wide river. \
+                 Every morning it walked down to the water to drink and to watch the fish. \
+                 One day it met an old heron who told it about faraway lands.";
+    let model = start_model(vec![
+        Reply::sse(sse::content_stream(&[story])),
+        Reply::sse(sse::content_stream(&["It is noon."])),
+    ]);
+    write_voice_config(
+        &env,
+        Some(&model),
+        "wakeword",
+        &format!("file:{}", mic.display()),
+        &format!("file:{}", speaker.display()),
+    );
+    // The second question comes 2.5 s after the first ends: the answer is being spoken then
+    // (audio time stands still while the models work, so the offsets hold on any machine).
+    script_to_file(
+        &env,
+        &models,
+        &[
+            (700, "Hey Jarvis, tell me a story."),
+            (2500, "Hey Jarvis, what time is it?"),
+        ],
+        1500,
+        &mic,
+    );
+    let _daemon = start_voice_daemon(&env, &models);
+    let mut c = client(&env);
+    let events = events_until(&mut c, |evs| {
+        evs.iter()
+            .any(|v| v["event"] == "hint" && v["text"] == "The microphone input ended.")
+    });
+    let m = milestones(&events);
+    assert_in_order(
+        &m,
+        &[
+            "wake",
+            "user:tell me a story",
+            "speaking:true",
+            "wake",
+            "speaking:false",
+            "state:activated",
+            "user:what time is it",
+            "speaking:true",
+            "speaking:false",
+        ],
+    );
+    assert_eq!(m.iter().filter(|e| *e == "wake").count(), 2, "{m:?}");
+    assert!(!m.iter().any(|e| e.starts_with("error")), "{m:?}");
+    assert_eq!(
+        questions(&model),
+        vec!["tell me a story", "what time is it"]
+    );
+    let r = c.call("quit", json!({}), 1);
+    assert_eq!(r["ok"], true);
+    assert!(eventually(Duration::from_secs(10), || !env
+        .socket()
+        .exists()));
+    // On the speaker's sample clock (the file speaker and the file microphone advance
+    // together): the story stops at most 200 ms after the second wake word was heard.
+    let barge = events
+        .iter()
+        .filter(|(_, v)| v["event"] == "wake")
+        .nth(1)
+        .and_then(|(_, v)| v["at_ms"].as_u64())
+        .expect("the second wake event has at_ms");
+    let played = sayri_voice::audio::read_wav_16k(&speaker).unwrap();
+    let at = barge as usize * 16;
+    assert!(
+        played[at.saturating_sub(8000)..at]
+            .iter()
+            .any(|s| s.unsigned_abs() > 30),
+        "the story was playing when the wake word came"
+    );
+    let stopped = end_of_sound(&played, at);
+    let latency_ms = (stopped - at) / 16;
+    eprintln!("barge-in through the daemon: speech stopped {latency_ms} ms after the wake word");
+    assert!(
+        latency_ms <= 200,
+        "the story went on {latency_ms} ms after the wake word"
+    );
+    // The answer to the second question was spoken after it.
+    assert!(
+        played[stopped..]
+            .iter()
+            .filter(|s| s.unsigned_abs() > 30)
+            .count()
+            > 8000,
+        "the second answer is in the speaker file"
+    );
 }

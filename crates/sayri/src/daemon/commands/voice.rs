@@ -22,10 +22,7 @@ pub async fn stop_listening(_: StopListeningParams, ctx: Ctx) -> Result<Value, P
 
 /// `toggle_listening` → `{"state"}`: the state the toggle leads to (`idle` when it stopped
 /// listening, `activated` when it started).
-pub async fn toggle_listening(
-    _: ToggleListeningParams,
-    ctx: Ctx,
-) -> Result<Value, ProtocolError> {
+pub async fn toggle_listening(_: ToggleListeningParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let state = ctx.daemon.voice.toggle()?;
     Ok(json!({ "state": state.as_str() }))
 }
