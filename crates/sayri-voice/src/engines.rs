@@ -94,6 +94,21 @@ fn load_stt(plan: &VoicePlan, store: &ModelStore) -> Result<Box<dyn SpeechToText
 type WakePair = (Box<dyn WakeWord>, Box<dyn WakeWord>);
 
 fn load_wake(plan: &VoicePlan, store: &ModelStore) -> Result<WakePair, SpeechError> {
+    Ok((
+        load_wake_detector(plan, store)?,
+        load_wake_detector(plan, store)?,
+    ))
+}
+
+/// One wake-word detector for the model `plan` chose.
+///
+/// # Errors
+/// The model (or ONNX Runtime and openWakeWord's feature models) is not installed, or this
+/// build has no `onnx` feature; each error says what to install or rebuild.
+pub fn load_wake_detector(
+    plan: &VoicePlan,
+    store: &ModelStore,
+) -> Result<Box<dyn WakeWord>, SpeechError> {
     let Some(name) = &plan.wake.name else {
         return Err(SpeechError::NotReady {
             what: format!("wake-word model {}", plan.wake.wanted),
@@ -103,9 +118,7 @@ fn load_wake(plan: &VoicePlan, store: &ModelStore) -> Result<WakePair, SpeechErr
     };
     #[cfg(feature = "onnx")]
     {
-        let a = crate::wake::OpenWakeWord::load(store, name)?;
-        let b = crate::wake::OpenWakeWord::load(store, name)?;
-        Ok((Box::new(a), Box::new(b)))
+        Ok(Box::new(crate::wake::OpenWakeWord::load(store, name)?))
     }
     #[cfg(not(feature = "onnx"))]
     {

@@ -31,6 +31,75 @@ pub fn model_for_phrase<'a>(
         .find(|m| phrase_of_model(m).to_lowercase() == want)
 }
 
+/// One wake-word detection of [`Spotter`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Detection {
+    /// Where the frame that fired ends, milliseconds since the first frame.
+    pub at_ms: u64,
+    /// The detector's score for it, 0..1.
+    pub score: f32,
+}
+
+/// Runs a wake-word detector over a stream of 80 ms frames the way the voice loop does: a
+/// score at or above `threshold` is a detection, after which the detector's history is cleared
+/// and further detections are ignored for `refractory_ms`. Used to try a model and a threshold
+/// on a file or the microphone (`sayri wake test`).
+pub struct Spotter {
+    detector: Box<dyn sayri_core::ports::speech::WakeWord>,
+    threshold: f32,
+    refractory_ms: u64,
+    clock_ms: u64,
+    quiet_until_ms: u64,
+    /// The highest score seen so far (also below the threshold).
+    pub max_score: f32,
+}
+
+impl Spotter {
+    /// A spotter over `detector` (see the type docs for `threshold` and `refractory_ms`).
+    pub fn new(
+        detector: Box<dyn sayri_core::ports::speech::WakeWord>,
+        threshold: f32,
+        refractory_ms: u64,
+    ) -> Spotter {
+        Spotter {
+            detector,
+            threshold,
+            refractory_ms,
+            clock_ms: 0,
+            quiet_until_ms: 0,
+            max_score: 0.0,
+        }
+    }
+
+    /// The phrase the detector listens for.
+    pub fn phrase(&self) -> &str {
+        self.detector.phrase()
+    }
+
+    /// Feeds one frame (16 kHz mono, any length; the loop uses 1280 samples) and returns the
+    /// detection it completes, if any.
+    ///
+    /// # Errors
+    /// The detector failed (its model could not run).
+    pub fn feed(
+        &mut self,
+        frame: &[i16],
+    ) -> Result<Option<Detection>, sayri_core::ports::speech::SpeechError> {
+        let score = self.detector.score(frame)?;
+        self.clock_ms += sayri_core::ports::audio::samples_to_ms(frame.len() as u64);
+        self.max_score = self.max_score.max(score);
+        if score < self.threshold || self.clock_ms < self.quiet_until_ms {
+            return Ok(None);
+        }
+        self.detector.reset();
+        self.quiet_until_ms = self.clock_ms + self.refractory_ms;
+        Ok(Some(Detection {
+            at_ms: self.clock_ms,
+            score,
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@ pub mod terminal_text;
 pub mod vault;
 pub mod voice;
 pub mod voice_models;
+pub mod wake;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
@@ -140,6 +141,12 @@ pub enum Command {
         #[command(subcommand)]
         action: voice::VoiceAction,
     },
+    /// Wake-word models: list them, or try one on a WAV file or the microphone.
+    Wake {
+        /// What to do.
+        #[command(subcommand)]
+        action: wake::WakeAction,
+    },
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
@@ -190,6 +197,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Listen(args) if args.file.is_some() => return voice::listen_file(&paths, &args),
         Command::Say(args) => return voice::say(&paths, &args),
+        Command::Wake { action } => return wake::run(&paths, &action),
         Command::Vault { action } => {
             paths.ensure_dirs()?;
             let changed = sayri_vault::cli::run(
@@ -244,6 +252,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             | Command::Pref { .. }
             | Command::Permissions { .. }
             | Command::Say(_)
+            | Command::Wake { .. }
             | Command::Vault { .. } => Ok(0),
         }
     })

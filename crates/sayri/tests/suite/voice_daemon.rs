@@ -603,3 +603,152 @@ fn the_wake_word_over_a_spoken_answer_stops_it_within_200_ms_and_the_next_questi
         "the second answer is in the speaker file"
     );
 }
+
+#[test]
+fn wake_test_hears_the_phrase_in_a_file_and_not_in_other_speech() {
+    let models = models_dir();
+    let env = Env::new();
+    write_voice_config(&env, None, "manual", "", "");
+    let wake = env.dir.path().join("wake.wav");
+    let other = env.dir.path().join("other.wav");
+    script_to_file(
+        &env,
+        &models,
+        &[(500, "Hey Jarvis, turn on the lights.")],
+        500,
+        &wake,
+    );
+    script_to_file(
+        &env,
+        &models,
+        &[(500, "Please turn on the kitchen lights.")],
+        500,
+        &other,
+    );
+    let out = sayri(
+        &env,
+        &models,
+        &["wake", "test", "--file", wake.to_str().unwrap(), "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["phrase"], "hey jarvis", "{v}");
+    let detections = v["detections"].as_array().unwrap();
+    assert_eq!(detections.len(), 1, "{v}");
+    let at = detections[0]["at_ms"].as_u64().unwrap();
+    assert!((500..2500).contains(&at), "heard where the phrase is: {v}");
+    let out = sayri(
+        &env,
+        &models,
+        &["wake", "test", "--file", other.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(v["detections"].as_array().unwrap().is_empty(), "{v}");
+    assert!(v["max_score"].as_f64().unwrap() < 0.5, "{v}");
+    // Another model does not hear "hey jarvis"; a model that is not installed says what to do.
+    let out = sayri(
+        &env,
+        &models,
+        &[
+            "wake",
+            "test",
+            "--file",
+            wake.to_str().unwrap(),
+            "--model",
+            "alexa_v0.1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("\"alexa\" was not heard"),
+        "{}",
+        stderr(&out)
+    );
+    let out = sayri(
+        &env,
+        &models,
+        &[
+            "wake",
+            "test",
+            "--file",
+            wake.to_str().unwrap(),
+            "--model",
+            "hey_nobody",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("sayri models import wakeword"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn models_import_checks_the_sha256_then_list_and_remove_manage_the_store() {
+    let models = models_dir();
+    let env = Env::new();
+    write_voice_config(&env, None, "wakeword", "", "");
+    let store = env.dir.path().join("store");
+    let file = models.join("wakeword/hey_jarvis_v0.1.onnx");
+    let sum = std::process::Command::new("sha256sum")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let sha = stdout(&sum).split_whitespace().next().unwrap().to_string();
+    let bad = "0".repeat(64);
+    let f = file.to_str().unwrap();
+    let out = sayri(
+        &env,
+        &store,
+        &["models", "import", "wakeword", f, "--sha256", &bad],
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("sha256"), "{}", stderr(&out));
+    assert!(
+        !store.join("wakeword/hey_jarvis_v0.1.onnx").exists(),
+        "nothing installed"
+    );
+    let out = sayri(
+        &env,
+        &store,
+        &["models", "import", "wakeword", f, "--sha256", &sha],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("installed wakeword hey_jarvis_v0.1"),
+        "{}",
+        stdout(&out)
+    );
+    let out = sayri(&env, &store, &["models", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("hey_jarvis_v0.1"), "{}", stdout(&out));
+    // The model is there but its runtime is not: the wake word is not ready, and says why.
+    let out = sayri(&env, &store, &["wake", "list", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["active"].clone(), v["ready"].clone()),
+        (json!("hey_jarvis_v0.1"), json!(false)),
+        "{v}"
+    );
+    assert!(v["missing"].to_string().contains("ONNX Runtime"), "{v}");
+    let out = sayri(
+        &env,
+        &store,
+        &["models", "remove", "wakeword", "hey_jarvis_v0.1"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!store.join("wakeword/hey_jarvis_v0.1.onnx").exists());
+    let out = sayri(
+        &env,
+        &store,
+        &["models", "download", "whisper", "no-such-model"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not in Sayri's catalog"),
+        "{}",
+        stderr(&out)
+    );
+}
