@@ -81,3 +81,29 @@ impl VoiceService {
     /// Nothing to stop.
     pub fn shutdown(&self) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_voice_command_says_the_build_lacks_voice_and_how_to_rebuild() {
+        let v = VoiceService::new(&Config::default(), Broadcaster::default());
+        let errors = [
+            v.listen(Duration::from_secs(1)).await.unwrap_err(),
+            v.stop_listening().unwrap_err(),
+            v.toggle().unwrap_err(),
+        ];
+        for e in errors {
+            assert_eq!(e.code, ErrorCode::NotImplemented);
+            assert!(e.message.contains("built without voice"), "{}", e.message);
+            assert!(e.message.contains("cargo build"), "{}", e.message);
+        }
+        let st = v.status();
+        for k in ["stt_ready", "tts_ready", "wake_ready"] {
+            assert_eq!(st[k], false, "{k}");
+        }
+        assert!(st["stt_missing"][0].as_str().unwrap().contains("built without voice"));
+        assert_eq!(st["voice"]["built"], false);
+    }
+}
