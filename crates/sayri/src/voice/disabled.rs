@@ -103,7 +103,12 @@ mod tests {
         for k in ["stt_ready", "tts_ready", "wake_ready"] {
             assert_eq!(st[k], false, "{k}");
         }
-        assert!(st["stt_missing"][0].as_str().unwrap().contains("built without voice"));
+        assert!(
+            st["stt_missing"][0]
+                .as_str()
+                .unwrap()
+                .contains("built without voice")
+        );
         assert_eq!(st["voice"]["built"], false);
     }
 }
