@@ -124,6 +124,10 @@ fn bad_requests_are_answered_with_codes_and_recovered_ids() {
         "vault_list",
         "vault_set",
         "vault_delete",
+        // Voice.
+        "listen",
+        "stop_listening",
+        "toggle_listening",
     ];
     for (i, name) in sayri_protocol::names::cmd::ALL.iter().enumerate() {
         if implemented.contains(name) {
