@@ -9,7 +9,14 @@
 //!   guards event delivery, so no event of the old turn reaches the sink afterwards.
 //! * **Events** of local turns go to the core's sink (broadcast by the daemon); those of a
 //!   remote turn go only to the sink its caller passes.
-//! * Voice is not implemented yet; [`CoreState`] already has its states.
+//! * **Spoken turns** ([`SayriCore::start_local_turn`] with `announce: false`) are local turns
+//!   whose `busy`, `state` and `user` events the voice state machine emits itself (it already
+//!   said `user` and `thinking`, and it knows when the spoken answer ends); the answer's events
+//!   (`assistant_delta`, tools, `assistant_done`, `error`) reach clients as for a typed turn, and
+//!   an observer sees them too (to speak the answer while it streams).
+//! * **Rest state.** When a typed turn ends the state returns to the rest state — `idle`, or
+//!   what the voice side says ([`SayriCore::set_rest_state`]: `listening` while the microphone
+//!   waits for speech in `always` mode).
 
 use crate::domain::profile::AgentProfile;
 use crate::engine::agent::{AgentEngine, TurnOutcome, TurnRequest};
@@ -120,6 +127,8 @@ pub const MAX_ATTACHED_IMAGES: usize = 4;
 struct Inner {
     state: CoreState,
     busy: bool,
+    /// The running turn emits its own `busy`/`state` events (a typed turn).
+    announced: bool,
     agent: Arc<AgentProfile>,
     session_id: String,
     turn: Option<CancellationToken>,
@@ -134,6 +143,51 @@ pub struct SayriCore {
     agents: Arc<dyn AgentDirectory>,
     sink: Arc<dyn EventSink>,
     inner: Arc<Mutex<Inner>>,
+    rest: Arc<RestState>,
+}
+
+/// The state a typed turn returns to when it ends (see [`SayriCore::set_rest_state`]).
+pub type RestStateFn = Arc<dyn Fn() -> CoreState + Send + Sync>;
+
+#[derive(Default)]
+struct RestState(std::sync::RwLock<Option<RestStateFn>>);
+
+impl RestState {
+    fn get(&self) -> CoreState {
+        let f = self.0.read().unwrap_or_else(|p| p.into_inner()).clone();
+        f.map_or(CoreState::Idle, |f| f())
+    }
+}
+
+/// How a local turn started with [`SayriCore::start_local_turn`] shows itself.
+#[derive(Clone, Default)]
+pub struct TurnOptions {
+    /// Emit the turn's `busy`, `state` and `user` events (typed turns). A spoken turn leaves
+    /// them to the voice state machine, which already announced the query and knows when the
+    /// spoken answer ends.
+    pub announce: bool,
+    /// Also receives every event of the turn while it is current (e.g. the answer's
+    /// `assistant_delta`s, to speak them as they stream). Must not block.
+    pub observer: Option<Arc<dyn EventSink>>,
+}
+
+/// A running local turn (from [`SayriCore::start_local_turn`]).
+pub struct LocalTurn {
+    /// The session it runs in.
+    pub session_id: String,
+    /// Its generation: [`SayriCore::interrupt_turn`] stops exactly this turn.
+    pub generation: u64,
+    outcome: oneshot::Receiver<TurnOutcome>,
+}
+
+impl LocalTurn {
+    /// Waits for the turn to end (answer, error or interrupt).
+    ///
+    /// # Errors
+    /// [`CoreError::Lost`] when the turn's task ended without a result.
+    pub async fn outcome(self) -> Result<TurnOutcome, CoreError> {
+        self.outcome.await.map_err(|_| CoreError::Lost)
+    }
 }
 
 /// Delivers events of one local turn only while its generation is current. The check and
@@ -142,6 +196,7 @@ pub struct SayriCore {
 struct GenerationSink {
     inner: Arc<Mutex<Inner>>,
     sink: Arc<dyn EventSink>,
+    observer: Option<Arc<dyn EventSink>>,
     generation: u64,
 }
 
@@ -149,6 +204,9 @@ impl EventSink for GenerationSink {
     fn emit(&self, event: CoreEvent) {
         let g = lock(&self.inner);
         if g.generation == self.generation {
+            if let Some(o) = &self.observer {
+                o.emit(event.clone());
+            }
             self.sink.emit(event);
         }
     }
@@ -182,9 +240,11 @@ impl SayriCore {
             engine,
             agents,
             sink,
+            rest: Arc::default(),
             inner: Arc::new(Mutex::new(Inner {
                 state: CoreState::Idle,
                 busy: false,
+                announced: false,
                 agent: Arc::new(agent),
                 session_id: new_session_id(),
                 turn: None,
@@ -236,17 +296,18 @@ impl SayriCore {
 
     /// Starts a local turn and returns at once with the session id (`talk`). Events:
     /// `busy true`, `state thinking`, `user`, deltas/tools, `assistant_done` or `error`,
-    /// `busy false`, `state idle`.
+    /// `busy false`, `state` back to the rest state.
     pub fn talk(&self, text: &str) -> Result<String, CoreError> {
-        let (session_id, _rx) = self.start_turn(text)?;
-        Ok(session_id)
+        let turn = self.start_local_turn(text, Self::typed())?;
+        Ok(turn.session_id)
     }
 
     /// Runs a local turn and resolves with its result (`ask`). Completion happens when the
     /// turn ends (answer, error or interrupt).
     pub async fn ask(&self, text: &str) -> Result<AskResult, CoreError> {
-        let (session_id, rx) = self.start_turn(text)?;
-        let outcome = rx.await.map_err(|_| CoreError::Lost)?;
+        let turn = self.start_local_turn(text, Self::typed())?;
+        let session_id = turn.session_id.clone();
+        let outcome = turn.outcome().await?;
         Ok(AskResult {
             text: outcome.text.unwrap_or_default(),
             error: outcome.error,
@@ -254,10 +315,35 @@ impl SayriCore {
         })
     }
 
-    fn start_turn(
+    fn typed() -> TurnOptions {
+        TurnOptions {
+            announce: true,
+            observer: None,
+        }
+    }
+
+    /// Makes `f` say which state a typed turn returns to when it ends or is interrupted
+    /// (default `idle`): the voice side answers `listening` while its microphone waits for
+    /// speech in `always` mode. `f` must be quick and must not call into the core.
+    pub fn set_rest_state(&self, f: RestStateFn) {
+        *self.rest.0.write().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    }
+
+    /// Starts a local turn in the active session with the active agent (resolved as every
+    /// turn is) and returns at once. One local turn at a time: while one runs this is refused
+    /// with [`CoreError::Busy`] (a typed turn also emits the hint "Please wait for the response
+    /// to finish."). `options` says whether the turn announces itself (typed) or leaves that to
+    /// the voice state machine (spoken), and who else sees its events. Must be called inside a
+    /// Tokio runtime (the turn runs as a task).
+    ///
+    /// # Errors
+    /// [`CoreError::EmptyText`], [`CoreError::Busy`], or the active agent's profile cannot be
+    /// resolved.
+    pub fn start_local_turn(
         &self,
         text: &str,
-    ) -> Result<(String, oneshot::Receiver<TurnOutcome>), CoreError> {
+        options: TurnOptions,
+    ) -> Result<LocalTurn, CoreError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(CoreError::EmptyText);
@@ -268,9 +354,11 @@ impl SayriCore {
         let (generation, request) = {
             let mut g = lock(&self.inner);
             if g.busy {
-                self.sink.emit(CoreEvent::Hint(
-                    "Please wait for the response to finish.".into(),
-                ));
+                if options.announce {
+                    self.sink.emit(CoreEvent::Hint(
+                        "Please wait for the response to finish.".into(),
+                    ));
+                }
                 return Err(CoreError::Busy);
             }
             if g.agent.id == agent.id {
@@ -278,11 +366,14 @@ impl SayriCore {
             }
             g.generation += 1;
             g.busy = true;
-            g.state = CoreState::Thinking;
+            g.announced = options.announce;
             g.turn = Some(cancel.clone());
-            self.sink.emit(CoreEvent::Busy(true));
-            self.sink.emit(CoreEvent::State(CoreState::Thinking));
-            self.sink.emit(CoreEvent::User(text.to_string()));
+            if options.announce {
+                g.state = CoreState::Thinking;
+                self.sink.emit(CoreEvent::Busy(true));
+                self.sink.emit(CoreEvent::State(CoreState::Thinking));
+                self.sink.emit(CoreEvent::User(text.to_string()));
+            }
             let request = TurnRequest {
                 session_id: g.session_id.clone(),
                 title_if_new: None,
@@ -301,10 +392,13 @@ impl SayriCore {
         let engine = self.engine.clone();
         let inner = self.inner.clone();
         let sink = self.sink.clone();
+        let rest = self.rest.clone();
+        let observer = options.observer;
         tokio::spawn(async move {
             let gsink = GenerationSink {
                 inner: inner.clone(),
                 sink: sink.clone(),
+                observer,
                 generation,
             };
             let first_request = request.text.clone();
@@ -316,8 +410,10 @@ impl SayriCore {
                     g.busy = false;
                     g.state = CoreState::Idle;
                     g.turn = None;
-                    sink.emit(CoreEvent::Busy(false));
-                    sink.emit(CoreEvent::State(CoreState::Idle));
+                    if g.announced {
+                        sink.emit(CoreEvent::Busy(false));
+                        sink.emit(CoreEvent::State(rest.get()));
+                    }
                 }
             }
             // A turn answered without the model (e.g. a refusal) gets no model-written title.
@@ -334,7 +430,11 @@ impl SayriCore {
             }
             let _ = tx.send(outcome);
         });
-        Ok((session_id, rx))
+        Ok(LocalTurn {
+            session_id,
+            generation,
+            outcome: rx,
+        })
     }
 
     /// Attaches `image` to the next local request (`talk`/`ask`): it is sent with that
@@ -351,10 +451,24 @@ impl SayriCore {
     }
 
     /// Interrupts the running local turn: cancels its token, and from this call on none of
-    /// its events reach the sink. Emits `busy false` and `state idle` if a turn was running.
-    /// Returns whether one was.
+    /// its events reach the sink. Emits `busy false` and `state` (the rest state) if a typed
+    /// turn was running. Returns whether a turn was running.
     pub fn interrupt(&self) -> bool {
         let mut g = lock(&self.inner);
+        self.interrupt_locked(&mut g)
+    }
+
+    /// Interrupts the local turn of `generation` (from [`LocalTurn::generation`]) if it is
+    /// still the running one; a later turn is left alone. Returns whether it was interrupted.
+    pub fn interrupt_turn(&self, generation: u64) -> bool {
+        let mut g = lock(&self.inner);
+        if g.generation != generation || g.turn.is_none() {
+            return false;
+        }
+        self.interrupt_locked(&mut g)
+    }
+
+    fn interrupt_locked(&self, g: &mut Inner) -> bool {
         g.generation += 1;
         let was = g.turn.take();
         if let Some(c) = &was {
@@ -363,8 +477,10 @@ impl SayriCore {
         if g.busy {
             g.busy = false;
             g.state = CoreState::Idle;
-            self.sink.emit(CoreEvent::Busy(false));
-            self.sink.emit(CoreEvent::State(CoreState::Idle));
+            if g.announced {
+                self.sink.emit(CoreEvent::Busy(false));
+                self.sink.emit(CoreEvent::State(self.rest.get()));
+            }
         }
         was.is_some()
     }

@@ -76,5 +76,7 @@ pub mod event {
         ASSET_PROGRESS = "asset_progress", SHUTDOWN = "shutdown",
         // Routines and triggers.
         ROUTINE_STARTED = "routine_started", ROUTINE_FINISHED = "routine_finished",
+        // Voice (Sayri's additions).
+        WAKE = "wake", TRANSCRIPT = "transcript",
     }
 }

@@ -187,6 +187,10 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<SkillsInstallParams>(),
     ParamsInfo::of::<SkillsUninstallParams>(),
     ParamsInfo::of::<SkillsScanParams>(),
+    // Voice
+    ParamsInfo::of::<ListenParams>(),
+    ParamsInfo::of::<StopListeningParams>(),
+    ParamsInfo::of::<ToggleListeningParams>(),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -237,6 +241,12 @@ no_params! {
     SettingsSchemaParams = cmd::SETTINGS_SCHEMA;
     /// `gateway_list` → every gateway instance with its process state.
     GatewayListParams = cmd::GATEWAY_LIST;
+    /// `stop_listening` → `{"stopped": true}`: the microphone closes, a spoken query in
+    /// flight and its speech stop.
+    StopListeningParams = cmd::STOP_LISTENING;
+    /// `toggle_listening` → `{"state"}`: stops listening when the microphone is on or a
+    /// spoken query runs, otherwise starts listening for one query.
+    ToggleListeningParams = cmd::TOGGLE_LISTENING;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -367,6 +377,33 @@ impl AskParams {
 
 impl Params for AskParams {
     const CMD: &'static str = cmd::ASK;
+}
+
+/// `listen {timeout=60}` → `{"text"}`: captures one utterance and returns its transcript
+/// (`""` when nothing was said before the timeout); no query is sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenParams {
+    /// Seconds to wait for the utterance (absent, zero, negative or not finite = 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+}
+
+impl ListenParams {
+    /// Default seconds to wait for an utterance.
+    pub const DEFAULT_TIMEOUT: f64 = 60.0;
+
+    /// The timeout in seconds: `timeout` when positive and finite, else
+    /// [`ListenParams::DEFAULT_TIMEOUT`].
+    pub fn timeout_secs(&self) -> f64 {
+        self.timeout
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .unwrap_or(Self::DEFAULT_TIMEOUT)
+    }
+}
+
+impl Params for ListenParams {
+    const CMD: &'static str = cmd::LISTEN;
 }
 
 /// `switch_session {session_id}` → `{"session_id"}`.

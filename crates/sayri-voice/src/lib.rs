@@ -11,9 +11,11 @@
 
 pub mod audio;
 pub mod echo;
+pub mod engines;
 pub mod models;
 #[cfg(feature = "onnx")]
 pub mod onnx;
+pub mod plan;
 pub mod stt;
 pub mod tts;
 pub mod vad;

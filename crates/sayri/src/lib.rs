@@ -21,3 +21,4 @@ pub mod settings_check;
 pub mod skills;
 pub mod stored_secrets;
 pub mod supervisor;
+pub mod voice;

@@ -12,6 +12,8 @@
 //!   them.
 //! * `provider.local_model`: the model file exists (a path, or a name installed in
 //!   `$STATE/models`) and the local model server's runtime is installed.
+//! * Voice (`crate::voice::check_setting`): a `file:` microphone is a readable WAV file, a
+//!   `file:` speaker a writable path, a model named instead of `auto` is installed.
 
 use crate::agents::FileAgents;
 use crate::config_file::ConfigFileError;
@@ -51,7 +53,10 @@ pub fn check_change(paths: &Paths, cfg: &Config, key: &str) -> Result<(), Config
         "provider.extra_headers" => crate::brain::settings::client_config(cfg, None)
             .map(drop)
             .map_err(|e| unusable("headers the provider client accepts", e)),
-        _ => Ok(()),
+        _ => match crate::voice::check_setting(key, cfg) {
+            Some(r) => r.map_err(|(expected, problem)| unusable(expected, problem)),
+            None => Ok(()),
+        },
     }
 }
 

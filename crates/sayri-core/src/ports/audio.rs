@@ -62,6 +62,17 @@ pub trait AudioSource: Send {
         )))
     }
 
+    /// Opens the device when the microphone turns on. Sources that are always open (a file,
+    /// a simulation) do nothing; a file that was read to its end starts over. Errors:
+    /// [`AudioError::NoDevice`] (with what to do) when the device cannot be opened.
+    fn open(&mut self) -> Result<(), AudioError> {
+        Ok(())
+    }
+
+    /// Releases the device when the microphone turns off, so nothing records while it is off;
+    /// [`AudioSource::open`] opens it again. Nothing is read between the two.
+    fn close(&mut self) {}
+
     /// True for a live device (frames arrive in real time), false for a file or simulation that
     /// delivers frames as fast as they are read.
     fn is_live(&self) -> bool;

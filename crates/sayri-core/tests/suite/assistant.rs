@@ -380,3 +380,85 @@ async fn an_ambiguous_session_prefix_lists_the_matches() {
     }
     assert_eq!(core.resolve_session_id("abce").unwrap(), "abce-three");
 }
+
+#[tokio::test]
+async fn a_spoken_turn_leaves_its_announcement_to_the_voice_side_and_feeds_an_observer() {
+    use sayri_core::assistant::TurnOptions;
+    let r = rig(vec![text("Paris is the capital.")], false);
+    let sink = Arc::new(RecordingSink::default());
+    let observer = Arc::new(RecordingSink::default());
+    let core = r.core(vec![], sink.clone());
+    let turn = core
+        .start_local_turn(
+            "What is the capital of France?",
+            TurnOptions {
+                announce: false,
+                observer: Some(observer.clone()),
+            },
+        )
+        .unwrap();
+    assert!(core.status().busy, "a spoken turn holds the one local slot");
+    assert_eq!(core.talk("typed meanwhile"), Err(CoreError::Busy));
+    let out = turn.outcome().await.unwrap();
+    assert_eq!(out.text.as_deref(), Some("Paris is the capital."));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        sink.names(),
+        ["hint", "assistant_delta", "assistant_done"],
+        "only the refused typed turn's hint, then the answer"
+    );
+    assert_eq!(observer.names(), ["assistant_delta", "assistant_done"]);
+    assert!(!core.status().busy);
+    assert_eq!(core.status().state, CoreState::Idle);
+}
+
+#[tokio::test]
+async fn interrupting_a_spoken_turn_by_generation_spares_the_next_turn() {
+    use sayri_core::assistant::TurnOptions;
+    let r = rig(vec![ModelReply::Hang("Once upon"), text("Later.")], false);
+    let sink = Arc::new(RecordingSink::default());
+    let core = r.core(vec![], sink.clone());
+    let spoken = core
+        .start_local_turn("tell a story", TurnOptions::default())
+        .unwrap();
+    let generation = spoken.generation;
+    wait_for(&sink, |e| matches!(e, CoreEvent::AssistantDelta(_))).await;
+    assert!(core.interrupt_turn(generation));
+    assert!(!core.status().busy);
+    assert!(
+        !sink
+            .events()
+            .iter()
+            .any(|e| matches!(e, CoreEvent::Busy(_))),
+        "a spoken turn's interrupt announces nothing: {:?}",
+        sink.events()
+    );
+    let res = tokio::time::timeout(Duration::from_secs(2), spoken.outcome())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(res.cancelled);
+    r.model.script.lock().unwrap().clear();
+    r.model.script.lock().unwrap().push_back(text("Later."));
+    core.talk("next").unwrap();
+    assert!(
+        !core.interrupt_turn(generation),
+        "a stale generation leaves the new turn alone"
+    );
+    assert!(core.status().busy);
+    core.interrupt();
+}
+
+#[tokio::test]
+async fn a_typed_turn_returns_to_the_rest_state_the_voice_side_names() {
+    let r = rig(vec![text("Hi.")], false);
+    let sink = Arc::new(RecordingSink::default());
+    let core = r.core(vec![], sink.clone());
+    core.set_rest_state(Arc::new(|| CoreState::Listening));
+    core.ask("hello").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        sink.events().last(),
+        Some(&CoreEvent::State(CoreState::Listening))
+    );
+}

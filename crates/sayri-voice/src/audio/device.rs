@@ -101,9 +101,15 @@ enum MicMsg {
     Lost(String),
 }
 
-/// A microphone.
+/// A microphone. The device is held only while it is open: [`AudioSource::close`] releases it
+/// (nothing records) and [`AudioSource::open`] opens it again.
 pub struct DeviceSource {
     wanted: String,
+    stream: Option<MicStream>,
+}
+
+/// An open input stream.
+struct MicStream {
     device: String,
     rx: Receiver<MicMsg>,
     stop: Arc<AtomicBool>,
@@ -111,10 +117,32 @@ pub struct DeviceSource {
     pending: VecDeque<i16>,
 }
 
+impl Drop for MicStream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 impl DeviceSource {
     /// Opens input device `name` (a case-insensitive part of its name; `""` = default) at its
     /// native format, converted to 16 kHz mono.
     pub fn open(name: &str) -> Result<DeviceSource, AudioError> {
+        let mut s = DeviceSource::closed(name);
+        s.stream = Some(MicStream::open(name)?);
+        Ok(s)
+    }
+
+    /// Input device `name`, not opened yet: [`AudioSource::open`] opens it.
+    pub fn closed(name: &str) -> DeviceSource {
+        DeviceSource {
+            wanted: name.to_string(),
+            stream: None,
+        }
+    }
+}
+
+impl MicStream {
+    fn open(name: &str) -> Result<MicStream, AudioError> {
         let (tx, rx) = sync_channel::<MicMsg>(256);
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = sync_channel::<Result<(String, u32), AudioError>>(1);
@@ -127,14 +155,40 @@ impl DeviceSource {
         let (device, rate) = ready_rx
             .recv()
             .map_err(|_| AudioError::Io("microphone thread ended".into()))??;
-        Ok(DeviceSource {
-            wanted: name.to_string(),
+        Ok(MicStream {
             device,
             rx,
             stop,
             resampler: StreamResampler::new(rate).map_err(AudioError::Io)?,
             pending: VecDeque::new(),
         })
+    }
+
+    fn read(&mut self, buf: &mut [i16]) -> Result<usize, AudioError> {
+        while self.pending.len() < buf.len() {
+            let lost = |reason: String| AudioError::DeviceLost {
+                device: self.device.clone(),
+                reason,
+            };
+            match self.rx.recv_timeout(Duration::from_secs(2)) {
+                Ok(MicMsg::Audio(mono)) => {
+                    let s: Vec<i16> = mono
+                        .iter()
+                        .map(|x| (x * 32768.0).clamp(-32768.0, 32767.0) as i16)
+                        .collect();
+                    self.pending.extend(self.resampler.push(&s));
+                }
+                Ok(MicMsg::Lost(reason)) => return Err(lost(reason)),
+                Err(RecvTimeoutError::Timeout) => return Err(lost("no audio for 2 s".into())),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(lost("the stream closed".into()));
+                }
+            }
+        }
+        for b in buf.iter_mut() {
+            *b = self.pending.pop_front().unwrap_or(0);
+        }
+        Ok(buf.len())
     }
 }
 
@@ -200,53 +254,36 @@ fn run_input(
 
 impl AudioSource for DeviceSource {
     fn read(&mut self, buf: &mut [i16]) -> Result<usize, AudioError> {
-        while self.pending.len() < buf.len() {
-            match self.rx.recv_timeout(Duration::from_secs(2)) {
-                Ok(MicMsg::Audio(mono)) => {
-                    let s: Vec<i16> = mono
-                        .iter()
-                        .map(|x| (x * 32768.0).clamp(-32768.0, 32767.0) as i16)
-                        .collect();
-                    self.pending.extend(self.resampler.push(&s));
-                }
-                Ok(MicMsg::Lost(reason)) => {
-                    return Err(AudioError::DeviceLost {
-                        device: self.device.clone(),
-                        reason,
-                    });
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(AudioError::DeviceLost {
-                        device: self.device.clone(),
-                        reason: "no audio for 2 s".into(),
-                    });
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(AudioError::DeviceLost {
-                        device: self.device.clone(),
-                        reason: "the stream closed".into(),
-                    });
-                }
-            }
+        match self.stream.as_mut() {
+            Some(s) => s.read(buf),
+            None => Err(AudioError::Io(format!(
+                "the microphone {} is closed",
+                self.name()
+            ))),
         }
-        for b in buf.iter_mut() {
-            *b = self.pending.pop_front().unwrap_or(0);
+    }
+
+    fn open(&mut self) -> Result<(), AudioError> {
+        if self.stream.is_none() {
+            self.stream = Some(MicStream::open(&self.wanted)?);
         }
-        Ok(buf.len())
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        self.stream = None;
     }
 
     fn reopen(&mut self) -> Result<(), AudioError> {
-        self.stop.store(true, Ordering::Relaxed);
-        let fresh = DeviceSource::open(&self.wanted).or_else(|e| {
+        self.stream = None;
+        let fresh = MicStream::open(&self.wanted).or_else(|e| {
             if self.wanted.is_empty() {
                 Err(e)
             } else {
-                DeviceSource::open("")
+                MicStream::open("")
             }
         })?;
-        let wanted = std::mem::take(&mut self.wanted);
-        *self = fresh;
-        self.wanted = wanted;
+        self.stream = Some(fresh);
         Ok(())
     }
 
@@ -255,13 +292,11 @@ impl AudioSource for DeviceSource {
     }
 
     fn name(&self) -> String {
-        self.device.clone()
-    }
-}
-
-impl Drop for DeviceSource {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        match &self.stream {
+            Some(s) => s.device.clone(),
+            None if self.wanted.is_empty() => "default".into(),
+            None => self.wanted.clone(),
+        }
     }
 }
 

@@ -10,4 +10,4 @@ pub mod wav;
 
 pub use level::{LevelMeter, rms};
 pub use room::{Room, RoomConfig};
-pub use wav::{WavSink, WavSource, read_wav_16k, write_wav_16k};
+pub use wav::{NullSink, WavSink, WavSource, read_wav_16k, write_wav_16k};

@@ -84,12 +84,44 @@ impl AudioSource for WavSource {
         Ok(n)
     }
 
+    /// Resumes where reading stopped; a file read to its end starts over.
+    fn open(&mut self) -> Result<(), AudioError> {
+        if self.pos >= self.samples.len() {
+            self.pos = 0;
+        }
+        Ok(())
+    }
+
     fn is_live(&self) -> bool {
         false
     }
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+}
+
+/// A speaker that plays nothing: samples written are counted and dropped (a one-shot capture
+/// from a file has nothing to play).
+#[derive(Debug, Clone, Default)]
+pub struct NullSink {
+    position: u64,
+}
+
+impl AudioSink for NullSink {
+    fn write(&mut self, samples: &[i16]) -> Result<(), AudioError> {
+        self.position += samples.len() as u64;
+        Ok(())
+    }
+
+    fn clear(&mut self) {}
+
+    fn position(&self) -> u64 {
+        self.position
+    }
+
+    fn name(&self) -> String {
+        "nowhere".into()
     }
 }
 

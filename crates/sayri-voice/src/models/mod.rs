@@ -18,6 +18,7 @@
 //! Every write goes to a `.part` file that is renamed into place only after its sha256 (when
 //! one is expected) matched, so a failed download or import never leaves a broken model.
 
+pub mod catalog;
 pub mod ct2;
 mod download;
 pub mod npy;
@@ -469,6 +470,11 @@ fn finish_part(
         });
     }
     fs::rename(part, dest).map_err(|e| ModelError::Io(format!("{}: {e}", dest.display())))
+}
+
+/// The first `program` on `PATH`.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    find_in_path(program)
 }
 
 fn find_in_path(program: &str) -> Option<PathBuf> {

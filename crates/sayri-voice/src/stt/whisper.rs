@@ -1,6 +1,7 @@
 //! Speech to text with whisper.cpp (through whisper-rs): greedy decoding, one thread per
 //! available core, language from the configuration, cancellable between decoder steps.
 
+use super::language_code;
 use crate::models::{ModelKind, ModelStore};
 use sayri_core::ports::speech::{SpeechError, SpeechToText, Transcript};
 use std::path::{Path, PathBuf};
@@ -16,21 +17,6 @@ pub struct WhisperStt {
     language: String,
     threads: i32,
     prompt: String,
-}
-
-/// The whisper language code for a config value: `auto`/empty → `auto`, `en_US`/`en-US` →
-/// `en`, otherwise the first two letters, lowercased.
-pub fn language_code(config: &str) -> String {
-    let c = config.trim().to_lowercase();
-    if c.is_empty() || c == "auto" {
-        return "auto".into();
-    }
-    c.split(['_', '-'])
-        .next()
-        .unwrap_or(&c)
-        .chars()
-        .take(2)
-        .collect()
 }
 
 impl WhisperStt {
@@ -176,14 +162,5 @@ mod tests {
         assert_eq!(encoder_frames(16_000), 384);
         assert_eq!(encoder_frames(16_000 * 10), 500 + 128);
         assert_eq!(encoder_frames(16_000 * 40), 1500);
-    }
-
-    #[test]
-    fn language_codes_follow_the_config() {
-        assert_eq!(language_code(""), "auto");
-        assert_eq!(language_code("auto"), "auto");
-        assert_eq!(language_code("es_ES"), "es");
-        assert_eq!(language_code("en-US"), "en");
-        assert_eq!(language_code("de"), "de");
     }
 }

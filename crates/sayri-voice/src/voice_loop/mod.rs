@@ -28,7 +28,7 @@ use sayri_core::domain::voice::{SegmenterConfig, VoiceEvent, VoiceSettings};
 use sayri_core::ports::audio::{AudioError, AudioSink, AudioSource};
 use sayri_core::ports::speech::{SpeechToText, TextToSpeech, VoiceActivity, WakeWord};
 use std::sync::Arc;
-use std::sync::mpsc::{Sender, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use tokio_util::sync::CancellationToken;
 
 /// The engines a loop runs.
@@ -68,6 +68,14 @@ pub struct LoopConfig {
     /// After a finite source ended, keep ticking (with silence) at most this long for pending
     /// work to finish, milliseconds of audio.
     pub max_drain_ms: u64,
+    /// End the loop when a finite source ended and its work is done (true), or keep it running
+    /// with the microphone off until a command opens it again (false, the daemon).
+    pub end_with_source: bool,
+    /// When the person pauses this long (milliseconds of silence after speech), transcribe
+    /// the utterance so far at once: if no speech follows, that transcript is the utterance's
+    /// (no second transcription after the end-of-speech silence), and a transcript that reads
+    /// as a finished sentence ends the utterance before the whole `silence_ms`. 0 = off.
+    pub early_transcribe_ms: u64,
 }
 
 impl Default for LoopConfig {
@@ -81,6 +89,8 @@ impl Default for LoopConfig {
             speak_replies: true,
             echo_cancel: true,
             max_drain_ms: 60_000,
+            end_with_source: true,
+            early_transcribe_ms: 160,
         }
     }
 }
@@ -115,6 +125,9 @@ pub enum Command {
     UiVisible(bool),
     /// New settings (config changed).
     Reconfigure(VoiceSettings),
+    /// A whole new configuration (segmentation, thresholds, what is spoken, settings); the
+    /// utterance being collected is dropped and the microphone reopened as the mode needs.
+    Configure(Box<LoopConfig>),
     /// Stop the loop.
     Shutdown,
 }
@@ -141,14 +154,31 @@ pub struct LoopStats {
     pub wake_vetoed: u64,
     /// Frames whose speech was ignored as echo.
     pub echo_speech_frames: u64,
-    /// Final transcriptions run.
+    /// Utterances transcribed (final transcripts, a reused speculative one included).
     pub stt_calls: u64,
+    /// Speculative transcriptions started at a pause.
+    pub speculative_calls: u64,
+    /// Utterances ended before the whole end-of-speech silence (the speculative transcript
+    /// read as a finished sentence).
+    pub early_ends: u64,
     /// Partial transcriptions run.
     pub partial_calls: u64,
     /// Queries sent to the agent.
     pub queries: u64,
     /// Replies cut short by barge-in, interrupt or stop.
     pub speech_stopped: u64,
+}
+
+/// Where a loop reads its commands (see [`command_channel`]).
+pub struct CommandInbox {
+    rx: Receiver<Command>,
+}
+
+/// A command channel made before the loop exists (commands sent meanwhile wait in it): pass
+/// the inbox to [`VoiceLoop::with_commands`].
+pub fn command_channel() -> (VoiceHandle, CommandInbox) {
+    let (tx, rx) = channel();
+    (VoiceHandle { tx }, CommandInbox { rx })
 }
 
 /// Sends commands to a running loop. Cheap to clone.
@@ -192,7 +222,21 @@ impl VoiceLoop {
         agent: Arc<dyn Agent>,
         on_event: Box<dyn FnMut(TimedEvent) + Send>,
     ) -> (VoiceLoop, VoiceHandle) {
-        let (tx, rx) = channel();
+        let (handle, inbox) = command_channel();
+        let lp = VoiceLoop::with_commands(engines, config, source, sink, agent, on_event, inbox);
+        (lp, handle)
+    }
+
+    /// As [`VoiceLoop::new`], reading commands from `inbox` (made by [`command_channel`]).
+    pub fn with_commands(
+        engines: Engines,
+        config: LoopConfig,
+        source: Box<dyn AudioSource>,
+        sink: Box<dyn AudioSink>,
+        agent: Arc<dyn Agent>,
+        on_event: Box<dyn FnMut(TimedEvent) + Send>,
+        inbox: CommandInbox,
+    ) -> VoiceLoop {
         let runner = runner::Runner::new(
             engines,
             config,
@@ -200,10 +244,10 @@ impl VoiceLoop {
             sink,
             agent,
             on_event,
-            rx,
+            inbox.rx,
             EchoCanceller::new(),
         );
-        (VoiceLoop { runner }, VoiceHandle { tx })
+        VoiceLoop { runner }
     }
 
     /// Runs until [`Command::Shutdown`], or until a finite source ended and its pending work is

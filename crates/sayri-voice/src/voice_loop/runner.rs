@@ -6,16 +6,18 @@ use crate::audio::level::LevelMeter;
 use crate::echo::{EchoCanceller, EchoTracker};
 use sayri_core::domain::voice::{
     Action, Input, Segment, Segmenter, SentenceSplitter, SpeechEvidence, VoiceEvent, VoiceMachine,
-    VoiceMode, WakeEvidence, speech_is_echo, wake_is_echo,
+    VoiceMode, WakeEvidence, looks_complete, speech_is_echo, wake_is_echo,
 };
 use sayri_core::ports::audio::{
     AudioError, AudioSink, AudioSource, FRAME_SAMPLES, ms_to_samples, samples_to_ms,
 };
-use sayri_core::ports::speech::{SpeechStream, TextToSpeech, VoiceActivity, WakeWord};
+use sayri_core::ports::speech::{
+    SpeechError, SpeechStream, TextToSpeech, Transcript, VoiceActivity, WakeWord,
+};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Frames of echo-tracker history for wake-word decisions (~1 s: a whole wake phrase).
@@ -27,6 +29,8 @@ const VAD_WINDOW_FRAMES: usize = 3;
 const PLAYBACK_SCORE_FRAMES: usize = 10;
 /// Longest an offline run waits for one worker result.
 const WORKER_TIMEOUT: Duration = Duration::from_secs(300);
+/// One frame of audio in wall time (how a live loop paces itself while the microphone is off).
+const FRAME_TIME: Duration = Duration::from_millis(80);
 
 /// One reply being spoken.
 struct Reply {
@@ -42,6 +46,22 @@ struct Pending {
     id: u64,
     kind: SttKind,
     cancel: CancellationToken,
+}
+
+/// A transcription started at a pause, before the utterance ended: if no speech follows the
+/// cut, it is the utterance's transcript (and, when it reads as a finished sentence, it ends
+/// the utterance at once).
+struct Speculative {
+    /// Start of the utterance it transcribes.
+    start: u64,
+    /// One past the last sample it transcribes.
+    cut: u64,
+    /// Its job id.
+    id: u64,
+    /// Its result, once in.
+    result: Option<Result<Transcript, SpeechError>>,
+    /// The utterance ended and waits for this result as its transcript.
+    awaited: Option<SpeechEvidence>,
 }
 
 pub struct Runner {
@@ -78,6 +98,14 @@ pub struct Runner {
     job_seq: u64,
     last_partial_at: u64,
     last_segment: Option<(u64, u64, SpeechEvidence)>,
+    speculative: Option<Speculative>,
+    /// Inputs produced while actions were being carried out, fed to the machine after them
+    /// (so events keep the machine's order).
+    deferred: VecDeque<Input>,
+    applying: u32,
+    last_voice_at: u64,
+    mic_open: bool,
+    last_tick: Instant,
     source_ended: bool,
     drained_ms: u64,
     stats: LoopStats,
@@ -132,6 +160,12 @@ impl Runner {
             job_seq: 0,
             last_partial_at: 0,
             last_segment: None,
+            speculative: None,
+            deferred: VecDeque::new(),
+            applying: 0,
+            last_voice_at: 0,
+            mic_open: false,
+            last_tick: Instant::now(),
             source_ended: false,
             drained_ms: 0,
             stats: LoopStats::default(),
@@ -151,10 +185,23 @@ impl Runner {
                 break;
             }
             self.collect_work()?;
+            if !self.mic_open && self.idle() {
+                // Nothing to hear and nothing to say: wait for a command instead of ticking.
+                if !self.wait_for_command() {
+                    break;
+                }
+                continue;
+            }
             let play = self.next_playback_frame();
             self.write_sink(&play)?;
-            let Some(mic) = self.read_mic()? else {
-                break;
+            let mic = if self.mic_open {
+                match self.read_mic()? {
+                    Some(m) => m,
+                    None => break,
+                }
+            } else {
+                self.pace();
+                vec![0; FRAME_SAMPLES]
             };
             self.process_frame(&mic, &play)?;
             self.clock += FRAME_SAMPLES as u64;
@@ -165,6 +212,40 @@ impl Runner {
         }
         self.shutdown();
         Ok(self.stats)
+    }
+
+    /// Nothing pending: no transcription, no turn, no reply, no utterance being collected.
+    fn idle(&self) -> bool {
+        self.stt_pending.is_none()
+            && self.reply.is_none()
+            && self.playback.is_empty()
+            && !self.machine.busy()
+            && !self.segmenter.in_speech()
+    }
+
+    /// Blocks until a command arrives (and handles it) or worker results may be waiting.
+    /// False when no command can come any more (every handle dropped): the loop ends.
+    fn wait_for_command(&mut self) -> bool {
+        match self.commands.recv_timeout(Duration::from_millis(500)) {
+            Ok(cmd) => {
+                self.handle_command(cmd);
+                true
+            }
+            Err(RecvTimeoutError::Timeout) => true,
+            Err(RecvTimeoutError::Disconnected) => false,
+        }
+    }
+
+    /// With the microphone off, a live loop keeps real time by itself (one tick per 80 ms).
+    fn pace(&mut self) {
+        if self.source.is_live() {
+            let next = self.last_tick + FRAME_TIME;
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            }
+        }
+        self.last_tick = Instant::now();
     }
 
     fn shutdown(&mut self) {
@@ -179,6 +260,8 @@ impl Runner {
         {
             s.cancel();
         }
+        self.source.close();
+        self.mic_open = false;
     }
 
     fn emit(&mut self, event: VoiceEvent) {
@@ -192,35 +275,48 @@ impl Runner {
 
     fn handle_commands(&mut self) {
         loop {
-            let cmd = match self.commands.try_recv() {
-                Ok(c) => c,
-                Err(TryRecvError::Empty) => return,
-                Err(TryRecvError::Disconnected) => {
-                    // Nobody can send commands any more: run on (a file still ends by itself).
-                    return;
-                }
-            };
-            let input = match cmd {
-                Command::StartListening => Input::StartListening,
-                Command::ListenOnce => Input::ListenOnce,
-                Command::StopListening => Input::StopListening,
-                Command::ToggleListening => Input::ToggleListening,
-                Command::Interrupt => Input::Interrupt,
-                Command::UiVisible(v) => Input::UiVisible(v),
-                Command::Reconfigure(s) => {
-                    self.cfg.settings = s.clone();
-                    let actions = self.machine.reconfigure(s);
-                    self.apply(actions);
-                    continue;
-                }
-                Command::Shutdown => {
-                    self.stop = true;
-                    return;
-                }
-            };
-            let actions = self.machine.handle(input);
-            self.apply(actions);
+            match self.commands.try_recv() {
+                Ok(cmd) => self.handle_command(cmd),
+                // Disconnected: nobody can send commands any more; run on (a file still ends
+                // by itself, and an idle loop ends in `wait_for_command`).
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
+            }
+            if self.stop {
+                return;
+            }
         }
+    }
+
+    fn handle_command(&mut self, cmd: Command) {
+        let input = match cmd {
+            Command::StartListening => Input::StartListening,
+            Command::ListenOnce => Input::ListenOnce,
+            Command::StopListening => Input::StopListening,
+            Command::ToggleListening => Input::ToggleListening,
+            Command::Interrupt => Input::Interrupt,
+            Command::UiVisible(v) => Input::UiVisible(v),
+            Command::Reconfigure(s) => {
+                self.cfg.settings = s.clone();
+                let actions = self.machine.reconfigure(s);
+                self.apply(actions);
+                return;
+            }
+            Command::Configure(cfg) => {
+                self.segmenter.reconfigure(cfg.segmenter.clone());
+                self.drop_speculative();
+                let settings = cfg.settings.clone();
+                self.cfg = *cfg;
+                let actions = self.machine.reconfigure(settings);
+                self.apply(actions);
+                return;
+            }
+            Command::Shutdown => {
+                self.stop = true;
+                return;
+            }
+        };
+        let actions = self.machine.handle(input);
+        self.apply(actions);
     }
 
     // ---- workers -------------------------------------------------------------------------
@@ -298,10 +394,7 @@ impl Runner {
         &mut self,
         kind: SttKind,
         evidence: SpeechEvidence,
-        result: Result<
-            sayri_core::ports::speech::Transcript,
-            sayri_core::ports::speech::SpeechError,
-        >,
+        result: Result<Transcript, SpeechError>,
     ) {
         match (kind, result) {
             (SttKind::Partial, Ok(t)) => {
@@ -312,21 +405,143 @@ impl Runner {
                 }
             }
             (SttKind::Partial, Err(_)) => {}
-            (SttKind::Final, result) => {
-                let text = match result {
-                    Ok(t) => t.text,
-                    Err(e) => {
-                        self.emit(VoiceEvent::Error(format!("Speech recognition failed: {e}")));
-                        String::new()
-                    }
-                };
-                let actions = self.machine.handle(Input::Transcript { text, evidence });
-                self.apply(actions);
+            (SttKind::Speculative, result) => {
+                if let Some(spec) = self.speculative.as_mut() {
+                    spec.result = Some(result);
+                }
+                self.use_speculative();
             }
+            (SttKind::Final, result) => self.final_transcript(result, evidence),
         }
     }
 
-    fn start_stt(&mut self, kind: SttKind, start: u64, end: u64, evidence: SpeechEvidence) {
+    fn final_transcript(
+        &mut self,
+        result: Result<Transcript, SpeechError>,
+        evidence: SpeechEvidence,
+    ) {
+        let text = match result {
+            Ok(t) => t.text,
+            Err(e) => {
+                self.emit(VoiceEvent::Error(format!("Speech recognition failed: {e}")));
+                String::new()
+            }
+        };
+        self.deferred
+            .push_back(Input::Transcript { text, evidence });
+        self.apply(Vec::new());
+    }
+
+    /// A speculative transcript is usable while no speech came after its cut.
+    fn speculative_valid(&self) -> bool {
+        self.speculative
+            .as_ref()
+            .is_some_and(|s| self.last_voice_at <= s.cut)
+    }
+
+    /// Uses the speculative transcript when it can stand for the utterance: as the final
+    /// transcript of an utterance that ended meanwhile, or, when it reads as a finished
+    /// sentence, to end the utterance now.
+    fn use_speculative(&mut self) {
+        if !self.speculative_valid() {
+            self.drop_speculative();
+            return;
+        }
+        let Some(spec) = self.speculative.as_mut() else {
+            return;
+        };
+        if let Some(evidence) = spec.awaited {
+            let Some(result) = spec.result.take() else {
+                return;
+            };
+            self.speculative = None;
+            self.final_transcript(result, evidence);
+            return;
+        }
+        let complete = matches!(&spec.result, Some(Ok(t)) if looks_complete(&t.text));
+        let (start, cut) = (spec.start, spec.cut);
+        if complete && self.segmenter.utterance_start() == Some(start) {
+            let (voiced, peak) = self.segmenter.evidence();
+            self.segmenter.reset();
+            self.stats.early_ends += 1;
+            self.finish_segment(start, cut, voiced, peak);
+        }
+    }
+
+    fn drop_speculative(&mut self) {
+        if let Some(spec) = self.speculative.take()
+            && let Some(p) = self.stt_pending.take_if(|p| p.id == spec.id)
+        {
+            p.cancel.cancel();
+        }
+    }
+
+    /// Starts a speculative transcription when the person pauses: `early_transcribe_ms` of
+    /// silence since the last voiced frame, and no speculative transcript covers the speech so
+    /// far.
+    fn maybe_speculate(&mut self) {
+        let early = self.cfg.early_transcribe_ms;
+        let Some(start) = self.segmenter.utterance_start() else {
+            return;
+        };
+        let cut = self.clock + FRAME_SAMPLES as u64;
+        if early == 0
+            || !self.machine.accepting_speech()
+            || cut.saturating_sub(self.last_voice_at) < ms_to_samples(early)
+            || self.speculative_valid()
+        {
+            return;
+        }
+        self.drop_speculative();
+        let (voiced_ms, peak) = self.segmenter.evidence();
+        let evidence = SpeechEvidence {
+            voiced_ms,
+            total_ms: samples_to_ms(cut - start) as u32,
+            peak_probability: peak,
+        };
+        if let Some(id) = self.start_stt(SttKind::Speculative, start, cut, evidence) {
+            self.speculative = Some(Speculative {
+                start,
+                cut,
+                id,
+                result: None,
+                awaited: None,
+            });
+        }
+    }
+
+    /// The utterance `start..end` ended: its transcript is the speculative one when that still
+    /// covers all its speech (at once, or when it arrives), otherwise a fresh transcription.
+    fn transcribe_segment(&mut self, start: u64, end: u64, evidence: SpeechEvidence) {
+        let reusable =
+            self.speculative_valid() && self.speculative.as_ref().is_some_and(|s| s.start == start);
+        if !reusable {
+            self.drop_speculative();
+            self.start_stt(SttKind::Final, start, end, evidence);
+            return;
+        }
+        self.stats.stt_calls += 1;
+        if let Some(spec) = self.speculative.as_mut() {
+            spec.awaited = Some(evidence);
+        }
+        if self
+            .speculative
+            .as_ref()
+            .is_some_and(|s| s.result.is_some())
+        {
+            self.use_speculative();
+        }
+    }
+
+    /// Queues a transcription of `start..end` (cancelling the one in flight); returns its job
+    /// id.
+    fn start_stt(
+        &mut self,
+        kind: SttKind,
+        start: u64,
+        end: u64,
+        evidence: SpeechEvidence,
+    ) -> Option<u64> {
         if let Some(p) = self.stt_pending.take() {
             p.cancel.cancel();
         }
@@ -336,6 +551,7 @@ impl Runner {
         match kind {
             SttKind::Final => self.stats.stt_calls += 1,
             SttKind::Partial => self.stats.partial_calls += 1,
+            SttKind::Speculative => self.stats.speculative_calls += 1,
         }
         let job = SttJob {
             id: self.job_seq,
@@ -344,13 +560,15 @@ impl Runner {
             evidence,
             cancel: cancel.clone(),
         };
-        if self.stt_tx.send(job).is_ok() {
-            self.stt_pending = Some(Pending {
-                id: self.job_seq,
-                kind,
-                cancel,
-            });
+        if self.stt_tx.send(job).is_err() {
+            return None;
         }
+        self.stt_pending = Some(Pending {
+            id: self.job_seq,
+            kind,
+            cancel,
+        });
+        Some(self.job_seq)
     }
 
     // ---- replies -------------------------------------------------------------------------
@@ -510,11 +728,22 @@ impl Runner {
         }
     }
 
-    /// The next microphone frame; `None` when a finite source ended and nothing is pending.
+    /// The next microphone frame; `None` when a finite source ended, nothing is pending and the
+    /// loop ends with its source.
     fn read_mic(&mut self) -> Result<Option<Vec<i16>>, VoiceError> {
         let mut buf = vec![0i16; FRAME_SAMPLES];
         if self.source_ended {
-            return Ok(self.drain_frame());
+            if let Some(frame) = self.drain_frame() {
+                return Ok(Some(frame));
+            }
+            if self.cfg.end_with_source {
+                return Ok(None);
+            }
+            // The loop outlives its source: the microphone is off until it is opened again.
+            self.source_ended = false;
+            let actions = self.machine.handle(Input::SourceEnded);
+            self.apply(actions);
+            return Ok(Some(buf));
         }
         loop {
             match self.source.read(&mut buf) {
@@ -533,7 +762,7 @@ impl Runner {
         }
     }
 
-    /// After a finite source ended: silence while work is pending, then the end.
+    /// After a finite source ended: silence while work is pending, then `None`.
     fn drain_frame(&mut self) -> Option<Vec<i16>> {
         let pending = self.stt_pending.is_some()
             || self.reply.is_some()
@@ -544,6 +773,36 @@ impl Runner {
         }
         self.drained_ms += samples_to_ms(FRAME_SAMPLES as u64);
         Some(vec![0; FRAME_SAMPLES])
+    }
+
+    /// Opens the microphone (the machine asked for it) and tells the machine how it went.
+    fn open_mic(&mut self) {
+        let input = if self.mic_open {
+            Input::MicOpened
+        } else {
+            match self.source.open() {
+                Ok(()) => {
+                    self.mic_open = true;
+                    self.source_ended = false;
+                    self.drained_ms = 0;
+                    Input::MicOpened
+                }
+                Err(e) => Input::MicFailed(e.to_string()),
+            }
+        };
+        let more = self.machine.handle(input);
+        self.apply(more);
+    }
+
+    /// Closes the microphone: the device is released and the utterance being collected dropped.
+    fn close_mic(&mut self) {
+        self.segmenter.reset();
+        self.drop_speculative();
+        if self.mic_open {
+            self.source.close();
+            self.mic_open = false;
+        }
+        self.last_tick = Instant::now();
     }
 
     fn end_open_utterance(&mut self) {
@@ -600,6 +859,14 @@ impl Runner {
     }
 
     fn process_frame(&mut self, mic: &[i16], play: &[i16]) -> Result<(), VoiceError> {
+        if !self.mic_open {
+            // Only the playback level is worth showing; nothing is heard.
+            let audible = play.iter().any(|s| s.unsigned_abs() > 30);
+            if audible && let Some(level) = self.meter.observe(play, self.clock) {
+                self.emit(VoiceEvent::AudioLevel(level));
+            }
+            return Ok(());
+        }
         let cleaned = if self.cfg.echo_cancel {
             self.aec.process(mic, play)
         } else {
@@ -685,10 +952,18 @@ impl Runner {
             self.stats.echo_speech_frames += 1;
             p = 0.0;
         }
+        if self.segmenter.in_speech() && p >= self.cfg.segmenter.end_threshold {
+            self.last_voice_at = self.clock + FRAME_SAMPLES as u64;
+            if self.speculative.is_some() && !self.speculative_valid() {
+                // The person went on talking: the speculative transcript is out of date.
+                self.drop_speculative();
+            }
+        }
         match self.segmenter.push(cleaned.len(), p) {
             Segment::None => {}
             Segment::Started { start } => {
                 self.last_partial_at = start;
+                self.last_voice_at = self.clock + FRAME_SAMPLES as u64;
                 let actions = self.machine.handle(Input::SpeechStart);
                 self.apply(actions);
             }
@@ -700,6 +975,7 @@ impl Runner {
                 ..
             } => self.finish_segment(start, end, voiced_ms, peak),
         }
+        self.maybe_speculate();
         self.maybe_partial();
         Ok(())
     }
@@ -740,25 +1016,40 @@ impl Runner {
 
     // ---- actions -------------------------------------------------------------------------
 
+    /// Carries out `actions` in order, then (at the outermost call) feeds the machine the
+    /// inputs they produced.
     fn apply(&mut self, actions: Vec<Action>) {
+        self.applying += 1;
+        self.apply_each(actions);
+        self.applying -= 1;
+        if self.applying == 0 {
+            while let Some(input) = self.deferred.pop_front() {
+                let more = self.machine.handle(input);
+                self.apply(more);
+            }
+        }
+    }
+
+    fn apply_each(&mut self, actions: Vec<Action>) {
         for a in actions {
             match a {
                 // Levels come from the meter alone, once per frame (≥ 50 ms apart), so a reset
                 // to 0 shows as the next frame's real level instead of a report in between.
                 Action::Emit(VoiceEvent::AudioLevel(_)) => {}
                 Action::Emit(e) => self.emit(e),
-                Action::OpenMic => {
-                    let more = self.machine.handle(Input::MicOpened);
-                    self.apply(more);
+                Action::OpenMic => self.open_mic(),
+                Action::CloseMic => self.close_mic(),
+                Action::RestartUtterance => {
+                    self.drop_speculative();
+                    self.segmenter.restart_here();
                 }
-                Action::CloseMic => self.segmenter.reset(),
-                Action::RestartUtterance => self.segmenter.restart_here(),
                 Action::Transcribe => {
                     if let Some((start, end, evidence)) = self.last_segment.take() {
-                        self.start_stt(SttKind::Final, start, end, evidence);
+                        self.transcribe_segment(start, end, evidence);
                     }
                 }
                 Action::DiscardUtterance => {
+                    self.drop_speculative();
                     self.segmenter.reset();
                     if let Some(p) = self.stt_pending.take_if(|p| p.kind == SttKind::Partial) {
                         p.cancel.cancel();

@@ -16,6 +16,8 @@ pub enum SttKind {
     Partial,
     /// The utterance's transcript.
     Final,
+    /// A transcript of the utterance up to a pause, which may become its final one.
+    Speculative,
 }
 
 /// A transcription job.

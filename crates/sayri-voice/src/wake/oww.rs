@@ -9,6 +9,7 @@
 //! The embedding history starts filled with the embeddings of 4 s of low noise so scores are
 //! available from the first frame; the first 5 scores are forced to 0 while the models settle.
 
+use super::phrase_of_model;
 use crate::models::{ModelStore, SHARED_WAKE_FILES};
 use crate::onnx;
 use ort::session::Session;
@@ -40,12 +41,6 @@ pub struct OpenWakeWord {
     features: VecDeque<Vec<f32>>,
     scored: usize,
     warmup_features: VecDeque<Vec<f32>>,
-}
-
-/// The phrase a stock model listens for: `hey_jarvis_v0.1` → `hey jarvis`.
-pub fn phrase_of_model(name: &str) -> String {
-    let base = name.split("_v").next().unwrap_or(name);
-    base.replace('_', " ")
 }
 
 impl OpenWakeWord {

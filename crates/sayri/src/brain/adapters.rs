@@ -79,15 +79,22 @@ fn as_map(v: Value) -> Map<String, Value> {
     }
 }
 
-impl EventSink for BroadcastSink {
-    fn emit(&self, event: CoreEvent) {
-        let turn_ended = matches!(event, CoreEvent::Busy(false));
-        let mut payload = event.payload();
+impl BroadcastSink {
+    /// Broadcasts event `name` with `payload`, every string in it redacted (voice events: a
+    /// secret read aloud is hidden in transcripts as in typed text).
+    pub fn broadcast_redacted(&self, name: &str, mut payload: Value) {
         let r = self.redactor.current();
         if !r.is_empty() {
             redact_strings(&mut payload, &r);
         }
-        self.broadcaster.broadcast(event.name(), as_map(payload));
+        self.broadcaster.broadcast(name, as_map(payload));
+    }
+}
+
+impl EventSink for BroadcastSink {
+    fn emit(&self, event: CoreEvent) {
+        let turn_ended = matches!(event, CoreEvent::Busy(false));
+        self.broadcast_redacted(event.name(), event.payload());
         if turn_ended {
             crate::footprint::release_freed_memory();
         }

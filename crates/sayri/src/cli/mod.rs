@@ -22,6 +22,9 @@ pub mod terminal_text;
 pub mod vault;
 pub mod web;
 pub mod window;
+pub mod voice;
+pub mod voice_models;
+pub mod wake;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};
@@ -164,6 +167,24 @@ pub enum Command {
         #[command(subcommand)]
         action: skills::SkillsAction,
     },
+    // Voice.
+    /// Listen for one utterance and print its transcript (through the daemon, or from a WAV
+    /// file with --file).
+    Listen(voice::ListenArgs),
+    /// Speak text on the speaker, or write the speech to a WAV file.
+    Say(voice::SayArgs),
+    /// Voice: what is installed and ready, and what to install.
+    Voice {
+        /// What to do.
+        #[command(subcommand)]
+        action: voice::VoiceAction,
+    },
+    /// Wake-word models: list them, or try one on a WAV file or the microphone.
+    Wake {
+        /// What to do.
+        #[command(subcommand)]
+        action: wake::WakeAction,
+    },
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
@@ -217,6 +238,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             return Ok(permissions::run(&action, &paths, &store));
         }
         Command::Skills { action } => return skills::run(&paths, action),
+        Command::Listen(args) if args.file.is_some() => return voice::listen_file(&paths, &args),
+        Command::Say(args) => return voice::say(&paths, &args),
+        Command::Wake { action } => return wake::run(&paths, &action),
         Command::Vault { action } => {
             paths.ensure_dirs()?;
             let changed = sayri_vault::cli::run(
@@ -250,6 +274,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Command::Models { action } => done(models::run(&paths, action).await),
             Command::Routines { action } => routines::run(&paths, start, action).await,
             Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
+            Command::Listen(args) => voice::listen(&paths, start, &args).await,
+            Command::Voice {
+                action: voice::VoiceAction::Status { json },
+            } => done(voice::status(&paths, json).await),
             Command::Permissions {
                 action: permissions::PermissionsCommand::Answer(args),
             } => done(permissions::answer(&paths, &args).await),
@@ -267,7 +295,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             | Command::Pref { .. }
             | Command::Permissions { .. }
             | Command::Vault { .. }
-            | Command::Skills { .. } => Ok(0),
+            | Command::Skills { .. }
+            | Command::Say(_)
+            | Command::Wake { .. } => Ok(0),
         }
     })
 }

@@ -35,6 +35,9 @@ pub enum ModelsAction {
         #[arg(long)]
         name: Option<String>,
     },
+    /// Voice models (whisper, Piper voices, wake words, VAD).
+    #[command(flatten)]
+    Voice(crate::cli::voice_models::VoiceModelsAction),
 }
 
 /// Runs `sayri models …`.
@@ -46,6 +49,7 @@ pub async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
             json,
         } => list_local(paths, json).await,
         ModelsAction::Install { file, name } => install(paths, &file, name.as_deref()),
+        ModelsAction::Voice(a) => crate::cli::voice_models::run(a).await,
     }
 }
 
@@ -128,6 +132,8 @@ async fn list_local(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
             first.name
         );
     }
+    println!();
+    crate::cli::voice_models::print_list();
     Ok(())
 }
 

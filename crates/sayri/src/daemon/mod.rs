@@ -126,6 +126,7 @@ impl Daemon {
         }
         let brain = std::sync::Arc::new(brain);
         let _ = state.brain.set(brain.clone());
+        state.voice.attach(brain.clone());
         let clock = crate::routines::clock_from_env().map_err(DaemonError::Clock)?;
         let routines = crate::routines::Routines::start(
             brain,
@@ -213,6 +214,9 @@ impl Daemon {
             brain.broker.shutdown();
             brain.core.interrupt();
         }
+        // The microphone is released and a speech file finished before the daemon exits.
+        let voice = state.clone();
+        let _ = tokio::task::spawn_blocking(move || voice.voice.shutdown()).await;
         state.supervisor.shutdown().await;
         let _ = std::fs::remove_file(state.paths.socket());
         state

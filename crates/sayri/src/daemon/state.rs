@@ -38,6 +38,8 @@ pub struct DaemonState {
     pub routines: OnceLock<Arc<Routines>>,
     /// Channel gateways: pairing PINs, refusal limits, per-chat locks.
     pub gateways: crate::gateways::Gateways,
+    /// The voice loop (microphone, wake word, speech to text and speech); stopped at shutdown.
+    pub voice: crate::voice::VoiceService,
 }
 
 impl DaemonState {
@@ -46,6 +48,7 @@ impl DaemonState {
         let broadcaster = Broadcaster::default();
         let observer = crate::gateways::alerts::supervisor_observer(broadcaster.clone());
         Arc::new(DaemonState {
+            voice: crate::voice::VoiceService::new(&config, broadcaster.clone()),
             config: RwLock::new(config),
             config_file_lock: tokio::sync::Mutex::new(()),
             broadcaster,

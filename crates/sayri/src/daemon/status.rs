@@ -4,28 +4,35 @@ use crate::daemon::state::DaemonState;
 use sayri_protocol::PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
-/// Builds the status object: `version`, `protocol_version`, `state`, `busy`, `session_id`,
-/// `agent`, `provider {base_url, model, api_key_set, local}` (while the local model is the
+/// Builds the status object: `version`, `protocol_version`, `state` (a typed turn's, else the
+/// voice loop's), `busy` (a turn runs or a spoken answer plays), `session_id`, `agent`,
+/// `provider {base_url, model, api_key_set, local}` (while the local model is the
 /// provider, `base_url` is its loopback endpoint or `null` while it starts, and `model` its
-/// name), `local_model {state, configured, model, port?, error?, log_file}` (`state` is
-/// `off`, `starting`, `ready` or `failed`), `tokens {exact_tokenizer_loaded,
-/// bytes_per_token {model: rate}}` (how token budgets are counted: whether an exact tokenizer is
-/// resident — it never is in the daemon — and the calibrated estimate per model used so far),
-/// `config_dir`, `state_dir`, `socket`, `pid`, `clients` (connected IPC clients), `uptime_ms`,
-/// `supervised` (every supervised child: `name`, `state`, `pid`, `keeper_pid`, `restarts`,
-/// `last_error`, `restart_in_ms`, `log_file`), `routines` (count, enabled, running, next fire,
-/// system zone, invalid trigger files, monitors).
+/// name), `local_model {state, configured, model, port?, error?, log_file}`, `tokens
+/// {exact_tokenizer_loaded, bytes_per_token {model: rate}}`, `routines` (count, enabled,
+/// running, next fire, system zone, invalid trigger files, monitors), `config_dir`, `state_dir`, `socket`, `pid`,
+/// `clients` (connected IPC clients), `uptime_ms`, `supervised` (every supervised child:
+/// `name`, `state`, `pid`, `keeper_pid`, `restarts`, `last_error`, `restart_in_ms`,
+/// `log_file`), and the voice fields of [`crate::voice::status::fields`] (`stt_ready`,
+/// `tts_ready`, `wake_ready` with what to install when false, `stt_mode`, `mic_on`, …).
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
     let brain = state.brain.get();
     let core = brain.map(|b| b.core.status());
     let key_set =
         brain.and_then(|b| b.provider_key()).is_some() || !cfg.provider.api_key.is_empty();
-    json!({
+    let shown_state = match core.as_ref().map(|c| c.state) {
+        Some(s) if s != sayri_core::engine::CoreState::Idle => s,
+        _ => state
+            .voice
+            .state()
+            .unwrap_or(sayri_core::engine::CoreState::Idle),
+    };
+    let mut status = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "protocol_version": PROTOCOL_VERSION,
-        "state": core.as_ref().map_or("idle", |c| c.state.as_str()),
-        "busy": core.as_ref().is_some_and(|c| c.busy),
+        "state": shown_state.as_str(),
+        "busy": core.as_ref().is_some_and(|c| c.busy) || state.voice.busy(),
         "session_id": core.as_ref().map_or(Value::Null, |c| Value::String(c.session_id.clone())),
         "agent": core.as_ref().map_or(cfg.agent.default_agent.clone(), |c| c.agent_id.clone()),
         "sandbox": brain.map_or(Value::Null, |b| match b.sandbox_report.get() {
@@ -65,7 +72,11 @@ pub fn build_status(state: &DaemonState) -> Value {
         "uptime_ms": u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "supervised": state.supervisor.list(),
         "routines": state.routines.get().map_or(Value::Null, |r| r.status()),
-    })
+    });
+    if let Value::Object(m) = &mut status {
+        m.extend(state.voice.status());
+    }
+    status
 }
 
 /// The `provider` object: the configured endpoint, or the local model while it is the provider.

@@ -44,6 +44,11 @@ const CLASSES: &[(&str, Access)] = &[
     ("permission_forget", Access::Management),
     ("vault_set", Access::Management),
     ("vault_delete", Access::Management),
+    // Voice: opening the microphone is management (a command of a turn must not make Sayri
+    // record the room); stopping it is not.
+    ("listen", Access::Management),
+    ("toggle_listening", Access::Management),
+    ("stop_listening", Access::Assistant),
     // Gateways
     ("gateway_list", Access::ReadOnly),
     ("gateway_peers", Access::ReadOnly),

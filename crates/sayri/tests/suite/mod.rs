@@ -61,3 +61,4 @@ mod web_attacks;
 mod web_bubble;
 mod web_hostile_output;
 pub mod web_rig;
+mod voice_daemon;

@@ -571,23 +571,36 @@ config_keys! {
     }
     stt => SttConfig, "`[stt]`: speech input." {
         mode: String = "wakeword", Check::Choice(&["always", "wakeword", "manual", "disabled"]),
-            Form::new(SpeechInput, "Listening mode").restart(),
+            Form::new(SpeechInput, "Listening mode"),
             "always | wakeword | manual | disabled.";
         wake_word: String = "hey sayri", Check::Line { max: 256, empty: false },
             Form::new(SpeechInput, "Wake word"),
-            "Comma-separated wake phrases.";
-        model_size: String = "base", Check::Name, Form::new(SpeechInput, "Whisper model"),
-            "Whisper model size.";
+            "Comma-separated wake phrases (removed from the start of a query). The wake word is heard by stt.wake_model: with no model for these phrases, the installed one's phrase is used (`sayri voice status` names it).";
+        model_size: String = "base", Check::Name, Form::new(SpeechInput, "Whisper model size"),
+            "Whisper model size (tiny, base, small, medium, large-v3), used when stt.whisper_model is auto.";
         language: String = "en", Check::Language, Form::new(SpeechInput, "Language"),
             "Whisper language code, or auto (default: the language of LC_ALL/LANG, else en).";
-        mic_device: String = "", Check::Line { max: 256, empty: true },
-            Form::new(SpeechInput, "Microphone").restart(),
-            "Capture device; empty = default.";
+        mic_device: String = "", Check::Line { max: 4096, empty: true },
+            Form::new(SpeechInput, "Microphone"),
+            "Capture device: part of its name (`sayri voice status` lists them), empty = default, or file:/path/in.wav to hear a WAV file as the microphone (it plays once each time the microphone opens).";
         silence_ms: i64 = 500, Check::Int { min: 200, max: 5_000, unit: "milliseconds" },
             Form::new(SpeechInput, "End-of-speech silence").step(100.0),
             "End-of-utterance silence, milliseconds (200 to 5000).";
         live_transcript: bool = true, Check::Flag, Form::new(SpeechInput, "Live transcript"),
             "Show partial transcripts while speaking.";
+        whisper_model: String = "auto", Check::Name, Form::new(SpeechInput, "Whisper model"),
+            "Whisper model in the voice model store (`sayri models list`), or auto: the stt.model_size model for stt.language (.en for English), else the installed one closest to it.";
+        wake_model: String = "auto", Check::Name, Form::new(SpeechInput, "Wake-word model"),
+            "Wake-word model in the voice model store (e.g. hey_jarvis_v0.1), or auto: a model for a phrase of stt.wake_word, else hey_jarvis_v0.1 when installed.";
+        wake_threshold: f64 = 0.5, Check::Float { min: 0.05, max: 0.99, unit: "" },
+            Form::new(SpeechInput, "Wake-word sensitivity threshold").step(0.01),
+            "Wake-word score at or above which the phrase counts as heard, 0.05 to 0.99 (lower hears more, and more falsely).";
+        activation_timeout_ms: i64 = 5000, Check::Int { min: 1_000, max: 60_000, unit: "milliseconds" },
+            Form::new(SpeechInput, "Wait for speech after activation").step(500.0),
+            "After the wake word or `listen`, how long to wait for speech before waiting for the wake word again, milliseconds.";
+        max_utterance_ms: i64 = 15_000, Check::Int { min: 2_000, max: 60_000, unit: "milliseconds" },
+            Form::new(SpeechInput, "Longest utterance").step(500.0),
+            "Longest utterance, milliseconds (cut there and transcribed).";
     }
     tts => TtsConfig, "`[tts]`: speech output." {
         enabled: bool = true, Check::Flag, Form::new(Voice, "Speak replies"),
@@ -602,6 +615,11 @@ config_keys! {
         speed: f64 = 1.0, Check::Float { min: 0.5, max: 2.0, unit: "times the normal speed" },
             Form::new(Voice, "Speaking speed").step(0.05),
             "Speaking speed factor, 0.5 to 2 (length scale = 1/speed).";
+        piper_voice: String = "auto", Check::Name, Form::new(Voice, "Piper voice model"),
+            "Piper voice in the voice model store, or auto: <language>-<voice>-<quality>, else an installed voice of tts.language (else espeak-ng speaks).";
+        output_device: String = "", Check::Line { max: 4096, empty: true },
+            Form::new(Voice, "Speaker"),
+            "Playback device: part of its name (`sayri voice status` lists them), empty = default, or file:/path/out.wav to write speech to a WAV file.";
     }
     ui => UiConfig, "`[ui]`: desktop front-ends." {
         orb_size: i64 = 140, Check::Int { min: 80, max: 400, unit: "pixels" },
@@ -628,7 +646,7 @@ config_keys! {
     agent => AgentConfig, "`[agent]`: the agent engine." {
         default_agent: String = "default", Check::AgentId, Form::new(Assistant, "Default agent"),
             "Agent used when none is chosen.";
-        auto_title: bool = true, Check::Flag,
+        auto_title: bool = true, Check::Flag, Form::new(Assistant, "Title conversations"),
             "Ask the model for a short title after a session's first exchange (one extra model call); false keeps the first words of the request.";
         history_tokens: i64 = 2500, Check::Int { min: 200, max: 1_000_000, unit: "tokens" },
             Form::new(Assistant, "History budget").step(100.0),

@@ -55,8 +55,8 @@ impl VoiceEvent {
             VoiceEvent::Hint(_) => event::HINT,
             VoiceEvent::Error(_) => event::ERROR,
             VoiceEvent::Show => event::SHOW,
-            VoiceEvent::Wake { .. } => "wake",
-            VoiceEvent::Transcript(_) => "transcript",
+            VoiceEvent::Wake { .. } => event::WAKE,
+            VoiceEvent::Transcript(_) => event::TRANSCRIPT,
         }
     }
 

@@ -148,6 +148,9 @@ pub enum Input {
     },
     /// Whether a front-end is visible (daemon: a client is connected).
     UiVisible(bool),
+    /// A finite microphone source (a file) has no more audio: the microphone is off until the
+    /// next `start_listening` opens it again.
+    SourceEnded,
 }
 
 /// What the voice loop must do.
@@ -316,6 +319,16 @@ impl VoiceMachine {
             }
             Input::Tick { now_ms } => self.tick(now_ms, &mut out),
             Input::UiVisible(v) => self.ui_visible = v,
+            Input::SourceEnded => {
+                if self.listen_once {
+                    emit(&mut out, VoiceEvent::Transcript(String::new()));
+                }
+                self.stop_listening(&mut out);
+                emit(
+                    &mut out,
+                    VoiceEvent::Hint("The microphone input ended.".into()),
+                );
+            }
         }
         out
     }
@@ -578,7 +591,10 @@ impl VoiceMachine {
             && self.state == CoreState::Activated
             && waited >= self.settings.activation_timeout_ms
         {
-            self.listen_once = false;
+            if std::mem::take(&mut self.listen_once) {
+                // A one-shot capture that heard nothing reports an empty transcript.
+                emit(out, VoiceEvent::Transcript(String::new()));
+            }
             self.rest(out);
         }
     }
@@ -835,6 +851,35 @@ mod tests {
         assert!(events(&a).contains(&VoiceEvent::Transcript("hello world".into())));
         assert!(!a.iter().any(|x| matches!(x, Action::Query(_))));
         assert!(!m.armed());
+    }
+
+    #[test]
+    fn listen_once_that_hears_nothing_reports_an_empty_transcript() {
+        let mut m = machine(VoiceMode::Wakeword);
+        m.handle(Input::Tick { now_ms: 100 });
+        m.handle(Input::ListenOnce);
+        assert!(m.handle(Input::Tick { now_ms: 5000 }).is_empty());
+        let a = m.handle(Input::Tick { now_ms: 5100 });
+        assert!(events(&a).contains(&VoiceEvent::Transcript(String::new())));
+        assert!(!m.armed());
+        assert!(
+            m.mic_on(),
+            "wakeword mode keeps listening for the wake word"
+        );
+    }
+
+    #[test]
+    fn an_ended_source_turns_the_microphone_off_and_ends_a_capture() {
+        let mut m = machine(VoiceMode::Wakeword);
+        m.handle(Input::ListenOnce);
+        let a = m.handle(Input::SourceEnded);
+        let ev = events(&a);
+        assert!(ev.contains(&VoiceEvent::Transcript(String::new())));
+        assert!(ev.contains(&VoiceEvent::Mic(false)));
+        assert!(!m.mic_on());
+        assert_eq!(m.state(), CoreState::Idle);
+        let a = m.handle(Input::StartListening);
+        assert!(a.contains(&Action::OpenMic), "listen opens it again");
     }
 
     #[test]

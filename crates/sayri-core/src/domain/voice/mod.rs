@@ -6,6 +6,7 @@
 //! module only decides.
 
 pub mod echo;
+pub mod endpoint;
 pub mod events;
 pub mod hallucination;
 pub mod machine;
@@ -13,6 +14,7 @@ pub mod segmenter;
 pub mod speakable;
 
 pub use echo::{WakeEvidence, is_echo_of_reply, speech_is_echo, wake_is_echo};
+pub use endpoint::looks_complete;
 pub use events::VoiceEvent;
 pub use hallucination::{SpeechEvidence, clean_transcript};
 pub use machine::{Action, Input, VoiceMachine, VoiceMode, VoiceSettings};

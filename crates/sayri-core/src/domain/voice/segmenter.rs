@@ -139,6 +139,13 @@ impl Segmenter {
         self.gap_deadline = self.pos + u64::from(WAKE_TAIL_MS) * RATE / 1000;
     }
 
+    /// New settings from the next frame on; the utterance being collected is dropped.
+    pub fn reconfigure(&mut self, mut cfg: SegmenterConfig) {
+        cfg.silence_ms = cfg.silence_ms.max(200);
+        self.cfg = cfg;
+        self.reset();
+    }
+
     /// Drops the current utterance; the next one needs a fresh start.
     pub fn reset(&mut self) {
         self.in_speech = false;

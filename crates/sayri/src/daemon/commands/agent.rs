@@ -76,9 +76,18 @@ fn enter_target(target: TurnTarget<'_>, ctx: &Ctx) -> Result<(), ProtocolError> 
     Ok(())
 }
 
+/// A typed request starts: the spoken answer of an earlier spoken query stops (a spoken query
+/// still running keeps the core busy and the typed one is refused instead).
+fn stop_spoken_answer(ctx: &Ctx) {
+    if ctx.daemon.brain().is_ok_and(|b| !b.core.status().busy) {
+        ctx.daemon.voice.before_typed_turn();
+    }
+}
+
 /// `talk {text}` → `{"sent":true,"text","session_id"}`; the turn runs in the background.
 pub async fn talk(p: TalkParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     enter_target(p.target(), &ctx)?;
+    stop_spoken_answer(&ctx);
     let session_id = ctx.daemon.brain()?.core.talk(&p.text).map_err(core_err)?;
     Ok(json!({"sent": true, "text": p.text, "session_id": session_id}))
 }
@@ -89,6 +98,7 @@ pub async fn talk(p: TalkParams, ctx: Ctx) -> Result<Value, ProtocolError> {
 pub async fn ask(p: AskParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let timeout = p.timeout_secs();
     enter_target(p.target(), &ctx)?;
+    stop_spoken_answer(&ctx);
     let brain = ctx.daemon.brain()?.clone();
     let turn = tokio::spawn(async move { brain.core.ask(&p.text).await });
     let brain = ctx.daemon.brain()?.clone();
@@ -109,8 +119,10 @@ pub async fn ask(p: AskParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     }
 }
 
-/// `interrupt` → `{"interrupted": bool}` (true when a turn was running).
+/// `interrupt` → `{"interrupted": bool}` (true when a turn was running); a spoken answer
+/// stops too.
 pub async fn interrupt(_: InterruptParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    ctx.daemon.voice.interrupt();
     let brain = ctx.daemon.brain()?;
     let session = brain.core.status().session_id;
     brain.broker.cancel_session(&session);

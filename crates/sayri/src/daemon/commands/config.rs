@@ -111,6 +111,12 @@ pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolE
 /// policies; a new `agent.default_agent` becomes the active agent), and every client gets
 /// `settings_changed {keys, values}` (`values` already masked).
 pub fn applied(ctx: &Ctx, cfg: &Config, keys: &[String], values: Map<String, Value>) {
+    if keys
+        .iter()
+        .any(|k| k.starts_with("stt.") || k.starts_with("tts."))
+    {
+        ctx.daemon.voice.reconfigure(cfg);
+    }
     if let Ok(brain) = ctx.daemon.brain() {
         brain.config_changed(cfg);
         if keys.iter().any(|k| k == "agent.default_agent")

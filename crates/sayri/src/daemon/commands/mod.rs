@@ -20,6 +20,7 @@ pub mod runtime;
 pub mod settings;
 pub mod skills;
 pub mod vault;
+pub mod voice;
 
 use crate::daemon::dispatch::{Access, Dispatcher, Mode};
 
@@ -54,6 +55,11 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
         .register(Management, Task, vault::vault_delete)
+        // Voice. Opening the microphone is management: a command of a turn must not make
+        // Sayri record the room; stopping it is harmless.
+        .register(Management, Task, voice::listen)
+        .register(Assistant, Inline, voice::stop_listening)
+        .register(Management, Inline, voice::toggle_listening)
         // Connection: a client narrowing its own connection (the web bubble's bridge).
         .register(ReadOnly, Inline, connection::client_hello)
         // Routines and triggers
