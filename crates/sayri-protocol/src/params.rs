@@ -1079,6 +1079,8 @@ pub struct TriggerDeleteParams {
 
 impl Params for TriggerDeleteParams {
     const CMD: &'static str = cmd::TRIGGER_DELETE;
+}
+
 // Settings forms and front-end helpers
 
 /// `settings_save {values}` → `{"ok", "saved", "values", "errors", "restart_required"}`.
