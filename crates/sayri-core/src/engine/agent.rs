@@ -40,7 +40,6 @@ use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::repetition::{self, RepetitionGuard, Verdict};
 use crate::domain::strip::strip_patterns;
-use crate::domain::text::cut_chars;
 use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::domain::title;
 use crate::ports::{
