@@ -515,10 +515,16 @@ mod tests {
     #[test]
     fn piper_voice_follows_language_voice_and_quality_then_the_language() {
         let (_d, s) = store_with(&["piper/en_US-joe-medium.onnx"]);
-        let p = VoicePlan::resolve(&cfg(&[("tts.language", "en_US")]), &s);
+        let p = VoicePlan::resolve(
+            &cfg(&[("tts.language", "en_US"), ("tts.voice", "sharvard")]),
+            &s,
+        );
         assert_eq!(p.piper.wanted, "en_US-sharvard-medium");
         assert_eq!(p.piper.name.as_deref(), Some("en_US-joe-medium"));
-        let p = VoicePlan::resolve(&cfg(&[("tts.language", "es_ES")]), &s);
+        let p = VoicePlan::resolve(
+            &cfg(&[("tts.language", "es_ES"), ("tts.voice", "sharvard")]),
+            &s,
+        );
         assert_eq!(p.piper.name, None, "no English voice for Spanish");
         assert_eq!(p.espeak_voice, "es");
         assert!(
