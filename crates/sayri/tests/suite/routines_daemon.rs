@@ -846,9 +846,11 @@ fn a_sub_agents_routine_runs_under_its_creators_current_level_rules_and_ask_swit
     );
     let (finished, _, obs) = run_day(&rig, 3);
     assert_eq!(finished["status"], "refused", "{finished}");
+    // The summary says why: the creator's deny, not a fix that cannot work.
+    let summary = finished["summary"].as_str().unwrap();
     assert!(
-        finished["summary"].as_str().unwrap().contains("touch"),
-        "{finished}"
+        summary.contains("matches creator lead rule #1: touch * (deny)"),
+        "{summary}"
     );
     assert!(obs.contains("creator lead rule #1"), "{obs}");
     assert!(!marker.exists());
@@ -871,10 +873,15 @@ fn a_sub_agents_routine_runs_under_its_creators_current_level_rules_and_ask_swit
     assert_eq!(scout_level(&rig.env), "LEVEL_3_HOST_USER");
     let (finished, _, obs) = run_day(&rig, 4);
     assert_eq!(finished["status"], "refused", "{finished}");
+    let summary = finished["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("touch * (ask)") && summary.contains("nobody can answer"),
+        "{summary}"
+    );
     assert!(obs.contains("creator lead rule #1"), "{obs}");
     assert!(!marker.exists(), "the command ran without approval: {obs}");
 
-    // Nothing escalated: the sub-agent's file is as it was, and no run was at level 4.
+    // Nothing escalated: the sub-agent's file is as it was.
     assert_eq!(scout_file(&rig.env), scout_as_written);
     assert_eq!(rig.routine(&id)["last_outcome"]["status"], "refused");
 }
