@@ -47,6 +47,7 @@ mod singleton;
 mod skills;
 mod slow_consumer;
 mod status_sandbox;
+pub mod sub_agent_rig;
 mod subagent_level_cap;
 mod supervisor;
 pub mod support;
