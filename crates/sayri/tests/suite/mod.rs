@@ -1,5 +1,6 @@
 mod agent_turn;
 mod agents_ipc;
+mod asset_download;
 mod attach_image;
 mod broadcast;
 mod cli;
@@ -33,6 +34,7 @@ mod permission_cards;
 pub mod permission_rig;
 mod permissions_check_cli;
 mod permissions_exec_in_arguments;
+mod plugin_settings;
 mod protocol_acceptance;
 mod protocol_status;
 mod repetition_guard;
