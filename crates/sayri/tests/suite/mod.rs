@@ -58,6 +58,7 @@ pub mod test_child;
 mod token_accounting;
 mod turn_concurrency;
 mod typed_params;
+mod ui_plugins;
 mod vault_canary;
 mod web_attacks;
 mod web_bubble;

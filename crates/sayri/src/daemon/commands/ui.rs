@@ -6,7 +6,9 @@
 //!   a free loopback port, its login address in `$RUNTIME/sayri-web.url`). A started UI is a
 //!   supervised program named `ui-<id>` (log `$STATE/logs/ui-<id>.log`, restarted after a
 //!   crash, stopped with the daemon); `ui_stop` stops exactly that one, `killall` keeps the
-//!   one it names. Nothing is ever found or signalled by its process name.
+//!   one it names. Nothing is ever found or signalled by its process name. Its connections
+//!   count as the person's ([`front_end_keepers`]): only the person can start one (`ui_start`
+//!   is management), and it must be able to answer permission cards.
 //! * **Plugins.** The channel gateways Sayri can run (`sayri-gateway-<id>` beside `sayri` or
 //!   on `PATH`) and the UIs above. None of them has a background service of its own, so
 //!   `plugin_set_enabled` answers that (skills, Sayri's other extensions, are `skills_*`).
@@ -157,6 +159,19 @@ fn spec_for(state: &DaemonState, ui: &Ui) -> Result<ChildSpec, ProtocolError> {
         .env("SAYRI_CONFIG_DIR", paths.config_dir.to_string_lossy())
         .env("SAYRI_STATE_DIR", paths.state_dir.to_string_lossy());
     Ok(spec)
+}
+
+/// The keeper pids of the UIs running now: a process of their trees is the person's front-end
+/// (see `command_peer::peer_is_command_outside`), so the orb or the web bubble started with
+/// `ui_start` may answer permission cards like one the person started.
+pub fn front_end_keepers(state: &DaemonState) -> Vec<i32> {
+    state
+        .supervisor
+        .list()
+        .into_iter()
+        .filter(|s| s.name.starts_with("ui-") && is_running(s))
+        .filter_map(|s| i32::try_from(s.keeper_pid?).ok())
+        .collect()
 }
 
 /// A UI as listed: `{id, name, version, description, kind, running, pid, is_default, state,
