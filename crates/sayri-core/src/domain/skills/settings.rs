@@ -196,6 +196,9 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Bool(_)) => Err(format!(
+                "`{name}` must be text (quote it: YAML reads a bare yes, no, on, off, y or n as true or false)"
+            )),
             Some(_) => Err(format!("`{name}` must be text")),
         }
     };
@@ -515,7 +518,7 @@ mod tests {
     #[test]
     fn values_are_checked_by_kind_and_never_clamped() {
         let s = specs(
-            "settings:\n  - {key: flag, kind: check}\n  - {key: n, kind: number, min: 0, max: 10}\n  - {key: c, kind: select, options: [{value: a, label: A}, b]}\n  - {key: t}\n  - {key: p, kind: password}\n",
+            "settings:\n  - {key: flag, kind: check}\n  - {key: num, kind: number, min: 0, max: 10}\n  - {key: c, kind: select, options: [{value: a, label: A}, b]}\n  - {key: t}\n  - {key: p, kind: password}\n",
         )
         .unwrap();
         assert_eq!(s[0].check(&json!("on")).unwrap(), json!(true));
