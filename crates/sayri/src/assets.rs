@@ -310,17 +310,34 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.name, "en_US-joe-medium");
-        assert!(a.url.ends_with("/en/en_US/joe/medium/en_US-joe-medium.onnx"), "{}", a.url);
+        assert!(
+            a.url
+                .ends_with("/en/en_US/joe/medium/en_US-joe-medium.onnx"),
+            "{}",
+            a.url
+        );
         for (bad, says) in [
-            (serde_json::json!({"language": "english", "voice": "joe"}), "unknown voice language"),
-            (serde_json::json!({"language": "en_US", "voice": "../x"}), "not a voice name"),
-            (serde_json::json!({"language": "en_US", "voice": "j", "quality": "max"}), "quality"),
+            (
+                serde_json::json!({"language": "english", "voice": "joe"}),
+                "unknown voice language",
+            ),
+            (
+                serde_json::json!({"language": "en_US", "voice": "../x"}),
+                "not a voice name",
+            ),
+            (
+                serde_json::json!({"language": "en_US", "voice": "j", "quality": "max"}),
+                "quality",
+            ),
         ] {
             let e = resolve(AssetKind::PiperVoice, &params(bad)).unwrap_err();
             assert!(e.contains(says), "{e}");
         }
-        let e = resolve(AssetKind::WakeWord, &params(serde_json::json!({"name": "x"})))
-            .unwrap_err();
+        let e = resolve(
+            AssetKind::WakeWord,
+            &params(serde_json::json!({"name": "x"})),
+        )
+        .unwrap_err();
         assert!(e.contains("params.url is missing"), "{e}");
         let e = resolve(
             AssetKind::WakeWord,

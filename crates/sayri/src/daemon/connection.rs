@@ -56,10 +56,8 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         .register_greeted(&state.terminate, Some(greeting));
     let tx = Outbox { tx, queued };
     let front_ends = crate::daemon::commands::ui::front_end_keepers(&state);
-    let caller = command_peer::caller_outside(
-        stream.peer_cred().ok().and_then(|c| c.pid()),
-        &front_ends,
-    );
+    let caller =
+        command_peer::caller_outside(stream.peer_cred().ok().and_then(|c| c.pid()), &front_ends);
     tracing::debug!(client = id, ?caller, "client connected");
     let (mut rd, wr) = stream.into_split();
 

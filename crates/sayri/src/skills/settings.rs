@@ -111,7 +111,8 @@ impl Skills {
                 all.remove(key);
             }
         }
-        let mut text = serde_json::to_vec_pretty(&all).map_err(|e| SkillsError::Io(e.to_string()))?;
+        let mut text =
+            serde_json::to_vec_pretty(&all).map_err(|e| SkillsError::Io(e.to_string()))?;
         text.push(b'\n');
         let path = self.settings_path(slug);
         sayri_vault::atomic_write::write_atomic(&path, &text)

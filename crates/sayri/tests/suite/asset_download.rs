@@ -146,7 +146,10 @@ fn a_voice_downloaded_from_the_package_cache_reports_whole_percents_to_100_and_t
     let (release, held) = mpsc::channel();
     let server = serve(
         vec![
-            ("en_US-joe-medium.onnx".into(), std::fs::read(&onnx).unwrap()),
+            (
+                "en_US-joe-medium.onnx".into(),
+                std::fs::read(&onnx).unwrap(),
+            ),
             (
                 "en_US-joe-medium.onnx.json".into(),
                 std::fs::read(cached.root().join("piper/en_US-joe-medium.onnx.json")).unwrap(),
@@ -218,7 +221,10 @@ fn a_voice_downloaded_from_the_package_cache_reports_whole_percents_to_100_and_t
     );
     assert!(percents.len() > 10, "progress on the way: {percents:?}");
     for e in &events {
-        assert_eq!((e["token"].as_str(), e["kind"].as_str()), (Some(token), Some("piper_voice")));
+        assert_eq!(
+            (e["token"].as_str(), e["kind"].as_str()),
+            (Some(token), Some("piper_voice"))
+        );
     }
     let last = events.last().unwrap();
     assert_eq!(last["done"], true, "{last}");
@@ -248,7 +254,12 @@ fn a_voice_downloaded_from_the_package_cache_reports_whole_percents_to_100_and_t
         .cmd()
         .env("SAYRI_VOICE_MODELS_DIR", &models)
         .env("SAYRI_PIPER", &piper)
-        .args(["say", "--to-file", wav.to_str().unwrap(), "The voice arrived."])
+        .args([
+            "say",
+            "--to-file",
+            wav.to_str().unwrap(),
+            "The voice arrived.",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "sayri say: {}", stderr(&out));
@@ -267,7 +278,10 @@ fn a_download_whose_sha256_differs_installs_nothing_and_bad_requests_say_what_to
     let jarvis = cached.root().join("wakeword/hey_jarvis_v0.1.onnx");
     assert!(jarvis.is_file(), "{HINT}");
     let server = serve(
-        vec![("hey_jarvis_v0.1.onnx".into(), std::fs::read(&jarvis).unwrap())],
+        vec![(
+            "hey_jarvis_v0.1.onnx".into(),
+            std::fs::read(&jarvis).unwrap(),
+        )],
         None,
     );
     let env = Env::new();
@@ -291,7 +305,10 @@ fn a_download_whose_sha256_differs_installs_nothing_and_bad_requests_say_what_to
     assert_eq!(last["done"], false, "{last}");
     assert!(
         last["error"].as_str().unwrap().contains("sha256 mismatch")
-            && last["error"].as_str().unwrap().contains("nothing was installed"),
+            && last["error"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was installed"),
         "{last}"
     );
     let left: Vec<_> = std::fs::read_dir(models.join("wakeword"))
@@ -310,15 +327,36 @@ fn a_download_whose_sha256_differs_installs_nothing_and_bad_requests_say_what_to
     let last = progress_until_done(&mut c, "wake_word:hey_jarvis_v0.1")
         .pop()
         .unwrap();
-    assert_eq!((last["done"].clone(), last["percent"].clone()), (json!(true), json!(100)));
-    assert_eq!(sha256_file(&models.join("wakeword/hey_jarvis_v0.1.onnx")).unwrap(), sha);
+    assert_eq!(
+        (last["done"].clone(), last["percent"].clone()),
+        (json!(true), json!(100))
+    );
+    assert_eq!(
+        sha256_file(&models.join("wakeword/hey_jarvis_v0.1.onnx")).unwrap(),
+        sha
+    );
 
     for (params, says) in [
-        (json!({"kind": "whisper_model", "params": {"model_size": "huge"}}), "unknown whisper model: huge"),
-        (json!({"kind": "piper_voice", "params": {"language": "en_US", "voice": "joe"}}), "params.sha256 is missing"),
-        (json!({"kind": "wake_word", "params": {"name": "x", "url": "file:///etc/passwd", "sha256": sha}}), "not an http"),
-        (json!({"kind": "wake_word", "params": {"name": "../../x", "url": url, "sha256": sha}}), "bad model name"),
-        (json!({"kind": "sound_font", "params": {}}), "unknown variant"),
+        (
+            json!({"kind": "whisper_model", "params": {"model_size": "huge"}}),
+            "unknown whisper model: huge",
+        ),
+        (
+            json!({"kind": "piper_voice", "params": {"language": "en_US", "voice": "joe"}}),
+            "params.sha256 is missing",
+        ),
+        (
+            json!({"kind": "wake_word", "params": {"name": "x", "url": "file:///etc/passwd", "sha256": sha}}),
+            "not an http",
+        ),
+        (
+            json!({"kind": "wake_word", "params": {"name": "../../x", "url": url, "sha256": sha}}),
+            "bad model name",
+        ),
+        (
+            json!({"kind": "sound_font", "params": {}}),
+            "unknown variant",
+        ),
     ] {
         let r = c.call("asset_download", params.clone(), 3);
         assert_eq!(r["code"], "invalid_params", "{params}: {r}");

@@ -248,7 +248,10 @@ fn the_legacy_attach_requests_attach_through_the_same_checks() {
     assert_eq!(events[0]["ok"], false, "{events:?}");
     let events = Legacy::json(&env, &json!({"type": "attach", "path": "dot.png"})).events();
     assert!(
-        events[0]["error"].as_str().unwrap().contains("absolute path"),
+        events[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("absolute path"),
         "{events:?}"
     );
 

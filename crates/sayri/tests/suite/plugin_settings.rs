@@ -67,8 +67,7 @@ fn set(c: &mut RawClient, key: &str, value: Value, id: u64) -> Value {
 }
 
 #[test]
-fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads_without_secrets()
-{
+fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads_without_secrets() {
     let env = Env::new();
     let model = start_model(vec![
         Reply::sse(sse::content_stream(&["```read_skill\nweather-brief\n```"])),
@@ -108,11 +107,17 @@ fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads
         json!([{"value": "metric", "label": "Metric"}, {"value": "imperial", "label": "Imperial"}])
     );
     assert_eq!(
-        (field(&s, "days")["min"].clone(), field(&s, "days")["max"].clone()),
+        (
+            field(&s, "days")["min"].clone(),
+            field(&s, "days")["max"].clone()
+        ),
         (json!(1.0), json!(14.0))
     );
     let token = field(&s, "api_token");
-    assert_eq!((token["kind"].clone(), token["secret"].clone()), (json!("password"), json!(true)));
+    assert_eq!(
+        (token["kind"].clone(), token["secret"].clone()),
+        (json!("password"), json!(true))
+    );
     assert_eq!(token["value"], "");
 
     // Values: checked, stored, announced.
@@ -122,7 +127,12 @@ fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads
         json!({"ok": true, "plugin_id": "weather-brief", "key": "city", "value": "Cusco"}),
         "{r}"
     );
-    let ev = wait_event(&mut watcher, "plugin_settings_changed", Duration::from_secs(5)).unwrap();
+    let ev = wait_event(
+        &mut watcher,
+        "plugin_settings_changed",
+        Duration::from_secs(5),
+    )
+    .unwrap();
     assert_eq!(
         ev,
         json!({"event": "plugin_settings_changed", "plugin_id": "weather-brief", "key": "city",
@@ -142,7 +152,10 @@ fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads
     }
     let r = set(&mut c, "colour", json!("red"), 5);
     assert!(
-        r["error"].as_str().unwrap().contains("city, units, days, api_token"),
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("city, units, days, api_token"),
         "{r}"
     );
     let r = c.call(
@@ -167,8 +180,12 @@ fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads
     let r = set(&mut c, "api_token", json!(TOKEN), 9);
     assert_eq!(r["result"]["value"], "***", "{r}");
     let ev = loop {
-        let ev = wait_event(&mut watcher, "plugin_settings_changed", Duration::from_secs(5))
-            .expect("an event for the secret");
+        let ev = wait_event(
+            &mut watcher,
+            "plugin_settings_changed",
+            Duration::from_secs(5),
+        )
+        .expect("an event for the secret");
         if ev["key"] == "api_token" {
             break ev;
         }
@@ -177,7 +194,10 @@ fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads
     let r = set(&mut c, "api_token", json!("bad\nline"), 10);
     assert!(!r["error"].as_str().unwrap().contains("bad"), "{r}");
     assert_eq!(
-        field(&section(&c.call("settings_schema", json!({}), 11)), "api_token")["value"],
+        field(
+            &section(&c.call("settings_schema", json!({}), 11)),
+            "api_token"
+        )["value"],
         "***"
     );
     let vault = c.call("vault_list", json!({}), 12);
@@ -195,7 +215,10 @@ fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads
     let stored: Value = serde_json::from_str(&stored).unwrap();
     assert_eq!(stored, json!({"city": "Cusco", "days": 7}));
     let r = c.call("skills_list", json!({}), 13);
-    assert_eq!(r["result"][0]["state"], "ready", "settings keep the approval: {r}");
+    assert_eq!(
+        r["result"][0]["state"], "ready",
+        "settings keep the approval: {r}"
+    );
 
     // The model reads the plain values after SKILL.md, and where the secret is — not its value.
     c.write(
@@ -226,7 +249,10 @@ fn a_skills_declared_settings_are_a_form_checked_values_and_what_the_model_reads
         assert!(observed.contains(want), "{want} in {observed}");
     }
     for b in &bodies {
-        assert!(!b.to_string().contains(TOKEN), "the secret reached the model: {b}");
+        assert!(
+            !b.to_string().contains(TOKEN),
+            "the secret reached the model: {b}"
+        );
     }
 
     // Back to the default; the secret cleared.

@@ -382,7 +382,15 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
         "trigger_save" => (
             json!({"trigger": {"id": "acc_t", "event_type": "on_file_changed", "name": "T",
                                "prompt": "notes changed", "path": ids.watched, "glob": "*.md"}}),
-            Obj(&["id", "file", "event_type", "name", "prompt", "enabled", "error"]),
+            Obj(&[
+                "id",
+                "file",
+                "event_type",
+                "name",
+                "prompt",
+                "enabled",
+                "error",
+            ]),
         ),
         "triggers_list" => (
             json!({}),
@@ -425,7 +433,15 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
         ),
         "routines_list" => (
             json!({}),
-            ArrOf(&["id", "name", "trigger", "time_spec", "next_run_at", "running", "error"]),
+            ArrOf(&[
+                "id",
+                "name",
+                "trigger",
+                "time_spec",
+                "next_run_at",
+                "running",
+                "error",
+            ]),
         ),
         "routine_next" => (
             json!({"routine_id": "acc_r", "count": 2}),
@@ -582,7 +598,10 @@ fn call_valid(env: &Env, c: &mut RawClient, cmd: &str, ids: &Ids, id: u64) -> Va
         let mut own = RawClient::connect(&env.socket());
         let r = own.call(cmd, params, id);
         let refused = own.call("config_set", json!({"key": "ui.orb_size", "value": 90}), id);
-        assert_eq!(refused["code"], "denied", "the connection gave it up: {refused}");
+        assert_eq!(
+            refused["code"], "denied",
+            "the connection gave it up: {refused}"
+        );
         r
     } else {
         c.call(cmd, params, id)

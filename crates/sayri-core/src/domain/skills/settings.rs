@@ -164,9 +164,7 @@ pub fn declared(metadata: &Map<String, Value>) -> Result<Vec<SettingSpec>, Strin
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
         Some(_) => {
-            return Err(
-                "`settings` must be a list of settings, each with at least a `key`".into(),
-            );
+            return Err("`settings` must be a list of settings, each with at least a `key`".into());
         }
     };
     if list.len() > MAX_SETTINGS {
@@ -270,7 +268,9 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
         return Err(format!("{key}: `min` ({lo}) is above `max` ({hi})"));
     }
     let mut spec = SettingSpec {
-        label: text("label")?.filter(|l| !l.is_empty()).unwrap_or_else(|| key.clone()),
+        label: text("label")?
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| key.clone()),
         hint: text("hint")?.or(text("description")?).unwrap_or_default(),
         key,
         kind,
@@ -505,9 +505,18 @@ mod tests {
             ("settings:\n  - {key: a}\n  - {key: a}\n", "declared twice"),
             ("settings:\n  - {key: a, kind: slider}\n", "unknown kind"),
             ("settings:\n  - {key: a, kind: choice}\n", "needs `options`"),
-            ("settings:\n  - {key: a, kind: number, min: 5, max: 1}\n", "above `max`"),
-            ("settings:\n  - {key: a, kind: number, max: 3, default: 9}\n", "default is refused"),
-            ("settings:\n  - {key: a, secret: true, default: hunter2}\n", "cannot have a default"),
+            (
+                "settings:\n  - {key: a, kind: number, min: 5, max: 1}\n",
+                "above `max`",
+            ),
+            (
+                "settings:\n  - {key: a, kind: number, max: 3, default: 9}\n",
+                "default is refused",
+            ),
+            (
+                "settings:\n  - {key: a, secret: true, default: hunter2}\n",
+                "cannot have a default",
+            ),
         ] {
             let e = specs(yaml).unwrap_err();
             assert!(e.contains(says), "{yaml}: {e}");
@@ -532,7 +541,10 @@ mod tests {
         assert!(s[3].check(&json!(5)).is_err(), "no coercion to text");
         assert!(s[4].secret);
         let e = s[4].check(&json!("line\nsecret-value")).unwrap_err();
-        assert!(!e.contains("secret-value"), "a secret is never repeated: {e}");
+        assert!(
+            !e.contains("secret-value"),
+            "a secret is never repeated: {e}"
+        );
         assert_eq!(s[4].field(None, true)["value"], json!(MASK));
         assert_eq!(s[4].field(None, false)["value"], json!(""));
         assert_eq!(s[2].field(None, false)["options"][0]["label"], json!("A"));

@@ -57,7 +57,11 @@ async fn run(daemon: &Arc<DaemonState>, asset: &Asset) {
     let store = ModelStore::open_default();
     let mut last: Option<u8> = None;
     let mut last_bytes = (0u64, None);
-    progress_event(daemon, asset, json!({"percent": 0, "bytes": 0, "total": null}));
+    progress_event(
+        daemon,
+        asset,
+        json!({"percent": 0, "bytes": 0, "total": null}),
+    );
     let result = {
         let mut on_progress = |p: Progress| {
             last_bytes = (p.done, p.total);

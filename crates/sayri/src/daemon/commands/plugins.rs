@@ -38,7 +38,8 @@ pub async fn plugin_sections(ctx: &Ctx) -> Value {
                     specs
                         .iter()
                         .map(|s| {
-                            let set = s.secret && secret_set(brain.as_ref(), &vault_key(&d.slug, &s.key));
+                            let set =
+                                s.secret && secret_set(brain.as_ref(), &vault_key(&d.slug, &s.key));
                             s.field(stored.get(&s.key), set)
                         })
                         .collect(),
@@ -165,7 +166,11 @@ async fn set_secret(
     let clear = matches!(sent, Value::Null) || sent.as_str() == Some("");
     if sent.as_str() == Some(MASK) {
         // The form sent back what it was shown: nothing changes.
-        return Ok(json!(if secret_set(Some(brain), &key) { MASK } else { "" }));
+        return Ok(json!(if secret_set(Some(brain), &key) {
+            MASK
+        } else {
+            ""
+        }));
     }
     let value = if clear {
         None

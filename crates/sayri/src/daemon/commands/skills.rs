@@ -68,11 +68,7 @@ pub async fn skills_list(_p: SkillsListParams, ctx: Ctx) -> Result<Value, Protoc
 pub async fn skills_search(p: SkillsSearchParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let lib = library(&ctx);
     let list = blocking(move || lib.list()).await?.map_err(to_protocol)?;
-    let words: Vec<String> = p
-        .query
-        .split_whitespace()
-        .map(str::to_lowercase)
-        .collect();
+    let words: Vec<String> = p.query.split_whitespace().map(str::to_lowercase).collect();
     let found: Vec<Value> = list
         .into_iter()
         .filter(|s| {

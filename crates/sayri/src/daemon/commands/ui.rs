@@ -179,8 +179,8 @@ pub fn front_end_keepers(state: &DaemonState) -> Vec<i32> {
 fn describe(state: &DaemonState, ui: &Ui) -> Value {
     let status = state.supervisor.status(&child_name(ui));
     let default = state.config().ui.default_ui;
-    let is_default = find(&default).is_some_and(|d| d.id == ui.id)
-        || (default.is_empty() && ui.id == "orb");
+    let is_default =
+        find(&default).is_some_and(|d| d.id == ui.id) || (default.is_empty() && ui.id == "orb");
     json!({
         "id": ui.id, "name": ui.name, "version": env!("CARGO_PKG_VERSION"),
         "description": ui.description, "kind": ui.kind,
@@ -210,8 +210,10 @@ pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<Value, ProtocolError
     let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
     let name = child_name(&ui);
     if let Some(s) = ctx.daemon.supervisor.status(&name).filter(is_running) {
-        return Ok(json!({"ui_id": ui.id, "running": true, "already_running": true,
-                         "pid": s.pid, "log_file": s.log_file}));
+        return Ok(
+            json!({"ui_id": ui.id, "running": true, "already_running": true,
+                         "pid": s.pid, "log_file": s.log_file}),
+        );
     }
     let spec = spec_for(&ctx.daemon, &ui)?;
     let s = ctx
@@ -219,8 +221,10 @@ pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<Value, ProtocolError
         .supervisor
         .start(spec)
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
-    Ok(json!({"ui_id": ui.id, "running": is_running(&s), "already_running": false,
-              "pid": s.pid, "log_file": s.log_file}))
+    Ok(
+        json!({"ui_id": ui.id, "running": is_running(&s), "already_running": false,
+              "pid": s.pid, "log_file": s.log_file}),
+    )
 }
 
 /// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI (and waits until it is gone);
@@ -253,8 +257,10 @@ pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<Value, ProtocolError> 
 pub async fn ui_status(p: UiStatusParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
     let d = describe(&ctx.daemon, &ui);
-    Ok(json!({"ui_id": ui.id, "running": d["running"], "pid": d["pid"], "state": d["state"],
-              "last_error": d["last_error"], "log_file": d["log_file"]}))
+    Ok(
+        json!({"ui_id": ui.id, "running": d["running"], "pid": d["pid"], "state": d["state"],
+              "last_error": d["last_error"], "log_file": d["log_file"]}),
+    )
 }
 
 /// The gateway programs found (`sayri-gateway-<id>` beside `sayri`, then on `PATH`), by id.
@@ -351,7 +357,10 @@ pub async fn plugin_set_enabled(
     match known {
         None => Err(ProtocolError::new(
             ErrorCode::NotFound,
-            format!("plugin not found: {} (`plugins_list` shows the plugins)", p.plugin_id),
+            format!(
+                "plugin not found: {} (`plugins_list` shows the plugins)",
+                p.plugin_id
+            ),
         )),
         Some(v) => Err(ProtocolError::invalid_params(format!(
             "{} has no background service to {}; {}",
