@@ -180,7 +180,7 @@ pub fn resolve(kind: AssetKind, p: &AssetParams) -> Result<Asset, String> {
             catalog::sources(model_kind)
         ));
     };
-    match reqwest::Url::parse(&url) {
+    match url::Url::parse(&url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
         _ => {
             return Err(format!(
