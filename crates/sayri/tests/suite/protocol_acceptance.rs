@@ -696,10 +696,9 @@ fn fixtures(env: &Env) -> Ids {
     )
     .unwrap();
     let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-    let asset_sha = {
-        use sha2::Digest;
-        hex::encode(sha2::Sha256::digest(&body))
-    };
+    let served = dir.join("acceptance_word.onnx");
+    std::fs::write(&served, &body).unwrap();
+    let asset_sha = sayri_voice::models::sha256_file(&served).unwrap();
     Ids {
         image: image.display().to_string(),
         skill: skill.display().to_string(),
