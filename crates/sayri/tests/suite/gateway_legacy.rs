@@ -62,6 +62,14 @@ fn a_20_kib_message_reaches_the_model_whole_and_its_answer_streams_back() {
     setup(&env, &model, "LEVEL_1_READONLY");
     let _d = env.start_daemon();
     instance_with_peer(&env, "desk", "1");
+    // About 8,000 tokens: a model with a context that takes them (the scripted server lists
+    // none, so the default of 4,096 would refuse the message before sending it).
+    let r = ipc(
+        &env,
+        "config_set",
+        json!({"key": "provider.context_tokens", "value": 32768}),
+    );
+    assert_eq!(r["ok"], true, "{r}");
 
     let mut text = String::new();
     let mut n = 0;
@@ -80,7 +88,7 @@ fn a_20_kib_message_reaches_the_model_whole_and_its_answer_streams_back() {
         .filter(|e| e["event"] == "delta")
         .map(|e| e["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(deltas, "Read it all.");
+    assert_eq!(deltas, "Read it all.", "{events:?}");
     assert_eq!(last(&events)["event"], "done", "{events:?}");
     assert_eq!(last(&events)["text"], "Read it all.");
 
