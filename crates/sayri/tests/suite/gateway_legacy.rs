@@ -60,16 +60,18 @@ fn a_20_kib_message_reaches_the_model_whole_and_its_answer_streams_back() {
     let env = Env::new();
     let model = start_model(vec![Reply::sse(sse::content_stream(&["Read ", "it all."]))]);
     setup(&env, &model, "LEVEL_1_READONLY");
+    // 20 KiB of text is about 8 000 tokens: a model with a larger context than the 4 096 assumed
+    // when the server does not say.
+    let set = env.run(&[
+        "--no-start",
+        "config",
+        "set",
+        "provider.context_tokens",
+        "32768",
+    ]);
+    assert!(set.status.success(), "{}", stderr(&set));
     let _d = env.start_daemon();
     instance_with_peer(&env, "desk", "1");
-    // About 8,000 tokens: a model with a context that takes them (the scripted server lists
-    // none, so the default of 4,096 would refuse the message before sending it).
-    let r = ipc(
-        &env,
-        "config_set",
-        json!({"key": "provider.context_tokens", "value": 32768}),
-    );
-    assert_eq!(r["ok"], true, "{r}");
 
     let mut text = String::new();
     let mut n = 0;
