@@ -4,13 +4,13 @@
 //!
 //! `sayri-bench [--out FILE] [--command TEXT] [--only SECTION]`: `--out` is where the report
 //! goes (default `BENCHMARKS.md`); `--command` is the command line printed in the report
-//! (default `./scripts/bench`); `--only` runs one section (`tokens`, `footprint`, `spawn`) for a
-//! quick look — the report then says which. Progress goes to stderr. Every process the harness
+//! (default `./scripts/bench`); `--only` runs one section (`tokens`, `footprint`, `spawn`,
+//! `voice`) for a quick look — the report then says which. Progress goes to stderr. Every process the harness
 //! starts is stopped before it exits (and dies with it if it is killed), and a run that leaves a
 //! process behind fails naming it (see `procs`).
 //!
-//! Sections are listed in `main`; a new figure (a routine run, a prompt with many skills,
-//! speech-to-text speed) is a function returning a [`report::Section`] added there.
+//! Sections are listed in `run`; a new figure (a routine run, a prompt with many skills) is a
+//! function returning a [`report::Section`] added there.
 
 mod broadcast;
 mod conversation;
@@ -20,6 +20,7 @@ mod procs;
 mod report;
 mod spawn;
 mod stats;
+mod voice;
 
 use report::{Machine, Section};
 use sayri_core::domain::tokens::exact::ExactTokenizer;
@@ -35,7 +36,7 @@ struct Args {
 }
 
 /// Section names for `--only`.
-const SECTIONS: [&str; 3] = ["tokens", "footprint", "spawn"];
+const SECTIONS: [&str; 4] = ["tokens", "footprint", "spawn", "voice"];
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -57,7 +58,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: sayri-bench [--out FILE] [--command TEXT] [--only tokens|footprint|spawn]"
+                    "usage: sayri-bench [--out FILE] [--command TEXT] [--only tokens|footprint|spawn|voice]"
                         .into(),
                 );
             }
@@ -87,7 +88,8 @@ fn big_log(dir: &std::path::Path) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-fn progress(what: &str) {
+/// Reports progress on stderr.
+pub(crate) fn progress(what: &str) {
     eprintln!("sayri-bench: {what}…");
 }
 
@@ -119,6 +121,10 @@ fn run(args: &Args) -> Result<(), String> {
                 .into(),
             rows: spawn::run(&bin.with_file_name("sayri-exec"))?,
         });
+    }
+    if wanted("voice") {
+        let model = model::Model::start(Arc::new(ExactTokenizer::load()?))?;
+        sections.push(voice::run(&bin, &model.server.base_url())?);
     }
     let command = match &args.only {
         Some(o) => format!("{} --only {o}", args.command),

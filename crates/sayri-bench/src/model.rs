@@ -12,6 +12,7 @@
 //! | `Say hi …` | `Hi! How can I help?` | |
 //! | `… disk space …` | prose + `df -h /` block | one-line answer |
 //! | `How many lines does PATH have…` | prose + `cat PATH` block | one-line answer |
+//! | `… capital of France …` (the spoken question of the voice section) | `Paris is the capital of France.` | |
 //!
 //! The title request a new session triggers is answered with a title and left out of counts.
 
@@ -28,6 +29,9 @@ fn answer(text: &str, step: usize) -> String {
     }
     if text.starts_with("Say hi") {
         return "Hi! How can I help?".into();
+    }
+    if text.contains("capital of France") {
+        return "Paris is the capital of France.".into();
     }
     if text.contains("disk space") {
         return if step == 0 {

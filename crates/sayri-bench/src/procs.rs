@@ -38,6 +38,8 @@ pub struct Install {
     pub dir: tempfile::TempDir,
     /// The `sayri` binary.
     pub bin: PathBuf,
+    /// Extra environment of every `sayri` process of this installation (name, value).
+    env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Install {
@@ -59,7 +61,14 @@ impl Install {
         Ok(Install {
             dir,
             bin: bin.to_path_buf(),
+            env: Vec::new(),
         })
+    }
+
+    /// Sets `name` to `value` in the environment of every `sayri` process started from now on.
+    pub fn with_env(mut self, name: &str, value: impl Into<std::ffi::OsString>) -> Install {
+        self.env.push((name.to_string(), value.into()));
+        self
     }
 
     /// Starts and stops the daemon once, so the vault, the database and the sandbox
@@ -77,6 +86,7 @@ impl Install {
             .env("HOME", self.dir.path())
             .env_remove("XDG_RUNTIME_DIR")
             .env("SAYRI_LOG", "warn")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         tie_to_this_process(&mut c);
         c

@@ -1,0 +1,337 @@
+//! Voice figures on the real models of `./scripts/setup --voice`:
+//!
+//! * the speech-to-text real-time factor of whisper tiny.en (transcription wall time ÷ audio
+//!   length) on a spoken sentence, in this process through `sayri_voice::stt::WhisperStt` —
+//!   the engine the daemon runs;
+//! * end of speech → first reply audio of spoken turns through the daemon, with its parts.
+//!   The daemon runs in `wakeword` mode with a WAV file as its microphone and another as its
+//!   speaker, against the instant scripted model (no model time). The microphone file holds
+//!   "Hey Jarvis, what is the capital of France?" [`TURNS`] times, 6 s of silence after each.
+//!   Per turn, from the events a client receives: the end-of-utterance silence
+//!   (`stt.silence_ms`, audio time — a file microphone is read as fast as the loop goes) plus
+//!   the wall time from the end of the utterance (`hint` "Transcribing…") to the first sample of
+//!   the reply (`speaking` true); its parts are transcription (→ `user`), the core turn (→
+//!   `assistant_done`) and the first synthesised chunk (→ `speaking`).
+//!
+//! The spoken audio is Piper's `en_US-joe-medium` voice, rendered by `sayri say --to-file`.
+//! Every process this section starts belongs to its installation and is checked gone at the
+//! end. Without the models the section says what is missing and how to install it, and the
+//! rest of the report is still written.
+
+use crate::procs::{Install, connect_ready};
+use crate::report::{Row, Section};
+use crate::stats::Stat;
+use sayri_core::ports::speech::SpeechToText;
+use sayri_voice::models::{ModelKind, ModelStore};
+use sayri_voice::stt::WhisperStt;
+use serde_json::Value;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Spoken turns through the daemon.
+const TURNS: usize = 5;
+/// Timed transcriptions of the sentence (after one untimed warm-up).
+const TRANSCRIPTIONS: usize = 5;
+/// The end-of-utterance silence the daemon is configured with (`stt.silence_ms`).
+const SILENCE_MS: u64 = 500;
+/// The sentence whose transcription gives the real-time factor.
+const SENTENCE: &str =
+    "Hello world. The quick brown fox jumps over the lazy dog. Please turn on the kitchen lights.";
+/// The spoken question of each turn.
+const QUESTION: &str = "Hey Jarvis, what is the capital of France?";
+/// Section title.
+const TITLE: &str = "Voice";
+
+/// What each row is compared with (targets of the voice loop).
+const RTF_TARGET: &str = "target ≤ 0.3 for tiny.en";
+const LATENCY_TARGET: &str = "target ≤ 1,000 ms excluding model time";
+
+/// The voice section: measured figures, or rows saying what is missing when the voice models
+/// are not installed. Errors: a failure of a run on installed models (the daemon did not
+/// answer, a process was left running, …).
+pub fn run(bin: &Path, base_url: &str) -> Result<Section, String> {
+    let store = ModelStore::open_default();
+    let missing = missing_models(&store);
+    if !missing.is_empty() {
+        return Ok(not_measured(&store, &missing));
+    }
+    let install = Install::new(
+        bin,
+        base_url,
+        &format!(
+            "\n[stt]\nmode = \"wakeword\"\nlanguage = \"en\"\nmodel_size = \"tiny\"\n\
+             silence_ms = {SILENCE_MS}\n\n[tts]\nlanguage = \"en_US\"\nvoice = \"joe\"\n"
+        ),
+    )?
+    .with_env("SAYRI_VOICE_MODELS_DIR", store.root());
+    let mut rows = vec![real_time_factor(&install, &store)?];
+    rows.extend(spoken_turns(&install)?);
+    install.check_no_leftovers()?;
+    Ok(Section {
+        title: TITLE.into(),
+        method: format!(
+            "Real models of `./scripts/setup --voice` (whisper tiny.en, Piper `en_US-joe-medium`, \
+             openWakeWord `hey_jarvis_v0.1`, Silero VAD); the spoken audio is Piper's, written by \
+             `sayri say --to-file`. The real-time factor is whisper's transcription wall time ÷ \
+             the audio's length, with the engine the daemon runs ({TRANSCRIPTIONS} runs after a \
+             warm-up). End of speech → first reply audio is measured on {TURNS} spoken turns \
+             through the daemon in `wakeword` mode (WAV file microphone and speaker, the instant \
+             scripted model, so no model time): the end-of-utterance silence of {SILENCE_MS} ms \
+             (audio time) plus the wall time from the end of the utterance (`hint` \
+             \"Transcribing…\") to the first reply sample (`speaking`), split by the `user` and \
+             `assistant_done` events."
+        ),
+        rows,
+    })
+}
+
+/// The model files the section needs that are not installed, each with how to install it.
+fn missing_models(store: &ModelStore) -> Vec<String> {
+    let mut missing: Vec<String> = [
+        (ModelKind::Whisper, "tiny.en"),
+        (ModelKind::PiperVoice, "en_US-joe-medium"),
+        (ModelKind::WakeWord, "hey_jarvis_v0.1"),
+        (ModelKind::Vad, "silero_vad"),
+    ]
+    .into_iter()
+    .filter_map(|(kind, name)| store.require(kind, name).err())
+    .map(|e| e.to_string())
+    .collect();
+    if let Err(e) = store.onnxruntime_library() {
+        missing.push(e.to_string());
+    }
+    if store.piper_program().is_none() {
+        missing.push(format!(
+            "the piper program is not installed (neither {} nor `piper` on PATH)",
+            store.root().join("piper-venv/bin/piper").display()
+        ));
+    }
+    missing
+}
+
+/// The section when models are missing: the rows without values, saying what to do.
+fn not_measured(store: &ModelStore, missing: &[String]) -> Section {
+    let why = format!(
+        "not measured: the voice models are not installed in {} — run `./scripts/setup --voice`, \
+         then `./scripts/bench --only voice`",
+        store.root().display()
+    );
+    Section {
+        title: TITLE.into(),
+        method: format!(
+            "Not measured in this run: the voice models are missing. {}",
+            missing.join("; ")
+        ),
+        rows: vec![
+            Row::new("STT real-time factor, whisper tiny.en", None, "")
+                .reference(RTF_TARGET)
+                .note(&why),
+            Row::new("end of speech → first reply audio", None, "ms")
+                .reference(LATENCY_TARGET)
+                .note(why),
+        ],
+    }
+}
+
+/// `sayri say --to-file WAV TEXT` in the installation; the 16 kHz samples.
+fn speak(install: &Install, text: &str, wav: &Path) -> Result<Vec<i16>, String> {
+    let out = install
+        .cmd()
+        .args(["say", "--to-file"])
+        .arg(wav)
+        .arg(text)
+        .output()
+        .map_err(|e| format!("cannot run sayri say: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "sayri say --to-file failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    sayri_voice::audio::read_wav_16k(wav).map_err(|e| e.to_string())
+}
+
+/// CPU seconds (user + system) this process has used so far, all threads.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Whisper tiny.en's real-time factor on [`SENTENCE`].
+fn real_time_factor(install: &Install, store: &ModelStore) -> Result<Row, String> {
+    crate::progress("voice: whisper tiny.en real-time factor");
+    let audio = speak(install, SENTENCE, &install.dir.path().join("sentence.wav"))?;
+    let secs = audio.len() as f64 / 16_000.0;
+    let mut stt = WhisperStt::load(store, "tiny.en", "en").map_err(|e| e.to_string())?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    let mut text = String::new();
+    for i in 0..=TRANSCRIPTIONS {
+        let (t, c) = (Instant::now(), cpu_seconds());
+        text = stt
+            .transcribe(&audio, &CancellationToken::new())
+            .map_err(|e| format!("whisper tiny.en: {e}"))?
+            .text;
+        if i > 0 {
+            wall.push(t.elapsed().as_secs_f64() / secs);
+            cpu.push((cpu_seconds() - c) / threads as f64 / secs);
+        }
+    }
+    Ok(
+        Row::new("STT real-time factor, whisper tiny.en", Stat::of(&wall), "")
+            .decimals(2)
+            .reference(RTF_TARGET)
+            .note(format!(
+                "{secs:.1} s sentence, {threads} threads; transcription wall time ÷ audio length; \
+                 on idle cores (CPU time ÷ {threads} ÷ audio length) {:.2}; transcript \"{text}\"",
+                Stat::of(&cpu).map_or(f64::NAN, |s| s.median)
+            )),
+    )
+}
+
+/// One spoken turn's wall times after the end-of-utterance silence, in ms: transcription, core
+/// turn, first synthesised audio, and end of utterance → first audio.
+struct Turn {
+    stt: f64,
+    turn: f64,
+    tts: f64,
+    total: f64,
+}
+
+/// The microphone file: the question [`TURNS`] times, 6 s of silence after each.
+fn microphone(install: &Install) -> Result<PathBuf, String> {
+    let question = speak(install, QUESTION, &install.dir.path().join("question.wav"))?;
+    let mut all = vec![0i16; 700 * 16];
+    for _ in 0..TURNS {
+        all.extend(&question);
+        all.extend(std::iter::repeat_n(0, 6000 * 16));
+    }
+    let mic = install.dir.path().join("mic.wav");
+    sayri_voice::audio::write_wav_16k(&mic, &all).map_err(|e| e.to_string())?;
+    Ok(mic)
+}
+
+/// End of speech → first reply audio through the daemon, and its parts.
+fn spoken_turns(install: &Install) -> Result<Vec<Row>, String> {
+    crate::progress("voice: spoken turns through the daemon");
+    let mic = microphone(install)?;
+    let speaker = install.dir.path().join("speaker.wav");
+    rewrite_devices(install, &mic, &speaker)?;
+    let (daemon, _) = install.start_daemon()?;
+    let mut client = connect_ready(&install.socket()).ok_or("cannot connect to the daemon")?;
+    client
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(300)))
+        .map_err(|e| e.to_string())?;
+    let mut marks: Vec<(&'static str, Instant)> = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match client.read_line(&mut line) {
+            Ok(0) => return Err("the daemon closed the connection during the voice run".into()),
+            Ok(_) => {}
+            Err(e) => return Err(format!("no event from the daemon for 300 s: {e}")),
+        }
+        let at = Instant::now();
+        let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        let tag = match v["event"].as_str() {
+            Some("hint") if v["text"] == "Transcribing…" => "end",
+            Some("hint") if v["text"] == "The microphone input ended." => break,
+            Some("user") => "user",
+            Some("assistant_done") => "done",
+            Some("speaking") if v["active"] == true => "audio",
+            Some("error") => return Err(format!("the daemon reported {}", v["error"])),
+            _ => continue,
+        };
+        marks.push((tag, at));
+    }
+    drop(client);
+    daemon.stop()?;
+    let turns = turns(&marks);
+    if turns.is_empty() {
+        return Err(format!(
+            "the daemon answered none of the {TURNS} spoken questions (events seen: {:?})",
+            marks.iter().map(|(t, _)| *t).collect::<Vec<_>>()
+        ));
+    }
+    let stat = |f: fn(&Turn) -> f64| Stat::of(&turns.iter().map(f).collect::<Vec<_>>());
+    let silence = SILENCE_MS as f64;
+    Ok(vec![
+        Row::new(
+            "end of speech → first reply audio",
+            stat(|t| SILENCE_MS as f64 + t.total),
+            "ms",
+        )
+        .decimals(0)
+        .reference(LATENCY_TARGET)
+        .note(format!(
+            "{silence:.0} ms end-of-utterance silence (audio time) + the processing below; \
+             daemon, instant scripted model"
+        )),
+        Row::new("↳ processing after the silence", stat(|t| t.total), "ms")
+            .decimals(0)
+            .note("`hint` \"Transcribing…\" → `speaking`, wall time"),
+        Row::new("↳ transcription", stat(|t| t.stt), "ms")
+            .decimals(0)
+            .note("→ `user` (whisper tiny.en on the question after the wake word)"),
+        Row::new("↳ core turn", stat(|t| t.turn), "ms")
+            .decimals(0)
+            .note("`user` → `assistant_done` (agent turn against the instant model)"),
+        Row::new("↳ first synthesised audio", stat(|t| t.tts), "ms")
+            .decimals(0)
+            .note("`assistant_done` → `speaking` (sentence split, Piper's first chunk)"),
+    ])
+}
+
+/// Points the installation's microphone and speaker at the files.
+fn rewrite_devices(install: &Install, mic: &Path, speaker: &Path) -> Result<(), String> {
+    let path = install.dir.path().join("config/sayri.toml");
+    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+    let text = text
+        .replace(
+            "[stt]\n",
+            &format!("[stt]\nmic_device = \"file:{}\"\n", mic.display()),
+        )
+        .replace(
+            "[tts]\n",
+            &format!("[tts]\noutput_device = \"file:{}\"\n", speaker.display()),
+        );
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// One [`Turn`] per `user` event: from the last `end` before it to the first `done` and
+/// `audio` after it (before the next `user`).
+fn turns(marks: &[(&str, Instant)]) -> Vec<Turn> {
+    let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
+    let mut out = Vec::new();
+    for (i, &(tag, user)) in marks.iter().enumerate() {
+        if tag != "user" {
+            continue;
+        }
+        let end = marks[..i].iter().rev().find(|(t, _)| *t == "end");
+        let next_user = marks[i + 1..]
+            .iter()
+            .position(|(t, _)| *t == "user")
+            .map_or(marks.len(), |p| i + 1 + p);
+        let after = |want: &str| {
+            marks[i..next_user]
+                .iter()
+                .find(|(t, _)| *t == want)
+                .map(|&(_, at)| at)
+        };
+        if let (Some(&(_, end)), Some(done), Some(audio)) = (end, after("done"), after("audio")) {
+            out.push(Turn {
+                stt: ms(end, user),
+                turn: ms(user, done),
+                tts: ms(done, audio),
+                total: ms(end, audio),
+            });
+        }
+    }
+    out
+}
