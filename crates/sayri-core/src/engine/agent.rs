@@ -40,9 +40,8 @@ use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::repetition::{self, RepetitionGuard, Verdict};
 use crate::domain::strip::strip_patterns;
-use crate::domain::text::cut_chars;
-use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::domain::title;
+use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
     ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor,

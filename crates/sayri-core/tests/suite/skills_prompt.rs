@@ -4,7 +4,7 @@
 use sayri_core::domain::agents::effective_profile;
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::domain::prompt::{
-    FIXED_PROMPT_BUDGET_WITH_10_SKILLS, SkillSummary, build_system_prompt,
+    FIXED_PROMPT_BUDGET_WITH_10_SKILLS, Host, SkillSummary, build_system_prompt,
 };
 use sayri_core::domain::tokens;
 
@@ -33,9 +33,14 @@ fn ten_skills() -> Vec<SkillSummary> {
 #[test]
 fn ten_installed_skills_keep_the_default_agents_fixed_prompt_within_budget() {
     let skills = ten_skills();
-    let p = build_system_prompt(&AgentProfile::builtin_default(), &skills);
-    let bare = tokens::count(&build_system_prompt(&AgentProfile::builtin_default(), &[]));
-    let n = tokens::count(&p);
+    let p = build_system_prompt(&AgentProfile::builtin_default(), &skills, &Host::default());
+    let bare = tokens::exact::count_once(&build_system_prompt(
+        &AgentProfile::builtin_default(),
+        &[],
+        &Host::default(),
+    ))
+    .unwrap();
+    let n = tokens::exact::count_once(&p).unwrap();
     println!(
         "default agent fixed prompt: {bare} tokens without skills, {n} tokens with 10 skills (budget {FIXED_PROMPT_BUDGET_WITH_10_SKILLS}), {} bytes",
         p.len()
@@ -64,7 +69,7 @@ fn an_agent_lists_only_the_skills_its_effective_allow_list_permits() {
     child.id = "child".into();
     child.allowed_skills = vec!["pdf-tools".into(), "media-control".into()];
     let eff = effective_profile(&child, std::slice::from_ref(&parent));
-    let p = build_system_prompt(&eff, &skills);
+    let p = build_system_prompt(&eff, &skills, &Host::default());
     assert!(p.contains("- pdf-tools:"), "{p}");
     assert!(
         !p.contains("media-control"),
@@ -77,6 +82,6 @@ fn an_agent_lists_only_the_skills_its_effective_allow_list_permits() {
 
     let mut none = AgentProfile::builtin_default();
     none.allowed_skills = vec!["none".into()];
-    let p = build_system_prompt(&none, &skills);
+    let p = build_system_prompt(&none, &skills, &Host::default());
     assert!(!p.contains("SKILLS"), "`none` lists no skill:\n{p}");
 }

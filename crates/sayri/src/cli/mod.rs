@@ -25,11 +25,11 @@ pub mod skills;
 pub mod status;
 pub mod terminal_text;
 pub mod vault;
-pub mod web;
-pub mod window;
 pub mod voice;
 pub mod voice_models;
 pub mod wake;
+pub mod web;
+pub mod window;
 
 use crate::paths::Paths;
 use clap::{Parser, Subcommand};

@@ -132,7 +132,8 @@ pub fn kind(spec: &KeySpec) -> &'static str {
         | Check::Name
         | Check::Language
         | Check::Locale
-        | Check::AgentId => "text",
+        | Check::AgentId
+        | Check::LocalModel => "text",
     }
 }
 
