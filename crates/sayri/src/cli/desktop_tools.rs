@@ -109,7 +109,8 @@ async fn get_json(
     url: &str,
     query: &[(&str, &str)],
 ) -> Result<Value, String> {
-    let send = client.get(url).query(query).send();
+    let url = url::Url::parse_with_params(url, query).map_err(|e| format!("bad address: {e}"))?;
+    let send = client.get(url).send();
     let resp = tokio::time::timeout(LOOKUP_TIMEOUT, send)
         .await
         .map_err(|_| format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
@@ -142,33 +143,24 @@ pub async fn lookup_lines(
     let https = [ddg, wiki, arch].iter().any(|u| u.starts_with("https://"));
     let client = http_client(https)?;
     let wiki = wikipedia_for(wiki, query);
+    let ddg_params = [("q", query), ("format", "json"), ("no_html", "1")];
+    let wiki_params = [
+        ("action", "query"),
+        ("list", "search"),
+        ("srsearch", query),
+        ("format", "json"),
+        ("srlimit", "3"),
+    ];
+    let arch_params = [
+        ("action", "opensearch"),
+        ("search", query),
+        ("limit", "2"),
+        ("format", "json"),
+    ];
     let (d, w, a) = tokio::join!(
-        get_json(
-            &client,
-            ddg,
-            &[("q", query), ("format", "json"), ("no_html", "1")]
-        ),
-        get_json(
-            &client,
-            &wiki,
-            &[
-                ("action", "query"),
-                ("list", "search"),
-                ("srsearch", query),
-                ("format", "json"),
-                ("srlimit", "3"),
-            ]
-        ),
-        get_json(
-            &client,
-            arch,
-            &[
-                ("action", "opensearch"),
-                ("search", query),
-                ("limit", "2"),
-                ("format", "json"),
-            ]
-        ),
+        get_json(&client, ddg, &ddg_params),
+        get_json(&client, &wiki, &wiki_params),
+        get_json(&client, arch, &arch_params),
     );
     let mut lines = Vec::new();
     let mut notes = Vec::new();

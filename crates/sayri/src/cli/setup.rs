@@ -579,9 +579,14 @@ fn agent_change(
     level: SandboxLevel,
 ) -> anyhow::Result<(String, Option<AgentProfile>)> {
     let id = cfg.agent.default_agent.clone();
-    let current = agents
-        .stored(&id)
-        .map_err(|e| anyhow::anyhow!("the default agent {id} cannot be read: {e}"))?;
+    // `default` is the built-in agent (never written to a file).
+    let current = if id == "default" {
+        None
+    } else {
+        agents
+            .stored(&id)
+            .map_err(|e| anyhow::anyhow!("the default agent {id} cannot be read: {e}"))?
+    };
     match current {
         Some(mut p) => {
             if p.sandbox.level == level {
@@ -595,6 +600,7 @@ fn agent_change(
             Ok(("default".into(), None))
         }
         None => {
+            // An `assistant` left by an earlier setup is reused (its other fields kept).
             let mut p = match agents.stored(ASSISTANT_AGENT) {
                 Ok(Some(p)) => p,
                 _ => {
