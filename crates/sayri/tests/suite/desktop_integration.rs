@@ -1005,3 +1005,22 @@ fn notify_shows_a_desktop_notification_and_the_doctor_finds_the_service() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no desktop session bus"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_readme_configuration_reference_is_the_key_table() {
+    let env = Env::new();
+    let out = env.run(&["config", "reference"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(table.contains("| `lookup.duckduckgo_url` | string |"), "{table}");
+    let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let start = "<!-- config-reference:start -->\n";
+    let from = readme.find(start).expect("README.md lacks the config-reference markers") + start.len();
+    let to = readme.find("<!-- config-reference:end -->").unwrap();
+    assert!(
+        readme[from..to] == table,
+        "README.md's configuration reference is out of date: replace the lines between its \
+         config-reference markers with the output of `sayri config reference`"
+    );
+}

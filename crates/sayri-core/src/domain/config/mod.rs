@@ -918,10 +918,7 @@ pub fn reference_markdown() -> String {
     let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     let mut out = String::from("| setting | type | default | meaning |\n|---|---|---|---|\n");
     for (spec, value) in defaults.entries() {
-        let shown = match &value {
-            ConfigValue::Str(s) if s.is_empty() => "`\"\"`".to_string(),
-            other => format!("`{}`", other.to_json()),
-        };
+        let shown = format!("`{}`", value.to_json());
         out.push_str(&format!(
             "| `{}` | {} | {} | {} |\n",
             spec.full_name(),
