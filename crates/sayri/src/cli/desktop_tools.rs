@@ -199,8 +199,16 @@ pub async fn lookup_lines(
     }
     match a {
         Ok(v) => {
-            let titles = v.get(1).and_then(Value::as_array).cloned().unwrap_or_default();
-            let links = v.get(3).and_then(Value::as_array).cloned().unwrap_or_default();
+            let titles = v
+                .get(1)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let links = v
+                .get(3)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             for (t, l) in titles.iter().zip(links.iter()).take(2) {
                 lines.push(format!("• ArchWiki [{}]({})", text(t), text(l)));
             }
@@ -268,7 +276,10 @@ fn run_tool(program: &str, args: &[&std::ffi::OsStr], dest: &Path) -> Result<(),
             None if Instant::now() > deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("no picture within {} s", SCREENSHOT_TIMEOUT.as_secs()));
+                return Err(format!(
+                    "no picture within {} s",
+                    SCREENSHOT_TIMEOUT.as_secs()
+                ));
             }
             None => std::thread::sleep(Duration::from_millis(20)),
         }
@@ -280,8 +291,19 @@ fn run_tool(program: &str, args: &[&std::ffi::OsStr], dest: &Path) -> Result<(),
     if std::fs::metadata(dest).is_ok_and(|m| m.len() > 0) {
         return Ok(());
     }
-    let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-    Err(format!("{status}{}", if last.is_empty() { String::new() } else { format!(": {}", last.trim()) }))
+    let last = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    Err(format!(
+        "{status}{}",
+        if last.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", last.trim())
+        }
+    ))
 }
 
 /// GNOME Shell's `org.gnome.Shell.Screenshot.Screenshot(include_cursor, flash, filename)`.
@@ -338,7 +360,10 @@ pub async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<
     if let Some(dir) = dest.parent()
         && !dir.is_dir()
     {
-        bail!("{} does not exist; create it or choose another path", dir.display());
+        bail!(
+            "{} does not exist; create it or choose another path",
+            dir.display()
+        );
     }
     let os = dest.as_os_str();
     let mut tried = Vec::new();
@@ -349,7 +374,11 @@ pub async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<
     let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
     let x11 = std::env::var_os("DISPLAY").is_some();
     let tools: [(&str, Vec<&std::ffi::OsStr>, Option<&str>); 4] = [
-        ("grim", vec![os], (!wayland).then_some("WAYLAND_DISPLAY is unset (Wayland only)")),
+        (
+            "grim",
+            vec![os],
+            (!wayland).then_some("WAYLAND_DISPLAY is unset (Wayland only)"),
+        ),
         (
             "spectacle",
             vec!["-b".as_ref(), "-n".as_ref(), "-o".as_ref(), os],

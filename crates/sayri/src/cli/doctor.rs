@@ -261,7 +261,10 @@ async fn daemon(paths: &Paths, out: &mut Vec<Finding>) -> Option<Value> {
                     "daemon",
                     "daemon",
                     st,
-                    format!("running (pid {pid}, version {version}) on {}", socket.display()),
+                    format!(
+                        "running (pid {pid}, version {version}) on {}",
+                        socket.display()
+                    ),
                     fix,
                 ));
                 Some(status)
@@ -366,7 +369,10 @@ fn vault(paths: &Paths, cfg: &Config, out: &mut Vec<Finding>) -> Option<String> 
                 "secrets vault",
                 Status::Fail,
                 e.to_string(),
-                Some("run `sayri vault status` for details; restore the key source named above".into()),
+                Some(
+                    "run `sayri vault status` for details; restore the key source named above"
+                        .into(),
+                ),
             ));
             None
         }
@@ -438,7 +444,10 @@ async fn model(
         }
     };
     let listed = match sayri_llm::OpenAiClient::new(client_cfg) {
-        Ok(c) => c.list_models().await.map_err(|e| (e.to_string(), status_of(&e))),
+        Ok(c) => c
+            .list_models()
+            .await
+            .map_err(|e| (e.to_string(), status_of(&e))),
         Err(e) => Err((e.to_string(), None)),
     };
     let models = match listed {
@@ -545,7 +554,11 @@ async fn sandbox(
                 Status::Ok,
                 format!(
                     "every guarantee holds{}",
-                    if used { " (the default agent's level)" } else { "" }
+                    if used {
+                        " (the default agent's level)"
+                    } else {
+                        ""
+                    }
                 ),
                 None,
             ));
@@ -628,7 +641,11 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
     out.push(finding(
         "voice.models",
         "voice models",
-        if fixes.is_empty() { Status::Ok } else { Status::Off },
+        if fixes.is_empty() {
+            Status::Ok
+        } else {
+            Status::Off
+        },
         parts.join(", "),
         (!fixes.is_empty()).then(|| fixes.join("; ")),
     ));
@@ -641,7 +658,11 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
     let detail = format!(
         "{} capture device(s){}, {} playback device(s){}",
         inputs.len(),
-        if file_mic { " (microphone is a file)" } else { "" },
+        if file_mic {
+            " (microphone is a file)"
+        } else {
+            ""
+        },
         outputs.len(),
         if file_out { " (speaker is a file)" } else { "" },
     );
@@ -855,7 +876,10 @@ fn systemd_unit(out: &mut Vec<Finding>) {
             "systemd user service",
             Status::Off,
             "sayri.service is installed, but no systemd user manager answers here".into(),
-            Some("log in to a systemd session (then `systemctl --user enable --now sayri.service`)".into()),
+            Some(
+                "log in to a systemd session (then `systemctl --user enable --now sayri.service`)"
+                    .into(),
+            ),
         )),
     }
 }

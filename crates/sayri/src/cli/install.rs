@@ -278,7 +278,11 @@ pub fn install(paths: &Paths) -> anyhow::Result<()> {
         format!("wrote {}", layout.icon.display()),
     );
     note(
-        write_if_changed(&layout.launcher, desktop_text(&exec, false).as_bytes(), 0o644)?,
+        write_if_changed(
+            &layout.launcher,
+            desktop_text(&exec, false).as_bytes(),
+            0o644,
+        )?,
         format!("wrote {}", layout.launcher.display()),
     );
     let (enable, entry) = login_start(&cfg);
@@ -295,7 +299,11 @@ pub fn install(paths: &Paths) -> anyhow::Result<()> {
     }
     if entry {
         note(
-            write_if_changed(&layout.autostart, desktop_text(&exec, true).as_bytes(), 0o644)?,
+            write_if_changed(
+                &layout.autostart,
+                desktop_text(&exec, true).as_bytes(),
+                0o644,
+            )?,
             format!("wrote {}", layout.autostart.display()),
         );
     } else {
@@ -315,10 +323,14 @@ pub fn install(paths: &Paths) -> anyhow::Result<()> {
     let at_login = match (enable, entry) {
         (true, true) => "the daemon and the desktop window start at login",
         (true, false) => "the daemon starts at login (ui.autostart_mode = daemon)",
-        _ => "nothing starts at login (ui.autostart / ui.autostart_mode); clients start the daemon when needed",
+        _ => {
+            "nothing starts at login (ui.autostart / ui.autostart_mode); clients start the daemon when needed"
+        }
     };
     println!("{at_login}");
-    println!("start it now with: systemctl --user start {UNIT_NAME}");
+    println!(
+        "start it now with `systemctl --user start {UNIT_NAME}` (or let any `sayri` command start it)"
+    );
     Ok(())
 }
 

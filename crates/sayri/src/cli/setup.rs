@@ -137,7 +137,11 @@ impl Prompter {
     fn hidden(&mut self, prompt: &str) -> anyhow::Result<Zeroizing<String>> {
         use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
         let stdin = std::io::stdin();
-        let saved = if self.tty { tcgetattr(&stdin).ok() } else { None };
+        let saved = if self.tty {
+            tcgetattr(&stdin).ok()
+        } else {
+            None
+        };
         if let Some(t) = &saved {
             let mut quiet = t.clone();
             quiet.local_flags.remove(LocalFlags::ECHO);
@@ -234,7 +238,9 @@ async fn detect(current: &str) -> Vec<(String, String, Vec<String>)> {
     if !candidates.iter().any(|(_, u)| u == current) {
         candidates.push(("your current server".into(), current.to_string()));
     }
-    let probes = candidates.iter().map(|(_, u)| list_models(u, None, PROBE_TIMEOUT));
+    let probes = candidates
+        .iter()
+        .map(|(_, u)| list_models(u, None, PROBE_TIMEOUT));
     let answers = futures::future::join_all(probes).await;
     candidates
         .into_iter()
@@ -314,7 +320,12 @@ async fn plan_from_flags(
                 None => match crate::local_model::installed(paths).first() {
                     Some(m) => {
                         let name = m.name.clone();
-                        return finish_flags_plan(Source::Local { name }, args, api_key, current_level);
+                        return finish_flags_plan(
+                            Source::Local { name },
+                            args,
+                            api_key,
+                            current_level,
+                        );
                     }
                     None => bail!(
                         "no model server answers on this computer (looked for {}); start one, or pass --endpoint URL; {NOTHING_WRITTEN}",
@@ -324,16 +335,20 @@ async fn plan_from_flags(
             },
         };
         check_url(&url)?;
-        let models = list_models(&url, api_key.as_deref().map(|k| k.as_str()), CONNECT_TIMEOUT)
-            .await
-            .map_err(|(e, status)| {
-                let hint = if matches!(status, Some(401 | 403)) {
-                    " (it wants an API key: add --api-key-stdin)"
-                } else {
-                    ""
-                };
-                anyhow::anyhow!("{url} does not answer: {e}{hint}; {NOTHING_WRITTEN}")
-            })?;
+        let models = list_models(
+            &url,
+            api_key.as_deref().map(|k| k.as_str()),
+            CONNECT_TIMEOUT,
+        )
+        .await
+        .map_err(|(e, status)| {
+            let hint = if matches!(status, Some(401 | 403)) {
+                " (it wants an API key: add --api-key-stdin)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("{url} does not answer: {e}{hint}; {NOTHING_WRITTEN}")
+        })?;
         Source::Server { url, models }
     };
     finish_flags_plan(source, args, api_key, current_level)
@@ -472,7 +487,11 @@ async fn ask(
             println!("\n2. Model");
             let shown = models.len().min(30);
             for (i, m) in models.iter().take(shown).enumerate() {
-                println!("  {}) {}", i + 1, crate::cli::terminal_text::terminal_safe(m));
+                println!(
+                    "  {}) {}",
+                    i + 1,
+                    crate::cli::terminal_text::terminal_safe(m)
+                );
             }
             if models.len() > shown {
                 println!("  … and {} more (type a name)", models.len() - shown);
@@ -483,10 +502,12 @@ async fn ask(
                 .or(Some(&cfg.provider.model))
                 .and_then(|m| models.iter().take(shown).position(|x| x == m))
                 .map_or(1, |i| i + 1);
-            Some(match p.choose("Choose a number or type a model name", shown, default)? {
-                Choice::Number(k) => models[k - 1].clone(),
-                Choice::Text(t) => t,
-            })
+            Some(
+                match p.choose("Choose a number or type a model name", shown, default)? {
+                    Choice::Number(k) => models[k - 1].clone(),
+                    Choice::Text(t) => t,
+                },
+            )
         }
     };
     println!("\n3. What may the assistant do on this computer?");
@@ -627,7 +648,9 @@ async fn apply(paths: &Paths, cfg: &Config, plan: &Plan) -> anyhow::Result<()> {
         if *k == "agent.default_agent" && profile.is_some() {
             continue;
         }
-        trial.set_json(k, v).map_err(|e| anyhow::anyhow!("{e}; {NOTHING_WRITTEN}"))?;
+        trial
+            .set_json(k, v)
+            .map_err(|e| anyhow::anyhow!("{e}; {NOTHING_WRITTEN}"))?;
         if *k != "agent.default_agent" {
             crate::settings_check::check_change(paths, &trial, k)
                 .map_err(|e| anyhow::anyhow!("{e}; {NOTHING_WRITTEN}"))?;

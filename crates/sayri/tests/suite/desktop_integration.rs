@@ -70,7 +70,10 @@ fn doctor_on_a_fresh_configuration_reports_the_missing_model_endpoint_with_a_fix
     assert_eq!(settings["status"], "ok");
     assert!(settings["fix"].as_str().unwrap().contains("sayri setup"));
     // The doctor started and created nothing.
-    assert!(!env.config_dir().exists(), "the doctor created the config dir");
+    assert!(
+        !env.config_dir().exists(),
+        "the doctor created the config dir"
+    );
     assert!(!env.socket().exists(), "the doctor started a daemon");
     assert_eq!(check(&report, "daemon")["status"], "off");
     // Every check that is not ok says what to do.
@@ -126,7 +129,11 @@ fn doctor_is_all_green_against_the_scripted_model_server() {
     // The text report says the same, with the fixes.
     let text = env.run(&["doctor"]);
     assert!(text.status.success(), "{}", stdout(&text));
-    assert!(stdout(&text).contains("all checks passed"), "{}", stdout(&text));
+    assert!(
+        stdout(&text).contains("all checks passed"),
+        "{}",
+        stdout(&text)
+    );
 }
 
 #[test]
@@ -156,7 +163,10 @@ fn doctor_reports_an_invalid_settings_file_with_its_line_and_exits_1() {
     assert_eq!(code, 1);
     let s = check(&report, "settings");
     assert_eq!(s["status"], "fail");
-    assert!(s["detail"].as_str().unwrap().contains("sayri.toml:3"), "{s}");
+    assert!(
+        s["detail"].as_str().unwrap().contains("sayri.toml:3"),
+        "{s}"
+    );
     assert!(s["fix"].as_str().unwrap().contains("sayri.toml"), "{s}");
 }
 
@@ -201,7 +211,11 @@ fn setup_with_flags_configures_a_working_ask_and_keeps_the_key_in_the_vault() {
 
     let ask = env.run(&["ask", "What is the capital of France?"]);
     assert!(ask.status.success(), "{}", stderr(&ask));
-    assert!(stdout(&ask).contains("Paris is the capital."), "{}", stdout(&ask));
+    assert!(
+        stdout(&ask).contains("Paris is the capital."),
+        "{}",
+        stdout(&ask)
+    );
     let chat = model
         .llm
         .requests()
@@ -381,7 +395,10 @@ fn setup_on_a_terminal_asks_for_a_key_without_echo_and_end_of_input_there_writes
     std::thread::sleep(Duration::from_millis(100));
     w.end_input();
     assert_eq!(w.exit_code(), 0, "{}", w.pty.screen());
-    assert!(!w.pty.screen().contains("sk-typed-secret"), "the key was echoed");
+    assert!(
+        !w.pty.screen().contains("sk-typed-secret"),
+        "the key was echoed"
+    );
     assert!(w.pty.screen().contains("nothing was written"));
     assert_eq!(written(&env), Vec::<PathBuf>::new());
 }
@@ -411,7 +428,11 @@ fn setup_on_a_terminal_writes_only_after_the_summary_is_confirmed() {
     let screen = w.pty.screen();
     assert!(screen.contains("model server:   "), "{screen}");
     assert!(screen.contains("level 2 — A private workshop"), "{screen}");
-    assert_eq!(written(&env), Vec::<PathBuf>::new(), "written before the answer");
+    assert_eq!(
+        written(&env),
+        Vec::<PathBuf>::new(),
+        "written before the answer"
+    );
     w.answer(steps[3].0, "y");
     assert_eq!(w.exit_code(), 0, "{}", w.pty.screen());
     let settings = read_settings(&env);
@@ -502,7 +523,10 @@ fn the_man_page_renders_and_one_page_per_command_is_written() {
     let out = env.run(&["man"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let page = stdout(&out);
-    assert!(page.starts_with(".ie \\n(.g .ds Aq") || page.contains(".TH sayri 1"), "{page}");
+    assert!(
+        page.starts_with(".ie \\n(.g .ds Aq") || page.contains(".TH sayri 1"),
+        "{page}"
+    );
     let file = env.dir.path().join("sayri.1");
     std::fs::write(&file, &page).unwrap();
     let rendered = Command::new("man")
@@ -519,7 +543,12 @@ fn the_man_page_renders_and_one_page_per_command_is_written() {
     let dir = env.dir.path().join("man1");
     let out = env.run(&["man", "--dir", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    for page in ["sayri.1", "sayri-doctor.1", "sayri-setup.1", "sayri-config-set.1"] {
+    for page in [
+        "sayri.1",
+        "sayri-doctor.1",
+        "sayri-setup.1",
+        "sayri-config-set.1",
+    ] {
         assert!(dir.join(page).is_file(), "{page} missing");
     }
 }
@@ -584,7 +613,11 @@ fn install_user_writes_the_unit_launcher_icon_and_autostart_and_is_idempotent() 
 
     let again = install_cmd(&env, &["install", "--user"]);
     assert!(again.status.success(), "{}", stderr(&again));
-    assert!(stdout(&again).contains("nothing changed"), "{}", stdout(&again));
+    assert!(
+        stdout(&again).contains("nothing changed"),
+        "{}",
+        stdout(&again)
+    );
     let after: Vec<_> = [&i.unit, &i.launcher, &i.autostart, &i.icon]
         .iter()
         .map(|p| std::fs::metadata(p).unwrap().modified().unwrap())
@@ -603,18 +636,33 @@ fn autostart_mode_off_really_starts_nothing_at_login_and_daemon_mode_only_the_da
     assert!(set.status.success(), "{}", stderr(&set));
     assert!(install_cmd(&env, &["install", "--user"]).status.success());
     assert!(exists(&i.wants), "daemon mode must enable the unit");
-    assert!(!exists(&i.autostart), "daemon mode must not start the window");
+    assert!(
+        !exists(&i.autostart),
+        "daemon mode must not start the window"
+    );
 
     let set = env.run(&["config", "set", "ui.autostart_mode", "off"]);
     assert!(set.status.success(), "{}", stderr(&set));
     let out = install_cmd(&env, &["install", "--user"]);
     assert!(out.status.success());
-    assert!(!exists(&i.wants) && !exists(&i.autostart), "{}", stdout(&out));
+    assert!(
+        !exists(&i.wants) && !exists(&i.autostart),
+        "{}",
+        stdout(&out)
+    );
     assert!(stdout(&out).contains("nothing starts at login"));
 
     // ui.autostart = false wins over the mode.
-    assert!(env.run(&["config", "set", "ui.autostart_mode", "ui"]).status.success());
-    assert!(env.run(&["config", "set", "ui.autostart", "false"]).status.success());
+    assert!(
+        env.run(&["config", "set", "ui.autostart_mode", "ui"])
+            .status
+            .success()
+    );
+    assert!(
+        env.run(&["config", "set", "ui.autostart", "false"])
+            .status
+            .success()
+    );
     assert!(install_cmd(&env, &["install", "--user"]).status.success());
     assert!(!exists(&i.wants) && !exists(&i.autostart));
     assert!(exists(&i.unit) && exists(&i.launcher));
@@ -624,7 +672,11 @@ fn autostart_mode_off_really_starts_nothing_at_login_and_daemon_mode_only_the_da
 fn uninstall_removes_what_install_wrote_and_keeps_the_data_unless_purge() {
     let env = Env::new();
     let i = installed(&env);
-    assert!(env.run(&["config", "set", "provider.model", "kept"]).status.success());
+    assert!(
+        env.run(&["config", "set", "provider.model", "kept"])
+            .status
+            .success()
+    );
     assert!(install_cmd(&env, &["install", "--user"]).status.success());
     let out = install_cmd(&env, &["uninstall", "--user"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -632,7 +684,10 @@ fn uninstall_removes_what_install_wrote_and_keeps_the_data_unless_purge() {
         assert!(!exists(p), "{} left behind", p.display());
     }
     assert!(stdout(&out).contains("--purge"), "{}", stdout(&out));
-    assert!(env.config_dir().join("sayri.toml").exists(), "data was removed");
+    assert!(
+        env.config_dir().join("sayri.toml").exists(),
+        "data was removed"
+    );
     // Twice is fine.
     let again = install_cmd(&env, &["uninstall", "--user"]);
     assert!(again.status.success());
@@ -651,7 +706,11 @@ fn the_generated_unit_passes_systemd_analyze_verify() {
     // `Documentation=man:sayri(1)` is checked too: the page must be findable.
     let man = env.dir.path().join("man");
     let pages = man.join("man1");
-    assert!(env.run(&["man", "--dir", pages.to_str().unwrap()]).status.success());
+    assert!(
+        env.run(&["man", "--dir", pages.to_str().unwrap()])
+            .status
+            .success()
+    );
     let runtime = env.dir.path().join("runtime");
     std::fs::create_dir_all(&runtime).unwrap();
     let out = Command::new("systemd-analyze")
@@ -676,11 +735,17 @@ fn the_daemon_tells_the_service_manager_it_is_ready_once_its_socket_accepts() {
     let env = Env::new();
     let notify = env.dir.path().join("notify.sock");
     let sock = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let mut c = env.cmd();
     c.env("NOTIFY_SOCKET", &notify);
     let log = std::fs::File::create(env.daemon_log()).unwrap();
-    let child = c.arg("daemon").stderr(log).stdout(Stdio::null()).spawn().unwrap();
+    let child = c
+        .arg("daemon")
+        .stderr(log)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     let _d = Daemon {
         child: Some(child),
         log: env.daemon_log(),
@@ -775,8 +840,15 @@ fn lookup_prints_the_originals_lines_from_each_source_in_order() {
         Some(json!({"query": {"search": [
             {"title": "Wayland (protocol)", "snippet": "<span class=\"searchmatch\">Wayland</span> is a &quot;protocol&quot;"}
         ]}})),
-        Some(json!(["wayland", ["Wayland", "Sway"], ["", ""],
-            ["https://wiki.archlinux.org/title/Wayland", "https://wiki.archlinux.org/title/Sway"]])),
+        Some(json!([
+            "wayland",
+            ["Wayland", "Sway"],
+            ["", ""],
+            [
+                "https://wiki.archlinux.org/title/Wayland",
+                "https://wiki.archlinux.org/title/Sway"
+            ]
+        ])),
     );
     web.configure(&env);
     let out = env.run(&["lookup", "--limit", "4", "wayland", "protocol"]);
@@ -790,16 +862,32 @@ fn lookup_prints_the_originals_lines_from_each_source_in_order() {
     );
     let reqs = web.requests();
     assert!(
-        reqs.iter().any(|r| r.starts_with("GET /ddg?q=wayland+protocol&format=json&no_html=1")),
+        reqs.iter()
+            .any(|r| r.starts_with("GET /ddg?q=wayland+protocol&format=json&no_html=1")),
         "{reqs:?}"
     );
-    assert!(reqs.iter().any(|r| r.starts_with("GET /wiki?action=query&list=search&srsearch=wayland+protocol")), "{reqs:?}");
-    assert!(reqs.iter().any(|r| r.starts_with("GET /arch?action=opensearch&search=wayland+protocol")), "{reqs:?}");
-    assert!(reqs.iter().any(|r| r.to_ascii_lowercase().starts_with("header user-agent: sayri/")), "{reqs:?}");
+    assert!(
+        reqs.iter()
+            .any(|r| r.starts_with("GET /wiki?action=query&list=search&srsearch=wayland+protocol")),
+        "{reqs:?}"
+    );
+    assert!(
+        reqs.iter()
+            .any(|r| r.starts_with("GET /arch?action=opensearch&search=wayland+protocol")),
+        "{reqs:?}"
+    );
+    assert!(
+        reqs.iter().any(|r| r
+            .to_ascii_lowercase()
+            .starts_with("header user-agent: sayri/")),
+        "{reqs:?}"
+    );
 
     // --limit cuts the lines; related topics stand in for a missing summary.
     let web = WebSources::start(
-        Some(json!({"AbstractText": "", "RelatedTopics": [{"Text": "One"}, {"Text": "Two"}, {"Text": "Three"}]})),
+        Some(
+            json!({"AbstractText": "", "RelatedTopics": [{"Text": "One"}, {"Text": "Two"}, {"Text": "Three"}]}),
+        ),
         None,
         None,
     );
@@ -885,7 +973,13 @@ fn screenshot_without_a_display_names_everything_it_tried() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    for tool in ["GNOME Shell", "grim", "spectacle", "gnome-screenshot", "import: DISPLAY is unset"] {
+    for tool in [
+        "GNOME Shell",
+        "grim",
+        "spectacle",
+        "gnome-screenshot",
+        "import: DISPLAY is unset",
+    ] {
         assert!(err.contains(tool), "{tool}: {err}");
     }
     assert!(!dest.exists());
@@ -921,7 +1015,12 @@ impl Notifications {
         41
     }
     fn get_server_information(&self) -> (String, String, String, String) {
-        ("sayri-test-notifier".into(), "Sayri".into(), "1.0".into(), "1.2".into())
+        (
+            "sayri-test-notifier".into(),
+            "Sayri".into(),
+            "1.0".into(),
+            "1.2".into(),
+        )
     }
 }
 
@@ -993,7 +1092,12 @@ fn notify_shows_a_desktop_notification_and_the_doctor_finds_the_service() {
     assert_eq!(check(&report, "dbus")["status"], "ok", "{report:#}");
     let n = check(&report, "notifications");
     assert_eq!(n["status"], "ok", "{report:#}");
-    assert!(n["detail"].as_str().unwrap().contains("sayri-test-notifier"));
+    assert!(
+        n["detail"]
+            .as_str()
+            .unwrap()
+            .contains("sayri-test-notifier")
+    );
 
     // Without a session bus: a sentence saying so, exit 1.
     let out = env
@@ -1003,7 +1107,11 @@ fn notify_shows_a_desktop_notification_and_the_doctor_finds_the_service() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("no desktop session bus"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no desktop session bus"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -1012,15 +1120,115 @@ fn the_readme_configuration_reference_is_the_key_table() {
     let out = env.run(&["config", "reference"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
-    assert!(table.contains("| `lookup.duckduckgo_url` | string |"), "{table}");
+    assert!(
+        table.contains("| `lookup.duckduckgo_url` | string |"),
+        "{table}"
+    );
     let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let start = "<!-- config-reference:start -->\n";
-    let from = readme.find(start).expect("README.md lacks the config-reference markers") + start.len();
+    let from = readme
+        .find(start)
+        .expect("README.md lacks the config-reference markers")
+        + start.len();
     let to = readme.find("<!-- config-reference:end -->").unwrap();
     assert!(
         readme[from..to] == table,
         "README.md's configuration reference is out of date: replace the lines between its \
          config-reference markers with the output of `sayri config reference`"
     );
+}
+
+// ---- the .deb ----
+
+/// Builds the .deb from this build's binaries (what `./scripts/package-deb` does from a release
+/// build), unpacks it into a temporary root and runs the packaged `sayri`.
+#[test]
+fn the_deb_holds_the_programs_unit_launcher_policy_man_pages_and_completions() {
+    let env = Env::new();
+    let root_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let profile_dir = Path::new(BIN).parent().unwrap();
+    let generated = Command::new(root_dir.join("scripts/package-deb.d/generate"))
+        .arg(BIN)
+        .arg(profile_dir.join("package"))
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let deb = env.dir.path().join("sayri.deb");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let built = Command::new(cargo)
+        .current_dir(&root_dir)
+        .args([
+            "deb",
+            "--no-build",
+            "--locked",
+            "-p",
+            "sayri",
+            "--profile",
+            "dev",
+            "-o",
+        ])
+        .arg(&deb)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "cargo deb failed (cargo-deb comes with ./scripts/setup --tests): {}",
+        stderr(&built)
+    );
+    let root = env.dir.path().join("root");
+    let unpacked = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(unpacked.status.success(), "{}", stderr(&unpacked));
+    for file in [
+        "usr/bin/sayri",
+        "usr/bin/sayri-exec",
+        "usr/bin/sayri-gateway-telegram",
+        "usr/lib/systemd/user/sayri.service",
+        "usr/share/applications/sayri.desktop",
+        "usr/share/icons/hicolor/scalable/apps/sayri.svg",
+        "usr/share/sayri/policies.json",
+        "usr/share/man/man1/sayri.1",
+        "usr/share/man/man1/sayri-setup.1",
+        "usr/share/bash-completion/completions/sayri",
+        "usr/share/zsh/vendor-completions/_sayri",
+        "usr/share/fish/vendor_completions.d/sayri.fish",
+    ] {
+        assert!(root.join(file).is_file(), "{file} is not in the package");
+    }
+    let version = Command::new(root.join("usr/bin/sayri"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&version),
+        format!("sayri {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let unit = std::fs::read_to_string(root.join("usr/lib/systemd/user/sayri.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/bin/sayri daemon"), "{unit}");
+    // The shipped policy file is one the daemon loads.
+    let check = env.run(&[
+        "config",
+        "set",
+        "permissions.policy_files",
+        &format!(
+            "[\"{}\"]",
+            root.join("usr/share/sayri/policies.json").display()
+        ),
+    ]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    let fields = Command::new("dpkg-deb")
+        .arg("-f")
+        .arg(&deb)
+        .args(["Package", "Depends"])
+        .output()
+        .unwrap();
+    let fields = stdout(&fields);
+    assert!(fields.contains("Package: sayri"), "{fields}");
+    assert!(fields.contains("ca-certificates"), "{fields}");
 }
