@@ -284,7 +284,14 @@ pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
     };
     apply(paths, &cfg, &plan).await?;
     println!("Sayri is set up. Try: sayri ask \"What can you do?\"");
-    println!("`sayri doctor` checks everything else (voice, sandbox, desktop).");
+    let store = sayri_voice::models::ModelStore::open_default();
+    let voice = sayri_voice::plan::VoicePlan::resolve(&cfg, &store);
+    if cfg.stt.mode != "disabled" && !(crate::voice::BUILT && voice.stt_ready()) {
+        println!(
+            "Voice is not ready yet: `sayri voice status` says what to install (e.g. `sayri models download whisper base.en`)."
+        );
+    }
+    println!("`sayri doctor` checks everything else (sandbox, voice, desktop).");
     Ok(0)
 }
 
