@@ -43,7 +43,7 @@ pub fn typed_question_streams_the_answer_into_the_card() {
         wait_until(LONG, || shows(&app.window, "How are you today?")),
         "the request is shown on the card"
     );
-    // The answer arrives in pieces 250 ms apart: the card shows the first part before the end.
+    // The answer arrives in pieces 600 ms apart: the card shows the first part before the end.
     let partial_seen = wait_until(LONG, || {
         let t = reply_text(&app);
         t.contains("Hello from the scripted model.") && !t.contains(ANSWER_END)

@@ -4,7 +4,7 @@
 //! The scripted model: a request containing `<cmd>X</cmd>` gets one fenced bash block running
 //! `X`; `case49-command` gets the command with hidden terminal controls from the control-chars
 //! case; a request after a command's observation gets `Finished: the command ran.`; anything
-//! else gets a markdown answer streamed in pieces 250 ms apart.
+//! else gets a markdown answer streamed in pieces 600 ms apart.
 
 use super::harness::wait_until;
 use gtk::prelude::*;
@@ -85,7 +85,7 @@ fn reply_for(req: &RecordedRequest) -> Reply {
         ])),
         None => Reply::sse(sse::content_stream(&ANSWER_PIECES))
             .with_event_writes()
-            .with_write_delay(Duration::from_millis(250)),
+            .with_write_delay(Duration::from_millis(600)),
     }
 }
 

@@ -61,7 +61,8 @@ fn rows(f: &Fixture, level: &str, dir: &Path) {
         "row 4 {o:?}"
     );
     assert!(
-        o.wall < Duration::from_millis(1500),
+        // Well under the background child's 4 s: the command did not wait for it.
+        o.wall < Duration::from_millis(3500),
         "row 4 took {:?}",
         o.wall
     );
@@ -77,14 +78,18 @@ fn rows(f: &Fixture, level: &str, dir: &Path) {
         "row 5 {o:?}"
     );
     assert!(
-        o.wall < Duration::from_millis(1500),
+        o.wall < Duration::from_millis(3500),
         "row 5 took {:?}",
         o.wall
     );
 
     let o = f.run(level, &extra, &format!("sh -c 'sleep 4; touch {m}.6' &"));
     assert_eq!(o.status, "success", "row 6 {o:?}");
-    assert!(o.wall < Duration::from_millis(2500));
+    assert!(
+        o.wall < Duration::from_millis(3500),
+        "row 6 took {:?}",
+        o.wall
+    );
     if level == "3" {
         assert!(o.output.starts_with("started in background (pid "), "{o:?}");
     }
@@ -160,7 +165,8 @@ async fn cancellation_kills_the_tree_at_once() {
             )
             .await;
         assert_eq!(r.status, ExecStatus::Killed, "{r:?}");
-        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        // Far below the command's 29 s: cancelling ended it.
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
         assert!(wait_gone(&tag), "process of {level} survived cancellation");
     }
 }

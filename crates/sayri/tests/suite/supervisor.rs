@@ -114,7 +114,9 @@ async fn a_crashing_child_is_restarted_with_growing_delays_until_the_breaker_tri
         "the error names the log: {err}"
     );
 
-    // Each backoff (from the crash to the next start) doubles: 150, 300, 600 ms.
+    // Each backoff (from the crash to the next start) doubles: 150, 300, 600 ms. A restart never
+    // comes early; the upper bound only catches a backoff that did not happen at all (it leaves
+    // room for a machine busy with other tests).
     let seen = rig.seen.lock().unwrap().clone();
     let mut delays = Vec::new();
     let mut backoff_since = None;
@@ -133,7 +135,7 @@ async fn a_crashing_child_is_restarted_with_growing_delays_until_the_breaker_tri
     for (d, expected) in delays.iter().zip([150u64, 300, 600]) {
         let expected = Duration::from_millis(expected);
         assert!(
-            *d >= expected && *d < expected + Duration::from_millis(400),
+            *d >= expected && *d < expected + Duration::from_millis(2_000),
             "backoff delays {delays:?}, expected 150, 300, 600 ms"
         );
     }
@@ -189,7 +191,7 @@ async fn stop_ends_a_child_that_ignores_sigterm_and_everything_it_started() {
     let took = t.elapsed();
     assert_eq!(st.state, ChildState::Stopped);
     assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        took >= Duration::from_millis(300) && took < Duration::from_secs(10),
         "stop took {took:?}"
     );
     assert_eq!(
@@ -215,7 +217,8 @@ async fn a_child_that_honours_sigterm_stops_without_waiting_for_the_grace_period
     let t = Instant::now();
     let st = rig.sup.stop("polite").await.unwrap();
     assert_eq!(st.state, ChildState::Stopped);
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // Far below the 20 s grace: it did not wait for it.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     // Stopping again, or a name never started, is harmless / a clear error.
     assert_eq!(
         rig.sup.stop("polite").await.unwrap().state,
