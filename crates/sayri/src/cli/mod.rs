@@ -46,7 +46,6 @@ pub const EX_CONFIG: i32 = 78;
     version,
     about,
     propagate_version = true,
-    args_conflicts_with_subcommands = true,
     arg_required_else_help = true
 )]
 pub struct Cli {
@@ -233,6 +232,15 @@ pub enum Command {
 /// Parses the command line, runs it, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.is_some() && cli.window.any() {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--show, --hide, --toggle and --settings are used alone, without a subcommand",
+            )
+            .exit();
+    }
     if !matches!(cli.command, Some(Command::Daemon)) {
         // A client writing into a closed pipe (`sayri sessions list | head -1`) ends quietly,
         // as command-line tools do, instead of panicking. The daemon keeps ignoring SIGPIPE.

@@ -25,6 +25,11 @@ pub struct WindowFlags {
 }
 
 impl WindowFlags {
+    /// Whether any of the flags was given.
+    pub fn any(&self) -> bool {
+        self.show || self.hide || self.toggle || self.settings
+    }
+
     /// The action the flags ask for (`show` when none is given).
     pub fn action(&self) -> WindowAction {
         if self.hide {

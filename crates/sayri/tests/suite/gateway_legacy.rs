@@ -60,6 +60,16 @@ fn a_20_kib_message_reaches_the_model_whole_and_its_answer_streams_back() {
     let env = Env::new();
     let model = start_model(vec![Reply::sse(sse::content_stream(&["Read ", "it all."]))]);
     setup(&env, &model, "LEVEL_1_READONLY");
+    // 20 KiB of text is about 8 000 tokens: a model with a larger context than the 4 096 assumed
+    // when the server does not say.
+    let set = env.run(&[
+        "--no-start",
+        "config",
+        "set",
+        "provider.context_tokens",
+        "32768",
+    ]);
+    assert!(set.status.success(), "{}", stderr(&set));
     let _d = env.start_daemon();
     instance_with_peer(&env, "desk", "1");
 
@@ -80,7 +90,7 @@ fn a_20_kib_message_reaches_the_model_whole_and_its_answer_streams_back() {
         .filter(|e| e["event"] == "delta")
         .map(|e| e["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(deltas, "Read it all.");
+    assert_eq!(deltas, "Read it all.", "{events:?}");
     assert_eq!(last(&events)["event"], "done", "{events:?}");
     assert_eq!(last(&events)["text"], "Read it all.");
 

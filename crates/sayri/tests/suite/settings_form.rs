@@ -24,12 +24,6 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
             json!("***"),
         ),
         ("provider.model", json!("qwen2.5"), json!("qwen2.5")),
-        (
-            "provider.system_prompt",
-            json!("Be brief.\nAlways."),
-            json!("Be brief.\nAlways."),
-        ),
-        ("provider.agent_mode", json!(false), json!(false)),
         ("provider.temperature", json!("0.25"), json!(0.25)),
         ("provider.max_tokens", json!(2048), json!(2048)),
         ("provider.stream", json!("off"), json!(false)),
@@ -49,6 +43,9 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
         ),
         ("provider.native_tools", json!(true), json!(true)),
         ("provider.context_tokens", json!("8192"), json!(8192)),
+        // Naming a model file that is not installed is refused; "" (off) is the one value a
+        // machine without local models can take.
+        ("provider.local_model", json!(""), json!("")),
         ("stt.mode", json!("manual"), json!("manual")),
         ("stt.wake_word", json!("hola sayri"), json!("hola sayri")),
         ("stt.model_size", json!("small"), json!("small")),
@@ -56,11 +53,19 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
         ("stt.mic_device", json!("hw:1"), json!("hw:1")),
         ("stt.silence_ms", json!(900), json!(900)),
         ("stt.live_transcript", json!(false), json!(false)),
+        // A named voice model must be installed; `auto` always passes.
+        ("stt.whisper_model", json!("auto"), json!("auto")),
+        ("stt.wake_model", json!("auto"), json!("auto")),
+        ("stt.wake_threshold", json!("0.6"), json!(0.6)),
+        ("stt.activation_timeout_ms", json!("8000"), json!(8000)),
+        ("stt.max_utterance_ms", json!(20000), json!(20000)),
         ("tts.enabled", json!(false), json!(false)),
         ("tts.language", json!("en_US"), json!("en_US")),
         ("tts.voice", json!("lessac"), json!("lessac")),
         ("tts.quality", json!("high"), json!("high")),
         ("tts.speed", json!(1.5), json!(1.5)),
+        ("tts.piper_voice", json!("auto"), json!("auto")),
+        ("tts.output_device", json!("hw:0"), json!("hw:0")),
         ("ui.orb_size", json!(200), json!(200)),
         ("ui.orb_position", json!("top-left"), json!("top-left")),
         ("ui.autostart", json!(false), json!(false)),
@@ -69,6 +74,7 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
         ("ui.default_ui", json!("orb"), json!("orb")),
         ("ui.autostart_mode", json!("daemon"), json!("daemon")),
         ("agent.default_agent", json!("helper"), json!("helper")),
+        ("agent.auto_title", json!("off"), json!(false)),
         ("agent.history_tokens", json!(4000), json!(4000)),
         ("agent.output_limit", json!(131072), json!(131072)),
         ("permissions.ask_timeout", json!(60), json!(60)),
@@ -179,12 +185,8 @@ fn every_field_of_the_schema_can_be_edited_through_settings_save() {
     restart.sort();
     assert_eq!(
         restart,
-        [
-            "permissions.ask_timeout",
-            "sandbox.deny_read",
-            "stt.mic_device",
-            "stt.mode"
-        ]
+        ["permissions.ask_timeout", "sandbox.deny_read",],
+        "voice settings apply at once (the voice loop is reconfigured)"
     );
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert!(

@@ -3,15 +3,15 @@
 //! waiting for the whole end-of-speech silence.
 
 /// Words that leave a sentence open when they come last (articles, prepositions, conjunctions,
-/// auxiliaries), lowercase, English and Spanish. A transcript ending in one is not complete
+/// possessives, fillers), lowercase, English and Spanish. Copulas are not among them: "I know
+/// what it is." and "¿Qué hora es?" end on one. A transcript ending in one is not complete
 /// whatever punctuation the recogniser put after it.
 const OPEN_ENDINGS: &[&str] = &[
     // English
     "a", "an", "the", "of", "to", "in", "on", "at", "for", "from", "with", "by", "and", "or", "but",
-    "if", "that", "is", "are", "was", "my", "your", "what's", "um", "uh", "so",
-    // Spanish
-    "el", "la", "los", "las", "un", "una", "de", "del", "y", "o", "que", "en", "por", "para", "con",
-    "mi", "tu", "es",
+    "if", "that", "my", "your", "what's", "um", "uh", "so", // Spanish
+    "el", "la", "los", "las", "un", "una", "de", "del", "y", "o", "que", "en", "por", "para",
+    "con", "mi", "tu",
 ];
 
 /// Whether `text` reads as a finished sentence: it ends with `.`, `?` or `!` (not an ellipsis),
@@ -48,6 +48,7 @@ mod tests {
         assert!(looks_complete("What is the capital of France?"));
         assert!(looks_complete("Turn on the kitchen lights."));
         assert!(looks_complete("¿Qué hora es?"));
+        assert!(looks_complete("I know what it is."));
         assert!(!looks_complete("What is the capital of"));
         assert!(!looks_complete("What is the capital of."));
         assert!(!looks_complete("I want to go to the..."));
