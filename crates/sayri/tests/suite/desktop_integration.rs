@@ -1232,3 +1232,38 @@ fn the_deb_holds_the_programs_unit_launcher_policy_man_pages_and_completions() {
     assert!(fields.contains("Package: sayri"), "{fields}");
     assert!(fields.contains("ca-certificates"), "{fields}");
 }
+
+#[test]
+fn setup_and_doctor_work_for_an_unprivileged_user() {
+    let env = Env::new_in("/var/tmp");
+    let model = model_saying("Hi.");
+    let st = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(env.dir.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let as_nobody = |args: &[&str]| {
+        env.cmd_for(Path::new("setpriv"))
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["setup", "--yes", "--endpoint", &model.llm.base_url()]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let out = as_nobody(&["doctor", "--json"]);
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    for id in [
+        "settings",
+        "model_endpoint",
+        "model",
+        "sandbox.level_1",
+        "sandbox.level_2",
+        "sandbox.level_3",
+    ] {
+        assert_eq!(check(&report, id)["status"], "ok", "{id}: {report:#}");
+    }
+}
