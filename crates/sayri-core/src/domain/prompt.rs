@@ -177,7 +177,7 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host
         "\nRULES\n\
 1. Claim success only when an observation shows exit code 0 without errors.\n\
 2. If a command was refused or not approved, say so and what you would have run; do not retry or work around it.\n\
-3. Reply in the user's language, briefly (1–3 sentences), as plain text that reads well aloud.\n",
+3. Reply briefly (1–3 sentences) as plain text that reads well aloud, in the same language as the request.\n",
     );
     let own = profile.system_prompt.trim();
     if !own.is_empty() {
