@@ -1267,3 +1267,42 @@ fn setup_and_doctor_work_for_an_unprivileged_user() {
         assert_eq!(check(&report, id)["status"], "ok", "{id}: {report:#}");
     }
 }
+
+#[test]
+fn setup_with_a_running_daemon_applies_the_settings_through_it_at_once() {
+    let env = Env::new();
+    let old = model_saying("Old server.");
+    write_settings(&env, &old, "fake-model");
+    let _daemon = env.start_daemon();
+    let new = model_saying("New server answering.");
+    let out = env.run(&[
+        "setup",
+        "--yes",
+        "--endpoint",
+        &new.llm.base_url(),
+        "--level",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("the running daemon applied the settings"),
+        "{}",
+        stdout(&out)
+    );
+    let ask = env.run(&["ask", "hello"]);
+    assert!(ask.status.success(), "{}", stderr(&ask));
+    assert!(
+        stdout(&ask).contains("New server answering."),
+        "{}",
+        stdout(&ask)
+    );
+    let settings = read_settings(&env);
+    assert_eq!(
+        settings["provider"]["base_url"].as_str(),
+        Some(new.llm.base_url().as_str())
+    );
+    assert_eq!(
+        settings["agent"]["default_agent"].as_str(),
+        Some("assistant")
+    );
+}
