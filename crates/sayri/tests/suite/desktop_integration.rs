@@ -368,8 +368,10 @@ fn setup_on_a_terminal_writes_nothing_when_input_ends_at_any_question() {
         w.wait(steps[stop].0);
         w.end_input();
         assert_eq!(w.exit_code(), 0, "stop at {stop}:\n{}", w.pty.screen());
+        // The terminal's output is collected by a thread: wait for the last words.
         assert!(
-            w.pty.screen().contains("nothing was written"),
+            w.pty
+                .wait_for("nothing was written", Duration::from_secs(10)),
             "stop at {stop}:\n{}",
             w.pty.screen()
         );
@@ -396,10 +398,15 @@ fn setup_on_a_terminal_asks_for_a_key_without_echo_and_end_of_input_there_writes
     w.end_input();
     assert_eq!(w.exit_code(), 0, "{}", w.pty.screen());
     assert!(
+        w.pty
+            .wait_for("nothing was written", Duration::from_secs(10)),
+        "{}",
+        w.pty.screen()
+    );
+    assert!(
         !w.pty.screen().contains("sk-typed-secret"),
         "the key was echoed"
     );
-    assert!(w.pty.screen().contains("nothing was written"));
     assert_eq!(written(&env), Vec::<PathBuf>::new());
 }
 
@@ -415,7 +422,12 @@ fn setup_on_a_terminal_writes_only_after_the_summary_is_confirmed() {
     }
     w.answer(steps[3].0, "n");
     assert_eq!(w.exit_code(), 0, "{}", w.pty.screen());
-    assert!(w.pty.screen().contains("not saved; nothing was written"));
+    assert!(
+        w.pty
+            .wait_for("not saved; nothing was written", Duration::from_secs(10)),
+        "{}",
+        w.pty.screen()
+    );
     assert_eq!(written(&env), Vec::<PathBuf>::new());
 
     // Confirmed: the settings and the level-2 agent are written.
