@@ -345,12 +345,12 @@ fn hostile_text_from_the_model_commands_clients_and_titles_stays_text_in_the_bro
         )
         .await;
     });
-    // B4: the session title the model chose, as the daemon stored it (titles are shortened).
+    // B4: the session title the model chose, as the daemon stored it (titles are shortened and
+    // lose markdown emphasis such as `__`, but the HTML stays in them as text).
     let listed = other.call("sessions_list", json!({}), 2);
     let title = text(&listed["result"][0]["title"]);
-    let hostile_title = text(&f["session_title"]);
     assert!(
-        title.starts_with("<img src=x onerror=") && hostile_title.starts_with(&title),
+        title.starts_with("<img src=x onerror=window."),
         "the stored title is the model's: {title:?}"
     );
     rt.run(async {
