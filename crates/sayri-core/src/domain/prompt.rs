@@ -127,17 +127,6 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host
             let _ = writeln!(p, "Use only these tools: {}.", tools.join(", "));
         }
         p.push_str("Some need the user's approval or are refused by policy.\n");
-        // Sayri's desktop tools, one line: all of them on the host levels; at levels 1–2 only
-        // the web lookup, and only when the network is allowed (no display is reachable there).
-        match level {
-            SandboxLevel::HostUser | SandboxLevel::HostRoot => p.push_str(
-                "Tools: `sayri lookup \"<query>\"` (web facts), `sayri screenshot` (prints the PNG's path), `sayri notify \"<title>\" \"<text>\"`.\n",
-            ),
-            SandboxLevel::ReadOnly | SandboxLevel::IsolatedDev if profile.sandbox.allow_network => {
-                p.push_str("Tools: `sayri lookup \"<query>\"` (web facts).\n")
-            }
-            _ => {}
-        }
 
         let listed: Vec<&SkillSummary> = skills
             .iter()
@@ -211,22 +200,6 @@ mod tests {
         let n2 = tokenizer.count(&build_system_prompt(&loop_on, &[], &Host::default()));
         println!("with investigation_loop + reinforcement_learning: {n2} tokens");
         assert!(n2 <= FIXED_PROMPT_BUDGET, "{n2}");
-    }
-
-    #[test]
-    fn desktop_tools_are_announced_where_they_can_work() {
-        let mut p = AgentProfile::builtin_default();
-        let host = Host::default();
-        let text = build_system_prompt(&p, &[], &host);
-        assert!(text.contains("`sayri screenshot`") && text.contains("`sayri lookup"));
-        p.sandbox.level = SandboxLevel::ReadOnly;
-        p.sandbox.allow_network = false;
-        assert!(!build_system_prompt(&p, &[], &host).contains("sayri lookup"));
-        p.sandbox.allow_network = true;
-        let text = build_system_prompt(&p, &[], &host);
-        assert!(text.contains("`sayri lookup") && !text.contains("sayri screenshot"));
-        p.sandbox.level = SandboxLevel::NoExec;
-        assert!(!build_system_prompt(&p, &[], &host).contains("sayri "));
     }
 
     #[test]
