@@ -13,6 +13,7 @@ mod context_budget;
 mod crash_safety;
 mod delegation;
 mod desktop_helpers;
+mod desktop_integration;
 mod disconnect;
 mod exec_helper;
 mod first_hour;
