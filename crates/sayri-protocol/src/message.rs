@@ -90,6 +90,10 @@ pub enum ErrorCode {
     NotFound,
     /// Refused by policy (permissions, sandbox).
     Denied,
+    /// The command is implemented, but a part it needs is switched off or not installed on
+    /// this machine (speech input without its models); the message says what to install or
+    /// switch on.
+    Unavailable,
     /// A bug or an I/O failure inside the daemon.
     Internal,
     /// A code this version does not know.
@@ -112,6 +116,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::NotFound => "not_found",
             ErrorCode::Denied => "denied",
+            ErrorCode::Unavailable => "unavailable",
             ErrorCode::Internal => "internal",
             ErrorCode::Other => "other",
         }

@@ -182,11 +182,20 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<KillallParams>(),
     ParamsInfo::of::<WindowParams>(),
     ParamsInfo::of::<AttachImageParams>(),
+    ParamsInfo::of::<PluginSettingsSetParams>(),
+    ParamsInfo::of::<AssetDownloadParams>(),
     // Skills
     ParamsInfo::of::<SkillsListParams>(),
     ParamsInfo::of::<SkillsInstallParams>(),
     ParamsInfo::of::<SkillsUninstallParams>(),
     ParamsInfo::of::<SkillsScanParams>(),
+    ParamsInfo::of::<SkillsSearchParams>(),
+    ParamsInfo::of::<PluginsListParams>(),
+    ParamsInfo::of::<PluginSetEnabledParams>(),
+    ParamsInfo::of::<UiListParams>(),
+    ParamsInfo::of::<UiStartParams>(),
+    ParamsInfo::of::<UiStopParams>(),
+    ParamsInfo::of::<UiStatusParams>(),
     // Voice
     ParamsInfo::of::<ListenParams>(),
     ParamsInfo::of::<StopListeningParams>(),
@@ -213,6 +222,10 @@ macro_rules! no_params {
 no_params! {
     /// `skills_list` → `[{slug, name, description, state, verdict, score, source, path}]`.
     SkillsListParams = cmd::SKILLS_LIST;
+    /// `plugins_list` → every plugin (gateway programs and UIs).
+    PluginsListParams = cmd::PLUGINS_LIST;
+    /// `ui_list` → every UI with whether it runs.
+    UiListParams = cmd::UI_LIST;
     /// `ping` → `"pong"`.
     PingParams = cmd::PING;
     /// `version` → `{"version", "protocol_version"}`.
@@ -785,6 +798,63 @@ impl Params for SkillsUninstallParams {
     const CMD: &'static str = cmd::SKILLS_UNINSTALL;
 }
 
+/// `skills_search {query}` → `[{slug, name, description, state, installed}]`: the installed
+/// skills whose slug, name or description contain every word of `query`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsSearchParams {
+    /// Words to look for (case-insensitive; blank is refused).
+    #[serde(deserialize_with = "non_blank")]
+    pub query: String,
+}
+
+impl Params for SkillsSearchParams {
+    const CMD: &'static str = cmd::SKILLS_SEARCH;
+}
+
+/// `plugin_set_enabled {plugin_id, enabled=true}` → `{plugin_id, enabled, ok, message}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSetEnabledParams {
+    /// The plugin (an id of `plugins_list`).
+    #[serde(deserialize_with = "non_empty")]
+    pub plugin_id: String,
+    /// Whether its background service should run.
+    #[serde(default = "yes", deserialize_with = "bool_or_yes")]
+    pub enabled: bool,
+}
+
+impl Params for PluginSetEnabledParams {
+    const CMD: &'static str = cmd::PLUGIN_SET_ENABLED;
+}
+
+/// Declares a params struct that names one UI (`{ui_id}`).
+macro_rules! ui_params {
+    ($($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// The UI (`orb` or `web`; `sayri-ui-orb`, `desktop` and the display name work too).
+            #[serde(deserialize_with = "non_empty")]
+            pub ui_id: String,
+        }
+
+        impl Params for $name {
+            const CMD: &'static str = $cmd;
+        }
+    )*};
+}
+
+ui_params! {
+    /// `ui_start {ui_id}` → `{ui_id, running, already_running, pid, log_file}`.
+    UiStartParams = cmd::UI_START;
+    /// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI.
+    UiStopParams = cmd::UI_STOP;
+    /// `ui_status {ui_id}` → `{ui_id, running, pid, state, last_error, log_file}`.
+    UiStatusParams = cmd::UI_STATUS;
+}
+
 /// `skills_scan {slug | path, confirm?}` → the scan report plus `admitted`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1185,6 +1255,102 @@ impl Params for AttachImageParams {
     const CMD: &'static str = cmd::ATTACH_IMAGE;
 }
 
+/// `plugin_settings_set {plugin_id, key, value}` → `{"ok", "plugin_id", "key", "value"}`: one
+/// setting of an installed skill that declares settings (`value` masked when secret);
+/// broadcasts `plugin_settings_changed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSettingsSetParams {
+    /// The skill's slug (`plugin:<slug>` is accepted too, as `plugin_sections` names it).
+    #[serde(deserialize_with = "non_empty")]
+    pub plugin_id: String,
+    /// The setting's key, as the skill declares it.
+    #[serde(deserialize_with = "non_empty")]
+    pub key: String,
+    /// The new value: of the setting's kind (a boolean for a toggle, a number for a number, a
+    /// string otherwise), or the text a form input holds (`"on"`, `"12"`); never clamped. An
+    /// empty secret clears it.
+    pub value: Value,
+}
+
+impl Params for PluginSettingsSetParams {
+    const CMD: &'static str = cmd::PLUGIN_SETTINGS_SET;
+}
+
+/// What `asset_download` fetches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AssetKind {
+    /// A whisper.cpp ggml speech-to-text model.
+    #[default]
+    WhisperModel,
+    /// A Piper voice (`.onnx` and its `.onnx.json`).
+    PiperVoice,
+    /// An openWakeWord model (`wakeword` is accepted too).
+    #[serde(alias = "wakeword", alias = "wake_model")]
+    WakeWord,
+}
+
+impl AssetKind {
+    /// The wire name (`whisper_model`, `piper_voice`, `wake_word`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AssetKind::WhisperModel => "whisper_model",
+            AssetKind::PiperVoice => "piper_voice",
+            AssetKind::WakeWord => "wake_word",
+        }
+    }
+}
+
+/// The `params` of `asset_download`: which model, and optionally where from. Every member is
+/// optional here; which ones a kind needs is checked by the daemon (`invalid_params` naming
+/// the missing one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssetParams {
+    /// Whisper: the model size (`tiny`, `base`, `small`, `medium`, `large-v3`,
+    /// `large-v3-turbo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_size: Option<String>,
+    /// Whisper: the language (`en` picks the English-only model of a size that has one;
+    /// default `en`). Piper: the voice's language key (`en_US`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Piper: the voice name (`joe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice: Option<String>,
+    /// Piper: `x_low`, `low`, `medium` (default) or `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<String>,
+    /// The model's name in the voice model store (a wake-word model needs it, e.g.
+    /// `hey_jarvis_v0.1`; for the others it replaces the name made from the fields above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Where to download it from (`http://` or `https://`); needs `sha256` unless the model is
+    /// in Sayri's catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The file's sha256 (64 hex digits); the download is installed only when it matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// `asset_download {kind, params}` → `{"started", "token"}` (`{"started": false,
+/// "already_running": true, "token"}` while the same asset downloads); progress comes as
+/// `asset_progress` events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssetDownloadParams {
+    /// `whisper_model`, `piper_voice` or `wake_word`.
+    pub kind: AssetKind,
+    /// Which model (see [`AssetParams`]).
+    pub params: AssetParams,
+}
+
+impl Params for AssetDownloadParams {
+    const CMD: &'static str = cmd::ASSET_DOWNLOAD;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gateways
 
@@ -1378,6 +1544,15 @@ fn non_blank<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         ));
     }
     Ok(t.to_string())
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A boolean, `null` meaning `true`.
+fn bool_or_yes<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(true))
 }
 
 /// A boolean, `null` meaning `false`.

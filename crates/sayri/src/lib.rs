@@ -4,6 +4,7 @@
 //! binary can embed a daemon with extra handlers and reuse the client.
 
 pub mod agents;
+pub mod assets;
 pub mod brain;
 pub mod cli;
 pub mod client;

@@ -140,6 +140,16 @@ pub struct TurnRequest {
     pub cancel: CancellationToken,
 }
 
+/// A command that was not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Refusal {
+    /// The command as clients see it (redacted).
+    pub command: String,
+    /// The refusal as the model was told it (redacted): the subject, the rule or policy and its
+    /// source, and what would let it run.
+    pub reason: String,
+}
+
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnOutcome {
@@ -156,8 +166,8 @@ pub struct TurnOutcome {
     /// Commands handed to the sandbox.
     pub commands_run: usize,
     /// Commands proposed but not run because they were refused (denied by a rule, or needing
-    /// an approval no one could give), as shown to clients (redacted).
-    pub refused_commands: Vec<String>,
+    /// an approval no one could give), as shown to clients (redacted), each with why.
+    pub refused_commands: Vec<Refusal>,
     /// Summed token usage of the turn's model calls (as reported by the server).
     pub usage: Usage,
     /// Whether the session was created by this turn (its first exchange).
@@ -1158,12 +1168,15 @@ impl<'a> Turn<'a> {
                 &self.req.cancel,
             )
             .await;
+        let redactor = &self.engine.ports.redactor;
         if result.status == ExecStatus::Denied {
-            self.out.refused_commands.push(shown.clone());
+            self.out.refused_commands.push(Refusal {
+                command: shown.clone(),
+                reason: redactor.redact(&result.output),
+            });
         } else {
             self.out.commands_run += 1;
         }
-        let redactor = &self.engine.ports.redactor;
         let observation = CommandObservation {
             status: result.status,
             exit_code: result.exit_code,

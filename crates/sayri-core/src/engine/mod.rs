@@ -11,6 +11,6 @@ pub mod rules_gate;
 pub mod scheduler;
 
 pub use agent::{
-    AgentEngine, EnginePorts, EngineSettings, TITLE_INSTRUCTION, TurnOutcome, TurnRequest,
+    AgentEngine, EnginePorts, EngineSettings, Refusal, TITLE_INSTRUCTION, TurnOutcome, TurnRequest,
 };
 pub use events::{CoreEvent, CoreState, EventSink, NullSink};

@@ -14,6 +14,7 @@ use crate::assistant::{RemoteRequest, SayriCore};
 use crate::domain::routines::timing::from_epoch;
 use crate::domain::routines::{RunOutcome, RunStatus};
 use crate::domain::text::cut_chars;
+use crate::engine::agent::Refusal;
 use crate::engine::events::EventSink;
 use crate::ports::{Clock, Notifier, Speaker};
 use chrono::{DateTime, Utc};
@@ -144,16 +145,20 @@ fn now(clock: &dyn Clock) -> DateTime<Utc> {
     from_epoch(clock.now_unix()).unwrap_or_default()
 }
 
-/// The answer, then which commands were not run and why.
-fn refused_summary(text: &str, refused: &[String]) -> String {
+/// The answer, then which commands were not run and why: each refusal as the engine gave it
+/// (the rule or policy that refused it, or the approval nobody could give), so the summary
+/// never suggests a fix that cannot work (an allow rule of the agent's own does not lift its
+/// creator's deny).
+fn refused_summary(text: &str, refused: &[Refusal]) -> String {
     let list = refused
         .iter()
-        .map(|c| format!("`{}`", cut_chars(c, 80)))
+        .map(|r| match r.reason.trim() {
+            "" => format!("`{}`", cut_chars(&r.command, 80)),
+            why => cut_chars(why, 300),
+        })
         .collect::<Vec<_>>()
-        .join(", ");
-    let note = format!(
-        "Not run — refused, and a routine has no one to approve: {list}. Allow the command in the agent's rules to let the routine run it."
-    );
+        .join("; ");
+    let note = format!("Not run — refused (a routine has no one to approve): {list}");
     if text.trim().is_empty() {
         note
     } else {

@@ -554,6 +554,11 @@ impl ViewModel {
                 self.hint = Some("Voice is not available in this daemon yet; type instead.".into());
                 self.changes.notices = true;
             }
+            Tag::ToggleListening if e.code == ErrorCode::Unavailable => {
+                // Speech input is off or not installed: the message says what to do.
+                self.hint = Some(e.message);
+                self.changes.notices = true;
+            }
             Tag::SessionGet if e.code == ErrorCode::NotFound => {}
             _ => self.notice(&e.message, true),
         }

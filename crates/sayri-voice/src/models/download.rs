@@ -9,7 +9,8 @@ use std::io::Write;
 
 /// Downloads `url` as model `name` of `kind` into `store`. The body streams into a `.part`
 /// file; with `sha256` the result must match it, else nothing is installed
-/// ([`ModelError::Checksum`]). A Piper voice's `.onnx.json` is fetched from `url + ".json"`.
+/// ([`ModelError::Checksum`]). A Piper voice's `.onnx.json` is fetched from `url + ".json"`;
+/// when it cannot be, the voice is removed again (a voice without its config cannot speak).
 /// `progress` sees bytes done and the `Content-Length` when the server sent one.
 pub async fn download(
     store: &ModelStore,
@@ -25,14 +26,19 @@ pub async fn download(
     if kind == ModelKind::PiperVoice {
         let mut side = dest.clone().into_os_string();
         side.push(".json");
-        fetch(
+        let config = fetch(
             &format!("{url}.json"),
             side.as_ref(),
             name,
             None,
             &mut |_| {},
         )
-        .await?;
+        .await;
+        if let Err(e) = config {
+            // A voice without its config cannot speak: install neither.
+            let _ = std::fs::remove_file(&dest);
+            return Err(e);
+        }
     }
     store.installed(kind, name)
 }

@@ -357,6 +357,8 @@ fn spawn_sandbox_probe(sandbox: &Arc<LinuxSandbox>) -> SandboxReport {
     };
     let (sb, out) = (sandbox.clone(), slot.clone());
     handle.spawn(async move {
+        #[cfg(feature = "test-probe-gate")]
+        probe_gate::wait().await;
         let r = sb.capabilities().await.map_err(|e| e.to_string());
         if let Ok(report) = &r {
             for l in report.levels.iter().filter(|l| !l.guaranteed) {
@@ -370,6 +372,33 @@ fn spawn_sandbox_probe(sandbox: &Arc<LinuxSandbox>) -> SandboxReport {
         let _ = out.set(r);
     });
     slot
+}
+
+/// A hold on the sandbox probe for tests, compiled only with the `test-probe-gate` cargo feature
+/// (which only the crate's own test build turns on): when `SAYRI_TEST_SANDBOX_PROBE_GATE` names a
+/// file, the probe starts only once that file exists, so a test sees `status` while the probe
+/// has not finished (`sandbox: {"probing": true}`) for as long as it wants, then releases it.
+#[cfg(feature = "test-probe-gate")]
+mod probe_gate {
+    use std::time::Duration;
+
+    /// How often the gate file is looked for.
+    const POLL: Duration = Duration::from_millis(20);
+
+    /// Returns at once without the variable; otherwise once the file it names exists.
+    pub async fn wait() {
+        let Some(gate) = std::env::var_os("SAYRI_TEST_SANDBOX_PROBE_GATE") else {
+            return;
+        };
+        let gate = std::path::PathBuf::from(gate);
+        tracing::warn!(
+            "the sandbox probe waits for the TEST GATE {} to exist",
+            gate.display()
+        );
+        while !gate.exists() {
+            tokio::time::sleep(POLL).await;
+        }
+    }
 }
 
 fn redactor_for(vault: Option<&Vault>, provider_key: Option<&str>) -> sayri_vault::SecretRedactor {

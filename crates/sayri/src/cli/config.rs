@@ -42,6 +42,8 @@ pub enum ConfigAction {
         #[arg(long)]
         json: bool,
     },
+    /// Print every setting with its type, default and meaning as a Markdown table.
+    Reference,
 }
 
 impl ConfigAction {
@@ -62,6 +64,10 @@ fn text(v: &Value) -> String {
 
 /// Runs `sayri config …`.
 pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyhow::Result<()> {
+    if let ConfigAction::Reference = action {
+        print!("{}", sayri_core::domain::config::reference_markdown());
+        return Ok(());
+    }
     let client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
         Err(ClientError::NotRunning { .. }) if action.needs_daemon() => {
@@ -101,6 +107,9 @@ async fn run_through_daemon(mut client: Client, action: ConfigAction) -> anyhow:
             let r = client.request_with(&ConfigListParams {}).await?;
             print_list(&r, json)?;
         }
+        ConfigAction::Reference => {
+            print!("{}", sayri_core::domain::config::reference_markdown());
+        }
     }
     Ok(())
 }
@@ -122,6 +131,9 @@ fn run_on_file(paths: &Paths, action: ConfigAction) -> anyhow::Result<()> {
         ConfigAction::List { json } => {
             let (cfg, _) = config_file::load(&paths.config_file())?;
             print_list(&list_json(&cfg, false), json)?;
+        }
+        ConfigAction::Reference => {
+            print!("{}", sayri_core::domain::config::reference_markdown());
         }
     }
     Ok(())

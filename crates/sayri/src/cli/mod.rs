@@ -8,7 +8,11 @@ pub mod agents;
 pub mod ask;
 pub mod autostart;
 pub mod config;
+pub mod desktop_tools;
+pub mod doctor;
 pub mod gateway;
+pub mod generate;
+pub mod install;
 pub mod local;
 pub mod models;
 pub mod permissions;
@@ -16,6 +20,7 @@ pub mod ping;
 pub mod quit;
 pub mod routines;
 pub mod sessions;
+pub mod setup;
 pub mod skills;
 pub mod status;
 pub mod terminal_text;
@@ -184,6 +189,44 @@ pub enum Command {
         #[command(subcommand)]
         action: wake::WakeAction,
     },
+    // Desktop integration.
+    /// First-run setup: choose the model server and model, store an API key, and decide what
+    /// the assistant may do (nothing is written until you confirm).
+    Setup(setup::SetupArgs),
+    /// Check settings, daemon, model server, vault, sandbox, voice and desktop, each with its
+    /// fix; exits 1 when something needs fixing.
+    Doctor {
+        /// Print the report as JSON (`{"ok", "checks": [{"id","title","status","detail","fix"}]}`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install Sayri for your user: the systemd user service, the menu launcher, its icon and
+    /// the autostart entry (from `ui.autostart` / `ui.autostart_mode`).
+    Install(install::InstallArgs),
+    /// Remove what `sayri install --user` installed (your data stays unless `--purge`).
+    Uninstall(install::UninstallArgs),
+    /// Print the completion script for a shell (bash, zsh, fish).
+    Completions {
+        /// The shell.
+        shell: generate::Shell,
+    },
+    /// Look something up on the web (DuckDuckGo, Wikipedia, ArchWiki); read-only.
+    Lookup(desktop_tools::LookupArgs),
+    /// Take a screenshot of the whole screen and print where it was saved.
+    Screenshot(desktop_tools::ScreenshotArgs),
+    /// Show a desktop notification.
+    Notify {
+        /// The title.
+        title: String,
+        /// The text under it.
+        body: Option<String>,
+    },
+    /// Print the sayri(1) man page, or write every page into a directory.
+    Man {
+        /// Write one page per command into this directory instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
@@ -249,6 +292,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Listen(args) if args.file.is_some() => return voice::listen_file(&paths, &args),
         Command::Say(args) => return voice::say(&paths, &args),
         Command::Wake { action } => return wake::run(&paths, &action),
+        Command::Install(_) => return install::install(&paths).map(|()| 0),
+        Command::Uninstall(args) => return install::uninstall(&paths, args.purge).map(|()| 0),
+        Command::Completions { shell } => {
+            generate::completions(shell);
+            return Ok(0);
+        }
+        Command::Man { dir } => return generate::man(dir.as_deref()).map(|()| 0),
         Command::Vault { action } => {
             paths.ensure_dirs()?;
             let changed = sayri_vault::cli::run(
@@ -290,6 +340,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 action: permissions::PermissionsCommand::Answer(args),
             } => done(permissions::answer(&paths, &args).await),
             Command::Web(args) => done(web::run(&paths, start, &args).await),
+            Command::Setup(args) => setup::run(&paths, args).await,
+            Command::Doctor { json } => doctor::run(&paths, json).await,
+            Command::Lookup(args) => desktop_tools::lookup(&paths, &args).await,
+            Command::Screenshot(args) => desktop_tools::screenshot(&paths, &args).await,
+            Command::Notify { title, body } => desktop_tools::notify(&title, body.as_deref()).await,
             Command::Sandbox { action } => {
                 let cfg = crate::config_file::load(&paths.config_file())?.0;
                 Ok(sayri_sandbox::cli::run_cli(
@@ -305,7 +360,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             | Command::Vault { .. }
             | Command::Skills { .. }
             | Command::Say(_)
-            | Command::Wake { .. } => Ok(0),
+            | Command::Wake { .. }
+            | Command::Install(_)
+            | Command::Uninstall(_)
+            | Command::Completions { .. }
+            | Command::Man { .. } => Ok(0),
         }
     })
 }

@@ -29,6 +29,13 @@ pub(crate) fn parent_of(pid: i32) -> Option<i32> {
 /// ancestry answers `true` (fail closed); the peer being this process itself answers `false`
 /// (an embedded daemon's own clients).
 pub fn peer_is_command(peer: Option<i32>) -> bool {
+    peer_is_command_outside(peer, &[])
+}
+
+/// As [`peer_is_command`], except that a process of the tree of one of `front_ends` (the keeper
+/// pids of the UIs the daemon runs for the person with `ui_start`, which only the person may
+/// use) is the person's front-end, not a command.
+pub fn peer_is_command_outside(peer: Option<i32>, front_ends: &[i32]) -> bool {
     let me = std::process::id() as i32;
     let Some(mut pid) = peer.filter(|&p| p > 0) else {
         return true;
@@ -37,6 +44,9 @@ pub fn peer_is_command(peer: Option<i32>) -> bool {
         return false;
     }
     for _ in 0..4096 {
+        if front_ends.contains(&pid) {
+            return false;
+        }
         match parent_of(pid) {
             Some(p) if p == me => return true,
             Some(p) if p <= 1 => return false,
@@ -49,7 +59,13 @@ pub fn peer_is_command(peer: Option<i32>) -> bool {
 
 /// The kind of caller behind a connection whose peer pid is `peer` ([`peer_is_command`]).
 pub fn caller_of(peer: Option<i32>) -> Caller {
-    if peer_is_command(peer) {
+    caller_outside(peer, &[])
+}
+
+/// The kind of caller behind a connection whose peer pid is `peer`, a process of the tree of
+/// one of `front_ends` counting as the person ([`peer_is_command_outside`]).
+pub fn caller_outside(peer: Option<i32>, front_ends: &[i32]) -> Caller {
+    if peer_is_command_outside(peer, front_ends) {
         Caller::Command
     } else {
         Caller::User

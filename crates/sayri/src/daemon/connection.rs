@@ -55,7 +55,9 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
         .broadcaster
         .register_greeted(&state.terminate, Some(greeting));
     let tx = Outbox { tx, queued };
-    let caller = command_peer::caller_of(stream.peer_cred().ok().and_then(|c| c.pid()));
+    let front_ends = crate::daemon::commands::ui::front_end_keepers(&state);
+    let caller =
+        command_peer::caller_outside(stream.peer_cred().ok().and_then(|c| c.pid()), &front_ends);
     tracing::debug!(client = id, ?caller, "client connected");
     let (mut rd, wr) = stream.into_split();
 

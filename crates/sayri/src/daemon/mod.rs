@@ -175,6 +175,15 @@ impl Daemon {
             state.paths.socket().display(),
             env!("CARGO_PKG_VERSION")
         );
+        // Under systemd (`Type=notify`) the start completes here: the socket accepts clients.
+        // Without $NOTIFY_SOCKET this does nothing.
+        let status = format!("listening on {}", state.paths.socket().display());
+        if let Err(e) = sd_notify::notify(&[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status(&status),
+        ]) {
+            tracing::warn!("cannot tell the service manager that the daemon is ready: {e}");
+        }
         loop {
             let accepted = tokio::select! {
                 _ = state.shutdown.cancelled() => break,
@@ -204,6 +213,7 @@ impl Daemon {
             }
         }
         tracing::info!("shutting down");
+        let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
         drop(listener);
         if let Some(routines) = state.routines.get() {
             // No routine starts from now on; running ones stop (their slots stay served).

@@ -40,6 +40,8 @@ pub struct DaemonState {
     pub gateways: crate::gateways::Gateways,
     /// The voice loop (microphone, wake word, speech to text and speech); stopped at shutdown.
     pub voice: crate::voice::VoiceService,
+    /// Voice model downloads running now (`asset_download`): one per asset at a time.
+    pub assets: crate::assets::Downloads,
 }
 
 impl DaemonState {
@@ -60,6 +62,7 @@ impl DaemonState {
             supervisor: Supervisor::with_observer(supervisor_config(&paths), observer),
             routines: OnceLock::new(),
             gateways: crate::gateways::Gateways::new(),
+            assets: crate::assets::Downloads::default(),
             paths,
         })
     }

@@ -194,6 +194,11 @@ async fn connection(mut stream: UnixStream, state: &Arc<DaemonState>) {
     }
     match request {
         LegacyRequest::Message(m) => incoming::handle(state, &who, *m, stream).await,
+        LegacyRequest::Attach { path, json } => {
+            let reply = attach(state, &who, &path, json).await;
+            let _ = stream.write_all(&reply).await;
+            let _ = stream.shutdown().await;
+        }
         other => {
             let reply = answer_simple(state, &who, other);
             let _ = stream.write_all(&reply).await;
@@ -238,19 +243,51 @@ fn answer_simple(state: &DaemonState, who: &Identity, r: LegacyRequest) -> Vec<u
             b"OK\n".to_vec()
         }
         LegacyRequest::Attach { json, .. } => {
-            let msg =
-                "attaching images is not supported by this Sayri yet; send the question as text";
-            if json {
-                ReplyEvent::error(msg).to_line()
-            } else {
-                format!("ERROR {msg}\n").into_bytes()
-            }
+            reply(json, Err("internal: attach routed wrongly".into()))
         }
         LegacyRequest::Report(report) => report_from(state, who, report),
         LegacyRequest::Message(_) => {
             ReplyEvent::error("internal: message routed wrongly").to_line()
         }
     }
+}
+
+/// The answer to a request: plain text `OK` / `ERROR …`, or one JSON `done`/`error` event.
+fn reply(json: bool, result: Result<String, String>) -> Vec<u8> {
+    match (json, result) {
+        (true, Ok(text)) => ReplyEvent::done(text).to_line(),
+        (true, Err(e)) => ReplyEvent::error(e).to_line(),
+        (false, Ok(_)) => b"OK\n".to_vec(),
+        (false, Err(e)) => format!("ERROR {}\n", e.replace(['\n', '\r'], " ")).into_bytes(),
+    }
+}
+
+/// `attach PATH` / `ATTACH_IMAGE`: the image goes with the next local request, through the
+/// same checks as `attach_image` (absolute path, the active agent's read rules — a question
+/// goes to the person as a permission card —, `sandbox.deny_read`, type and size). A gateway
+/// may not attach files of this machine: its chats are not the desktop conversation.
+async fn attach(state: &Arc<DaemonState>, who: &Identity, path: &str, json: bool) -> Vec<u8> {
+    if let Identity::Gateway(id) = who {
+        tracing::warn!("legacy socket: gateway {id} tried to attach {path}");
+        return reply(
+            json,
+            Err(format!(
+                "gateway {id} cannot attach files of this machine; images from a chat are not supported yet"
+            )),
+        );
+    }
+    let cancel = state.shutdown.child_token();
+    let result = crate::daemon::commands::attach::attach(state, path, cancel)
+        .await
+        .map(|v| {
+            format!(
+                "attached {path} ({}, {} bytes); it goes with the next request",
+                v["mime"].as_str().unwrap_or("image"),
+                v["bytes"]
+            )
+        })
+        .map_err(|e| e.message);
+    reply(json, result)
 }
 
 /// A gateway's report: only a gateway process may make one, for its own instance.

@@ -11,10 +11,14 @@
 //!   and `sayri skills list` shows why.
 //! * Uninstall takes a slug (never a path) that has an install record, and deletes exactly that
 //!   folder and that record.
+//! * Settings a skill declares in its frontmatter are stored beside it ([`settings`]), never
+//!   inside its folder, so setting one keeps the scan approval; the model reads their values
+//!   after `SKILL.md`, never a secret's.
 //! * Sources are read without following symlinks; special files, symlinks and hard links in a
 //!   source folder are refused. Archives go through [`archive::unpack`].
 
 pub mod archive;
+pub mod settings;
 
 use sayri_core::domain::prompt::SkillSummary;
 use sayri_core::domain::skills::install::{self, InstallRecord, SkillState};
@@ -366,6 +370,7 @@ impl Skills {
             )));
         }
         std::fs::remove_dir_all(&dir).map_err(|e| SkillsError::io("remove", &dir, e))?;
+        self.forget_settings(slug);
         let rec = self.record_path(slug);
         std::fs::remove_file(&rec).map_err(|e| SkillsError::io("remove", &rec, e))
     }
@@ -404,7 +409,8 @@ impl SkillLibrary for Skills {
     }
 
     fn read(&self, id: &str) -> Result<String, String> {
-        self.read_ready(id).map_err(|e| e.to_string())
+        let text = self.read_ready(id).map_err(|e| e.to_string())?;
+        Ok(text + &self.settings_for_model(id))
     }
 }
 

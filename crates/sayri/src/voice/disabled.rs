@@ -20,7 +20,7 @@ pub struct VoiceService {
 }
 
 fn refused() -> ProtocolError {
-    ProtocolError::new(ErrorCode::NotImplemented, status::not_built())
+    ProtocolError::new(ErrorCode::Unavailable, status::not_built())
 }
 
 impl VoiceService {
@@ -95,7 +95,7 @@ mod tests {
             v.toggle().unwrap_err(),
         ];
         for e in errors {
-            assert_eq!(e.code, ErrorCode::NotImplemented);
+            assert_eq!(e.code, ErrorCode::Unavailable);
             assert!(e.message.contains("built without voice"), "{}", e.message);
             assert!(e.message.contains("cargo build"), "{}", e.message);
         }

@@ -145,7 +145,7 @@ impl VoiceService {
     /// said within the activation timeout or `timeout`); no query is sent.
     ///
     /// # Errors
-    /// `not_implemented` when speech input is off (`stt.mode = disabled`) or not ready (with
+    /// `unavailable` when speech input is off (`stt.mode = disabled`) or not ready (with
     /// what to install).
     pub async fn listen(&self, timeout: Duration) -> Result<String, ProtocolError> {
         let rx = {
@@ -340,13 +340,13 @@ impl Shared {
         let plan = self.plan(&c.cfg);
         if plan.mode == VoiceMode::Disabled {
             return Err(voice_err(
-                ErrorCode::NotImplemented,
+                ErrorCode::Unavailable,
                 "speech input is off (stt.mode = disabled) — turn it on with `sayri config set stt.mode manual` (or wakeword, always)",
             ));
         }
         if !plan.stt_ready() {
             return Err(voice_err(
-                ErrorCode::NotImplemented,
+                ErrorCode::Unavailable,
                 format!(
                     "speech input is not ready: {}",
                     plan.stt_missing().join("; ")

@@ -207,3 +207,71 @@ fn a_model_that_does_not_read_images_gets_a_clear_error() {
     // The daemon goes on.
     assert_eq!(c.call("ping", json!({}), 3)["result"], "pong");
 }
+
+/// The legacy socket's `attach PATH` and JSON `ATTACH_IMAGE` attach through the same checks:
+/// the image reaches the next request as an image part, and a path the read rules forbid is
+/// refused on both, with the reason.
+#[test]
+fn the_legacy_attach_requests_attach_through_the_same_checks() {
+    use super::gateway_rig::Legacy;
+    let env = Env::new();
+    let model = start_model(vec![Reply::sse(sse::content_stream(&["Two dots."]))]);
+    let (pics, private) = viewer(&env, &model);
+    let dot = pics.join("dot.png");
+    std::fs::write(&dot, DOT_PNG).unwrap();
+    let secret = private.join("secret.png");
+    std::fs::write(&secret, DOT_PNG).unwrap();
+    let _d = env.start_daemon();
+    let mut watcher = RawClient::connect(&env.socket());
+    watcher
+        .writer
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok();
+
+    let mut plain = Legacy::send(&env, &format!("attach {}", dot.display()));
+    assert_eq!(plain.line().as_deref(), Some("OK"));
+    let ev = wait_event(&mut watcher, "attach_image", Duration::from_secs(5)).unwrap();
+    assert_eq!(ev, json!({"event": "attach_image", "path": dot}));
+    let events = Legacy::json(&env, &json!({"type": "ATTACH_IMAGE", "image_path": dot})).events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "done", "{events:?}");
+    assert!(
+        events[0]["text"].as_str().unwrap().contains("image/png"),
+        "{events:?}"
+    );
+
+    let mut refused = Legacy::send(&env, &format!("attach {}", secret.display()));
+    let line = refused.line().unwrap();
+    assert!(line.starts_with("ERROR cannot attach"), "{line}");
+    let events = Legacy::json(&env, &json!({"type": "attach", "path": secret})).events();
+    assert_eq!(events[0]["event"], "error", "{events:?}");
+    assert_eq!(events[0]["ok"], false, "{events:?}");
+    let events = Legacy::json(&env, &json!({"type": "attach", "path": "dot.png"})).events();
+    assert!(
+        events[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("absolute path"),
+        "{events:?}"
+    );
+
+    let mut c = RawClient::connect(&env.socket());
+    c.writer
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok();
+    let r = c.call("ask", json!({"text": "What do you see?"}), 1);
+    assert_eq!(r["result"]["text"], "Two dots.", "{r}");
+    let url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(DOT_PNG)
+    );
+    assert_eq!(
+        last_user_content(&model.llm.chat_bodies()),
+        json!([
+            {"type": "text", "text": "What do you see?"},
+            {"type": "image_url", "image_url": {"url": url}},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]),
+        "both legacy attachments went with the request; the refused ones did not"
+    );
+}

@@ -1,6 +1,7 @@
 //! What a new user meets in the first hour, through the real binary and daemon: failed
 //! requests stored as error records, session id prefixes, the sandbox line of the first
-//! `status`, locale speech defaults, `HOME` at levels 1–2, and the prompt naming the real user.
+//! `status` (probing, then the levels), locale speech defaults, `HOME` at levels 1–2, and the
+//! prompt naming the real user.
 
 use super::support::*;
 use serde_json::Value;
@@ -59,21 +60,58 @@ fn a_failed_request_is_an_error_record_shown_as_an_error_and_named_by_an_id_pref
     let _ = env.run(&["quit"]);
 }
 
+/// The first `status` (which starts the daemon) says the sandbox is being probed; once the probe
+/// has run, `status` lists the levels. The test build's probe gate
+/// (`SAYRI_TEST_SANDBOX_PROBE_GATE`) holds the probe until the test creates the gate file, so
+/// both states are seen for certain, not by timing.
 #[test]
-fn the_first_status_always_has_a_sandbox_line() {
+fn the_first_status_says_probing_and_a_later_one_lists_the_levels() {
     let env = Env::new();
-    let o = env.run(&["status"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = stdout(&o);
-    assert!(
-        text.lines().any(|l| l.starts_with("sandbox:")),
-        "no sandbox line in the first status:\n{text}"
+    let gate = env.dir.path().join("probe-gate");
+    let status = |args: &[&str]| {
+        let o = env
+            .cmd()
+            .env("SAYRI_TEST_SANDBOX_PROBE_GATE", &gate)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let sandbox_line = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("sandbox:"))
+            .unwrap_or_else(|| panic!("no sandbox line in status:\n{text}"))
+            .to_string()
+    };
+
+    let first = status(&["status"]);
+    assert_eq!(
+        sandbox_line(&first),
+        "sandbox:  probing what each level can guarantee here… (run `sayri status` again in a moment)"
     );
-    let st: Value = serde_json::from_slice(&env.run(&["status", "--json"]).stdout).unwrap();
-    let sb = &st["sandbox"];
+    let st: Value = serde_json::from_str(&status(&["status", "--json"])).unwrap();
+    assert_eq!(st["sandbox"], serde_json::json!({"probing": true}), "{st}");
+
+    std::fs::write(&gate, "").unwrap();
+    let mut st = Value::Null;
+    let probed = eventually(std::time::Duration::from_secs(20), || {
+        st = serde_json::from_str(&status(&["status", "--json"])).unwrap();
+        st["sandbox"].get("probing").is_none()
+    });
+    assert!(probed, "the sandbox probe never finished: {st}");
+    let levels: Vec<&str> = st["sandbox"]["levels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no levels after the probe: {st}"))
+        .iter()
+        .filter_map(|l| l["level"].as_str())
+        .collect();
+    assert_eq!(levels.len(), 5, "{st}");
+    let later = sandbox_line(&status(&["status"]));
     assert!(
-        sb["probing"] == true || sb["levels"].is_array() || sb["error"].is_string(),
-        "{sb}"
+        later == "sandbox:  every level available"
+            || later.starts_with("sandbox:  unavailable here: "),
+        "{later}"
     );
     let _ = env.run(&["quit"]);
 }

@@ -532,3 +532,109 @@ fn a_request_over_1_mib_is_refused_with_a_sentence_and_one_without_newline_is_re
     assert_eq!(answer, "DAEMON\n");
     assert!(model.llm.requests().is_empty());
 }
+
+/// A gateway instance whose agent is a sub-agent runs each message as the sub-agent's creator
+/// is *now*: the instance allows up to root and the message asks for root, the sub-agent's own
+/// file asks for root, allows everything and never asks — yet each tightening of the creator
+/// by the person (`sayri agents edit`: a lower level, a deny rule, its ask switch) binds the
+/// next message's turn. Real commands in the real sandbox.
+#[test]
+fn a_gateway_turn_of_a_sub_agent_runs_under_its_creators_current_level_rules_and_ask_switch() {
+    use super::scripted_turns::write_config;
+    use super::sub_agent_rig::{self as sub, edit_lead, probe, scout_file, scout_workspace};
+    let env = Env::new_in("/var/tmp");
+    let model = Model::start();
+    write_config(&env, &model, 30, "lead");
+    sub::write_lead_and_scout(&env);
+    let scout_as_written = scout_file(&env);
+    let d = env.start_daemon();
+    save_instance(
+        &env,
+        json!({"id": "desk", "plugin": "telegram", "agent": "scout",
+               "level_cap": "LEVEL_4_HOST_ROOT", "auto_start": false}),
+    );
+    let r = ipc(
+        &env,
+        "gateway_peer_add",
+        json!({"instance_id": "desk", "peer_id": "1001"}),
+    );
+    assert_eq!(r["result"]["added"], true, "{r}");
+    let marker = env.dir.path().join("written-on-the-host");
+    let mut watcher = RawClient::connect(&env.socket());
+    watcher
+        .writer
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    // Sends the probe asking for root; returns the command's output as the turn streamed it.
+    let message = || -> String {
+        let mut msg = private_msg("desk", 1001, &format!("<cmd>{}</cmd>", probe(&marker)));
+        msg["sandbox_level"] = json!("LEVEL_4_HOST_ROOT");
+        let events = Legacy::json(&env, &msg).events();
+        assert_eq!(last(&events)["event"], "done", "{events:?}");
+        let finish = events
+            .iter()
+            .find(|e| e["event"] == "tool_finish")
+            .unwrap_or_else(|| panic!("no command: {events:?}"));
+        finish["output"].as_str().unwrap().to_string()
+    };
+    let turns_at = |level: &str| count(&d.log_text(), &format!("with agent scout at {level}"));
+
+    // The creator at level 3: the turn is on the host, not at root's level 4.
+    let out = message();
+    assert_eq!(turns_at("LEVEL_3_HOST_USER"), 1, "{}", d.log_text());
+    assert!(!sub::own_pid_namespace(&out), "{out}");
+    assert!(
+        marker.exists(),
+        "the level-3 probe writes on the host: {out}"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    // The creator lowered to level 2: sandboxed in the sub-agent's workspace.
+    edit_lead(&env, &["--level", "2"]);
+    let out = message();
+    assert_eq!(turns_at("LEVEL_2_ISOLATED_DEV"), 1, "{}", d.log_text());
+    assert!(sub::own_pid_namespace(&out), "{out}");
+    assert!(out.contains(&scout_workspace(&env)), "{out}");
+    assert!(!marker.exists(), "{out}");
+
+    // The creator denies `touch`: refused before it runs, naming the creator's rule.
+    edit_lead(
+        &env,
+        &["--rule", "shell:*:allow", "--rule", "shell:touch *:deny"],
+    );
+    let out = message();
+    assert!(out.contains("creator lead rule #1"), "{out}");
+    assert!(!marker.exists());
+
+    // Back on the host with `touch` an ask and the creator's ask switch on: nobody can approve
+    // on a gateway, so it is refused — no card is shown, nothing runs.
+    edit_lead(
+        &env,
+        &[
+            "--level",
+            "3",
+            "--rule",
+            "shell:*:allow",
+            "--rule",
+            "shell:touch *:ask",
+            "--ask-before-run",
+            "yes",
+        ],
+    );
+    let out = message();
+    assert_eq!(turns_at("LEVEL_3_HOST_USER"), 2, "{}", d.log_text());
+    assert!(out.contains("creator lead rule #1"), "{out}");
+    assert!(!marker.exists(), "the command ran without approval: {out}");
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut watcher.reader, &mut line).is_ok_and(|n| n > 0) {
+        assert!(
+            !line.contains("permission_request"),
+            "a card was shown: {line}"
+        );
+        line.clear();
+    }
+
+    // Nothing escalated: no turn at level 4, and the sub-agent's file is unchanged.
+    assert_eq!(turns_at("LEVEL_4_HOST_ROOT"), 0, "{}", d.log_text());
+    assert_eq!(scout_file(&env), scout_as_written);
+}

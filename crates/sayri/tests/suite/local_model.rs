@@ -251,3 +251,85 @@ fn the_quick_start_leaves_existing_settings_untouched_and_prints_the_switch_comm
     assert!(err.contains("sayri config set provider.base_url"), "{err}");
     let _ = env.run(&["quit", "--no-start"]);
 }
+
+/// Lines a package manager prints when its output is let through: apt/dpkg, pip, npm.
+const PACKAGE_MANAGER_NOISE: &[&str] = &[
+    "Reading package lists",
+    "Building dependency tree",
+    "Reading state information",
+    "Selecting previously unselected",
+    "Preparing to unpack",
+    "Unpacking ",
+    "Setting up ",
+    "Processing triggers",
+    "Get:",
+    "Hit:",
+    "Collecting ",
+    "Downloading ",
+    "Successfully installed",
+    "Requirement already satisfied",
+    "npm WARN",
+    "npm notice",
+    "added ",
+];
+
+/// Lines of `text` a package manager printed.
+fn package_manager_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| {
+            PACKAGE_MANAGER_NOISE
+                .iter()
+                .any(|n| l.trim_start().starts_with(n))
+        })
+        .collect()
+}
+
+/// Quick-start command 1 as the README gives it (`./scripts/setup --model && ./scripts/ask-local
+/// "…"`), on a temporary `HOME` with no settings: setup prints one summary line per step and
+/// ask-local a line per stage, `[1/4]` to `[4/4]` in order, then the answer; no line of apt,
+/// dpkg, pip or npm output reaches the terminal.
+#[test]
+fn the_quick_start_shows_a_line_per_stage_and_no_package_manager_output() {
+    let env = Env::with_home_config("/tmp");
+    let setup = env_cmd(&env, &repo().join("scripts/setup"))
+        .arg("--model")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let setup_text = format!("{}{}", stdout(&setup), stderr(&setup));
+    assert!(setup.status.success(), "{setup_text}");
+    for line in setup_text.lines() {
+        assert!(
+            line.starts_with("setup: ") || line.starts_with("[5"),
+            "setup printed a line that is not its own summary: {line:?}\n{setup_text}"
+        );
+    }
+    assert!(
+        setup_text.contains("[55-local-model] local model installed in"),
+        "{setup_text}"
+    );
+    assert!(setup_text.ends_with("setup: ok\n"), "{setup_text}");
+
+    let out = quick_start(&env);
+    let (said, answer) = (stderr(&out), stdout(&out));
+    assert!(out.status.success(), "{answer}{said}");
+    let stages: Vec<&str> = said
+        .lines()
+        .filter_map(|l| l.strip_prefix("ask-local: ["))
+        .filter_map(|l| l.get(..3))
+        .collect();
+    assert_eq!(stages, ["1/4", "2/4", "3/4", "4/4"], "{said}");
+    assert!(
+        said.contains("ask-local: [4/4] asking: What is the capital of France?"),
+        "{said}"
+    );
+    assert!(!answer.trim().is_empty(), "no answer: {said}");
+    for text in [&setup_text, &said, &answer] {
+        let noise = package_manager_lines(text);
+        assert!(
+            noise.is_empty(),
+            "package-manager output: {noise:?}\n{text}"
+        );
+    }
+    let _ = env.run(&["quit", "--no-start"]);
+}

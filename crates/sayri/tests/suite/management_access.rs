@@ -81,11 +81,20 @@ const CLASSES: &[(&str, Access)] = &[
     ("clipboard_copy", Access::Management),
     ("window", Access::Assistant),
     ("attach_image", Access::Assistant),
-    // Decided, not implemented yet.
-    ("plugin_settings_set", Access::Management),
     ("skills_install", Access::Management),
     ("skills_uninstall", Access::Management),
+    ("skills_search", Access::ReadOnly),
+    // A skill's settings may hold secrets and steer what its instructions do; a download puts
+    // a model where the voice loop loads it.
+    ("plugin_settings_set", Access::Management),
+    ("asset_download", Access::Management),
+    // Plugins and UIs: starting a front-end (the web bubble) hands the assistant to it.
+    ("plugins_list", Access::ReadOnly),
     ("plugin_set_enabled", Access::Management),
+    ("ui_list", Access::ReadOnly),
+    ("ui_status", Access::ReadOnly),
+    ("ui_start", Access::Management),
+    ("ui_stop", Access::Management),
 ];
 
 #[test]

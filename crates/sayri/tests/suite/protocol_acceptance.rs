@@ -1,8 +1,9 @@
-//! Every command of PROTOCOL.md over the real socket: each implemented command with valid params
-//! answers a result of its documented shape, with each kind of invalid params (an unknown name,
-//! each parameter of a wrong type, each parameter missing) a well-formed refusal naming the
-//! parameter, and each command not implemented yet `not_implemented`. A front-end watching
-//! meanwhile sees every event the daemon produces, each of its documented shape.
+//! Every command of PROTOCOL.md over the real socket: each command with valid params answers a
+//! result of its documented shape, with each kind of invalid params (an unknown name, each
+//! parameter of a wrong type, each parameter missing) a well-formed refusal naming the
+//! parameter; no command answers `not_implemented`. A front-end watching meanwhile sees every
+//! event the daemon produces, each of its documented shape (the voice loop's own events are
+//! produced and checked in `voice_daemon`).
 
 use super::scripted_turns::{Model, setup, start_model, wait_event, wait_response};
 use super::support::*;
@@ -63,33 +64,67 @@ fn event_members(name: &str) -> (&'static [&'static str], bool) {
         "settings_changed" => (&["keys", "values"], true),
         "plugin_settings_changed" => (&["plugin_id", "key", "value"], true),
         "asset_progress" => (&["token", "kind", "percent"], false),
+        "routine_started" => (&["kind", "id", "name", "session_id", "reason"], true),
+        "routine_finished" => (
+            &["kind", "id", "name", "session_id", "status", "summary"],
+            true,
+        ),
+        "wake" => (&["phrase", "score", "at_ms"], true),
+        "transcript" => (&["text"], true),
         other => panic!("event {other} is not in PROTOCOL.md"),
     }
 }
 
-/// Events that need a part of Sayri this branch does not run: voice input and output, plugin
-/// settings and asset downloads.
+/// Events only the voice loop makes (a microphone, speech output, the wake word): produced and
+/// checked by shape in `voice_daemon`.
 const PRODUCED_ELSEWHERE: [&str; 6] = [
     "audio_level",
     "mic",
     "partial",
     "speaking",
-    "plugin_settings_changed",
-    "asset_progress",
+    "wake",
+    "transcript",
 ];
 
-/// The ids the valid calls refer to.
+/// What the calls refer to: a session, an image, a skill folder, a folder a trigger watches, a
+/// model file served on loopback.
 #[derive(Default, Clone)]
 struct Ids {
     session: String,
     image: String,
+    skill: String,
+    watched: String,
+    asset_url: String,
+    asset_sha: String,
 }
 
-/// Valid params of every implemented command, and the shape of its result. A command
-/// registered without a row here fails the test.
-fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
+/// What a valid call answers.
+enum Expect {
+    /// `ok: true` with a result of this shape.
+    Ok(Shape),
+    /// The documented refusal with this code (a command whose valid call needs a part this
+    /// machine lacks: speech input without voice models).
+    Refused(&'static str),
+}
+
+/// A skill that declares settings (the `plugin_settings_set` call sets one).
+const SKILL: &str = "---
+name: weather-brief
+description: Short weather briefings.
+settings:
+  - key: city
+    default: Lima
+---
+# Weather brief
+
+Answer with one sentence about the weather in the city of the settings.
+";
+
+/// Valid params of every implemented command, and what it answers. A command registered
+/// without a row here fails the test.
+fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
     use Shape::*;
-    match cmd {
+    let (params, shape) = match cmd {
         "ping" => (json!({}), Str("pong")),
         "version" => (json!({}), Obj(&["version", "protocol_version"])),
         "status" => (
@@ -111,9 +146,16 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
                 "clients",
                 "uptime_ms",
                 "supervised",
+                "stt_ready",
+                "tts_ready",
+                "voice",
             ]),
         ),
         "quit" => (json!({}), Obj(&["ok"])),
+        "client_hello" => (
+            json!({"access": "assistant", "allow": ["permission_answer"]}),
+            Obj(&["access", "allow"]),
+        ),
         "config_get" => (
             json!({"key": "ui.orb_size"}),
             Obj(&["group", "key", "value"]),
@@ -130,6 +172,104 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
         "settings_save" => (
             json!({"values": {"ui.orb_size": 160}}),
             Obj(&["ok", "saved", "values", "errors", "restart_required"]),
+        ),
+        "skills_install" => (
+            json!({"path": ids.skill}),
+            Obj(&[
+                "slug",
+                "installed",
+                "replaced",
+                "verdict",
+                "score",
+                "explanation",
+                "findings",
+                "message",
+            ]),
+        ),
+        "skills_list" => (
+            json!({}),
+            ArrOf(&[
+                "slug",
+                "name",
+                "description",
+                "state",
+                "verdict",
+                "score",
+                "source",
+                "path",
+            ]),
+        ),
+        "skills_scan" => (
+            json!({"slug": "weather-brief"}),
+            Obj(&[
+                "verdict",
+                "score",
+                "explanation",
+                "findings",
+                "files_scanned",
+                "bytes_scanned",
+                "scanner_version",
+                "admitted",
+            ]),
+        ),
+        "plugin_settings_set" => (
+            json!({"plugin_id": "weather-brief", "key": "city", "value": "Cusco"}),
+            Obj(&["ok", "plugin_id", "key", "value"]),
+        ),
+        "skills_search" => (
+            json!({"query": "weather"}),
+            ArrOf(&["slug", "name", "description", "state", "installed"]),
+        ),
+        "skills_uninstall" => (json!({"slug": "weather-brief"}), Obj(&["slug", "removed"])),
+        "plugins_list" => (
+            json!({}),
+            ArrOf(&[
+                "id",
+                "name",
+                "description",
+                "version",
+                "type",
+                "auth_mode",
+                "required_secrets",
+                "path",
+                "has_service",
+                "service_enabled",
+                "service_running",
+            ]),
+        ),
+        // No plugin of this Sayri has a background service: the answer says so.
+        "plugin_set_enabled" => {
+            return (
+                json!({"plugin_id": "web", "enabled": true}),
+                Expect::Refused("invalid_params"),
+            );
+        }
+        "ui_list" => (
+            json!({}),
+            ArrOf(&[
+                "id",
+                "name",
+                "version",
+                "description",
+                "kind",
+                "running",
+                "pid",
+                "is_default",
+            ]),
+        ),
+        "ui_start" => (
+            json!({"ui_id": "web"}),
+            Obj(&["ui_id", "running", "already_running", "pid", "log_file"]),
+        ),
+        "ui_status" => (
+            json!({"ui_id": "web"}),
+            Obj(&["ui_id", "running", "pid", "state", "last_error", "log_file"]),
+        ),
+        "ui_stop" => (json!({"ui_id": "web"}), Obj(&["ui_id", "stopped"])),
+        "asset_download" => (
+            json!({"kind": "wake_word", "params": {"name": "acceptance_word",
+                   "url": ids.asset_url, "sha256": ids.asset_sha}}),
+            Obj(&["started", "token"]),
         ),
         "new_conversation" => (json!({}), Obj(&["session_id"])),
         "talk" => (
@@ -191,6 +331,138 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
             ArrOf(&["key", "masked", "description", "updated_at"]),
         ),
         "vault_delete" => (json!({"key": "ACCEPT_KEY"}), Obj(&["key", "deleted"])),
+        "gateway_save" => (
+            json!({"instance": {"id": "acc", "plugin": "sleeper", "auto_start": false},
+                   "mode": "create"}),
+            Obj(&["saved", "instance_id", "created", "instance", "restarted"]),
+        ),
+        "gateway_list" => (
+            json!({}),
+            ArrOf(&[
+                "id",
+                "plugin",
+                "agent",
+                "level_cap",
+                "state",
+                "pid",
+                "restarts",
+                "last_error",
+                "log_file",
+                "peers",
+            ]),
+        ),
+        "gateway_pin" => (
+            json!({"instance_id": "acc"}),
+            Obj(&["instance_id", "pin", "expires_at", "expires_in"]),
+        ),
+        "gateway_peer_add" => (
+            json!({"instance_id": "acc", "peer_id": 4242}),
+            Obj(&["instance_id", "peer_id", "added"]),
+        ),
+        "gateway_peers" => (
+            json!({"instance_id": "acc"}),
+            ArrOf(&["peer_id", "agent_id", "authorized_at", "via", "name"]),
+        ),
+        "gateway_peer_remove" => (
+            json!({"instance_id": "acc", "peer_id": "4242"}),
+            Obj(&["instance_id", "peer_id", "removed"]),
+        ),
+        "gateway_start" => (
+            json!({"instance_id": "acc"}),
+            Obj(&["started", "instance_id", "message", "gateway"]),
+        ),
+        "gateway_stop" => (
+            json!({"instance_id": "acc"}),
+            Obj(&["stopped", "instance_id"]),
+        ),
+        "gateway_delete" => (
+            json!({"instance_id": "acc", "keep_secrets": false}),
+            Obj(&["deleted", "instance_id", "secrets_deleted"]),
+        ),
+        "trigger_save" => (
+            json!({"trigger": {"id": "acc_t", "event_type": "on_file_changed", "name": "T",
+                               "prompt": "notes changed", "path": ids.watched, "glob": "*.md"}}),
+            Obj(&[
+                "id",
+                "file",
+                "event_type",
+                "name",
+                "prompt",
+                "enabled",
+                "error",
+            ]),
+        ),
+        "triggers_list" => (
+            json!({}),
+            ArrOf(&[
+                "id",
+                "file",
+                "event_type",
+                "name",
+                "prompt",
+                "target_agent_id",
+                "enabled",
+                "next_run_at",
+                "running",
+                "last_outcome",
+                "error",
+            ]),
+        ),
+        "trigger_delete" => (
+            json!({"trigger_id": "acc_t"}),
+            Obj(&["trigger_id", "deleted"]),
+        ),
+        "routine_save" => (
+            json!({"id": "acc_r", "name": "Acceptance", "trigger": "daily_at",
+                   "time_spec": "09:00", "prompt": "Say hi.", "agent_id": "default",
+                   "speak_tts": false, "notify_desktop": false, "enabled": true}),
+            Obj(&[
+                "id",
+                "name",
+                "trigger",
+                "time_spec",
+                "zone",
+                "prompt",
+                "agent_id",
+                "enabled",
+                "next_run",
+                "next_run_at",
+                "last_outcome",
+                "error",
+            ]),
+        ),
+        "routines_list" => (
+            json!({}),
+            ArrOf(&[
+                "id",
+                "name",
+                "trigger",
+                "time_spec",
+                "next_run_at",
+                "running",
+                "error",
+            ]),
+        ),
+        "routine_next" => (
+            json!({"routine_id": "acc_r", "count": 2}),
+            Obj(&["routine_id", "zone", "next"]),
+        ),
+        "routine_set_enabled" => (
+            json!({"routine_id": "acc_r", "enabled": false}),
+            Obj(&["routine_id", "enabled", "next_run_at"]),
+        ),
+        "routines_run" => (
+            json!({"routine_id": "acc_r"}),
+            Obj(&["scheduled", "routine_id", "name"]),
+        ),
+        "routine_delete" => (
+            json!({"routine_id": "acc_r"}),
+            Obj(&["routine_id", "deleted"]),
+        ),
+        // No voice models in this test's store: speech input says what to install.
+        "listen" => return (json!({"timeout": 2}), Expect::Refused("unavailable")),
+        "toggle_listening" => return (json!({}), Expect::Refused("unavailable")),
+        "stop_listening" => (json!({}), Obj(&["stopped"])),
         "clipboard_copy" => (json!({"text": "copied"}), Obj(&["copied"])),
         "killall" => (
             json!({"include_daemon": false, "ui_id": ""}),
@@ -208,20 +480,31 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Shape) {
             Obj(&["path", "mime", "bytes", "waiting"]),
         ),
         other => panic!("{other} is implemented but has no valid call in this test; add one"),
-    }
+    };
+    (params, Expect::Ok(shape))
 }
 
-/// The order the valid calls run in (turns first, so that sessions and cards exist; `quit`
-/// last).
+/// The order the valid calls run in (settings and skills first, turns next so that sessions
+/// and cards exist, `routines_run` after the scripted replies are used up, `quit` last).
 const ORDER: &[&str] = &[
     "ping",
     "version",
     "status",
+    "client_hello",
     "config_get",
     "config_set",
     "config_list",
     "settings_schema",
     "settings_save",
+    "skills_install",
+    "skills_list",
+    "skills_scan",
+    "plugin_settings_set",
+    "skills_search",
+    "skills_uninstall",
+    "plugins_list",
+    "plugin_set_enabled",
+    "asset_download",
     "new_conversation",
     "attach_image",
     "talk",
@@ -242,15 +525,40 @@ const ORDER: &[&str] = &[
     "vault_set",
     "vault_list",
     "vault_delete",
+    "gateway_save",
+    "gateway_list",
+    "gateway_pin",
+    "gateway_peer_add",
+    "gateway_peers",
+    "gateway_peer_remove",
+    "gateway_start",
+    "gateway_stop",
+    "gateway_delete",
+    "trigger_save",
+    "triggers_list",
+    "trigger_delete",
+    "routine_save",
+    "routines_list",
+    "routine_next",
+    "routine_set_enabled",
+    "routines_run",
+    "routine_delete",
+    "listen",
+    "toggle_listening",
+    "stop_listening",
     "clipboard_copy",
     "window",
+    "ui_list",
+    "ui_start",
+    "ui_status",
+    "ui_stop",
     "killall",
     "session_delete",
     "quit",
 ];
 
 /// The model: `talk` gets a greeting; `ask` a command that needs approval, then an answer with
-/// reasoning; one more `ask` a server error.
+/// reasoning; one more `ask` a server error (as does the routine, once the script is used up).
 fn model(marker: &std::path::Path) -> Model {
     let mut with_reasoning =
         sse::data_event(&sse::chunk(json!({"reasoning_content": "Checking."}), None));
@@ -270,9 +578,10 @@ fn model(marker: &std::path::Path) -> Model {
     ])
 }
 
-/// Runs the valid call of `cmd` on `c`; `ask` answers its permission card on the way.
-fn call_valid(c: &mut RawClient, cmd: &str, ids: &Ids, id: u64) -> Value {
-    let (params, shape) = valid(cmd, ids);
+/// Runs the valid call of `cmd` on `c`; `ask` answers its permission card on the way, and
+/// `client_hello` narrows a connection of its own.
+fn call_valid(env: &Env, c: &mut RawClient, cmd: &str, ids: &Ids, id: u64) -> Value {
+    let (params, expect) = valid(cmd, ids);
     let r = if cmd == "ask" {
         c.write(format!("{}\n", json!({"cmd": "ask", "params": params, "id": id})).as_bytes());
         let card = wait_event(c, "permission_request", Duration::from_secs(30)).expect("a card");
@@ -285,13 +594,119 @@ fn call_valid(c: &mut RawClient, cmd: &str, ids: &Ids, id: u64) -> Value {
         let a = c.call("permission_answer", answer, id + 2000);
         assert_eq!(a["result"]["delivered"], true, "{a}");
         wait_response(c, id).0
+    } else if cmd == "client_hello" {
+        let mut own = RawClient::connect(&env.socket());
+        let r = own.call(cmd, params, id);
+        let refused = own.call("config_set", json!({"key": "ui.orb_size", "value": 90}), id);
+        assert_eq!(
+            refused["code"], "denied",
+            "the connection gave it up: {refused}"
+        );
+        r
     } else {
         c.call(cmd, params, id)
     };
-    assert_eq!(r["ok"], true, "{cmd}: {r}");
     assert_eq!(r["id"], id, "{cmd}: the id is echoed");
-    check_shape(cmd, &r["result"], &shape);
+    match expect {
+        Expect::Ok(shape) => {
+            assert_eq!(r["ok"], true, "{cmd}: {r}");
+            check_shape(cmd, &r["result"], &shape);
+        }
+        Expect::Refused(code) => {
+            assert_eq!(r["ok"], false, "{cmd}: {r}");
+            assert_eq!(r["code"], code, "{cmd}: {r}");
+            assert!(
+                r["error"].as_str().is_some_and(|e| e.len() > 20),
+                "{cmd}: the refusal says what to do: {r}"
+            );
+        }
+    }
     r
+}
+
+/// Serves `body` on loopback for every connection (`Connection: close`); returns its URL.
+fn serve_file(body: Vec<u8>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let mut req = [0u8; 4096];
+            let _ = s.read(&mut req);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&body);
+        }
+    });
+    format!("http://{addr}/acceptance_word.onnx")
+}
+
+/// `sayri daemon` with `bin` first on its `PATH` (where the `sleeper` gateway program is).
+fn daemon_with_path(env: &Env, bin: &std::path::Path) -> Daemon {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let log = std::fs::File::create(env.daemon_log()).unwrap();
+    let child = env
+        .cmd()
+        .env("PATH", path)
+        .arg("daemon")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let d = Daemon {
+        child: Some(child),
+        log: env.daemon_log(),
+    };
+    assert!(
+        eventually(Duration::from_secs(15), || RawClient::try_connect(
+            &env.socket()
+        )
+        .is_ok()),
+        "daemon did not start: {}",
+        d.log_text()
+    );
+    d
+}
+
+/// The files the calls use, under `env`'s temporary directory.
+fn fixtures(env: &Env) -> Ids {
+    let dir = env.dir.path();
+    let image = dir.join("dot.gif");
+    std::fs::write(&image, b"GIF89a\x01\x00\x01\x00\x00\x00\x00;").unwrap();
+    let skill = dir.join("weather-brief");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(skill.join("SKILL.md"), SKILL).unwrap();
+    let watched = dir.join("watched");
+    std::fs::create_dir_all(&watched).unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let sleeper = bin.join("sayri-gateway-sleeper");
+    std::fs::write(&sleeper, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::fs::set_permissions(
+        &sleeper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let served = dir.join("acceptance_word.onnx");
+    std::fs::write(&served, &body).unwrap();
+    let asset_sha = sayri_voice::models::sha256_file(&served).unwrap();
+    Ids {
+        image: image.display().to_string(),
+        skill: skill.display().to_string(),
+        watched: watched.display().to_string(),
+        asset_url: serve_file(body),
+        asset_sha,
+        ..Ids::default()
+    }
 }
 
 #[test]
@@ -301,9 +716,8 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
     let marker = marker_dir.path().join("touched");
     let model = model(&marker);
     setup(&env, &model, true, 30);
-    let image = env.dir.path().join("dot.gif");
-    std::fs::write(&image, b"GIF89a\x01\x00\x01\x00\x00\x00\x00;").unwrap();
-    let mut d = env.start_daemon();
+    let mut ids = fixtures(&env);
+    let mut d = daemon_with_path(&env, &env.dir.path().join("bin"));
     // The watcher keeps its `ready` greeting among the events it checks.
     let stream = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
     stream
@@ -324,12 +738,14 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
         registered, ordered,
         "every implemented command runs here once"
     );
-    let mut ids = Ids {
-        image: image.display().to_string(),
-        ..Ids::default()
-    };
+    let documented: BTreeSet<&str> = sayri_protocol::names::cmd::ALL.iter().copied().collect();
+    let missing: Vec<&&str> = documented.difference(&registered).collect();
+    assert!(
+        missing.is_empty(),
+        "commands of PROTOCOL.md without a handler: {missing:?}"
+    );
     for (n, cmd) in ORDER.iter().enumerate() {
-        if *cmd == "quit" {
+        if *cmd == "routines_run" {
             // Events the calls above do not make: the other window actions and an error.
             for action in ["show", "hide", "settings"] {
                 let r = c.call("window", json!({"action": action}), 500);
@@ -338,7 +754,7 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
             let r = c.call("ask", json!({"text": "fail please"}), 501);
             assert!(r["result"]["error"].is_string(), "{r}");
         }
-        let r = call_valid(&mut c, cmd, &ids, n as u64 + 1);
+        let r = call_valid(&env, &mut c, cmd, &ids, n as u64 + 1);
         match *cmd {
             "new_conversation" => {
                 ids.session = r["result"]["session_id"].as_str().unwrap().to_string()
@@ -349,6 +765,29 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
                 wait_event(&mut c, "busy", Duration::from_secs(30));
             }
             "ask" => assert!(marker.exists(), "the approved command ran"),
+            "asset_download" => {
+                let done = loop {
+                    let e = wait_event(&mut c, "asset_progress", Duration::from_secs(30))
+                        .expect("the download reports progress");
+                    if e.get("done").is_some() {
+                        break e;
+                    }
+                };
+                assert_eq!(done["done"], true, "{done}");
+                assert_eq!(done["percent"], 100, "{done}");
+            }
+            "routines_run" => {
+                wait_event(&mut c, "routine_finished", Duration::from_secs(60))
+                    .expect("the routine ends");
+            }
+            "ui_start" => {
+                let url = env.state_dir().join("sayri-web.url");
+                assert!(
+                    eventually(Duration::from_secs(20), || url.exists()),
+                    "the web bubble started and wrote its address"
+                );
+            }
+            "ui_stop" => assert_eq!(r["result"]["stopped"], true, "{r}"),
             _ => {}
         }
     }
@@ -393,7 +832,10 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
             );
         }
         if name == "ready" {
-            check_shape("ready", &v["info"], &valid("status", &Ids::default()).1);
+            let Expect::Ok(status) = valid("status", &Ids::default()).1 else {
+                unreachable!()
+            };
+            check_shape("ready", &v["info"], &status);
         }
         seen.insert(name.to_string());
     }
@@ -424,7 +866,7 @@ fn assert_refused(cmd: &str, what: &str, r: &Value, field: &str) {
 }
 
 #[test]
-fn every_command_refuses_each_kind_of_invalid_params_and_unimplemented_ones_say_so() {
+fn every_command_refuses_each_kind_of_invalid_params_naming_the_parameter() {
     let env = Env::new();
     // Turns that the calls start find no model (a closed port) and end at once.
     std::fs::create_dir_all(env.config_dir()).unwrap();
@@ -433,15 +875,19 @@ fn every_command_refuses_each_kind_of_invalid_params_and_unimplemented_ones_say_
         "[provider]\nbase_url = \"http://127.0.0.1:9/v1\"\nretries = 0\n",
     )
     .unwrap();
-    let _d = env.start_daemon();
-    let mut c = RawClient::connect(&env.socket());
-    c.writer
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .ok();
     let ids = Ids {
         session: "no-such-session".into(),
         image: env.dir.path().join("none.png").display().to_string(),
+        ..fixtures(&env)
     };
+    let _d = env.start_daemon();
+    let mut main = RawClient::connect(&env.socket());
+    main.writer
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok();
+    // The skill is there, so a bad value of its setting is judged as a value.
+    let r = main.call("skills_install", json!({"path": ids.skill}), 0);
+    assert_eq!(r["result"]["installed"], true, "{r}");
     let registered: Vec<&str> = default_dispatcher().commands().map(|(c, ..)| c).collect();
     let mut id = 0;
     let mut next = || {
@@ -455,6 +901,14 @@ fn every_command_refuses_each_kind_of_invalid_params_and_unimplemented_ones_say_
             // Commands without params ignore extras (`quit` is not sent: it would stop).
             continue;
         }
+        // `client_hello` narrows the connection it is sent on: it gets one of its own.
+        let mut own;
+        let c = if *cmd == "client_hello" {
+            own = RawClient::connect(&env.socket());
+            &mut own
+        } else {
+            &mut main
+        };
         let (params, _) = valid(cmd, &ids);
         // An unknown parameter name.
         let mut bad = params.clone();
@@ -482,10 +936,12 @@ fn every_command_refuses_each_kind_of_invalid_params_and_unimplemented_ones_say_
         }
     }
     for cmd in sayri_protocol::names::cmd::ALL {
-        if !registered.contains(cmd) {
-            let r = c.call(cmd, json!({}), next());
-            assert_eq!(r["code"], "not_implemented", "{cmd}: {r}");
-        }
+        assert!(
+            registered.contains(cmd),
+            "{cmd} is in PROTOCOL.md but has no handler"
+        );
     }
-    assert_eq!(c.call("ping", json!({}), next())["result"], "pong");
+    let r = main.call("no_such_command", json!({}), next());
+    assert_eq!(r["code"], "unknown_command", "{r}");
+    assert_eq!(main.call("ping", json!({}), next())["result"], "pong");
 }

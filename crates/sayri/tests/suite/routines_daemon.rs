@@ -41,7 +41,6 @@ impl Rig {
     /// A rig whose model answers routine prompts after `delay`, other requests at once; a
     /// prompt with [`TOUCH_MARK`] first gets a command that touches `$HOME/touched`.
     fn new(zone: &str, delay: Duration) -> Rig {
-        let env = Env::new();
         let script = Script::from_fn(move |req: &RecordedRequest| {
             let body = req.json().unwrap_or_default();
             if body.get("max_tokens") == Some(&json!(15)) {
@@ -58,6 +57,11 @@ impl Rig {
             }
             Reply::sse(sse::content_stream(&["Main answer."]))
         });
+        Rig::scripted(Env::new(), zone, script)
+    }
+
+    /// A rig in `env` whose model answers by `script`.
+    fn scripted(env: Env, zone: &str, script: Script) -> Rig {
         let model = Model::scripted(script);
         write_config(&env, &model, 30, "default");
         let clock = env.dir.path().join("clock.sock");
@@ -766,5 +770,118 @@ fn a_command_that_would_ask_is_refused_in_a_routine_and_reported() {
         !rig.env.dir.path().join("touched").exists(),
         "the command ran"
     );
+    assert_eq!(rig.routine(&id)["last_outcome"]["status"], "refused");
+}
+
+/// A routine of a sub-agent runs as its creator is *now*: each tightening of the creator by the
+/// person (`sayri agents edit`) — a lower level, a deny rule, its ask switch — reaches the
+/// sub-agent's next scheduled run, whose own file asks for root, allows everything and never
+/// asks. Real commands in the real sandbox: the probe's pid namespace, working directory and a
+/// file written outside any workspace show the level each run got.
+#[test]
+fn a_sub_agents_routine_runs_under_its_creators_current_level_rules_and_ask_switch() {
+    use super::permission_rig::{content, last_message, reply_for};
+    use super::sub_agent_rig::*;
+    let mut rig = Rig::scripted(Env::new_in("/var/tmp"), "UTC", Script::from_fn(reply_for));
+    write_lead_and_scout(&rig.env);
+    let scout_as_written = scout_file(&rig.env);
+    let marker = rig.env.dir.path().join("written-on-the-host");
+    rig.start("2026-06-01T08:00:00Z");
+    let id = rig.call(
+        "routine_save",
+        json!({"name": "Scout probe", "prompt": format!("{ROUTINE_MARK} <cmd>{}</cmd>", probe(&marker)),
+               "trigger": "cron", "time_spec": "0 9 * * *", "agent_id": "scout"}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Fires the run of `day` (June) at 09:00; returns its `routine_finished` event, the system
+    // prompt it ran with and the observation of its command.
+    let run_day = |rig: &Rig, day: u32| -> (Value, String, String) {
+        let before = rig.routine_requests().len();
+        let mut events = rig.client();
+        rig.set_time(&format!("2026-06-{day:02}T09:00:00Z"));
+        let finished = wait_event(&mut events, "routine_finished", Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("no routine_finished on day {day}: {}", rig.log()));
+        let reqs = rig.routine_requests().split_off(before);
+        assert_eq!(reqs.len(), 2, "a command, then the answer: {reqs:?}");
+        let system = content(&reqs[0]["messages"][0]);
+        let observation = last_message(&reqs[1]);
+        assert!(observation.starts_with("[Command"), "{observation}");
+        (finished, system, observation)
+    };
+
+    // Day 1 — the creator at level 3: the run is on the host (not root's level 4), and the
+    // creator's `touch` ask is settled without a card since its ask switch is off.
+    assert_eq!(scout_level(&rig.env), "LEVEL_3_HOST_USER");
+    let (finished, system, obs) = run_day(&rig, 1);
+    assert_eq!(finished["status"], "ok", "{finished}");
+    assert!(
+        system.contains("Start GUI apps"),
+        "a level-3 prompt: {system}"
+    );
+    assert!(!own_pid_namespace(&obs), "{obs}");
+    assert!(
+        marker.exists(),
+        "the level-3 probe writes on the host: {obs}"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    // Day 2 — the creator lowered to level 2: the sub-agent's run is sandboxed in its workspace
+    // and cannot write on the host.
+    edit_lead(&rig.env, &["--level", "2"]);
+    assert_eq!(scout_level(&rig.env), "LEVEL_2_ISOLATED_DEV");
+    let (finished, system, obs) = run_day(&rig, 2);
+    assert_eq!(finished["status"], "ok", "{finished}");
+    assert!(system.contains("Commands run in a sandbox"), "{system}");
+    assert!(own_pid_namespace(&obs), "{obs}");
+    assert!(obs.contains(&scout_workspace(&rig.env)), "{obs}");
+    assert!(obs.contains("touch:") && !marker.exists(), "{obs}");
+
+    // Day 3 — the creator denies `touch`: the command is refused before it runs, naming the
+    // creator's rule, although the sub-agent's own rules allow it.
+    edit_lead(
+        &rig.env,
+        &["--rule", "shell:*:allow", "--rule", "shell:touch *:deny"],
+    );
+    let (finished, _, obs) = run_day(&rig, 3);
+    assert_eq!(finished["status"], "refused", "{finished}");
+    // The summary says why: the creator's deny, not a fix that cannot work.
+    let summary = finished["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("matches creator lead rule #1: touch * (deny)"),
+        "{summary}"
+    );
+    assert!(obs.contains("creator lead rule #1"), "{obs}");
+    assert!(!marker.exists());
+
+    // Day 4 — back on the host with `touch` an ask, but the creator's ask switch on: a routine
+    // has no one to approve, so the command is refused, though the sub-agent never asks.
+    edit_lead(
+        &rig.env,
+        &[
+            "--level",
+            "3",
+            "--rule",
+            "shell:*:allow",
+            "--rule",
+            "shell:touch *:ask",
+            "--ask-before-run",
+            "yes",
+        ],
+    );
+    assert_eq!(scout_level(&rig.env), "LEVEL_3_HOST_USER");
+    let (finished, _, obs) = run_day(&rig, 4);
+    assert_eq!(finished["status"], "refused", "{finished}");
+    let summary = finished["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("touch * (ask)") && summary.contains("nobody can answer"),
+        "{summary}"
+    );
+    assert!(obs.contains("creator lead rule #1"), "{obs}");
+    assert!(!marker.exists(), "the command ran without approval: {obs}");
+
+    // Nothing escalated: the sub-agent's file is as it was.
+    assert_eq!(scout_file(&rig.env), scout_as_written);
     assert_eq!(rig.routine(&id)["last_outcome"]["status"], "refused");
 }

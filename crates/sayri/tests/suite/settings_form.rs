@@ -79,6 +79,21 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
         ("agent.output_limit", json!(131072), json!(131072)),
         ("permissions.ask_timeout", json!(60), json!(60)),
         (
+            "lookup.duckduckgo_url",
+            json!("http://127.0.0.1:9/ddg"),
+            json!("http://127.0.0.1:9/ddg"),
+        ),
+        (
+            "lookup.wikipedia_url",
+            json!("https://es.wikipedia.org/w/api.php"),
+            json!("https://es.wikipedia.org/w/api.php"),
+        ),
+        (
+            "lookup.archwiki_url",
+            json!("https://wiki.archlinux.org/api.php"),
+            json!("https://wiki.archlinux.org/api.php"),
+        ),
+        (
             "permissions.policy_files",
             json!(["/nonexistent/team-policies.json"]),
             json!(["/nonexistent/team-policies.json"]),

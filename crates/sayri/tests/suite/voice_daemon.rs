@@ -413,7 +413,7 @@ fn listen_captures_one_utterance_from_the_microphone_and_sends_no_query() {
     );
     assert_eq!(r["ok"], true, "{r}");
     let r = c.call("listen", json!({"timeout": 5}), 6);
-    assert_eq!(r["code"], "not_implemented", "{r}");
+    assert_eq!(r["code"], "unavailable", "{r}");
     assert!(r["error"].as_str().unwrap().contains("stt.mode"), "{r}");
     assert!(
         eventually(Duration::from_secs(10), || {
@@ -447,7 +447,7 @@ fn without_voice_models_status_and_listen_say_what_to_install() {
         "{st}"
     );
     let r = c.call("listen", json!({}), 2);
-    assert_eq!(r["code"], "not_implemented", "{r}");
+    assert_eq!(r["code"], "unavailable", "{r}");
     assert!(
         r["error"]
             .as_str()

@@ -664,6 +664,17 @@ config_keys! {
             Form::new(Security, "Policy files"),
             "Extra policy files (absolute paths) that can only tighten rules, in order (the system files /usr/share/sayri/policies.json and /etc/sayri/policies.json always apply).";
     }
+    lookup => LookupConfig, "`[lookup]`: the web sources of `sayri lookup` (read-only; each asked with a 5 s timeout)." {
+        duckduckgo_url: String = "https://api.duckduckgo.com/", Check::HttpUrl,
+            Form::new(Assistant, "Instant-answer source"),
+            "DuckDuckGo Instant Answer API (`?q=…&format=json`), asked first.";
+        wikipedia_url: String = "https://en.wikipedia.org/w/api.php", Check::HttpUrl,
+            Form::new(Assistant, "Encyclopedia source"),
+            "MediaWiki API searched second (an `en.` host becomes `es.` for a Spanish query).";
+        archwiki_url: String = "https://wiki.archlinux.org/api.php", Check::HttpUrl,
+            Form::new(Assistant, "Linux wiki source"),
+            "MediaWiki API asked third with `opensearch` (ArchWiki).";
+    }
     sandbox => SandboxSettings, "`[sandbox]`: isolation for levels 1–2." {
         deny_read: Vec<String> = &[], Check::AbsolutePaths { example: "/srv/private" },
             Form::new(Security, "Paths sandboxed commands may not read").restart(),
@@ -896,6 +907,27 @@ fn bad_value_line(e: ConfigError) -> String {
 /// A TOML value as JSON, for messages (datetimes become their text).
 fn toml_as_json(v: &toml::Value) -> Json {
     serde_json::to_value(v).unwrap_or_else(|_| Json::String(v.to_string()))
+}
+
+/// The configuration reference as a Markdown table: every key in [`KEYS`] order with its
+/// type, its default (the key table's, before locale defaults) and its meaning. The README's
+/// "Configuration reference" section is this text (`sayri config reference` prints it; a test
+/// keeps the two equal).
+pub fn reference_markdown() -> String {
+    let defaults = Config::default();
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut out = String::from("| setting | type | default | meaning |\n|---|---|---|---|\n");
+    for (spec, value) in defaults.entries() {
+        let shown = format!("`{}`", value.to_json());
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            spec.full_name(),
+            spec.ty.name(),
+            cell(&shown),
+            cell(spec.doc)
+        ));
+    }
+    out
 }
 
 /// Group (table) names in order.

@@ -7,6 +7,7 @@
 //!   [`scanner::Report`] with a score and a verdict (`ALLOW < 40 ≤ WARN < 80 ≤ BLOCK`).
 //! * [`install`] — install records, [`install::admit`] (may a report replace the installed
 //!   copy) and [`install::state_of`] (may an installed skill be used now).
+//! * [`settings`] — settings a skill declares in its frontmatter, and how values are checked.
 //! * [`hash`] — content hashes: one per file and one for the whole skill. An approval (an
 //!   install record) holds for exactly the content it was given for.
 //! * [`valid_slug`], [`display_text`] — names and the text shown to the model.
@@ -15,6 +16,7 @@ pub mod frontmatter;
 pub mod hash;
 pub mod install;
 pub mod scanner;
+pub mod settings;
 
 pub use frontmatter::{SkillDoc, parse_skill_md};
 pub use hash::{ContentHash, content_hash};

@@ -108,22 +108,31 @@ async fn copy_with(tool: &str, args: &[&str], text: &[u8]) -> Result<(), String>
     })
 }
 
-/// `killall {include_daemon=false, ui_id=""}` → `{"stopped": [names], "stopped_ui": [],
-/// "signalled": [], "daemon_stopped"}`. Stops every running supervised program except the one
-/// named `ui_id`, and waits until each is gone; then, with `include_daemon`, the daemon stops
-/// after answering. `stopped_ui` and `signalled` stay empty: this daemon runs no UI plugin
-/// and never signals processes by name.
+/// `killall {include_daemon=false, ui_id=""}` → `{"stopped": [names], "stopped_ui": [ids],
+/// "signalled": [], "errors", "daemon_stopped"}`. Stops every running supervised program (model
+/// server, gateways, UIs) except the one named `ui_id` (a UI's id or a program's name), and
+/// waits until each is gone; `stopped_ui` lists the UIs among them. Then, with
+/// `include_daemon`, the daemon stops after answering. `signalled` stays empty: this daemon
+/// never signals processes found by name.
 pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let supervisor = &ctx.daemon.supervisor;
+    let keep = p.ui_id.trim();
     let mut stopped = Vec::new();
+    let mut stopped_ui = Vec::new();
     let mut errors = Vec::new();
     for child in supervisor.list() {
-        if child.name == p.ui_id || matches!(child.state, ChildState::Stopped | ChildState::Failed)
-        {
+        let ui = child.name.strip_prefix("ui-");
+        let kept = !keep.is_empty() && (child.name == keep || ui == Some(keep));
+        if kept || matches!(child.state, ChildState::Stopped | ChildState::Failed) {
             continue;
         }
         match supervisor.stop(&child.name).await {
-            Ok(_) => stopped.push(child.name),
+            Ok(_) => {
+                if let Some(id) = ui {
+                    stopped_ui.push(id.to_string());
+                }
+                stopped.push(child.name);
+            }
             Err(e) => errors.push(format!("{}: {e}", child.name)),
         }
     }
@@ -131,7 +140,7 @@ pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<Value, ProtocolError>
         shutdown_soon(&ctx.daemon);
     }
     Ok(json!({
-        "stopped": stopped, "stopped_ui": [], "signalled": [], "errors": errors,
+        "stopped": stopped, "stopped_ui": stopped_ui, "signalled": [], "errors": errors,
         "daemon_stopped": p.include_daemon,
     }))
 }

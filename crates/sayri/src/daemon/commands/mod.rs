@@ -9,16 +9,19 @@
 
 pub mod agent;
 pub mod agents;
+pub mod assets;
 pub mod attach;
 pub mod config;
 pub mod connection;
 pub mod desktop;
 pub mod gateways;
 pub mod permissions;
+pub mod plugins;
 pub mod routines;
 pub mod runtime;
 pub mod settings;
 pub mod skills;
+pub mod ui;
 pub mod vault;
 pub mod voice;
 
@@ -78,7 +81,10 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, desktop::clipboard_copy)
         .register(Management, Task, desktop::killall)
         .register(Assistant, Inline, desktop::window)
-        .register(Assistant, Task, attach::attach_image);
+        .register(Assistant, Task, attach::attach_image)
+        // Skill settings and voice model downloads: both change what Sayri has or may use.
+        .register(Management, Task, plugins::plugin_settings_set)
+        .register(Management, Task, assets::asset_download);
     // Gateways
     d.register(ReadOnly, Task, gateways::gateway_list)
         .register(Management, Task, gateways::gateway_save)
@@ -93,5 +99,13 @@ pub fn register_all(d: &mut Dispatcher) {
     d.register(ReadOnly, Task, skills::skills_list)
         .register(Management, Task, skills::skills_install)
         .register(Management, Task, skills::skills_uninstall)
-        .register(Management, Task, skills::skills_scan);
+        .register(Management, Task, skills::skills_scan)
+        .register(ReadOnly, Task, skills::skills_search);
+    // Plugins and UIs: starting a front-end hands the assistant to it, so it is management.
+    d.register(ReadOnly, Task, ui::plugins_list)
+        .register(Management, Task, ui::plugin_set_enabled)
+        .register(ReadOnly, Inline, ui::ui_list)
+        .register(ReadOnly, Inline, ui::ui_status)
+        .register(Management, Task, ui::ui_start)
+        .register(Management, Task, ui::ui_stop);
 }

@@ -18,7 +18,9 @@ use sayri_protocol::params::{SettingsSaveParams, SettingsSchemaParams};
 use serde_json::{Map, Value, json};
 
 /// `settings_schema` → `{"sections": [{id, title, subtitle, save_label, fields}],
-/// "plugin_sections": []}`; secret values masked.
+/// "plugin_sections": [...]}`; secret values masked. The voice model fields carry an `asset`
+/// descriptor (what `asset_download` fetches for them); `plugin_sections` has one section per
+/// installed skill that declares settings.
 pub async fn settings_schema(_: SettingsSchemaParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let cfg = ctx.daemon.config();
     let mut sections = form::schema(&cfg);
@@ -33,7 +35,9 @@ pub async fn settings_schema(_: SettingsSchemaParams, ctx: Ctx) -> Result<Value,
             field["value"] = vault_aware(&key, field["value"].take(), &ctx);
         }
     }
-    Ok(json!({"sections": sections, "plugin_sections": []}))
+    super::assets::describe(&mut sections, &cfg);
+    let plugin_sections = super::plugins::plugin_sections(&ctx).await;
+    Ok(json!({"sections": sections, "plugin_sections": plugin_sections}))
 }
 
 /// The fields of one `settings_save` call, sorted out before anything is written.

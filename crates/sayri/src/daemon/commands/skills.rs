@@ -5,7 +5,8 @@ use crate::daemon::dispatch::Ctx;
 use crate::skills::{self, Skills, SkillsError};
 use sayri_core::domain::skills::Report;
 use sayri_protocol::params::{
-    SkillsInstallParams, SkillsListParams, SkillsScanParams, SkillsUninstallParams,
+    SkillsInstallParams, SkillsListParams, SkillsScanParams, SkillsSearchParams,
+    SkillsUninstallParams,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Value, json};
@@ -59,6 +60,27 @@ pub async fn skills_list(_p: SkillsListParams, ctx: Ctx) -> Result<Value, Protoc
     let lib = library(&ctx);
     let list = blocking(move || lib.list()).await?.map_err(to_protocol)?;
     Ok(json!(list))
+}
+
+/// `skills_search {query}` → `[{slug, name, description, state, installed}]`: the installed
+/// skills whose slug, name or description contain every word of `query` (case-insensitive),
+/// in slug order. Sayri has no skill registry: skills are installed from a folder or archive.
+pub async fn skills_search(p: SkillsSearchParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let lib = library(&ctx);
+    let list = blocking(move || lib.list()).await?.map_err(to_protocol)?;
+    let words: Vec<String> = p.query.split_whitespace().map(str::to_lowercase).collect();
+    let found: Vec<Value> = list
+        .into_iter()
+        .filter(|s| {
+            let text = format!("{} {} {}", s.slug, s.name, s.description).to_lowercase();
+            words.iter().all(|w| text.contains(w.as_str()))
+        })
+        .map(|s| {
+            json!({"slug": s.slug, "name": s.name, "description": s.description,
+                   "state": s.state, "installed": true})
+        })
+        .collect();
+    Ok(Value::Array(found))
 }
 
 /// `skills_install {path, slug?, confirm?}` → the outcome with the report. A refused install

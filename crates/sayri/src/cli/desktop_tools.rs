@@ -1,0 +1,450 @@
+//! Desktop tools the agent calls as commands (and anyone can call by hand):
+//!
+//! * `sayri lookup QUERY [--limit N]`: a read-only web lookup. In order: the DuckDuckGo Instant
+//!   Answer API (`• Summary: <AbstractText>`, else up to two `• <RelatedTopics.Text>`), Wikipedia
+//!   search (`• <title>: <snippet without tags>`; Spanish Wikipedia for a query with a Spanish
+//!   keyword) and ArchWiki opensearch (up to two `• ArchWiki [<title>](<link>)`), 5 s each;
+//!   prints the first N lines, or says nothing was found and what to try instead. The endpoints
+//!   are the settings `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`.
+//! * `sayri screenshot [PATH]`: GNOME Shell's screenshot interface on D-Bus, then `grim`,
+//!   `spectacle`, `gnome-screenshot` and ImageMagick `import` (X11), 8 s each; a non-empty file
+//!   counts; prints `Screenshot saved to: PATH`, or an error naming what each one answered.
+//! * `sayri notify TITLE [BODY]`: a desktop notification (`org.freedesktop.Notifications`),
+//!   the same the daemon shows for routines.
+
+use crate::cli::terminal_text::terminal_safe;
+use crate::paths::Paths;
+use anyhow::bail;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long each lookup source may take.
+pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long each screenshot tool may take.
+pub const SCREENSHOT_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// Words that send a query to the Spanish Wikipedia (the original's list).
+const SPANISH_HINTS: &[&str] = &[
+    "que",
+    "como",
+    "abrir",
+    "los",
+    "las",
+    "ajustes",
+    "configuracion",
+];
+
+/// `sayri lookup` options.
+#[derive(Debug, clap::Args)]
+pub struct LookupArgs {
+    /// What to look up.
+    #[arg(required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// Most lines to print.
+    #[arg(long, default_value_t = 3)]
+    pub limit: usize,
+}
+
+/// The endpoints, from the settings (defaults when the settings file cannot be read, as inside
+/// a level 1–2 sandbox, which hides Sayri's configuration).
+fn lookup_endpoints(paths: &Paths) -> anyhow::Result<(String, String, String)> {
+    let cfg = match crate::config_file::load(&paths.config_file()) {
+        Ok((c, _)) => c,
+        Err(crate::config_file::ConfigFileError::Read { .. }) => {
+            crate::config_file::user_defaults()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok((
+        cfg.lookup.duckduckgo_url,
+        cfg.lookup.wikipedia_url,
+        cfg.lookup.archwiki_url,
+    ))
+}
+
+/// Removes HTML tags and decodes the few entities search snippets carry.
+fn strip_tags(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_tag = false;
+    for c in s.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&quot;", "\"")
+        .replace("&#039;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// The Wikipedia API of the query's language: `en.` becomes `es.` for a Spanish query.
+fn wikipedia_for(url: &str, query: &str) -> String {
+    let lower = query.to_lowercase();
+    let spanish = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| SPANISH_HINTS.contains(&w));
+    match url::Url::parse(url) {
+        Ok(mut u) if spanish => {
+            if let Some(rest) = u.host_str().and_then(|h| h.strip_prefix("en.")) {
+                let host = format!("es.{rest}");
+                if u.set_host(Some(&host)).is_ok() {
+                    return u.to_string();
+                }
+            }
+            url.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+async fn get_json(
+    client: &reqwest::Client,
+    url: &str,
+    query: &[(&str, &str)],
+) -> Result<Value, String> {
+    let url = url::Url::parse_with_params(url, query).map_err(|e| format!("bad address: {e}"))?;
+    let send = client.get(url).send();
+    let resp = tokio::time::timeout(LOOKUP_TIMEOUT, send)
+        .await
+        .map_err(|_| format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
+        .map_err(|e| e.to_string())?;
+    if !resp.status().is_success() {
+        return Err(format!("HTTP {}", resp.status()));
+    }
+    tokio::time::timeout(LOOKUP_TIMEOUT, resp.json::<Value>())
+        .await
+        .map_err(|_| format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
+        .map_err(|e| format!("not JSON: {e}"))
+}
+
+fn http_client(https: bool) -> anyhow::Result<reqwest::Client> {
+    let tls = sayri_llm::tls::client_config(https)?;
+    Ok(reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .user_agent(concat!("Sayri/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(LOOKUP_TIMEOUT)
+        .build()?)
+}
+
+/// The lookup's lines, in source order, and a note per source that failed.
+pub async fn lookup_lines(
+    ddg: &str,
+    wiki: &str,
+    arch: &str,
+    query: &str,
+) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let https = [ddg, wiki, arch].iter().any(|u| u.starts_with("https://"));
+    let client = http_client(https)?;
+    let wiki = wikipedia_for(wiki, query);
+    let ddg_params = [("q", query), ("format", "json"), ("no_html", "1")];
+    let wiki_params = [
+        ("action", "query"),
+        ("list", "search"),
+        ("srsearch", query),
+        ("format", "json"),
+        ("srlimit", "3"),
+    ];
+    let arch_params = [
+        ("action", "opensearch"),
+        ("search", query),
+        ("limit", "2"),
+        ("format", "json"),
+    ];
+    let (d, w, a) = tokio::join!(
+        get_json(&client, ddg, &ddg_params),
+        get_json(&client, &wiki, &wiki_params),
+        get_json(&client, arch, &arch_params),
+    );
+    let mut lines = Vec::new();
+    let mut notes = Vec::new();
+    let text = |v: &Value| v.as_str().map(str::trim).unwrap_or("").to_string();
+    match d {
+        Ok(v) => {
+            let summary = text(&v["AbstractText"]);
+            if !summary.is_empty() {
+                lines.push(format!("• Summary: {summary}"));
+            } else if let Some(topics) = v["RelatedTopics"].as_array() {
+                lines.extend(
+                    topics
+                        .iter()
+                        .map(|t| text(&t["Text"]))
+                        .filter(|t| !t.is_empty())
+                        .take(2)
+                        .map(|t| format!("• {t}")),
+                );
+            }
+        }
+        Err(e) => notes.push(format!("DuckDuckGo ({ddg}): {e}")),
+    }
+    match w {
+        Ok(v) => {
+            if let Some(hits) = v["query"]["search"].as_array() {
+                for h in hits {
+                    let title = text(&h["title"]);
+                    let snippet = strip_tags(&text(&h["snippet"]));
+                    if !title.is_empty() {
+                        lines.push(format!("• {title}: {}", snippet.trim()));
+                    }
+                }
+            }
+        }
+        Err(e) => notes.push(format!("Wikipedia ({wiki}): {e}")),
+    }
+    match a {
+        Ok(v) => {
+            let titles = v
+                .get(1)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let links = v
+                .get(3)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for (t, l) in titles.iter().zip(links.iter()).take(2) {
+                lines.push(format!("• ArchWiki [{}]({})", text(t), text(l)));
+            }
+        }
+        Err(e) => notes.push(format!("ArchWiki ({arch}): {e}")),
+    }
+    Ok((lines, notes))
+}
+
+/// Runs `sayri lookup`.
+pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
+    let query = args.query.join(" ");
+    if query.trim().is_empty() {
+        bail!("give something to look up, e.g. `sayri lookup \"wayland screen sharing\"`");
+    }
+    let (ddg, wiki, arch) = lookup_endpoints(paths)?;
+    let (lines, notes) = lookup_lines(&ddg, &wiki, &arch, &query).await?;
+    for n in &notes {
+        eprintln!("sayri lookup: {}", terminal_safe(n));
+    }
+    if lines.is_empty() {
+        println!(
+            "No direct web summary found for: '{}'. Inspect local desktop files with grep / which.",
+            terminal_safe(&query)
+        );
+        // Nothing found because every source failed is an error; an empty answer is not.
+        return Ok(if notes.len() == 3 { 1 } else { 0 });
+    }
+    for l in lines.iter().take(args.limit.max(1)) {
+        println!("{}", terminal_safe(l));
+    }
+    Ok(0)
+}
+
+/// `sayri screenshot` options.
+#[derive(Debug, clap::Args)]
+pub struct ScreenshotArgs {
+    /// Where to save the PNG (default `$STATE/tmp/screenshot_<epoch>.png`).
+    pub path: Option<PathBuf>,
+}
+
+/// Whether `program` is on `PATH`.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+/// Runs `program args…` for at most [`SCREENSHOT_TIMEOUT`]; `Ok` when `dest` is then a
+/// non-empty file.
+fn run_tool(program: &str, args: &[&std::ffi::OsStr], dest: &Path) -> Result<(), String> {
+    if !on_path(program) {
+        return Err("not installed".into());
+    }
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + SCREENSHOT_TIMEOUT;
+    let status = loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(st) => break st,
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "no picture within {} s",
+                    SCREENSHOT_TIMEOUT.as_secs()
+                ));
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    if std::fs::metadata(dest).is_ok_and(|m| m.len() > 0) {
+        return Ok(());
+    }
+    let last = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    Err(format!(
+        "{status}{}",
+        if last.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", last.trim())
+        }
+    ))
+}
+
+/// GNOME Shell's `org.gnome.Shell.Screenshot.Screenshot(include_cursor, flash, filename)`.
+#[cfg(feature = "dbus")]
+async fn gnome_shell(dest: &Path) -> Result<(), String> {
+    let conn = tokio::time::timeout(SCREENSHOT_TIMEOUT, zbus::Connection::session())
+        .await
+        .map_err(|_| "no session bus answered".to_string())?
+        .map_err(|e| format!("no session bus ({e})"))?;
+    let file = dest.display().to_string();
+    let reply = tokio::time::timeout(
+        SCREENSHOT_TIMEOUT,
+        conn.call_method(
+            Some("org.gnome.Shell.Screenshot"),
+            "/org/gnome/Shell/Screenshot",
+            Some("org.gnome.Shell.Screenshot"),
+            "Screenshot",
+            &(false, false, file.as_str()),
+        ),
+    )
+    .await
+    .map_err(|_| format!("no picture within {} s", SCREENSHOT_TIMEOUT.as_secs()))?
+    .map_err(|e| format!("not available ({e})"))?;
+    let (ok, _used): (bool, String) = reply
+        .body()
+        .deserialize()
+        .map_err(|e| format!("odd answer ({e})"))?;
+    if ok && std::fs::metadata(dest).is_ok_and(|m| m.len() > 0) {
+        Ok(())
+    } else {
+        Err("it refused (GNOME allows this interface to its own tools only)".into())
+    }
+}
+
+#[cfg(not(feature = "dbus"))]
+async fn gnome_shell(_dest: &Path) -> Result<(), String> {
+    Err("this sayri was built without D-Bus support".into())
+}
+
+/// Runs `sayri screenshot`.
+pub async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<i32> {
+    let dest = match &args.path {
+        Some(p) => std::path::absolute(p)?,
+        None => {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let dir = paths.state_dir.join("tmp");
+            crate::paths::ensure_private_dir(&dir)?;
+            dir.join(format!("screenshot_{secs}.png"))
+        }
+    };
+    if let Some(dir) = dest.parent()
+        && !dir.is_dir()
+    {
+        bail!(
+            "{} does not exist; create it or choose another path",
+            dir.display()
+        );
+    }
+    let os = dest.as_os_str();
+    let mut tried = Vec::new();
+    match gnome_shell(&dest).await {
+        Ok(()) => return saved(&dest),
+        Err(e) => tried.push(format!("GNOME Shell: {e}")),
+    }
+    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let x11 = std::env::var_os("DISPLAY").is_some();
+    let tools: [(&str, Vec<&std::ffi::OsStr>, Option<&str>); 4] = [
+        (
+            "grim",
+            vec![os],
+            (!wayland).then_some("WAYLAND_DISPLAY is unset (Wayland only)"),
+        ),
+        (
+            "spectacle",
+            vec!["-b".as_ref(), "-n".as_ref(), "-o".as_ref(), os],
+            None,
+        ),
+        ("gnome-screenshot", vec!["-f".as_ref(), os], None),
+        (
+            "import",
+            vec!["-window".as_ref(), "root".as_ref(), os],
+            (!x11).then_some("DISPLAY is unset (X11 only)"),
+        ),
+    ];
+    for (program, argv, skip) in tools {
+        if let Some(why) = skip {
+            tried.push(format!("{program}: {why}"));
+            continue;
+        }
+        match run_tool(program, &argv, &dest) {
+            Ok(()) => return saved(&dest),
+            Err(e) => tried.push(format!("{program}: {e}")),
+        }
+    }
+    bail!(
+        "no screenshot could be taken; tried {} — on Wayland install `grim` (wlroots) or use GNOME/KDE's own tool, on X11 install ImageMagick (`import`)",
+        tried.join("; ")
+    )
+}
+
+fn saved(dest: &Path) -> anyhow::Result<i32> {
+    println!("Screenshot saved to: {}", dest.display());
+    Ok(0)
+}
+
+/// Runs `sayri notify TITLE [BODY]`.
+pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
+    let n = crate::notify::DesktopNotifier::new();
+    n.show(title, body.unwrap_or(""))
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_lose_their_markup() {
+        assert_eq!(
+            strip_tags("<span class=\"searchmatch\">Wayland</span> is a &quot;protocol&quot;"),
+            "Wayland is a \"protocol\""
+        );
+    }
+
+    #[test]
+    fn a_spanish_query_goes_to_the_spanish_wikipedia() {
+        let en = "https://en.wikipedia.org/w/api.php";
+        assert_eq!(
+            wikipedia_for(en, "como abrir los ajustes"),
+            "https://es.wikipedia.org/w/api.php"
+        );
+        assert_eq!(wikipedia_for(en, "open the settings"), en);
+        // A configured server of another shape is used as it is.
+        assert_eq!(
+            wikipedia_for("http://127.0.0.1:9/w", "como"),
+            "http://127.0.0.1:9/w"
+        );
+    }
+}

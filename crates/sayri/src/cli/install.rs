@@ -1,0 +1,421 @@
+//! `sayri install --user` / `sayri uninstall --user [--purge]`: puts Sayri into the user's
+//! desktop the way an installed Linux application is, and takes it out again.
+//!
+//! Written (each replaced atomically; running it again changes nothing):
+//! * `$XDG_CONFIG_HOME/systemd/user/sayri.service`: the daemon as a systemd user service
+//!   (`Type=notify`: the daemon reports readiness with `sd_notify` once its socket accepts).
+//! * `$XDG_DATA_HOME/applications/sayri.desktop`: a launcher in the application menu (the orb
+//!   when `sayri-orb` lies next to `sayri`, else the web bubble).
+//! * `$XDG_DATA_HOME/icons/hicolor/scalable/apps/sayri.svg`: its icon.
+//! * What starts at login, from `ui.autostart` and `ui.autostart_mode`: `ui` enables the unit
+//!   (`default.target.wants/sayri.service`) and writes the launcher to
+//!   `$XDG_CONFIG_HOME/autostart/sayri.desktop`; `daemon` enables the unit only; `off` (or
+//!   `ui.autostart = false`) removes both, so nothing starts at login.
+//!
+//! `$XDG_CONFIG_HOME` defaults to `~/.config`, `$XDG_DATA_HOME` to `~/.local/share`.
+//! Uninstalling removes exactly these files; the settings, agents, vault and conversations stay
+//! unless `--purge` is given (then the config and state directories go too).
+
+use crate::paths::Paths;
+use anyhow::Context;
+use sayri_core::domain::config::Config;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The unit's file name.
+pub const UNIT_NAME: &str = "sayri.service";
+/// The launcher's and the autostart entry's file name.
+pub const DESKTOP_NAME: &str = "sayri.desktop";
+/// The icon's name in the icon theme (`Icon=` of the launcher).
+pub const ICON_NAME: &str = "sayri";
+
+/// The icon (the orb's), scalable.
+const ICON_SVG: &[u8] = include_bytes!("../../data/sayri.svg");
+
+/// Options of `sayri install` / `sayri uninstall`.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// For the current user (the only mode: system-wide installs come from the .deb package).
+    #[arg(long, required = true)]
+    pub user: bool,
+}
+
+/// Options of `sayri uninstall`.
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// For the current user.
+    #[arg(long, required = true)]
+    pub user: bool,
+    /// Also delete the settings, agents, vault, conversations and models (asks nothing).
+    #[arg(long)]
+    pub purge: bool,
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+fn xdg(var: &str, fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| home().map(|h| h.join(fallback)))
+}
+
+/// `$XDG_CONFIG_HOME` or `~/.config`.
+pub fn config_home() -> Option<PathBuf> {
+    xdg("XDG_CONFIG_HOME", ".config")
+}
+
+/// `$XDG_DATA_HOME` or `~/.local/share`.
+pub fn data_home() -> Option<PathBuf> {
+    xdg("XDG_DATA_HOME", ".local/share")
+}
+
+/// Where the user unit goes (`None` without a home directory).
+pub fn unit_path() -> Option<PathBuf> {
+    config_home().map(|c| c.join("systemd/user").join(UNIT_NAME))
+}
+
+/// Every file `install --user` manages.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The unit.
+    pub unit: PathBuf,
+    /// The link that enables it at login.
+    pub wants_link: PathBuf,
+    /// The application-menu launcher.
+    pub launcher: PathBuf,
+    /// The autostart entry.
+    pub autostart: PathBuf,
+    /// The icon.
+    pub icon: PathBuf,
+}
+
+impl Layout {
+    /// The layout under the XDG directories of this environment.
+    ///
+    /// # Errors
+    /// Neither `HOME` nor the XDG variables are set.
+    pub fn from_env() -> anyhow::Result<Layout> {
+        let no_home = || anyhow::anyhow!("cannot find your home directory; set HOME");
+        let config = config_home().ok_or_else(no_home)?;
+        let data = data_home().ok_or_else(no_home)?;
+        let units = config.join("systemd/user");
+        Ok(Layout {
+            unit: units.join(UNIT_NAME),
+            wants_link: units.join("default.target.wants").join(UNIT_NAME),
+            launcher: data.join("applications").join(DESKTOP_NAME),
+            autostart: config.join("autostart").join(DESKTOP_NAME),
+            icon: data
+                .join("icons/hicolor/scalable/apps")
+                .join(format!("{ICON_NAME}.svg")),
+        })
+    }
+}
+
+/// Quotes a path for an `Exec=`/`ExecStart=` line when it needs it (spaces, quotes).
+fn exec_quote(p: &Path) -> String {
+    let s = p.display().to_string();
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        s
+    } else {
+        format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
+/// The systemd user unit running `sayri daemon` from `exe`.
+pub fn unit_text(exe: &Path) -> String {
+    format!(
+        "# Sayri's daemon as a systemd user service (written by `sayri install --user`, or the .deb).\n\
+[Unit]\n\
+Description=Sayri assistant daemon\n\
+Documentation=man:sayri(1)\n\
+\n\
+[Service]\n\
+# The daemon says READY=1 (sd_notify) once its socket accepts clients.\n\
+Type=notify\n\
+NotifyAccess=main\n\
+ExecStart={exe} daemon\n\
+Restart=on-failure\n\
+RestartSec=2\n\
+# 78 (EX_CONFIG): sayri.toml is invalid; restarting cannot help until it is fixed.\n\
+RestartPreventExitStatus=78\n\
+TimeoutStopSec=20\n\
+# Only the daemon is signalled: it stops the commands and programs it supervises itself, and\n\
+# apps the assistant launched for you in the background (levels 3-4) are yours and keep running.\n\
+KillMode=process\n\
+UMask=0077\n\
+# No NoNewPrivileges= nor the seccomp-based options (in a user unit they imply it): level 4\n\
+# elevates through pkexec, a setuid program, and levels 1-2 build their own sandbox (user\n\
+# namespaces, Landlock, seccomp) for every command.\n\
+\n\
+[Install]\n\
+WantedBy=default.target\n",
+        exe = exec_quote(exe)
+    )
+}
+
+/// What the launcher runs: the orb when `sayri-orb` is installed next to `exe`, else the web
+/// bubble in the browser.
+pub fn launcher_exec(exe: &Path, orb_installed: bool) -> String {
+    if orb_installed {
+        exec_quote(&exe.with_file_name("sayri-orb"))
+    } else {
+        format!("{} web --open", exec_quote(exe))
+    }
+}
+
+/// The desktop entry running `exec` (the launcher; with `autostart`, the login entry).
+pub fn desktop_text(exec: &str, autostart: bool) -> String {
+    let mut s = format!(
+        "[Desktop Entry]\n\
+Type=Application\n\
+Name=Sayri\n\
+GenericName=Desktop assistant\n\
+Comment=Ask Sayri, your local assistant; approve the commands it wants to run\n\
+Exec={exec}\n\
+Icon={ICON_NAME}\n\
+Terminal=false\n\
+Categories=Utility;\n\
+Keywords=assistant;AI;voice;\n\
+StartupNotify=false\n"
+    );
+    if autostart {
+        s.push_str("X-GNOME-Autostart-enabled=true\n");
+    }
+    s
+}
+
+/// Writes `bytes` to `path` through a temporary file (replaced atomically); `false` when the
+/// file already held exactly these bytes (nothing written).
+fn write_if_changed(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<bool> {
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no parent directory", path.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(true)
+}
+
+/// Removes `path` if it exists; `true` when something was removed.
+fn remove(path: &Path) -> anyhow::Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", path.display())),
+    }
+}
+
+/// Makes `link` a symlink to `target` (relative), unless it already is one.
+fn ensure_link(link: &Path, target: &Path) -> anyhow::Result<bool> {
+    if std::fs::read_link(link).is_ok_and(|t| t == target) {
+        return Ok(false);
+    }
+    if let Some(dir) = link.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    remove(link)?;
+    std::os::unix::fs::symlink(target, link)
+        .with_context(|| format!("cannot create the link {}", link.display()))?;
+    Ok(true)
+}
+
+/// What starts at login, from the settings: `(unit enabled, autostart entry written)`.
+pub fn login_start(cfg: &Config) -> (bool, bool) {
+    if !cfg.ui.autostart {
+        return (false, false);
+    }
+    match cfg.ui.autostart_mode.as_str() {
+        "ui" => (true, true),
+        "daemon" => (true, false),
+        _ => (false, false),
+    }
+}
+
+/// Tells a running systemd user manager to re-read its units (ignored when none runs).
+fn reload_systemd() {
+    let _ = std::process::Command::new("systemctl")
+        .args(["--user", "daemon-reload"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+/// Runs `sayri install --user`.
+pub fn install(paths: &Paths) -> anyhow::Result<()> {
+    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let layout = Layout::from_env()?;
+    let exe = std::env::current_exe().context("cannot find the sayri executable")?;
+    let exec = launcher_exec(&exe, exe.with_file_name("sayri-orb").is_file());
+    let mut changed = Vec::new();
+    let mut note = |did: bool, what: String| {
+        if did {
+            changed.push(what);
+        }
+    };
+    note(
+        write_if_changed(&layout.unit, unit_text(&exe).as_bytes(), 0o644)?,
+        format!("wrote {}", layout.unit.display()),
+    );
+    note(
+        write_if_changed(&layout.icon, ICON_SVG, 0o644)?,
+        format!("wrote {}", layout.icon.display()),
+    );
+    note(
+        write_if_changed(
+            &layout.launcher,
+            desktop_text(&exec, false).as_bytes(),
+            0o644,
+        )?,
+        format!("wrote {}", layout.launcher.display()),
+    );
+    let (enable, entry) = login_start(&cfg);
+    if enable {
+        note(
+            ensure_link(&layout.wants_link, Path::new(&format!("../{UNIT_NAME}")))?,
+            format!("enabled {UNIT_NAME} at login"),
+        );
+    } else {
+        note(
+            remove(&layout.wants_link)?,
+            format!("disabled {UNIT_NAME} at login"),
+        );
+    }
+    if entry {
+        note(
+            write_if_changed(
+                &layout.autostart,
+                desktop_text(&exec, true).as_bytes(),
+                0o644,
+            )?,
+            format!("wrote {}", layout.autostart.display()),
+        );
+    } else {
+        note(
+            remove(&layout.autostart)?,
+            format!("removed {}", layout.autostart.display()),
+        );
+    }
+    if changed.is_empty() {
+        println!("already installed; nothing changed");
+    } else {
+        for c in &changed {
+            println!("{c}");
+        }
+        reload_systemd();
+    }
+    let at_login = match (enable, entry) {
+        (true, true) => "the daemon and the desktop window start at login",
+        (true, false) => "the daemon starts at login (ui.autostart_mode = daemon)",
+        _ => {
+            "nothing starts at login (ui.autostart / ui.autostart_mode); clients start the daemon when needed"
+        }
+    };
+    println!("{at_login}");
+    println!(
+        "start it now with `systemctl --user start {UNIT_NAME}` (or let any `sayri` command start it)"
+    );
+    Ok(())
+}
+
+/// Runs `sayri uninstall --user [--purge]`.
+pub fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
+    let layout = Layout::from_env()?;
+    if purge && std::os::unix::net::UnixStream::connect(paths.socket()).is_ok() {
+        anyhow::bail!(
+            "the daemon is running; stop it first (`sayri quit`, or `systemctl --user stop {UNIT_NAME}`), then purge; nothing was removed"
+        );
+    }
+    if layout.unit.exists() {
+        // A running service is stopped before its unit goes (ignored without a user manager).
+        let _ = std::process::Command::new("systemctl")
+            .args(["--user", "stop", UNIT_NAME])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    let mut removed = Vec::new();
+    for p in [
+        &layout.wants_link,
+        &layout.autostart,
+        &layout.launcher,
+        &layout.icon,
+        &layout.unit,
+    ] {
+        if remove(p)? {
+            removed.push(p.display().to_string());
+        }
+    }
+    if removed.is_empty() {
+        println!("nothing was installed");
+    } else {
+        for r in &removed {
+            println!("removed {r}");
+        }
+        reload_systemd();
+    }
+    if purge {
+        for dir in [&paths.config_dir, &paths.state_dir] {
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => println!("deleted {}", dir.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot delete {}", dir.display()));
+                }
+            }
+        }
+    } else {
+        println!(
+            "your settings, agents, vault and conversations are kept in {} and {} (`--purge` deletes them)",
+            paths.config_dir.display(),
+            paths.state_dir.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The .deb ships these files as they are; they must be what `install --user` writes for
+    /// `/usr/bin/sayri`.
+    #[test]
+    fn the_packaged_unit_and_launcher_are_the_generated_ones() {
+        let exe = Path::new("/usr/bin/sayri");
+        assert_eq!(include_str!("../../data/sayri.service"), unit_text(exe));
+        assert_eq!(
+            include_str!("../../data/sayri.desktop"),
+            desktop_text(&launcher_exec(exe, false), false)
+        );
+    }
+
+    #[test]
+    fn exec_lines_quote_paths_with_spaces() {
+        assert_eq!(
+            launcher_exec(Path::new("/opt/my apps/sayri"), false),
+            "\"/opt/my apps/sayri\" web --open"
+        );
+        assert_eq!(
+            launcher_exec(Path::new("/usr/bin/sayri"), true),
+            "/usr/bin/sayri-orb"
+        );
+    }
+}

@@ -1,0 +1,390 @@
+//! Front-ends the daemon can run, and the plugins it has: `ui_list`, `ui_start`, `ui_stop`,
+//! `ui_status`, `plugins_list`, `plugin_set_enabled`.
+//!
+//! * **UIs.** Sayri's own front-ends: `orb` (the GTK4 orb, program `sayri-orb`; also reached
+//!   as `desktop`, `sayri-ui-orb`, `legacy`) and `web` (the web bubble, `sayri web --port 0`:
+//!   a free loopback port, its login address in `$RUNTIME/sayri-web.url`). A started UI is a
+//!   supervised program named `ui-<id>` (log `$STATE/logs/ui-<id>.log`, restarted after a
+//!   crash, stopped with the daemon); `ui_stop` stops exactly that one, `killall` keeps the
+//!   one it names. Nothing is ever found or signalled by its process name. Its connections
+//!   count as the person's ([`front_end_keepers`]): only the person can start one (`ui_start`
+//!   is management), and it must be able to answer permission cards.
+//! * **Plugins.** The channel gateways Sayri can run (`sayri-gateway-<id>` beside `sayri` or
+//!   on `PATH`) and the UIs above. None of them has a background service of its own, so
+//!   `plugin_set_enabled` answers that (skills, Sayri's other extensions, are `skills_*`).
+
+use crate::daemon::DaemonState;
+use crate::daemon::dispatch::Ctx;
+use crate::supervisor::{ChildSpec, ChildState, ChildStatus};
+use sayri_protocol::params::{
+    PluginSetEnabledParams, PluginsListParams, UiListParams, UiStartParams, UiStatusParams,
+    UiStopParams,
+};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// One front-end Sayri can run.
+#[derive(Debug, Clone, Copy)]
+struct Ui {
+    id: &'static str,
+    name: &'static str,
+    kind: &'static str,
+    description: &'static str,
+}
+
+/// Every front-end, in listing order.
+const UIS: [Ui; 2] = [
+    Ui {
+        id: "orb",
+        name: "Sayri orb",
+        kind: "orb",
+        description: "The desktop orb and its card (GTK4); needs a graphical session.",
+    },
+    Ui {
+        id: "web",
+        name: "Web bubble",
+        kind: "web",
+        description: "The assistant in a browser tab on 127.0.0.1; its login address is written to sayri-web.url in the runtime folder.",
+    },
+];
+
+/// The UI an id names: the id itself, `sayri-ui-<id>`, `sayri-<id>`, its display name, and
+/// for the orb the original's built-in names (`desktop`, `legacy`, `default`).
+fn find(id: &str) -> Option<Ui> {
+    let id = id.trim();
+    let bare = id
+        .strip_prefix("sayri-ui-")
+        .or_else(|| id.strip_prefix("sayri-"))
+        .unwrap_or(id);
+    let bare = match bare {
+        "desktop" | "legacy" | "default" => "orb",
+        other => other,
+    };
+    UIS.iter()
+        .find(|u| u.id == bare || u.name.eq_ignore_ascii_case(id))
+        .copied()
+}
+
+fn unknown_ui(id: &str) -> ProtocolError {
+    let ids: Vec<&str> = UIS.iter().map(|u| u.id).collect();
+    ProtocolError::new(
+        ErrorCode::NotFound,
+        format!(
+            "no UI named {id:?}; the UIs are {} (`ui_list` shows them)",
+            ids.join(", ")
+        ),
+    )
+}
+
+fn child_name(ui: &Ui) -> String {
+    format!("ui-{}", ui.id)
+}
+
+/// Whether a supervised program of this state counts as running.
+fn is_running(s: &ChildStatus) -> bool {
+    matches!(
+        s.state,
+        ChildState::Starting | ChildState::Running | ChildState::Backoff
+    )
+}
+
+fn is_executable(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `program` beside the `sayri` executable, else on `PATH`.
+fn find_program(program: &str) -> Option<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(program)));
+    beside.filter(|p| is_executable(p)).or_else(|| {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .filter(|d| d.is_absolute())
+                .map(|d| d.join(program))
+                .find(|p| is_executable(p))
+        })
+    })
+}
+
+/// The supervised program that runs `ui`.
+///
+/// # Errors
+/// Its program is missing, or (the orb) the daemon has no graphical session to show it in.
+fn spec_for(state: &DaemonState, ui: &Ui) -> Result<ChildSpec, ProtocolError> {
+    let paths = &state.paths;
+    let mut spec = match ui.id {
+        "orb" => {
+            let program = find_program("sayri-orb").ok_or_else(|| {
+                ProtocolError::new(
+                    ErrorCode::NotFound,
+                    "the orb is not installed: sayri-orb is neither beside sayri nor on PATH (it is built with `cargo build -p sayri-orb`)",
+                )
+            })?;
+            let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+                .iter()
+                .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+            if !display {
+                return Err(ProtocolError::invalid_params(
+                    "the orb needs a graphical session, and the daemon has none (neither DISPLAY nor WAYLAND_DISPLAY is set in its environment); start the daemon from your desktop session",
+                ));
+            }
+            let mut spec = ChildSpec::new(child_name(ui), program);
+            for var in [
+                "DISPLAY",
+                "WAYLAND_DISPLAY",
+                "XDG_SESSION_TYPE",
+                "DBUS_SESSION_BUS_ADDRESS",
+                "XAUTHORITY",
+            ] {
+                if let Some(v) = std::env::var_os(var) {
+                    spec = spec.env(var, v.to_string_lossy());
+                }
+            }
+            spec
+        }
+        _ => {
+            let exe = std::env::current_exe().map_err(|e| {
+                ProtocolError::internal(format!("cannot find the sayri program: {e}"))
+            })?;
+            ChildSpec::new(child_name(ui), exe)
+                .arg("web")
+                .arg("--port")
+                .arg("0")
+        }
+    };
+    spec = spec
+        .env("SAYRI_CONFIG_DIR", paths.config_dir.to_string_lossy())
+        .env("SAYRI_STATE_DIR", paths.state_dir.to_string_lossy());
+    Ok(spec)
+}
+
+/// The keeper pids of the UIs running now: a process of their trees is the person's front-end
+/// (see `command_peer::peer_is_command_outside`), so the orb or the web bubble started with
+/// `ui_start` may answer permission cards like one the person started.
+pub fn front_end_keepers(state: &DaemonState) -> Vec<i32> {
+    state
+        .supervisor
+        .list()
+        .into_iter()
+        .filter(|s| s.name.starts_with("ui-") && is_running(s))
+        .filter_map(|s| i32::try_from(s.keeper_pid?).ok())
+        .collect()
+}
+
+/// A UI as listed: `{id, name, version, description, kind, running, pid, is_default, state,
+/// log_file}` (`state`, `pid`, `log_file` null when it was never started).
+fn describe(state: &DaemonState, ui: &Ui) -> Value {
+    let status = state.supervisor.status(&child_name(ui));
+    let default = state.config().ui.default_ui;
+    let is_default =
+        find(&default).is_some_and(|d| d.id == ui.id) || (default.is_empty() && ui.id == "orb");
+    json!({
+        "id": ui.id, "name": ui.name, "version": env!("CARGO_PKG_VERSION"),
+        "description": ui.description, "kind": ui.kind,
+        "running": status.as_ref().is_some_and(is_running),
+        "pid": status.as_ref().and_then(|s| s.pid),
+        "state": status.as_ref().map(|s| s.state),
+        "last_error": status.as_ref().and_then(|s| s.last_error.clone()),
+        "log_file": status.as_ref().map(|s| s.log_file.clone()),
+        "is_default": is_default,
+    })
+}
+
+/// `ui_list` → every UI with whether it runs.
+pub async fn ui_list(_: UiListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    Ok(Value::Array(
+        UIS.iter().map(|u| describe(&ctx.daemon, u)).collect(),
+    ))
+}
+
+/// `ui_start {ui_id}` → `{ui_id, running, already_running, pid, log_file}` (`already_running`
+/// when it ran before the call; nothing is started twice).
+///
+/// # Errors
+/// `not_found` for an unknown UI or a missing program; `invalid_params` for the orb without a
+/// graphical session.
+pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
+    let name = child_name(&ui);
+    if let Some(s) = ctx.daemon.supervisor.status(&name).filter(is_running) {
+        return Ok(
+            json!({"ui_id": ui.id, "running": true, "already_running": true,
+                         "pid": s.pid, "log_file": s.log_file}),
+        );
+    }
+    let spec = spec_for(&ctx.daemon, &ui)?;
+    let s = ctx
+        .daemon
+        .supervisor
+        .start(spec)
+        .map_err(|e| ProtocolError::internal(e.to_string()))?;
+    Ok(
+        json!({"ui_id": ui.id, "running": is_running(&s), "already_running": false,
+              "pid": s.pid, "log_file": s.log_file}),
+    )
+}
+
+/// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI (and waits until it is gone);
+/// `stopped` is false when it was not running.
+///
+/// # Errors
+/// `not_found` for an unknown UI.
+pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
+    let name = child_name(&ui);
+    let was = ctx
+        .daemon
+        .supervisor
+        .status(&name)
+        .is_some_and(|s| is_running(&s));
+    if was {
+        ctx.daemon
+            .supervisor
+            .stop(&name)
+            .await
+            .map_err(|e| ProtocolError::internal(e.to_string()))?;
+    }
+    Ok(json!({"ui_id": ui.id, "stopped": was}))
+}
+
+/// `ui_status {ui_id}` → `{ui_id, running, pid, state, last_error, log_file}`.
+///
+/// # Errors
+/// `not_found` for an unknown UI.
+pub async fn ui_status(p: UiStatusParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
+    let d = describe(&ctx.daemon, &ui);
+    Ok(
+        json!({"ui_id": ui.id, "running": d["running"], "pid": d["pid"], "state": d["state"],
+              "last_error": d["last_error"], "log_file": d["log_file"]}),
+    )
+}
+
+/// The gateway programs found (`sayri-gateway-<id>` beside `sayri`, then on `PATH`), by id.
+fn gateway_plugins() -> Vec<(String, PathBuf)> {
+    let prefix = crate::gateways::launch::PROGRAM_PREFIX;
+    let mut dirs: Vec<PathBuf> = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(PathBuf::from))
+        .into_iter()
+        .collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path).filter(|d| d.is_absolute()));
+    }
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut here: Vec<(String, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let id = name.strip_prefix(prefix)?.to_string();
+                let valid = !id.is_empty()
+                    && id
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                (valid && is_executable(&e.path())).then(|| (id, e.path()))
+            })
+            .collect();
+        here.sort();
+        for (id, path) in here {
+            if !found.iter().any(|(f, _)| *f == id) {
+                found.push((id, path));
+            }
+        }
+    }
+    found
+}
+
+/// `plugins_list` → `[{id, name, description, version, type, auth_mode, required_secrets, path,
+/// has_service, service_enabled, service_running}]`: the gateway programs found, then the UIs.
+pub async fn plugins_list(_: PluginsListParams, _ctx: Ctx) -> Result<Value, ProtocolError> {
+    let gateways = tokio::task::spawn_blocking(gateway_plugins)
+        .await
+        .map_err(|e| ProtocolError::internal(format!("plugins_list stopped: {e}")))?;
+    let mut out: Vec<Value> = gateways
+        .into_iter()
+        .map(|(id, path)| {
+            let telegram = id == "telegram";
+            json!({
+                "id": id, "name": if telegram { "Telegram".to_string() } else { id.clone() },
+                "description": if telegram {
+                    "Answers paired Telegram chats (a gateway instance runs it; see gateway_save)."
+                } else {
+                    "A channel gateway program (a gateway instance with this plugin runs it)."
+                },
+                "version": if telegram { json!(env!("CARGO_PKG_VERSION")) } else { Value::Null },
+                "type": "gateway", "auth_mode": "pairing_otp",
+                "required_secrets": if telegram { json!(["TELEGRAM_BOT_TOKEN"]) } else { json!([]) },
+                "path": path, "has_service": false, "service_enabled": null,
+                "service_running": null,
+            })
+        })
+        .collect();
+    for ui in &UIS {
+        out.push(json!({
+            "id": ui.id, "name": ui.name, "description": ui.description,
+            "version": env!("CARGO_PKG_VERSION"), "type": "ui", "auth_mode": "none",
+            "required_secrets": [], "path": null, "has_service": false,
+            "service_enabled": null, "service_running": null,
+        }));
+    }
+    Ok(Value::Array(out))
+}
+
+/// `plugin_set_enabled {plugin_id, enabled}`: turns a plugin's background service on or off.
+/// No plugin of this Sayri has one, so a known plugin answers that (and nothing changes).
+///
+/// # Errors
+/// `not_found` for an unknown plugin; `invalid_params` saying that it has no background service
+/// (start a gateway with `gateway_start`, a UI with `ui_start`).
+pub async fn plugin_set_enabled(
+    p: PluginSetEnabledParams,
+    ctx: Ctx,
+) -> Result<Value, ProtocolError> {
+    let listed = plugins_list(PluginsListParams {}, ctx).await?;
+    let known = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["id"] == p.plugin_id.as_str())
+        .cloned();
+    match known {
+        None => Err(ProtocolError::new(
+            ErrorCode::NotFound,
+            format!(
+                "plugin not found: {} (`plugins_list` shows the plugins)",
+                p.plugin_id
+            ),
+        )),
+        Some(v) => Err(ProtocolError::invalid_params(format!(
+            "{} has no background service to {}; {}",
+            p.plugin_id,
+            if p.enabled { "enable" } else { "disable" },
+            if v["type"] == "ui" {
+                "start or stop the UI with ui_start / ui_stop"
+            } else {
+                "start or stop a gateway instance with gateway_start / gateway_stop"
+            }
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ui_ids_accept_the_original_names() {
+        for id in ["orb", "desktop", "sayri-ui-orb", "legacy", "Sayri orb"] {
+            assert_eq!(find(id).map(|u| u.id), Some("orb"), "{id}");
+        }
+        assert_eq!(find("sayri-web").map(|u| u.id), Some("web"));
+        assert!(find("clippy").is_none());
+    }
+}
