@@ -649,8 +649,8 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
         parts.join(", "),
         (!fixes.is_empty()).then(|| fixes.join("; ")),
     ));
-    let inputs = audio_devices(true);
-    let outputs = audio_devices(false);
+    let inputs = super::voice::devices(true);
+    let outputs = super::voice::devices(false);
     let file_mic = cfg.stt.mic_device.starts_with("file:");
     let file_out = cfg.tts.output_device.starts_with("file:");
     let have_in = file_mic || !inputs.is_empty();
@@ -679,22 +679,6 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
             "this machine shows no sound card to Sayri; on a desktop, check that PipeWire/PulseAudio runs and `arecord -l`/`aplay -l` list devices (`sayri voice status` lists what Sayri sees)".to_string()
         }),
     ));
-}
-
-fn audio_devices(input: bool) -> Vec<String> {
-    #[cfg(feature = "voice")]
-    {
-        if input {
-            sayri_voice::audio::device::input_devices()
-        } else {
-            sayri_voice::audio::device::output_devices()
-        }
-    }
-    #[cfg(not(feature = "voice"))]
-    {
-        let _ = input;
-        Vec::new()
-    }
 }
 
 /// The D-Bus session bus and the notification service on it.

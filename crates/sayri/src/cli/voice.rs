@@ -482,7 +482,7 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
 }
 
 /// Sound card devices (input or output), default first; empty without sound card support.
-fn devices(input: bool) -> Vec<String> {
+pub(crate) fn devices(input: bool) -> Vec<String> {
     #[cfg(feature = "voice")]
     {
         if input {

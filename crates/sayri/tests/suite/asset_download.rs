@@ -95,29 +95,10 @@ fn daemon(env: &Env, models: &Path, piper: &Path, speaker: &Path) -> Daemon {
         ),
     )
     .unwrap();
-    let log = std::fs::File::create(env.daemon_log()).unwrap();
-    let child = env
-        .cmd()
-        .env("SAYRI_VOICE_MODELS_DIR", models)
-        .env("SAYRI_PIPER", piper)
-        .arg("daemon")
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let d = Daemon {
-        child: Some(child),
-        log: env.daemon_log(),
-    };
-    assert!(
-        eventually(Duration::from_secs(15), || RawClient::try_connect(
-            &env.socket()
-        )
-        .is_ok()),
-        "daemon did not start: {}",
-        d.log_text()
-    );
-    d
+    let mut c = env.cmd();
+    c.env("SAYRI_VOICE_MODELS_DIR", models)
+        .env("SAYRI_PIPER", piper);
+    env.start_daemon_cmd(c)
 }
 
 /// `asset_progress` events of `token` until the one with `done`.

@@ -652,28 +652,9 @@ fn daemon_with_path(env: &Env, bin: &std::path::Path) -> Daemon {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let log = std::fs::File::create(env.daemon_log()).unwrap();
-    let child = env
-        .cmd()
-        .env("PATH", path)
-        .arg("daemon")
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let d = Daemon {
-        child: Some(child),
-        log: env.daemon_log(),
-    };
-    assert!(
-        eventually(Duration::from_secs(15), || RawClient::try_connect(
-            &env.socket()
-        )
-        .is_ok()),
-        "daemon did not start: {}",
-        d.log_text()
-    );
-    d
+    let mut c = env.cmd();
+    c.env("PATH", path);
+    env.start_daemon_cmd(c)
 }
 
 /// The files the calls use, under `env`'s temporary directory.

@@ -97,28 +97,9 @@ fn words(s: &str) -> String {
 
 /// A daemon with the voice model store.
 fn start_voice_daemon(env: &Env, models: &Path) -> Daemon {
-    let log = std::fs::File::create(env.daemon_log()).unwrap();
-    let child = env
-        .cmd()
-        .env("SAYRI_VOICE_MODELS_DIR", models)
-        .arg("daemon")
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let d = Daemon {
-        child: Some(child),
-        log: env.daemon_log(),
-    };
-    assert!(
-        eventually(Duration::from_secs(15), || RawClient::try_connect(
-            &env.socket()
-        )
-        .is_ok()),
-        "daemon did not start: {}",
-        d.log_text()
-    );
-    d
+    let mut c = env.cmd();
+    c.env("SAYRI_VOICE_MODELS_DIR", models);
+    env.start_daemon_cmd(c)
 }
 
 fn client(env: &Env) -> RawClient {
