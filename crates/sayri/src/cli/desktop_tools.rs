@@ -5,7 +5,9 @@
 //!   search (`• <title>: <snippet without tags>`; Spanish Wikipedia for a query with a Spanish
 //!   keyword) and ArchWiki opensearch (up to two `• ArchWiki [<title>](<link>)`), 5 s each;
 //!   prints the first N lines, or says nothing was found and what to try instead. The endpoints
-//!   are the settings `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`.
+//!   are the settings `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`;
+//!   the daemon hands them to every command it runs as [`LOOKUP_ENV`] (a level 1–2 sandbox
+//!   hides the settings file), and those variables win over the file.
 //! * `sayri screenshot [PATH]`: GNOME Shell's screenshot interface on D-Bus, then `grim`,
 //!   `spectacle`, `gnome-screenshot` and ImageMagick `import` (X11), 8 s each; a non-empty file
 //!   counts; prints `Screenshot saved to: PATH`, or an error naming what each one answered.
@@ -48,9 +50,51 @@ pub struct LookupArgs {
     pub limit: usize,
 }
 
-/// The endpoints, from the settings (defaults when the settings file cannot be read, as inside
-/// a level 1–2 sandbox, which hides Sayri's configuration).
-fn lookup_endpoints(paths: &Paths) -> anyhow::Result<(String, String, String)> {
+/// Environment variables carrying the lookup endpoints into commands the daemon runs, in
+/// source order: `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`.
+/// Set, they win over the settings file (a level 1–2 sandbox hides it).
+pub const LOOKUP_ENV: [&str; 3] = [
+    "SAYRI_LOOKUP_DUCKDUCKGO_URL",
+    "SAYRI_LOOKUP_WIKIPEDIA_URL",
+    "SAYRI_LOOKUP_ARCHWIKI_URL",
+];
+
+/// The environment the daemon gives every command for `sayri lookup`: [`LOOKUP_ENV`] with the
+/// configured endpoints.
+pub fn lookup_env(cfg: &sayri_core::domain::config::Config) -> Vec<(String, String)> {
+    let urls = [
+        &cfg.lookup.duckduckgo_url,
+        &cfg.lookup.wikipedia_url,
+        &cfg.lookup.archwiki_url,
+    ];
+    LOOKUP_ENV
+        .iter()
+        .zip(urls)
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+/// The desktop tools this build has, as the system prompt offers them: `sayri notify` only
+/// with D-Bus support (the `dbus` feature).
+pub fn offered() -> sayri_core::domain::prompt::DesktopTools {
+    sayri_core::domain::prompt::DesktopTools {
+        lookup: true,
+        screenshot: true,
+        notify: cfg!(feature = "dbus"),
+    }
+}
+
+/// The endpoints: each [`LOOKUP_ENV`] variable that is set and non-empty, else the settings
+/// file's value (the default when the file cannot be read, as inside a level 1–2 sandbox,
+/// which hides Sayri's configuration).
+fn lookup_endpoints(paths: &Paths) -> anyhow::Result<[String; 3]> {
+    let from_env: Vec<Option<String>> = LOOKUP_ENV
+        .iter()
+        .map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .collect();
+    if let [Some(d), Some(w), Some(a)] = from_env.as_slice() {
+        return Ok([d.clone(), w.clone(), a.clone()]);
+    }
     let cfg = match crate::config_file::load(&paths.config_file()) {
         Ok((c, _)) => c,
         Err(crate::config_file::ConfigFileError::Read { .. }) => {
@@ -58,11 +102,18 @@ fn lookup_endpoints(paths: &Paths) -> anyhow::Result<(String, String, String)> {
         }
         Err(e) => return Err(e.into()),
     };
-    Ok((
+    let file = [
         cfg.lookup.duckduckgo_url,
         cfg.lookup.wikipedia_url,
         cfg.lookup.archwiki_url,
-    ))
+    ];
+    let mut out = file;
+    for (slot, v) in out.iter_mut().zip(from_env) {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    }
+    Ok(out)
 }
 
 /// Removes HTML tags and decodes the few entities search snippets carry.
@@ -224,7 +275,7 @@ pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
     if query.trim().is_empty() {
         bail!("give something to look up, e.g. `sayri lookup \"wayland screen sharing\"`");
     }
-    let (ddg, wiki, arch) = lookup_endpoints(paths)?;
+    let [ddg, wiki, arch] = lookup_endpoints(paths)?;
     let (lines, notes) = lookup_lines(&ddg, &wiki, &arch, &query).await?;
     for n in &notes {
         eprintln!("sayri lookup: {}", terminal_safe(n));
