@@ -313,8 +313,22 @@ mod tests {
     fn the_prompt_says_whether_commands_run_as_root() {
         let p = AgentProfile::builtin_default();
         assert_eq!(p.sandbox.level, SandboxLevel::HostUser);
-        let user = build_system_prompt(&p, &[], &Host { root: false, ..DESKTOP });
-        let root = build_system_prompt(&p, &[], &Host { root: true, ..DESKTOP });
+        let user = build_system_prompt(
+            &p,
+            &[],
+            &Host {
+                root: false,
+                ..DESKTOP
+            },
+        );
+        let root = build_system_prompt(
+            &p,
+            &[],
+            &Host {
+                root: true,
+                ..DESKTOP
+            },
+        );
         assert!(user.contains("as the user (not root)"), "{user}");
         assert!(
             !root.contains("not root") && root.contains("as root"),

@@ -265,7 +265,11 @@ fn desktop_tools_are_judged_like_any_other_command() {
     let d = decide_at(L3, lookup_allowed, "sayri lookup wayland");
     assert_eq!(d.effect, Allow, "{}", d.reason);
     let lookup_denied = r#"[{"action":"shell","resource":"sayri lookup *","effect":"deny"}]"#;
-    let d = decide_at(SandboxLevel::ReadOnly, lookup_denied, "sayri lookup wayland");
+    let d = decide_at(
+        SandboxLevel::ReadOnly,
+        lookup_denied,
+        "sayri lookup wayland",
+    );
     assert_eq!(d.effect, Deny, "{}", d.reason);
     // … and allowing a desktop tool never reaches Sayri's own management.
     let d = decide_at(

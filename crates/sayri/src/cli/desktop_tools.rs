@@ -155,6 +155,19 @@ fn wikipedia_for(url: &str, query: &str) -> String {
     }
 }
 
+/// An error with its causes (`error sending request: …: Connection refused`), without the
+/// request's address (the caller names the source).
+fn with_causes(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}
+
 async fn get_json(
     client: &reqwest::Client,
     url: &str,
@@ -165,7 +178,7 @@ async fn get_json(
     let resp = tokio::time::timeout(LOOKUP_TIMEOUT, send)
         .await
         .map_err(|_| format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
-        .map_err(|e| e.to_string())?;
+        .map_err(with_causes)?;
     if !resp.status().is_success() {
         return Err(format!("HTTP {}", resp.status()));
     }
@@ -269,6 +282,17 @@ pub async fn lookup_lines(
     Ok((lines, notes))
 }
 
+/// Whether this process sees a network interface other than loopback: `/proc/net/dev` lists
+/// the interfaces of the reader's network namespace, and a level 1–2 sandbox without network
+/// has only `lo`. An unreadable list counts as yes.
+fn sees_network() -> bool {
+    std::fs::read_to_string("/proc/net/dev").map_or(true, |text| {
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .any(|(name, _)| name.trim() != "lo")
+    })
+}
+
 /// Runs `sayri lookup`.
 pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
     let query = args.query.join(" ");
@@ -277,6 +301,12 @@ pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
     }
     let [ddg, wiki, arch] = lookup_endpoints(paths)?;
     let (lines, notes) = lookup_lines(&ddg, &wiki, &arch, &query).await?;
+    if lines.is_empty() && notes.len() == 3 && !sees_network() {
+        bail!(
+            "no web source could be reached: this command runs without network (a level 1–2 sandbox of an agent whose network is off). \
+             Allow the agent's network with `sayri agents edit AGENT --network yes`, or run it at level 3"
+        );
+    }
     for n in &notes {
         eprintln!("sayri lookup: {}", terminal_safe(n));
     }
