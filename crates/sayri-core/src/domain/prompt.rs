@@ -310,6 +310,67 @@ mod tests {
     }
 
     #[test]
+    fn the_desktop_tools_line_offers_only_what_works_at_the_level() {
+        let prompt_at = |level, network, tools: DesktopTools, allowed: &[&str]| {
+            let mut p = AgentProfile::builtin_default();
+            p.sandbox.level = level;
+            p.sandbox.allow_network = network;
+            p.allowed_tools = allowed.iter().map(|t| t.to_string()).collect();
+            let host = Host {
+                tools,
+                ..Host::default()
+            };
+            build_system_prompt(&p, &[], &host)
+        };
+        let all = DesktopTools::ALL;
+        let lines = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.contains("sayri lookup") || l.contains("sayri screenshot"))
+                .map(str::to_string)
+                .collect()
+        };
+        // On the host: every tool, in one line.
+        let host = prompt_at(SandboxLevel::HostUser, false, all, &[]);
+        assert_eq!(
+            lines(&host),
+            [
+                "Desktop tools: `sayri lookup QUERY` (web facts), `sayri screenshot`, `sayri notify TITLE [BODY]`."
+            ],
+            "{host}"
+        );
+        assert_eq!(
+            lines(&prompt_at(SandboxLevel::HostRoot, false, all, &[])).len(),
+            1
+        );
+        // In a sandbox: the lookup only, and only with network.
+        for level in [SandboxLevel::ReadOnly, SandboxLevel::IsolatedDev] {
+            let net = prompt_at(level, true, all, &[]);
+            assert_eq!(
+                lines(&net),
+                ["Desktop tools: `sayri lookup QUERY` (web facts)."],
+                "{net}"
+            );
+            let offline = prompt_at(level, false, all, &[]);
+            assert!(!offline.contains("Desktop tools"), "{offline}");
+        }
+        // Conversation only, no bash, or a build without them: no line.
+        assert!(!prompt_at(SandboxLevel::NoExec, true, all, &[]).contains("sayri lookup"));
+        let no_bash = prompt_at(SandboxLevel::HostUser, true, all, &["read_skill"]);
+        assert!(!no_bash.contains("Desktop tools"), "{no_bash}");
+        let none = prompt_at(SandboxLevel::HostUser, true, DesktopTools::default(), &[]);
+        assert!(!none.contains("Desktop tools"), "{none}");
+        let without_notify = DesktopTools {
+            notify: false,
+            ..all
+        };
+        let text = prompt_at(SandboxLevel::HostUser, true, without_notify, &[]);
+        assert!(
+            text.contains("`sayri screenshot`.") && !text.contains("sayri notify"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn the_prompt_says_whether_commands_run_as_root() {
         let p = AgentProfile::builtin_default();
         assert_eq!(p.sandbox.level, SandboxLevel::HostUser);

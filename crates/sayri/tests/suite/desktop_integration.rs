@@ -976,6 +976,15 @@ fn sandboxed_lookup_observation(env: &Env, web: &WebSources, level: &str, networ
         .filter(|b| !sayri_testkit::turns::is_title_request(b))
         .collect();
     assert_eq!(turns.len(), 2, "{turns:#?}");
+    // The prompt offers the lookup only where the commands have network, and never the tools
+    // a sandbox cannot reach.
+    let system = turns[0]["messages"][0]["content"].as_str().unwrap_or("");
+    assert_eq!(
+        system.contains("Desktop tools: `sayri lookup QUERY` (web facts).\n"),
+        network,
+        "{system}"
+    );
+    assert!(!system.contains("sayri screenshot"), "{system}");
     let _ = env.run(&["quit", "--no-start"]);
     sayri_testkit::turns::last_content(&turns[1])
 }
