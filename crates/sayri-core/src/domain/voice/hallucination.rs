@@ -123,7 +123,7 @@ pub fn collapse_repetition(text: &str) -> String {
         .collect();
     let n = bare.len();
     for unit in MIN_LOOP_WORDS..=n / 2 {
-        if n % unit == 0 && (unit..n).all(|i| bare[i] == bare[i % unit]) {
+        if n.is_multiple_of(unit) && (unit..n).all(|i| bare[i] == bare[i % unit]) {
             return tokens[..unit].join(" ");
         }
     }
