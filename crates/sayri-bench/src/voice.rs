@@ -139,7 +139,7 @@ fn not_measured(store: &ModelStore, missing: &[String]) -> Section {
 fn speak(install: &Install, text: &str, wav: &Path) -> Result<Vec<i16>, String> {
     let out = install
         .cmd()
-        .args(["say", "--to-file"])
+        .args(["say", "--reproducible", "--to-file"])
         .arg(wav)
         .arg(text)
         .output()
