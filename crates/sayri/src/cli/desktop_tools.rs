@@ -60,16 +60,21 @@ pub const LOOKUP_ENV: [&str; 3] = [
 ];
 
 /// The environment the daemon gives every command for `sayri lookup`: [`LOOKUP_ENV`] with the
-/// configured endpoints.
+/// configured endpoints. An endpoint with credentials in it (`https://user:pass@host/`) is
+/// left out: a sandboxed command must not learn them.
 pub fn lookup_env(cfg: &sayri_core::domain::config::Config) -> Vec<(String, String)> {
     let urls = [
         &cfg.lookup.duckduckgo_url,
         &cfg.lookup.wikipedia_url,
         &cfg.lookup.archwiki_url,
     ];
+    let has_credentials = |u: &str| {
+        url::Url::parse(u).map_or(true, |u| !u.username().is_empty() || u.password().is_some())
+    };
     LOOKUP_ENV
         .iter()
         .zip(urls)
+        .filter(|(_, v)| !has_credentials(v))
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect()
 }
@@ -505,6 +510,27 @@ pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_get_the_configured_endpoints_but_never_credentials() {
+        let mut cfg = crate::config_file::user_defaults();
+        cfg.lookup.duckduckgo_url = "http://127.0.0.1:8/ddg".into();
+        cfg.lookup.wikipedia_url = "https://me:hunter2@wiki.example/api.php".into();
+        let env = lookup_env(&cfg);
+        assert_eq!(
+            env,
+            [
+                (
+                    "SAYRI_LOOKUP_DUCKDUCKGO_URL".to_string(),
+                    "http://127.0.0.1:8/ddg".to_string()
+                ),
+                (
+                    "SAYRI_LOOKUP_ARCHWIKI_URL".to_string(),
+                    "https://wiki.archlinux.org/api.php".to_string()
+                ),
+            ]
+        );
+    }
 
     #[test]
     fn snippets_lose_their_markup() {
