@@ -173,6 +173,7 @@ pub fn build_tts(
 pub fn open_input(device: &Device) -> Result<Box<dyn AudioSource>, AudioError> {
     match device {
         Device::File(p) => Ok(Box::new(WavSource::open(p)?)),
+        Device::LiveFile(p) => Ok(Box::new(WavSource::open(p)?.realtime())),
         #[cfg(feature = "mic")]
         Device::Default => Ok(Box::new(crate::audio::device::DeviceSource::closed(""))),
         #[cfg(feature = "mic")]
@@ -191,6 +192,10 @@ pub fn open_input(device: &Device) -> Result<Box<dyn AudioSource>, AudioError> {
 pub fn open_output(device: &Device) -> Result<Box<dyn AudioSink>, AudioError> {
     match device {
         Device::File(p) => Ok(Box::new(WavSink::create(p)?)),
+        Device::LiveFile(p) => Err(AudioError::Io(format!(
+            "live-file:{} is a microphone source; a speaker writes to file:PATH",
+            p.display()
+        ))),
         #[cfg(feature = "mic")]
         Device::Default => Ok(Box::new(crate::audio::device::DeviceSink::open("")?)),
         #[cfg(feature = "mic")]
