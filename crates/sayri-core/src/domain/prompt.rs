@@ -66,6 +66,63 @@ pub fn skill_line(description: &str) -> String {
 pub struct Host {
     /// Commands at the host levels run as root (the daemon's effective user is root).
     pub root: bool,
+    /// The desktop tools this build of `sayri` has.
+    pub tools: DesktopTools,
+}
+
+/// The desktop tools: `sayri` subcommands the model can run in a command (judged by the
+/// permission rules like any command). The prompt announces, in one line, those that can work
+/// where the agent's commands run (see [`desktop_tools_line`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DesktopTools {
+    /// `sayri lookup QUERY`: a read-only web lookup (needs the network).
+    pub lookup: bool,
+    /// `sayri screenshot [PATH]`: a picture of the screen (needs the desktop session).
+    pub screenshot: bool,
+    /// `sayri notify TITLE [BODY]`: a desktop notification (needs the session bus).
+    pub notify: bool,
+}
+
+impl DesktopTools {
+    /// Every desktop tool.
+    pub const ALL: DesktopTools = DesktopTools {
+        lookup: true,
+        screenshot: true,
+        notify: true,
+    };
+}
+
+/// The prompt's line announcing the desktop tools that work at `level` (with `allow_network`
+/// at levels 1–2), or `None` when none does: `sayri lookup` needs the network (levels 3–4
+/// always have it); `sayri screenshot` and `sayri notify` need the desktop session, which only
+/// the host levels (3–4) reach.
+///
+/// ```
+/// use sayri_core::domain::prompt::{DesktopTools, desktop_tools_line};
+/// use sayri_protocol::SandboxLevel;
+/// let all = DesktopTools::ALL;
+/// assert_eq!(desktop_tools_line(SandboxLevel::ReadOnly, false, &all), None);
+/// let l1 = desktop_tools_line(SandboxLevel::ReadOnly, true, &all).unwrap();
+/// assert!(l1.contains("sayri lookup") && !l1.contains("screenshot"));
+/// ```
+pub fn desktop_tools_line(
+    level: SandboxLevel,
+    allow_network: bool,
+    tools: &DesktopTools,
+) -> Option<String> {
+    let host = level >= SandboxLevel::HostUser;
+    let offered: Vec<&str> = [
+        (
+            tools.lookup && (host || allow_network && level > SandboxLevel::NoExec),
+            "`sayri lookup QUERY` (web facts)",
+        ),
+        (tools.screenshot && host, "`sayri screenshot`"),
+        (tools.notify && host, "`sayri notify TITLE [BODY]`"),
+    ]
+    .into_iter()
+    .filter_map(|(on, text)| on.then_some(text))
+    .collect();
+    (!offered.is_empty()).then(|| format!("Desktop tools: {}.", offered.join(", ")))
 }
 
 /// The level in plain words: where a command runs, as whom, and what it can touch.
@@ -127,6 +184,12 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host
             let _ = writeln!(p, "Use only these tools: {}.", tools.join(", "));
         }
         p.push_str("Some need the user's approval or are refused by policy.\n");
+        if allow::permits(&profile.allowed_tools, "bash")
+            && let Some(line) =
+                desktop_tools_line(level, profile.sandbox.allow_network, &host.tools)
+        {
+            let _ = writeln!(p, "{line}");
+        }
 
         let listed: Vec<&SkillSummary> = skills
             .iter()
@@ -184,10 +247,17 @@ mod tests {
     use super::*;
     use crate::domain::tokens::exact::ExactTokenizer;
 
+    /// A host with every desktop tool: the budgets hold for the daemon's longest prompt.
+    const DESKTOP: Host = Host {
+        root: false,
+        tools: DesktopTools::ALL,
+    };
+
     #[test]
     fn default_agent_prompt_fits_its_budget() {
         let tokenizer = ExactTokenizer::load().unwrap();
-        let p = build_system_prompt(&AgentProfile::builtin_default(), &[], &Host::default());
+        let p = build_system_prompt(&AgentProfile::builtin_default(), &[], &DESKTOP);
+        assert!(p.contains("sayri lookup"), "{p}");
         let n = tokenizer.count(&p);
         println!(
             "default agent fixed prompt: {n} tokens (o200k_base), {} bytes",
@@ -197,7 +267,7 @@ mod tests {
         let mut loop_on = AgentProfile::builtin_default();
         loop_on.investigation_loop = true;
         loop_on.reinforcement_learning = true;
-        let n2 = tokenizer.count(&build_system_prompt(&loop_on, &[], &Host::default()));
+        let n2 = tokenizer.count(&build_system_prompt(&loop_on, &[], &DESKTOP));
         println!("with investigation_loop + reinforcement_learning: {n2} tokens");
         assert!(n2 <= FIXED_PROMPT_BUDGET, "{n2}");
     }
@@ -240,11 +310,86 @@ mod tests {
     }
 
     #[test]
+    fn the_desktop_tools_line_offers_only_what_works_at_the_level() {
+        let prompt_at = |level, network, tools: DesktopTools, allowed: &[&str]| {
+            let mut p = AgentProfile::builtin_default();
+            p.sandbox.level = level;
+            p.sandbox.allow_network = network;
+            p.allowed_tools = allowed.iter().map(|t| t.to_string()).collect();
+            let host = Host {
+                tools,
+                ..Host::default()
+            };
+            build_system_prompt(&p, &[], &host)
+        };
+        let all = DesktopTools::ALL;
+        let lines = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.contains("sayri lookup") || l.contains("sayri screenshot"))
+                .map(str::to_string)
+                .collect()
+        };
+        // On the host: every tool, in one line.
+        let host = prompt_at(SandboxLevel::HostUser, false, all, &[]);
+        assert_eq!(
+            lines(&host),
+            [
+                "Desktop tools: `sayri lookup QUERY` (web facts), `sayri screenshot`, `sayri notify TITLE [BODY]`."
+            ],
+            "{host}"
+        );
+        assert_eq!(
+            lines(&prompt_at(SandboxLevel::HostRoot, false, all, &[])).len(),
+            1
+        );
+        // In a sandbox: the lookup only, and only with network.
+        for level in [SandboxLevel::ReadOnly, SandboxLevel::IsolatedDev] {
+            let net = prompt_at(level, true, all, &[]);
+            assert_eq!(
+                lines(&net),
+                ["Desktop tools: `sayri lookup QUERY` (web facts)."],
+                "{net}"
+            );
+            let offline = prompt_at(level, false, all, &[]);
+            assert!(!offline.contains("Desktop tools"), "{offline}");
+        }
+        // Conversation only, no bash, or a build without them: no line.
+        assert!(!prompt_at(SandboxLevel::NoExec, true, all, &[]).contains("sayri lookup"));
+        let no_bash = prompt_at(SandboxLevel::HostUser, true, all, &["read_skill"]);
+        assert!(!no_bash.contains("Desktop tools"), "{no_bash}");
+        let none = prompt_at(SandboxLevel::HostUser, true, DesktopTools::default(), &[]);
+        assert!(!none.contains("Desktop tools"), "{none}");
+        let without_notify = DesktopTools {
+            notify: false,
+            ..all
+        };
+        let text = prompt_at(SandboxLevel::HostUser, true, without_notify, &[]);
+        assert!(
+            text.contains("`sayri screenshot`.") && !text.contains("sayri notify"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn the_prompt_says_whether_commands_run_as_root() {
         let p = AgentProfile::builtin_default();
         assert_eq!(p.sandbox.level, SandboxLevel::HostUser);
-        let user = build_system_prompt(&p, &[], &Host { root: false });
-        let root = build_system_prompt(&p, &[], &Host { root: true });
+        let user = build_system_prompt(
+            &p,
+            &[],
+            &Host {
+                root: false,
+                ..DESKTOP
+            },
+        );
+        let root = build_system_prompt(
+            &p,
+            &[],
+            &Host {
+                root: true,
+                ..DESKTOP
+            },
+        );
         assert!(user.contains("as the user (not root)"), "{user}");
         assert!(
             !root.contains("not root") && root.contains("as root"),

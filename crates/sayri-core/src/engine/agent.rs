@@ -81,6 +81,13 @@ pub struct EngineSettings {
     /// Whether commands at the host levels run as root (the daemon's effective user is root):
     /// the prompt says so instead of "as the user (not root)".
     pub runs_as_root: bool,
+    /// The desktop tools (`sayri` subcommands) this build has; the prompt announces those that
+    /// work at the agent's level.
+    pub desktop_tools: prompt::DesktopTools,
+    /// Environment variables every command receives (after the sandbox's allow-list, before
+    /// the agent's secrets). The daemon passes settings a command of its own needs this way,
+    /// since levels 1–2 hide Sayri's settings file: the `sayri lookup` endpoints.
+    pub command_env: Vec<(String, String)>,
 }
 
 impl Default for EngineSettings {
@@ -95,6 +102,8 @@ impl Default for EngineSettings {
             output_limit: 64 * 1024,
             generate_titles: true,
             runs_as_root: false,
+            desktop_tools: prompt::DesktopTools::default(),
+            command_env: Vec::new(),
         }
     }
 }
@@ -417,8 +426,10 @@ impl AgentEngine {
     pub fn system_prompt(&self, agent: &AgentProfile, level: SandboxLevel) -> String {
         let mut p = agent.clone();
         p.sandbox.level = level.min(agent.sandbox.level);
+        let settings = self.settings();
         let host = prompt::Host {
-            root: self.settings().runs_as_root,
+            root: settings.runs_as_root,
+            tools: settings.desktop_tools,
         };
         prompt::build_system_prompt(&p, &self.offered_skills(), &host)
     }
@@ -562,6 +573,7 @@ impl AgentEngine {
         if cancel.is_cancelled() {
             return refused(INTERRUPTED.into());
         }
+        let settings = self.settings();
         let exec = ExecRequest {
             command: command.to_string(),
             level,
@@ -569,8 +581,8 @@ impl AgentEngine {
             workspace: profile.sandbox.isolated_dir.as_ref().map(PathBuf::from),
             timeout: Duration::from_secs(profile.sandbox.timeout_seconds.max(1)),
             allow_network: profile.sandbox.allow_network,
-            env: Vec::new(),
-            output_limit: self.settings().output_limit,
+            env: settings.command_env,
+            output_limit: settings.output_limit,
         };
         self.ports.sandbox.run(exec, cancel.clone()).await
     }

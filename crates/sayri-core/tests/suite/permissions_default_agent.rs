@@ -218,3 +218,65 @@ fn agents_with_their_own_rules_and_profile_files_keep_their_behaviour() {
     assert_eq!(run("make install DESTDIR=x").effect, Allow);
     assert_eq!(run("cargo build").effect, Ask);
 }
+
+#[test]
+fn desktop_tools_are_judged_like_any_other_command() {
+    // `sayri lookup` sends its query to the web (like `curl`), `sayri screenshot` writes a file
+    // and `sayri notify` reaches the desktop: none is in the read-only table, so on the host
+    // the default agent shows a card, saying why.
+    for command in [
+        "sayri lookup wayland screen sharing",
+        "sayri screenshot",
+        "sayri notify Done 'backup finished'",
+    ] {
+        let d = default_agent_decides(L3, command);
+        assert_eq!(d.effect, Ask, "{command}: {}", d.reason);
+        assert!(d.reason.contains("not a read-only command"), "{}", d.reason);
+    }
+    // With nobody to answer the card, the lookup is refused.
+    let agent = AgentRules::from_profile(&AgentProfile::builtin_default()).unwrap();
+    let unattended = evaluate(
+        Action::Shell,
+        "sayri lookup wayland",
+        &agent,
+        &[],
+        &PolicySet::baseline(),
+        &EvalContext {
+            level: L3,
+            approver_available: false,
+        },
+    );
+    assert_eq!(unattended.effect, Deny, "{}", unattended.reason);
+    assert!(
+        unattended.reason.contains("needs approval"),
+        "{}",
+        unattended.reason
+    );
+    // At levels 1–2 the sandbox confines it (the network only when the agent allows it).
+    for level in [SandboxLevel::ReadOnly, SandboxLevel::IsolatedDev] {
+        let d = default_agent_decides(level, "sayri lookup wayland");
+        assert_eq!(d.effect, Allow, "{level}: {}", d.reason);
+    }
+    // Conversation only: nothing runs.
+    let d = default_agent_decides(SandboxLevel::NoExec, "sayri lookup wayland");
+    assert_eq!(d.effect, Deny, "{}", d.reason);
+    // An agent's own rule decides it, as for any command …
+    let lookup_allowed = r#"[{"action":"shell","resource":"sayri lookup *","effect":"allow"}]"#;
+    let d = decide_at(L3, lookup_allowed, "sayri lookup wayland");
+    assert_eq!(d.effect, Allow, "{}", d.reason);
+    let lookup_denied = r#"[{"action":"shell","resource":"sayri lookup *","effect":"deny"}]"#;
+    let d = decide_at(
+        SandboxLevel::ReadOnly,
+        lookup_denied,
+        "sayri lookup wayland",
+    );
+    assert_eq!(d.effect, Deny, "{}", d.reason);
+    // … and allowing a desktop tool never reaches Sayri's own management.
+    let d = decide_at(
+        L3,
+        r#"[{"action":"shell","resource":"sayri *","effect":"allow"}]"#,
+        "sayri lookup x && sayri config set lookup.duckduckgo_url http://evil.example/",
+    );
+    assert_eq!(d.effect, Deny, "{}", d.reason);
+    assert_eq!(d.source, "baseline", "{}", d.reason);
+}

@@ -4,7 +4,7 @@
 use sayri_core::domain::agents::effective_profile;
 use sayri_core::domain::profile::AgentProfile;
 use sayri_core::domain::prompt::{
-    FIXED_PROMPT_BUDGET_WITH_10_SKILLS, Host, SkillSummary, build_system_prompt,
+    DesktopTools, FIXED_PROMPT_BUDGET_WITH_10_SKILLS, Host, SkillSummary, build_system_prompt,
 };
 use sayri_core::domain::tokens;
 
@@ -33,11 +33,17 @@ fn ten_skills() -> Vec<SkillSummary> {
 #[test]
 fn ten_installed_skills_keep_the_default_agents_fixed_prompt_within_budget() {
     let skills = ten_skills();
-    let p = build_system_prompt(&AgentProfile::builtin_default(), &skills, &Host::default());
+    // Every desktop tool announced: the daemon's longest prompt.
+    let host = Host {
+        tools: DesktopTools::ALL,
+        ..Host::default()
+    };
+    let p = build_system_prompt(&AgentProfile::builtin_default(), &skills, &host);
+    assert!(p.contains("sayri lookup"), "{p}");
     let bare = tokens::exact::count_once(&build_system_prompt(
         &AgentProfile::builtin_default(),
         &[],
-        &Host::default(),
+        &host,
     ))
     .unwrap();
     let n = tokens::exact::count_once(&p).unwrap();

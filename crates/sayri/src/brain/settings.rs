@@ -65,6 +65,8 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
             .filter(|n| *n > 0),
         generate_titles: cfg.agent.auto_title,
         runs_as_root: nix::unistd::geteuid().is_root(),
+        desktop_tools: crate::cli::desktop_tools::offered(),
+        command_env: crate::cli::desktop_tools::lookup_env(cfg),
         ..EngineSettings::default()
     }
 }

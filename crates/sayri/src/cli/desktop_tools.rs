@@ -5,7 +5,9 @@
 //!   search (`• <title>: <snippet without tags>`; Spanish Wikipedia for a query with a Spanish
 //!   keyword) and ArchWiki opensearch (up to two `• ArchWiki [<title>](<link>)`), 5 s each;
 //!   prints the first N lines, or says nothing was found and what to try instead. The endpoints
-//!   are the settings `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`.
+//!   are the settings `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`;
+//!   the daemon hands them to every command it runs as [`LOOKUP_ENV`] (a level 1–2 sandbox
+//!   hides the settings file), and those variables win over the file.
 //! * `sayri screenshot [PATH]`: GNOME Shell's screenshot interface on D-Bus, then `grim`,
 //!   `spectacle`, `gnome-screenshot` and ImageMagick `import` (X11), 8 s each; a non-empty file
 //!   counts; prints `Screenshot saved to: PATH`, or an error naming what each one answered.
@@ -48,9 +50,56 @@ pub struct LookupArgs {
     pub limit: usize,
 }
 
-/// The endpoints, from the settings (defaults when the settings file cannot be read, as inside
-/// a level 1–2 sandbox, which hides Sayri's configuration).
-fn lookup_endpoints(paths: &Paths) -> anyhow::Result<(String, String, String)> {
+/// Environment variables carrying the lookup endpoints into commands the daemon runs, in
+/// source order: `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`.
+/// Set, they win over the settings file (a level 1–2 sandbox hides it).
+pub const LOOKUP_ENV: [&str; 3] = [
+    "SAYRI_LOOKUP_DUCKDUCKGO_URL",
+    "SAYRI_LOOKUP_WIKIPEDIA_URL",
+    "SAYRI_LOOKUP_ARCHWIKI_URL",
+];
+
+/// The environment the daemon gives every command for `sayri lookup`: [`LOOKUP_ENV`] with the
+/// configured endpoints. An endpoint with credentials in it (`https://user:pass@host/`) is
+/// left out: a sandboxed command must not learn them.
+pub fn lookup_env(cfg: &sayri_core::domain::config::Config) -> Vec<(String, String)> {
+    let urls = [
+        &cfg.lookup.duckduckgo_url,
+        &cfg.lookup.wikipedia_url,
+        &cfg.lookup.archwiki_url,
+    ];
+    let has_credentials = |u: &str| {
+        url::Url::parse(u).map_or(true, |u| !u.username().is_empty() || u.password().is_some())
+    };
+    LOOKUP_ENV
+        .iter()
+        .zip(urls)
+        .filter(|(_, v)| !has_credentials(v))
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+/// The desktop tools this build has, as the system prompt offers them: `sayri notify` only
+/// with D-Bus support (the `dbus` feature).
+pub fn offered() -> sayri_core::domain::prompt::DesktopTools {
+    sayri_core::domain::prompt::DesktopTools {
+        lookup: true,
+        screenshot: true,
+        notify: cfg!(feature = "dbus"),
+    }
+}
+
+/// The endpoints: each [`LOOKUP_ENV`] variable that is set and non-empty, else the settings
+/// file's value (the default when the file cannot be read, as inside a level 1–2 sandbox,
+/// which hides Sayri's configuration).
+fn lookup_endpoints(paths: &Paths) -> anyhow::Result<[String; 3]> {
+    let from_env: Vec<Option<String>> = LOOKUP_ENV
+        .iter()
+        .map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .collect();
+    if let [Some(d), Some(w), Some(a)] = from_env.as_slice() {
+        return Ok([d.clone(), w.clone(), a.clone()]);
+    }
     let cfg = match crate::config_file::load(&paths.config_file()) {
         Ok((c, _)) => c,
         Err(crate::config_file::ConfigFileError::Read { .. }) => {
@@ -58,11 +107,18 @@ fn lookup_endpoints(paths: &Paths) -> anyhow::Result<(String, String, String)> {
         }
         Err(e) => return Err(e.into()),
     };
-    Ok((
+    let file = [
         cfg.lookup.duckduckgo_url,
         cfg.lookup.wikipedia_url,
         cfg.lookup.archwiki_url,
-    ))
+    ];
+    let mut out = file;
+    for (slot, v) in out.iter_mut().zip(from_env) {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    }
+    Ok(out)
 }
 
 /// Removes HTML tags and decodes the few entities search snippets carry.
@@ -104,6 +160,19 @@ fn wikipedia_for(url: &str, query: &str) -> String {
     }
 }
 
+/// An error with its causes (`error sending request: …: Connection refused`), without the
+/// request's address (the caller names the source).
+fn with_causes(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}
+
 async fn get_json(
     client: &reqwest::Client,
     url: &str,
@@ -114,7 +183,7 @@ async fn get_json(
     let resp = tokio::time::timeout(LOOKUP_TIMEOUT, send)
         .await
         .map_err(|_| format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
-        .map_err(|e| e.to_string())?;
+        .map_err(with_causes)?;
     if !resp.status().is_success() {
         return Err(format!("HTTP {}", resp.status()));
     }
@@ -218,14 +287,31 @@ pub async fn lookup_lines(
     Ok((lines, notes))
 }
 
+/// Whether this process sees a network interface other than loopback: `/proc/net/dev` lists
+/// the interfaces of the reader's network namespace, and a level 1–2 sandbox without network
+/// has only `lo`. An unreadable list counts as yes.
+fn sees_network() -> bool {
+    std::fs::read_to_string("/proc/net/dev").map_or(true, |text| {
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .any(|(name, _)| name.trim() != "lo")
+    })
+}
+
 /// Runs `sayri lookup`.
 pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
     let query = args.query.join(" ");
     if query.trim().is_empty() {
         bail!("give something to look up, e.g. `sayri lookup \"wayland screen sharing\"`");
     }
-    let (ddg, wiki, arch) = lookup_endpoints(paths)?;
+    let [ddg, wiki, arch] = lookup_endpoints(paths)?;
     let (lines, notes) = lookup_lines(&ddg, &wiki, &arch, &query).await?;
+    if lines.is_empty() && notes.len() == 3 && !sees_network() {
+        bail!(
+            "no web source could be reached: this command runs without network (a level 1–2 sandbox of an agent whose network is off). \
+             Allow the agent's network with `sayri agents edit AGENT --network yes`, or run it at level 3"
+        );
+    }
     for n in &notes {
         eprintln!("sayri lookup: {}", terminal_safe(n));
     }
@@ -424,6 +510,27 @@ pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_get_the_configured_endpoints_but_never_credentials() {
+        let mut cfg = crate::config_file::user_defaults();
+        cfg.lookup.duckduckgo_url = "http://127.0.0.1:8/ddg".into();
+        cfg.lookup.wikipedia_url = "https://me:hunter2@wiki.example/api.php".into();
+        let env = lookup_env(&cfg);
+        assert_eq!(
+            env,
+            [
+                (
+                    "SAYRI_LOOKUP_DUCKDUCKGO_URL".to_string(),
+                    "http://127.0.0.1:8/ddg".to_string()
+                ),
+                (
+                    "SAYRI_LOOKUP_ARCHWIKI_URL".to_string(),
+                    "https://wiki.archlinux.org/api.php".to_string()
+                ),
+            ]
+        );
+    }
 
     #[test]
     fn snippets_lose_their_markup() {

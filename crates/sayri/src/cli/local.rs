@@ -41,6 +41,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
         })?;
     let host = prompt::Host {
         root: nix::unistd::geteuid().is_root(),
+        tools: super::desktop_tools::offered(),
     };
     let mut text = prompt::build_system_prompt(&profile, &[], &host);
     if profile.sandbox.level != sayri_core::SandboxLevel::NoExec {

@@ -934,6 +934,110 @@ fn lookup_with_no_answer_says_what_to_try_and_fails_only_when_every_source_faile
     }
 }
 
+/// A daemon whose active agent `looker` runs at `level` with the network `network`, asked once
+/// by a model that runs `sayri lookup wayland` and then answers; returns the observation the
+/// model got back. The daemon's `PATH` finds this build's `sayri` first, as an installed one is
+/// found.
+fn sandboxed_lookup_observation(env: &Env, web: &WebSources, level: &str, network: bool) -> String {
+    use super::scripted_turns::{start_model, write_config};
+    let model = start_model(vec![
+        Reply::sse(sse::content_stream(&[
+            "Let me look.\n```bash\nsayri lookup wayland\n```",
+        ])),
+        Reply::sse(sse::content_stream(&["Done."])),
+    ]);
+    write_config(env, &model, 5, "looker");
+    let profile = json!({
+        "id": "looker",
+        "name": "Looker",
+        "sandbox": {"level": level, "allow_network": network, "timeout_seconds": 30},
+    });
+    std::fs::write(
+        env.config_dir().join("agents/looker.json"),
+        profile.to_string(),
+    )
+    .unwrap();
+    web.configure(env);
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = env.cmd();
+    c.env("PATH", path);
+    let _d = env.start_daemon_cmd(c);
+    let out = env.run(&["ask", "--timeout", "60", "What is Wayland?"]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let turns: Vec<Value> = model
+        .llm
+        .chat_bodies()
+        .into_iter()
+        .filter(|b| !sayri_testkit::turns::is_title_request(b))
+        .collect();
+    assert_eq!(turns.len(), 2, "{turns:#?}");
+    // The prompt offers the lookup only where the commands have network, and never the tools
+    // a sandbox cannot reach.
+    let system = turns[0]["messages"][0]["content"].as_str().unwrap_or("");
+    assert_eq!(
+        system.contains("Desktop tools: `sayri lookup QUERY` (web facts).\n"),
+        network,
+        "{system}"
+    );
+    assert!(!system.contains("sayri screenshot"), "{system}");
+    let _ = env.run(&["quit", "--no-start"]);
+    sayri_testkit::turns::last_content(&turns[1])
+}
+
+#[test]
+fn a_sandboxed_lookup_with_network_asks_the_configured_sources() {
+    let env = Env::new_in("/var/tmp");
+    let web = WebSources::start(
+        Some(json!({"AbstractText": "Wayland is a display server protocol.", "RelatedTopics": []})),
+        Some(json!({"query": {"search": []}})),
+        Some(json!(["wayland", [], [], []])),
+    );
+    for level in ["LEVEL_1_READONLY", "LEVEL_2_ISOLATED_DEV"] {
+        let before = web.requests().len();
+        let obs = sandboxed_lookup_observation(&env, &web, level, true);
+        assert!(
+            obs.starts_with("[Command result: exit code 0]\n")
+                && obs.contains("• Summary: Wayland is a display server protocol."),
+            "{level}: {obs}"
+        );
+        // The configured loopback server answered, not the default endpoints (the sandbox
+        // hides the settings file: the daemon handed the endpoints over).
+        let reqs = web.requests()[before..].to_vec();
+        for source in ["/ddg?q=wayland", "/wiki?", "/arch?"] {
+            assert!(
+                reqs.iter().any(|r| r.starts_with(&format!("GET {source}"))),
+                "{level}: {source} not asked: {reqs:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_sandboxed_lookup_without_network_says_so_and_how_to_allow_it() {
+    let env = Env::new_in("/var/tmp");
+    let web = WebSources::start(
+        Some(json!({"AbstractText": "Wayland is a display server protocol.", "RelatedTopics": []})),
+        None,
+        None,
+    );
+    let obs = sandboxed_lookup_observation(&env, &web, "LEVEL_1_READONLY", false);
+    assert!(obs.starts_with("[Command FAILED: exit code 1]\n"), "{obs}");
+    assert!(
+        obs.contains("runs without network") && obs.contains("--network yes"),
+        "{obs}"
+    );
+    assert!(
+        !web.requests().iter().any(|r| r.starts_with("GET ")),
+        "{:?}",
+        web.requests()
+    );
+}
+
 fn png_size(path: &Path) -> (u32, u32) {
     let b = std::fs::read(path).unwrap();
     assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");

@@ -99,7 +99,10 @@ mod tests {
         let base = prompt::build_system_prompt(
             &AgentProfile::builtin_default(),
             &[],
-            &prompt::Host::default(),
+            &prompt::Host {
+                tools: prompt::DesktopTools::ALL,
+                ..prompt::Host::default()
+            },
         );
         assert_eq!(prompt_line(&[]), "");
         let subs = [
