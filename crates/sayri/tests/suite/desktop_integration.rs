@@ -244,6 +244,133 @@ fn setup_with_flags_refuses_a_server_that_does_not_answer_and_writes_nothing() {
     assert!(!env.config_dir().exists(), "setup wrote something");
 }
 
+/// `sayri setup --yes` against `model` with the voice model store at `store` and `extra` flags.
+fn setup_with_store(
+    env: &Env,
+    model: &Model,
+    store: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut c = env.cmd();
+    c.args(["setup", "--yes", "--endpoint", &model.llm.base_url()])
+        .args(extra)
+        .env("SAYRI_VOICE_MODELS_DIR", store);
+    c.output().unwrap()
+}
+
+#[test]
+fn setup_with_voice_models_downloads_through_the_mirror_and_installs_nothing_whose_sha256_differs()
+{
+    let env = Env::new();
+    let model = model_saying("Hi.");
+    let store = env.dir.path().join("voice-models");
+    // Not the catalog's ggml-base.en.bin: its sha256 cannot match.
+    let files = vec![("ggml-base.en.bin".to_string(), vec![7u8; 64 * 1024])];
+    let mirror = super::asset_download::serve(files, None);
+    let out = setup_with_store(
+        &env,
+        &model,
+        &store,
+        &["--voice-models", "--voice-models-mirror", &mirror.base],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert!(
+        o.contains("voice models:   download whisper base.en (142 MB)"),
+        "{o}"
+    );
+    assert!(
+        o.contains("Downloading whisper base.en (142 MB) from"),
+        "{o}"
+    );
+    assert!(e.contains("the settings are saved"), "{e}");
+    assert!(e.contains("sha256 mismatch"), "{e}");
+    assert!(e.contains("sayri models download whisper base.en"), "{e}");
+    assert_eq!(
+        *mirror.requests.lock().unwrap(),
+        vec!["/ggml-base.en.bin".to_string()]
+    );
+    // Nothing unverified in the store (not even a partial file); the settings were written.
+    let left: Vec<_> = walk(&store).into_iter().filter(|p| p.is_file()).collect();
+    assert_eq!(left, Vec::<PathBuf>::new());
+    assert_eq!(
+        read_settings(&env)["provider"]["base_url"].as_str(),
+        Some(model.llm.base_url().as_str())
+    );
+}
+
+/// Every path under `dir` (none when it does not exist).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+#[test]
+fn setup_with_voice_models_reports_an_installed_speech_model_as_present_and_downloads_nothing() {
+    let env = Env::new();
+    let model = model_saying("Hi.");
+    // The package cache's store (./scripts/setup --tests installs whisper tiny.en there).
+    let store = sayri_voice::models::ModelStore::open_default();
+    assert!(
+        store.root().join("whisper/ggml-tiny.en.bin").is_file(),
+        "voice models are not installed: run ./scripts/setup --tests (or --voice)"
+    );
+    let mirror = super::asset_download::serve(Vec::new(), None);
+    let out = setup_with_store(
+        &env,
+        &model,
+        store.root(),
+        &["--voice-models", "--voice-models-mirror", &mirror.base],
+    );
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let o = stdout(&out);
+    assert!(
+        o.contains("whisper tiny.en is already installed") && o.contains("nothing to download"),
+        "{o}"
+    );
+    assert!(
+        o.contains("voice models:   whisper tiny.en is installed"),
+        "{o}"
+    );
+    assert_eq!(*mirror.requests.lock().unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn setup_with_voice_models_refuses_a_mirror_that_is_not_an_http_address_and_writes_nothing() {
+    let env = Env::new();
+    let model = model_saying("Hi.");
+    let store = env.dir.path().join("voice-models");
+    let out = setup_with_store(
+        &env,
+        &model,
+        &store,
+        &["--voice-models", "--voice-models-mirror", "/srv/models"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let e = stderr(&out);
+    assert!(
+        e.contains("--voice-models-mirror") && e.contains("nothing was written"),
+        "{e}"
+    );
+    assert!(!env.config_dir().exists(), "setup wrote something");
+}
+
 #[test]
 fn setup_with_another_level_makes_an_assistant_agent_at_that_level_the_default() {
     let env = Env::new();
@@ -351,6 +478,7 @@ fn answers(model: &Model) -> Vec<(&'static str, String)> {
         ("ddress", model.llm.base_url()),
         ("model name [", "1".into()),
         ("Choose 0-4 [3]: ", "2".into()),
+        ("Download whisper base.en (142 MB) now? [y/N]: ", "n".into()),
         ("Write these settings? [Y/n]: ", "y".into()),
     ]
 }
@@ -417,10 +545,10 @@ fn setup_on_a_terminal_writes_only_after_the_summary_is_confirmed() {
     // Declined: nothing written.
     let env = Env::new();
     let mut w = Wizard::start(&env);
-    for (prompt, line) in &steps[..3] {
+    for (prompt, line) in &steps[..4] {
         w.answer(prompt, line);
     }
-    w.answer(steps[3].0, "n");
+    w.answer(steps[4].0, "n");
     assert_eq!(w.exit_code(), 0, "{}", w.pty.screen());
     assert!(
         w.pty
@@ -433,19 +561,30 @@ fn setup_on_a_terminal_writes_only_after_the_summary_is_confirmed() {
     // Confirmed: the settings and the level-2 agent are written.
     let env = Env::new();
     let mut w = Wizard::start(&env);
-    for (prompt, line) in &steps[..3] {
+    for (prompt, line) in &steps[..4] {
         w.answer(prompt, line);
     }
-    w.wait(steps[3].0);
+    w.wait(steps[4].0);
     let screen = w.pty.screen();
     assert!(screen.contains("model server:   "), "{screen}");
     assert!(screen.contains("level 2 — A private workshop"), "{screen}");
+    // The voice step said what it would download, and the answer was no.
+    assert!(
+        screen.contains("whisper base.en (142 MB, MIT licence)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(
+            "voice models:   not downloaded (later: `sayri models download whisper base.en`)"
+        ),
+        "{screen}"
+    );
     assert_eq!(
         written(&env),
         Vec::<PathBuf>::new(),
         "written before the answer"
     );
-    w.answer(steps[3].0, "y");
+    w.answer(steps[4].0, "y");
     assert_eq!(w.exit_code(), 0, "{}", w.pty.screen());
     let settings = read_settings(&env);
     assert_eq!(
@@ -488,12 +627,15 @@ fn setup_on_a_terminal_finds_a_server_on_the_lm_studio_port() {
     w.answer("type an address [1]: ", &number);
     w.answer("model name [", "");
     w.answer("Choose 0-4 [3]: ", "");
+    // Enter at the voice question is no: nothing is downloaded.
+    w.answer("now? [y/N]: ", "");
     w.answer("Write these settings? [Y/n]: ", "");
     assert_eq!(w.exit_code(), 0, "{}", w.pty.screen());
     assert_eq!(
         read_settings(&env)["provider"]["base_url"].as_str(),
         Some("http://127.0.0.1:1234/v1")
     );
+    assert!(!env.dir.path().join(".cache/sayri/voice-models").exists());
     drop(server);
 }
 
