@@ -129,8 +129,8 @@ struct Plan {
 enum VoiceStep {
     /// This build has no voice: nothing to download.
     NotBuilt,
-    /// A whisper model is installed (the wanted one or the closest).
-    Present { name: String },
+    /// A whisper model is installed: `name`, the wanted one or the closest to `wanted`.
+    Present { name: String, wanted: String },
     /// The wanted model is not in the catalog: it is imported by hand.
     NotInCatalog { wanted: String },
     /// The wanted model can be downloaded; `download` when chosen.
@@ -149,7 +149,10 @@ impl VoiceStep {
         let store = ModelStore::open_default();
         let whisper = sayri_voice::plan::VoicePlan::resolve(cfg, &store).whisper;
         if let Some(name) = whisper.name {
-            return VoiceStep::Present { name };
+            return VoiceStep::Present {
+                name,
+                wanted: whisper.wanted,
+            };
         }
         match catalog::lookup(ModelKind::Whisper, &whisper.wanted) {
             Some(entry) => VoiceStep::Offered {
@@ -166,7 +169,7 @@ impl VoiceStep {
     fn summary(&self) -> String {
         match self {
             VoiceStep::NotBuilt => "none: this sayri was built without voice".into(),
-            VoiceStep::Present { name } => format!("whisper {name} is installed"),
+            VoiceStep::Present { name, .. } => format!("whisper {name} is installed"),
             VoiceStep::NotInCatalog { wanted } => {
                 format!(
                     "none downloaded (whisper {wanted}: `sayri models import whisper FILE --name {wanted}`)"
@@ -190,10 +193,17 @@ impl VoiceStep {
     fn explain(&self) {
         match self {
             VoiceStep::NotBuilt => println!("{}", crate::voice::status::not_built()),
-            VoiceStep::Present { name } => println!(
-                "The speech-recognition model whisper {name} is already installed ({}); nothing to download.",
-                ModelStore::open_default().root().display()
-            ),
+            VoiceStep::Present { name, wanted } => {
+                println!(
+                    "The speech-recognition model whisper {name} is already installed ({}); nothing to download.",
+                    ModelStore::open_default().root().display()
+                );
+                if name != wanted {
+                    println!(
+                        "(The settings ask for whisper {wanted}; voice uses {name} until `sayri models download whisper {wanted}` installs it.)"
+                    );
+                }
+            }
             VoiceStep::NotInCatalog { wanted } => println!(
                 "The settings ask for whisper {wanted}, which Sayri cannot download: `sayri models import whisper FILE --name {wanted}` installs a copy you have."
             ),

@@ -348,6 +348,12 @@ fn setup_with_voice_models_reports_an_installed_speech_model_as_present_and_down
         o.contains("voice models:   whisper tiny.en is installed"),
         "{o}"
     );
+    // The settings' model (base.en for English) is named with the command that installs it.
+    assert!(
+        o.contains("settings ask for whisper base.en")
+            && o.contains("`sayri models download whisper base.en`"),
+        "{o}"
+    );
     assert_eq!(*mirror.requests.lock().unwrap(), Vec::<String>::new());
 }
 
