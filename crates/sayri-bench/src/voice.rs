@@ -4,16 +4,19 @@
 //!   length) on a spoken sentence, in this process through `sayri_voice::stt::WhisperStt` —
 //!   the engine the daemon runs;
 //! * end of speech → first reply audio of spoken turns through the daemon, with its parts.
-//!   The daemon runs in `wakeword` mode with a WAV file as its microphone and another as its
-//!   speaker, against the instant scripted model (no model time). The microphone file holds
-//!   "Hey Jarvis, what is the capital of France?" [`TURNS`] times, 6 s of silence after each.
-//!   Per turn, from the events a client receives: the end-of-utterance silence
-//!   (`stt.silence_ms`, audio time — a file microphone is read as fast as the loop goes) plus
-//!   the wall time from the end of the utterance (`hint` "Transcribing…") to the first sample of
-//!   the reply (`speaking` true); its parts are transcription (→ `user`), the core turn (→
-//!   `assistant_done`) and the first synthesised chunk (→ `speaking`).
+//!   The daemon runs in `wakeword` mode against the instant scripted model (no model time),
+//!   with a WAV file heard in real time as its microphone (`live-file:`, so its workers race
+//!   the audio as on a sound card) and another WAV file as its speaker. The microphone file
+//!   holds "Hey Jarvis, what is the capital of France?" [`TURNS`] times, 6 s of silence after
+//!   each. The loop writes one speaker frame per microphone frame, so both files share one
+//!   sample clock: the latency of a turn is the distance from the last voiced sample of the
+//!   question to the first audible sample of the reply. Its parts come from the events a
+//!   client receives (wall time, anchored at the `speaking` event): end-of-utterance
+//!   detection (→ `hint` "Transcribing…"), the transcription still left (→ `user`), the core
+//!   turn (→ `assistant_done`) and the first synthesised chunk (→ `speaking`).
 //!
-//! The spoken audio is Piper's `en_US-joe-medium` voice, rendered by `sayri say --to-file`.
+//! The spoken audio is Piper's `en_US-joe-medium` voice, rendered reproducibly by
+//! `sayri say --reproducible --to-file`.
 //! Every process this section starts belongs to its installation and is checked gone at the
 //! end. Without the models the section says what is missing and how to install it, and the
 //! rest of the report is still written.
@@ -139,7 +142,7 @@ fn not_measured(store: &ModelStore, missing: &[String]) -> Section {
 fn speak(install: &Install, text: &str, wav: &Path) -> Result<Vec<i16>, String> {
     let out = install
         .cmd()
-        .args(["say", "--to-file"])
+        .args(["say", "--reproducible", "--to-file"])
         .arg(wav)
         .arg(text)
         .output()
@@ -194,32 +197,64 @@ fn real_time_factor(install: &Install, store: &ModelStore) -> Result<Row, String
     )
 }
 
-/// One spoken turn's wall times after the end-of-utterance silence, in ms: transcription, core
-/// turn, first synthesised audio, and end of utterance → first audio.
+/// One spoken turn, in ms: end of speech → first reply audio on the sample clock (`total`),
+/// and its parts from the events' wall times: end-of-utterance detection, transcription left
+/// after it, core turn, first synthesised audio.
 struct Turn {
+    detect: f64,
     stt: f64,
     turn: f64,
     tts: f64,
     total: f64,
 }
 
-/// The microphone file: the question [`TURNS`] times, 6 s of silence after each.
-fn microphone(install: &Install) -> Result<PathBuf, String> {
+/// A sample louder than this (about −44 dBFS) is audible speech.
+const AUDIBLE: u16 = 200;
+
+/// The microphone file — the question [`TURNS`] times, 6 s of silence after each — and the
+/// sample positions where each question's speech ends.
+fn microphone(install: &Install) -> Result<(PathBuf, Vec<usize>), String> {
     let question = speak(install, QUESTION, &install.dir.path().join("question.wav"))?;
+    let voiced_end = question
+        .iter()
+        .rposition(|s| s.unsigned_abs() > AUDIBLE)
+        .map_or(question.len(), |i| i + 1);
     let mut all = vec![0i16; 700 * 16];
+    let mut ends = Vec::new();
     for _ in 0..TURNS {
+        ends.push(all.len() + voiced_end);
         all.extend(&question);
         all.extend(std::iter::repeat_n(0, 6000 * 16));
     }
     let mic = install.dir.path().join("mic.wav");
     sayri_voice::audio::write_wav_16k(&mic, &all).map_err(|e| e.to_string())?;
-    Ok(mic)
+    Ok((mic, ends))
+}
+
+/// Per question end, the first audible sample the speaker played after it (before the next
+/// question ends), in samples from the start; `None` where no reply was heard.
+fn reply_starts(played: &[i16], ends: &[usize]) -> Vec<Option<usize>> {
+    ends.iter()
+        .enumerate()
+        .map(|(i, &end)| {
+            let until = ends
+                .get(i + 1)
+                .copied()
+                .unwrap_or(played.len())
+                .min(played.len());
+            played
+                .get(end..until)?
+                .iter()
+                .position(|s| s.unsigned_abs() > AUDIBLE)
+                .map(|p| end + p)
+        })
+        .collect()
 }
 
 /// End of speech → first reply audio through the daemon, and its parts.
 fn spoken_turns(install: &Install) -> Result<Vec<Row>, String> {
     crate::progress("voice: spoken turns through the daemon");
-    let mic = microphone(install)?;
+    let (mic, ends) = microphone(install)?;
     let speaker = install.dir.path().join("speaker.wav");
     rewrite_devices(install, &mic, &speaker)?;
     let (daemon, _) = install.start_daemon()?;
@@ -252,7 +287,16 @@ fn spoken_turns(install: &Install) -> Result<Vec<Row>, String> {
     }
     drop(client);
     daemon.stop()?;
-    let turns = turns(&marks);
+    let played = sayri_voice::audio::read_wav_16k(&speaker)
+        .map_err(|e| format!("cannot read what the daemon played: {e}"))?;
+    let heard = marks.iter().filter(|(t, _)| *t == "user").count();
+    if heard != TURNS {
+        return Err(format!(
+            "the daemon heard {heard} of the {TURNS} spoken questions (events seen: {:?})",
+            marks.iter().map(|(t, _)| *t).collect::<Vec<_>>()
+        ));
+    }
+    let turns = turns(&marks, &reply_starts(&played, &ends), &ends);
     if turns.is_empty() {
         return Err(format!(
             "the daemon answered none of the {TURNS} spoken questions (events seen: {:?})",
@@ -260,25 +304,28 @@ fn spoken_turns(install: &Install) -> Result<Vec<Row>, String> {
         ));
     }
     let stat = |f: fn(&Turn) -> f64| Stat::of(&turns.iter().map(f).collect::<Vec<_>>());
-    let silence = SILENCE_MS as f64;
     Ok(vec![
-        Row::new(
-            "end of speech → first reply audio",
-            stat(|t| SILENCE_MS as f64 + t.total),
-            "ms",
-        )
-        .decimals(0)
-        .reference(LATENCY_TARGET)
-        .note(format!(
-            "{silence:.0} ms end-of-utterance silence (audio time) + the processing below; \
-             daemon, instant scripted model"
-        )),
-        Row::new("↳ processing after the silence", stat(|t| t.total), "ms")
+        Row::new("end of speech → first reply audio", stat(|t| t.total), "ms")
             .decimals(0)
-            .note("`hint` \"Transcribing…\" → `speaking`, wall time"),
-        Row::new("↳ transcription", stat(|t| t.stt), "ms")
+            .reference(LATENCY_TARGET)
+            .note(format!(
+                "last voiced sample of the question → first audible sample of the reply, on \
+                 the shared sample clock of the real-time microphone file and the speaker \
+                 file; daemon in wakeword mode, stt.silence_ms = {SILENCE_MS}, instant \
+                 scripted model"
+            )),
+        Row::new("↳ end-of-utterance detection", stat(|t| t.detect), "ms")
             .decimals(0)
-            .note("→ `user` (whisper tiny.en on the question after the wake word)"),
+            .note(
+                "end of speech → `hint` \"Transcribing…\" (the silence wait, shortened when a \
+                 speculative transcript taken at the pause reads as a finished sentence)",
+            ),
+        Row::new("↳ transcription left", stat(|t| t.stt), "ms")
+            .decimals(0)
+            .note(
+                "→ `user`: whisper tiny.en on the question after the wake word, minus what \
+                 the speculative transcription already did during the silence",
+            ),
         Row::new("↳ core turn", stat(|t| t.turn), "ms")
             .decimals(0)
             .note("`user` → `assistant_done` (agent turn against the instant model)"),
@@ -295,7 +342,7 @@ fn rewrite_devices(install: &Install, mic: &Path, speaker: &Path) -> Result<(), 
     let text = text
         .replace(
             "[stt]\n",
-            &format!("[stt]\nmic_device = \"file:{}\"\n", mic.display()),
+            &format!("[stt]\nmic_device = \"live-file:{}\"\n", mic.display()),
         )
         .replace(
             "[tts]\n",
@@ -305,14 +352,22 @@ fn rewrite_devices(install: &Install, mic: &Path, speaker: &Path) -> Result<(), 
 }
 
 /// One [`Turn`] per `user` event: from the last `end` before it to the first `done` and
-/// `audio` after it (before the next `user`).
-fn turns(marks: &[(&str, Instant)]) -> Vec<Turn> {
+/// `audio` after it (before the next `user`); its total from the `n`-th question's end of
+/// speech (`ends`) to the reply heard after it (`starts`), in samples.
+fn turns(marks: &[(&str, Instant)], starts: &[Option<usize>], ends: &[usize]) -> Vec<Turn> {
     let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
     let mut out = Vec::new();
+    let mut question = 0;
     for (i, &(tag, user)) in marks.iter().enumerate() {
         if tag != "user" {
             continue;
         }
+        let n = question;
+        question += 1;
+        let (Some(&Some(start)), Some(&end_of_speech)) = (starts.get(n), ends.get(n)) else {
+            continue;
+        };
+        let total = start.saturating_sub(end_of_speech) as f64 / 16.0;
         let end = marks[..i].iter().rev().find(|(t, _)| *t == "end");
         let next_user = marks[i + 1..]
             .iter()
@@ -326,10 +381,11 @@ fn turns(marks: &[(&str, Instant)]) -> Vec<Turn> {
         };
         if let (Some(&(_, end)), Some(done), Some(audio)) = (end, after("done"), after("audio")) {
             out.push(Turn {
+                detect: total - ms(end, audio),
                 stt: ms(end, user),
                 turn: ms(user, done),
                 tts: ms(done, audio),
-                total: ms(end, audio),
+                total,
             });
         }
     }

@@ -5,7 +5,7 @@
 use crate::audio::{WavSink, WavSource};
 use crate::models::ModelStore;
 use crate::plan::{Device, VoicePlan};
-use crate::tts::{EspeakTts, PiperTts};
+use crate::tts::{EspeakTts, PiperTts, Variation};
 use crate::voice_loop::Engines;
 use sayri_core::ports::audio::{AudioError, AudioSink, AudioSource};
 use sayri_core::ports::speech::{SpeechError, SpeechToText, TextToSpeech, WakeWord};
@@ -45,7 +45,7 @@ pub fn build(plan: &VoicePlan, store: &ModelStore) -> Result<Built, SpeechError>
         }
     };
     let tts = if plan.speak {
-        match build_tts(plan, store) {
+        match build_tts(plan, store, Variation::Natural) {
             Ok(t) => Some(t),
             Err(e) => {
                 warnings.push(format!("replies are not spoken: {e}"));
@@ -132,19 +132,22 @@ pub fn load_wake_detector(
 }
 
 /// The voice of `plan`: Piper with its voice (a spare process started at once, so the first
-/// reply does not wait for the voice to load), else espeak-ng speaking the plan's language.
+/// reply does not wait for the voice to load) rendering with `variation`, else espeak-ng
+/// speaking the plan's language (which never varies).
 ///
 /// # Errors
 /// Neither Piper nor espeak-ng is installed.
 pub fn build_tts(
     plan: &VoicePlan,
     store: &ModelStore,
+    variation: Variation,
 ) -> Result<Arc<dyn TextToSpeech>, SpeechError> {
     if plan.piper_ready()
         && let Some(voice) = &plan.piper.name
     {
         match PiperTts::load(store, voice, plan.speed) {
             Ok(p) => {
+                let p = p.with_variation(variation);
                 p.prewarm();
                 return Ok(Arc::new(p));
             }
@@ -170,6 +173,7 @@ pub fn build_tts(
 pub fn open_input(device: &Device) -> Result<Box<dyn AudioSource>, AudioError> {
     match device {
         Device::File(p) => Ok(Box::new(WavSource::open(p)?)),
+        Device::LiveFile(p) => Ok(Box::new(WavSource::open(p)?.realtime())),
         #[cfg(feature = "mic")]
         Device::Default => Ok(Box::new(crate::audio::device::DeviceSource::closed(""))),
         #[cfg(feature = "mic")]
@@ -188,6 +192,10 @@ pub fn open_input(device: &Device) -> Result<Box<dyn AudioSource>, AudioError> {
 pub fn open_output(device: &Device) -> Result<Box<dyn AudioSink>, AudioError> {
     match device {
         Device::File(p) => Ok(Box::new(WavSink::create(p)?)),
+        Device::LiveFile(p) => Err(AudioError::Io(format!(
+            "live-file:{} is a microphone source; a speaker writes to file:PATH",
+            p.display()
+        ))),
         #[cfg(feature = "mic")]
         Device::Default => Ok(Box::new(crate::audio::device::DeviceSink::open("")?)),
         #[cfg(feature = "mic")]

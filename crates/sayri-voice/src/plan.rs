@@ -48,8 +48,11 @@ pub enum Device {
     Default,
     /// The first device whose name contains this (case-insensitive).
     Named(String),
-    /// A WAV file (`file:/path.wav`).
+    /// A WAV file (`file:/path.wav`): as a microphone, read as fast as the loop takes it.
     File(PathBuf),
+    /// A WAV file heard as a live microphone, in real time (`live-file:/path.wav`); only a
+    /// microphone can be one.
+    LiveFile(PathBuf),
 }
 
 impl Device {
@@ -58,6 +61,8 @@ impl Device {
         let v = value.trim();
         if let Some(path) = v.strip_prefix("file:") {
             Device::File(PathBuf::from(path))
+        } else if let Some(path) = v.strip_prefix("live-file:") {
+            Device::LiveFile(PathBuf::from(path))
         } else if v.is_empty() || v == "default" {
             Device::Default
         } else {
@@ -71,6 +76,7 @@ impl Device {
             Device::Default => "default".into(),
             Device::Named(n) => n.clone(),
             Device::File(p) => format!("file {}", p.display()),
+            Device::LiveFile(p) => format!("file {} (real time)", p.display()),
         }
     }
 }
@@ -572,6 +578,10 @@ mod tests {
         assert_eq!(
             Device::parse("file:/tmp/a.wav"),
             Device::File(PathBuf::from("/tmp/a.wav"))
+        );
+        assert_eq!(
+            Device::parse("live-file:/tmp/a.wav"),
+            Device::LiveFile(PathBuf::from("/tmp/a.wav"))
         );
     }
 }

@@ -49,11 +49,15 @@ pub fn write_wav_16k(path: &Path, samples: &[i16]) -> Result<(), AudioError> {
     w.finish()
 }
 
-/// A WAV file as microphone: delivers its audio as fast as it is read, then ends.
+/// A WAV file as microphone: delivers its audio as fast as it is read (or, made
+/// [`WavSource::realtime`], at the pace a sound card would), then ends.
 pub struct WavSource {
     name: String,
     samples: Vec<i16>,
     pos: usize,
+    /// Real-time pacing: when the current pass started and at which sample.
+    pace: Option<(std::time::Instant, usize)>,
+    realtime: bool,
 }
 
 impl WavSource {
@@ -63,7 +67,19 @@ impl WavSource {
             name: format!("file {}", path.display()),
             samples: read_wav_16k(path)?,
             pos: 0,
+            pace: None,
+            realtime: false,
         })
+    }
+
+    /// The same file delivered in real time, 16 000 samples per second of wall time from
+    /// when reading starts (each `read` blocks until its samples are "recorded"), and reported
+    /// as a live source: the voice loop then runs as it does on a sound card, its workers
+    /// racing the audio instead of the audio waiting for them.
+    pub fn realtime(mut self) -> WavSource {
+        self.realtime = true;
+        self.name = format!("{} (real time)", self.name);
+        self
     }
 
     /// A source over samples already in memory (16 kHz mono).
@@ -72,6 +88,8 @@ impl WavSource {
             name: name.to_string(),
             samples,
             pos: 0,
+            pace: None,
+            realtime: false,
         }
     }
 }
@@ -79,6 +97,17 @@ impl WavSource {
 impl AudioSource for WavSource {
     fn read(&mut self, buf: &mut [i16]) -> Result<usize, AudioError> {
         let n = buf.len().min(self.samples.len() - self.pos);
+        if self.realtime && n > 0 {
+            let (started, from) = *self
+                .pace
+                .get_or_insert((std::time::Instant::now(), self.pos));
+            let due = (self.pos + n - from) as f64 / 16_000.0;
+            let due = started + std::time::Duration::from_secs_f64(due);
+            let now = std::time::Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
         buf[..n].copy_from_slice(&self.samples[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
@@ -89,11 +118,12 @@ impl AudioSource for WavSource {
         if self.pos >= self.samples.len() {
             self.pos = 0;
         }
+        self.pace = None;
         Ok(())
     }
 
     fn is_live(&self) -> bool {
-        false
+        self.realtime
     }
 
     fn name(&self) -> String {
@@ -188,5 +218,37 @@ impl AudioSink for WavSink {
 impl Drop for WavSink {
     fn drop(&mut self) {
         let _ = self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_realtime_file_is_live_and_never_delivers_ahead_of_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.wav");
+        let samples: Vec<i16> = (0..8000).map(|i| (i % 200) as i16).collect();
+        write_wav_16k(&path, &samples).unwrap();
+        let mut fast = WavSource::open(&path).unwrap();
+        assert!(!fast.is_live());
+        let mut live = WavSource::open(&path).unwrap().realtime();
+        assert!(live.is_live());
+        let started = std::time::Instant::now();
+        let mut got = Vec::new();
+        let mut buf = [0i16; 1280];
+        loop {
+            let n = live.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        // 8000 samples are half a second of audio: a real-time source cannot be quicker.
+        assert!(started.elapsed() >= std::time::Duration::from_millis(500));
+        assert_eq!(got, samples, "the same samples as the file");
+        let n = fast.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &samples[..n]);
     }
 }

@@ -5,7 +5,7 @@ pub mod piper;
 pub mod process;
 
 pub use espeak::EspeakTts;
-pub use piper::PiperTts;
+pub use piper::{PiperTts, Variation};
 
 use crate::models::ModelStore;
 use sayri_core::ports::speech::{SpeechError, SpeechStream, TextToSpeech};

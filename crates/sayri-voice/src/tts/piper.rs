@@ -19,7 +19,20 @@ pub struct PiperTts {
     voice_name: String,
     rate: u32,
     length_scale: f32,
+    variation: Variation,
     spare: Mutex<Option<Child>>,
+}
+
+/// Whether Piper varies its rendition of a text from one synthesis to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variation {
+    /// The voice's own generator and phoneme-width noise (random each time): the most natural
+    /// speech, but the same text never gives the same samples twice.
+    #[default]
+    Natural,
+    /// No generator or phoneme-width noise (both scales 0): the same text always gives the same
+    /// samples, at the cost of a flatter voice. For tests, benchmarks and comparisons.
+    Fixed,
 }
 
 impl PiperTts {
@@ -55,18 +68,30 @@ impl PiperTts {
                 .unwrap_or_default(),
             rate,
             length_scale: 1.0 / speed.max(0.1),
+            variation: Variation::Natural,
             spare: Mutex::new(None),
         })
     }
 
+    /// The same engine with `variation` (set it before [`PiperTts::prewarm`]: a spare process
+    /// already started keeps the variation it was started with).
+    pub fn with_variation(mut self, variation: Variation) -> PiperTts {
+        self.variation = variation;
+        self
+    }
+
     fn spawn(&self) -> Result<Child, SpeechError> {
-        Command::new(&self.program)
-            .arg("--model")
+        let mut cmd = Command::new(&self.program);
+        cmd.arg("--model")
             .arg(&self.voice)
             .arg("--output-raw")
             .arg("--length-scale")
-            .arg(format!("{:.3}", self.length_scale))
-            .stdin(Stdio::piped())
+            .arg(format!("{:.3}", self.length_scale));
+        if self.variation == Variation::Fixed {
+            // Spelled with underscores: the spelling both the Python and the C++ piper accept.
+            cmd.args(["--noise_scale", "0", "--noise_w", "0"]);
+        }
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

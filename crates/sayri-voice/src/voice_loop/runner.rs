@@ -6,7 +6,7 @@ use crate::audio::level::LevelMeter;
 use crate::echo::{EchoCanceller, EchoTracker};
 use sayri_core::domain::voice::{
     Action, Input, Segment, Segmenter, SentenceSplitter, SpeechEvidence, VoiceEvent, VoiceMachine,
-    VoiceMode, WakeEvidence, looks_complete, speech_is_echo, wake_is_echo,
+    VoiceMode, WakeEvidence, looks_complete, speech_is_echo, wake_is_echo, wake_threshold,
 };
 use sayri_core::ports::audio::{
     AudioError, AudioSink, AudioSource, FRAME_SAMPLES, ms_to_samples, samples_to_ms,
@@ -919,13 +919,19 @@ impl Runner {
         while self.playback_scores.len() > PLAYBACK_SCORE_FRAMES {
             self.playback_scores.pop_front();
         }
-        if score < self.cfg.wake_threshold || self.clock < self.wake_quiet_until {
+        let near_to_far_ratio = self.wake_echo.near_to_far();
+        let threshold = wake_threshold(
+            self.cfg.wake_threshold,
+            self.played_recently > 0,
+            near_to_far_ratio,
+        );
+        if score < threshold || self.clock < self.wake_quiet_until {
             return Ok(());
         }
         let evidence = WakeEvidence {
             mic_score: score,
             playback_score: self.playback_scores.iter().copied().fold(0.0, f32::max),
-            near_to_far_ratio: self.wake_echo.near_to_far(),
+            near_to_far_ratio,
         };
         if wake_is_echo(evidence) {
             // No refractory period after a veto: the person may say the phrase right over it.

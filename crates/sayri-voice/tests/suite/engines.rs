@@ -5,6 +5,7 @@ use super::support::{HINT, concat, silence, speech, store, words};
 use sayri_core::ports::speech::{SpeechToText, VoiceActivity, WakeWord};
 use sayri_voice::audio::room::fan_noise;
 use sayri_voice::stt::WhisperStt;
+use sayri_voice::tts::{PiperTts, Variation, render};
 use sayri_voice::vad::SileroVad;
 use sayri_voice::wake::OpenWakeWord;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +31,33 @@ fn piper_to_whisper_round_trips_a_sentence() {
         WhisperStt::load(&store(), "tiny.en", "en").unwrap_or_else(|e| panic!("{HINT} ({e})"));
     let t = stt.transcribe(&audio, &CancellationToken::new()).unwrap();
     assert_eq!(words(&t.text), "please turn on the kitchen lights");
+}
+
+#[test]
+fn piper_fixed_variation_renders_the_same_text_to_the_same_samples() {
+    let load = |v: Variation| {
+        PiperTts::load(&store(), "en_US-joe-medium", 1.0)
+            .unwrap_or_else(|e| panic!("{HINT} ({e})"))
+            .with_variation(v)
+    };
+    let text = "Hey Jarvis, what time is it?";
+    let fixed = load(Variation::Fixed);
+    let first = render(&fixed, text).unwrap();
+    assert!(
+        first.len() > 16_000,
+        "Piper produced {} samples",
+        first.len()
+    );
+    assert!(
+        render(&fixed, text).unwrap() == first,
+        "a fixed rendition repeats sample for sample"
+    );
+    // Piper's natural voice draws fresh noise each time: this is why tests render with Fixed.
+    let natural = load(Variation::Natural);
+    assert!(
+        render(&natural, text).unwrap() != render(&natural, text).unwrap(),
+        "natural renditions differ from one synthesis to the next"
+    );
 }
 
 #[test]

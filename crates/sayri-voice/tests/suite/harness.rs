@@ -11,7 +11,7 @@ use sayri_core::ports::{ChatEvent, ChatMessage, ChatModel, ChatRequest, Role};
 use sayri_llm::{ClientConfig, OpenAiClient};
 use sayri_testkit::{FakeLlm, Reply, Script, sse};
 use sayri_voice::stt::WhisperStt;
-use sayri_voice::tts::PiperTts;
+use sayri_voice::tts::{PiperTts, Variation};
 use sayri_voice::vad::SileroVad;
 use sayri_voice::voice_loop::{
     Agent, Command, Engines, LoopConfig, LoopStats, TimedEvent, VoiceLoop,
@@ -121,7 +121,9 @@ pub fn engines(veto: bool) -> Engines {
             WhisperStt::load(&s, "tiny.en", "en").unwrap_or_else(|e| panic!("{HINT} ({e})")),
         ),
         tts: Some(Arc::new(
-            PiperTts::load(&s, "en_US-joe-medium", 1.0).unwrap_or_else(|e| panic!("{HINT} ({e})")),
+            PiperTts::load(&s, "en_US-joe-medium", 1.0)
+                .unwrap_or_else(|e| panic!("{HINT} ({e})"))
+                .with_variation(Variation::Fixed),
         )),
     }
 }

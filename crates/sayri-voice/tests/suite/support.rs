@@ -2,7 +2,7 @@
 //! missing), cached Piper renditions of test sentences, and audio helpers.
 
 use sayri_voice::models::ModelStore;
-use sayri_voice::tts::{PiperTts, render};
+use sayri_voice::tts::{PiperTts, Variation, render};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -28,6 +28,7 @@ pub fn store() -> ModelStore {
 fn piper(length_scale_speed: f32) -> PiperTts {
     PiperTts::load(&store(), "en_US-joe-medium", length_scale_speed)
         .unwrap_or_else(|e| panic!("{HINT} ({e})"))
+        .with_variation(Variation::Fixed)
 }
 
 /// Piper's rendition of `text` at 16 kHz. `voice` picks a speaker: `"user"` is the person

@@ -131,7 +131,9 @@ fn say_to_file_then_listen_to_file_round_trips_a_sentence() {
     // the file source runs through the loop's VAD and transcriber as a one-shot capture.
     let dir = tempfile::tempdir().unwrap();
     let wav = dir.path().join("said.wav");
-    let tts = sayri_voice::tts::PiperTts::load(&store(), "en_US-joe-medium", 1.0).unwrap();
+    let tts = sayri_voice::tts::PiperTts::load(&store(), "en_US-joe-medium", 1.0)
+        .unwrap()
+        .with_variation(sayri_voice::tts::Variation::Fixed);
     let said = sayri_voice::tts::render(&tts, "Please turn on the kitchen lights.").unwrap();
     write_wav_16k(&wav, &concat(&[&silence(400), &said, &silence(1000)])).unwrap();
     let model = ScriptedModel::start(&[]);

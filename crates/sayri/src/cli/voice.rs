@@ -51,6 +51,10 @@ pub struct SayArgs {
     /// Write the speech to this WAV file (16 kHz mono) instead of playing it.
     #[arg(long, value_name = "WAV")]
     pub to_file: Option<PathBuf>,
+    /// Render without Piper's random variation, so the same text always gives the same audio
+    /// (for tests, benchmarks and before/after comparisons; the voice sounds a little flatter).
+    #[arg(long)]
+    pub reproducible: bool,
     /// What to say (markdown is spoken as replies are).
     #[arg(required = true, num_args = 1..)]
     pub text: Vec<String>,
@@ -299,7 +303,12 @@ pub fn say(paths: &Paths, args: &SayArgs) -> anyhow::Result<i32> {
         bail!("nothing to say: the text has no speakable words");
     }
     let (plan, store) = local_plan(paths)?;
-    let tts = sayri_voice::engines::build_tts(&plan, &store)?;
+    let variation = if args.reproducible {
+        sayri_voice::tts::Variation::Fixed
+    } else {
+        sayri_voice::tts::Variation::Natural
+    };
+    let tts = sayri_voice::engines::build_tts(&plan, &store, variation)?;
     let engine = tts.name();
     match &args.to_file {
         Some(path) => {

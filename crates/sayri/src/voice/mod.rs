@@ -57,16 +57,16 @@ pub fn check_setting(
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    const FILE_IN: &str = "a device name, empty, or file:/absolute/path.wav of a readable WAV file";
+    const FILE_IN: &str = "a device name, empty, or file:/absolute/path.wav (live-file:… to hear it in real time) of a readable WAV file";
     const FILE_OUT: &str =
         "a device name, empty, or file:/absolute/path.wav in a directory that exists";
     const MODEL: &str = "auto or an installed model (`sayri models list`)";
     let result = match key {
         "stt.mic_device" => match Device::parse(&cfg.stt.mic_device) {
-            Device::File(p) if !p.is_absolute() => {
+            Device::File(p) | Device::LiveFile(p) if !p.is_absolute() => {
                 Err(format!("{} is not an absolute path", p.display()))
             }
-            Device::File(p) => sayri_voice::audio::read_wav_16k(&p)
+            Device::File(p) | Device::LiveFile(p) => sayri_voice::audio::read_wav_16k(&p)
                 .map(drop)
                 .map_err(|e| e.to_string()),
             _ => Ok(()),
@@ -76,6 +76,7 @@ pub fn check_setting(
             Device::File(p) if !p.is_absolute() => {
                 Err(format!("{} is not an absolute path", p.display()))
             }
+            Device::LiveFile(_) => Err("live-file: is for microphones only; use file:PATH".into()),
             Device::File(p) if p.is_dir() => Err(format!("{} is a directory", p.display())),
             Device::File(p) if !p.parent().is_some_and(std::path::Path::is_dir) => {
                 Err(format!("the directory of {} does not exist", p.display()))

@@ -67,7 +67,13 @@ fn say_to_file(env: &Env, models: &Path, text: &str, path: &Path, pad_ms: u32) {
     let out = sayri(
         env,
         models,
-        &["say", "--to-file", raw.to_str().unwrap(), text],
+        &[
+            "say",
+            "--reproducible",
+            "--to-file",
+            raw.to_str().unwrap(),
+            text,
+        ],
     );
     assert!(out.status.success(), "sayri say: {}", stderr(&out));
     assert!(
@@ -462,7 +468,13 @@ fn script_to_file(env: &Env, models: &Path, parts: &[(u32, &str)], tail_ms: u32,
         let out = sayri(
             env,
             models,
-            &["say", "--to-file", part.to_str().unwrap(), text],
+            &[
+                "say",
+                "--reproducible",
+                "--to-file",
+                part.to_str().unwrap(),
+                text,
+            ],
         );
         assert!(out.status.success(), "sayri say: {}", stderr(&out));
         all.extend(std::iter::repeat_n(0, *gap_ms as usize * 16));

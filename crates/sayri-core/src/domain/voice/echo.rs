@@ -36,6 +36,24 @@ pub fn wake_is_echo(e: WakeEvidence) -> bool {
     e.playback_score >= PLAYBACK_WAKE_SCORE && e.near_to_far_ratio < WAKE_ECHO_RATIO
 }
 
+/// While the assistant speaks, a wake word needs only this share of the configured threshold
+/// when the microphone clearly holds more than the echo (near/far ratio at least
+/// [`WAKE_ECHO_RATIO`]): the detector scores the person's voice mixed with the residue of the
+/// reply lower than the same words in a quiet room.
+pub const DOUBLE_TALK_THRESHOLD_SHARE: f32 = 0.8;
+
+/// The wake-word threshold in force: `threshold` (the configured one, 0–1) in a quiet room,
+/// lowered to [`DOUBLE_TALK_THRESHOLD_SHARE`] of it while `playing` when the near/far ratio
+/// shows a person talking over the assistant. Echo alone keeps the ratio low, so it is held to
+/// the full threshold (and to the veto of [`wake_is_echo`]).
+pub fn wake_threshold(threshold: f32, playing: bool, near_to_far_ratio: f32) -> f32 {
+    if playing && near_to_far_ratio >= WAKE_ECHO_RATIO {
+        threshold * DOUBLE_TALK_THRESHOLD_SHARE
+    } else {
+        threshold
+    }
+}
+
 /// True when speech the VAD hears while the assistant is playing is only its echo: the
 /// echo-cancelled microphone holds less than [`ECHO_ONLY_RATIO`] of the playback's power.
 /// A person talking over the assistant keeps the ratio above it.
@@ -83,6 +101,14 @@ mod tests {
         assert!(speech_is_echo(true, 0.01));
         assert!(!speech_is_echo(true, 0.5));
         assert!(!speech_is_echo(false, 0.01));
+    }
+
+    #[test]
+    fn wake_threshold_is_lowered_only_for_a_person_talking_over_playback() {
+        assert_eq!(wake_threshold(0.5, false, f32::INFINITY), 0.5);
+        assert_eq!(wake_threshold(0.5, true, 0.01), 0.5, "echo alone: full bar");
+        assert!((wake_threshold(0.5, true, 0.6) - 0.4).abs() < 1e-6);
+        assert!((wake_threshold(0.5, true, WAKE_ECHO_RATIO) - 0.4).abs() < 1e-6);
     }
 
     #[test]

@@ -82,11 +82,13 @@ static ANNOTATION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪+").expect("static regex"));
 
 /// Cleans a raw transcript: removes `[…]`, `(…)`, `*…*` and `♪` annotations, squeezes
-/// spaces and trims punctuation at both ends. Returns `None` when nothing speakable remains,
+/// spaces, collapses a decoder repetition loop (see [`collapse_repetition`]) and trims
+/// punctuation at both ends. Returns `None` when nothing speakable remains,
 /// or when the text is a known silence hallucination and `evidence` shows little speech.
 pub fn clean_transcript(raw: &str, evidence: SpeechEvidence) -> Option<String> {
     let stripped = ANNOTATION.replace_all(raw, " ");
     let squeezed = stripped.split_whitespace().collect::<Vec<_>>().join(" ");
+    let squeezed = collapse_repetition(&squeezed);
     let text = squeezed
         .trim_matches(|c: char| c.is_whitespace() || ".,;:¿?¡!-_'\"…".contains(c))
         .to_string();
@@ -97,6 +99,35 @@ pub fn clean_transcript(raw: &str, evidence: SpeechEvidence) -> Option<String> {
         return None;
     }
     Some(text)
+}
+
+/// Shortest phrase, in words, that [`collapse_repetition`] treats as a repetition loop: shorter
+/// repeats ("bye bye", "no no no") are how people talk.
+const MIN_LOOP_WORDS: usize = 3;
+
+/// Whisper's decoder sometimes falls into a loop and writes the whole utterance twice or more
+/// ("What time is it? What time is it?"). When `text` (single-spaced) is nothing but the same
+/// phrase of at least [`MIN_LOOP_WORDS`] words said two or more times in a row — compared
+/// case- and punctuation-insensitively — only the first copy is kept; any other text is
+/// returned unchanged.
+pub fn collapse_repetition(text: &str) -> String {
+    let tokens: Vec<&str> = text.split(' ').filter(|t| !t.is_empty()).collect();
+    let bare: Vec<String> = tokens
+        .iter()
+        .map(|t| {
+            t.chars()
+                .filter(|c| c.is_alphanumeric())
+                .flat_map(char::to_lowercase)
+                .collect()
+        })
+        .collect();
+    let n = bare.len();
+    for unit in MIN_LOOP_WORDS..=n / 2 {
+        if n.is_multiple_of(unit) && (unit..n).all(|i| bare[i] == bare[i % unit]) {
+            return tokens[..unit].join(" ");
+        }
+    }
+    text.to_string()
 }
 
 /// True when `text` contains a stock subtitle phrase, or is one of the short stock outputs
@@ -156,6 +187,36 @@ mod tests {
         total_ms: 1200,
         peak_probability: 0.98,
     };
+
+    #[test]
+    fn a_transcript_said_twice_by_a_decoder_loop_is_kept_once() {
+        assert_eq!(
+            collapse_repetition("What time is it? What time is it?"),
+            "What time is it?"
+        );
+        assert_eq!(
+            collapse_repetition("turn on the lights turn on the lights, turn on the lights"),
+            "turn on the lights"
+        );
+        assert_eq!(
+            clean_transcript("what time is it what time is it", SPOKEN).as_deref(),
+            Some("what time is it")
+        );
+    }
+
+    #[test]
+    fn repeats_people_say_and_partial_repeats_are_kept() {
+        for text in [
+            "bye bye",
+            "no no no no",
+            "thank you thank you",
+            "what time is it what time",
+            "is it is it is it late",
+            "what time is it in Lima, what time is it in Quito",
+        ] {
+            assert_eq!(collapse_repetition(text), text);
+        }
+    }
 
     #[test]
     fn ghost_phrases_on_silence_are_dropped_in_several_languages() {

@@ -13,7 +13,7 @@ pub mod machine;
 pub mod segmenter;
 pub mod speakable;
 
-pub use echo::{WakeEvidence, is_echo_of_reply, speech_is_echo, wake_is_echo};
+pub use echo::{WakeEvidence, is_echo_of_reply, speech_is_echo, wake_is_echo, wake_threshold};
 pub use endpoint::looks_complete;
 pub use events::VoiceEvent;
 pub use hallucination::{SpeechEvidence, clean_transcript};
