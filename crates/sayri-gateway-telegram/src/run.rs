@@ -238,20 +238,38 @@ async fn worker(gw: Arc<Gateway>, chat: String, mut rx: mpsc::Receiver<IncomingM
     }
 }
 
-/// Renews the typing indicator until dropped.
-struct Typing(Option<tokio::task::JoinHandle<()>>);
+/// Renews the typing indicator while a turn runs. [`Typing::finish`] ends it: a
+/// `sendChatAction` already under way completes first, so the indicator is sent at least once
+/// for every turn that started, and never after the reply.
+struct Typing(
+    Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
+);
+
+impl Typing {
+    /// Stops the renewals and waits for the indicator in flight (at most its 10 s timeout).
+    async fn finish(mut self) {
+        if let Some((stop, task)) = self.0.take() {
+            drop(stop);
+            let _ = task.await;
+        }
+    }
+}
 
 impl Drop for Typing {
     fn drop(&mut self) {
-        if let Some(h) = self.0.take() {
-            h.abort();
+        if let Some((_, task)) = self.0.take() {
+            task.abort();
         }
     }
 }
 
 fn start_typing(gw: &Arc<Gateway>, chat: &str) -> Typing {
     let (gw, chat) = (gw.clone(), chat.to_string());
-    Typing(Some(tokio::spawn(async move {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
         loop {
             let body = json!({"chat_id": chat, "action": "typing"});
             if let Err(e) = gw
@@ -261,9 +279,13 @@ fn start_typing(gw: &Arc<Gateway>, chat: &str) -> Typing {
             {
                 tracing::debug!("sendChatAction to chat {chat}: {e}");
             }
-            tokio::time::sleep(gw.typing_every).await;
+            tokio::select! {
+                _ = &mut stopped => break,
+                () = tokio::time::sleep(gw.typing_every) => {}
+            }
         }
-    })))
+    });
+    Typing(Some((stop, task)))
 }
 
 /// Asks the daemon about one message and delivers what it says.
@@ -277,7 +299,7 @@ async fn answer(gw: &Arc<Gateway>, chat: &str, msg: &IncomingMessage) {
             }
         })
         .await;
-    drop(typing);
+    typing.finish().await;
     let text = match result {
         Ok(ReplyEvent::Done { text, .. }) => text,
         Ok(ReplyEvent::Error { error, .. }) => format!("⚠️ {error}"),

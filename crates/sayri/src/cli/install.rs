@@ -7,6 +7,11 @@
 //! * `$XDG_DATA_HOME/applications/sayri.desktop`: a launcher in the application menu (the orb
 //!   when `sayri-orb` lies next to `sayri`, else the web bubble).
 //! * `$XDG_DATA_HOME/icons/hicolor/scalable/apps/sayri.svg`: its icon.
+//! * With `--socket-activation`: `$XDG_CONFIG_HOME/systemd/user/sayri.socket`, enabled
+//!   (`sockets.target.wants/sayri.socket`): systemd listens on the daemon's socket
+//!   (`%t/sayri/sayri-daemon.sock`, mode 0600) from login and starts `sayri.service` on the first
+//!   connection, which takes the socket over. `--no-socket-activation` removes it; without
+//!   either, an installed socket unit is kept (and rewritten when it differs).
 //! * What starts at login, from `ui.autostart` and `ui.autostart_mode`: `ui` enables the unit
 //!   (`default.target.wants/sayri.service`) and writes the launcher to
 //!   `$XDG_CONFIG_HOME/autostart/sayri.desktop`; `daemon` enables the unit only; `off` (or
@@ -24,6 +29,8 @@ use std::path::{Path, PathBuf};
 
 /// The unit's file name.
 pub const UNIT_NAME: &str = "sayri.service";
+/// The socket unit's file name (socket activation).
+pub const SOCKET_UNIT_NAME: &str = "sayri.socket";
 /// The launcher's and the autostart entry's file name.
 pub const DESKTOP_NAME: &str = "sayri.desktop";
 /// The icon's name in the icon theme (`Icon=` of the launcher).
@@ -38,6 +45,13 @@ pub struct InstallArgs {
     /// For the current user (the only mode: system-wide installs come from the .deb package).
     #[arg(long, required = true)]
     pub user: bool,
+    /// Also write and enable sayri.socket: systemd holds the daemon's socket from login and
+    /// starts the daemon on the first connection (socket activation).
+    #[arg(long, conflicts_with = "no_socket_activation")]
+    pub socket_activation: bool,
+    /// Remove sayri.socket again (the daemon binds its socket itself).
+    #[arg(long)]
+    pub no_socket_activation: bool,
 }
 
 /// Options of `sayri uninstall`.
@@ -92,6 +106,10 @@ pub struct Layout {
     pub autostart: PathBuf,
     /// The icon.
     pub icon: PathBuf,
+    /// The socket unit (socket activation).
+    pub socket: PathBuf,
+    /// The link that enables the socket unit at login.
+    pub socket_wants_link: PathBuf,
 }
 
 impl Layout {
@@ -112,6 +130,8 @@ impl Layout {
             icon: data
                 .join("icons/hicolor/scalable/apps")
                 .join(format!("{ICON_NAME}.svg")),
+            socket: units.join(SOCKET_UNIT_NAME),
+            socket_wants_link: units.join("sockets.target.wants").join(SOCKET_UNIT_NAME),
         })
     }
 }
@@ -158,6 +178,27 @@ UMask=0077\n\
 WantedBy=default.target\n",
         exe = exec_quote(exe)
     )
+}
+
+/// The systemd user socket unit for socket activation: systemd listens on the daemon's socket
+/// path (`$XDG_RUNTIME_DIR/sayri/sayri-daemon.sock`, `%t` in a user unit), 0600 in a 0700
+/// directory, and starts `sayri.service` (same name) on the first connection.
+pub fn socket_text() -> String {
+    "# Sayri's control socket, for socket activation (written by `sayri install --user --socket-activation`,\n\
+# or the .deb). systemd listens from login; the first client starts sayri.service, which takes\n\
+# the socket over (and still serves only your uid).\n\
+[Unit]\n\
+Description=Sayri assistant daemon socket\n\
+Documentation=man:sayri(1)\n\
+\n\
+[Socket]\n\
+ListenStream=%t/sayri/sayri-daemon.sock\n\
+SocketMode=0600\n\
+DirectoryMode=0700\n\
+\n\
+[Install]\n\
+WantedBy=sockets.target\n"
+        .to_string()
 }
 
 /// What the launcher runs: the orb when `sayri-orb` is installed next to `exe`, else the web
@@ -257,8 +298,21 @@ fn reload_systemd() {
         .status();
 }
 
+/// Stops `unit` in a running systemd user manager (ignored when none runs).
+fn systemctl_stop(unit: &str) {
+    let _ = std::process::Command::new("systemctl")
+        .args(["--user", "stop", unit])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
 /// Runs `sayri install --user`.
-pub fn install(paths: &Paths) -> anyhow::Result<()> {
+///
+/// `socket`: `Some(true)` writes and enables `sayri.socket`, `Some(false)` removes it, `None`
+/// keeps it as installed (rewritten when present).
+pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
     let cfg = crate::config_file::load(&paths.config_file())?.0;
     let layout = Layout::from_env()?;
     let exe = std::env::current_exe().context("cannot find the sayri executable")?;
@@ -297,6 +351,32 @@ pub fn install(paths: &Paths) -> anyhow::Result<()> {
             format!("disabled {UNIT_NAME} at login"),
         );
     }
+    let socket = socket.unwrap_or_else(|| layout.socket.exists());
+    if socket {
+        note(
+            write_if_changed(&layout.socket, socket_text().as_bytes(), 0o644)?,
+            format!("wrote {}", layout.socket.display()),
+        );
+        note(
+            ensure_link(
+                &layout.socket_wants_link,
+                Path::new(&format!("../{SOCKET_UNIT_NAME}")),
+            )?,
+            format!("enabled {SOCKET_UNIT_NAME} (socket activation) at login"),
+        );
+    } else {
+        if layout.socket.exists() {
+            systemctl_stop(SOCKET_UNIT_NAME);
+        }
+        note(
+            remove(&layout.socket_wants_link)?,
+            format!("disabled {SOCKET_UNIT_NAME} at login"),
+        );
+        note(
+            remove(&layout.socket)?,
+            format!("removed {}", layout.socket.display()),
+        );
+    }
     if entry {
         note(
             write_if_changed(
@@ -328,9 +408,16 @@ pub fn install(paths: &Paths) -> anyhow::Result<()> {
         }
     };
     println!("{at_login}");
-    println!(
-        "start it now with `systemctl --user start {UNIT_NAME}` (or let any `sayri` command start it)"
-    );
+    if socket {
+        println!(
+            "socket activation is on: systemd holds {} from login and starts the daemon on the first connection; activate it now with `systemctl --user start {SOCKET_UNIT_NAME}` (stop a daemon already running first: `sayri quit`)",
+            paths.socket().display()
+        );
+    } else {
+        println!(
+            "start it now with `systemctl --user start {UNIT_NAME}` (or let any `sayri` command start it)"
+        );
+    }
     Ok(())
 }
 
@@ -342,17 +429,18 @@ pub fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
             "the daemon is running; stop it first (`sayri quit`, or `systemctl --user stop {UNIT_NAME}`), then purge; nothing was removed"
         );
     }
+    // A listening socket and a running service are stopped before their units go (the socket
+    // first, so that it does not start the service again).
+    if layout.socket.exists() {
+        systemctl_stop(SOCKET_UNIT_NAME);
+    }
     if layout.unit.exists() {
-        // A running service is stopped before its unit goes (ignored without a user manager).
-        let _ = std::process::Command::new("systemctl")
-            .args(["--user", "stop", UNIT_NAME])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        systemctl_stop(UNIT_NAME);
     }
     let mut removed = Vec::new();
     for p in [
+        &layout.socket_wants_link,
+        &layout.socket,
         &layout.wants_link,
         &layout.autostart,
         &layout.launcher,
@@ -401,9 +489,11 @@ mod tests {
     fn the_packaged_unit_and_launcher_are_the_generated_ones() {
         let exe = Path::new("/usr/bin/sayri");
         assert_eq!(include_str!("../../data/sayri.service"), unit_text(exe));
+        assert_eq!(include_str!("../../data/sayri.socket"), socket_text());
         assert_eq!(
             include_str!("../../data/sayri.desktop"),
-            desktop_text(&launcher_exec(exe, false), false)
+            // The package holds the orb, so its launcher starts the orb.
+            desktop_text(&launcher_exec(exe, true), false)
         );
     }
 

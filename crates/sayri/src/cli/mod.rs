@@ -249,7 +249,30 @@ pub fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    match run(cli) {
+    // Socket activation: the listening socket the service manager passed, taken (and the
+    // LISTEN_* variables removed, so no child inherits them) before any thread starts.
+    let mut passed = Vec::new();
+    if matches!(cli.command, Some(Command::Daemon)) {
+        // SAFETY: no thread has been started yet (the runtime and logging come later).
+        match unsafe { sd_notify::listen_fds_with_names_and_unset_env() } {
+            Ok(fds) => {
+                for (fd, _name) in fds {
+                    // SAFETY: LISTEN_PID named this process: the service manager passed `fd`
+                    // to it, and nothing else in this process owns it.
+                    passed.push(unsafe {
+                        <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
+                    });
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "sayri: error: the service manager's LISTEN_FDS/LISTEN_PID are invalid ({e}); check sayri.socket"
+                );
+                return ExitCode::from(1);
+            }
+        }
+    }
+    match run(cli, passed) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             let msg = format!("{e:#}").replace('\n', " ");
@@ -259,7 +282,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<i32> {
+fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
     let paths = Paths::from_env()?;
     let Some(command) = cli.command else {
         let action = cli.window.action();
@@ -268,7 +291,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match command {
         Command::Daemon => {
             crate::logging::init("info");
-            return match crate::daemon::run_foreground(paths) {
+            return match crate::daemon::run_foreground(paths, passed) {
                 Ok(()) => Ok(0),
                 Err(e @ crate::daemon::DaemonError::Config(_)) => {
                     // A service manager does not restart a daemon that exits with EX_CONFIG.
@@ -292,7 +315,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Listen(args) if args.file.is_some() => return voice::listen_file(&paths, &args),
         Command::Say(args) => return voice::say(&paths, &args),
         Command::Wake { action } => return wake::run(&paths, &action),
-        Command::Install(_) => return install::install(&paths).map(|()| 0),
+        Command::Install(args) => {
+            let socket = match (args.socket_activation, args.no_socket_activation) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            return install::install(&paths, socket).map(|()| 0);
+        }
         Command::Uninstall(args) => return install::uninstall(&paths, args.purge).map(|()| 0),
         Command::Completions { shell } => {
             generate::completions(shell);

@@ -11,6 +11,12 @@
 //! * With a daemon running, the settings and the key go through it (it applies them at once);
 //!   otherwise `sayri.toml` is edited in place under the writers' lock, and the key goes straight
 //!   into the vault.
+//! * Voice (optional): the whisper speech-recognition model the settings want (`stt.language`,
+//!   `stt.model_size`) is offered for download from Sayri's catalog (size shown; default no;
+//!   `--voice-models` with `--yes`). It is downloaded after the settings are written, through
+//!   the same verified download as `sayri models download` (progress bar, sha256 checked, nothing
+//!   installed unless it matches). An installed model is reported as present instead; a build
+//!   without voice says how to get it instead of offering anything.
 //! * The built-in `default` agent cannot be changed: choosing another level for it creates the
 //!   agent `assistant` (the built-in profile at that level) and makes it the default; an agent
 //!   of the user's own that is the default gets the new level in its profile.
@@ -24,6 +30,8 @@ use sayri_core::domain::config::Config;
 use sayri_core::domain::profile::AgentProfile;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::ConfigSetParams;
+use sayri_voice::models::catalog::{self, CatalogEntry};
+use sayri_voice::models::{ModelKind, ModelStore};
 use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::time::Duration;
@@ -67,6 +75,16 @@ pub struct SetupArgs {
     /// What the default agent may do: 0-4 or a level name (default: as it is now).
     #[arg(long, value_name = "LEVEL")]
     pub level: Option<SandboxLevel>,
+    /// With --yes: also download the speech-recognition model voice needs (whisper, for
+    /// stt.language and stt.model_size; `sayri models list` shows sizes), unless one is
+    /// installed.
+    #[arg(long)]
+    pub voice_models: bool,
+    /// Download voice models from this copy of the catalog's files (the same file names, e.g.
+    /// URL/ggml-base.en.bin) instead of huggingface.co; each is still checked against the
+    /// catalog's sha256.
+    #[arg(long, value_name = "URL")]
+    pub voice_models_mirror: Option<String>,
 }
 
 /// The plain-words meaning of each level, shown when choosing one.
@@ -103,6 +121,132 @@ struct Plan {
     model: Option<String>,
     api_key: Option<Zeroizing<String>>,
     level: SandboxLevel,
+    voice: VoiceStep,
+}
+
+/// The voice-model step: what is there, and what will be downloaded.
+#[derive(Debug, Clone, PartialEq)]
+enum VoiceStep {
+    /// This build has no voice: nothing to download.
+    NotBuilt,
+    /// A whisper model is installed: `name`, the wanted one or the closest to `wanted`.
+    Present { name: String, wanted: String },
+    /// The wanted model is not in the catalog: it is imported by hand.
+    NotInCatalog { wanted: String },
+    /// The wanted model can be downloaded; `download` when chosen.
+    Offered {
+        entry: &'static CatalogEntry,
+        download: bool,
+    },
+}
+
+impl VoiceStep {
+    /// What the settings `cfg` want, against the voice model store.
+    fn resolve(cfg: &Config) -> VoiceStep {
+        if !crate::voice::BUILT {
+            return VoiceStep::NotBuilt;
+        }
+        let store = ModelStore::open_default();
+        let whisper = sayri_voice::plan::VoicePlan::resolve(cfg, &store).whisper;
+        if let Some(name) = whisper.name {
+            return VoiceStep::Present {
+                name,
+                wanted: whisper.wanted,
+            };
+        }
+        match catalog::lookup(ModelKind::Whisper, &whisper.wanted) {
+            Some(entry) => VoiceStep::Offered {
+                entry,
+                download: false,
+            },
+            None => VoiceStep::NotInCatalog {
+                wanted: whisper.wanted,
+            },
+        }
+    }
+
+    /// The line of the summary.
+    fn summary(&self) -> String {
+        match self {
+            VoiceStep::NotBuilt => "none: this sayri was built without voice".into(),
+            VoiceStep::Present { name, .. } => format!("whisper {name} is installed"),
+            VoiceStep::NotInCatalog { wanted } => {
+                format!(
+                    "none downloaded (whisper {wanted}: `sayri models import whisper FILE --name {wanted}`)"
+                )
+            }
+            VoiceStep::Offered {
+                entry,
+                download: true,
+            } => format!(
+                "download whisper {} ({} MB) after writing the settings",
+                entry.name, entry.megabytes
+            ),
+            VoiceStep::Offered { entry, .. } => format!(
+                "not downloaded (later: `sayri models download whisper {}`)",
+                entry.name
+            ),
+        }
+    }
+
+    /// Prints what this step is about, before any question.
+    fn explain(&self) {
+        match self {
+            VoiceStep::NotBuilt => println!("{}", crate::voice::status::not_built()),
+            VoiceStep::Present { name, wanted } => {
+                println!(
+                    "The speech-recognition model whisper {name} is already installed ({}); nothing to download.",
+                    ModelStore::open_default().root().display()
+                );
+                if name != wanted {
+                    println!(
+                        "(The settings ask for whisper {wanted}; voice uses {name} until `sayri models download whisper {wanted}` installs it.)"
+                    );
+                }
+            }
+            VoiceStep::NotInCatalog { wanted } => println!(
+                "The settings ask for whisper {wanted}, which Sayri cannot download: `sayri models import whisper FILE --name {wanted}` installs a copy you have."
+            ),
+            VoiceStep::Offered { entry, .. } => println!(
+                "To talk to Sayri it needs a speech-recognition model: whisper {} ({} MB, {} licence), downloaded from {} and checked against its sha256.",
+                entry.name,
+                entry.megabytes,
+                entry.licence,
+                url_host(entry.url)
+            ),
+        }
+    }
+}
+
+fn url_host(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| url.to_string())
+}
+
+/// Where `entry` is downloaded from: its catalog URL, or the same file name under `mirror`.
+fn download_url(entry: &CatalogEntry, mirror: Option<&str>) -> String {
+    match mirror {
+        None => entry.url.to_string(),
+        Some(m) => {
+            let file = entry.url.rsplit('/').next().unwrap_or(entry.url);
+            format!("{}/{file}", m.trim_end_matches('/'))
+        }
+    }
+}
+
+/// Checks `--voice-models-mirror`: an `http://` or `https://` address.
+fn check_mirror(mirror: Option<&str>) -> anyhow::Result<()> {
+    if let Some(m) = mirror {
+        match url::Url::parse(m) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+            _ => bail!(
+                "--voice-models-mirror {m:?} is not an http:// or https:// address; {NOTHING_WRITTEN}"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// End of input at a question: the wizard stops, having written nothing.
@@ -260,6 +404,7 @@ pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
         .map(|p| p.sandbox.level)
         .unwrap_or(SandboxLevel::HostUser);
     let tty = std::io::stdin().is_terminal();
+    check_mirror(args.voice_models_mirror.as_deref())?;
     let plan = if args.yes {
         plan_from_flags(paths, &cfg, &args, current_level).await?
     } else if !tty {
@@ -284,7 +429,34 @@ pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
     };
     apply(paths, &cfg, &plan).await?;
     println!("Sayri is set up. Try: sayri ask \"What can you do?\"");
-    let store = sayri_voice::models::ModelStore::open_default();
+    if let VoiceStep::Offered {
+        entry,
+        download: true,
+    } = &plan.voice
+    {
+        let url = download_url(entry, args.voice_models_mirror.as_deref());
+        println!(
+            "Downloading whisper {} ({} MB) from {url}…",
+            entry.name, entry.megabytes
+        );
+        let store = ModelStore::open_default();
+        if let Err(e) = crate::cli::voice_models::download_verified(
+            &store,
+            ModelKind::Whisper,
+            entry.name,
+            &url,
+            entry.sha256,
+        )
+        .await
+        {
+            eprintln!(
+                "sayri: the settings are saved, but the voice model was not installed: {e:#}\nTry again later with `sayri models download whisper {}`.",
+                entry.name
+            );
+            return Ok(1);
+        }
+    }
+    let store = ModelStore::open_default();
     let voice = sayri_voice::plan::VoicePlan::resolve(&cfg, &store);
     if cfg.stt.mode != "disabled" && !(crate::voice::BUILT && voice.stt_ready()) {
         println!(
@@ -329,6 +501,7 @@ async fn plan_from_flags(
                         let name = m.name.clone();
                         return finish_flags_plan(
                             Source::Local { name },
+                            cfg,
                             args,
                             api_key,
                             current_level,
@@ -358,11 +531,12 @@ async fn plan_from_flags(
         })?;
         Source::Server { url, models }
     };
-    finish_flags_plan(source, args, api_key, current_level)
+    finish_flags_plan(source, cfg, args, api_key, current_level)
 }
 
 fn finish_flags_plan(
     source: Source,
+    cfg: &Config,
     args: &SetupArgs,
     api_key: Option<Zeroizing<String>>,
     current_level: SandboxLevel,
@@ -383,12 +557,32 @@ fn finish_flags_plan(
             None => bail!("{url} lists no models; pass --model NAME; {NOTHING_WRITTEN}"),
         },
     };
+    let voice = match VoiceStep::resolve(cfg) {
+        VoiceStep::NotBuilt if args.voice_models => bail!(
+            "--voice-models: {}; {NOTHING_WRITTEN}",
+            crate::voice::status::not_built()
+        ),
+        VoiceStep::NotInCatalog { wanted } if args.voice_models => bail!(
+            "--voice-models: the settings ask for whisper {wanted}, which is not in Sayri's catalog (`sayri models list` shows what is); install it with `sayri models import whisper FILE --name {wanted}`; {NOTHING_WRITTEN}"
+        ),
+        VoiceStep::Offered { entry, .. } => VoiceStep::Offered {
+            entry,
+            download: args.voice_models,
+        },
+        other => other,
+    };
     let plan = Plan {
         source,
         model,
         api_key,
         level: args.level.unwrap_or(current_level),
+        voice,
     };
+    if let VoiceStep::Present { .. } = &plan.voice
+        && args.voice_models
+    {
+        plan.voice.explain();
+    }
     print_summary(&plan);
     Ok(plan)
 }
@@ -536,11 +730,28 @@ async fn ask(
             Err(e) => println!("{e}"),
         }
     };
+    println!("\n4. Voice (optional)");
+    let mut voice = VoiceStep::resolve(cfg);
+    voice.explain();
+    if let VoiceStep::Offered { entry, download } = &mut voice {
+        *download = loop {
+            let a = p.line(&format!(
+                "Download whisper {} ({} MB) now? [y/N]: ",
+                entry.name, entry.megabytes
+            ))?;
+            match a.to_ascii_lowercase().as_str() {
+                "" | "n" | "no" => break false,
+                "y" | "yes" => break true,
+                _ => println!("answer y or n"),
+            }
+        };
+    }
     let plan = Plan {
         source,
         model,
         api_key,
         level,
+        voice,
     };
     println!();
     print_summary(&plan);
@@ -580,6 +791,7 @@ fn print_summary(plan: &Plan) {
         plan.level.number(),
         level_words(plan.level)
     );
+    println!("  voice models:   {}", plan.voice.summary());
 }
 
 /// The settings a plan changes, as `(key, value)`; `agent_id` is the default agent afterwards.

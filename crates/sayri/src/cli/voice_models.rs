@@ -196,12 +196,26 @@ async fn download(
             kind.as_str()
         ),
     };
+    download_verified(store, kind, name, &url, &sha).await
+}
+
+/// Downloads `url` as model `name` of `kind` into `store` with a progress bar (on a terminal),
+/// installing it only when its sha256 is `sha`, and prints what was installed. `sayri setup`
+/// downloads its voice models through this too.
+pub async fn download_verified(
+    store: &ModelStore,
+    kind: ModelKind,
+    name: &str,
+    url: &str,
+    sha: &str,
+) -> anyhow::Result<()> {
     let bar = bar("downloading");
     let started = std::time::Instant::now();
     let m =
-        sayri_voice::models::download(store, kind, name, &url, Some(&sha), &mut |p| show(&bar, p))
-            .await?;
+        sayri_voice::models::download(store, kind, name, url, Some(sha), &mut |p| show(&bar, p))
+            .await;
     bar.finish_and_clear();
+    let m = m?;
     println!(
         "installed {} {} ({:.1} MB in {:.1} s, sha256 verified) at {}",
         kind.as_str(),

@@ -69,6 +69,9 @@ pub struct Daemon {
     legacy: Option<UnixListener>,
     lock: DaemonLock,
     dispatcher: Arc<Dispatcher>,
+    /// The socket came from the service manager (socket activation): it stays in place at exit,
+    /// for the next activation.
+    activated: bool,
 }
 
 /// The command table with every command this build implements.
@@ -93,9 +96,23 @@ impl Daemon {
         config: Config,
         dispatcher: Dispatcher,
     ) -> Result<Daemon, DaemonError> {
+        Self::bind_passed(paths, config, dispatcher, Vec::new())
+    }
+
+    /// As [`Daemon::bind_with_config`], listening on the socket the service manager passed
+    /// (`passed`, from `LISTEN_FDS`; see [`listener::adopt_passed`]) when there is one.
+    pub fn bind_passed(
+        paths: Paths,
+        config: Config,
+        dispatcher: Dispatcher,
+        passed: Vec<std::os::fd::OwnedFd>,
+    ) -> Result<Daemon, DaemonError> {
         paths.ensure_dirs()?;
         let lock = listener::acquire_lock(&paths.lock_file())?;
-        let listener = listener::bind_private(&paths.socket())?;
+        let (listener, activated) = match listener::adopt_passed(passed, &paths.socket())? {
+            Some(l) => (l, true),
+            None => (listener::bind_private(&paths.socket())?, false),
+        };
         // Only the lock holder may clean up, and before it starts a child of its own.
         recovery::kill_leftovers(&paths);
         let state = DaemonState::new(paths, config);
@@ -143,6 +160,7 @@ impl Daemon {
             legacy,
             lock,
             dispatcher: Arc::new(dispatcher),
+            activated,
         })
     }
 
@@ -160,6 +178,7 @@ impl Daemon {
             legacy,
             lock,
             dispatcher,
+            activated,
         } = self;
         let tracker = TaskTracker::new();
         if let Some(legacy) = legacy {
@@ -171,8 +190,13 @@ impl Daemon {
             tokio::spawn(crate::gateways::auto_start(state.clone()));
         }
         tracing::info!(
-            "listening on {} (version {}, protocol {PROTOCOL_VERSION})",
+            "listening on {}{} (version {}, protocol {PROTOCOL_VERSION})",
             state.paths.socket().display(),
+            if activated {
+                " (socket passed by the service manager)"
+            } else {
+                ""
+            },
             env!("CARGO_PKG_VERSION")
         );
         // Under systemd (`Type=notify`) the start completes here: the socket accepts clients.
@@ -228,7 +252,9 @@ impl Daemon {
         let voice = state.clone();
         let _ = tokio::task::spawn_blocking(move || voice.voice.shutdown()).await;
         state.supervisor.shutdown().await;
-        let _ = std::fs::remove_file(state.paths.socket());
+        if !activated {
+            let _ = std::fs::remove_file(state.paths.socket());
+        }
         state
             .broadcaster
             .broadcast(names::event::SHUTDOWN, Map::new());
@@ -250,7 +276,10 @@ impl Daemon {
 
 /// Runs the daemon in the foreground until `quit`, SIGTERM or SIGINT. Returns a one-line error
 /// when it cannot start (invalid config with file:line, another daemon running, …).
-pub fn run_foreground(paths: Paths) -> Result<(), DaemonError> {
+///
+/// `passed`: the listening sockets the service manager passed (socket activation), empty when
+/// the daemon binds its own.
+pub fn run_foreground(paths: Paths, passed: Vec<std::os::fd::OwnedFd>) -> Result<(), DaemonError> {
     crate::footprint::limit_malloc_arenas();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -267,7 +296,9 @@ pub fn run_foreground(paths: Paths) -> Result<(), DaemonError> {
         }
     };
     rt.block_on(async move {
-        let daemon = Daemon::bind(paths, default_dispatcher())?;
+        paths.ensure_dirs()?;
+        let (config, _existed) = config_file::load(&paths.config_file())?;
+        let daemon = Daemon::bind_passed(paths, config, default_dispatcher(), passed)?;
         let state = daemon.state();
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};

@@ -18,12 +18,15 @@ const HINT: &str = "voice models are not installed: run ./scripts/setup --tests 
 
 /// A loopback HTTP server for `files` (`/name` → bytes). The body of `hold` is sent a quarter
 /// at a time up to the first quarter, then waits for `release` before sending the rest.
-struct FileServer {
-    base: String,
-    requests: Arc<Mutex<Vec<String>>>,
+pub(super) struct FileServer {
+    pub(super) base: String,
+    pub(super) requests: Arc<Mutex<Vec<String>>>,
 }
 
-fn serve(files: Vec<(String, Vec<u8>)>, hold: Option<(&str, mpsc::Receiver<()>)>) -> FileServer {
+pub(super) fn serve(
+    files: Vec<(String, Vec<u8>)>,
+    hold: Option<(&str, mpsc::Receiver<()>)>,
+) -> FileServer {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));
