@@ -12,7 +12,7 @@ use sayri_core::ports::speech::{SpeechError, SpeechToText, TextToSpeech, WakeWor
 use std::sync::Arc;
 
 /// What to do when this build lacks an engine.
-pub const REBUILD_HINT: &str = "rebuild sayri with its default features (`cargo build --release -p sayri`; needs cmake, clang, libclang-dev and libasound2-dev, which ./scripts/setup installs)";
+pub const REBUILD_HINT: &str = "rebuild sayri with its default features (`cargo build --release -p sayri`; needs cmake, clang, libclang-dev and libasound2-dev, which ./scripts/setup --voice installs)";
 
 /// Engines ready for a loop, with what was degraded on the way (for logs and status).
 pub struct Built {

@@ -637,7 +637,9 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
             fixes.extend(missing(&format!("{key}_missing")));
         }
     }
-    fixes.dedup();
+    // The same fix (a rebuild, one setup command) often answers several parts: say it once.
+    let mut seen = std::collections::HashSet::new();
+    fixes.retain(|f| seen.insert(f.clone()));
     out.push(finding(
         "voice.models",
         "voice models",

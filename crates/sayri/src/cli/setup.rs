@@ -508,8 +508,9 @@ async fn plan_from_flags(
                         );
                     }
                     None => bail!(
-                        "no model server answers on this computer (looked for {}); start one, or pass --endpoint URL; {NOTHING_WRITTEN}",
-                        known_list()
+                        "no model server answers on this computer (looked for {}) and no local model is installed; start a server, or pass --endpoint URL, or {}; {NOTHING_WRITTEN}",
+                        known_list(),
+                        LOCAL_MODEL_HINT
                     ),
                 },
             },
@@ -587,12 +588,31 @@ fn finish_flags_plan(
     Ok(plan)
 }
 
+/// How to get a local model when there is neither a server nor one installed.
+const LOCAL_MODEL_HINT: &str = "install Sayri's own small local model with `./scripts/setup --model` (from the source tree) or add a GGUF file with `sayri models install FILE.gguf`";
+
 fn known_list() -> String {
     KNOWN_SERVERS
         .iter()
         .map(|(n, p)| format!("{n} on port {p}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The sandbox levels this machine cannot give, each with what is missing (from the same probe
+/// as `sayri sandbox check`); empty when the probe fails or takes over 10 s.
+async fn unavailable_levels(paths: &Paths, cfg: &Config) -> Vec<(SandboxLevel, String)> {
+    let settings = crate::brain::settings::sandbox_settings(paths, cfg);
+    let sb = sayri_sandbox::launcher::LinuxSandbox::new(settings);
+    match tokio::time::timeout(std::time::Duration::from_secs(10), sb.capabilities()).await {
+        Ok(Ok(report)) => report
+            .levels
+            .iter()
+            .filter(|l| !l.guaranteed)
+            .map(|l| (l.level, l.missing.join("; ")))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The interactive questions. `Ok(None)` when the summary was declined.
@@ -628,8 +648,11 @@ async fn ask(
     let source = loop {
         let typed = if options.is_empty() {
             println!(
-                "No model server answers on this computer (looked for {}).",
+                "No model server answers on this computer (looked for {}), and no local model is installed.",
                 known_list()
+            );
+            println!(
+                "To get one, press Ctrl-D and {LOCAL_MODEL_HINT}, then run `sayri setup` again."
             );
             p.line("Address of an OpenAI-compatible server (e.g. http://127.0.0.1:11434/v1): ")?
         } else {
@@ -674,7 +697,10 @@ async fn ask(
         }
     };
     let model = match &source {
-        Source::Local { .. } => None,
+        Source::Local { name } => {
+            println!("\n2. Model\n{name}, which Sayri runs for you.");
+            None
+        }
         Source::Server { models, .. } if models.is_empty() => {
             println!("\n2. Model\nThe server lists no models.");
             loop {
@@ -712,11 +738,14 @@ async fn ask(
         }
     };
     println!("\n3. What may the assistant do on this computer?");
+    let missing = unavailable_levels(paths, cfg).await;
     for l in SandboxLevel::ALL {
-        let rec = if l == SandboxLevel::HostUser {
-            " (recommended)"
+        let rec = if let Some(why) = missing.iter().find(|(m, _)| *m == l).map(|(_, w)| w) {
+            format!(" (not available here: {why})")
+        } else if l == SandboxLevel::HostUser {
+            " (recommended)".to_string()
         } else {
-            ""
+            String::new()
         };
         println!("  {}) {}{rec}", l.number(), level_words(l));
     }
