@@ -3,7 +3,7 @@
 //! * `sayri lookup QUERY [--limit N]`: a read-only web lookup. In order: the DuckDuckGo Instant
 //!   Answer API (`• Summary: <AbstractText>`, else up to two `• <RelatedTopics.Text>`), Wikipedia
 //!   search (`• <title>: <snippet without tags>`; Spanish Wikipedia for a query with a Spanish
-//!   keyword) and ArchWiki opensearch (up to two `• ArchWiki [<title>](<link>)`), 5 s each;
+//!   keyword) and ArchWiki opensearch (up to two `• ArchWiki [<title>](<link>)`), 5 s and 1 MiB each;
 //!   prints the first N lines, or says nothing was found and what to try instead. The endpoints
 //!   are the settings `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`;
 //!   the daemon hands them to every command it runs as [`LOOKUP_ENV`] (a level 1–2 sandbox
@@ -22,8 +22,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long each lookup source may take.
+/// How long each lookup source may take, from connecting to the last byte of its answer.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The biggest answer a lookup source may send, bytes; a longer one is refused.
+pub const LOOKUP_MAX_BODY: usize = 1 << 20;
 
 /// How long each screenshot tool may take.
 pub const SCREENSHOT_TIMEOUT: Duration = Duration::from_secs(8);
@@ -173,24 +176,39 @@ fn with_causes(e: reqwest::Error) -> String {
     text
 }
 
+/// Asks one source: the whole request, answer included, within [`LOOKUP_TIMEOUT`], and an
+/// answer of at most [`LOOKUP_MAX_BODY`] bytes.
 async fn get_json(
     client: &reqwest::Client,
     url: &str,
     query: &[(&str, &str)],
 ) -> Result<Value, String> {
-    let url = url::Url::parse_with_params(url, query).map_err(|e| format!("bad address: {e}"))?;
-    let send = client.get(url).send();
-    let resp = tokio::time::timeout(LOOKUP_TIMEOUT, send)
+    tokio::time::timeout(LOOKUP_TIMEOUT, fetch_json(client, url, query))
         .await
-        .map_err(|_| format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
-        .map_err(with_causes)?;
+        .map_err(|_| format!("no complete answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
+}
+
+async fn fetch_json(
+    client: &reqwest::Client,
+    url: &str,
+    query: &[(&str, &str)],
+) -> Result<Value, String> {
+    let url = url::Url::parse_with_params(url, query).map_err(|e| format!("bad address: {e}"))?;
+    let mut resp = client.get(url).send().await.map_err(with_causes)?;
     if !resp.status().is_success() {
         return Err(format!("HTTP {}", resp.status()));
     }
-    tokio::time::timeout(LOOKUP_TIMEOUT, resp.json::<Value>())
-        .await
-        .map_err(|_| format!("no answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
-        .map_err(|e| format!("not JSON: {e}"))
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(with_causes)? {
+        if body.len() + chunk.len() > LOOKUP_MAX_BODY {
+            return Err(format!(
+                "answer longer than {} KiB, refused",
+                LOOKUP_MAX_BODY / 1024
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))
 }
 
 fn http_client(https: bool) -> anyhow::Result<reqwest::Client> {
@@ -250,7 +268,10 @@ pub async fn lookup_lines(
                 );
             }
         }
-        Err(e) => notes.push(format!("DuckDuckGo ({ddg}): {e}")),
+        Err(e) => notes.push(format!(
+            "DuckDuckGo ({}): {e}",
+            sayri_voice::models::without_credentials(ddg)
+        )),
     }
     match w {
         Ok(v) => {
@@ -264,7 +285,10 @@ pub async fn lookup_lines(
                 }
             }
         }
-        Err(e) => notes.push(format!("Wikipedia ({wiki}): {e}")),
+        Err(e) => notes.push(format!(
+            "Wikipedia ({}): {e}",
+            sayri_voice::models::without_credentials(&wiki)
+        )),
     }
     match a {
         Ok(v) => {
@@ -282,7 +306,10 @@ pub async fn lookup_lines(
                 lines.push(format!("• ArchWiki [{}]({})", text(t), text(l)));
             }
         }
-        Err(e) => notes.push(format!("ArchWiki ({arch}): {e}")),
+        Err(e) => notes.push(format!(
+            "ArchWiki ({}): {e}",
+            sayri_voice::models::without_credentials(arch)
+        )),
     }
     Ok((lines, notes))
 }

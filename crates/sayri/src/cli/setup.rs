@@ -242,7 +242,8 @@ fn check_mirror(mirror: Option<&str>) -> anyhow::Result<()> {
         match url::Url::parse(m) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => {}
             _ => bail!(
-                "--voice-models-mirror {m:?} is not an http:// or https:// address; {NOTHING_WRITTEN}"
+                "--voice-models-mirror {:?} is not an http:// or https:// address; {NOTHING_WRITTEN}",
+                sayri_voice::models::without_credentials(m)
             ),
         }
     }
@@ -436,8 +437,10 @@ pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
     {
         let url = download_url(entry, args.voice_models_mirror.as_deref());
         println!(
-            "Downloading whisper {} ({} MB) from {url}…",
-            entry.name, entry.megabytes
+            "Downloading whisper {} ({} MB) from {}…",
+            entry.name,
+            entry.megabytes,
+            sayri_voice::models::without_credentials(&url)
         );
         let store = ModelStore::open_default();
         if let Err(e) = crate::cli::voice_models::download_verified(

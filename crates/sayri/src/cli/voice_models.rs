@@ -201,7 +201,10 @@ async fn download(
 
 /// Downloads `url` as model `name` of `kind` into `store` with a progress bar (on a terminal),
 /// installing it only when its sha256 is `sha`, and prints what was installed. `sayri setup`
-/// downloads its voice models through this too.
+/// downloads its voice models through this too. A file whose sha256 is a catalog entry's may
+/// not be bigger than that entry's size (its approximate megabytes plus a tenth): a server
+/// sending more is refused as soon as it does. Output and errors name `url` without its
+/// credentials.
 pub async fn download_verified(
     store: &ModelStore,
     kind: ModelKind,
@@ -211,9 +214,20 @@ pub async fn download_verified(
 ) -> anyhow::Result<()> {
     let bar = bar("downloading");
     let started = std::time::Instant::now();
-    let m =
-        sayri_voice::models::download(store, kind, name, url, Some(sha), &mut |p| show(&bar, p))
-            .await;
+    let max_bytes = catalog::CATALOG
+        .iter()
+        .find(|e| e.kind == kind && e.sha256.eq_ignore_ascii_case(sha))
+        .map(|e| u64::from(e.megabytes) * (1 << 20) * 11 / 10);
+    let m = sayri_voice::models::download_capped(
+        store,
+        kind,
+        name,
+        url,
+        Some(sha),
+        max_bytes,
+        &mut |p| show(&bar, p),
+    )
+    .await;
     bar.finish_and_clear();
     let m = m?;
     println!(
