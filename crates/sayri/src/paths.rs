@@ -32,6 +32,16 @@ pub enum PathsError {
     /// Neither the override variable nor `$HOME` is available.
     #[error("cannot find your home directory; set HOME, or SAYRI_CONFIG_DIR and SAYRI_STATE_DIR")]
     NoHome,
+    /// A directory variable holds a relative path (it would follow the working directory).
+    #[error(
+        "{var} is the relative path {value:?}; it must be an absolute path (for example {var}=$HOME/sayri-test), or unset to use the default"
+    )]
+    Relative {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: PathBuf,
+    },
     /// Creating or chmodding a directory failed.
     #[error("cannot prepare directory {path}: {source}; check its permissions")]
     Dir {
@@ -65,33 +75,53 @@ pub struct Paths {
     pub runtime_dir: PathBuf,
 }
 
-fn env_dir(name: &str) -> Option<PathBuf> {
+/// `$name` when set and not empty; a relative value is refused (`PathsError::Relative`).
+fn env_dir(name: &'static str) -> Result<Option<PathBuf>, PathsError> {
+    match std::env::var_os(name).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => {
+            let p = PathBuf::from(v);
+            if p.is_absolute() {
+                Ok(Some(p))
+            } else {
+                Err(PathsError::Relative {
+                    var: name,
+                    value: p,
+                })
+            }
+        }
+    }
+}
+
+/// `$name` when set to an absolute path: the XDG base directory rules ignore a relative value.
+fn xdg_dir(name: &str) -> Option<PathBuf> {
     std::env::var_os(name)
-        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
 }
 
 impl Paths {
     /// Resolves the directories from the environment. Creates nothing.
+    ///
+    /// # Errors
+    /// `SAYRI_CONFIG_DIR` or `SAYRI_STATE_DIR` is relative ([`PathsError::Relative`]); no home
+    /// directory is found when one is needed ([`PathsError::NoHome`]).
     pub fn from_env() -> Result<Paths, PathsError> {
         let home = || {
             directories::BaseDirs::new()
                 .map(|b| b.home_dir().to_path_buf())
                 .ok_or(PathsError::NoHome)
         };
-        let config_dir = match (
-            env_dir("SAYRI_CONFIG_DIR"),
-            env_dir("XDG_CONFIG_HOME").filter(|p| p.is_absolute()),
-        ) {
+        let config_dir = match (env_dir("SAYRI_CONFIG_DIR")?, xdg_dir("XDG_CONFIG_HOME")) {
             (Some(p), _) => p,
             (None, Some(xdg)) => xdg.join("sayri"),
             (None, None) => home()?.join(".config/sayri"),
         };
-        let state_dir = match env_dir("SAYRI_STATE_DIR") {
+        let state_dir = match env_dir("SAYRI_STATE_DIR")? {
             Some(p) => p,
             None => home()?.join(".local/share/sayri"),
         };
-        let runtime_dir = match env_dir("XDG_RUNTIME_DIR").filter(|p| p.is_absolute()) {
+        let runtime_dir = match xdg_dir("XDG_RUNTIME_DIR") {
             Some(p) => p.join("sayri"),
             None => state_dir.clone(),
         };

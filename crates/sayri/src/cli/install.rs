@@ -19,7 +19,9 @@
 //!
 //! `$XDG_CONFIG_HOME` defaults to `~/.config`, `$XDG_DATA_HOME` to `~/.local/share`.
 //! Uninstalling removes exactly these files; the settings, agents, vault and conversations stay
-//! unless `--purge` is given (then the config and state directories go too).
+//! unless `--purge` is given: then the entries Sayri creates in the config and state
+//! directories go, and each directory too when that leaves it empty (never `/`, the home
+//! directory or an ancestor of it, nor a directory holding none of Sayri's files).
 
 use crate::paths::Paths;
 use anyhow::Context;
@@ -421,21 +423,148 @@ pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The entries Sayri creates in its config and state directories (the runtime directory is the
+/// state directory without `XDG_RUNTIME_DIR`). `--purge` deletes only these.
+pub const SAYRI_ENTRIES: &[&str] = &[
+    // config
+    "sayri.toml",
+    ".sayri.toml.lock",
+    "agents",
+    "skills",
+    "vault.enc",
+    "vault.key",
+    "routines.json",
+    "triggers",
+    "policies",
+    // state
+    "sessions.db",
+    "sessions.db-wal",
+    "sessions.db-shm",
+    "sessions.db-journal",
+    "daemon.log",
+    "logs",
+    "children",
+    "models",
+    "llm-server",
+    "sandboxes",
+    "tmp",
+    "autostart.lock",
+    "sayri-web.url",
+    "sayri-web-open.html",
+    // runtime
+    crate::paths::DAEMON_SOCKET,
+    crate::paths::DAEMON_LOCK,
+    crate::paths::LEGACY_SOCKET,
+];
+
+/// Entries only Sayri creates: a directory holding one of these (or named `sayri`) is Sayri's.
+const SAYRI_MARKERS: &[&str] = &[
+    "sayri.toml",
+    "sessions.db",
+    "vault.enc",
+    "daemon.log",
+    crate::paths::DAEMON_LOCK,
+];
+
+/// Why `dir` must never be purged: `/`, the home directory or one of its ancestors, or a
+/// directory that does not look like Sayri's. `None` when it may be purged.
+fn purge_refusal(dir: &Path) -> Option<String> {
+    if !dir.is_absolute() {
+        return Some("it is not an absolute path".into());
+    }
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if dir.parent().is_none() {
+        return Some("it is the root directory".into());
+    }
+    if let Some(home) = home() {
+        let home = std::fs::canonicalize(&home).unwrap_or(home);
+        if home.starts_with(&dir) {
+            return Some(format!(
+                "it is your home directory {} or holds it",
+                home.display()
+            ));
+        }
+    }
+    let named_sayri = dir.file_name().is_some_and(|n| n == "sayri");
+    if !named_sayri && !SAYRI_MARKERS.iter().any(|m| dir.join(m).exists()) {
+        return Some(format!(
+            "it holds none of Sayri's files ({})",
+            SAYRI_MARKERS.join(", ")
+        ));
+    }
+    None
+}
+
+/// Deletes Sayri's entries in `dir` ([`SAYRI_ENTRIES`]), then `dir` itself when that left it
+/// empty. Prints what was deleted and what was kept, and why.
+fn purge_dir(dir: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Ok(());
+    }
+    if let Some(why) = purge_refusal(dir) {
+        println!(
+            "kept {} untouched: {why}; delete Sayri's files there yourself if you mean to",
+            dir.display()
+        );
+        return Ok(());
+    }
+    let mut deleted = 0;
+    for name in SAYRI_ENTRIES {
+        let p = dir.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        let r = if meta.is_dir() {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+        r.with_context(|| format!("cannot delete {}", p.display()))?;
+        deleted += 1;
+    }
+    match std::fs::remove_dir(dir) {
+        Ok(()) => println!("deleted {}", dir.display()),
+        Err(_) => {
+            let mut others: Vec<String> = std::fs::read_dir(dir)
+                .map(|rd| {
+                    rd.filter_map(Result::ok)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            others.sort();
+            println!(
+                "deleted Sayri's {deleted} entries in {}; kept the directory and what Sayri did not create there: {}",
+                dir.display(),
+                others.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `sayri uninstall --user [--purge]`.
 pub fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
     let layout = Layout::from_env()?;
-    if purge && std::os::unix::net::UnixStream::connect(paths.socket()).is_ok() {
-        anyhow::bail!(
-            "the daemon is running; stop it first (`sayri quit`, or `systemctl --user stop {UNIT_NAME}`), then purge; nothing was removed"
-        );
-    }
     // A listening socket and a running service are stopped before their units go (the socket
-    // first, so that it does not start the service again).
+    // first, so that it does not start the service again), and before `--purge` looks for a
+    // running daemon: the socket unit's socket answers connections even with no daemon.
     if layout.socket.exists() {
         systemctl_stop(SOCKET_UNIT_NAME);
     }
     if layout.unit.exists() {
         systemctl_stop(UNIT_NAME);
+    }
+    if purge && std::os::unix::net::UnixStream::connect(paths.socket()).is_ok() {
+        if layout.socket.exists() {
+            anyhow::bail!(
+                "{} still answers: socket activation ({SOCKET_UNIT_NAME}) holds it or a daemon runs; run `systemctl --user disable --now {SOCKET_UNIT_NAME} {UNIT_NAME}` and `sayri quit`, then purge again; nothing was removed",
+                paths.socket().display()
+            );
+        }
+        anyhow::bail!(
+            "the daemon is running; stop it first (`sayri quit`, or `systemctl --user stop {UNIT_NAME}`), then purge; nothing was removed"
+        );
     }
     let mut removed = Vec::new();
     for p in [
@@ -460,14 +589,13 @@ pub fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
         reload_systemd();
     }
     if purge {
-        for dir in [&paths.config_dir, &paths.state_dir] {
-            match std::fs::remove_dir_all(dir) {
-                Ok(()) => println!("deleted {}", dir.display()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot delete {}", dir.display()));
-                }
-            }
+        let mut dirs = vec![&paths.config_dir, &paths.state_dir];
+        if paths.runtime_dir != paths.state_dir {
+            dirs.push(&paths.runtime_dir);
+        }
+        dirs.dedup();
+        for dir in dirs {
+            purge_dir(dir)?;
         }
     } else {
         println!(

@@ -189,7 +189,19 @@ pub fn adopt_passed(
         path: path.to_path_buf(),
         source,
     };
+    // The path must be a socket itself, not a symlink: chmod would follow a link to its target.
+    // (A socket's fd reports the socket file system's inode, not the path's, so the two cannot
+    // be compared; the bound address was checked above.)
     let meta = std::fs::symlink_metadata(path).map_err(|e| io_err("inspect socket", e))?;
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            return Err(fail(format!(
+                "{} is not a socket (a symlink or another file is there); remove it and restart sayri.socket",
+                path.display()
+            )));
+        }
+    }
     if meta.uid() != euid() {
         return Err(fail(format!(
             "{} belongs to uid {}, not to uid {}",

@@ -1831,3 +1831,49 @@ fn setup_with_a_running_daemon_applies_the_settings_through_it_at_once() {
         Some("assistant")
     );
 }
+
+/// `uninstall --user --purge` with the state directory pointed at the working directory (a
+/// relative value) or at the home directory: nothing of the user's is deleted.
+#[test]
+fn purge_never_deletes_a_relative_or_home_directory_it_was_pointed_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(work.join("thesis.txt"), "mine").unwrap();
+    std::fs::write(home.join("notes.txt"), "mine").unwrap();
+    let purge = |state: &Path, cwd: &Path| {
+        Command::new(BIN)
+            .args(["uninstall", "--user", "--purge"])
+            .current_dir(cwd)
+            .env("HOME", &home)
+            .env("SAYRI_STATE_DIR", state)
+            .env("SAYRI_CONFIG_DIR", home.join(".config/sayri"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("XDG_CONFIG_HOME")
+            .output()
+            .unwrap()
+    };
+    let out = purge(Path::new("."), &work);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SAYRI_STATE_DIR is the relative path"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("thesis.txt")).unwrap(),
+        "mine"
+    );
+    let out = purge(&home, &work);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("untouched"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("notes.txt")).unwrap(),
+        "mine"
+    );
+}
