@@ -77,14 +77,15 @@ pub fn run(bin: &Path, base_url: &str) -> Result<Section, String> {
         method: format!(
             "Real models of `./scripts/setup --voice` (whisper tiny.en, Piper `en_US-joe-medium`, \
              openWakeWord `hey_jarvis_v0.1`, Silero VAD); the spoken audio is Piper's, written by \
-             `sayri say --to-file`. The real-time factor is whisper's transcription wall time ÷ \
-             the audio's length, with the engine the daemon runs ({TRANSCRIPTIONS} runs after a \
-             warm-up). End of speech → first reply audio is measured on {TURNS} spoken turns \
-             through the daemon in `wakeword` mode (WAV file microphone and speaker, the instant \
-             scripted model, so no model time): the end-of-utterance silence of {SILENCE_MS} ms \
-             (audio time) plus the wall time from the end of the utterance (`hint` \
-             \"Transcribing…\") to the first reply sample (`speaking`), split by the `user` and \
-             `assistant_done` events."
+             `sayri say --reproducible --to-file`. The real-time factor is whisper's transcription \
+             wall time ÷ the audio's length, with the engine the daemon runs ({TRANSCRIPTIONS} \
+             runs after a warm-up). End of speech → first reply audio is measured on {TURNS} \
+             spoken turns through the daemon in `wakeword` mode against the instant scripted \
+             model (no chat-model time), with a WAV file heard in real time as the microphone \
+             (`live-file:`) and a WAV file as the speaker: both share one sample clock, so a \
+             turn's latency is the distance from the last voiced sample of the question to the \
+             first audible sample of the reply. Its parts come from the events (`hint` \
+             \"Transcribing…\", `user`, `assistant_done`, `speaking`), anchored at `speaking`."
         ),
         rows,
     })
