@@ -1877,3 +1877,44 @@ fn purge_never_deletes_a_relative_or_home_directory_it_was_pointed_at() {
         "mine"
     );
 }
+
+/// A loopback source that answers every request with headers and then an endless body.
+fn endless_source() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = std::io::Read::read(&mut stream, &mut buf);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n[\"q\", ["
+                );
+                let chunk = vec![b' '; 64 * 1024];
+                while stream.write_all(&chunk).is_ok() {}
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn lookup_refuses_endless_answers_and_never_prints_a_sources_password() {
+    let env = Env::new();
+    let addr = endless_source();
+    let mut cmd = env.cmd();
+    for (var, path) in [
+        ("SAYRI_LOOKUP_DUCKDUCKGO_URL", "ddg"),
+        ("SAYRI_LOOKUP_WIKIPEDIA_URL", "wiki"),
+        ("SAYRI_LOOKUP_ARCHWIKI_URL", "arch"),
+    ] {
+        cmd.env(var, format!("http://admin:hunter2@{addr}/{path}"));
+    }
+    let out = cmd.args(["lookup", "wayland"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!all.contains("hunter2"), "a password was printed: {all}");
+    assert!(all.contains("longer than"), "{all}");
+}
