@@ -608,18 +608,7 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
         &crate::voice::status::LoopState::default(),
     );
     let ready = |k: &str| fields.get(k) == Some(&Value::Bool(true));
-    let missing = |k: &str| -> Vec<String> {
-        fields
-            .get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let missing = |k: &str| crate::voice::status::string_list(&fields, k);
     let mut parts = Vec::new();
     let mut fixes = Vec::new();
     for (key, what, needed) in [

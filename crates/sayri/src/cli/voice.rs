@@ -370,17 +370,7 @@ pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
 }
 
 fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Option<&Value>) {
-    let list = |k: &str| -> Vec<String> {
-        f.get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let list = |k: &str| crate::voice::status::string_list(f, k);
     let ready = |k: &str| f.get(k) == Some(&Value::Bool(true));
     let mut out = std::io::stdout();
     let _ = writeln!(

@@ -26,6 +26,21 @@ pub struct LoopState {
     pub error: Option<String>,
 }
 
+/// The strings of list field `key` of [`fields`] (`stt_missing`, `notes`, …); empty when the
+/// field is absent or not a list.
+pub fn string_list(fields: &Map<String, Value>, key: &str) -> Vec<String> {
+    fields
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The status fields: `stt_ready`, `stt_missing`, `tts_ready`, `tts_missing`, `wake_ready`,
 /// `wake_missing` (each missing entry says what to install), `stt_mode`, `mic_on`, `armed`,
 /// `speaking`, `wake_phrase` (the phrase that really wakes Sayri, or null), and `voice` with
