@@ -201,12 +201,17 @@ struct GenerationSink {
 }
 
 impl EventSink for GenerationSink {
+    /// Events of the running generation go to the observer and the sink. Once the turn was
+    /// interrupted, only `error` events still reach the sink: the record that a delegated
+    /// sub-turn was cut short is news to the person, nothing else of that turn is.
     fn emit(&self, event: CoreEvent) {
         let g = lock(&self.inner);
         if g.generation == self.generation {
             if let Some(o) = &self.observer {
                 o.emit(event.clone());
             }
+            self.sink.emit(event);
+        } else if matches!(event, CoreEvent::Error(_)) {
             self.sink.emit(event);
         }
     }

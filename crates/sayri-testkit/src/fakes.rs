@@ -258,6 +258,30 @@ impl PermissionGate for RecordingGate {
     }
 }
 
+/// An [`Entropy`] that counts: `start`, `start + 1`, … (each turn of a test gets a distinct,
+/// known boundary).
+pub struct CountingEntropy {
+    next: Mutex<u64>,
+}
+
+impl CountingEntropy {
+    /// Counting from `start`.
+    pub fn from(start: u64) -> Self {
+        CountingEntropy {
+            next: Mutex::new(start),
+        }
+    }
+}
+
+impl sayri_core::ports::Entropy for CountingEntropy {
+    fn nonce(&self) -> u64 {
+        let mut next = lock(&self.next);
+        let n = *next;
+        *next = next.wrapping_add(1);
+        n
+    }
+}
+
 /// A [`Clock`] at a fixed time, in Unix seconds; a ticking one advances one second after each
 /// reading (so stored rows get distinct, ordered timestamps).
 pub struct FixedClock {
@@ -324,6 +348,7 @@ impl SessionStore for MemoryStore {
                 created_at: m.timestamp,
                 updated_at: m.timestamp,
                 messages: 1,
+                parent_id: seed.parent.map(str::to_string),
             }),
         }
         let mut msgs = lock(&self.msgs);
@@ -504,6 +529,7 @@ impl SessionStore for MemoryStore {
             id: &turn.session_id,
             agent_id: &agent,
             title: "",
+            parent: None,
         };
         for n in notes {
             self.append_message(&seed, n)?;

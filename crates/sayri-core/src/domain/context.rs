@@ -306,6 +306,8 @@ mod tests {
                 exit_code: Some(0),
                 output: Excerpt::whole(text),
                 not_run: 0,
+                step: "cat rows".into(),
+                boundary: crate::domain::frame::Boundary::from_nonce(1),
             }),
         }
     }

@@ -24,6 +24,7 @@ fn question(session: &str) -> Question {
             created_at: 1.0,
         }],
         segments: Vec::new(),
+        from_step: None,
     }
 }
 
