@@ -86,6 +86,8 @@ pub struct SessionDetail {
     pub info: SessionInfo,
     /// Its messages in order.
     pub messages: Vec<StoredMessage>,
+    /// The sessions of the sub-agents its requests delegated to, oldest first.
+    pub sub_sessions: Vec<SessionInfo>,
 }
 
 /// A snapshot for `status`.
@@ -565,6 +567,7 @@ impl SayriCore {
         Ok(SessionDetail {
             info,
             messages: store.messages(session_id)?,
+            sub_sessions: store.sub_sessions(session_id)?,
         })
     }
 

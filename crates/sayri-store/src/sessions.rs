@@ -197,6 +197,21 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(sql_err)
     }
 
+    pub(crate) fn sub_sessions_impl(
+        &self,
+        parent_id: &str,
+    ) -> Result<Vec<SessionInfo>, StoreError> {
+        let conn = self.lock();
+        let mut st = conn
+            .prepare(&format!(
+                "SELECT {SESSION_COLS} FROM sessions s WHERE s.parent_id = ?1
+                 ORDER BY s.created_at, s.rowid"
+            ))
+            .map_err(sql_err)?;
+        let rows = st.query_map([parent_id], session_row).map_err(sql_err)?;
+        rows.collect::<Result<_, _>>().map_err(sql_err)
+    }
+
     pub(crate) fn messages_impl(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
         let conn = self.lock();
         let mut st = conn

@@ -385,6 +385,14 @@ impl SessionStore for MemoryStore {
         Ok(ids)
     }
 
+    fn sub_sessions(&self, parent_id: &str) -> Result<Vec<SessionInfo>, StoreError> {
+        Ok(lock(&self.sessions)
+            .iter()
+            .filter(|s| s.parent_id.as_deref() == Some(parent_id))
+            .cloned()
+            .collect())
+    }
+
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
         let mut v = lock(&self.sessions).clone();
         v.reverse();

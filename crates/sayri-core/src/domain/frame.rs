@@ -211,7 +211,7 @@ const BRACKET_NAMES: &str = r"inst|sys|system_prompt|available_tools|tool_calls|
 const MARKERS: &str = r"command\s+(?:result|failed|not\s+run|timed\s+out|killed)|sub-agent|delegation|note|history\s+search|skill|lookup|permission|sayri|system";
 
 /// Words that start a line like a speaker or a verdict, before a colon.
-const ROLES: &str = r"user|system|assistant|human|sayri|ai|developer|tool|person|model|bot|instruction|response|permission|approval|verdict|allowed|allowed\s+by\s+a\s+person|blocked|denied|refused|not\s+run|needs\s+your\s+approval";
+const ROLES: &str = r"user|system|assistant|human|ai|developer|tool|instruction|response|permission|approval|verdict|allowed|allowed\s+by\s+a\s+person|blocked|denied|refused|not\s+run|needs\s+your\s+approval";
 
 /// The starts of Sayri's own instruction lines after an observation.
 const FOOTERS: &str = r"answer\s+the\s+user\s+from\s+this\s+result|do\s+not\s+retry\s+or\s+work\s+around\s+it|explain\s+what\s+went\s+wrong|to\s+read\s+another\s+part|use\s+this\s+to\s+answer\s+the\s+user|explain\s+this\s+to\s+the\s+user";
@@ -401,6 +401,8 @@ mod tests {
             "email: a@b.c; Users: 3; user:pass@host",
             "привет мир — naïve café ﬁ",
             "- item\n  - nested [link](http://x)",
+            "sayri: error: no web source could be reached",
+            "model\t\t: 142\nmodel name\t: Intel",
         ] {
             assert_eq!(neutralise(t), t);
         }

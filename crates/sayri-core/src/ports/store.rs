@@ -228,6 +228,8 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<Vec<String>, StoreError>;
     /// Sessions, newest `updated_at` first, at most `limit`.
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError>;
+    /// The sessions whose parent is `parent_id` (its sub-agents' sessions), oldest first.
+    fn sub_sessions(&self, parent_id: &str) -> Result<Vec<SessionInfo>, StoreError>;
     /// Messages of a session in insertion order (empty for an unknown session).
     fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
     /// Sets a session's title. Returns whether the session exists.

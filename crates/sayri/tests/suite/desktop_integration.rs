@@ -1424,7 +1424,10 @@ fn a_sandboxed_lookup_without_network_says_so_and_how_to_allow_it() {
         None,
     );
     let obs = sandboxed_lookup_observation(&env, &web, "LEVEL_1_READONLY", false);
-    assert!(obs.starts_with("[Command FAILED: exit code 1]\n"), "{obs}");
+    assert!(
+        obs.starts_with("[Command FAILED: exit code 1] `sayri lookup wayland` printed:\n"),
+        "{obs}"
+    );
     assert!(
         obs.contains("runs without network") && obs.contains("--network yes"),
         "{obs}"

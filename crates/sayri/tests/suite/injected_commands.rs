@@ -47,7 +47,10 @@ impl Netns {
         let deadline = Instant::now() + Duration::from_secs(5);
         // Wait until the holder is in its own namespace, then bring it up.
         while std::fs::read_link(ns.path()).ok() == std::fs::read_link("/proc/self/ns/net").ok() {
-            assert!(Instant::now() < deadline, "unshare never entered a namespace");
+            assert!(
+                Instant::now() < deadline,
+                "unshare never entered a namespace"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         for args in [
@@ -175,9 +178,13 @@ impl Rig {
         let q = queue.clone();
         let (model, listener, web) = ns.inside(move || {
             let model = Model::scripted(Script::from_fn(move |_| {
-                q.lock().unwrap().pop_front().unwrap_or_else(|| step("final"))
+                q.lock()
+                    .unwrap()
+                    .pop_front()
+                    .unwrap_or_else(|| step("final"))
             }));
-            let ddg: Value = serde_json::from_slice(&fixture("injected-commands/lookup-ddg.json")).unwrap();
+            let ddg: Value =
+                serde_json::from_slice(&fixture("injected-commands/lookup-ddg.json")).unwrap();
             let wiki: Value =
                 serde_json::from_slice(&fixture("injected-commands/lookup-wiki.json")).unwrap();
             let web = WebSources::start(Some(ddg), Some(wiki), Some(json!(["q", [], [], []])));
@@ -204,7 +211,10 @@ impl Rig {
         };
         rig.start_daemon();
         let mut p = rig.peer();
-        p.call("vault_set", json!({"key": "SY_TEST_API_KEY", "value": API_KEY}));
+        p.call(
+            "vault_set",
+            json!({"key": "SY_TEST_API_KEY", "value": API_KEY}),
+        );
         rig
     }
 
@@ -215,9 +225,10 @@ impl Rig {
             bin_dir.display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let mut c = self
-            .env
-            .wrapped("nsenter", &[&format!("--net={}", self.ns.path().display()), "--"]);
+        let mut c = self.env.wrapped(
+            "nsenter",
+            &[&format!("--net={}", self.ns.path().display()), "--"],
+        );
         c.env("PATH", path);
         self.daemon = Some(self.env.start_daemon_cmd(c));
     }
@@ -279,10 +290,7 @@ fn write_setup(env: &Env, model: &Model, web: &WebSources) {
 /// `Some`) with it. Returns the cards seen and the `ask` result.
 fn ask(rig: &Rig, text: &str, answer: Option<bool>) -> (Vec<Value>, Value) {
     let mut p = rig.peer();
-    let id = p.send(
-        "ask",
-        json!({"text": text, "new": true, "timeout": 60}),
-    );
+    let id = p.send("ask", json!({"text": text, "new": true, "timeout": 60}));
     let mut cards = Vec::new();
     if let Some(allow) = answer {
         let card = p.event("permission_request")["request"].clone();
@@ -316,7 +324,10 @@ fn observation_of(requests: &[Value], command: &str) -> String {
 fn no_request_carries(requests: &[Value], secret: &str) {
     for r in requests {
         for m in r["messages"].as_array().into_iter().flatten() {
-            assert!(!content(m).contains(secret), "{secret} reached the model: {m}");
+            assert!(
+                !content(m).contains(secret),
+                "{secret} reached the model: {m}"
+            );
         }
     }
 }
@@ -325,38 +336,59 @@ fn no_request_carries(requests: &[Value], secret: &str) {
 fn commands_injected_by_a_lookup_or_a_readme_never_run_on_an_allow_rule() {
     let rig = Rig::start();
 
-    // A — the lookup's base64 pipe: a card naming the lookup and what the text decodes to.
+    // A — the lookup's base64 pipe. The baseline refuses a decoded payload piped into a shell
+    // whatever its origin (a deny wins over a card); the refusal the model gets names the
+    // lookup it came from and what the text decodes to.
     rig.queue(&["step1-lookup", "step2-a-base64", "final"]);
     let before = rig.requests().len();
-    let (cards, result) = ask(&rig, ASK_LOOKUP, Some(false));
+    let (cards, result) = ask(&rig, ASK_LOOKUP, None);
+    assert!(cards.is_empty(), "{cards:#?}");
+    let reqs = rig.requests().split_off(before);
+    let obs = observation_of(&reqs, "[Command NOT RUN");
+    assert!(
+        obs.contains("Blocked")
+            && obs.contains(&format!("comes from the output of `{LOOKUP_STEP}`"))
+            && obs.contains(&injected("A-decoded"))
+            && obs.contains(ATTACKER),
+        "{obs}"
+    );
+    assert!(
+        result["text"].as_str().unwrap().contains("7.4.1"),
+        "{result}"
+    );
+    assert_eq!(rig.listener.requests(), Vec::<String>::new());
+
+    // B — the key sent in a URL: `curl` alone, allowed by the rule, and still a card naming
+    // the lookup; the card shows the variable, and the key reaches no model request. Denied:
+    // not run, and the model is told why.
+    rig.queue(&["step1-lookup", "step2-b-secret", "final"]);
+    let before = rig.requests().len();
+    let (cards, _) = ask(&rig, ASK_LOOKUP, Some(false));
     assert_eq!(cards.len(), 1, "{cards:#?}");
     let card = &cards[0];
-    assert_eq!(card["resource"], injected("A"), "{card}");
+    assert_eq!(card["resource"], injected("B"), "{card}");
+    assert!(
+        card["resource"]
+            .as_str()
+            .unwrap()
+            .contains("$SY_TEST_API_KEY")
+    );
     assert_eq!(card["from_step"], LOOKUP_STEP, "{card}");
     let reason = card["reason"].as_str().unwrap();
+    // The lookup printed the host (its summary), not this command (a related topic it left
+    // out): the host is what came from outside.
     assert!(
-        reason.contains(&format!("comes from the output of `{LOOKUP_STEP}`"))
-            && reason.contains(&injected("A-decoded"))
-            && reason.contains(ATTACKER),
+        reason.contains(&format!(
+            "the host {ATTACKER} it contacts appears in the output of `{LOOKUP_STEP}`"
+        )) && reason.contains("whatever the rules allow"),
         "{reason}"
     );
     let reqs = rig.requests().split_off(before);
-    let obs = observation_of(&reqs, "Not run");
+    let obs = observation_of(&reqs, "[Command NOT RUN");
     assert!(
         obs.contains("a person denied it") && obs.contains(&format!("output of `{LOOKUP_STEP}`")),
         "{obs}"
     );
-    assert!(result["text"].as_str().unwrap().contains("7.4.1"), "{result}");
-    assert_eq!(rig.listener.requests(), Vec::<String>::new());
-
-    // B — the key sent in a URL: `curl` alone, allowed by the rule, and still a card; the card
-    // shows the variable, and the key reaches no model request.
-    rig.queue(&["step1-lookup", "step2-b-secret", "final"]);
-    let (cards, _) = ask(&rig, ASK_LOOKUP, Some(false));
-    assert_eq!(cards.len(), 1, "{cards:#?}");
-    assert_eq!(cards[0]["resource"], injected("B"));
-    assert!(cards[0]["resource"].as_str().unwrap().contains("$SY_TEST_API_KEY"));
-    assert_eq!(cards[0]["from_step"], LOOKUP_STEP);
     no_request_carries(&rig.requests(), API_KEY);
     assert_eq!(rig.listener.requests(), Vec::<String>::new());
 
@@ -397,13 +429,26 @@ fn commands_injected_by_a_lookup_or_a_readme_never_run_on_an_allow_rule() {
     assert!(cards.is_empty(), "{cards:#?}");
     let reqs = rig.requests().split_off(before);
     let uname = observation_of(&reqs, "uname -r");
-    assert!(uname.starts_with("[Command result: exit code 0]"), "{uname}");
+    assert!(
+        uname.starts_with("[Command result: exit code 0]"),
+        "{uname}"
+    );
 
     // F — nobody can answer (a routine run now): refused without a card, for A's and B's steps;
     // the run still ends with the lookup's answer.
-    for (steps, command) in [
-        (["step1-lookup", "step2-a-base64", "final"], injected("A")),
-        (["step1-lookup", "step2-b-secret", "final"], injected("B")),
+    for (steps, command, why) in [
+        // The baseline's deny, as in A.
+        (
+            ["step1-lookup", "step2-a-base64", "final"],
+            injected("A"),
+            "Blocked",
+        ),
+        // Allowed by the rule, from outside text, and nobody to ask.
+        (
+            ["step1-lookup", "step2-b-secret", "final"],
+            injected("B"),
+            "nobody can approve it",
+        ),
     ] {
         rig.queue(&steps);
         let before = rig.requests().len();
@@ -418,30 +463,42 @@ fn commands_injected_by_a_lookup_or_a_readme_never_run_on_an_allow_rule() {
         assert!(out.status.success(), "{}", stderr(&out));
         let finished = p.wait_for("routine_finished", |v| v["event"] == "routine_finished");
         p.sync();
-        assert!(p.kept_events("permission_request").is_empty(), "a card in a routine");
+        assert!(
+            p.kept_events("permission_request").is_empty(),
+            "a card in a routine"
+        );
         let reqs = rig.requests().split_off(before);
         let obs = observation_of(&reqs, "[Command NOT RUN");
         assert!(
-            obs.contains(&format!("output of `{LOOKUP_STEP}`")) && obs.contains("nobody can approve it"),
+            obs.contains(&format!("output of `{LOOKUP_STEP}`")) && obs.contains(why),
             "{command}: {obs}"
         );
         assert!(
             finished.to_string().contains("7.4.1") || finished["status"] == "refused",
             "{finished}"
         );
-        p.call("routine_delete", json!({"id": id}));
+        p.call("routine_delete", json!({"routine_id": id}));
     }
-    assert_eq!(rig.listener.requests().len(), 1, "{:?}", rig.listener.requests());
+    assert_eq!(
+        rig.listener.requests().len(),
+        1,
+        "{:?}",
+        rig.listener.requests()
+    );
     no_request_carries(&rig.requests(), API_KEY);
+    no_request_carries(&rig.requests(), PRIVATE_KEY);
 
-    // G — the person allows A's command: it runs (the card was the safeguard, not a block).
-    rig.queue(&["step1-lookup", "step2-a-base64", "final"]);
+    // G — the person allows B's command (the one no rule denies): it runs; the card was the
+    // safeguard, not a block.
+    rig.queue(&["step1-lookup", "step2-b-secret", "final"]);
     let (cards, _) = ask(&rig, ASK_LOOKUP, Some(true));
     assert_eq!(cards.len(), 1);
     let log = rig.listener.requests();
     assert_eq!(log.len(), 2, "{log:?}");
     assert!(
-        log[1].starts_with("POST /c ") && log[1].contains(PRIVATE_KEY),
+        log[1].starts_with(&format!("GET /k?d={API_KEY} ")),
         "{log:?}"
     );
+    // Even then the key went only where the person allowed, never to the model.
+    no_request_carries(&rig.requests(), API_KEY);
 }

@@ -18,8 +18,9 @@
 //!    the decoders the file uses are applied to it — up to three in a row, with every key the
 //!    file names (every single-byte key when it names none) — and each result that reads as
 //!    text is the decoded command: it is shown in the finding and scanned again like the
-//!    decoded text of any encoded literal ([`super::decode`]), so it gets the verdict it would
-//!    get written out plainly (a decoded `curl … | sh` blocks).
+//!    decoded text of any encoded literal ([`super::decode`]): its findings are added, so the
+//!    skill is never judged below the verdict the command would get written out plainly (a
+//!    decoded `curl … | sh` blocks), and the obfuscation counts on top of it.
 
 use super::{Collector, Kind, Labels, MAX_DECODE_DEPTH, decode, hidden};
 use base64::Engine;
@@ -65,7 +66,7 @@ fn compiled() -> &'static Compiled {
         let re = |p: &str| Regex::new(p).expect("fold pattern compiles");
         Compiled {
             decoder: re(r#"(?i)[\w\])]\s*\^\s*[\w(\[]|\^=|b64decode|a2b_base64|base64\.\w*decode|\batob\s*\(|Buffer\.from\([^)]*['"](base64|hex)['"]|bytes\.fromhex|unhexlify|\[::-1\]|\.reverse\(\)|(^|\|)\s*rev\s*($|\|)|fromCharCode|\bchr\s*\(|rot_?13|codecs\.decode|base64\s+(-d|--decode|-D)\b|xxd\s+-r|FromBase64String"#),
-            runner: re(r#"(?i)shell\s*=\s*True|\bos\.(system|popen|exec[lv]p?e?)\s*\(|\bsubprocess\.\w+\s*\(|\bcommands\.getoutput|(^|[^.\w])(exec|eval)\s*\(|\bnew\s+Function\s*\(|\bFunction\s*\(|child_process|\bexecSync\s*\(|\bspawn(Sync)?\s*\(|Runtime\.getRuntime\(\)\.exec|(^|[^.\w])(system|popen|shell_exec|passthru|proc_open)\s*\(|`[^`]*(\$\{|#\{|\$\w)|\|\s*(sudo\s+)?(/usr)?(/bin/)?(ba|z|da|k)?sh\b|\b(ba|z|da)?sh\s+-c\b|(^|[;&|]\s*)eval\s|\bInvoke-Expression\b|\biex\b|\bIO\.popen|%x\{"#),
+            runner: re(r#"(?i)shell\s*=\s*True|\bos\.(system|popen|exec[lv]p?e?)\s*\(|\bsubprocess\.\w+\s*\(|\bcommands\.getoutput|(^|[^.\w])(exec|eval)\s*\(|\bnew\s+Function\s*\(|\bFunction\s*\(|child_process['"]\)\.(exec|execSync|spawn)\b|\bexecSync\s*\(|\bspawn(Sync)?\s*\(|Runtime\.getRuntime\(\)\.exec|(^|[^.\w])(system|popen|shell_exec|passthru|proc_open)\s*\(|`[^`]*(\$\{|#\{|\$\w)|\|\s*(sudo\s+)?(/usr)?(/bin/)?(ba|z|da|k)?sh\b|\b(ba|z|da)?sh\s+-c\b|(^|[;&|]\s*)eval\s|\bInvoke-Expression\b|\biex\b|\bIO\.popen|%x\{"#),
             assigned: re(r"(?:^|[;{(\s])(?:const\s+|let\s+|var\s+|local\s+|my\s+|our\s+)?\$?([A-Za-z_]\w*)\s*(?::\s*[\w\[\]., ]+)?(?:\+|\|\|)?=[^=]"),
             function: re(r"^\s*(?:(?:async\s+)?def|function|sub|fn|func)\s+([A-Za-z_]\w*)|^\s*(?:const|let|var)?\s*([A-Za-z_]\w*)\s*=\s*(?:async\s*)?(?:function\b|\([^)]*\)\s*=>|[A-Za-z_]\w*\s*=>)|^\s*(?:function\s+)?([A-Za-z_]\w*)\s*\(\)\s*\{"),
             ops: [
@@ -98,6 +99,15 @@ pub fn scan(labels: &Labels<'_>, lines: &[String], c: &mut Collector, depth: usi
     let Some((sink, source)) = first_flow(lines, &decoders, &carriers) else {
         return;
     };
+    let folded = if depth + 1 < MAX_DECODE_DEPTH {
+        fold(lines)
+    } else {
+        Vec::new()
+    };
+    let runs = match folded.first() {
+        Some((how, text)) => format!("; it runs `{}` ({how})", hidden::excerpt(text, 160)),
+        None => String::new(),
+    };
     c.add(
         Kind::DecodeThenRun,
         labels.path,
@@ -106,16 +116,13 @@ pub fn scan(labels: &Labels<'_>, lines: &[String], c: &mut Collector, depth: usi
         &labels.detail(
             sink + 1,
             &format!(
-                "hands a command built from obfuscated data to a shell or runs it as code (decoded at line {}: `{}`)",
+                "hands a command built from obfuscated data to a shell or runs it as code (decoded at line {}: `{}`){runs}",
                 source + 1,
                 hidden::excerpt(&lines[source], 80)
             ),
         ),
     );
-    if depth + 1 >= MAX_DECODE_DEPTH {
-        return;
-    }
-    for (how, text) in fold(lines) {
+    for (how, text) in folded {
         decode::inspect(labels, sink + 1, &lines[sink], &how, &text, c, depth);
     }
 }
