@@ -14,6 +14,7 @@
 use super::frame::{Boundary, neutralise};
 use super::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{ExecStatus, OutputSize};
+use std::sync::OnceLock;
 
 /// Formats `n` with a comma every three digits: `1376502` → `1,376,502`.
 pub fn thousands(n: u64) -> String {
@@ -190,7 +191,7 @@ impl Excerpt {
 }
 
 /// What the model is told about one command it proposed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CommandObservation {
     /// How it ended.
     pub status: ExecStatus,
@@ -204,6 +205,68 @@ pub struct CommandObservation {
     pub step: String,
     /// The turn's boundary around the output.
     pub boundary: Boundary,
+    /// The output as the model reads it (neutralised once, on first use).
+    shown: OnceLock<Excerpt>,
+}
+
+impl PartialEq for CommandObservation {
+    /// Equal when they say the same (the cache of the readable output does not count).
+    fn eq(&self, other: &Self) -> bool {
+        (
+            self.status,
+            self.exit_code,
+            &self.output,
+            self.not_run,
+            &self.step,
+            &self.boundary,
+        ) == (
+            other.status,
+            other.exit_code,
+            &other.output,
+            other.not_run,
+            &other.step,
+            &other.boundary,
+        )
+    }
+}
+
+impl CommandObservation {
+    /// The observation of `step` (the command) that ended with `status` and `exit_code`,
+    /// printing `output` (redacted; the refusal text when it did not run), with `not_run` other
+    /// blocks of its reply left out, framed by `boundary`.
+    pub fn new(
+        status: ExecStatus,
+        exit_code: Option<i32>,
+        output: Excerpt,
+        not_run: usize,
+        step: impl Into<String>,
+        boundary: Boundary,
+    ) -> CommandObservation {
+        CommandObservation {
+            status,
+            exit_code,
+            output,
+            not_run,
+            step: step.into(),
+            boundary,
+            shown: OnceLock::new(),
+        }
+    }
+
+    /// The output as the model reads it: neutralised outside text, or the refusal as it is.
+    fn readable_output(&self) -> &Excerpt {
+        self.shown.get_or_init(|| {
+            if self.status == ExecStatus::Denied {
+                self.output.clone()
+            } else {
+                Excerpt {
+                    head: neutralise(&self.output.head),
+                    tail: neutralise(&self.output.tail),
+                    omitted: self.output.omitted,
+                }
+            }
+        })
+    }
 }
 
 /// Most characters of a command the header shows.
@@ -298,16 +361,9 @@ impl CommandObservation {
             let boundary = est.count(&self.boundary.open()) + est.count(&self.boundary.close());
             est.count(&self.header(&cut)) + est.count(&self.footer(&cut)) + boundary + 4
         };
-        let output = if framed {
-            Excerpt {
-                head: neutralise(&self.output.head),
-                tail: neutralise(&self.output.tail),
-                omitted: self.output.omitted,
-            }
-        } else {
-            self.output.clone()
-        };
-        let shown = output.fit(max_tokens.saturating_sub(frame), est);
+        let shown = self
+            .readable_output()
+            .fit(max_tokens.saturating_sub(frame), est);
         let body = shown.text();
         let body = if body.trim().is_empty() {
             "(no output)".to_string()
@@ -344,14 +400,14 @@ mod tests {
     }
 
     fn observation(status: ExecStatus, output: Excerpt) -> CommandObservation {
-        CommandObservation {
+        CommandObservation::new(
             status,
-            exit_code: Some(0),
+            Some(0),
             output,
-            not_run: 0,
-            step: "hostname".into(),
-            boundary: Boundary::from_nonce(0x5eed),
-        }
+            0,
+            "hostname",
+            Boundary::from_nonce(0x5eed),
+        )
     }
 
     #[test]

@@ -1328,18 +1328,18 @@ impl<'a> Turn<'a> {
         } else {
             self.out.commands_run += 1;
         }
-        let observation = CommandObservation {
-            status: result.status,
-            exit_code: result.exit_code,
-            output: Excerpt {
+        let observation = CommandObservation::new(
+            result.status,
+            result.exit_code,
+            Excerpt {
                 head: redactor.redact(&result.output),
                 tail: redactor.redact(&result.output_tail),
                 omitted: result.omitted,
             },
             not_run,
-            step: shown.clone(),
-            boundary: self.boundary.clone(),
-        };
+            shown.clone(),
+            self.boundary.clone(),
+        );
         let output = observation.output.text();
         let budget = self
             .budget
