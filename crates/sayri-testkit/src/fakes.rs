@@ -612,7 +612,7 @@ impl RecordingSink {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PermissionEvent {
     /// `permission_request`.
-    Request(PermissionRequest),
+    Request(Box<PermissionRequest>),
     /// `permission_resolved` with the request id.
     Resolved(String),
 }
@@ -639,7 +639,7 @@ impl PermissionFanout {
 
 impl PermissionSink for PermissionFanout {
     fn permission_request(&self, request: &PermissionRequest) {
-        self.send(PermissionEvent::Request(request.clone()));
+        self.send(PermissionEvent::Request(Box::new(request.clone())));
     }
 
     fn permission_resolved(&self, request_id: &str) {

@@ -1313,7 +1313,7 @@ impl<'a> Turn<'a> {
         // The command as clients, the database and the log may see it.
         let shown = self.redacted(&command);
         self.sink.emit(CoreEvent::ToolStart(shown.clone()));
-        let outside = self.tree.from_outside(&command);
+        let outside = self.tree.outside_origin(&command);
         self.pending_command = Some(shown.clone());
         let result = self
             .engine

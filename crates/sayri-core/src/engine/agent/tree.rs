@@ -6,7 +6,7 @@
 //!   model again (see `domain::agents::delegation`).
 //! * **One record of outside text**: every step of every turn adds what it showed the model
 //!   (command output, a sub-agent's answer, history search hits, a skill's file) and every
-//!   command that ran; [`Tree::from_outside`] asks `domain::provenance` whether a proposed
+//!   command that ran; [`Tree::outside_origin`] asks `domain::provenance` whether a proposed
 //!   command came from that text, with the person's own words — the request that started the
 //!   tree, never a delegated task — as what is theirs.
 
@@ -91,7 +91,7 @@ impl Tree {
     }
 
     /// Whether `command` comes from outside text the tree has seen (see `domain::provenance`).
-    pub(super) fn from_outside(&self, command: &str) -> Option<FromOutside> {
+    pub(super) fn outside_origin(&self, command: &str) -> Option<FromOutside> {
         let s = self.state();
         provenance::from_outside(
             command,
