@@ -236,7 +236,8 @@ fn multi_step_turn_at_level_1_runs_read_only_and_isolated() {
         obs.contains("Read-only file system") || obs.contains("Permission denied"),
         "observation: {obs}"
     );
-    assert!(!obs.contains("wrote"), "observation: {obs}");
+    let printed = obs.split_once("printed:\n").map_or("", |(_, p)| p);
+    assert!(!printed.contains("wrote"), "observation: {obs}");
 }
 
 #[test]
