@@ -992,10 +992,21 @@ impl<'a> Turn<'a> {
             let msg = format!("Stopped: {why}.");
             return self.fail(Some(error_row(&msg, self.now())), msg);
         }
+        let budget = self.tree.budget();
+        let raise = if spent.calls >= budget.calls {
+            format!(
+                "agent.delegation_budget_calls {}",
+                budget.calls.saturating_mul(2)
+            )
+        } else {
+            format!(
+                "agent.delegation_budget_tokens {}",
+                budget.tokens.saturating_mul(2)
+            )
+        };
         let note = format!(
-            "I stopped here: {why}, and {} tokens were used. Ask me to continue if you want more done, or raise the budget (`sayri config set agent.delegation_budget_calls {}`).",
-            spent.tokens,
-            self.tree.budget().calls.saturating_mul(2)
+            "I stopped here: {why}; {} model calls and {} tokens were used. Ask me to continue if you want more done, or raise the budget (`sayri config set {raise}`).",
+            spent.calls, spent.tokens
         );
         let sep = if call > 1 && self.streamed_any {
             "\n\n"

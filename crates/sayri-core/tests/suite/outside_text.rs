@@ -297,6 +297,32 @@ async fn a_tree_that_delegates_forever_stops_at_its_budget_exactly() {
 }
 
 #[tokio::test]
+async fn the_tokens_of_the_whole_tree_count_against_one_budget_too() {
+    let lead = agent("lead", None);
+    let a = agent("a", Some("lead"));
+    let r = rig(endless_delegation(20), false);
+    // Each scripted call reports 110 tokens: the fourth call would pass 300.
+    let mut s = r.engine.settings();
+    s.delegation_budget = Budget {
+        calls: 100,
+        tokens: 300,
+    };
+    r.engine.set_settings(s);
+    r.engine
+        .set_agents(Arc::new(StaticAgents::new([lead.clone(), a])));
+    let out = r
+        .engine
+        .run_turn(turn(&lead, "do it all"), &RecordingSink::default())
+        .await;
+    assert_eq!(r.model.requests().len(), 3, "model requests");
+    let text = out.text.unwrap_or_default();
+    assert!(
+        text.contains("budget of 300 tokens") && text.contains("agent.delegation_budget_tokens"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn a_task_handed_down_unchanged_and_a_cycle_are_refused() {
     // `x` and `y` name each other as creator (a hand-edited pair); `a` is `x`'s.
     let x = agent("x", Some("y"));
