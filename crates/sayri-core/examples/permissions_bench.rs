@@ -3,10 +3,11 @@
 //! `cargo run --release -p sayri-core --example permissions_bench`
 
 use sayri_core::SandboxLevel;
-use sayri_core::domain::permissions::{
+use sayri_permissions::{
     Action, AgentRules, EvalContext, PolicySet, evaluate, shell,
 };
-use sayri_core::domain::profile::{AgentProfile, RawRule};
+use sayri_core::domain::profile::AgentProfile;
+use sayri_permissions::RawRule;
 use std::time::Instant;
 
 fn main() {

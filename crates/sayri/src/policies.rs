@@ -10,7 +10,7 @@
 //! then does not start, and the CLI exits 2). Policies only tighten what agents allow.
 
 use sayri_core::domain::config::Config;
-use sayri_core::domain::permissions::PolicySet;
+use sayri_permissions::PolicySet;
 use std::path::{Path, PathBuf};
 
 /// System policy files, in load order.

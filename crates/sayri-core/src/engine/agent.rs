@@ -35,7 +35,7 @@ use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnSte
 use crate::domain::hints;
 use crate::domain::history::{self, HistoryBudget};
 use crate::domain::observation::{CommandObservation, Excerpt};
-use crate::domain::permissions::Action;
+use sayri_permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::repetition::{self, RepetitionGuard, Verdict};

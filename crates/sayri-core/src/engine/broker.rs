@@ -19,7 +19,9 @@
 //! [`Redactor`] first ([`PermissionBroker::with_redactor`]), so a secret in a command never
 //! reaches a client through `permission_request` or `permission_list`.
 
-use crate::ports::{Approval, ApprovalStore, Clock, NoSecrets, Redactor, StoreError};
+use crate::ports::{ApprovalStore, Clock, NoSecrets, Redactor, StoreError};
+
+use sayri_permissions::Approval;
 use serde::Serialize;
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -68,7 +70,7 @@ pub struct AskedSegment {
     /// What was judged: a simple command, or `write /path`, `read /path`, `web URL`.
     pub command: String,
     /// Its own effect (`allow`, `ask` or `deny`).
-    pub effect: crate::domain::permissions::Effect,
+    pub effect: sayri_permissions::Effect,
     /// Why, naming the rule and its source.
     pub reason: String,
 }
@@ -98,7 +100,7 @@ pub struct Question {
     pub session_id: String,
     /// True when the ask came from the policy layer (then nothing is remembered).
     pub policy: bool,
-    /// What "Allow always" stores (see `domain::permissions::plan_approvals`).
+    /// What "Allow always" stores (see `sayri_permissions::plan_approvals`).
     pub remember: Vec<Approval>,
     /// Every judged part of the resource (shown on the card).
     pub segments: Vec<AskedSegment>,

@@ -11,10 +11,11 @@
 
 use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
 use super::gate::{Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind};
-use crate::domain::permissions::{
+use sayri_permissions::{
     AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
 };
-use crate::ports::{Approval, ApprovalStore, Clock, SECRET_MARKER_PREFIX};
+use crate::ports::{ApprovalStore, Clock, SECRET_MARKER_PREFIX};
+use sayri_permissions::Approval;
 use futures::future::BoxFuture;
 use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -56,7 +57,7 @@ impl RulesGate {
 
     async fn decide(&self, request: GateRequest, cancel: CancellationToken) -> GateVerdict {
         let refuse = |kind: RefusalKind, message: String| GateVerdict::Refuse { kind, message };
-        let agent = match AgentRules::from_profile(&request.agent) {
+        let agent = match AgentRules::from_profile(&*request.agent) {
             Ok(a) => a,
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };
@@ -181,7 +182,7 @@ impl RulesGate {
     /// (or nobody can answer); otherwise always a card, and only "Allow" lets it happen.
     async fn confirm_change(&self, change: Confirmation, cancel: CancellationToken) -> GateVerdict {
         let refuse = |kind: RefusalKind, message: String| GateVerdict::Refuse { kind, message };
-        let agent = match AgentRules::from_profile(&change.agent) {
+        let agent = match AgentRules::from_profile(&*change.agent) {
             Ok(a) => a,
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };

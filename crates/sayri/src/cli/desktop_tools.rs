@@ -17,6 +17,7 @@
 use crate::cli::terminal_text::terminal_safe;
 use crate::paths::Paths;
 use anyhow::bail;
+use sayri_http::LimitError;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -183,39 +184,34 @@ async fn get_json(
     url: &str,
     query: &[(&str, &str)],
 ) -> Result<Value, String> {
-    tokio::time::timeout(LOOKUP_TIMEOUT, fetch_json(client, url, query))
-        .await
-        .map_err(|_| format!("no complete answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
-}
-
-async fn fetch_json(
-    client: &reqwest::Client,
-    url: &str,
-    query: &[(&str, &str)],
-) -> Result<Value, String> {
     let url = url::Url::parse_with_params(url, query).map_err(|e| format!("bad address: {e}"))?;
-    let mut resp = client.get(url).send().await.map_err(with_causes)?;
-    if !resp.status().is_success() {
-        return Err(format!("HTTP {}", resp.status()));
-    }
+    let limits = sayri_http::Limits {
+        max_bytes: Some(LOOKUP_MAX_BODY as u64),
+        deadline: Some(LOOKUP_TIMEOUT),
+        stall: None,
+    };
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(with_causes)? {
-        if body.len() + chunk.len() > LOOKUP_MAX_BODY {
+    let mut sink = |chunk: &[u8]| -> Result<(), std::convert::Infallible> {
+        body.extend_from_slice(chunk);
+        Ok(())
+    };
+    match sayri_http::fetch(client.get(url), limits, &mut sink, &mut |_, _| {}).await {
+        Ok(_) => {}
+        Err(LimitError::Transport(e)) => return Err(with_causes(e)),
+        Err(LimitError::Announced { .. } | LimitError::TooLong { .. }) => {
             return Err(format!(
                 "answer longer than {} KiB, refused",
                 LOOKUP_MAX_BODY / 1024
             ));
         }
-        body.extend_from_slice(&chunk);
+        Err(e) => return Err(e.to_string()),
     }
     serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))
 }
 
 fn http_client(https: bool) -> anyhow::Result<reqwest::Client> {
-    let tls = sayri_llm::tls::client_config(https)?;
-    Ok(reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .user_agent(concat!("Sayri/", env!("CARGO_PKG_VERSION")))
+    Ok(sayri_http::client_builder(https)?
+        .user_agent(sayri_http::USER_AGENT)
         .connect_timeout(LOOKUP_TIMEOUT)
         .build()?)
 }
@@ -270,7 +266,7 @@ pub async fn lookup_lines(
         }
         Err(e) => notes.push(format!(
             "DuckDuckGo ({}): {e}",
-            sayri_voice::models::without_credentials(ddg)
+            sayri_http::without_credentials(ddg)
         )),
     }
     match w {
@@ -287,7 +283,7 @@ pub async fn lookup_lines(
         }
         Err(e) => notes.push(format!(
             "Wikipedia ({}): {e}",
-            sayri_voice::models::without_credentials(&wiki)
+            sayri_http::without_credentials(&wiki)
         )),
     }
     match a {
@@ -308,7 +304,7 @@ pub async fn lookup_lines(
         }
         Err(e) => notes.push(format!(
             "ArchWiki ({}): {e}",
-            sayri_voice::models::without_credentials(arch)
+            sayri_http::without_credentials(arch)
         )),
     }
     Ok((lines, notes))

@@ -25,11 +25,12 @@ use crate::agents::{self, FileAgents};
 use crate::paths::Paths;
 use crate::{config_file, policies};
 use clap::{Args, Subcommand};
-use sayri_core::domain::permissions::{
+use sayri_permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals,
 };
 use sayri_core::domain::profile::AgentProfile;
-use sayri_core::ports::{Approval, ApprovalStore};
+use sayri_core::ports::ApprovalStore;
+use sayri_permissions::Approval;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -243,7 +243,7 @@ fn check_mirror(mirror: Option<&str>) -> anyhow::Result<()> {
             Ok(u) if matches!(u.scheme(), "http" | "https") => {}
             _ => bail!(
                 "--voice-models-mirror {:?} is not an http:// or https:// address; {NOTHING_WRITTEN}",
-                sayri_voice::models::without_credentials(m)
+                sayri_http::without_credentials(m)
             ),
         }
     }
@@ -440,7 +440,7 @@ pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
             "Downloading whisper {} ({} MB) from {}…",
             entry.name,
             entry.megabytes,
-            sayri_voice::models::without_credentials(&url)
+            sayri_http::without_credentials(&url)
         );
         let store = ModelStore::open_default();
         if let Err(e) = crate::cli::voice_models::download_verified(

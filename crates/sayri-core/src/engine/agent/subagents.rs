@@ -21,7 +21,7 @@ use crate::domain::agents::{
 use crate::domain::codeblock;
 use crate::domain::context::StepObservation;
 use crate::domain::observation::Excerpt;
-use crate::domain::permissions::Action;
+use sayri_permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::text::cut_chars;
 use crate::engine::events::{CoreEvent, EventSink};

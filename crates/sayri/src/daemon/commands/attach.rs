@@ -12,7 +12,7 @@ use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use base64::Engine as _;
 use sayri_core::domain::image::{MAX_IMAGE_BYTES, check_image};
-use sayri_core::domain::permissions::Action;
+use sayri_permissions::Action;
 use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate};
 use sayri_core::ports::ChatImage;
 use sayri_protocol::params::AttachImageParams;

@@ -1,5 +1,5 @@
 //! Shell code, wherever it is, judged with the permission engine's bash analysis
-//! ([`crate::domain::permissions::shell::analyze`]): shell scripts whole, Markdown code blocks,
+//! ([`sayri_permissions::shell::analyze`]): shell scripts whole, Markdown code blocks,
 //! inline code spans, command-looking text inside sentences and HTML comments, and string
 //! literals that code hands to a shell (`os.system("…")`, `execSync('…')`). The analysis sees
 //! through quoting, `$'\x63url'`, wrappers (`env`, `sudo`, `xargs`, …), `bash -c` strings and
@@ -8,8 +8,8 @@
 //! reads, writes and fetches) become scanner findings.
 
 use super::{Collector, FileRole, Kind, Labels};
-use crate::domain::permissions::rule::Action;
-use crate::domain::permissions::{detach, recursive_delete, remote_exec, shell, targets};
+use sayri_permissions::rule::Action;
+use sayri_permissions::{detach, recursive_delete, remote_exec, shell, targets};
 use regex::Regex;
 use std::sync::OnceLock;
 
