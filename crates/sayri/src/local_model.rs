@@ -20,7 +20,7 @@
 //!   its log.
 
 use crate::brain::adapters::build_model;
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use crate::supervisor::{ChildSpec, ChildState, Supervisor};
 use futures::StreamExt;
 use sayri_core::domain::config::Config;

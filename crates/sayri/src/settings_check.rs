@@ -17,7 +17,7 @@
 
 use crate::agents::FileAgents;
 use crate::config_file::ConfigFileError;
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use crate::policies;
 use sayri_core::domain::config::Config;
 

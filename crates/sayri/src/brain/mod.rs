@@ -29,7 +29,7 @@ pub mod settings;
 use crate::agents::FileAgents;
 use crate::daemon::broadcast::Broadcaster;
 use crate::local_model::LocalModel;
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use crate::policies;
 use crate::stored_secrets;
 use crate::supervisor::Supervisor;

@@ -1,7 +1,7 @@
 //! Settings mapping: how `sayri.toml` values become the settings of each adapter and of the
 //! engine. Pure functions of the config (and the provider key); no adapter is built here.
 
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::history::HistoryBudget;
 use sayri_core::engine::EngineSettings;

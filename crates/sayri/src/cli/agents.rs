@@ -13,9 +13,9 @@
 
 use crate::agents::{FileAgents, Listed};
 use crate::cli::ask::{AskOptions, run_ask};
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::terminal_text::terminal_safe;
+use sayri_client::paths::Paths;
 use sayri_core::domain::agents::intent::{self, Intent};
 use sayri_core::domain::profile::AgentProfile;
 use sayri_protocol::params::{
@@ -256,7 +256,7 @@ pub fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i32> {
 /// Runs `sayri agents …`; returns the exit code.
 pub async fn run(paths: &Paths, allow_start: bool, action: AgentsAction) -> anyhow::Result<i32> {
     let files = FileAgents::new(paths.agents_dir());
-    let remote = |e: crate::client::ClientError| anyhow::anyhow!("{e}");
+    let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {
         action @ (AgentsAction::List { .. } | AgentsAction::Show { .. }) => {
             run_local(paths, action)

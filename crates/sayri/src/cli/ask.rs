@@ -3,10 +3,10 @@
 //! The answer goes to stdout as `assistant_delta` events arrive; tool steps go to stderr
 //! (`$ df -h` and a one-line result), so `sayri ask … > answer.txt` keeps only the answer.
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::{Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::terminal_text::terminal_safe;
+use sayri_client::client::{Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_protocol::message::Event;
 use sayri_protocol::names::event;
 use sayri_protocol::params::{AskParams, InterruptParams, NewConversationParams};

@@ -14,8 +14,8 @@
 //! * `sayri notify TITLE [BODY]`: a desktop notification (`org.freedesktop.Notifications`),
 //!   the same the daemon shows for routines.
 
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
+use sayri_client::paths::Paths;
 use anyhow::bail;
 use sayri_http::LimitError;
 use serde_json::Value;
@@ -462,7 +462,7 @@ pub async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
             let dir = paths.state_dir.join("tmp");
-            crate::paths::ensure_private_dir(&dir)?;
+            sayri_client::paths::ensure_private_dir(&dir)?;
             dir.join(format!("screenshot_{secs}.png"))
         }
     };

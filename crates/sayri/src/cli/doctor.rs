@@ -16,8 +16,8 @@
 
 use crate::agents::FileAgents;
 use crate::brain::PROVIDER_KEY;
-use crate::client::{Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::client::{Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::StatusParams;
@@ -92,7 +92,7 @@ pub async fn run(paths: &Paths, json: bool) -> anyhow::Result<i32> {
 }
 
 fn print_report(report: &Report) {
-    use crate::cli::terminal_text::terminal_safe;
+    use sayri_client::terminal_text::terminal_safe;
     for f in &report.checks {
         let mark = match f.status {
             Status::Ok => "ok  ",

@@ -4,10 +4,10 @@
 //! and `edit --token` read it from stdin (a pipe) or a hidden prompt, and store it in the vault
 //! as `GATEWAY_<ID>_TOKEN`; the gateway process receives it in its environment.
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::Client;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::terminal_text::terminal_safe;
+use sayri_client::client::Client;
+use sayri_client::paths::Paths;
 use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::params::{
     GatewayDeleteParams, GatewayInstanceParams, GatewayListParams, GatewayPeerAddParams,
@@ -148,7 +148,7 @@ pub enum PeersAction {
     },
 }
 
-fn remote(e: crate::client::ClientError) -> anyhow::Error {
+fn remote(e: sayri_client::client::ClientError) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 

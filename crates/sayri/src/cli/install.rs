@@ -23,7 +23,7 @@
 //! directories go, and each directory too when that leaves it empty (never `/`, the home
 //! directory or an ancestor of it, nor a directory holding none of Sayri's files).
 
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use anyhow::Context;
 use sayri_core::domain::config::Config;
 use std::io::Write;
@@ -452,9 +452,9 @@ pub const SAYRI_ENTRIES: &[&str] = &[
     "sayri-web.url",
     "sayri-web-open.html",
     // runtime
-    crate::paths::DAEMON_SOCKET,
-    crate::paths::DAEMON_LOCK,
-    crate::paths::LEGACY_SOCKET,
+    sayri_client::paths::DAEMON_SOCKET,
+    sayri_client::paths::DAEMON_LOCK,
+    sayri_client::paths::LEGACY_SOCKET,
 ];
 
 /// Entries only Sayri creates: a directory holding one of these (or named `sayri`) is Sayri's.
@@ -463,7 +463,7 @@ const SAYRI_MARKERS: &[&str] = &[
     "sessions.db",
     "vault.enc",
     "daemon.log",
-    crate::paths::DAEMON_LOCK,
+    sayri_client::paths::DAEMON_LOCK,
 ];
 
 /// Why `dir` must never be purged: `/`, the home directory or one of its ancestors, or a

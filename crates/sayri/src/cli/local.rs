@@ -1,7 +1,7 @@
 //! Commands that work on files directly, without the daemon: `prompt show`, `pref`.
 
 use crate::agents::FileAgents;
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use sayri_core::domain::agents::delegation;
 use sayri_core::domain::{prompt, tokens};
 use sayri_core::ports::{PreferenceUpdate, SessionStore, sub_agents};

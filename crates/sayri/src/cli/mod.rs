@@ -6,7 +6,6 @@
 
 pub mod agents;
 pub mod ask;
-pub mod autostart;
 pub mod config;
 pub mod desktop_tools;
 pub mod doctor;
@@ -23,7 +22,6 @@ pub mod sessions;
 pub mod setup;
 pub mod skills;
 pub mod status;
-pub mod terminal_text;
 pub mod vault;
 pub mod voice;
 pub mod voice_models;
@@ -31,7 +29,7 @@ pub mod wake;
 pub mod web;
 pub mod window;
 
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -290,7 +288,7 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
     };
     match command {
         Command::Daemon => {
-            crate::logging::init("info");
+            sayri_client::logging::init("info");
             return match crate::daemon::run_foreground(paths, passed) {
                 Ok(()) => Ok(0),
                 Err(e @ crate::daemon::DaemonError::Config(_)) => {

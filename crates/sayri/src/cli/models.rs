@@ -2,10 +2,10 @@
 //! and those of the configured endpoint (`list --remote`).
 
 use crate::brain::PROVIDER_KEY;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::{CONNECT_TIMEOUT, Client};
+use sayri_client::terminal_text::terminal_safe;
+use sayri_client::client::{CONNECT_TIMEOUT, Client};
 use crate::local_model::{self, InstalledModel};
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use anyhow::{Context, bail};
 use sayri_core::ports::NoSecrets;
 use sayri_protocol::params::StatusParams;
@@ -188,7 +188,7 @@ fn install(paths: &Paths, file: &Path, name: Option<&str>) -> anyhow::Result<()>
         .map_err(|e| anyhow::anyhow!("cannot install under the name {name:?}: {e}"))?;
     paths.ensure_dirs()?;
     let dir = paths.models_dir();
-    crate::paths::ensure_private_dir(&dir)?;
+    sayri_client::paths::ensure_private_dir(&dir)?;
     let dest = dir.join(format!("{name}.gguf"));
     let size = std::fs::metadata(file)?.len();
     if std::fs::metadata(&dest).is_ok_and(|m| m.len() == size) {

@@ -22,7 +22,7 @@
 //!   DIR (name order) in their place.
 
 use crate::agents::{self, FileAgents};
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use crate::{config_file, policies};
 use clap::{Args, Subcommand};
 use sayri_permissions::{
@@ -99,8 +99,8 @@ impl PermissionsCommand {
 /// # Errors
 /// No daemon runs, the connection fails, or the question is no longer open — each with what to
 /// do next.
-pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::Result<()> {
-    use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
+pub async fn answer(paths: &sayri_client::paths::Paths, args: &AnswerArgs) -> anyhow::Result<()> {
+    use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
     let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
         Err(ClientError::NotRunning { .. }) => anyhow::bail!(
@@ -297,7 +297,7 @@ fn list(
                 "{:<12} {:<6} {}",
                 a.agent_id,
                 a.action,
-                crate::cli::terminal_text::terminal_safe(&a.resource)
+                sayri_client::terminal_text::terminal_safe(&a.resource)
             )
             .map_err(io)?;
         }

@@ -1,7 +1,7 @@
 //! `sayri ping`: prints `pong` when the daemon answers.
 
-use crate::cli::autostart::connect_or_start;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::paths::Paths;
 use sayri_protocol::params::PingParams;
 
 /// Runs `sayri ping`.

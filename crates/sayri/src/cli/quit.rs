@@ -1,7 +1,7 @@
 //! `sayri quit`: stops the daemon (never starts one) and waits until it has closed.
 
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_protocol::params::QuitParams;
 use std::time::Duration;
 

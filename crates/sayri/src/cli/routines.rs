@@ -5,9 +5,9 @@
 //! new routine's id, `next` prints the next fire instants exactly as the scheduler computes them
 //! (`--now` replaces the clock for that preview only).
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::terminal_text::terminal_safe;
+use sayri_client::paths::Paths;
 use sayri_protocol::params::{
     RoutineDeleteParams, RoutineNextParams, RoutineSaveParams, RoutineSetEnabledParams,
     RoutinesListParams, RoutinesRunParams, TriggersListParams,
@@ -204,7 +204,7 @@ fn save_params(
 /// Runs `sayri routines …`; returns the exit code.
 pub async fn run(paths: &Paths, allow_start: bool, action: RoutinesAction) -> anyhow::Result<i32> {
     let mut c = connect_or_start(paths, allow_start).await?;
-    let remote = |e: crate::client::ClientError| anyhow::anyhow!("{e}");
+    let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {
         RoutinesAction::List { json } => {
             let routines = c
@@ -303,7 +303,7 @@ pub async fn run(paths: &Paths, allow_start: bool, action: RoutinesAction) -> an
 }
 
 async fn set_enabled(
-    c: &mut crate::client::Client,
+    c: &mut sayri_client::client::Client,
     id: String,
     enabled: bool,
 ) -> anyhow::Result<()> {

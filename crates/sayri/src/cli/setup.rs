@@ -23,8 +23,8 @@
 
 use crate::agents::FileAgents;
 use crate::brain::PROVIDER_KEY;
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use anyhow::{Context, bail};
 use sayri_core::domain::config::Config;
 use sayri_core::domain::profile::AgentProfile;
@@ -720,7 +720,7 @@ async fn ask(
                 println!(
                     "  {}) {}",
                     i + 1,
-                    crate::cli::terminal_text::terminal_safe(m)
+                    sayri_client::terminal_text::terminal_safe(m)
                 );
             }
             if models.len() > shown {
@@ -807,7 +807,7 @@ fn print_summary(plan: &Plan) {
     if let Some(m) = &plan.model {
         println!(
             "  model:          {}",
-            crate::cli::terminal_text::terminal_safe(m)
+            sayri_client::terminal_text::terminal_safe(m)
         );
     }
     println!(

@@ -5,7 +5,7 @@
 //! Exit codes of `scan` and `install`/`update`: 0 `ALLOW` (or admitted), 3 `WARN` (not
 //! confirmed), 4 `BLOCK`, 1 for any other error.
 
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use crate::skills::{self, Skills, SkillsError};
 use clap::Subcommand;
 use sayri_core::domain::skills::{Report, Verdict};

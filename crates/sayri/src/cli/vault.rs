@@ -3,8 +3,8 @@
 //! to re-read the vault (so it redacts the new value from now on, and rewrites rows it stored
 //! in between).
 
-use crate::client::Client;
-use crate::paths::Paths;
+use sayri_client::client::Client;
+use sayri_client::paths::Paths;
 use crate::stored_secrets;
 use sayri_protocol::params::VaultListParams;
 use sayri_store::Store;

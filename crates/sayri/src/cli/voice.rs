@@ -9,10 +9,10 @@
 //! * `voice status` shows what the settings choose, what is installed and what is missing,
 //!   and what the running daemon's voice is doing.
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::{Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::terminal_text::terminal_safe;
+use sayri_client::client::{Client, ClientError};
+use sayri_client::paths::Paths;
 use crate::voice::status::{LoopState, fields, not_built};
 use anyhow::{Context, bail};
 use sayri_core::domain::voice::speakable_text;
@@ -99,7 +99,7 @@ pub async fn listen(paths: &Paths, allow_start: bool, args: &ListenArgs) -> anyh
     let result = tokio::select! {
         r = call => r,
         _ = tokio::signal::ctrl_c() => {
-            if let Ok(mut c) = Client::connect(&paths.socket(), crate::client::CONNECT_TIMEOUT).await {
+            if let Ok(mut c) = Client::connect(&paths.socket(), sayri_client::client::CONNECT_TIMEOUT).await {
                 let _ = c.request_with(&sayri_protocol::params::StopListeningParams {}).await;
             }
             eprintln!("\nsayri: interrupted");
@@ -353,7 +353,7 @@ fn play(
 /// `sayri voice status [--json]`: local readiness, and the daemon's voice when it runs.
 pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
     let (plan, _store) = local_plan(paths)?;
-    let daemon = match Client::connect(&paths.socket(), crate::client::CONNECT_TIMEOUT).await {
+    let daemon = match Client::connect(&paths.socket(), sayri_client::client::CONNECT_TIMEOUT).await {
         Ok(mut c) => c.request_with(&StatusParams {}).await.ok(),
         Err(_) => None,
     };

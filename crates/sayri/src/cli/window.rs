@@ -2,8 +2,8 @@
 //! web bubble, UI plugins) to show, hide or toggle its window, or to open its settings, through
 //! the daemon's `window` command. Never starts the daemon: with no daemon there is no window.
 
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_protocol::params::{WindowAction, WindowParams};
 
 /// The window flags of the top-level command line (at most one).

@@ -15,7 +15,7 @@
 //!
 //! The same functions serve the legacy gateway socket `sayri.sock`.
 
-use crate::paths::{MAX_SOCKET_PATH, euid};
+use sayri_client::paths::{MAX_SOCKET_PATH, euid};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;

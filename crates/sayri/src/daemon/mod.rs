@@ -28,7 +28,7 @@ pub use dispatch::{Ctx, Dispatcher, Mode};
 pub use state::DaemonState;
 
 use crate::config_file::{self, ConfigFileError};
-use crate::paths::{Paths, PathsError};
+use sayri_client::paths::{Paths, PathsError};
 use listener::{DaemonLock, ListenError};
 use sayri_core::domain::config::Config;
 use sayri_protocol::{PROTOCOL_VERSION, names};

@@ -11,7 +11,7 @@
 //! Open permission questions lived only in the previous daemon's memory: their ids are unknown
 //! to this one, so an answer to them is refused (`delivered: false`) and runs nothing.
 
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use sayri_core::engine::interrupted;
 use sayri_core::ports::Clock;
 use sayri_sandbox::child_registry::ChildRegistry;

@@ -2,7 +2,7 @@
 
 use crate::brain::Brain;
 use crate::daemon::broadcast::Broadcaster;
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use crate::routines::Routines;
 use crate::supervisor::{Launcher, Supervisor, SupervisorConfig};
 use sayri_core::domain::config::Config;

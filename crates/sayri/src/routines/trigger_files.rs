@@ -89,7 +89,7 @@ pub fn write_trigger(dir: &Path, fields: &Map<String, Value>) -> Result<TriggerE
     fields.insert("id".into(), Value::String(id.clone()));
     let text = serde_json::to_string_pretty(&Value::Object(fields)).map_err(|e| e.to_string())?;
     TriggerFile::parse(&id, &text)?;
-    crate::paths::ensure_private_dir(dir).map_err(|e| e.to_string())?;
+    sayri_client::paths::ensure_private_dir(dir).map_err(|e| e.to_string())?;
     let file = dir.join(format!("{id}.json"));
     sayri_vault::atomic_write::write_atomic(&file, format!("{text}\n").as_bytes())
         .map_err(|e| format!("could not save trigger {id}: {e}"))?;

@@ -256,7 +256,7 @@ impl Routines {
     /// Watches the triggers directory (created 0700 if missing) to reload on changes.
     fn watch_dir(self: &Arc<Self>) -> Option<file_watch::FileWatch> {
         let dir = self.triggers_dir();
-        if let Err(e) = crate::paths::ensure_private_dir(&dir) {
+        if let Err(e) = sayri_client::paths::ensure_private_dir(&dir) {
             tracing::warn!("triggers: {e}");
             return None;
         }

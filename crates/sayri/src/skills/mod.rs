@@ -252,7 +252,7 @@ impl Skills {
         files: &[SkillFile],
         record: &InstallRecord,
     ) -> Result<bool, SkillsError> {
-        crate::paths::ensure_private_dir(&self.dir.join(RECORDS))
+        sayri_client::paths::ensure_private_dir(&self.dir.join(RECORDS))
             .map_err(|e| SkillsError::Io(e.to_string()))?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
@@ -327,7 +327,7 @@ impl Skills {
             report.clone(),
             now,
         );
-        crate::paths::ensure_private_dir(&self.dir.join(RECORDS))
+        sayri_client::paths::ensure_private_dir(&self.dir.join(RECORDS))
             .map_err(|e| SkillsError::Io(e.to_string()))?;
         let json =
             serde_json::to_vec_pretty(&record).map_err(|e| SkillsError::Io(e.to_string()))?;

@@ -51,7 +51,7 @@ impl RotatingLog {
     /// The directory or the file cannot be created.
     pub fn open(path: PathBuf, limits: LogLimits) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
-            crate::paths::ensure_private_dir(dir).map_err(io::Error::other)?;
+            sayri_client::paths::ensure_private_dir(dir).map_err(io::Error::other)?;
         }
         let file = open_append(&path)?;
         let size = file.metadata()?.len();

@@ -463,7 +463,7 @@ fn daemon_host_with_a_supervised_child() {
         args: Vec::new(),
     });
     rt.block_on(async move {
-        let paths = sayri::paths::Paths::from_env().unwrap();
+        let paths = sayri_client::paths::Paths::from_env().unwrap();
         let daemon =
             sayri::daemon::Daemon::bind(paths, sayri::daemon::default_dispatcher()).unwrap();
         let mut spec = test_child::spec("stubborn", &format!("stubborn:{token}"));

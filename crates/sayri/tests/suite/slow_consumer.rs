@@ -4,7 +4,7 @@
 
 use super::support::*;
 use sayri::daemon::{Daemon, default_dispatcher};
-use sayri::paths::Paths;
+use sayri_client::paths::Paths;
 use serde_json::{Map, Value, json};
 use std::io::{BufRead, Read};
 use std::os::fd::AsRawFd;

@@ -11,7 +11,7 @@
 
 use crate::config_file::{self, ConfigFileError};
 use crate::daemon::dispatch::Ctx;
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use crate::settings_check;
 use sayri_core::domain::config::{Config, ConfigError, ConfigValue, mask_value};
 use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
