@@ -3,7 +3,7 @@
 
 use crate::report::Row;
 use crate::stats::Stat;
-use sayri::daemon::{Daemon, default_dispatcher};
+use sayri_daemon::daemon::{Daemon, default_dispatcher};
 use sayri_client::paths::Paths;
 use serde_json::{Map, json};
 use std::io::BufRead;

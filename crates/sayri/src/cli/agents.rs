@@ -11,7 +11,7 @@
 //! * `detach ID` removes the creator link after showing what the agent gains and asking
 //!   (`--yes` skips the question; without a terminal it is required).
 
-use crate::agents::{FileAgents, Listed};
+use sayri_daemon::agents::{FileAgents, Listed};
 use crate::cli::ask::{AskOptions, run_ask};
 use sayri_client::autostart::connect_or_start;
 use sayri_client::terminal_text::terminal_safe;
@@ -319,7 +319,7 @@ fn list(files: &FileAgents, json: bool) -> anyhow::Result<i32> {
     if json {
         let v: Vec<Value> = list
             .iter()
-            .map(crate::daemon::commands::agents::listed_json)
+            .map(sayri_daemon::agents::listed_json)
             .collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);

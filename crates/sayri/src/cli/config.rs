@@ -11,8 +11,8 @@
 
 use sayri_client::autostart::connect_or_start;
 use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::config_file;
-use crate::daemon::commands::config::{list_json, set_in_file, shown_value};
+use sayri_daemon::config_file;
+use sayri_daemon::config_values::{list_json, set_in_file, shown_value};
 use sayri_client::paths::{Paths, ensure_private_dir};
 use clap::Subcommand;
 use sayri_core::domain::config::Config;

@@ -15,6 +15,7 @@
 //!   the same the daemon shows for routines.
 
 use sayri_client::terminal_text::terminal_safe;
+use sayri_daemon::desktop_tools::LOOKUP_ENV;
 use sayri_client::paths::Paths;
 use anyhow::bail;
 use sayri_http::LimitError;
@@ -54,45 +55,6 @@ pub struct LookupArgs {
     pub limit: usize,
 }
 
-/// Environment variables carrying the lookup endpoints into commands the daemon runs, in
-/// source order: `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`.
-/// Set, they win over the settings file (a level 1–2 sandbox hides it).
-pub const LOOKUP_ENV: [&str; 3] = [
-    "SAYRI_LOOKUP_DUCKDUCKGO_URL",
-    "SAYRI_LOOKUP_WIKIPEDIA_URL",
-    "SAYRI_LOOKUP_ARCHWIKI_URL",
-];
-
-/// The environment the daemon gives every command for `sayri lookup`: [`LOOKUP_ENV`] with the
-/// configured endpoints. An endpoint with credentials in it (`https://user:pass@host/`) is
-/// left out: a sandboxed command must not learn them.
-pub fn lookup_env(cfg: &sayri_core::domain::config::Config) -> Vec<(String, String)> {
-    let urls = [
-        &cfg.lookup.duckduckgo_url,
-        &cfg.lookup.wikipedia_url,
-        &cfg.lookup.archwiki_url,
-    ];
-    let has_credentials = |u: &str| {
-        url::Url::parse(u).map_or(true, |u| !u.username().is_empty() || u.password().is_some())
-    };
-    LOOKUP_ENV
-        .iter()
-        .zip(urls)
-        .filter(|(_, v)| !has_credentials(v))
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
-}
-
-/// The desktop tools this build has, as the system prompt offers them: `sayri notify` only
-/// with D-Bus support (the `dbus` feature).
-pub fn offered() -> sayri_core::domain::prompt::DesktopTools {
-    sayri_core::domain::prompt::DesktopTools {
-        lookup: true,
-        screenshot: true,
-        notify: cfg!(feature = "dbus"),
-    }
-}
-
 /// The endpoints: each [`LOOKUP_ENV`] variable that is set and non-empty, else the settings
 /// file's value (the default when the file cannot be read, as inside a level 1–2 sandbox,
 /// which hides Sayri's configuration).
@@ -104,10 +66,10 @@ fn lookup_endpoints(paths: &Paths) -> anyhow::Result<[String; 3]> {
     if let [Some(d), Some(w), Some(a)] = from_env.as_slice() {
         return Ok([d.clone(), w.clone(), a.clone()]);
     }
-    let cfg = match crate::config_file::load(&paths.config_file()) {
+    let cfg = match sayri_daemon::config_file::load(&paths.config_file()) {
         Ok((c, _)) => c,
-        Err(crate::config_file::ConfigFileError::Read { .. }) => {
-            crate::config_file::user_defaults()
+        Err(sayri_daemon::config_file::ConfigFileError::Read { .. }) => {
+            sayri_daemon::config_file::user_defaults()
         }
         Err(e) => return Err(e.into()),
     };
@@ -523,7 +485,7 @@ fn saved(dest: &Path) -> anyhow::Result<i32> {
 
 /// Runs `sayri notify TITLE [BODY]`.
 pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
-    let n = crate::notify::DesktopNotifier::new();
+    let n = sayri_daemon::notify::DesktopNotifier::new();
     n.show(title, body.unwrap_or(""))
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -533,27 +495,6 @@ pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn commands_get_the_configured_endpoints_but_never_credentials() {
-        let mut cfg = crate::config_file::user_defaults();
-        cfg.lookup.duckduckgo_url = "http://127.0.0.1:8/ddg".into();
-        cfg.lookup.wikipedia_url = "https://me:hunter2@wiki.example/api.php".into();
-        let env = lookup_env(&cfg);
-        assert_eq!(
-            env,
-            [
-                (
-                    "SAYRI_LOOKUP_DUCKDUCKGO_URL".to_string(),
-                    "http://127.0.0.1:8/ddg".to_string()
-                ),
-                (
-                    "SAYRI_LOOKUP_ARCHWIKI_URL".to_string(),
-                    "https://wiki.archlinux.org/api.php".to_string()
-                ),
-            ]
-        );
-    }
 
     #[test]
     fn snippets_lose_their_markup() {

@@ -14,8 +14,8 @@
 //! The doctor starts nothing and creates nothing: a daemon that is not running is reported as
 //! such (client commands start it on demand), a vault that does not exist yet is not created.
 
-use crate::agents::FileAgents;
-use crate::brain::PROVIDER_KEY;
+use sayri_daemon::agents::FileAgents;
+use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_client::client::{Client, ClientError};
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
@@ -125,7 +125,7 @@ pub async fn diagnose(paths: &Paths) -> Report {
     let mut checks = Vec::new();
     let cfg = settings(paths, &mut checks);
     let cfg_ok = cfg.is_some();
-    let cfg = cfg.unwrap_or_else(crate::config_file::user_defaults);
+    let cfg = cfg.unwrap_or_else(sayri_daemon::config_file::user_defaults);
     let default_level = agents(paths, &cfg, &mut checks);
     let daemon_status = daemon(paths, &mut checks).await;
     let key = vault(paths, &cfg, &mut checks);
@@ -141,7 +141,7 @@ pub async fn diagnose(paths: &Paths) -> Report {
 
 fn settings(paths: &Paths, out: &mut Vec<Finding>) -> Option<Config> {
     let file = paths.config_file();
-    match crate::config_file::load(&file) {
+    match sayri_daemon::config_file::load(&file) {
         Ok((cfg, existed)) => {
             let problems = cfg.problems();
             if let Some(p) = problems.first() {
@@ -390,7 +390,7 @@ async fn model(
 ) {
     if !cfg.provider.local_model.is_empty() {
         let name = &cfg.provider.local_model;
-        match crate::local_model::check_setting(paths, name) {
+        match sayri_daemon::local_model::check_setting(paths, name) {
             Err(e) => out.push(finding(
                 "model_endpoint",
                 "model",
@@ -425,7 +425,7 @@ async fn model(
         return;
     }
     let url = cfg.provider.base_url.clone();
-    let client_cfg = match crate::brain::settings::client_config(cfg, key) {
+    let client_cfg = match sayri_daemon::brain::settings::client_config(cfg, key) {
         Ok(mut c) => {
             c.retries = 0;
             c.connect_timeout = c.connect_timeout.min(CHECK_TIMEOUT);
@@ -518,7 +518,7 @@ async fn sandbox(
     default_level: Option<SandboxLevel>,
     out: &mut Vec<Finding>,
 ) {
-    let settings = crate::brain::settings::sandbox_settings(paths, cfg);
+    let settings = sayri_daemon::brain::settings::sandbox_settings(paths, cfg);
     let sb = sayri_sandbox::launcher::LinuxSandbox::new(settings);
     let report = match tokio::time::timeout(CHECK_TIMEOUT * 2, sb.capabilities()).await {
         Ok(Ok(r)) => r,
@@ -602,13 +602,13 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
     }
     let store = sayri_voice::models::ModelStore::open_default();
     let plan = sayri_voice::plan::VoicePlan::resolve(cfg, &store);
-    let fields = crate::voice::status::fields(
+    let fields = sayri_daemon::voice::status::fields(
         &plan,
-        crate::voice::BUILT,
-        &crate::voice::status::LoopState::default(),
+        sayri_daemon::voice::BUILT,
+        &sayri_daemon::voice::status::LoopState::default(),
     );
     let ready = |k: &str| fields.get(k) == Some(&Value::Bool(true));
-    let missing = |k: &str| crate::voice::status::string_list(&fields, k);
+    let missing = |k: &str| sayri_daemon::voice::status::string_list(&fields, k);
     let mut parts = Vec::new();
     let mut fixes = Vec::new();
     for (key, what, needed) in [

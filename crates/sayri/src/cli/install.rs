@@ -315,7 +315,7 @@ fn systemctl_stop(unit: &str) {
 /// `socket`: `Some(true)` writes and enables `sayri.socket`, `Some(false)` removes it, `None`
 /// keeps it as installed (rewritten when present).
 pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let layout = Layout::from_env()?;
     let exe = std::env::current_exe().context("cannot find the sayri executable")?;
     let exec = launcher_exec(&exe, exe.with_file_name("sayri-orb").is_file());

@@ -1,6 +1,6 @@
 //! Commands that work on files directly, without the daemon: `prompt show`, `pref`.
 
-use crate::agents::FileAgents;
+use sayri_daemon::agents::FileAgents;
 use sayri_client::paths::Paths;
 use sayri_core::domain::agents::delegation;
 use sayri_core::domain::{prompt, tokens};
@@ -27,7 +27,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
         agent,
         tokens: show_tokens,
     } = action;
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let id = agent.unwrap_or(cfg.agent.default_agent);
     let agents = FileAgents::new(paths.agents_dir());
     let profile = agents
@@ -41,7 +41,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
         })?;
     let host = prompt::Host {
         root: nix::unistd::geteuid().is_root(),
-        tools: super::desktop_tools::offered(),
+        tools: sayri_daemon::desktop_tools::offered(),
     };
     let mut text = prompt::build_system_prompt(&profile, &[], &host);
     if profile.sandbox.level != sayri_core::SandboxLevel::NoExec {

@@ -289,9 +289,9 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
     match command {
         Command::Daemon => {
             sayri_client::logging::init("info");
-            return match crate::daemon::run_foreground(paths, passed) {
+            return match sayri_daemon::daemon::run_foreground(paths, passed) {
                 Ok(()) => Ok(0),
-                Err(e @ crate::daemon::DaemonError::Config(_)) => {
+                Err(e @ sayri_daemon::daemon::DaemonError::Config(_)) => {
                     // A service manager does not restart a daemon that exits with EX_CONFIG.
                     eprintln!("sayri: error: {}", format!("{e}").replace('\n', " "));
                     Ok(EX_CONFIG)
@@ -374,10 +374,10 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
             Command::Screenshot(args) => desktop_tools::screenshot(&paths, &args).await,
             Command::Notify { title, body } => desktop_tools::notify(&title, body.as_deref()).await,
             Command::Sandbox { action } => {
-                let cfg = crate::config_file::load(&paths.config_file())?.0;
+                let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
                 Ok(sayri_sandbox::cli::run_cli(
                     action,
-                    crate::brain::settings::sandbox_settings(&paths, &cfg),
+                    sayri_daemon::brain::settings::sandbox_settings(&paths, &cfg),
                 )
                 .await)
             }

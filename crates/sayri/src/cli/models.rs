@@ -1,10 +1,10 @@
 //! `sayri models …`: chat models — the local ones Sayri can serve itself (`list`, `install`)
 //! and those of the configured endpoint (`list --remote`).
 
-use crate::brain::PROVIDER_KEY;
+use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_client::terminal_text::terminal_safe;
 use sayri_client::client::{CONNECT_TIMEOUT, Client};
-use crate::local_model::{self, InstalledModel};
+use sayri_daemon::local_model::{self, InstalledModel};
 use sayri_client::paths::Paths;
 use anyhow::{Context, bail};
 use sayri_core::ports::NoSecrets;
@@ -64,7 +64,7 @@ async fn served(paths: &Paths) -> Option<Value> {
 }
 
 async fn list_local(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let configured = cfg.provider.local_model.clone();
     let mut models = local_model::installed(paths);
     let chosen = (!configured.is_empty())
@@ -213,7 +213,7 @@ fn install(paths: &Paths, file: &Path, name: Option<&str>) -> anyhow::Result<()>
 
 /// `sayri models list --remote`.
 async fn list_remote(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let key = Vault::open(
         VaultPaths::new(&paths.config_dir, &paths.state_dir),
         KeySource::Auto,

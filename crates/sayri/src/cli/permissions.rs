@@ -11,8 +11,8 @@
 //!   the question is no longer open (answered, expired or unknown) or no daemon runs.
 //!
 //! `check` loads everything with the daemon's own loaders, so both decide alike: the config
-//! directory of [`Paths`], `sayri.toml` ([`crate::config_file`]), the agent profile with its
-//! validation and defaults ([`crate::agents`]), and the policy files ([`crate::policies`]: the
+//! directory of [`Paths`], `sayri.toml` ([`sayri_daemon::config_file`]), the agent profile with its
+//! validation and defaults ([`sayri_daemon::agents`]), and the policy files ([`sayri_daemon::policies`]: the
 //! system files and `permissions.policy_files`).
 //! * Agent: `--agent ID`, else the configured `agent.default_agent` (as the daemon); an unknown
 //!   agent is an error. `--profile FILE` checks that profile file instead. Either way an agent
@@ -21,9 +21,9 @@
 //! * Policies: those that apply under `sayri.toml`; `--policies DIR` tries every `*.json` file of
 //!   DIR (name order) in their place.
 
-use crate::agents::{self, FileAgents};
+use sayri_daemon::agents::{self, FileAgents};
 use sayri_client::paths::Paths;
-use crate::{config_file, policies};
+use sayri_daemon::{config_file, policies};
 use clap::{Args, Subcommand};
 use sayri_permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals,

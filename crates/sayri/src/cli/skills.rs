@@ -1,12 +1,12 @@
 //! `sayri skills list|scan|install|update|remove|read`: the skills directory through the
-//! daemon's own loader ([`crate::skills::Skills`]); no daemon needed (a running one sees the
+//! daemon's own loader ([`sayri_daemon::skills::Skills`]); no daemon needed (a running one sees the
 //! change at its next prompt, as it re-checks skills on every use).
 //!
 //! Exit codes of `scan` and `install`/`update`: 0 `ALLOW` (or admitted), 3 `WARN` (not
 //! confirmed), 4 `BLOCK`, 1 for any other error.
 
 use sayri_client::paths::Paths;
-use crate::skills::{self, Skills, SkillsError};
+use sayri_daemon::skills::{self, Skills, SkillsError};
 use clap::Subcommand;
 use sayri_core::domain::skills::{Report, Verdict};
 use std::path::PathBuf;

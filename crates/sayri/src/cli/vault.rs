@@ -5,7 +5,7 @@
 
 use sayri_client::client::Client;
 use sayri_client::paths::Paths;
-use crate::stored_secrets;
+use sayri_daemon::stored_secrets;
 use sayri_protocol::params::VaultListParams;
 use sayri_store::Store;
 use sayri_vault::Vault;

@@ -13,7 +13,7 @@ use sayri_client::autostart::connect_or_start;
 use sayri_client::terminal_text::terminal_safe;
 use sayri_client::client::{Client, ClientError};
 use sayri_client::paths::Paths;
-use crate::voice::status::{LoopState, fields, not_built};
+use sayri_daemon::voice::status::{LoopState, fields, not_built};
 use anyhow::{Context, bail};
 use sayri_core::domain::voice::speakable_text;
 use sayri_protocol::message::Event;
@@ -73,7 +73,7 @@ pub enum VoiceAction {
 
 /// The plan of the current settings, with the store it was resolved against.
 fn local_plan(paths: &Paths) -> anyhow::Result<(VoicePlan, ModelStore)> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let store = ModelStore::open_default();
     Ok((VoicePlan::resolve(&cfg, &store), store))
 }
@@ -135,7 +135,7 @@ pub fn listen_file(paths: &Paths, args: &ListenArgs) -> anyhow::Result<i32> {
     let Some(file) = &args.file else {
         bail!("listen_file needs --file");
     };
-    if !crate::voice::BUILT {
+    if !sayri_daemon::voice::BUILT {
         bail!("{}", not_built());
     }
     let (plan, store) = local_plan(paths)?;
@@ -292,7 +292,7 @@ mod file_pipeline {
     }
 
     pub fn run(_: &VoicePlan, _: &ModelStore, _: &Path, _: bool) -> anyhow::Result<Heard> {
-        anyhow::bail!("{}", crate::voice::status::not_built())
+        anyhow::bail!("{}", sayri_daemon::voice::status::not_built())
     }
 }
 
@@ -357,7 +357,7 @@ pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
         Ok(mut c) => c.request_with(&StatusParams {}).await.ok(),
         Err(_) => None,
     };
-    let mut local = fields(&plan, crate::voice::BUILT, &LoopState::default());
+    let mut local = fields(&plan, sayri_daemon::voice::BUILT, &LoopState::default());
     if json_mode {
         local.insert("daemon".into(), daemon.unwrap_or(Value::Null));
         local.insert("input_devices".into(), json!(devices(true)));
@@ -370,13 +370,13 @@ pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
 }
 
 fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Option<&Value>) {
-    let list = |k: &str| crate::voice::status::string_list(f, k);
+    let list = |k: &str| sayri_daemon::voice::status::string_list(f, k);
     let ready = |k: &str| f.get(k) == Some(&Value::Bool(true));
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
         "voice:          {}",
-        if crate::voice::BUILT {
+        if sayri_daemon::voice::BUILT {
             "built in"
         } else {
             "NOT built in"

@@ -50,7 +50,7 @@ pub enum WakeAction {
 
 /// Runs `sayri wake ACTION`; returns the exit code.
 pub fn run(paths: &Paths, action: &WakeAction) -> anyhow::Result<i32> {
-    let mut cfg = crate::config_file::load(&paths.config_file())?.0;
+    let mut cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let store = ModelStore::open_default();
     match action {
         WakeAction::List { json } => {
@@ -97,7 +97,7 @@ fn list(plan: &VoicePlan, store: &ModelStore, json_mode: bool) -> anyhow::Result
             "active": plan.wake.name,
             "phrase": plan.wake_phrase,
             "threshold": plan.loop_config.wake_threshold,
-            "ready": crate::voice::BUILT && plan.wake_ready(),
+            "ready": sayri_daemon::voice::BUILT && plan.wake_ready(),
             "missing": plan.wake_missing(),
             "notes": plan.wake.note,
         });
@@ -162,8 +162,8 @@ fn test(
     seconds: f64,
     json_mode: bool,
 ) -> anyhow::Result<i32> {
-    if !crate::voice::BUILT {
-        bail!("{}", crate::voice::status::not_built());
+    if !sayri_daemon::voice::BUILT {
+        bail!("{}", sayri_daemon::voice::status::not_built());
     }
     let detector = sayri_voice::engines::load_wake_detector(plan, store)?;
     let threshold = plan.loop_config.wake_threshold;

@@ -3,7 +3,7 @@
 //! frames, and SIGTERM still stops the daemon promptly while a non-reading client is connected.
 
 use super::support::*;
-use sayri::daemon::{Daemon, default_dispatcher};
+use sayri_daemon::daemon::{Daemon, default_dispatcher};
 use sayri_client::paths::Paths;
 use serde_json::{Map, Value, json};
 use std::io::{BufRead, Read};

@@ -4,7 +4,7 @@
 
 use super::support::{EXEC_BIN, alive, processes_with};
 use super::test_child::{fingerprint, spec};
-use sayri::supervisor::{
+use sayri_daemon::supervisor::{
     ChildState, ChildStatus, Launcher, RestartPolicy, Supervisor, SupervisorConfig, SupervisorError,
 };
 use sayri_sandbox::child_registry::ChildRegistry;
@@ -313,7 +313,7 @@ async fn shutdown_stops_every_child_and_starts_nothing_new() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_that_cannot_be_executed_fails_with_a_clear_error() {
     let rig = Rig::new();
-    let mut s = sayri::supervisor::ChildSpec::new("missing", "/nonexistent/sayri-model-server");
+    let mut s = sayri_daemon::supervisor::ChildSpec::new("missing", "/nonexistent/sayri-model-server");
     s.restart = RestartPolicy {
         initial_delay: Duration::from_millis(20),
         max_crashes: 2,
