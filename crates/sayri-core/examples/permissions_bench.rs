@@ -3,11 +3,9 @@
 //! `cargo run --release -p sayri-core --example permissions_bench`
 
 use sayri_core::SandboxLevel;
-use sayri_permissions::{
-    Action, AgentRules, EvalContext, PolicySet, evaluate, shell,
-};
 use sayri_core::domain::profile::AgentProfile;
 use sayri_permissions::RawRule;
+use sayri_permissions::{Action, AgentRules, EvalContext, PolicySet, evaluate, shell};
 use std::time::Instant;
 
 fn main() {

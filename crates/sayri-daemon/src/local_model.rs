@@ -20,9 +20,9 @@
 //!   its log.
 
 use crate::brain::adapters::build_model;
-use sayri_client::paths::Paths;
 use crate::supervisor::{ChildSpec, ChildState, Supervisor};
 use futures::StreamExt;
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_core::ports::{ChatError, ChatModel, ChatRequest, ChatStream, Redactor};
 use serde::Serialize;

@@ -17,8 +17,8 @@
 
 use crate::agents::FileAgents;
 use crate::config_file::ConfigFileError;
-use sayri_client::paths::Paths;
 use crate::policies;
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 
 /// Checks what `key`'s new value in `cfg` needs on this machine.

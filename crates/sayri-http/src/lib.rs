@@ -12,7 +12,7 @@
 pub mod download;
 pub mod tls;
 
-pub use download::{Fetched, Limits, LimitError, fetch, without_credentials};
+pub use download::{Fetched, LimitError, Limits, fetch, without_credentials};
 pub use tls::{TlsError, client_config};
 
 /// The `User-Agent` Sayri's downloads send (`sayri/<version>`).

@@ -2,7 +2,10 @@
 
 use crate::{Store, sql_err};
 use rusqlite::params;
-use sayri_core::ports::{ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage};
+use sayri_core::ports::{
+    ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo,
+    SessionSeed, SessionStore, StoreError, StoredMessage,
+};
 use sayri_permissions::Approval;
 
 impl Store {

@@ -25,7 +25,12 @@ use sayri_core::engine::gate::{
     Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind,
 };
 use sayri_core::engine::{CoreEvent, EventSink};
-use sayri_core::ports::{ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, OpenTurn, Preference, PreferenceUpdate, Redactor, SECRET_MARKER_PREFIX, Sandbox, SearchHit, SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage, Usage};
+use sayri_core::ports::{
+    ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest,
+    ExecResult, ExecStatus, FinishReason, NewMessage, OpenTurn, Preference, PreferenceUpdate,
+    Redactor, SECRET_MARKER_PREFIX, Sandbox, SearchHit, SessionInfo, SessionSeed, SessionStore,
+    StoreError, StoredMessage, Usage,
+};
 use sayri_permissions::Approval;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};

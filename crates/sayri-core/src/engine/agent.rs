@@ -35,7 +35,6 @@ use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnSte
 use crate::domain::hints;
 use crate::domain::history::{self, HistoryBudget};
 use crate::domain::observation::{CommandObservation, Excerpt};
-use sayri_permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::repetition::{self, RepetitionGuard, Verdict};
@@ -49,6 +48,7 @@ use crate::ports::{
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use sayri_permissions::Action;
 use sayri_protocol::SandboxLevel;
 use std::collections::HashMap;
 use std::path::PathBuf;

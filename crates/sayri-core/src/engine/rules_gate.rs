@@ -11,12 +11,12 @@
 
 use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
 use super::gate::{Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind};
+use crate::ports::{ApprovalStore, Clock, SECRET_MARKER_PREFIX};
+use futures::future::BoxFuture;
+use sayri_permissions::Approval;
 use sayri_permissions::{
     AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
 };
-use crate::ports::{ApprovalStore, Clock, SECRET_MARKER_PREFIX};
-use sayri_permissions::Approval;
-use futures::future::BoxFuture;
 use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
 

@@ -4,11 +4,9 @@
 //! Agents with their own rules are judged by them, as before.
 
 use sayri_core::SandboxLevel;
-use sayri_permissions::Effect::{self, Allow, Ask, Deny};
-use sayri_permissions::{
-    Action, AgentRules, Decision, EvalContext, PolicySet, evaluate,
-};
 use sayri_core::domain::profile::AgentProfile;
+use sayri_permissions::Effect::{self, Allow, Ask, Deny};
+use sayri_permissions::{Action, AgentRules, Decision, EvalContext, PolicySet, evaluate};
 use sayri_permissions::{DefaultEffect, RawRule};
 
 /// Level 3 (host user): the level that asks.

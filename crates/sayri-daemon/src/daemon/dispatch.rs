@@ -21,8 +21,8 @@
 //! Names in `names::cmd::ALL` without a handler answer `not_implemented`; other names answer
 //! `unknown_command`.
 
-use crate::command_peer::Caller;
 use crate::bus::{Broadcaster, ClientId};
+use crate::command_peer::Caller;
 use crate::daemon::state::DaemonState;
 use sayri_protocol::params::AccessClass;
 use sayri_protocol::{ErrorCode, Params, ProtocolError, names, params};

@@ -15,10 +15,10 @@
 
 use crate::command_peer;
 use crate::daemon::dispatch::Access;
-use crate::gateways::peer::{self, Identity};
-use crate::gateways::incoming;
 use crate::daemon::listener;
 use crate::daemon::state::DaemonState;
+use crate::gateways::incoming;
+use crate::gateways::peer::{self, Identity};
 use sayri_protocol::legacy::{
     DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, ReplyEvent,
 };

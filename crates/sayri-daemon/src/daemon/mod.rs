@@ -26,8 +26,8 @@ pub use dispatch::{Ctx, Dispatcher, Mode};
 pub use state::DaemonState;
 
 use crate::config_file::{self, ConfigFileError};
-use sayri_client::paths::{Paths, PathsError};
 use listener::{DaemonLock, ListenError};
+use sayri_client::paths::{Paths, PathsError};
 use sayri_core::domain::config::Config;
 use sayri_protocol::{PROTOCOL_VERSION, names};
 use serde_json::Map;
@@ -180,11 +180,7 @@ impl Daemon {
         } = self;
         let tracker = TaskTracker::new();
         if let Some(legacy) = legacy {
-            tracker.spawn(legacy::serve(
-                legacy,
-                state.clone(),
-                tracker.clone(),
-            ));
+            tracker.spawn(legacy::serve(legacy, state.clone(), tracker.clone()));
             tokio::spawn(crate::gateways::auto_start(state.clone()));
         }
         tracing::info!(

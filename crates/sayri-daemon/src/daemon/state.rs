@@ -2,9 +2,9 @@
 
 use crate::brain::Brain;
 use crate::bus::Broadcaster;
-use sayri_client::paths::Paths;
 use crate::routines::Routines;
 use crate::supervisor::{Launcher, Supervisor, SupervisorConfig};
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use std::sync::{Arc, OnceLock, RwLock};

@@ -45,12 +45,7 @@ impl Out {
 }
 
 /// Answers message `msg` from `who` on `stream`, then closes it.
-pub async fn handle(
-    state: &dyn Host,
-    who: &Identity,
-    msg: IncomingMessage,
-    stream: UnixStream,
-) {
+pub async fn handle(state: &dyn Host, who: &Identity, msg: IncomingMessage, stream: UnixStream) {
     let mut out = Out {
         stream,
         gone: false,

@@ -31,13 +31,13 @@ use crate::bus::Broadcaster;
 use crate::supervisor::{ChildState, ChildStatus, Supervisor, SupervisorError};
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
-use sayri_protocol::ProtocolError;
-use tokio_util::sync::CancellationToken;
 use sayri_core::domain::gateway::{GatewayInstance, PinBook, PinPolicy, ReplyLimiter};
 use sayri_core::ports::Clock;
+use sayri_protocol::ProtocolError;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use tokio_util::sync::CancellationToken;
 
 /// What the gateways need of the daemon that runs them: the brain (store, vault, remote
 /// turns), the supervisor their programs run under, their own shared state, the directories,
@@ -228,12 +228,15 @@ pub async fn start(state: &dyn Host, id: &str) -> Result<ChildStatus, GatewayErr
     let spec = match launch::spec_for(state, &inst) {
         Ok(s) => s,
         Err(e) => {
-            state.gateways().note(id, |n| n.start_error = Some(e.clone()));
+            state
+                .gateways()
+                .note(id, |n| n.start_error = Some(e.clone()));
             return Err(GatewayError::Start(e));
         }
     };
     let name = child_name(id);
-    if state.supervisor()
+    if state
+        .supervisor()
         .status(&name)
         .is_some_and(|s| !matches!(s.state, ChildState::Stopped | ChildState::Failed))
     {
@@ -257,7 +260,8 @@ pub async fn stop(state: &dyn Host, id: &str) -> Result<bool, GatewayError> {
     load(state, id)?;
     state.gateways().note(id, |n| n.start_error = None);
     let name = child_name(id);
-    let was_running = state.supervisor()
+    let was_running = state
+        .supervisor()
         .status(&name)
         .is_some_and(|s| !matches!(s.state, ChildState::Stopped | ChildState::Failed));
     match state.supervisor().stop(&name).await {

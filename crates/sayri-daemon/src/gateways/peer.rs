@@ -5,15 +5,16 @@
 //! A peer (its pid from `SO_PEERCRED`) whose ancestors include the keeper of a running
 //! instance speaks for that instance — and for no other, whatever its messages claim.
 
+use super::Host;
 use super::instance_of_child;
 use crate::command_peer::{Caller, parent_of};
-use super::Host;
 use std::collections::HashMap;
 
 /// The instance whose gateway process tree contains process `pid`, if any. Unknown pids
 /// belong to none.
 pub fn instance_of_process(state: &dyn Host, pid: Option<i32>) -> Option<String> {
-    let keepers: HashMap<i32, String> = state.supervisor()
+    let keepers: HashMap<i32, String> = state
+        .supervisor()
         .list()
         .into_iter()
         .filter_map(|s| {

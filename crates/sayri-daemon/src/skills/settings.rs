@@ -101,7 +101,8 @@ impl Skills {
         value: Option<Value>,
     ) -> Result<(), SkillsError> {
         let dir = self.dir.join(SETTINGS);
-        sayri_client::paths::ensure_private_dir(&dir).map_err(|e| SkillsError::Io(e.to_string()))?;
+        sayri_client::paths::ensure_private_dir(&dir)
+            .map_err(|e| SkillsError::Io(e.to_string()))?;
         let mut all = self.stored_settings(slug);
         match value {
             Some(v) => {

@@ -1,7 +1,7 @@
 //! The bounded download against a loopback HTTP/1.1 server that misbehaves on purpose: each
 //! bound of `Limits` stops the download, and what arrived before is all the sink saw.
 
-use sayri_http::{Limits, LimitError, fetch};
+use sayri_http::{LimitError, Limits, fetch};
 use std::convert::Infallible;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -26,7 +26,14 @@ where
     format!("http://{addr}/file")
 }
 
-async fn get(url: &str, limits: Limits) -> (Result<sayri_http::Fetched, LimitError<Infallible>>, Vec<u8>, u64) {
+async fn get(
+    url: &str,
+    limits: Limits,
+) -> (
+    Result<sayri_http::Fetched, LimitError<Infallible>>,
+    Vec<u8>,
+    u64,
+) {
     let client = sayri_http::client_builder(false).unwrap().build().unwrap();
     let mut body = Vec::new();
     let mut last = 0;
@@ -34,7 +41,10 @@ async fn get(url: &str, limits: Limits) -> (Result<sayri_http::Fetched, LimitErr
         body.extend_from_slice(c);
         Ok(())
     };
-    let got = fetch(client.get(url), limits, &mut sink, &mut |done, _| last = done).await;
+    let got = fetch(client.get(url), limits, &mut sink, &mut |done, _| {
+        last = done
+    })
+    .await;
     (got, body, last)
 }
 
@@ -42,11 +52,20 @@ async fn get(url: &str, limits: Limits) -> (Result<sayri_http::Fetched, LimitErr
 async fn a_whole_answer_reaches_the_sink_and_progress_ends_at_its_length() {
     let url = serve(|mut s| async move {
         let _ = s
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nhello world")
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nhello world",
+            )
             .await;
     })
     .await;
-    let (got, body, last) = get(&url, Limits { max_bytes: Some(11), ..Limits::default() }).await;
+    let (got, body, last) = get(
+        &url,
+        Limits {
+            max_bytes: Some(11),
+            ..Limits::default()
+        },
+    )
+    .await;
     let got = got.unwrap();
     assert_eq!((got.bytes, got.total), (11, Some(11)));
     assert_eq!(body, b"hello world");
@@ -62,9 +81,22 @@ async fn an_announced_length_over_the_cap_is_refused_before_any_byte_is_handed_o
         let _ = s.write_all(&[b'x'; 5000]).await;
     })
     .await;
-    let (got, body, _) = get(&url, Limits { max_bytes: Some(100), ..Limits::default() }).await;
+    let (got, body, _) = get(
+        &url,
+        Limits {
+            max_bytes: Some(100),
+            ..Limits::default()
+        },
+    )
+    .await;
     assert!(
-        matches!(got, Err(LimitError::Announced { announced: 5000, max: 100 })),
+        matches!(
+            got,
+            Err(LimitError::Announced {
+                announced: 5000,
+                max: 100
+            })
+        ),
         "{got:?}"
     );
     assert!(body.is_empty());
@@ -86,9 +118,23 @@ async fn an_endless_chunked_answer_stops_at_the_cap() {
         }
     })
     .await;
-    let (got, body, _) = get(&url, Limits { max_bytes: Some(10_000), ..Limits::default() }).await;
-    assert!(matches!(got, Err(LimitError::TooLong { limit: 10_000 })), "{got:?}");
-    assert!(body.len() <= 10_000, "{} bytes reached the sink", body.len());
+    let (got, body, _) = get(
+        &url,
+        Limits {
+            max_bytes: Some(10_000),
+            ..Limits::default()
+        },
+    )
+    .await;
+    assert!(
+        matches!(got, Err(LimitError::TooLong { limit: 10_000 })),
+        "{got:?}"
+    );
+    assert!(
+        body.len() <= 10_000,
+        "{} bytes reached the sink",
+        body.len()
+    );
 }
 
 #[tokio::test]
@@ -105,7 +151,10 @@ async fn a_stalled_answer_is_given_up_after_the_stall_timeout() {
         ..Limits::default()
     };
     let (got, body, _) = get(&url, limits).await;
-    assert!(matches!(got, Err(LimitError::Stalled { done: 10, .. })), "{got:?}");
+    assert!(
+        matches!(got, Err(LimitError::Stalled { done: 10, .. })),
+        "{got:?}"
+    );
     assert_eq!(body, b"0123456789");
 }
 
@@ -144,7 +193,10 @@ async fn an_answer_cut_before_its_length_is_an_error_not_a_short_file() {
     .await;
     let (got, _, _) = get(&url, Limits::default()).await;
     assert!(
-        matches!(got, Err(LimitError::Transport(_) | LimitError::Truncated { .. })),
+        matches!(
+            got,
+            Err(LimitError::Transport(_) | LimitError::Truncated { .. })
+        ),
         "{got:?}"
     );
 }

@@ -35,10 +35,12 @@ fn main() -> ExitCode {
     }
     if std::env::var_os(world::ROLE_VAR).is_some_and(|r| r == "sayri") {
         if let Ok(me) = std::env::current_exe() {
-            sayri_daemon::brain::settings::use_helper_program(sayri_daemon::brain::settings::HelperProgram {
-                program: me,
-                args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
-            });
+            sayri_daemon::brain::settings::use_helper_program(
+                sayri_daemon::brain::settings::HelperProgram {
+                    program: me,
+                    args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
+                },
+            );
         }
         return sayri::main();
     }

@@ -2,12 +2,12 @@
 //! a deny or a policy ask.
 
 use super::common::{L3, decide_at, profile};
+use sayri_permissions::Approval;
 use sayri_permissions::Effect::{Allow, Ask, Deny};
 use sayri_permissions::{
     Action, AgentRules, EvalContext, PolicySet, approval_rules, evaluate_with_approvals,
     plan_approvals,
 };
-use sayri_permissions::Approval;
 
 #[test]
 fn approvals_are_narrow_and_cannot_lift_denies() {

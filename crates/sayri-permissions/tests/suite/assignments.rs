@@ -2,8 +2,8 @@
 //! what runs (`LD_*`, `PATH`, `BASH_ENV`, substitutions, …) ask.
 
 use super::common::{ALLOW_ALL, L3, check_table};
-use sayri_protocol::SandboxLevel;
 use sayri_permissions::Effect::{Allow, Ask, Deny};
+use sayri_protocol::SandboxLevel;
 
 #[test]
 fn leading_assignments_are_not_matched_but_dangerous_ones_ask() {

@@ -1,10 +1,8 @@
 //! Helpers shared by the permission tests.
 
-use sayri_protocol::SandboxLevel;
-use sayri_permissions::{
-    Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate,
-};
+use sayri_permissions::{Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate};
 use sayri_permissions::{DefaultEffect, ProfileRules, RawRule};
+use sayri_protocol::SandboxLevel;
 
 /// Level 3 (host user): the level that asks.
 pub const L3: SandboxLevel = SandboxLevel::HostUser;

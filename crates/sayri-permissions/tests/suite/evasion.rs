@@ -6,8 +6,8 @@
 //! `[shell * allow, shell rm * deny]`.
 
 use super::common::decide_at;
-use sayri_protocol::SandboxLevel;
 use sayri_permissions::Effect;
+use sayri_protocol::SandboxLevel;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,10 +3,10 @@
 //! review is refused without a card.
 
 use super::common::{ALLOW_ALL, L3, check_table, decide_at};
-use sayri_protocol::SandboxLevel;
 use sayri_permissions::Effect::{Allow, Ask, Deny};
 use sayri_permissions::evaluate::MAX_COMMAND_BYTES;
 use sayri_permissions::plan_approvals;
+use sayri_protocol::SandboxLevel;
 
 const STARTS_OUTSIDE: &[(&str, &str)] = &[
     ("systemd-run", "systemd-run --user sleep 1000"),

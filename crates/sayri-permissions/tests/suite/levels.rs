@@ -2,9 +2,9 @@
 //! the agent's own asks when `ask_before_run` is off.
 
 use super::common::{L3, decide_at, profile};
-use sayri_protocol::SandboxLevel;
 use sayri_permissions::Effect::{Allow, Ask, Deny};
 use sayri_permissions::{Action, AgentRules, EvalContext, PolicySet, evaluate};
+use sayri_protocol::SandboxLevel;
 
 #[test]
 fn levels_defaults_and_settlement() {

@@ -3,8 +3,8 @@
 
 use super::common::decide_at;
 use proptest::prelude::*;
-use sayri_protocol::SandboxLevel;
 use sayri_permissions::Effect;
+use sayri_protocol::SandboxLevel;
 
 const RULES: &str = r#"[
   {"action":"shell","resource":"*","effect":"allow"},

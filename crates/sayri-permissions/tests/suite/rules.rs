@@ -3,10 +3,10 @@
 
 use super::common::{L3, check_table, decide_at, profile};
 use sayri_permissions::Effect::{Allow, Deny};
+use sayri_permissions::RawRule;
 use sayri_permissions::{
     Action, AgentRules, Effect, EvalContext, PolicySet, evaluate, parse_policy_file,
 };
-use sayri_permissions::RawRule;
 
 #[test]
 fn blocked_binaries_are_program_denies() {

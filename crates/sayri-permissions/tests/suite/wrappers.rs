@@ -2,8 +2,8 @@
 //! wrapper and the wrapped command are both judged.
 
 use super::common::{ALLOW_ALL, DENY_RM, L3, check_table, decide_at};
-use sayri_protocol::SandboxLevel;
 use sayri_permissions::Effect::{Allow, Deny};
+use sayri_protocol::SandboxLevel;
 
 #[test]
 fn wrapped_disk_tools_and_piped_downloads_are_denied() {

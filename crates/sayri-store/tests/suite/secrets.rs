@@ -3,7 +3,9 @@
 //! write-ahead log; history search cannot tell whether a secret contains a query.
 
 use base64::Engine as _;
-use sayri_core::ports::{ApprovalStore, NewMessage, PreferenceUpdate, Role, SessionSeed, SessionStore, ToolCallRecord};
+use sayri_core::ports::{
+    ApprovalStore, NewMessage, PreferenceUpdate, Role, SessionSeed, SessionStore, ToolCallRecord,
+};
 use sayri_permissions::Approval;
 use sayri_store::Store;
 use sayri_vault::{SecretRedactor, SharedRedactor};

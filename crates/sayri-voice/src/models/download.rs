@@ -4,8 +4,8 @@ use super::{
     InstalledModel, ModelError, ModelKind, ModelStore, Progress, check_name, create_parent,
     finish_part, part_path,
 };
-use sayri_http::{LimitError, Limits};
 use sayri_http::without_credentials;
+use sayri_http::{LimitError, Limits};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::time::Duration;

@@ -11,13 +11,13 @@
 //! * `detach ID` removes the creator link after showing what the agent gains and asking
 //!   (`--yes` skips the question; without a terminal it is required).
 
-use sayri_daemon::agents::{FileAgents, Listed};
 use crate::cli::ask::{AskOptions, run_ask};
 use sayri_client::autostart::connect_or_start;
-use sayri_client::terminal_text::terminal_safe;
 use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::agents::intent::{self, Intent};
 use sayri_core::domain::profile::AgentProfile;
+use sayri_daemon::agents::{FileAgents, Listed};
 use sayri_protocol::params::{
     AgentDeleteParams, AgentDetachParams, AgentSaveParams, AgentSwitchParams, RuleParam, SaveMode,
 };
@@ -317,10 +317,7 @@ fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
 fn list(files: &FileAgents, json: bool) -> anyhow::Result<i32> {
     let list = files.list();
     if json {
-        let v: Vec<Value> = list
-            .iter()
-            .map(sayri_daemon::agents::listed_json)
-            .collect();
+        let v: Vec<Value> = list.iter().map(sayri_daemon::agents::listed_json).collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }

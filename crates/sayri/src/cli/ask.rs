@@ -4,9 +4,9 @@
 //! (`$ df -h` and a one-line result), so `sayri ask … > answer.txt` keeps only the answer.
 
 use sayri_client::autostart::connect_or_start;
-use sayri_client::terminal_text::terminal_safe;
 use sayri_client::client::{Client, ClientError};
 use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::message::Event;
 use sayri_protocol::names::event;
 use sayri_protocol::params::{AskParams, InterruptParams, NewConversationParams};

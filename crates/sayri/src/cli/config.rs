@@ -9,13 +9,13 @@
 //! `set` parses its text by the key's type first (`true/false/yes/no/on/off/1/0` for a
 //! boolean, a JSON array such as `["/srv/private"]` for a list) and sends the typed value.
 
+use clap::Subcommand;
 use sayri_client::autostart::connect_or_start;
 use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::{Paths, ensure_private_dir};
+use sayri_core::domain::config::Config;
 use sayri_daemon::config_file;
 use sayri_daemon::config_values::{list_json, set_in_file, shown_value};
-use sayri_client::paths::{Paths, ensure_private_dir};
-use clap::Subcommand;
-use sayri_core::domain::config::Config;
 use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
 use serde_json::Value;
 

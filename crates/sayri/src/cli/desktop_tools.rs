@@ -14,10 +14,10 @@
 //! * `sayri notify TITLE [BODY]`: a desktop notification (`org.freedesktop.Notifications`),
 //!   the same the daemon shows for routines.
 
+use anyhow::bail;
+use sayri_client::paths::Paths;
 use sayri_client::terminal_text::terminal_safe;
 use sayri_daemon::desktop_tools::LOOKUP_ENV;
-use sayri_client::paths::Paths;
-use anyhow::bail;
 use sayri_http::LimitError;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

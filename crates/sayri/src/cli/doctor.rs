@@ -14,11 +14,11 @@
 //! The doctor starts nothing and creates nothing: a daemon that is not running is reported as
 //! such (client commands start it on demand), a vault that does not exist yet is not created.
 
-use sayri_daemon::agents::FileAgents;
-use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_client::client::{Client, ClientError};
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
+use sayri_daemon::agents::FileAgents;
+use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::StatusParams;
 use sayri_vault::{KeySource, Vault, VaultError, VaultPaths};

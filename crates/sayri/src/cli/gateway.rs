@@ -5,9 +5,9 @@
 //! as `GATEWAY_<ID>_TOKEN`; the gateway process receives it in its environment.
 
 use sayri_client::autostart::connect_or_start;
-use sayri_client::terminal_text::terminal_safe;
 use sayri_client::client::Client;
 use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::params::{
     GatewayDeleteParams, GatewayInstanceParams, GatewayListParams, GatewayPeerAddParams,

@@ -23,8 +23,8 @@
 //! directories go, and each directory too when that leaves it empty (never `/`, the home
 //! directory or an ancestor of it, nor a directory holding none of Sayri's files).
 
-use sayri_client::paths::Paths;
 use anyhow::Context;
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,10 @@
 //! Commands that work on files directly, without the daemon: `prompt show`, `pref`.
 
-use sayri_daemon::agents::FileAgents;
 use sayri_client::paths::Paths;
 use sayri_core::domain::agents::delegation;
 use sayri_core::domain::{prompt, tokens};
 use sayri_core::ports::{PreferenceUpdate, SessionStore, sub_agents};
+use sayri_daemon::agents::FileAgents;
 use sayri_store::Store;
 
 /// `sayri prompt …`.

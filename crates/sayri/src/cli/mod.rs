@@ -29,8 +29,8 @@ pub mod wake;
 pub mod web;
 pub mod window;
 
-use sayri_client::paths::Paths;
 use clap::{Parser, Subcommand};
+use sayri_client::paths::Paths;
 use std::process::ExitCode;
 
 /// Exit status of `sayri daemon` when `sayri.toml` is invalid (`EX_CONFIG` of `sysexits.h`), so

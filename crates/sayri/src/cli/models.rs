@@ -1,13 +1,13 @@
 //! `sayri models …`: chat models — the local ones Sayri can serve itself (`list`, `install`)
 //! and those of the configured endpoint (`list --remote`).
 
-use sayri_daemon::brain::PROVIDER_KEY;
-use sayri_client::terminal_text::terminal_safe;
-use sayri_client::client::{CONNECT_TIMEOUT, Client};
-use sayri_daemon::local_model::{self, InstalledModel};
-use sayri_client::paths::Paths;
 use anyhow::{Context, bail};
+use sayri_client::client::{CONNECT_TIMEOUT, Client};
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::ports::NoSecrets;
+use sayri_daemon::brain::PROVIDER_KEY;
+use sayri_daemon::local_model::{self, InstalledModel};
 use sayri_protocol::params::StatusParams;
 use sayri_vault::{KeySource, Vault, VaultPaths};
 use serde_json::{Value, json};

@@ -21,16 +21,16 @@
 //! * Policies: those that apply under `sayri.toml`; `--policies DIR` tries every `*.json` file of
 //!   DIR (name order) in their place.
 
-use sayri_daemon::agents::{self, FileAgents};
-use sayri_client::paths::Paths;
-use sayri_daemon::{config_file, policies};
 use clap::{Args, Subcommand};
+use sayri_client::paths::Paths;
+use sayri_core::domain::profile::AgentProfile;
+use sayri_core::ports::ApprovalStore;
+use sayri_daemon::agents::{self, FileAgents};
+use sayri_daemon::{config_file, policies};
+use sayri_permissions::Approval;
 use sayri_permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals,
 };
-use sayri_core::domain::profile::AgentProfile;
-use sayri_core::ports::ApprovalStore;
-use sayri_permissions::Approval;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -6,8 +6,8 @@
 //! (`--now` replaces the clock for that preview only).
 
 use sayri_client::autostart::connect_or_start;
-use sayri_client::terminal_text::terminal_safe;
 use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::params::{
     RoutineDeleteParams, RoutineNextParams, RoutineSaveParams, RoutineSetEnabledParams,
     RoutinesListParams, RoutinesRunParams, TriggersListParams,

@@ -1,8 +1,8 @@
 //! `sayri sessions list|show|rename|delete` (through the daemon).
 
 use sayri_client::autostart::connect_or_start;
-use sayri_client::terminal_text::terminal_safe;
 use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::params::{
     SessionDeleteParams, SessionGetParams, SessionRenameParams, SessionsListParams,
 };

@@ -21,13 +21,13 @@
 //!   agent `assistant` (the built-in profile at that level) and makes it the default; an agent
 //!   of the user's own that is the default gets the new level in its profile.
 
-use sayri_daemon::agents::FileAgents;
-use sayri_daemon::brain::PROVIDER_KEY;
+use anyhow::{Context, bail};
 use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
 use sayri_client::paths::Paths;
-use anyhow::{Context, bail};
 use sayri_core::domain::config::Config;
 use sayri_core::domain::profile::AgentProfile;
+use sayri_daemon::agents::FileAgents;
+use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::ConfigSetParams;
 use sayri_voice::models::catalog::{self, CatalogEntry};

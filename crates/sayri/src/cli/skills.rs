@@ -5,10 +5,10 @@
 //! Exit codes of `scan` and `install`/`update`: 0 `ALLOW` (or admitted), 3 `WARN` (not
 //! confirmed), 4 `BLOCK`, 1 for any other error.
 
-use sayri_client::paths::Paths;
-use sayri_daemon::skills::{self, Skills, SkillsError};
 use clap::Subcommand;
+use sayri_client::paths::Paths;
 use sayri_core::domain::skills::{Report, Verdict};
+use sayri_daemon::skills::{self, Skills, SkillsError};
 use std::path::PathBuf;
 
 /// Exit code for a `WARN` verdict that was not confirmed.

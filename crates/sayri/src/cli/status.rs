@@ -1,8 +1,8 @@
 //! `sayri status [--json]`.
 
 use sayri_client::autostart::connect_or_start;
-use sayri_client::terminal_text::terminal_safe;
 use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::params::StatusParams;
 use serde_json::Value;
 

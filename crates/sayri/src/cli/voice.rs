@@ -9,13 +9,13 @@
 //! * `voice status` shows what the settings choose, what is installed and what is missing,
 //!   and what the running daemon's voice is doing.
 
+use anyhow::{Context, bail};
 use sayri_client::autostart::connect_or_start;
-use sayri_client::terminal_text::terminal_safe;
 use sayri_client::client::{Client, ClientError};
 use sayri_client::paths::Paths;
-use sayri_daemon::voice::status::{LoopState, fields, not_built};
-use anyhow::{Context, bail};
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::voice::speakable_text;
+use sayri_daemon::voice::status::{LoopState, fields, not_built};
 use sayri_protocol::message::Event;
 use sayri_protocol::names::event;
 use sayri_protocol::params::{ListenParams, StatusParams};
@@ -353,7 +353,8 @@ fn play(
 /// `sayri voice status [--json]`: local readiness, and the daemon's voice when it runs.
 pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
     let (plan, _store) = local_plan(paths)?;
-    let daemon = match Client::connect(&paths.socket(), sayri_client::client::CONNECT_TIMEOUT).await {
+    let daemon = match Client::connect(&paths.socket(), sayri_client::client::CONNECT_TIMEOUT).await
+    {
         Ok(mut c) => c.request_with(&StatusParams {}).await.ok(),
         Err(_) => None,
     };

@@ -7,8 +7,8 @@
 //!   time and score and the highest score seen — to pick `stt.wake_threshold` for a room.
 //!   Exits 1 when the phrase was not heard.
 
-use sayri_client::paths::Paths;
 use anyhow::{Context, bail};
+use sayri_client::paths::Paths;
 use sayri_core::ports::audio::{AudioSource, FRAME_SAMPLES};
 use sayri_voice::models::{ModelKind, ModelStore};
 use sayri_voice::plan::{Device, VoicePlan};

@@ -65,9 +65,15 @@ impl DaemonLink for Link {
         cmd: &str,
         params: Map<String, Value>,
     ) -> Result<Value, ProtocolError> {
-        Client::call(&mut self.0, cmd, params, sayri_client::client::REQUEST_TIMEOUT, |_| {})
-            .await
-            .map_err(protocol_error)
+        Client::call(
+            &mut self.0,
+            cmd,
+            params,
+            sayri_client::client::REQUEST_TIMEOUT,
+            |_| {},
+        )
+        .await
+        .map_err(protocol_error)
     }
 
     async fn send(&mut self, cmd: &str, params: Map<String, Value>) -> Result<u64, String> {
@@ -77,7 +83,9 @@ impl DaemonLink for Link {
     }
 
     async fn next_message(&mut self) -> Result<ServerMessage, String> {
-        Client::next_message(&mut self.0).await.map_err(|e| e.to_string())
+        Client::next_message(&mut self.0)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -21,7 +21,6 @@ use crate::domain::agents::{
 use crate::domain::codeblock;
 use crate::domain::context::StepObservation;
 use crate::domain::observation::Excerpt;
-use sayri_permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::text::cut_chars;
 use crate::engine::events::{CoreEvent, EventSink};
@@ -31,6 +30,7 @@ use crate::ports::{
     ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent, sub_agents,
 };
 use futures::StreamExt;
+use sayri_permissions::Action;
 use std::sync::Arc;
 
 impl AgentEngine {

@@ -7,8 +7,8 @@ use crate::agents::{agent_json, listed_json};
 use crate::daemon::commands::agent::core_err;
 use crate::daemon::dispatch::Ctx;
 use sayri_core::domain::agents::{self, Narrowing};
-use sayri_permissions::AgentRules;
 use sayri_core::domain::profile::{AgentProfile, valid_agent_id};
+use sayri_permissions::AgentRules;
 use sayri_permissions::RawRule;
 use sayri_protocol::params::{
     AgentDeleteParams, AgentDetachParams, AgentSaveParams, AgentSwitchParams, AgentsListParams,

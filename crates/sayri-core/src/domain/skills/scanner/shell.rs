@@ -8,9 +8,9 @@
 //! reads, writes and fetches) become scanner findings.
 
 use super::{Collector, FileRole, Kind, Labels};
+use regex::Regex;
 use sayri_permissions::rule::Action;
 use sayri_permissions::{detach, recursive_delete, remote_exec, shell, targets};
-use regex::Regex;
 use std::sync::OnceLock;
 
 /// Programs whose name at the start of a phrase makes it a command worth analysing.

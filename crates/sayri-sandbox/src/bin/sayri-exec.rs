@@ -3,7 +3,7 @@
 //! level's isolation in a fresh single-threaded process and runs `bash -c`. It is also the
 //! keeper of every supervised program (`sayri-exec keep <spec-json>`). Keeping it apart
 //! from the 20 MB `sayri` binary makes every command start faster. It must be installed next
-//! to `sayri` (see `sayri::brain::settings::exec_helper_path`).
+//! to `sayri` (see `sayri_daemon::brain::settings::exec_helper_path`).
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
