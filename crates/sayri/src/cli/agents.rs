@@ -26,7 +26,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 /// `sayri agents …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum AgentsAction {
+pub(crate) enum AgentsAction {
     /// List every agent with its effective level and creator (invalid profiles with their error).
     List {
         /// Print JSON.
@@ -74,14 +74,14 @@ pub enum AgentsAction {
 
 impl AgentsAction {
     /// `list` and `show` read the files with the daemon's loader and need no daemon.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         matches!(self, AgentsAction::List { .. } | AgentsAction::Show { .. })
     }
 }
 
 /// Arguments of `sayri agents create`.
 #[derive(Debug, clap::Args)]
-pub struct CreateArgs {
+pub(crate) struct CreateArgs {
     /// The new agent's id (letters, digits, '-', '_').
     #[arg(required_unless_present = "from", conflicts_with = "from")]
     pub id: Option<String>,
@@ -98,7 +98,7 @@ pub struct CreateArgs {
 
 /// Profile fields settable from the command line.
 #[derive(Debug, Default, clap::Args)]
-pub struct Fields {
+pub(crate) struct Fields {
     /// Display name.
     #[arg(long)]
     pub name: Option<String>,
@@ -244,7 +244,7 @@ impl Fields {
 }
 
 /// Runs `sayri agents list|show` (no daemon needed); returns the exit code.
-pub fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i32> {
+pub(crate) fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i32> {
     let files = FileAgents::new(paths.agents_dir());
     match action {
         AgentsAction::List { json } => list(&files, json),
@@ -254,7 +254,7 @@ pub fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i32> {
 }
 
 /// Runs `sayri agents …`; returns the exit code.
-pub async fn run(paths: &Paths, allow_start: bool, action: AgentsAction) -> anyhow::Result<i32> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, action: AgentsAction) -> anyhow::Result<i32> {
     let files = FileAgents::new(paths.agents_dir());
     let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {

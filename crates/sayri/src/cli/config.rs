@@ -21,7 +21,7 @@ use serde_json::Value;
 
 /// `sayri config` actions.
 #[derive(Debug, Subcommand)]
-pub enum ConfigAction {
+pub(crate) enum ConfigAction {
     /// Print one setting (secrets masked), e.g. `sayri config get provider.model`.
     Get {
         /// `group.key`.
@@ -63,7 +63,7 @@ fn text(v: &Value) -> String {
 }
 
 /// Runs `sayri config …`.
-pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyhow::Result<()> {
     if let ConfigAction::Reference = action {
         print!("{}", sayri_core::domain::config::reference_markdown());
         return Ok(());

@@ -25,13 +25,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long each lookup source may take, from connecting to the last byte of its answer.
-pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The biggest answer a lookup source may send, bytes; a longer one is refused.
-pub const LOOKUP_MAX_BODY: usize = 1 << 20;
+pub(crate) const LOOKUP_MAX_BODY: usize = 1 << 20;
 
 /// How long each screenshot tool may take.
-pub const SCREENSHOT_TIMEOUT: Duration = Duration::from_secs(8);
+pub(crate) const SCREENSHOT_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Words that send a query to the Spanish Wikipedia (the original's list).
 const SPANISH_HINTS: &[&str] = &[
@@ -46,7 +46,7 @@ const SPANISH_HINTS: &[&str] = &[
 
 /// `sayri lookup` options.
 #[derive(Debug, clap::Args)]
-pub struct LookupArgs {
+pub(crate) struct LookupArgs {
     /// What to look up.
     #[arg(required = true, num_args = 1..)]
     pub query: Vec<String>,
@@ -179,7 +179,7 @@ fn http_client(https: bool) -> anyhow::Result<reqwest::Client> {
 }
 
 /// The lookup's lines, in source order, and a note per source that failed.
-pub async fn lookup_lines(
+pub(crate) async fn lookup_lines(
     ddg: &str,
     wiki: &str,
     arch: &str,
@@ -284,7 +284,7 @@ fn sees_network() -> bool {
 }
 
 /// Runs `sayri lookup`.
-pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
+pub(crate) async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
     let query = args.query.join(" ");
     if query.trim().is_empty() {
         bail!("give something to look up, e.g. `sayri lookup \"wayland screen sharing\"`");
@@ -316,7 +316,7 @@ pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
 
 /// `sayri screenshot` options.
 #[derive(Debug, clap::Args)]
-pub struct ScreenshotArgs {
+pub(crate) struct ScreenshotArgs {
     /// Where to save the PNG (default `$STATE/tmp/screenshot_<epoch>.png`).
     pub path: Option<PathBuf>,
 }
@@ -415,7 +415,7 @@ async fn gnome_shell(_dest: &Path) -> Result<(), String> {
 }
 
 /// Runs `sayri screenshot`.
-pub async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<i32> {
+pub(crate) async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<i32> {
     let dest = match &args.path {
         Some(p) => std::path::absolute(p)?,
         None => {
@@ -484,7 +484,7 @@ fn saved(dest: &Path) -> anyhow::Result<i32> {
 }
 
 /// Runs `sayri notify TITLE [BODY]`.
-pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
+pub(crate) async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
     let n = sayri_daemon::notify::DesktopNotifier::new();
     n.show(title, body.unwrap_or(""))
         .await

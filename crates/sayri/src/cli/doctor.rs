@@ -28,16 +28,16 @@ use std::path::Path;
 use std::time::Duration;
 
 /// How long the doctor waits for the daemon, the model endpoint and D-Bus, each.
-pub const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Free space below which the disk check fails, bytes (a small chat model is ~100 MB, a useful
 /// one several GB; SQLite needs room to write).
-pub const MIN_FREE_BYTES: u64 = 1 << 30;
+pub(crate) const MIN_FREE_BYTES: u64 = 1 << 30;
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// Works.
     Ok,
     /// Sayri cannot work as configured; `fix` says what to do.
@@ -48,7 +48,7 @@ pub enum Status {
 
 /// One line of the report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// Stable identifier, e.g. `model_endpoint`, `sandbox.level_2`.
     pub id: String,
     /// What was checked, in words.
@@ -73,7 +73,7 @@ fn finding(id: &str, title: &str, status: Status, detail: String, fix: Option<St
 
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// True when no check failed.
     pub ok: bool,
     /// Every check, in the order they ran.
@@ -81,7 +81,7 @@ pub struct Report {
 }
 
 /// Runs `sayri doctor`; returns the exit code (0 when no check failed, else 1).
-pub async fn run(paths: &Paths, json: bool) -> anyhow::Result<i32> {
+pub(crate) async fn run(paths: &Paths, json: bool) -> anyhow::Result<i32> {
     let report = diagnose(paths).await;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -121,7 +121,7 @@ fn print_report(report: &Report) {
 }
 
 /// Runs every check.
-pub async fn diagnose(paths: &Paths) -> Report {
+pub(crate) async fn diagnose(paths: &Paths) -> Report {
     let mut checks = Vec::new();
     let cfg = settings(paths, &mut checks);
     let cfg_ok = cfg.is_some();

@@ -28,7 +28,7 @@ fn plugin_token(plugin: &str) -> Option<(&'static str, &'static str)> {
 
 /// Settings shared by `create` and `edit`.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct InstanceFlags {
+pub(crate) struct InstanceFlags {
     /// The agent its messages go to.
     #[arg(long)]
     pub agent: Option<String>,
@@ -52,7 +52,7 @@ pub struct InstanceFlags {
 
 /// `sayri gateway …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum GatewayAction {
+pub(crate) enum GatewayAction {
     /// List gateway instances with their state, pid, restarts and last error.
     List {
         /// Print JSON.
@@ -123,7 +123,7 @@ pub enum GatewayAction {
 
 /// `sayri gateway peers …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum PeersAction {
+pub(crate) enum PeersAction {
     /// List the paired senders of an instance.
     List {
         /// The instance.
@@ -204,7 +204,7 @@ fn csv(s: &Option<String>) -> Option<Vec<String>> {
 }
 
 /// Runs `sayri gateway …`.
-pub async fn run(paths: &Paths, allow_start: bool, action: GatewayAction) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, action: GatewayAction) -> anyhow::Result<()> {
     // Secrets are read before anything is changed, so a missing token changes nothing.
     let token = match &action {
         GatewayAction::Create { plugin, .. } => match plugin_token(plugin) {

@@ -9,7 +9,7 @@ use sayri_store::Store;
 
 /// `sayri prompt …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum PromptAction {
+pub(crate) enum PromptAction {
     /// Print the fixed system prompt an agent gets on every request.
     Show {
         /// Agent id (default: the configured default agent).
@@ -22,7 +22,7 @@ pub enum PromptAction {
 }
 
 /// `sayri prompt show`.
-pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
+pub(crate) fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
     let PromptAction::Show {
         agent,
         tokens: show_tokens,
@@ -61,7 +61,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
 
 /// `sayri pref …`: learned preferences (which command served which request, with a score).
 #[derive(Debug, clap::Subcommand)]
-pub enum PrefAction {
+pub(crate) enum PrefAction {
     /// Find learned commands for a request.
     Query {
         /// Words of the request.
@@ -131,7 +131,7 @@ fn print_prefs(list: &[sayri_core::ports::Preference]) {
 }
 
 /// `sayri pref …`. Exit 1 when a query matched nothing.
-pub fn pref(paths: &Paths, action: PrefAction) -> anyhow::Result<()> {
+pub(crate) fn pref(paths: &Paths, action: PrefAction) -> anyhow::Result<()> {
     paths.ensure_dirs()?;
     let store = Store::open(paths.database())?;
     match action {

@@ -4,30 +4,30 @@
 //! Client commands connect to the daemon, starting it in the background when it is not running
 //! (see [`autostart`]), unless `--no-start` is given.
 
-pub mod agents;
-pub mod ask;
-pub mod config;
-pub mod desktop_tools;
-pub mod doctor;
-pub mod gateway;
-pub mod generate;
-pub mod install;
-pub mod local;
-pub mod models;
-pub mod permissions;
-pub mod ping;
-pub mod quit;
-pub mod routines;
-pub mod sessions;
-pub mod setup;
-pub mod skills;
-pub mod status;
-pub mod vault;
-pub mod voice;
-pub mod voice_models;
-pub mod wake;
-pub mod web;
-pub mod window;
+pub(crate) mod agents;
+pub(crate) mod ask;
+pub(crate) mod config;
+pub(crate) mod desktop_tools;
+pub(crate) mod doctor;
+pub(crate) mod gateway;
+pub(crate) mod generate;
+pub(crate) mod install;
+pub(crate) mod local;
+pub(crate) mod models;
+pub(crate) mod permissions;
+pub(crate) mod ping;
+pub(crate) mod quit;
+pub(crate) mod routines;
+pub(crate) mod sessions;
+pub(crate) mod setup;
+pub(crate) mod skills;
+pub(crate) mod status;
+pub(crate) mod vault;
+pub(crate) mod voice;
+pub(crate) mod voice_models;
+pub(crate) mod wake;
+pub(crate) mod web;
+pub(crate) mod window;
 
 use clap::{Parser, Subcommand};
 use sayri_client::paths::Paths;
@@ -35,7 +35,7 @@ use std::process::ExitCode;
 
 /// Exit status of `sayri daemon` when `sayri.toml` is invalid (`EX_CONFIG` of `sysexits.h`), so
 /// a service manager does not restart it in a loop; the message names the file and line.
-pub const EX_CONFIG: i32 = 78;
+pub(crate) const EX_CONFIG: i32 = 78;
 
 /// Sayri: a local AI assistant for the Linux desktop.
 #[derive(Debug, Parser)]
@@ -46,7 +46,7 @@ pub const EX_CONFIG: i32 = 78;
     propagate_version = true,
     arg_required_else_help = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Do not start the daemon when it is not running; fail instead.
     #[arg(long, global = true)]
     pub no_start: bool,
@@ -60,7 +60,7 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the daemon in the foreground (logs to stderr; stop with Ctrl-C or `sayri quit`).
     Daemon,
     /// Check that the daemon answers (prints "pong").

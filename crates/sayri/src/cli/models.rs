@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// `sayri models …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum ModelsAction {
+pub(crate) enum ModelsAction {
     /// List local chat models (installed, and which one the daemon serves); `--remote` lists
     /// what the configured endpoint serves instead.
     List {
@@ -41,7 +41,7 @@ pub enum ModelsAction {
 }
 
 /// Runs `sayri models …`.
-pub async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
     match action {
         ModelsAction::List { remote: true, json } => list_remote(paths, json).await,
         ModelsAction::List {

@@ -35,17 +35,17 @@ use std::io::Write;
 use std::path::PathBuf;
 
 /// Exit code for `allow`.
-pub const EXIT_ALLOW: i32 = 0;
+pub(crate) const EXIT_ALLOW: i32 = 0;
 /// Exit code for a usage or configuration error.
-pub const EXIT_ERROR: i32 = 2;
+pub(crate) const EXIT_ERROR: i32 = 2;
 /// Exit code for `ask`.
-pub const EXIT_ASK: i32 = 3;
+pub(crate) const EXIT_ASK: i32 = 3;
 /// Exit code for `deny`.
-pub const EXIT_DENY: i32 = 4;
+pub(crate) const EXIT_DENY: i32 = 4;
 
 /// `sayri permissions <command>`.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
-pub enum PermissionsCommand {
+pub(crate) enum PermissionsCommand {
     /// Decide whether an action would be allowed, asked or denied (exit 0 / 3 / 4).
     Check(CheckArgs),
     /// List saved "Allow always" approvals.
@@ -72,7 +72,7 @@ pub enum PermissionsCommand {
 
 /// Arguments of `sayri permissions answer`.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
-pub struct AnswerArgs {
+pub(crate) struct AnswerArgs {
     /// The question's id (12 hex characters, as shown by `sayri ask` or the app).
     pub request_id: String,
     /// Run the command.
@@ -88,7 +88,7 @@ pub struct AnswerArgs {
 
 impl PermissionsCommand {
     /// True for subcommands that talk to the running daemon instead of the local database.
-    pub fn needs_daemon(&self) -> bool {
+    pub(crate) fn needs_daemon(&self) -> bool {
         matches!(self, PermissionsCommand::Answer(_))
     }
 }
@@ -99,7 +99,7 @@ impl PermissionsCommand {
 /// # Errors
 /// No daemon runs, the connection fails, or the question is no longer open — each with what to
 /// do next.
-pub async fn answer(paths: &sayri_client::paths::Paths, args: &AnswerArgs) -> anyhow::Result<()> {
+pub(crate) async fn answer(paths: &sayri_client::paths::Paths, args: &AnswerArgs) -> anyhow::Result<()> {
     use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
     let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
@@ -134,7 +134,7 @@ pub async fn answer(paths: &sayri_client::paths::Paths, args: &AnswerArgs) -> an
 
 /// Arguments of `sayri permissions check`.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Agent id (default: the configured `agent.default_agent`), as the daemon loads it.
     #[arg(long, conflicts_with = "profile")]
     pub agent: Option<String>,
@@ -156,14 +156,14 @@ pub struct CheckArgs {
 }
 
 /// Runs a permissions subcommand, printing to stdout/stderr; returns the exit code.
-pub fn run(command: &PermissionsCommand, paths: &Paths, store: &dyn ApprovalStore) -> i32 {
+pub(crate) fn run(command: &PermissionsCommand, paths: &Paths, store: &dyn ApprovalStore) -> i32 {
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();
     run_to(command, paths, store, &mut out, &mut err)
 }
 
 /// [`run`] with explicit output streams (for tests).
-pub fn run_to(
+pub(crate) fn run_to(
     command: &PermissionsCommand,
     paths: &Paths,
     store: &dyn ApprovalStore,

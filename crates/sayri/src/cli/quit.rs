@@ -6,7 +6,7 @@ use sayri_protocol::params::QuitParams;
 use std::time::Duration;
 
 /// Runs `sayri quit`.
-pub async fn run(paths: &Paths) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths) -> anyhow::Result<()> {
     let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
         Err(ClientError::NotRunning { .. }) => {

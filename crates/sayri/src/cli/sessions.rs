@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// `sayri sessions …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum SessionsAction {
+pub(crate) enum SessionsAction {
     /// List conversations, newest first.
     List {
         /// How many.
@@ -123,7 +123,7 @@ fn print_session(v: &Value) {
 }
 
 /// Runs `sayri sessions …`.
-pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, allow_start).await?;
     let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {

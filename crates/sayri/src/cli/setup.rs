@@ -38,24 +38,24 @@ use std::time::Duration;
 use zeroize::Zeroizing;
 
 /// Servers looked for on this computer: name and port of their OpenAI-compatible API.
-pub const KNOWN_SERVERS: &[(&str, u16)] = &[
+pub(crate) const KNOWN_SERVERS: &[(&str, u16)] = &[
     ("Ollama", 11434),
     ("llama.cpp server", 8080),
     ("LM Studio", 1234),
 ];
 
 /// How long a server has to answer `GET …/models` while looking for servers.
-pub const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// The agent created when the built-in `default` is asked to run at another level.
-pub const ASSISTANT_AGENT: &str = "assistant";
+pub(crate) const ASSISTANT_AGENT: &str = "assistant";
 
 /// What the cancel message says.
 const NOTHING_WRITTEN: &str = "nothing was written";
 
 /// `sayri setup` options.
 #[derive(Debug, clap::Args)]
-pub struct SetupArgs {
+pub(crate) struct SetupArgs {
     /// Answer nothing interactively: use the flags, and detect what they leave out.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -88,7 +88,7 @@ pub struct SetupArgs {
 }
 
 /// The plain-words meaning of each level, shown when choosing one.
-pub fn level_words(level: SandboxLevel) -> &'static str {
+pub(crate) fn level_words(level: SandboxLevel) -> &'static str {
     match level {
         SandboxLevel::NoExec => "Talk only: it never runs a command.",
         SandboxLevel::ReadOnly => {
@@ -320,7 +320,7 @@ enum Choice {
 }
 
 /// `http://host:port` → `http://host:port/v1`; `host:port` → `http://host:port/v1`.
-pub fn normalize_url(input: &str) -> String {
+pub(crate) fn normalize_url(input: &str) -> String {
     let t = input.trim().trim_end_matches('/');
     let with_scheme = if t.contains("://") {
         t.to_string()
@@ -395,7 +395,7 @@ async fn detect(current: &str) -> Vec<(String, String, Vec<String>)> {
 }
 
 /// Runs `sayri setup`; returns the exit code.
-pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
     let (cfg, _) = sayri_daemon::config_file::load(&paths.config_file())?;
     let agents = FileAgents::new(paths.agents_dir());
     let current_level = agents

@@ -7,7 +7,7 @@ use sayri_protocol::params::StatusParams;
 use serde_json::Value;
 
 /// Runs `sayri status`.
-pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result<()> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let status = client.request_with(&StatusParams {}).await?;
     if json {

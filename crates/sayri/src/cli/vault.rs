@@ -16,7 +16,7 @@ const DAEMON_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs both follow-ups; problems are reported on stderr, never fail the command (the value is
 /// stored either way, and a daemon start rewrites what is still due).
-pub fn after_change(paths: &Paths, vault: &Vault) {
+pub(crate) fn after_change(paths: &Paths, vault: &Vault) {
     rewrite_local(paths, vault);
     tell_daemon(paths);
 }

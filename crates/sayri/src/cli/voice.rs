@@ -28,7 +28,7 @@ use std::time::Duration;
 
 /// `sayri listen` options.
 #[derive(Debug, Clone, clap::Args)]
-pub struct ListenArgs {
+pub(crate) struct ListenArgs {
     /// Transcribe this WAV file (any PCM format) with the same VAD, wake-word and
     /// speech-to-text pipeline, in this process (no daemon, no microphone).
     #[arg(long, value_name = "WAV")]
@@ -47,7 +47,7 @@ pub struct ListenArgs {
 
 /// `sayri say` options.
 #[derive(Debug, Clone, clap::Args)]
-pub struct SayArgs {
+pub(crate) struct SayArgs {
     /// Write the speech to this WAV file (16 kHz mono) instead of playing it.
     #[arg(long, value_name = "WAV")]
     pub to_file: Option<PathBuf>,
@@ -62,7 +62,7 @@ pub struct SayArgs {
 
 /// `sayri voice …`.
 #[derive(Debug, Clone, clap::Subcommand)]
-pub enum VoiceAction {
+pub(crate) enum VoiceAction {
     /// What the settings choose, what is installed and missing, and the daemon's voice state.
     Status {
         /// Print the status fields as JSON.
@@ -79,7 +79,7 @@ fn local_plan(paths: &Paths) -> anyhow::Result<(VoicePlan, ModelStore)> {
 }
 
 /// `sayri listen` through the daemon.
-pub async fn listen(paths: &Paths, allow_start: bool, args: &ListenArgs) -> anyhow::Result<i32> {
+pub(crate) async fn listen(paths: &Paths, allow_start: bool, args: &ListenArgs) -> anyhow::Result<i32> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let timeout = args.timeout.max(0.1);
     let live = std::io::stderr().is_terminal() && !args.json;
@@ -131,7 +131,7 @@ fn report_transcript(text: &str, json_mode: bool, object: Value) -> anyhow::Resu
 }
 
 /// `sayri listen --file WAV [--wake]`: the pipeline on a file, in this process.
-pub fn listen_file(paths: &Paths, args: &ListenArgs) -> anyhow::Result<i32> {
+pub(crate) fn listen_file(paths: &Paths, args: &ListenArgs) -> anyhow::Result<i32> {
     let Some(file) = &args.file else {
         bail!("listen_file needs --file");
     };
@@ -178,7 +178,7 @@ mod file_pipeline {
     use tokio_util::sync::CancellationToken;
 
     /// What the pipeline heard.
-    pub struct Heard {
+    pub(crate) struct Heard {
         pub text: String,
         /// Wake-word detections: phrase, score, milliseconds into the file.
         pub wake: Vec<(String, f32, u64)>,
@@ -202,7 +202,7 @@ mod file_pipeline {
         }
     }
 
-    pub fn run(
+    pub(crate) fn run(
         plan: &VoicePlan,
         store: &ModelStore,
         file: &Path,
@@ -285,19 +285,19 @@ mod file_pipeline {
     use sayri_voice::plan::VoicePlan;
     use std::path::Path;
 
-    pub struct Heard {
+    pub(crate) struct Heard {
         pub text: String,
         pub wake: Vec<(String, f32, u64)>,
         pub audio_ms: u64,
     }
 
-    pub fn run(_: &VoicePlan, _: &ModelStore, _: &Path, _: bool) -> anyhow::Result<Heard> {
+    pub(crate) fn run(_: &VoicePlan, _: &ModelStore, _: &Path, _: bool) -> anyhow::Result<Heard> {
         anyhow::bail!("{}", sayri_daemon::voice::status::not_built())
     }
 }
 
 /// `sayri say [--to-file WAV] TEXT`.
-pub fn say(paths: &Paths, args: &SayArgs) -> anyhow::Result<i32> {
+pub(crate) fn say(paths: &Paths, args: &SayArgs) -> anyhow::Result<i32> {
     let text = speakable_text(&args.text.join(" "));
     if text.trim().is_empty() {
         bail!("nothing to say: the text has no speakable words");
@@ -351,7 +351,7 @@ fn play(
 }
 
 /// `sayri voice status [--json]`: local readiness, and the daemon's voice when it runs.
-pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
+pub(crate) async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
     let (plan, _store) = local_plan(paths)?;
     let daemon = match Client::connect(&paths.socket(), sayri_client::client::CONNECT_TIMEOUT).await
     {

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 /// `sayri wake …`.
 #[derive(Debug, Clone, clap::Subcommand)]
-pub enum WakeAction {
+pub(crate) enum WakeAction {
     /// The installed wake-word models, their phrases, and the one Sayri listens with.
     List {
         /// Print JSON.
@@ -49,7 +49,7 @@ pub enum WakeAction {
 }
 
 /// Runs `sayri wake ACTION`; returns the exit code.
-pub fn run(paths: &Paths, action: &WakeAction) -> anyhow::Result<i32> {
+pub(crate) fn run(paths: &Paths, action: &WakeAction) -> anyhow::Result<i32> {
     let mut cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let store = ModelStore::open_default();
     match action {

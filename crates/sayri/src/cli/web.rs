@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Options of `sayri web`.
 #[derive(Debug, clap::Args)]
-pub struct WebArgs {
+pub(crate) struct WebArgs {
     /// Port on 127.0.0.1 to listen on (0 = any free port).
     #[arg(long, default_value_t = sayri_web::DEFAULT_PORT)]
     pub port: u16,
@@ -30,7 +30,7 @@ pub struct WebArgs {
 
 /// Connects the bridge to the daemon's socket with the CLI's client (same checks: the
 /// listener must be our own uid, the daemon must greet).
-pub struct SocketConnector {
+pub(crate) struct SocketConnector {
     socket: PathBuf,
 }
 
@@ -90,7 +90,7 @@ impl DaemonLink for Link {
 }
 
 /// Runs `sayri web` until SIGINT or SIGTERM.
-pub async fn run(paths: &Paths, allow_start: bool, args: &WebArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, args: &WebArgs) -> anyhow::Result<()> {
     // The daemon is started (or found) first, like every client command; later reconnections
     // of the bridge never start one.
     drop(connect_or_start(paths, allow_start).await?);
