@@ -8,11 +8,12 @@
 //! installed. The transfer writes `<model>.part` and renames it into place only after the
 //! check; an interrupted download leaves no model, and the next one starts the file afresh.
 
+use sayri_core::sync::lock;
 use sayri_protocol::params::{AssetKind, AssetParams};
 use sayri_voice::models::ModelKind;
 use sayri_voice::models::catalog::{self, CATALOG};
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 /// Where Piper voices are published (path layout `<lang2>/<lang>/<voice>/<quality>/<name>.onnx`).
 pub const PIPER_VOICES: &str = "https://huggingface.co/rhasspy/piper-voices/resolve/v1.0.0";
@@ -225,22 +226,14 @@ pub struct Claim {
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        self.running
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.token);
+        lock(&self.running.0).remove(&self.token);
     }
 }
 
 impl Downloads {
     /// Claims `token`; `None` while a download of it runs.
     pub fn claim(&self, token: &str) -> Option<Claim> {
-        let fresh = self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token.to_string());
+        let fresh = lock(&self.0).insert(token.to_string());
         fresh.then(|| Claim {
             running: self.clone(),
             token: token.to_string(),
@@ -249,10 +242,7 @@ impl Downloads {
 
     /// Whether a download of `token` runs.
     pub fn running(&self, token: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(token)
+        lock(&self.0).contains(token)
     }
 }
 

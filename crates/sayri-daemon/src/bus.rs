@@ -11,6 +11,7 @@
 //! writer task, so a client never sees half a frame followed by another frame.
 
 use bytes::Bytes;
+use sayri_core::sync::lock;
 use sayri_protocol::{Event, ndjson};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -81,7 +82,7 @@ impl Broadcaster {
     fn clients(&self) -> MutexGuard<'_, HashMap<ClientId, Slot>> {
         // A panic while holding this lock cannot leave the map inconsistent (single inserts and
         // removes), so recovering from poisoning is sound.
-        self.inner.clients.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.clients)
     }
 
     /// Registers a new connection; `parent` cancels it too (daemon termination).

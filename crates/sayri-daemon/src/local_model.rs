@@ -25,9 +25,10 @@ use futures::StreamExt;
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_core::ports::{ChatError, ChatModel, ChatRequest, ChatStream, Redactor};
+use sayri_core::sync::lock;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
@@ -204,10 +205,6 @@ struct Inner {
     model: Option<PathBuf>,
     /// Stops the watcher of the current server.
     watcher: Option<CancellationToken>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl LocalModel {

@@ -9,6 +9,7 @@
 //! they describe the same secrets.
 
 use sayri_core::ports::Redactor;
+use sayri_core::sync::lock;
 use sayri_store::{RewriteReport, Store, StoreError};
 use sayri_vault::{SharedRedactor, Vault};
 use std::sync::{Arc, Mutex};
@@ -58,7 +59,7 @@ pub fn rewrite_daemon(
     only_if_outdated: bool,
 ) -> Option<RewriteReport> {
     let (current, stamps) = {
-        let guard = vault.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = lock(vault);
         let v = guard.as_ref()?;
         if only_if_outdated && !outdated(store, v).unwrap_or(true) {
             return None;

@@ -138,7 +138,7 @@ pub fn lookup(name: &str) -> Option<&'static ArgProgram> {
 /// Why the command line `command` runs the data on its standard input as a program (`sh`,
 /// `python3 -`, `bash -s`), if it does: the data fed to it cannot be analysed.
 pub fn runs_its_input(command: &str) -> Option<String> {
-    let analysis = shell::analyze(command);
+    let analysis = shell::analyse(command);
     let first = analysis
         .commands
         .iter()

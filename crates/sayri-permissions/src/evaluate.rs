@@ -905,7 +905,7 @@ impl Judgement<'_> {
 /// commands, standalone assignments, the whole text when no command was found, targets,
 /// recursive deletes, remote-script execution, what cannot be analysed.
 fn judge_shell(resource: &str, judged: &mut Judgement<'_>) {
-    let analysis = shell::analyze(resource);
+    let analysis = shell::analyse(resource);
     let whole = Action::Shell.normalize(resource);
     let any_command = judge_commands(&analysis, judged);
     for a in &analysis.standalone_assignments {

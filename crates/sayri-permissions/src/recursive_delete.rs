@@ -70,7 +70,7 @@ pub fn findings(analysis: &Analysis) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::analyze;
+    use crate::shell::analyse;
 
     #[test]
     fn spellings_of_a_root_or_home_wipe() {
@@ -87,7 +87,7 @@ mod tests {
             "rm -rf /usr/../",
             "sudo rm -rf -- /",
         ] {
-            assert!(!findings(&analyze(cmd)).is_empty(), "{cmd}");
+            assert!(!findings(&analyse(cmd)).is_empty(), "{cmd}");
         }
         for cmd in [
             "rm -rf /tmp/build",
@@ -96,7 +96,7 @@ mod tests {
             "rm -rf ~/project",
             "rm -- -r /",
         ] {
-            assert!(findings(&analyze(cmd)).is_empty(), "{cmd}");
+            assert!(findings(&analyse(cmd)).is_empty(), "{cmd}");
         }
     }
 }

@@ -193,13 +193,13 @@ fn parse(src: &str) -> Option<tree_sitter::Tree> {
 /// [`Analysis::opaque`].
 ///
 /// ```
-/// use sayri_permissions::shell::analyze;
-/// let a = analyze(r#"cd /tmp && sudo \rm -rf "x" | tee log"#);
+/// use sayri_permissions::shell::analyse;
+/// let a = analyse(r#"cd /tmp && sudo \rm -rf "x" | tee log"#);
 /// let programs: Vec<Vec<String>> = a.commands.iter().map(|c| c.programs()).collect();
 /// assert_eq!(programs, [vec!["cd"], vec!["sudo", "rm"], vec!["tee"]]);
 /// assert!(a.opaque.is_empty());
 /// ```
-pub fn analyze(command: &str) -> Analysis {
+pub fn analyse(command: &str) -> Analysis {
     let mut walker = Walker::default();
     walker.walk_source(command, 0);
     let mut i = 0;
@@ -1320,7 +1320,7 @@ mod tests {
     use super::*;
 
     fn words(cmd: &str) -> Vec<Vec<String>> {
-        analyze(cmd)
+        analyse(cmd)
             .commands
             .iter()
             .map(|c| c.words.iter().map(|w| w.text.clone()).collect())
@@ -1341,7 +1341,7 @@ mod tests {
 
     #[test]
     fn nested_and_lists() {
-        let a = analyze("a && (b | c); { d; } > f; echo $(e) `g` <(h)");
+        let a = analyse("a && (b | c); { d; } > f; echo $(e) `g` <(h)");
         let names: Vec<_> = a.commands.iter().map(|c| c.words[0].text.clone()).collect();
         for n in ["a", "b", "c", "d", "e", "g", "h", "echo"] {
             assert!(names.contains(&n.to_string()), "{n} missing from {names:?}");
@@ -1352,7 +1352,7 @@ mod tests {
 
     #[test]
     fn heredoc_pipeline_continuation() {
-        let a = analyze("cat <<EOF | sh\necho hi\nEOF");
+        let a = analyse("cat <<EOF | sh\necho hi\nEOF");
         let sh = a.commands.iter().find(|c| c.words[0].text == "sh").unwrap();
         assert_eq!(sh.pipes.len(), 1);
         assert_eq!(sh.pipes[0].1, 1);
@@ -1387,7 +1387,7 @@ mod tests {
             "/???/?m x",
             "{rm,-rf,/x}",
         ] {
-            let a = analyze(cmd);
+            let a = analyse(cmd);
             let dynamic = a.commands.last().is_some_and(|c| c.words[0].dynamic);
             assert!(dynamic || !a.opaque.is_empty(), "{cmd}: {a:?}");
         }

@@ -20,6 +20,7 @@
 //! reaches a client through `permission_request` or `permission_list`.
 
 use crate::ports::{ApprovalStore, Clock, NoSecrets, Redactor, StoreError};
+use crate::sync::lock;
 
 use sayri_permissions::Approval;
 use serde::Serialize;
@@ -224,7 +225,7 @@ impl PermissionBroker {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Pending>> {
         // A poisoned map only means a panic elsewhere while holding it; the data is still usable.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.pending)
     }
 
     fn new_id(&self, taken: &HashMap<String, Pending>) -> String {
@@ -341,7 +342,7 @@ impl PermissionBroker {
                 .map(|p| p.request.id.clone())
                 .collect();
             let ended: Vec<Pending> = ids.iter().filter_map(|id| map.remove(id)).collect();
-            let mut announced = self.announced.lock().unwrap_or_else(|e| e.into_inner());
+            let mut announced = lock(&self.announced);
             announced.extend(ended.iter().map(|p| p.request.id.clone()));
             ended
         };
@@ -403,11 +404,7 @@ impl Drop for Resolved<'_> {
         let already = {
             let mut map = self.broker.lock();
             map.remove(&self.id);
-            let mut announced = self
-                .broker
-                .announced
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut announced = lock(&self.broker.announced);
             announced.remove(&self.id)
         };
         if !already {

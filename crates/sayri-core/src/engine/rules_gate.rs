@@ -12,6 +12,7 @@
 use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
 use super::gate::{Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use crate::ports::{ApprovalStore, Clock, SECRET_MARKER_PREFIX};
+use crate::sync::{read, write};
 use futures::future::BoxFuture;
 use sayri_permissions::Approval;
 use sayri_permissions::{
@@ -46,7 +47,7 @@ impl RulesGate {
 
     /// Replaces the policy layer (e.g. after the policy files changed).
     pub fn set_policies(&self, policies: PolicySet) {
-        let mut slot = self.policies.write().unwrap_or_else(|e| e.into_inner());
+        let mut slot = write(&self.policies);
         *slot = Arc::new(policies);
     }
 
@@ -67,11 +68,7 @@ impl RulesGate {
                 .approvals_for(&agent.agent_id)
                 .unwrap_or_default(),
         );
-        let policies = self
-            .policies
-            .read()
-            .map(|p| Arc::clone(&p))
-            .unwrap_or_else(|e| Arc::clone(&e.into_inner()));
+        let policies = Arc::clone(&read(&self.policies));
         let ctx = EvalContext {
             level: request.level,
             approver_available: request.approver_available,
@@ -186,11 +183,7 @@ impl RulesGate {
             Ok(a) => a,
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };
-        let policies = self
-            .policies
-            .read()
-            .map(|p| Arc::clone(&p))
-            .unwrap_or_else(|e| Arc::clone(&e.into_inner()));
+        let policies = Arc::clone(&read(&self.policies));
         let ctx = EvalContext {
             level: change.level,
             approver_available: change.approver_available,

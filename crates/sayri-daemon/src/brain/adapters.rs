@@ -3,7 +3,7 @@
 
 use crate::agents::FileAgents;
 use crate::brain::endpoints::AgentEndpoints;
-use crate::brain::{PROVIDER_KEY, lock, redactor_for, settings};
+use crate::brain::{PROVIDER_KEY, redactor_for, settings};
 use crate::bus::Broadcaster;
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -14,6 +14,7 @@ use sayri_core::ports::{
     ChatError, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest, ExecResult, ModelEndpoint,
     Redactor, Sandbox,
 };
+use sayri_core::sync::{lock, read, write};
 use sayri_llm::OpenAiClient;
 use sayri_sandbox::LinuxSandbox;
 use sayri_vault::{SharedRedactor, Vault};
@@ -149,14 +150,11 @@ impl ReloadableModel {
 
     /// Replaces the client; running streams keep the old one.
     pub fn replace(&self, client: Arc<dyn ChatModel>) {
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = client;
+        *write(&self.current) = client;
     }
 
     fn get(&self) -> Arc<dyn ChatModel> {
-        self.current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read(&self.current).clone()
     }
 }
 

@@ -4,9 +4,10 @@
 //! `model.api_key_secret` read from the vault — never the provider's key, which only goes to
 //! `provider.base_url`.
 
-use crate::brain::{adapters::build_model, lock};
+use crate::brain::adapters::build_model;
 use sayri_core::domain::config::Config;
 use sayri_core::ports::{ChatError, ChatModel, ModelEndpoint, Redactor};
+use sayri_core::sync::{lock, read, write};
 use sayri_vault::Vault;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -37,7 +38,7 @@ impl AgentEndpoints {
 
     /// Applies new `provider.*` timeouts to the clients built from now on.
     pub fn config_changed(&self, cfg: &Config) {
-        *self.cfg.write().unwrap_or_else(|p| p.into_inner()) = cfg.clone();
+        *write(&self.cfg) = cfg.clone();
         lock(&self.clients).clear();
     }
 
@@ -71,7 +72,7 @@ impl AgentEndpoints {
         if let Some(c) = clients.get(&slot) {
             return Ok(c.clone());
         }
-        let mut cfg = self.cfg.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut cfg = read(&self.cfg).clone();
         cfg.provider.base_url = endpoint.base_url.clone();
         cfg.provider.extra_headers.clear();
         let client = build_model(&cfg, key, self.redactor.clone());

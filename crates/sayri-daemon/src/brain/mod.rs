@@ -40,6 +40,7 @@ use sayri_core::engine::broker::PermissionBroker;
 use sayri_core::engine::rules_gate::RulesGate;
 use sayri_core::engine::{AgentEngine, EnginePorts};
 use sayri_core::ports::{Clock, Redactor};
+use sayri_core::sync::lock;
 use sayri_sandbox::LinuxSandbox;
 use sayri_store::Store;
 use sayri_vault::{KeySource, SharedRedactor, Vault, VaultPaths};
@@ -268,10 +269,6 @@ fn provider_model(
     } else {
         local.chat(cfg)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Opens `$STATE/sessions.db`; every text it writes passes `redactor`.

@@ -24,13 +24,14 @@
 use crate::bus::{Broadcaster, ClientId};
 use crate::command_peer::Caller;
 use crate::daemon::state::DaemonState;
+use sayri_core::sync::lock;
 use sayri_protocol::params::AccessClass;
 use sayri_protocol::{ErrorCode, Params, ProtocolError, names, params};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// The boxed future a handler returns.
@@ -108,28 +109,17 @@ pub struct SelfLimits(Mutex<Vec<SelfLimit>>);
 impl SelfLimits {
     /// Adds a limit (it applies to every later request of the connection).
     pub fn add(&self, limit: SelfLimit) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(limit);
+        lock(&self.0).push(limit);
     }
 
     /// Whether command `cmd` of class `access` passes every limit (true when there is none).
     pub fn permits(&self, cmd: &str, access: Access) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .all(|l| l.permits(cmd, access))
+        lock(&self.0).iter().all(|l| l.permits(cmd, access))
     }
 
     /// Whether any limit was set.
     pub fn is_limited(&self) -> bool {
-        !self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
+        !lock(&self.0).is_empty()
     }
 }
 

@@ -47,30 +47,16 @@ pub fn bind(state: &DaemonState) -> Option<UnixListener> {
 
 /// Accepts legacy connections until shutdown, then removes the socket file.
 pub async fn serve(listener: UnixListener, state: Arc<DaemonState>, tracker: TaskTracker) {
-    loop {
-        let accepted = tokio::select! {
-            _ = state.shutdown.cancelled() => break,
-            a = listener.accept() => a,
-        };
-        match accepted {
-            Ok((stream, _)) => {
-                if !listener::peer_is_us(&stream) {
-                    continue;
-                }
-                let state = state.clone();
-                tracker.spawn(async move {
-                    tokio::select! {
-                        _ = state.terminate.cancelled() => {}
-                        () = connection(stream, &state) => {}
-                    }
-                });
+    listener::accept_until(&listener, &state.shutdown, "legacy socket: ", |stream| {
+        let state = state.clone();
+        tracker.spawn(async move {
+            tokio::select! {
+                _ = state.terminate.cancelled() => {}
+                () = connection(stream, &state) => {}
             }
-            Err(e) => {
-                tracing::warn!("legacy socket: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+        });
+    })
+    .await;
     drop(listener);
     let _ = std::fs::remove_file(state.paths.legacy_socket());
 }

@@ -240,3 +240,32 @@ pub fn peer_is_us(stream: &UnixStream) -> bool {
         }
     }
 }
+
+/// The accept loop of both sockets: accepts connections on `listener` until `shutdown` is
+/// cancelled and hands each one whose peer is of our uid ([`peer_is_us`]) to `serve`; others
+/// are closed unread. A failed accept (out of descriptors, …) is logged with `label` and
+/// retried after 50 ms.
+pub async fn accept_until(
+    listener: &UnixListener,
+    shutdown: &tokio_util::sync::CancellationToken,
+    label: &str,
+    mut serve: impl FnMut(UnixStream),
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                if peer_is_us(&stream) {
+                    serve(stream);
+                }
+            }
+            Err(e) => {
+                tracing::warn!("{label}accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

@@ -202,34 +202,18 @@ impl Daemon {
         ]) {
             tracing::warn!("cannot tell the service manager that the daemon is ready: {e}");
         }
-        loop {
-            let accepted = tokio::select! {
-                _ = state.shutdown.cancelled() => break,
-                a = listener.accept() => a,
-            };
-            match accepted {
-                Ok((stream, _)) => {
-                    if !listener::peer_is_us(&stream) {
-                        drop(stream);
-                        continue;
-                    }
-                    let pid = stream.peer_cred().ok().and_then(|c| c.pid());
-                    if let Some(id) = crate::gateways::peer::instance_of_process(&*state, pid) {
-                        // A gateway speaks through `sayri.sock` for its own instance only.
-                        tracing::warn!(
-                            "refused a connection from the process tree of gateway {id} to the control socket"
-                        );
-                        drop(stream);
-                        continue;
-                    }
-                    tracker.spawn(connection::serve(stream, state.clone(), dispatcher.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+        listener::accept_until(&listener, &state.shutdown, "", |stream| {
+            let pid = stream.peer_cred().ok().and_then(|c| c.pid());
+            if let Some(id) = crate::gateways::peer::instance_of_process(&*state, pid) {
+                // A gateway speaks through `sayri.sock` for its own instance only.
+                tracing::warn!(
+                    "refused a connection from the process tree of gateway {id} to the control socket"
+                );
+                return;
             }
-        }
+            tracker.spawn(connection::serve(stream, state.clone(), dispatcher.clone()));
+        })
+        .await;
         tracing::info!("shutting down");
         let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
         drop(listener);

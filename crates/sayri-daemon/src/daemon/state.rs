@@ -6,6 +6,7 @@ use crate::routines::Routines;
 use crate::supervisor::{Launcher, Supervisor, SupervisorConfig};
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
+use sayri_core::sync::{read, write};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
@@ -69,15 +70,12 @@ impl DaemonState {
 
     /// A copy of the current configuration.
     pub fn config(&self) -> Config {
-        self.config
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read(&self.config).clone()
     }
 
     /// Replaces the configuration.
     pub fn set_config(&self, cfg: Config) {
-        *self.config.write().unwrap_or_else(|p| p.into_inner()) = cfg;
+        *write(&self.config) = cfg;
     }
 
     /// The brain, or an `internal` error for a daemon started without one.

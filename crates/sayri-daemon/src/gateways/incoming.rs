@@ -15,11 +15,12 @@
 //!    stream to the gateway, redacted, until the turn ends; one turn at a time per chat.
 
 use super::peer::Identity;
-use super::{GatewayError, Host, lock, now, redacted};
+use super::{GatewayError, Host, now, redacted};
 use sayri_core::assistant::{CoreError, RemoteRequest};
 use sayri_core::domain::gateway::gate::{self, ChatCommand, Update, Verdict};
 use sayri_core::domain::gateway::{GatewayInstance, PairOutcome};
 use sayri_core::engine::{CoreEvent, EventSink};
+use sayri_core::sync::lock;
 use sayri_protocol::legacy::{IncomingMessage, ReplyEvent};
 use sayri_protocol::names;
 use sayri_store::GatewayChat;

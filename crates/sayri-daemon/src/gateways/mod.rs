@@ -33,10 +33,11 @@ use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::gateway::{GatewayInstance, PinBook, PinPolicy, ReplyLimiter};
 use sayri_core::ports::Clock;
+use sayri_core::sync::lock;
 use sayri_protocol::ProtocolError;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// What the gateways need of the daemon that runs them: the brain (store, vault, remote
@@ -97,10 +98,6 @@ pub struct Gateways {
     notes: Mutex<HashMap<String, Notes>>,
     /// One turn or chat command at a time per (instance, chat).
     chats: Mutex<ChatLocks>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One instance as `gateway_list` shows it: its settings and its process.

@@ -1,13 +1,14 @@
 //! What the IPC commands ask of the routines: list, save, delete, enable, run now, preview,
 //! and the status part — with the routine objects of `PROTOCOL.md`.
 
-use super::{JobKey, Routines, lock, opt_time};
+use super::{JobKey, Routines, opt_time};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use sayri_core::assistant::CoreError;
 use sayri_core::domain::routines::timing::to_epoch;
 use sayri_core::domain::routines::{Decision, Routine, RoutineDraft, RunOutcome};
 use sayri_core::engine::scheduler::{Job, StartError};
+use sayri_core::sync::lock;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_store::BrokenRoutine;
 use serde_json::{Value, json};

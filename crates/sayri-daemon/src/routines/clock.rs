@@ -13,6 +13,7 @@ use chrono_tz::Tz;
 use futures::future::BoxFuture;
 use sayri_core::domain::routines::timing::to_epoch;
 use sayri_core::domain::routines::zone::system_zone_from;
+use sayri_core::sync::lock;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -196,7 +197,7 @@ impl SchedulerClock for WallClock {
 
     fn system_zone(&self) -> Tz {
         let read = self.files.read(self.tz_var.as_deref());
-        let mut p = self.problem.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = lock(&self.problem);
         match read {
             Ok(tz) => {
                 *p = None;
@@ -215,10 +216,7 @@ impl SchedulerClock for WallClock {
     }
 
     fn zone_problem(&self) -> Option<String> {
-        self.problem
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.problem).clone()
     }
 
     fn wait(&self, until: Option<DateTime<Utc>>) -> BoxFuture<'_, ()> {

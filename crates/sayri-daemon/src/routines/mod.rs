@@ -46,12 +46,13 @@ use sayri_core::engine::NullSink;
 use sayri_core::engine::routine_run::{self, RunPorts, RunReport, RunSpec};
 use sayri_core::engine::scheduler::{Job, Scheduler};
 use sayri_core::ports::{Notifier, Redactor, Speaker};
+use sayri_core::sync::{lock, read, write};
 use sayri_protocol::names;
 use sayri_store::Store;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -116,10 +117,6 @@ pub struct Routines {
     legacy_report: Mutex<Option<String>>,
     monitors: Mutex<triggers::Monitors>,
     test_clock: bool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The clock the daemon schedules with: the wall clock, or — in a build with the `test-clock`
@@ -189,7 +186,7 @@ impl Routines {
 
     /// Sets (or removes) the voice output routine results are spoken through.
     pub fn set_speaker(&self, speaker: Option<Arc<dyn Speaker>>) {
-        *self.speaker.write().unwrap_or_else(|e| e.into_inner()) = speaker;
+        *write(&self.speaker) = speaker;
     }
 
     /// Stops the loop, the monitors and every run (a stopped run is recorded as such; its slot
@@ -420,11 +417,7 @@ impl Routines {
         let report = match permit {
             Some(_permit) => {
                 self.announce_start(&key, &spec, reason);
-                let speaker = self
-                    .speaker
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
+                let speaker = read(&self.speaker).clone();
                 let clock = ClockPort(self.clock.clone());
                 let ports = RunPorts {
                     core: &self.brain.core,

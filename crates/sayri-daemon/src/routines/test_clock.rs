@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use futures::future::BoxFuture;
 use sayri_core::domain::routines::zone::parse_zone;
+use sayri_core::sync::lock;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -97,7 +98,7 @@ impl DrivenClock {
 
     fn change(&self, f: impl FnOnce(&mut State)) -> u64 {
         let generation = {
-            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = lock(&self.state);
             f(&mut s);
             s.generation += 1;
             s.generation
@@ -135,7 +136,7 @@ impl DrivenClock {
         let done = handled.wait_for(|h| *h >= generation);
         match tokio::time::timeout(Duration::from_secs(20), done).await {
             Ok(Ok(_)) => {
-                let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                let s = lock(&self.state);
                 format!("ok {}", s.now.to_rfc3339())
             }
             _ => "error the scheduler did not handle the change within 20 s".into(),
@@ -145,17 +146,17 @@ impl DrivenClock {
 
 impl SchedulerClock for DrivenClock {
     fn now(&self) -> DateTime<Utc> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).now
+        lock(&self.state).now
     }
 
     fn now_for_pass(&self) -> DateTime<Utc> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = lock(&self.state);
         s.read = s.generation;
         s.now
     }
 
     fn system_zone(&self) -> Tz {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).zone
+        lock(&self.state).zone
     }
 
     fn zone_problem(&self) -> Option<String> {
@@ -165,7 +166,7 @@ impl SchedulerClock for DrivenClock {
     fn wait(&self, until: Option<DateTime<Utc>>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let due = {
-                let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                let s = lock(&self.state);
                 until.is_some_and(|u| u <= s.now) || s.read < s.generation
             };
             if !due {
@@ -175,7 +176,7 @@ impl SchedulerClock for DrivenClock {
     }
 
     fn handled(&self) {
-        let read = self.state.lock().unwrap_or_else(|e| e.into_inner()).read;
+        let read = lock(&self.state).read;
         self.handled.send_if_modified(|h| {
             let newer = read > *h;
             if newer {

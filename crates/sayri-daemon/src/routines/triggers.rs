@@ -12,13 +12,14 @@
 //!   its timing.
 
 use super::trigger_files::{self, TriggerEntry};
-use super::{Inner, JobKey, Routines, api, file_watch, lock, opt_time};
+use super::{Inner, JobKey, Routines, api, file_watch, opt_time};
 use crate::routines::{battery, network};
 use chrono::{DateTime, Utc};
 use sayri_core::domain::routines::triggers::{LowBattery, Trigger, TriggerEvent};
 use sayri_core::domain::routines::{Policy, Schedule, Timing};
 use sayri_core::engine::routine_run::RunSpec;
 use sayri_core::engine::scheduler::Job;
+use sayri_core::sync::lock;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};

@@ -6,6 +6,7 @@ use super::ChildSpec;
 use super::log::RotatingLog;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use sayri_core::sync::lock;
 use sayri_sandbox::child_registry::{ChildKind, ChildRegistry, Recorded};
 use sayri_sandbox::keeper::{EXIT_EXEC, EXIT_SETUP, KEEP_MODE, KeeperSpec};
 use std::ffi::OsString;
@@ -63,7 +64,7 @@ type SharedLog = Arc<Mutex<RotatingLog>>;
 
 /// Writes `text` as a Sayri line into `log`; a failing log is not worth stopping for.
 pub fn note(log: &SharedLog, text: &str) {
-    let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+    let mut l = lock(log);
     let _ = l.note(text);
 }
 
@@ -153,7 +154,7 @@ async fn copy_output(read: std::fs::File, log: SharedLog) {
         match rx.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                let mut l = lock(&log);
                 let _ = l.write(&buf[..n]);
             }
         }

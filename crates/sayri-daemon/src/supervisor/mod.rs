@@ -47,10 +47,11 @@ pub use backoff::{AfterCrash, CrashHistory, RestartPolicy};
 pub use child::{INHERITED_ENV, Launcher};
 pub use log::{LogLimits, RotatingLog};
 
+use sayri_core::sync::lock;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -272,10 +273,6 @@ struct Shared {
 #[derive(Clone)]
 pub struct Supervisor {
     shared: Arc<Shared>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Supervisor {

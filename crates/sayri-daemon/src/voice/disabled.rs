@@ -6,6 +6,7 @@ use crate::brain::Brain;
 use crate::bus::Broadcaster;
 use sayri_core::domain::config::Config;
 use sayri_core::engine::CoreState;
+use sayri_core::sync::{read, write};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::models::ModelStore;
 use sayri_voice::plan::VoicePlan;
@@ -58,12 +59,12 @@ impl VoiceService {
 
     /// Keeps the settings for `status`.
     pub fn reconfigure(&self, cfg: &Config) {
-        *self.cfg.write().unwrap_or_else(|p| p.into_inner()) = cfg.clone();
+        *write(&self.cfg) = cfg.clone();
     }
 
     /// The voice fields of `status` (everything not ready, saying what to rebuild).
     pub fn status(&self) -> Map<String, Value> {
-        let cfg = self.cfg.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let cfg = read(&self.cfg).clone();
         let plan = VoicePlan::resolve(&cfg, &self.store);
         status::fields(&plan, false, &LoopState::default())
     }

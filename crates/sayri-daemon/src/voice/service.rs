@@ -12,6 +12,7 @@ use sayri_core::domain::config::Config;
 use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
 use sayri_core::engine::{CoreEvent, CoreState, EventSink};
 use sayri_core::ports::audio::samples_to_ms;
+use sayri_core::sync::lock;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::audio::NullSink;
 use sayri_voice::models::ModelStore;
@@ -20,7 +21,7 @@ use sayri_voice::voice_loop::{
     Command, CommandInbox, LoopConfig, TimedEvent, VoiceHandle, VoiceLoop, command_channel,
 };
 use serde_json::{Map, Value, json};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -74,10 +75,6 @@ struct Snapshot {
     transcripts: Vec<oneshot::Sender<Result<String, String>>>,
     last_level: Option<Instant>,
     ui_visible: Option<bool>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn voice_err(code: ErrorCode, message: impl Into<String>) -> ProtocolError {

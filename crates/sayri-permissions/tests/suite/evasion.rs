@@ -203,7 +203,7 @@ fn deepest_analysed_nesting_fits_a_small_stack() {
     let mut levels = 1;
     loop {
         let text = format!("{}rm x{}", "$(".repeat(levels + 1), ")".repeat(levels + 1));
-        let a = sayri_permissions::shell::analyze(&text);
+        let a = sayri_permissions::shell::analyse(&text);
         if a.opaque.iter().any(|r| r.contains("nested more than")) {
             break;
         }

@@ -254,7 +254,11 @@ pub(crate) fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i
 }
 
 /// Runs `sayri agents …`; returns the exit code.
-pub(crate) async fn run(paths: &Paths, allow_start: bool, action: AgentsAction) -> anyhow::Result<i32> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: AgentsAction,
+) -> anyhow::Result<i32> {
     let files = FileAgents::new(paths.agents_dir());
     let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {

@@ -183,7 +183,11 @@ pub(crate) async fn run_interrupt(paths: &Paths) -> anyhow::Result<()> {
 }
 
 /// `sayri chat`: one question per line; `/new` starts a new conversation, `/quit` (or EOF) ends.
-pub(crate) async fn run_chat(paths: &Paths, allow_start: bool, o: &AskOptions) -> anyhow::Result<()> {
+pub(crate) async fn run_chat(
+    paths: &Paths,
+    allow_start: bool,
+    o: &AskOptions,
+) -> anyhow::Result<()> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let mut opts = o.clone();
     let stdin = std::io::stdin();

@@ -63,7 +63,11 @@ fn text(v: &Value) -> String {
 }
 
 /// Runs `sayri config …`.
-pub(crate) async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: ConfigAction,
+) -> anyhow::Result<()> {
     if let ConfigAction::Reference = action {
         print!("{}", sayri_core::domain::config::reference_markdown());
         return Ok(());

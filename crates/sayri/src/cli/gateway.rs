@@ -204,7 +204,11 @@ fn csv(s: &Option<String>) -> Option<Vec<String>> {
 }
 
 /// Runs `sayri gateway …`.
-pub(crate) async fn run(paths: &Paths, allow_start: bool, action: GatewayAction) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: GatewayAction,
+) -> anyhow::Result<()> {
     // Secrets are read before anything is changed, so a missing token changes nothing.
     let token = match &action {
         GatewayAction::Create { plugin, .. } => match plugin_token(plugin) {

@@ -99,7 +99,10 @@ impl PermissionsCommand {
 /// # Errors
 /// No daemon runs, the connection fails, or the question is no longer open — each with what to
 /// do next.
-pub(crate) async fn answer(paths: &sayri_client::paths::Paths, args: &AnswerArgs) -> anyhow::Result<()> {
+pub(crate) async fn answer(
+    paths: &sayri_client::paths::Paths,
+    args: &AnswerArgs,
+) -> anyhow::Result<()> {
     use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
     let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,

@@ -202,7 +202,11 @@ fn save_params(
 }
 
 /// Runs `sayri routines …`; returns the exit code.
-pub(crate) async fn run(paths: &Paths, allow_start: bool, action: RoutinesAction) -> anyhow::Result<i32> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: RoutinesAction,
+) -> anyhow::Result<i32> {
     let mut c = connect_or_start(paths, allow_start).await?;
     let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {

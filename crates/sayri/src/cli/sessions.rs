@@ -123,7 +123,11 @@ fn print_session(v: &Value) {
 }
 
 /// Runs `sayri sessions …`.
-pub(crate) async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: SessionsAction,
+) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, allow_start).await?;
     let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {

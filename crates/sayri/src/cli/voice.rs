@@ -79,7 +79,11 @@ fn local_plan(paths: &Paths) -> anyhow::Result<(VoicePlan, ModelStore)> {
 }
 
 /// `sayri listen` through the daemon.
-pub(crate) async fn listen(paths: &Paths, allow_start: bool, args: &ListenArgs) -> anyhow::Result<i32> {
+pub(crate) async fn listen(
+    paths: &Paths,
+    allow_start: bool,
+    args: &ListenArgs,
+) -> anyhow::Result<i32> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let timeout = args.timeout.max(0.1);
     let live = std::io::stderr().is_terminal() && !args.json;
@@ -169,6 +173,7 @@ mod file_pipeline {
     use anyhow::Context;
     use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
     use sayri_core::ports::audio::samples_to_ms;
+    use sayri_core::sync::lock;
     use sayri_voice::audio::{NullSink, WavSource};
     use sayri_voice::models::ModelStore;
     use sayri_voice::plan::VoicePlan;
@@ -196,7 +201,7 @@ mod file_pipeline {
             _cancel: &CancellationToken,
             _on_text: &mut dyn FnMut(&str),
         ) -> Result<String, String> {
-            let mut q = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = lock(&self.0);
             q.get_or_insert_with(|| query.to_string());
             Ok(String::new())
         }
@@ -236,7 +241,7 @@ mod file_pipeline {
             Box::new(NullSink::default()),
             recorder.clone(),
             Box::new(move |e| {
-                let mut ev = sink_events.lock().unwrap_or_else(|p| p.into_inner());
+                let mut ev = lock(&sink_events);
                 ev.push((samples_to_ms(e.at), e.event));
             }),
         );
@@ -245,7 +250,7 @@ mod file_pipeline {
         }
         drop(handle);
         lp.run().context("the voice pipeline")?;
-        let events = events.lock().unwrap_or_else(|p| p.into_inner());
+        let events = lock(&events);
         let wakes = events
             .iter()
             .filter_map(|(at, e)| match e {
@@ -254,12 +259,7 @@ mod file_pipeline {
             })
             .collect();
         let text = if wake {
-            recorder
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-                .unwrap_or_default()
+            lock(&recorder.0).clone().unwrap_or_default()
         } else {
             events
                 .iter()

@@ -29,6 +29,7 @@ use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream,
     ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent, sub_agents,
 };
+use crate::sync::{read, write};
 use futures::StreamExt;
 use sayri_permissions::Action;
 use std::sync::Arc;
@@ -37,14 +38,11 @@ impl AgentEngine {
     /// Gives the engine the stored agents (delegation and creation need them; the core sets
     /// this when it is built).
     pub fn set_agents(&self, agents: Arc<dyn AgentDirectory>) {
-        *self.agents.write().unwrap_or_else(|p| p.into_inner()) = Some(agents);
+        *write(&self.agents) = Some(agents);
     }
 
     fn agent_directory(&self) -> Option<Arc<dyn AgentDirectory>> {
-        self.agents
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read(&self.agents).clone()
     }
 
     /// The model a turn of `profile` talks to: the provider's, or the agent's own endpoint.

@@ -1,5 +1,5 @@
 //! Shell code, wherever it is, judged with the permission engine's bash analysis
-//! ([`sayri_permissions::shell::analyze`]): shell scripts whole, Markdown code blocks,
+//! ([`sayri_permissions::shell::analyse`]): shell scripts whole, Markdown code blocks,
 //! inline code spans, command-looking text inside sentences and HTML comments, and string
 //! literals that code hands to a shell (`os.system("…")`, `execSync('…')`). The analysis sees
 //! through quoting, `$'\x63url'`, wrappers (`env`, `sudo`, `xargs`, …), `bash -c` strings and
@@ -154,7 +154,7 @@ fn judge(labels: &Labels<'_>, n: usize, text: &str, c: &mut Collector) {
     if text.trim().is_empty() {
         return;
     }
-    let a = shell::analyze(text);
+    let a = shell::analyse(text);
     let detail = |d: &str| labels.detail(n, d);
     let rx = remote_exec::findings(&a);
     for d in &rx.denied {
