@@ -30,12 +30,12 @@
 //! where one can answer, and it is refused where nobody can (routines, gateways). Deny rules
 //! still win.
 
-use crate::domain::permissions::shell::{self, Analysis, Stdin};
-use crate::domain::permissions::{Action, AgentRules, Effect, EvalContext, PolicySet, evaluate};
 use crate::domain::profile::AgentProfile;
 use crate::domain::skills::scanner::decode::{as_text, base64_text, unescape};
 use crate::domain::skills::scanner::hidden::is_hidden;
 use regex::Regex;
+use sayri_permissions::shell::{self, Analysis, Stdin};
+use sayri_permissions::{Action, AgentRules, Effect, EvalContext, PolicySet, evaluate};
 use sayri_protocol::SandboxLevel;
 use std::sync::OnceLock;
 use unicode_normalization::UnicodeNormalization;
@@ -170,7 +170,7 @@ pub fn from_outside(command: &str, e: &Evidence<'_>) -> Option<FromOutside> {
         .chain(e.ran.iter().map(String::as_str))
         .map(comparable)
         .collect();
-    let analysis = shell::analyze(command);
+    let analysis = shell::analyse(command);
     let decoded = decoded_literals(&analysis);
     let shown_decoded = decoded.first().map(|(_, t)| cut(t));
     let found = |needle: &str, what: String| {
@@ -205,7 +205,7 @@ pub fn from_outside(command: &str, e: &Evidence<'_>) -> Option<FromOutside> {
     }
     let mut hosts = hosts_in(command, &analysis);
     for (_, text) in &decoded {
-        hosts.extend(hosts_in(text, &shell::analyze(text)));
+        hosts.extend(hosts_in(text, &shell::analyse(text)));
     }
     let own: Vec<String> = std::iter::once(e.person)
         .chain(e.ran.iter().map(String::as_str))
