@@ -1304,7 +1304,9 @@ fn sandboxed_lookup_observation(env: &Env, web: &WebSources, level: &str, networ
     )
     .unwrap();
     web.configure(env);
-    let bin_dir = Path::new(BIN).parent().unwrap();
+    // The sandboxed command finds `sayri` on PATH where an install puts it, never in the build
+    // directory (which may lie under `/tmp`, private inside the sandbox).
+    let bin_dir = env.installed_bin_dir();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
