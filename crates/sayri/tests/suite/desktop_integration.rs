@@ -65,9 +65,16 @@ fn doctor_on_a_fresh_configuration_reports_the_missing_model_endpoint_with_a_fix
     let fix = endpoint["fix"].as_str().unwrap();
     assert!(fix.contains("sayri setup"), "{fix}");
     assert!(fix.contains("sayri config set provider.base_url"), "{fix}");
-    // No settings file yet: valid defaults, and the wizard is suggested.
+    // No settings file yet: said as missing (never "ok"), and the wizard is suggested.
     let settings = check(&report, "settings");
-    assert_eq!(settings["status"], "ok");
+    assert_eq!(settings["status"], "off", "{settings}");
+    assert!(
+        settings["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("missing: "),
+        "{settings}"
+    );
     assert!(settings["fix"].as_str().unwrap().contains("sayri setup"));
     // The doctor started and created nothing.
     assert!(
