@@ -770,7 +770,13 @@ fn install_user_writes_the_unit_launcher_icon_and_autostart_and_is_idempotent() 
     );
     let unit = std::fs::read_to_string(&i.unit).unwrap();
     assert!(unit.contains("Type=notify"), "{unit}");
-    assert!(unit.contains(&format!("ExecStart={BIN} daemon")), "{unit}");
+    // A path with spaces or quotes is quoted for systemd.
+    let exec = if BIN.contains([' ', '"', '\\']) {
+        format!("\"{}\"", BIN.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        BIN.to_string()
+    };
+    assert!(unit.contains(&format!("ExecStart={exec} daemon")), "{unit}");
     let launcher = std::fs::read_to_string(&i.launcher).unwrap();
     assert!(launcher.contains("Icon=sayri"), "{launcher}");
     let before: Vec<_> = [&i.unit, &i.launcher, &i.autostart, &i.icon]
