@@ -5,7 +5,7 @@
 //! `sayri-bench [--out FILE] [--command TEXT] [--only SECTION]`: `--out` is where the report
 //! goes (default `BENCHMARKS.md`); `--command` is the command line printed in the report
 //! (default `./scripts/bench`); `--only` runs one section (`tokens`, `footprint`, `spawn`,
-//! `voice`) for a quick look — the report then says which. Progress goes to stderr. Every process the harness
+//! `voice`, `models`) for a quick look — the report then says which. Progress goes to stderr. Every process the harness
 //! starts is stopped before it exits (and dies with it if it is killed), and a run that leaves a
 //! process behind fails naming it (see `procs`).
 //!
@@ -16,6 +16,7 @@ mod broadcast;
 mod conversation;
 mod latency;
 mod model;
+mod models;
 mod procs;
 mod report;
 mod spawn;
@@ -36,7 +37,7 @@ struct Args {
 }
 
 /// Section names for `--only`.
-const SECTIONS: [&str; 4] = ["tokens", "footprint", "spawn", "voice"];
+const SECTIONS: [&str; 5] = ["tokens", "footprint", "spawn", "voice", "models"];
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -58,7 +59,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: sayri-bench [--out FILE] [--command TEXT] [--only tokens|footprint|spawn|voice]"
+                    "usage: sayri-bench [--out FILE] [--command TEXT] [--only tokens|footprint|spawn|voice|models]"
                         .into(),
                 );
             }
@@ -120,11 +121,16 @@ fn run(args: &Args) -> Result<(), String> {
                      busy machine."
                 .into(),
             rows: spawn::run(&bin.with_file_name("sayri-exec"))?,
+            extra: String::new(),
         });
     }
     if wanted("voice") {
         let model = model::Model::start(Arc::new(ExactTokenizer::load()?))?;
         sections.push(voice::run(&bin, &model.server.base_url())?);
+    }
+    if wanted("models") {
+        progress("the bundled model's answers");
+        sections.push(models::run(&bin)?);
     }
     let command = match &args.only {
         Some(o) => format!("{} --only {o}", args.command),
@@ -167,6 +173,7 @@ fn conversations_and_footprint(bin: &std::path::Path, footprint: bool) -> Result
                  request bytes ÷ 4 for a fixed prompt of \"Say hi\"."
             .into(),
         rows: conv.economy,
+        extra: String::new(),
     };
     if !footprint {
         return Ok((tokens, None, conv.smaps));
@@ -184,6 +191,7 @@ fn conversations_and_footprint(bin: &std::path::Path, footprint: bool) -> Result
                  database and is not counted)."
             .into(),
         rows,
+        extra: String::new(),
     };
     Ok((tokens, Some(footprint), conv.smaps))
 }

@@ -82,6 +82,8 @@ pub struct Section {
     pub method: String,
     /// The figures.
     pub rows: Vec<Row>,
+    /// Markdown shown after the table (details too wide for it), or empty.
+    pub extra: String,
 }
 
 /// Facts about the machine a report was measured on.
@@ -166,6 +168,9 @@ pub fn render(machine: &Machine, date: &str, command: &str, sections: &[Section]
                 cell(&r.reference),
                 cell(&r.note)
             );
+        }
+        if !s.extra.is_empty() {
+            md.push_str(&s.extra);
         }
     }
     md

@@ -88,6 +88,7 @@ pub fn run(bin: &Path, base_url: &str) -> Result<Section, String> {
              \"Transcribing…\", `user`, `assistant_done`, `speaking`), anchored at `speaking`."
         ),
         rows,
+        extra: String::new(),
     })
 }
 
