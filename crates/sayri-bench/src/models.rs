@@ -62,7 +62,10 @@ const QUESTIONS: [(&str, Expect); 30] = [
     ("How many inches are in a foot?", Number(&["12"])),
     ("How many hours are in a day?", Number(&["24"])),
     ("Which command shows free disk space?", Command(&["df"])),
-    ("Which command shows the current directory?", Command(&["pwd"])),
+    (
+        "Which command shows the current directory?",
+        Command(&["pwd"]),
+    ),
     (
         "Which command lists the files in a directory?",
         Command(&["ls"]),
@@ -192,7 +195,9 @@ fn ask(install: &Install, question: &str, expect: Expect) -> Result<Answer, Stri
 fn candidates() -> Vec<PathBuf> {
     let dir = std::env::var_os("SAYRI_TEST_MODELS_DIR")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/sayri/test-models")))
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/sayri/test-models"))
+        })
         .unwrap_or_default();
     let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
         .into_iter()
@@ -229,7 +234,9 @@ fn install_for(bin: &Path, model: &Path) -> Result<Install, String> {
     if !st.success() {
         return Err(format!("{} --model failed ({st})", setup.display()));
     }
-    let to = state.join("models").join(model.file_name().unwrap_or_default());
+    let to = state
+        .join("models")
+        .join(model.file_name().unwrap_or_default());
     if !to.exists() {
         std::fs::hard_link(model, &to)
             .or_else(|_| std::fs::copy(model, &to).map(|_| ()))
@@ -355,7 +362,9 @@ pub fn run(bin: &Path) -> Result<Section, String> {
                 )
                 .decimals(0)
                 .reference("target 10 of 10")
-                .note(format!("\"{QUICK_START}\" asked {QUICK_START_RUNS} more times")),
+                .note(format!(
+                    "\"{QUICK_START}\" asked {QUICK_START_RUNS} more times"
+                )),
                 Row::new(
                     format!("{}: `sayri ask` wall time", s.name),
                     Stat::millis(&s.times),
@@ -390,7 +399,11 @@ mod tests {
     fn answers_are_checked_by_whole_words_numbers_and_blocks() {
         assert!(right(Word(&["Paris"]), "The capital is Paris.", &[]));
         assert!(!right(Word(&["Rome"]), "Romeo and Juliet", &[]));
-        assert!(right(Number(&["1000"]), "A kilometer is 1,000 meters.", &[]));
+        assert!(right(
+            Number(&["1000"]),
+            "A kilometer is 1,000 meters.",
+            &[]
+        ));
         assert!(!right(Number(&["1"]), "about 1.0936 miles", &[]));
         assert!(!right(Number(&["60"]), "160 minutes", &[]));
         let block = "Run:\n```bash\ndf -h\n```".to_string();

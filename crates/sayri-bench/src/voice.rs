@@ -137,6 +137,7 @@ fn not_measured(store: &ModelStore, missing: &[String]) -> Section {
                 .reference(LATENCY_TARGET)
                 .note(why),
         ],
+        extra: String::new(),
     }
 }
 
