@@ -36,7 +36,7 @@ pub async fn connect_or_start(paths: &Paths, allow_start: bool) -> anyhow::Resul
         return Ok(c);
     }
     if let Some(unit) = installed_unit() {
-        match start_unit(paths, &unit).await {
+        match start_unit(paths, unit).await {
             Ok(Some(c)) => return Ok(c),
             Ok(None) => {}
             Err(e) => return Err(e),

@@ -42,10 +42,11 @@ fn section(unit: &str, name: &str) -> Vec<(String, String)> {
         let line = line.trim();
         if line.starts_with('[') {
             inside = line == format!("[{name}]");
-        } else if inside && !line.starts_with('#') {
-            if let Some((k, v)) = line.split_once('=') {
-                keys.push((k.to_string(), v.to_string()));
-            }
+        } else if inside
+            && !line.starts_with('#')
+            && let Some((k, v)) = line.split_once('=')
+        {
+            keys.push((k.to_string(), v.to_string()));
         }
     }
     keys
