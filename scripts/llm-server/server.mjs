@@ -11,6 +11,12 @@
 //                        (other local users can reach a loopback port; they cannot use the model)
 //   SAYRI_LLM_PORT_FILE  when set, "<port> <pid>" is written there (atomically) once listening
 //   SAYRI_LLM_THREADS    generation threads (default 1)
+//
+// Decoding: the request's "temperature", "top_k", "top_p", "min_p", "seed", "repeat_penalty",
+// "frequency_penalty", "presence_penalty" and "stop" (strings) are used when given. Without
+// "repeat_penalty", tokens of the last 64 are penalised by 1.1 (tiny models otherwise loop).
+// A reply that degenerates (the same line 6 times in a row, or one character 64 times) is
+// ended there with finish_reason "stop" instead of running to the token limit.
 import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -49,6 +55,42 @@ function toHistory(messages) {
     return history;
 }
 
+// The generation options a request asks for (see the header), with the defaults.
+function decoding(body) {
+    const num = (v) => typeof v === "number" && Number.isFinite(v);
+    const options = {};
+    if (num(body.max_tokens) && body.max_tokens > 0) options.maxTokens = body.max_tokens;
+    if (num(body.temperature)) options.temperature = body.temperature;
+    if (num(body.top_k)) options.topK = body.top_k;
+    if (num(body.top_p)) options.topP = body.top_p;
+    if (num(body.min_p)) options.minP = body.min_p;
+    if (num(body.seed)) options.seed = body.seed;
+    options.repeatPenalty = {
+        lastTokens: 64,
+        penalty: num(body.repeat_penalty) ? body.repeat_penalty : 1.1,
+        frequencyPenalty: num(body.frequency_penalty) ? body.frequency_penalty : undefined,
+        presencePenalty: num(body.presence_penalty) ? body.presence_penalty : undefined,
+    };
+    const stop = typeof body.stop === "string" ? [body.stop] : body.stop;
+    if (Array.isArray(stop)) {
+        const triggers = stop.filter((t) => typeof t === "string" && t !== "");
+        if (triggers.length > 0) options.customStopTriggers = triggers;
+    }
+    return options;
+}
+
+// Whether the reply so far ends in a loop: one line 6 times in a row (blank lines between
+// them aside), or one character 64 times.
+function degenerate(text) {
+    if (/(.)\1{63}$/su.test(text)) return true;
+    const lines = text.split("\n");
+    lines.pop(); // the line still being written
+    const full = lines.filter((l) => l.trim() !== "");
+    if (full.length < 6) return false;
+    const tail = full.slice(-6);
+    return tail.every((l) => l === tail[0]);
+}
+
 async function generate(req, res, body) {
     const messages = Array.isArray(body.messages) ? body.messages : [];
     const last = messages.length > 0 ? messages[messages.length - 1] : null;
@@ -72,19 +114,22 @@ async function generate(req, res, body) {
         res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: "" }, null))}\n\n`);
     }
     let completion = 0;
+    let text = "";
+    const runaway = new AbortController();
     const options = {
-        signal: abort.signal,
+        signal: AbortSignal.any([abort.signal, runaway.signal]),
         stopOnAbortSignal: true,
-        onTextChunk: (text) => {
+        onTextChunk: (piece) => {
             completion += 1;
-            if (stream) res.write(`data: ${JSON.stringify(chunk({ content: text }, null))}\n\n`);
+            text += piece;
+            if (stream) res.write(`data: ${JSON.stringify(chunk({ content: piece }, null))}\n\n`);
+            if (degenerate(text)) runaway.abort();
         },
+        ...decoding(body),
     };
-    if (typeof body.max_tokens === "number" && body.max_tokens > 0) options.maxTokens = body.max_tokens;
-    if (typeof body.temperature === "number") options.temperature = body.temperature;
     const result = await session.promptWithMeta(last.content ?? "", options);
     if (abort.signal.aborted) return;
-    const finish = result.stopReason === "maxTokens" ? "length" : "stop";
+    const finish = result.stopReason === "maxTokens" && !runaway.signal.aborted ? "length" : "stop";
     const prompt = model.tokenize(messages.map((m) => m.content ?? "").join("\n")).length;
     const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
     if (stream) {

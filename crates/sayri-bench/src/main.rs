@@ -5,7 +5,8 @@
 //! `sayri-bench [--out FILE] [--command TEXT] [--only SECTION]`: `--out` is where the report
 //! goes (default `BENCHMARKS.md`); `--command` is the command line printed in the report
 //! (default `./scripts/bench`); `--only` runs one section (`tokens`, `footprint`, `spawn`,
-//! `voice`) for a quick look — the report then says which. Progress goes to stderr. Every process the harness
+//! `voice`, `models`) for a quick look — the report then says which; `--update` with `--only`
+//! replaces that section in the existing report and keeps the rest. Progress goes to stderr. Every process the harness
 //! starts is stopped before it exits (and dies with it if it is killed), and a run that leaves a
 //! process behind fails naming it (see `procs`).
 //!
@@ -16,6 +17,7 @@ mod broadcast;
 mod conversation;
 mod latency;
 mod model;
+mod models;
 mod procs;
 mod report;
 mod spawn;
@@ -33,16 +35,19 @@ struct Args {
     command: String,
     /// Run only this section.
     only: Option<String>,
+    /// With `only`: replace that section in the existing report instead of writing a new one.
+    update: bool,
 }
 
 /// Section names for `--only`.
-const SECTIONS: [&str; 4] = ["tokens", "footprint", "spawn", "voice"];
+const SECTIONS: [&str; 5] = ["tokens", "footprint", "spawn", "voice", "models"];
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         out: PathBuf::from("BENCHMARKS.md"),
         command: "./scripts/bench".into(),
         only: None,
+        update: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -56,14 +61,18 @@ fn parse_args() -> Result<Args, String> {
                 }
                 args.only = Some(name);
             }
+            "--update" => args.update = true,
             "-h" | "--help" => {
                 return Err(
-                    "usage: sayri-bench [--out FILE] [--command TEXT] [--only tokens|footprint|spawn|voice]"
+                    "usage: sayri-bench [--out FILE] [--command TEXT] [--only tokens|footprint|spawn|voice|models [--update]]"
                         .into(),
                 );
             }
             other => return Err(format!("unknown argument {other:?}; see --help")),
         }
+    }
+    if args.update && args.only.is_none() {
+        return Err("--update needs --only SECTION (the section to replace in the report)".into());
     }
     Ok(args)
 }
@@ -120,16 +129,24 @@ fn run(args: &Args) -> Result<(), String> {
                      busy machine."
                 .into(),
             rows: spawn::run(&bin.with_file_name("sayri-exec"))?,
+            extra: String::new(),
         });
     }
     if wanted("voice") {
         let model = model::Model::start(Arc::new(ExactTokenizer::load()?))?;
         sections.push(voice::run(&bin, &model.server.base_url())?);
     }
+    if wanted("models") {
+        progress("the bundled model's answers");
+        sections.push(models::run(&bin)?);
+    }
     let command = match &args.only {
         Some(o) => format!("{} --only {o}", args.command),
         None => args.command.clone(),
     };
+    if args.update {
+        return update_report(&args.out, &machine, &command, &sections);
+    }
     let mut md = report::render(&machine, &date(), &command, &sections);
     if !smaps.is_empty() {
         md.push_str("\n## Daemon `smaps_rollup`\n");
@@ -146,6 +163,34 @@ fn run(args: &Args) -> Result<(), String> {
 /// What the conversation runs produce: the token economy section, the footprint section (when
 /// asked for), and the daemon's `smaps_rollup` snapshots (when, text).
 type Measured = (Section, Option<Section>, Vec<(String, String)>);
+
+/// Replaces `sections` in the report at `out`, each saying which run measured it (the rest of
+/// the report keeps the run that wrote it).
+fn update_report(
+    out: &std::path::Path,
+    machine: &Machine,
+    command: &str,
+    sections: &[Section],
+) -> Result<(), String> {
+    let mut md = std::fs::read_to_string(out).map_err(|e| {
+        format!(
+            "cannot read {} to update it ({e}); run without --update to write a new report",
+            out.display()
+        )
+    })?;
+    let provenance = format!(
+        "Measured separately from the rest of this report: {}, `{command}`, load average at \
+         start {}.",
+        date(),
+        machine.load
+    );
+    for s in sections {
+        md = report::replace_section(&md, &s.title, &report::render_section(s, &provenance));
+    }
+    std::fs::write(out, md).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    eprintln!("sayri-bench: updated {}", out.display());
+    Ok(())
+}
 
 /// The token economy section, the footprint section (when `footprint`), and the daemon's
 /// `smaps_rollup` snapshots.
@@ -167,6 +212,7 @@ fn conversations_and_footprint(bin: &std::path::Path, footprint: bool) -> Result
                  request bytes ÷ 4 for a fixed prompt of \"Say hi\"."
             .into(),
         rows: conv.economy,
+        extra: String::new(),
     };
     if !footprint {
         return Ok((tokens, None, conv.smaps));
@@ -184,6 +230,7 @@ fn conversations_and_footprint(bin: &std::path::Path, footprint: bool) -> Result
                  database and is not counted)."
             .into(),
         rows,
+        extra: String::new(),
     };
     Ok((tokens, Some(footprint), conv.smaps))
 }

@@ -82,6 +82,8 @@ pub struct Section {
     pub method: String,
     /// The figures.
     pub rows: Vec<Row>,
+    /// Markdown shown after the table (details too wide for it), or empty.
+    pub extra: String,
 }
 
 /// Facts about the machine a report was measured on.
@@ -152,21 +154,87 @@ pub fn render(machine: &Machine, date: &str, command: &str, sections: &[Section]
     let _ = writeln!(md, "| kernel | {} |", machine.kernel);
     let _ = writeln!(md, "| load average at start | {} |", machine.load);
     for s in sections {
-        let _ = writeln!(md, "\n## {}\n\n{}\n", s.title, s.method.trim());
-        let _ = writeln!(
-            md,
-            "| figure | Sayri | reference | how |\n|---|---|---|---|"
-        );
-        for r in &s.rows {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} |",
-                cell(&r.figure),
-                cell(&r.value_text()),
-                cell(&r.reference),
-                cell(&r.note)
-            );
-        }
+        md.push_str(&render_section(s, ""));
     }
     md
+}
+
+/// One section as Markdown, from its `## ` heading on; `provenance` (when not empty) is a line
+/// after the method saying which run measured it.
+pub fn render_section(s: &Section, provenance: &str) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "\n## {}\n\n{}\n", s.title, s.method.trim());
+    if !provenance.is_empty() {
+        let _ = writeln!(md, "{provenance}\n");
+    }
+    let _ = writeln!(
+        md,
+        "| figure | Sayri | reference | how |\n|---|---|---|---|"
+    );
+    for r in &s.rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            cell(&r.figure),
+            cell(&r.value_text()),
+            cell(&r.reference),
+            cell(&r.note)
+        );
+    }
+    if !s.extra.is_empty() {
+        md.push_str(&s.extra);
+    }
+    md
+}
+
+/// `report` with the section titled `title` replaced by `section` (rendered by
+/// [`render_section`]); a report without that section gets it before the `smaps_rollup`
+/// appendix, or at the end. A section runs from its `## ` heading to the next one.
+pub fn replace_section(report: &str, title: &str, section: &str) -> String {
+    let heading = format!("\n## {title}\n");
+    let next_heading = |from: usize| {
+        report[from..]
+            .find("\n## ")
+            .map_or(report.len(), |i| from + i)
+    };
+    let (start, end) = match report.find(&heading) {
+        Some(at) => (at, next_heading(at + heading.len())),
+        None => {
+            let at = report
+                .find("\n## Daemon `smaps_rollup`")
+                .unwrap_or(report.len());
+            (at, at)
+        }
+    };
+    let mut out = String::with_capacity(report.len() + section.len());
+    out.push_str(report[..start].trim_end_matches('\n'));
+    out.push('\n');
+    out.push_str(section.trim_end_matches('\n'));
+    out.push('\n');
+    out.push_str(&report[end..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = "# Sayri benchmarks\n\nintro\n\n## A\n\nold a\n\n## B\n\nold b\n\n## Daemon `smaps_rollup`\n\nmaps\n";
+
+    #[test]
+    fn a_section_is_replaced_in_place_and_the_rest_is_kept() {
+        let got = replace_section(REPORT, "A", "\n## A\n\nnew a\n");
+        assert_eq!(
+            got,
+            "# Sayri benchmarks\n\nintro\n\n## A\n\nnew a\n\n## B\n\nold b\n\n## Daemon `smaps_rollup`\n\nmaps\n"
+        );
+    }
+
+    #[test]
+    fn a_new_section_goes_before_the_smaps_appendix() {
+        let got = replace_section(REPORT, "C", "\n## C\n\nc\n");
+        assert!(got.contains("old b\n\n## C\n\nc\n\n## Daemon"), "{got}");
+        let plain = replace_section("# R\n\n## A\n\na\n", "C", "\n## C\n\nc\n");
+        assert_eq!(plain, "# R\n\n## A\n\na\n\n## C\n\nc\n");
+    }
 }

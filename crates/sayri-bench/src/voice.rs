@@ -88,6 +88,7 @@ pub fn run(bin: &Path, base_url: &str) -> Result<Section, String> {
              \"Transcribing…\", `user`, `assistant_done`, `speaking`), anchored at `speaking`."
         ),
         rows,
+        extra: String::new(),
     })
 }
 
@@ -136,6 +137,7 @@ fn not_measured(store: &ModelStore, missing: &[String]) -> Section {
                 .reference(LATENCY_TARGET)
                 .note(why),
         ],
+        extra: String::new(),
     }
 }
 

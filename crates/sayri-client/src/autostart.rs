@@ -1,6 +1,11 @@
 //! Starting the daemon on demand: every client command that needs one makes sure it runs.
 //!
-//! When no daemon listens, the client re-executes its own binary as `sayri daemon`, detached in
+//! When no daemon listens and Sayri is installed as a systemd user service (`sayri.service` in
+//! a user unit directory, a user manager answering at `$XDG_RUNTIME_DIR/systemd/private`, and
+//! no `SAYRI_CONFIG_DIR`/`SAYRI_STATE_DIR` pointing this client elsewhere), the client runs
+//! `systemctl --user start sayri.service`, so the daemon runs as the service: restarted on
+//! failure, logging to the journal, stopped at logout. Otherwise (or when `systemctl` cannot be
+//! run) the client re-executes its own binary as `sayri daemon`, detached in
 //! a new session, stdin from `/dev/null`, stdout and stderr appended to `$STATE/daemon.log`,
 //! says so on stderr, and polls the socket until the daemon greets with `ready` (5 s at most). If
 //! the daemon exits first (invalid config, …), its last log line becomes the error.
@@ -29,6 +34,13 @@ pub async fn connect_or_start(paths: &Paths, allow_start: bool) -> anyhow::Resul
     let _starting = start_lock(paths).await?;
     if let Ok(c) = Client::connect(&socket, CONNECT_TIMEOUT).await {
         return Ok(c);
+    }
+    if let Some(unit) = installed_unit() {
+        match start_unit(paths, unit).await {
+            Ok(Some(c)) => return Ok(c),
+            Ok(None) => {}
+            Err(e) => return Err(e),
+        }
     }
     let mut child = spawn_daemon(paths)?;
     eprintln!(
@@ -90,6 +102,90 @@ async fn start_lock(paths: &Paths) -> anyhow::Result<std::fs::File> {
                 return Err(e).with_context(|| format!("cannot lock {}", path.display()));
             }
         }
+    }
+}
+
+/// The systemd user unit's name.
+pub const UNIT_NAME: &str = "sayri.service";
+
+/// Where a systemd user manager looks for units, the user's own first: `$XDG_CONFIG_HOME`
+/// (or `~/.config`), `/etc`, `$XDG_DATA_HOME` (or `~/.local/share`), then the packaged ones.
+fn unit_dirs() -> Vec<std::path::PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    let xdg = |var: &str, fallback: &str| {
+        std::env::var_os(var)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.as_ref().map(|h| h.join(fallback)))
+    };
+    let mut dirs = Vec::new();
+    dirs.extend(xdg("XDG_CONFIG_HOME", ".config").map(|d| d.join("systemd/user")));
+    dirs.push("/etc/systemd/user".into());
+    dirs.extend(xdg("XDG_DATA_HOME", ".local/share").map(|d| d.join("systemd/user")));
+    dirs.push("/usr/local/lib/systemd/user".into());
+    dirs.push("/usr/lib/systemd/user".into());
+    dirs
+}
+
+/// [`UNIT_NAME`] when a systemd user manager of this user answers and knows the unit, and
+/// this client uses the daemon the service would run (no `SAYRI_CONFIG_DIR`,
+/// `SAYRI_STATE_DIR` of its own).
+pub fn installed_unit() -> Option<&'static str> {
+    let own_dirs = ["SAYRI_CONFIG_DIR", "SAYRI_STATE_DIR"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+    if own_dirs {
+        return None;
+    }
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty())?;
+    let manager = std::path::Path::new(&runtime).join("systemd/private");
+    if !manager.exists() {
+        return None;
+    }
+    unit_dirs()
+        .iter()
+        .any(|d| d.join(UNIT_NAME).is_file())
+        .then_some(UNIT_NAME)
+}
+
+/// Starts the daemon as the service `unit` and connects to it. `Ok(None)` when `systemctl`
+/// cannot be run (the caller starts the daemon itself).
+async fn start_unit(paths: &Paths, unit: &str) -> anyhow::Result<Option<Client>> {
+    let mut cmd = tokio::process::Command::new("systemctl");
+    cmd.args(["--user", "start", unit])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let Ok(child) = cmd.spawn() else {
+        return Ok(None);
+    };
+    eprintln!("sayri: daemon was not running; starting it: systemctl --user start {unit}");
+    let journal = format!("journalctl --user -u {unit} -n 50");
+    let waited = tokio::time::timeout(START_TIMEOUT, child.wait_with_output()).await;
+    match waited {
+        Err(_) => bail!(
+            "`systemctl --user start {unit}` did not finish within {} s; see `{journal}`",
+            START_TIMEOUT.as_secs()
+        ),
+        Ok(Err(e)) => bail!("cannot run `systemctl --user start {unit}`: {e}"),
+        Ok(Ok(out)) if !out.status.success() => {
+            let why = String::from_utf8_lossy(&out.stderr);
+            bail!(
+                "the daemon failed to start as {unit}: {} (see `{journal}`)",
+                why.trim()
+            )
+        }
+        Ok(Ok(_)) => {}
+    }
+    // Type=notify: systemctl returns once the daemon said it accepts clients.
+    match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => Err(anyhow::anyhow!(
+            "{unit} started but its socket does not answer: {e}; is the unit another installation's? see `{journal}`"
+        )),
     }
 }
 

@@ -520,7 +520,12 @@ async fn wait_ready(mut rx: watch::Receiver<LocalState>) -> Result<u16, ChatErro
 }
 
 impl ChatModel for LocalChat {
-    fn stream_chat(&self, request: ChatRequest) -> ChatStream {
+    fn stream_chat(&self, mut request: ChatRequest) -> ChatStream {
+        // The local model decodes at its own temperature (greedy by default): a small model
+        // sampled at an agent's usual 0.7 answers at random.
+        #[allow(clippy::cast_possible_truncation)]
+        let temperature = self.cfg.provider.local_temperature as f32;
+        request.temperature = Some(temperature);
         if let LocalState::Ready { port } = self.local.state() {
             return self.client_for(port).stream_chat(request);
         }

@@ -1424,7 +1424,8 @@ impl Params for GatewaySaveParams {
 
 id_params! {
     instance_id, "The gateway instance.":
-    /// `gateway_start {instance_id}` → `{"started", "instance_id", "message", "gateway"}`.
+    /// `gateway_start {instance_id}` → `{"started", "already_running", "instance_id",
+    /// "message", "gateway"}`; a running instance is left as it is.
     GatewayStartParams = cmd::GATEWAY_START;
     /// `gateway_stop {instance_id}` → `{"stopped", "instance_id"}`.
     GatewayStopParams = cmd::GATEWAY_STOP;

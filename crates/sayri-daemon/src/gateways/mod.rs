@@ -216,11 +216,30 @@ pub fn load(state: &dyn Host, id: &str) -> Result<GatewayInstance, GatewayError>
         .ok_or_else(|| GatewayError::Unknown(id.to_string()))
 }
 
-/// Starts instance `id` (restarting it if it runs). Returns its status.
+/// Starts instance `id` unless it runs already. Returns its status and whether it was
+/// already running (then nothing changed). One waiting to be restarted after a crash, failed
+/// or stopped is started now.
 ///
 /// # Errors
 /// Unknown id, its program or a secret missing, the vault closed, the daemon shutting down.
-pub async fn start(state: &dyn Host, id: &str) -> Result<ChildStatus, GatewayError> {
+pub async fn start(state: &dyn Host, id: &str) -> Result<(ChildStatus, bool), GatewayError> {
+    load(state, id)?;
+    let running = state
+        .supervisor()
+        .status(&child_name(id))
+        .filter(|s| matches!(s.state, ChildState::Running | ChildState::Starting));
+    match running {
+        Some(status) => Ok((status, true)),
+        None => Ok((restart(state, id).await?, false)),
+    }
+}
+
+/// Starts instance `id`, stopping it first if it runs (its settings changed). Returns its
+/// status.
+///
+/// # Errors
+/// Unknown id, its program or a secret missing, the vault closed, the daemon shutting down.
+pub async fn restart(state: &dyn Host, id: &str) -> Result<ChildStatus, GatewayError> {
     let inst = load(state, id)?;
     let spec = match launch::spec_for(state, &inst) {
         Ok(s) => s,

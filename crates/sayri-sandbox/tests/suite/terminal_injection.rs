@@ -300,6 +300,11 @@ impl Drop for Shell {
     }
 }
 
+/// `path` as one shell word (single-quoted).
+fn sh_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
 /// Results `sayri-sandbox run --json` printed on the screen: the `output` field.
 fn sandbox_output(screen: &str) -> String {
     let line = screen
@@ -332,12 +337,13 @@ fn interactive_rows(user: User) {
     }
     let mut sh = Shell::start(user, &home);
     let marker = |name: &str| p.markers.join(name);
-    let bin = env!("CARGO_BIN_EXE_sayri-sandbox");
-    let probe = p.probe.display();
+    // Every path typed into the shell is quoted: the checkout may lie in a path with spaces.
+    let bin = sh_quote(Path::new(env!("CARGO_BIN_EXE_sayri-sandbox")));
+    let probe = sh_quote(&p.probe);
 
     // Row 1, positive control: the probe run straight from the shell types into it.
     let m = marker("control");
-    sh.type_line(&format!("python3 {probe} {}", m.display()));
+    sh.type_line(&format!("python3 {probe} {}", sh_quote(&m)));
     if !m.exists() {
         assert!(
             !kernel_allows_legacy_tiocsti(),
@@ -349,7 +355,7 @@ fn interactive_rows(user: User) {
     }
     // ... and so does a request with bit 32 set, which the kernel treats as TIOCSTI.
     let m = marker("control-hibit");
-    sh.type_line(&format!("{} {} hibit", p.inject.display(), m.display()));
+    sh.type_line(&format!("{} {} hibit", sh_quote(&p.inject), sh_quote(&m)));
     assert!(m.exists(), "{}", sh.pty.screen());
 
     let run = |level: &str, extra: &str| format!("{bin} run --json --level {level} {extra} --");
@@ -369,7 +375,7 @@ fn interactive_rows(user: User) {
             "level 2".into(),
             format!(
                 "{} python3 probe.py",
-                run("2", &format!("--workspace {}", ws.display()))
+                run("2", &format!("--workspace {}", sh_quote(&ws)))
             ),
             marker("l2"),
             &[
@@ -387,7 +393,7 @@ fn interactive_rows(user: User) {
         ),
     ];
     for (what, cmd, m, allowed) in rows {
-        let screen = sh.type_line(&format!("{cmd} {}", m.display()));
+        let screen = sh.type_line(&format!("{cmd} {}", sh_quote(&m)));
         let out = sandbox_output(&screen);
         assert!(
             !m.exists(),
@@ -406,21 +412,21 @@ fn interactive_rows(user: User) {
     // descriptor that is no terminal), TIOCLINUX too; at level 3 nothing filters, and the
     // missing terminal is what stops it.
     for (level, extra, inject, refused) in [
-        ("1", String::new(), p.inject.display().to_string(), true),
+        ("1", String::new(), sh_quote(&p.inject), true),
         (
             "2",
-            format!("--workspace {}", ws.display()),
+            format!("--workspace {}", sh_quote(&ws)),
             "./inject".into(),
             true,
         ),
-        ("3", String::new(), p.inject.display().to_string(), false),
+        ("3", String::new(), sh_quote(&p.inject), false),
     ] {
         for mode in ["hibit", "linux", "linux-hibit"] {
             let m = marker(&format!("l{level}-{mode}"));
             let screen = sh.type_line(&format!(
                 "{} {inject} {} {mode}",
                 run(level, &extra),
-                m.display()
+                sh_quote(&m)
             ));
             let out = sandbox_output(&screen);
             assert!(!m.exists(), "{user:?} level {level} {mode}:\n{screen}");

@@ -6,6 +6,9 @@
 //! which lives in the vault and always goes through the daemon (started when needed, unless
 //! `--no-start`).
 //!
+//! Setting `ui.autostart` or `ui.autostart_mode` also rewrites what starts at login (the
+//! unit's link, the autostart entry) when `sayri install --user` installed Sayri.
+//!
 //! `set` parses its text by the key's type first (`true/false/yes/no/on/off/1/0` for a
 //! boolean, a JSON array such as `["/srv/private"]` for a list) and sends the typed value.
 
@@ -49,6 +52,10 @@ pub(crate) enum ConfigAction {
 impl ConfigAction {
     /// Whether the action needs the daemon even when none runs (the provider key lives in the
     /// vault, which the daemon manages).
+    fn changes_autostart(&self) -> bool {
+        matches!(self, ConfigAction::Set { key, .. } if key.starts_with("ui.autostart"))
+    }
+
     fn needs_daemon(&self) -> bool {
         matches!(self, ConfigAction::Get { key } | ConfigAction::Set { key, .. }
             if key == "provider.api_key")
@@ -77,10 +84,24 @@ pub(crate) async fn run(
         Err(ClientError::NotRunning { .. }) if action.needs_daemon() => {
             connect_or_start(paths, allow_start).await?
         }
-        Err(ClientError::NotRunning { .. }) => return run_on_file(paths, action),
+        Err(ClientError::NotRunning { .. }) => {
+            let autostart = action.changes_autostart();
+            run_on_file(paths, action)?;
+            return after_set(paths, autostart);
+        }
         Err(e) => return Err(e.into()),
     };
-    run_through_daemon(client, action).await
+    let autostart = action.changes_autostart();
+    run_through_daemon(client, action).await?;
+    after_set(paths, autostart)
+}
+
+/// A changed `ui.autostart*` applies to what starts at login at once.
+fn after_set(paths: &Paths, autostart: bool) -> anyhow::Result<()> {
+    if autostart {
+        crate::cli::install::autostart_changed(paths)?;
+    }
+    Ok(())
 }
 
 async fn run_through_daemon(mut client: Client, action: ConfigAction) -> anyhow::Result<()> {

@@ -157,16 +157,24 @@ fn settings(paths: &Paths, out: &mut Vec<Finding>) -> Option<Config> {
                 ));
                 return None;
             }
-            let detail = if existed {
-                format!("{} is valid", file.display())
-            } else {
-                format!(
-                    "no settings file yet ({}); the defaults apply",
+            let wizard = || "run `sayri setup` to choose your model server and model".to_string();
+            if !existed {
+                // Nothing is wrong yet, but nothing is set up either: said as missing.
+                let detail = format!(
+                    "missing: no settings file yet ({}); Sayri runs on its defaults until you choose a model",
                     file.display()
-                )
-            };
-            let fix = (!existed || !cfg.ui.setup_complete)
-                .then(|| "run `sayri setup` to choose your model server and model".to_string());
+                );
+                out.push(finding(
+                    "settings",
+                    "settings",
+                    Status::Off,
+                    detail,
+                    Some(wizard()),
+                ));
+                return Some(cfg);
+            }
+            let detail = format!("{} is valid", file.display());
+            let fix = (!cfg.ui.setup_complete).then(wizard);
             out.push(finding("settings", "settings", Status::Ok, detail, fix));
             Some(cfg)
         }

@@ -90,7 +90,7 @@ pub(crate) enum GatewayAction {
         #[arg(long)]
         token: bool,
     },
-    /// Start (or restart) an instance.
+    /// Start an instance (one already running is left as it is).
     Start {
         /// The instance.
         id: String,
@@ -235,12 +235,21 @@ pub(crate) async fn run(
             ..
         } => edit(&mut c, &id, &flags, no_groups, auto_start, token).await,
         GatewayAction::Start { id } => {
-            c.request_with(&GatewayStartParams {
-                instance_id: id.clone(),
-            })
-            .await
-            .map_err(remote)?;
-            println!("started gateway {id}");
+            let v = c
+                .request_with(&GatewayStartParams {
+                    instance_id: id.clone(),
+                })
+                .await
+                .map_err(remote)?;
+            if v["already_running"] == Value::Bool(true) {
+                let pid = v["gateway"]["pid"].as_u64();
+                let pid = pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+                println!(
+                    "gateway {id} is already running{pid}; nothing changed (`sayri gateway stop {id}` stops it, `sayri gateway edit` restarts it with new settings)"
+                );
+            } else {
+                println!("started gateway {id}");
+            }
             Ok(())
         }
         GatewayAction::Stop { id } => {

@@ -49,3 +49,20 @@ pub(crate) fn man(dir: Option<&Path>) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Every man page (`sayri.1`, `sayri-ask.1`, …) as `(file name, roff)`.
+///
+/// # Errors
+/// A temporary directory cannot be made or read.
+pub(crate) fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
+    clap_mangen::generate_to(Cli::command(), dir.path()).context("cannot render the man pages")?;
+    let mut pages = Vec::new();
+    for entry in std::fs::read_dir(dir.path())? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        pages.push((name, std::fs::read(entry.path())?));
+    }
+    pages.sort();
+    Ok(pages)
+}

@@ -1,12 +1,14 @@
 //! `sayri install --user` / `sayri uninstall --user [--purge]`: puts Sayri into the user's
 //! desktop the way an installed Linux application is, and takes it out again.
 //!
-//! Written (each replaced atomically; running it again changes nothing):
+//! Written (each replaced atomically; running it again changes nothing; a unit that differs
+//! from the one written now is first kept as `sayri.service.bak`, and a drop-in suggested):
 //! * `$XDG_CONFIG_HOME/systemd/user/sayri.service`: the daemon as a systemd user service
 //!   (`Type=notify`: the daemon reports readiness with `sd_notify` once its socket accepts).
 //! * `$XDG_DATA_HOME/applications/sayri.desktop`: a launcher in the application menu (the orb
 //!   when `sayri-orb` lies next to `sayri`, else the web bubble).
 //! * `$XDG_DATA_HOME/icons/hicolor/scalable/apps/sayri.svg`: its icon.
+//! * `$XDG_DATA_HOME/man/man1/sayri*.1`: the man pages the units name (`man:sayri(1)`).
 //! * With `--socket-activation`: `$XDG_CONFIG_HOME/systemd/user/sayri.socket`, enabled
 //!   (`sockets.target.wants/sayri.socket`): systemd listens on the daemon's socket
 //!   (`%t/sayri/sayri-daemon.sock`, mode 0600) from login and starts `sayri.service` on the first
@@ -112,6 +114,8 @@ pub(crate) struct Layout {
     pub socket: PathBuf,
     /// The link that enables the socket unit at login.
     pub socket_wants_link: PathBuf,
+    /// Where the man pages go.
+    pub man_dir: PathBuf,
 }
 
 impl Layout {
@@ -134,6 +138,7 @@ impl Layout {
                 .join(format!("{ICON_NAME}.svg")),
             socket: units.join(SOCKET_UNIT_NAME),
             socket_wants_link: units.join("sockets.target.wants").join(SOCKET_UNIT_NAME),
+            man_dir: data.join("man/man1"),
         })
     }
 }
@@ -157,6 +162,10 @@ pub(crate) fn unit_text(exe: &Path) -> String {
 [Unit]\n\
 Description=Sayri assistant daemon\n\
 Documentation=man:sayri(1)\n\
+# A daemon that keeps failing is given up after 5 starts within 60 s (RestartSec=2 lets that\n\
+# happen); `systemctl --user reset-failed sayri` allows new starts.\n\
+StartLimitIntervalSec=60\n\
+StartLimitBurst=5\n\
 \n\
 [Service]\n\
 # The daemon says READY=1 (sd_notify) once its socket accepts clients.\n\
@@ -310,6 +319,154 @@ fn systemctl_stop(unit: &str) {
         .status();
 }
 
+/// Collects the lines saying what an install step changed.
+#[derive(Default)]
+struct Changes(Vec<String>);
+
+impl Changes {
+    fn note(&mut self, did: bool, what: impl FnOnce() -> String) {
+        if did {
+            self.0.push(what());
+        }
+    }
+}
+
+/// Makes what starts at login match the settings: the unit's `default.target.wants` link and
+/// the autostart entry running `exec`. Returns `(unit enabled, autostart entry written)`.
+fn apply_login_start(
+    layout: &Layout,
+    cfg: &Config,
+    exec: &str,
+    changes: &mut Changes,
+) -> anyhow::Result<(bool, bool)> {
+    let (enable, entry) = login_start(cfg);
+    if enable {
+        let did = ensure_link(&layout.wants_link, Path::new(&format!("../{UNIT_NAME}")))?;
+        changes.note(did, || format!("enabled {UNIT_NAME} at login"));
+    } else {
+        let did = remove(&layout.wants_link)?;
+        changes.note(did, || format!("disabled {UNIT_NAME} at login"));
+    }
+    if entry {
+        let did = write_if_changed(
+            &layout.autostart,
+            desktop_text(exec, true).as_bytes(),
+            0o644,
+        )?;
+        changes.note(did, || format!("wrote {}", layout.autostart.display()));
+    } else {
+        let did = remove(&layout.autostart)?;
+        changes.note(did, || format!("removed {}", layout.autostart.display()));
+    }
+    Ok((enable, entry))
+}
+
+/// What the launcher and the autostart entry run for the `sayri` running now.
+fn current_exec() -> anyhow::Result<(PathBuf, String, bool)> {
+    let exe = std::env::current_exe().context("cannot find the sayri executable")?;
+    let orb = exe.with_file_name("sayri-orb").is_file();
+    let exec = launcher_exec(&exe, orb);
+    Ok((exe, exec, orb))
+}
+
+/// After `config set ui.autostart…`: applies the new setting to what starts at login at once,
+/// when `install --user` installed Sayri (else says what makes it take effect).
+///
+/// # Errors
+/// The settings cannot be read, or the files cannot be written.
+pub(crate) fn autostart_changed(paths: &Paths) -> anyhow::Result<()> {
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
+    let layout = Layout::from_env()?;
+    if !layout.unit.exists() {
+        if login_start(&cfg) != (false, false) {
+            println!("this takes effect at login once Sayri is installed: `sayri install --user`");
+        }
+        return Ok(());
+    }
+    let (_, exec, orb) = current_exec()?;
+    let mut changes = Changes::default();
+    let (enable, entry) = apply_login_start(&layout, &cfg, &exec, &mut changes)?;
+    for c in &changes.0 {
+        println!("{c}");
+    }
+    if !changes.0.is_empty() {
+        reload_systemd();
+    }
+    println!("{}", at_login(enable, entry, orb));
+    Ok(())
+}
+
+/// The sentence saying what starts at login.
+fn at_login(enable: bool, entry: bool, orb: bool) -> &'static str {
+    match (enable, entry, orb) {
+        (true, true, true) => "the daemon and the desktop orb start at login",
+        (true, true, false) => {
+            "the daemon starts at login and opens the web bubble in your browser (sayri-orb, the desktop orb, is not installed next to sayri)"
+        }
+        (true, false, _) => "the daemon starts at login (ui.autostart_mode = daemon)",
+        _ => {
+            "nothing starts at login (ui.autostart / ui.autostart_mode); clients start the daemon when needed"
+        }
+    }
+}
+
+/// The first free name for a backup of `path` (`NAME.bak`, then `NAME.bak.1`, …), or an
+/// existing backup already holding `bytes`.
+fn backup_name(path: &Path, bytes: &[u8]) -> PathBuf {
+    let base = path.with_file_name(format!(
+        "{}.bak",
+        path.file_name()
+            .map_or_else(|| "unit".into(), |n| n.to_string_lossy())
+    ));
+    let mut candidate = base.clone();
+    for n in 1.. {
+        match std::fs::read(&candidate) {
+            Ok(old) if old == bytes => return candidate,
+            Ok(_) => candidate = PathBuf::from(format!("{}.{n}", base.display())),
+            Err(_) => return candidate,
+        }
+    }
+    candidate
+}
+
+/// Writes the unit; a unit that differs from the one written now (edited by hand, or written
+/// by another version) is first kept as a backup, and the user is told where and how to
+/// change the unit so that an install keeps it (a drop-in).
+fn write_unit(layout: &Layout, exe: &Path, changes: &mut Changes) -> anyhow::Result<()> {
+    let text = unit_text(exe);
+    if let Ok(old) = std::fs::read(&layout.unit)
+        && old != text.as_bytes()
+    {
+        let bak = backup_name(&layout.unit, &old);
+        std::fs::write(&bak, &old)
+            .with_context(|| format!("cannot keep a backup of {}", layout.unit.display()))?;
+        println!(
+            "{} differed from the unit this sayri writes (edited by hand?); it is kept as {}. To change the unit so that installing keeps your change, use a drop-in: `systemctl --user edit {UNIT_NAME}` (it writes {UNIT_NAME}.d/override.conf, which install never touches)",
+            layout.unit.display(),
+            bak.display()
+        );
+    }
+    let did = write_if_changed(&layout.unit, text.as_bytes(), 0o644)?;
+    changes.note(did, || format!("wrote {}", layout.unit.display()));
+    Ok(())
+}
+
+/// Writes the man pages the units name (`man:sayri(1)`, one page per command) into
+/// `$XDG_DATA_HOME/man/man1`, where `man` finds them when `~/.local/bin` is on `PATH`.
+fn write_man_pages(layout: &Layout, changes: &mut Changes) -> anyhow::Result<()> {
+    let pages = crate::cli::generate::man_pages()?;
+    let mut wrote = 0;
+    for (name, bytes) in &pages {
+        if write_if_changed(&layout.man_dir.join(name), bytes, 0o644)? {
+            wrote += 1;
+        }
+    }
+    changes.note(wrote > 0, || {
+        format!("wrote {wrote} man pages into {}", layout.man_dir.display())
+    });
+    Ok(())
+}
+
 /// Runs `sayri install --user`.
 ///
 /// `socket`: `Some(true)` writes and enables `sayri.socket`, `Some(false)` removes it, `None`
@@ -317,99 +474,30 @@ fn systemctl_stop(unit: &str) {
 pub(crate) fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
     let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let layout = Layout::from_env()?;
-    let exe = std::env::current_exe().context("cannot find the sayri executable")?;
-    let exec = launcher_exec(&exe, exe.with_file_name("sayri-orb").is_file());
-    let mut changed = Vec::new();
-    let mut note = |did: bool, what: String| {
-        if did {
-            changed.push(what);
-        }
-    };
-    note(
-        write_if_changed(&layout.unit, unit_text(&exe).as_bytes(), 0o644)?,
-        format!("wrote {}", layout.unit.display()),
-    );
-    note(
-        write_if_changed(&layout.icon, ICON_SVG, 0o644)?,
-        format!("wrote {}", layout.icon.display()),
-    );
-    note(
-        write_if_changed(
-            &layout.launcher,
-            desktop_text(&exec, false).as_bytes(),
-            0o644,
-        )?,
-        format!("wrote {}", layout.launcher.display()),
-    );
-    let (enable, entry) = login_start(&cfg);
-    if enable {
-        note(
-            ensure_link(&layout.wants_link, Path::new(&format!("../{UNIT_NAME}")))?,
-            format!("enabled {UNIT_NAME} at login"),
-        );
-    } else {
-        note(
-            remove(&layout.wants_link)?,
-            format!("disabled {UNIT_NAME} at login"),
-        );
-    }
+    let (exe, exec, orb) = current_exec()?;
+    let mut changes = Changes::default();
+    write_unit(&layout, &exe, &mut changes)?;
+    write_man_pages(&layout, &mut changes)?;
+    let did = write_if_changed(&layout.icon, ICON_SVG, 0o644)?;
+    changes.note(did, || format!("wrote {}", layout.icon.display()));
+    let did = write_if_changed(
+        &layout.launcher,
+        desktop_text(&exec, false).as_bytes(),
+        0o644,
+    )?;
+    changes.note(did, || format!("wrote {}", layout.launcher.display()));
     let socket = socket.unwrap_or_else(|| layout.socket.exists());
-    if socket {
-        note(
-            write_if_changed(&layout.socket, socket_text().as_bytes(), 0o644)?,
-            format!("wrote {}", layout.socket.display()),
-        );
-        note(
-            ensure_link(
-                &layout.socket_wants_link,
-                Path::new(&format!("../{SOCKET_UNIT_NAME}")),
-            )?,
-            format!("enabled {SOCKET_UNIT_NAME} (socket activation) at login"),
-        );
-    } else {
-        if layout.socket.exists() {
-            systemctl_stop(SOCKET_UNIT_NAME);
-        }
-        note(
-            remove(&layout.socket_wants_link)?,
-            format!("disabled {SOCKET_UNIT_NAME} at login"),
-        );
-        note(
-            remove(&layout.socket)?,
-            format!("removed {}", layout.socket.display()),
-        );
-    }
-    if entry {
-        note(
-            write_if_changed(
-                &layout.autostart,
-                desktop_text(&exec, true).as_bytes(),
-                0o644,
-            )?,
-            format!("wrote {}", layout.autostart.display()),
-        );
-    } else {
-        note(
-            remove(&layout.autostart)?,
-            format!("removed {}", layout.autostart.display()),
-        );
-    }
-    if changed.is_empty() {
+    install_socket(&layout, socket, &mut changes)?;
+    let (enable, entry) = apply_login_start(&layout, &cfg, &exec, &mut changes)?;
+    if changes.0.is_empty() {
         println!("already installed; nothing changed");
     } else {
-        for c in &changed {
+        for c in &changes.0 {
             println!("{c}");
         }
         reload_systemd();
     }
-    let at_login = match (enable, entry) {
-        (true, true) => "the daemon and the desktop window start at login",
-        (true, false) => "the daemon starts at login (ui.autostart_mode = daemon)",
-        _ => {
-            "nothing starts at login (ui.autostart / ui.autostart_mode); clients start the daemon when needed"
-        }
-    };
-    println!("{at_login}");
+    println!("{}", at_login(enable, entry, orb));
     if socket {
         println!(
             "socket activation is on: systemd holds {} from login and starts the daemon on the first connection; activate it now with `systemctl --user start {SOCKET_UNIT_NAME}` (stop a daemon already running first: `sayri quit`)",
@@ -419,6 +507,30 @@ pub(crate) fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()>
         println!(
             "start it now with `systemctl --user start {UNIT_NAME}` (or let any `sayri` command start it)"
         );
+    }
+    Ok(())
+}
+
+/// Writes and enables the socket unit (`socket`), or stops and removes it.
+fn install_socket(layout: &Layout, socket: bool, changes: &mut Changes) -> anyhow::Result<()> {
+    if socket {
+        let did = write_if_changed(&layout.socket, socket_text().as_bytes(), 0o644)?;
+        changes.note(did, || format!("wrote {}", layout.socket.display()));
+        let did = ensure_link(
+            &layout.socket_wants_link,
+            Path::new(&format!("../{SOCKET_UNIT_NAME}")),
+        )?;
+        changes.note(did, || {
+            format!("enabled {SOCKET_UNIT_NAME} (socket activation) at login")
+        });
+    } else {
+        if layout.socket.exists() {
+            systemctl_stop(SOCKET_UNIT_NAME);
+        }
+        let did = remove(&layout.socket_wants_link)?;
+        changes.note(did, || format!("disabled {SOCKET_UNIT_NAME} at login"));
+        let did = remove(&layout.socket)?;
+        changes.note(did, || format!("removed {}", layout.socket.display()));
     }
     Ok(())
 }
@@ -579,6 +691,18 @@ pub(crate) fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
         if remove(p)? {
             removed.push(p.display().to_string());
         }
+    }
+    let mut man_removed = 0;
+    for (name, _) in crate::cli::generate::man_pages()? {
+        if remove(&layout.man_dir.join(name))? {
+            man_removed += 1;
+        }
+    }
+    if man_removed > 0 {
+        removed.push(format!(
+            "{man_removed} man pages in {}",
+            layout.man_dir.display()
+        ));
     }
     if removed.is_empty() {
         println!("nothing was installed");

@@ -79,6 +79,9 @@ pub(crate) enum Command {
     },
     /// Stop the daemon.
     Quit,
+    /// Stop the daemon and start it again (as the systemd user service when Sayri is
+    /// installed as one), e.g. after installing a new `sayri`.
+    Restart,
     /// Ask one question; the answer streams to stdout, command steps to stderr.
     Ask {
         /// The question.
@@ -348,6 +351,7 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
             Command::Status { json } => done(status::run(&paths, start, json).await),
             Command::Config { action } => done(config::run(&paths, start, action).await),
             Command::Quit => done(quit::run(&paths).await),
+            Command::Restart => done(quit::restart(&paths).await),
             Command::Ask {
                 text,
                 options,

@@ -65,9 +65,16 @@ fn doctor_on_a_fresh_configuration_reports_the_missing_model_endpoint_with_a_fix
     let fix = endpoint["fix"].as_str().unwrap();
     assert!(fix.contains("sayri setup"), "{fix}");
     assert!(fix.contains("sayri config set provider.base_url"), "{fix}");
-    // No settings file yet: valid defaults, and the wizard is suggested.
+    // No settings file yet: said as missing (never "ok"), and the wizard is suggested.
     let settings = check(&report, "settings");
-    assert_eq!(settings["status"], "ok");
+    assert_eq!(settings["status"], "off", "{settings}");
+    assert!(
+        settings["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("missing: "),
+        "{settings}"
+    );
     assert!(settings["fix"].as_str().unwrap().contains("sayri setup"));
     // The doctor started and created nothing.
     assert!(
@@ -763,7 +770,13 @@ fn install_user_writes_the_unit_launcher_icon_and_autostart_and_is_idempotent() 
     );
     let unit = std::fs::read_to_string(&i.unit).unwrap();
     assert!(unit.contains("Type=notify"), "{unit}");
-    assert!(unit.contains(&format!("ExecStart={BIN} daemon")), "{unit}");
+    // A path with spaces or quotes is quoted for systemd.
+    let exec = if BIN.contains([' ', '"', '\\']) {
+        format!("\"{}\"", BIN.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        BIN.to_string()
+    };
+    assert!(unit.contains(&format!("ExecStart={exec} daemon")), "{unit}");
     let launcher = std::fs::read_to_string(&i.launcher).unwrap();
     assert!(launcher.contains("Icon=sayri"), "{launcher}");
     let before: Vec<_> = [&i.unit, &i.launcher, &i.autostart, &i.icon]
@@ -1356,7 +1369,9 @@ fn sandboxed_lookup_observation(env: &Env, web: &WebSources, level: &str, networ
     )
     .unwrap();
     web.configure(env);
-    let bin_dir = Path::new(BIN).parent().unwrap();
+    // The sandboxed command finds `sayri` on PATH where an install puts it, never in the build
+    // directory (which may lie under `/tmp`, private inside the sandbox).
+    let bin_dir = env.installed_bin_dir();
     let path = format!(
         "{}:{}",
         bin_dir.display(),

@@ -16,10 +16,12 @@ use std::time::Duration;
 fn gateway_program_pids(env: &Env) -> Vec<i32> {
     processes_with("sayri-gateway-telegram")
         .into_iter()
-        .filter(|(pid, cmd)| {
-            cmd.split(' ')
-                .next()
-                .is_some_and(|argv0| argv0.ends_with("/sayri-gateway-telegram"))
+        .filter(|(pid, _)| {
+            // argv[0] from the NUL-separated command line (a path may hold spaces).
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .ok()
+                .and_then(|c| c.split(|&b| b == 0).next().map(<[u8]>::to_vec))
+                .is_some_and(|argv0| argv0.ends_with(b"/sayri-gateway-telegram"))
                 && std::fs::read(format!("/proc/{pid}/environ"))
                     .map(|e| String::from_utf8_lossy(&e).contains(env.dir.path().to_str().unwrap()))
                     .unwrap_or(false)

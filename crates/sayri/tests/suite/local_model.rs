@@ -308,7 +308,11 @@ fn the_quick_start_shows_a_line_per_stage_and_no_package_manager_output() {
         setup_text.contains("[55-local-model] local model installed in"),
         "{setup_text}"
     );
-    assert!(setup_text.ends_with("setup: ok\n"), "{setup_text}");
+    let last = setup_text.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("setup: ok in ") && last.ends_with(" s"),
+        "setup should end saying how long it took: {setup_text}"
+    );
 
     let out = quick_start(&env);
     let (said, answer) = (stderr(&out), stdout(&out));
@@ -324,6 +328,11 @@ fn the_quick_start_shows_a_line_per_stage_and_no_package_manager_output() {
         "{said}"
     );
     assert!(!answer.trim().is_empty(), "no answer: {said}");
+    let done = said.lines().last().unwrap_or_default();
+    assert!(
+        done.starts_with("ask-local: done in ") && done.contains("answer "),
+        "ask-local should end with the total time: {said}"
+    );
     for text in [&setup_text, &said, &answer] {
         let noise = package_manager_lines(text);
         assert!(

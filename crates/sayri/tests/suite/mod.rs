@@ -56,6 +56,7 @@ pub mod sub_agent_rig;
 mod subagent_level_cap;
 mod supervisor;
 pub mod support;
+mod systemd_native;
 mod terminal_escapes;
 mod terminal_injection;
 pub mod test_child;

@@ -95,6 +95,23 @@ impl Env {
         env.home_config = true;
         env
     }
+    /// A `bin` directory in this environment holding a copy of [`BIN`] and its companion
+    /// programs, as an install lays them out: for commands that must find `sayri` from inside a
+    /// sandbox, which sees the environment's directory but not necessarily the build
+    /// directory (a checkout under `/tmp` is hidden by the sandbox's private `/tmp`).
+    pub fn installed_bin_dir(&self) -> PathBuf {
+        let dir = self.dir.path().join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let programs = std::iter::once("sayri").chain(COMPANIONS.iter().map(|(_, bin)| *bin));
+        for program in programs {
+            let to = dir.join(program);
+            if !to.exists() {
+                std::fs::copy(Path::new(BIN).with_file_name(program), &to)
+                    .unwrap_or_else(|e| panic!("copy {program} into {}: {e}", dir.display()));
+            }
+        }
+        dir
+    }
     pub fn config_dir(&self) -> PathBuf {
         if self.home_config {
             self.dir.path().join(".config/sayri")

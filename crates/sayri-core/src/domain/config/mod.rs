@@ -568,6 +568,9 @@ config_keys! {
             "The model's context window in tokens (prompt + answer); 0 = as the server's model list says, else 4096.";
         local_model: String = "", Check::LocalModel, Form::new(Llm, "Local model"),
             "A local model the daemon serves itself and uses instead of base_url: a .gguf path or a name from `sayri models list`; \"\" = off.";
+        local_temperature: f64 = 0.0, Check::Float { min: 0.0, max: 2.0, unit: "" },
+            Form::new(Llm, "Local model temperature").step(0.05),
+            "Sampling temperature for the local model (provider.local_model), used instead of the agent's: 0 picks the likeliest word each time, so a small model gives its best answer every time; raise it for varied answers.";
     }
     stt => SttConfig, "`[stt]`: speech input." {
         mode: String = "wakeword", Check::Choice(&["always", "wakeword", "manual", "disabled"]),

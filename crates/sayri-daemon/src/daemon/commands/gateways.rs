@@ -72,7 +72,7 @@ pub async fn gateway_save(p: GatewaySaveParams, ctx: Ctx) -> Result<Value, Proto
             )
         });
     if running {
-        gateways::start(&*ctx.daemon, &id).await.map_err(gw_err)?;
+        gateways::restart(&*ctx.daemon, &id).await.map_err(gw_err)?;
     }
     Ok(json!({
         "saved": true, "instance_id": id, "created": created,
@@ -80,16 +80,28 @@ pub async fn gateway_save(p: GatewaySaveParams, ctx: Ctx) -> Result<Value, Proto
     }))
 }
 
-/// `gateway_start {instance_id}` → `{started, instance_id, message, gateway}` (restarts a
-/// running one).
+/// `gateway_start {instance_id}` → `{started, already_running, instance_id, message,
+/// gateway}`; a running instance is left as it is (`started` false, `already_running` true).
 pub async fn gateway_start(p: GatewayStartParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let status = gateways::start(&*ctx.daemon, &p.instance_id)
+    let (status, already_running) = gateways::start(&*ctx.daemon, &p.instance_id)
         .await
         .map_err(gw_err)?;
+    let id = &p.instance_id;
+    let message = if already_running {
+        format!(
+            "Gateway instance '{id}' is already running (pid {}); nothing changed (`sayri gateway stop {id}` stops it)",
+            status
+                .pid
+                .map_or_else(|| "unknown".into(), |p| p.to_string())
+        )
+    } else {
+        format!("Started gateway instance '{id}'")
+    };
     Ok(json!({
-        "started": true,
-        "instance_id": p.instance_id,
-        "message": format!("Started gateway instance '{}'", p.instance_id),
+        "started": !already_running,
+        "already_running": already_running,
+        "instance_id": id,
+        "message": message,
         "gateway": to_value(&status)?,
     }))
 }
