@@ -15,6 +15,7 @@ pub mod gateways;
 pub mod local_model;
 pub mod logging;
 pub mod notify;
+pub mod owned_port;
 pub mod paths;
 pub mod policies;
 pub mod routines;

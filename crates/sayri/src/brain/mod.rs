@@ -24,6 +24,7 @@
 
 pub mod adapters;
 pub mod endpoints;
+pub mod locked_vault;
 pub mod settings;
 
 use crate::agents::FileAgents;
@@ -148,6 +149,7 @@ impl Brain {
                     inner: sandbox.clone(),
                     agents: agents.clone(),
                     vault: vault.clone(),
+                    vault_error: secrets.vault_error.clone(),
                     redactor: secrets.redactor.clone(),
                     store: store.clone(),
                 }),

@@ -7,11 +7,14 @@
 //! * `$XDG_DATA_HOME/applications/sayri.desktop`: a launcher in the application menu (the orb
 //!   when `sayri-orb` lies next to `sayri`, else the web bubble).
 //! * `$XDG_DATA_HOME/icons/hicolor/scalable/apps/sayri.svg`: its icon.
-//! * With `--socket-activation`: `$XDG_CONFIG_HOME/systemd/user/sayri.socket`, enabled
-//!   (`sockets.target.wants/sayri.socket`): systemd listens on the daemon's socket
-//!   (`%t/sayri/sayri-daemon.sock`, mode 0600) from login and starts `sayri.service` on the first
-//!   connection, which takes the socket over. `--no-socket-activation` removes it; without
-//!   either, an installed socket unit is kept (and rewritten when it differs).
+//! * With `--socket-activation`: `$XDG_CONFIG_HOME/systemd/user/sayri.socket` and
+//!   `sayri-legacy.socket`, enabled (`sockets.target.wants/`): systemd listens on the daemon's
+//!   control socket (`%t/sayri/sayri-daemon.sock`) and on the legacy gateway socket
+//!   (`%t/sayri/sayri.sock`), both mode 0600 in a 0700 directory, from login, and starts
+//!   `sayri.service` on the first connection to either; the daemon takes both over, matched by
+//!   their `FileDescriptorName=` (one name per unit is all systemd allows, hence two units).
+//!   `--no-socket-activation` removes them; without either, installed socket units are kept (and
+//!   rewritten when they differ).
 //! * What starts at login, from `ui.autostart` and `ui.autostart_mode`: `ui` enables the unit
 //!   (`default.target.wants/sayri.service`) and writes the launcher to
 //!   `$XDG_CONFIG_HOME/autostart/sayri.desktop`; `daemon` enables the unit only; `off` (or
@@ -33,6 +36,8 @@ use std::path::{Path, PathBuf};
 pub const UNIT_NAME: &str = "sayri.service";
 /// The socket unit's file name (socket activation).
 pub const SOCKET_UNIT_NAME: &str = "sayri.socket";
+/// The legacy gateway socket's unit (socket activation).
+pub const LEGACY_SOCKET_UNIT_NAME: &str = "sayri-legacy.socket";
 /// The launcher's and the autostart entry's file name.
 pub const DESKTOP_NAME: &str = "sayri.desktop";
 /// The icon's name in the icon theme (`Icon=` of the launcher).
@@ -112,6 +117,10 @@ pub struct Layout {
     pub socket: PathBuf,
     /// The link that enables the socket unit at login.
     pub socket_wants_link: PathBuf,
+    /// The legacy socket's unit (socket activation).
+    pub legacy_socket: PathBuf,
+    /// The link that enables it at login.
+    pub legacy_socket_wants_link: PathBuf,
 }
 
 impl Layout {
@@ -134,6 +143,10 @@ impl Layout {
                 .join(format!("{ICON_NAME}.svg")),
             socket: units.join(SOCKET_UNIT_NAME),
             socket_wants_link: units.join("sockets.target.wants").join(SOCKET_UNIT_NAME),
+            legacy_socket: units.join(LEGACY_SOCKET_UNIT_NAME),
+            legacy_socket_wants_link: units
+                .join("sockets.target.wants")
+                .join(LEGACY_SOCKET_UNIT_NAME),
         })
     }
 }
@@ -184,17 +197,42 @@ WantedBy=default.target\n",
 
 /// The systemd user socket unit for socket activation: systemd listens on the daemon's socket
 /// path (`$XDG_RUNTIME_DIR/sayri/sayri-daemon.sock`, `%t` in a user unit), 0600 in a 0700
-/// directory, and starts `sayri.service` (same name) on the first connection.
+/// directory, and starts `sayri.service` on the first connection; the descriptor is named
+/// `sayri-daemon.sock`.
 pub fn socket_text() -> String {
     "# Sayri's control socket, for socket activation (written by `sayri install --user --socket-activation`,\n\
 # or the .deb). systemd listens from login; the first client starts sayri.service, which takes\n\
-# the socket over (and still serves only your uid).\n\
+# the socket over by its name (and still serves only your uid).\n\
 [Unit]\n\
 Description=Sayri assistant daemon socket\n\
 Documentation=man:sayri(1)\n\
 \n\
 [Socket]\n\
 ListenStream=%t/sayri/sayri-daemon.sock\n\
+FileDescriptorName=sayri-daemon.sock\n\
+Service=sayri.service\n\
+SocketMode=0600\n\
+DirectoryMode=0700\n\
+\n\
+[Install]\n\
+WantedBy=sockets.target\n"
+        .to_string()
+}
+
+/// The socket unit of the legacy gateway socket (`%t/sayri/sayri.sock`), named `sayri.sock`,
+/// starting the same `sayri.service`.
+pub fn legacy_socket_text() -> String {
+    "# Sayri's legacy gateway socket, for socket activation (written by `sayri install --user\n\
+# --socket-activation`, or the .deb). The original Sayri's gateways connect here; the first\n\
+# connection starts sayri.service, which takes the socket over by its name.\n\
+[Unit]\n\
+Description=Sayri assistant legacy gateway socket\n\
+Documentation=man:sayri(1)\n\
+\n\
+[Socket]\n\
+ListenStream=%t/sayri/sayri.sock\n\
+FileDescriptorName=sayri.sock\n\
+Service=sayri.service\n\
 SocketMode=0600\n\
 DirectoryMode=0700\n\
 \n\
@@ -354,30 +392,37 @@ pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
         );
     }
     let socket = socket.unwrap_or_else(|| layout.socket.exists());
-    if socket {
-        note(
-            write_if_changed(&layout.socket, socket_text().as_bytes(), 0o644)?,
-            format!("wrote {}", layout.socket.display()),
-        );
-        note(
-            ensure_link(
-                &layout.socket_wants_link,
-                Path::new(&format!("../{SOCKET_UNIT_NAME}")),
-            )?,
-            format!("enabled {SOCKET_UNIT_NAME} (socket activation) at login"),
-        );
-    } else {
-        if layout.socket.exists() {
-            systemctl_stop(SOCKET_UNIT_NAME);
+    let units = [
+        (
+            &layout.socket,
+            &layout.socket_wants_link,
+            SOCKET_UNIT_NAME,
+            socket_text(),
+        ),
+        (
+            &layout.legacy_socket,
+            &layout.legacy_socket_wants_link,
+            LEGACY_SOCKET_UNIT_NAME,
+            legacy_socket_text(),
+        ),
+    ];
+    for (unit, link, name, text) in units {
+        if socket {
+            note(
+                write_if_changed(unit, text.as_bytes(), 0o644)?,
+                format!("wrote {}", unit.display()),
+            );
+            note(
+                ensure_link(link, Path::new(&format!("../{name}")))?,
+                format!("enabled {name} (socket activation) at login"),
+            );
+        } else {
+            if unit.exists() {
+                systemctl_stop(name);
+            }
+            note(remove(link)?, format!("disabled {name} at login"));
+            note(remove(unit)?, format!("removed {}", unit.display()));
         }
-        note(
-            remove(&layout.socket_wants_link)?,
-            format!("disabled {SOCKET_UNIT_NAME} at login"),
-        );
-        note(
-            remove(&layout.socket)?,
-            format!("removed {}", layout.socket.display()),
-        );
     }
     if entry {
         note(
@@ -552,6 +597,9 @@ pub fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
     if layout.socket.exists() {
         systemctl_stop(SOCKET_UNIT_NAME);
     }
+    if layout.legacy_socket.exists() {
+        systemctl_stop(LEGACY_SOCKET_UNIT_NAME);
+    }
     if layout.unit.exists() {
         systemctl_stop(UNIT_NAME);
     }
@@ -570,6 +618,8 @@ pub fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
     for p in [
         &layout.socket_wants_link,
         &layout.socket,
+        &layout.legacy_socket_wants_link,
+        &layout.legacy_socket,
         &layout.wants_link,
         &layout.autostart,
         &layout.launcher,
@@ -618,6 +668,10 @@ mod tests {
         let exe = Path::new("/usr/bin/sayri");
         assert_eq!(include_str!("../../data/sayri.service"), unit_text(exe));
         assert_eq!(include_str!("../../data/sayri.socket"), socket_text());
+        assert_eq!(
+            include_str!("../../data/sayri-legacy.socket"),
+            legacy_socket_text()
+        );
         assert_eq!(
             include_str!("../../data/sayri.desktop"),
             // The package holds the orb, so its launcher starts the orb.

@@ -10,6 +10,7 @@ pub mod autostart;
 pub mod config;
 pub mod desktop_tools;
 pub mod doctor;
+pub mod doctor_security;
 pub mod gateway;
 pub mod generate;
 pub mod install;
@@ -230,7 +231,16 @@ pub enum Command {
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
+///
+/// Every `sayri` process — the daemon, and each command that may hold a secret (`vault`,
+/// `web`, `config set provider.api_key`, …) — is made non-dumpable with a core limit of 0
+/// before it reads anything: no other process of the user can read its memory or environment or
+/// attach to it, and it leaves no core file (see `sayri_sandbox::nondumpable`).
 pub fn main() -> ExitCode {
+    if let Err(e) = sayri_sandbox::nondumpable::protect() {
+        eprintln!("sayri: error: {e}; refusing to run with memory other processes could read");
+        return ExitCode::from(1);
+    }
     let cli = Cli::parse();
     if cli.command.is_some() && cli.window.any() {
         use clap::CommandFactory;
@@ -256,12 +266,13 @@ pub fn main() -> ExitCode {
         // SAFETY: no thread has been started yet (the runtime and logging come later).
         match unsafe { sd_notify::listen_fds_with_names_and_unset_env() } {
             Ok(fds) => {
-                for (fd, _name) in fds {
+                for (fd, name) in fds {
                     // SAFETY: LISTEN_PID named this process: the service manager passed `fd`
                     // to it, and nothing else in this process owns it.
-                    passed.push(unsafe {
+                    let fd = unsafe {
                         <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
-                    });
+                    };
+                    passed.push((fd, name));
                 }
             }
             Err(e) => {
@@ -282,7 +293,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
+fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<i32> {
     let paths = Paths::from_env()?;
     let Some(command) = cli.command else {
         let action = cli.window.action();
