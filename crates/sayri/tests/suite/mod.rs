@@ -36,6 +36,8 @@ pub mod permission_rig;
 mod permissions_check_cli;
 mod permissions_exec_in_arguments;
 mod plugin_settings;
+pub mod proc_scan;
+mod process_secrets;
 mod protocol_acceptance;
 mod protocol_status;
 mod repetition_guard;

@@ -469,7 +469,7 @@ fn commands_outside_the_allow_list_are_refused_and_never_reach_the_daemon() {
 }
 
 #[test]
-fn the_server_listens_on_loopback_only() {
+fn the_server_listens_on_both_loopback_addresses_and_nowhere_else() {
     let env = Env::new();
     let (_model, _daemon, web) = start(&env);
     let port_hex = format!("{:04X}", web.port);
@@ -492,8 +492,8 @@ fn the_server_listens_on_loopback_only() {
     );
     assert_eq!(
         listening("/proc/net/tcp6"),
-        Vec::<String>::new(),
-        "no IPv6 listener"
+        ["00000000000000000000000001000000"],
+        "bound to [::1] too, never to [::]"
     );
     let out = std::process::Command::new("ip")
         .args(["-4", "-o", "addr", "show"])
