@@ -138,3 +138,43 @@ fn init_with_a_passphrase_then_open_with_the_env_passphrase() {
     };
     run_with(&cmd, &paths(&dir), &mut term).unwrap();
 }
+
+#[test]
+fn reset_asks_first_moves_the_old_vault_aside_and_says_which_key_source_the_new_one_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _, _) = run(&dir, &["set", "OLD_TOKEN"], "old-token-value-1234\n", false);
+    r.unwrap();
+    let vault = paths(&dir).vault_file;
+    let before = std::fs::read(&vault).unwrap();
+
+    let (r, _, _) = run(&dir, &["reset"], "", false);
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("--yes") && e.contains("terminal"), "{e}");
+    let (r, out, _) = run(&dir, &["reset"], "n\n", true);
+    assert!(r.unwrap_err().to_string().contains("nothing changed"));
+    assert!(out.contains("moved aside, not deleted"), "{out}");
+    assert_eq!(std::fs::read(&vault).unwrap(), before, "answered no");
+
+    let (r, out, _) = run(&dir, &["reset"], "y\n", true);
+    r.unwrap();
+    assert!(out.contains("key source: key file"), "{out}");
+    assert!(out.contains("why:"), "{out}");
+    assert!(out.contains("to go back"), "{out}");
+    let aside = std::fs::read_dir(vault.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("vault.enc.reset-"))
+        .expect("the old vault was moved aside");
+    assert_eq!(std::fs::read(&aside).unwrap(), before, "kept byte for byte");
+    let (r, out, _) = run(&dir, &["list"], "", false);
+    r.unwrap();
+    assert!(out.contains("no secrets"), "{out}");
+}
+
+#[test]
+fn key_needs_exactly_one_place() {
+    assert!(parse(&["key"]).is_err());
+    assert!(parse(&["key", "--to-keyring", "--to-file"]).is_err());
+    assert!(parse(&["key", "--to-file"]).is_ok());
+}

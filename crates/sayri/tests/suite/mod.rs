@@ -64,6 +64,7 @@ mod turn_concurrency;
 mod typed_params;
 mod ui_plugins;
 mod vault_canary;
+mod vault_locked;
 mod voice_daemon;
 mod web_attacks;
 mod web_bubble;
