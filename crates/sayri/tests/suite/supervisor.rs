@@ -303,6 +303,50 @@ async fn secrets_reach_the_child_on_a_descriptor_never_in_argv_or_environment() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_secrets_are_made_again_for_every_start_of_a_child() {
+    let rig = Rig::new();
+    let made = Arc::new(Mutex::new(Vec::<String>::new()));
+    let record = made.clone();
+    let mut s = spec("fresh", "secrets").fresh_secrets(Arc::new(move || {
+        let mut all = record.lock().unwrap();
+        let value = format!("fresh-secret-{:04}-{}", all.len(), std::process::id());
+        all.push(value.clone());
+        Ok(vec![(
+            "SAYRI_TEST_SECRET".to_string(),
+            zeroize::Zeroizing::new(value),
+        )])
+    }));
+    s.restart.initial_delay = Duration::from_millis(100);
+    rig.sup.start(s).unwrap();
+    assert!(
+        rig.log_has("fresh", "stdin (", Duration::from_secs(10))
+            .await
+    );
+    let first = rig.sup.status("fresh").unwrap().pid.unwrap();
+    unsafe { libc::kill(first as i32, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while count(&rig.log("fresh"), "stdin (") < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "not restarted: {}",
+            rig.log("fresh")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let values = made.lock().unwrap().clone();
+    assert_eq!(values.len(), 2, "one set of secrets per start: {values:?}");
+    assert_ne!(values[0], values[1]);
+    let log = rig.log("fresh");
+    for v in &values {
+        assert!(
+            log.contains(&format!("passed {:?}", fingerprint(v.as_bytes()))),
+            "each start got its own: {log}"
+        );
+    }
+    rig.sup.stop("fresh").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_stops_every_child_and_starts_nothing_new() {
     let rig = Rig::new();
     let token = format!("{}8", std::process::id());
