@@ -192,8 +192,13 @@ fn make_private(path: &Path) -> Result<Option<String>, ListenError> {
     if mode & 0o077 == 0 {
         return Ok(None);
     }
+    let what = if mode & 0o022 != 0 {
+        "so other users could connect to it (the peer-uid check refused them)"
+    } else {
+        "looser than the 0600 Sayri asks for"
+    };
     let w = format!(
-        "the socket the service manager passed at {} had mode {mode:04o}, so other users could connect to it (the peer-uid check refused them); Sayri set it to 0600. Set SocketMode=0600 in its socket unit (`sayri install --user --socket-activation` writes it)",
+        "the socket the service manager passed at {} had mode {mode:04o}, {what}; Sayri set it to 0600. Set SocketMode=0600 in its socket unit (`sayri install --user --socket-activation` writes it)",
         path.display()
     );
     tracing::warn!("{w}");
