@@ -232,17 +232,7 @@ pub fn run_with(
             }
         }
         VaultCommand::Reset { yes, passphrase } => reset(paths, term, *yes, *passphrase),
-        VaultCommand::Key { to_keyring, .. } => {
-            let mut v = open(paths, term)?;
-            let to = if *to_keyring {
-                KeySourceKind::Keyring
-            } else {
-                KeySourceKind::KeyFile
-            };
-            let said = v.move_key(to)?;
-            writeln!(term.stdout, "{said}").map_err(out_err)?;
-            Ok(Some(v))
-        }
+        VaultCommand::Key { to_keyring, .. } => move_key(paths, term, *to_keyring),
         VaultCommand::Get { key, reveal } => unchanged({
             if *reveal && !term.stdout_is_tty {
                 return Err(VaultError::Usage(
@@ -261,6 +251,23 @@ pub fn run_with(
             }
         }),
     }
+}
+
+/// `key`: moves the data key into the keyring (`to_keyring`) or into the key file.
+fn move_key(
+    paths: &VaultPaths,
+    term: &mut Terminal<'_>,
+    to_keyring: bool,
+) -> Result<Option<Vault>, VaultError> {
+    let mut v = open(paths, term)?;
+    let to = if to_keyring {
+        KeySourceKind::Keyring
+    } else {
+        KeySourceKind::KeyFile
+    };
+    let said = v.move_key(to)?;
+    writeln!(term.stdout, "{said}").map_err(out_err)?;
+    Ok(Some(v))
 }
 
 /// `reset`: asks (unless `yes`), moves the old files aside, creates the new vault and says

@@ -499,8 +499,11 @@ async fn healthy(port: u16) -> bool {
 struct LocalChat {
     local: Arc<LocalModel>,
     cfg: Config,
-    client: Arc<Mutex<Option<(u16, u64, Arc<dyn ChatModel>)>>>,
+    client: Arc<Mutex<Option<CachedClient>>>,
 }
+
+/// A client, for the port and the start (token) number it was made for.
+type CachedClient = (u16, u64, Arc<dyn ChatModel>);
 
 impl LocalChat {
     /// The client for `port` with the current token, and the token's start number.

@@ -350,7 +350,49 @@ fn systemctl_stop(unit: &str) {
 
 /// Runs `sayri install --user`.
 ///
-/// `socket`: `Some(true)` writes and enables `sayri.socket`, `Some(false)` removes it, `None`
+/// Writes and enables both socket units (`on`), or stops and removes them; each change is
+/// passed to `note`.
+fn socket_units(
+    layout: &Layout,
+    on: bool,
+    note: &mut impl FnMut(bool, String),
+) -> anyhow::Result<()> {
+    let units = [
+        (
+            &layout.socket,
+            &layout.socket_wants_link,
+            SOCKET_UNIT_NAME,
+            socket_text(),
+        ),
+        (
+            &layout.legacy_socket,
+            &layout.legacy_socket_wants_link,
+            LEGACY_SOCKET_UNIT_NAME,
+            legacy_socket_text(),
+        ),
+    ];
+    for (unit, link, name, text) in units {
+        if on {
+            note(
+                write_if_changed(unit, text.as_bytes(), 0o644)?,
+                format!("wrote {}", unit.display()),
+            );
+            note(
+                ensure_link(link, Path::new(&format!("../{name}")))?,
+                format!("enabled {name} (socket activation) at login"),
+            );
+        } else {
+            if unit.exists() {
+                systemctl_stop(name);
+            }
+            note(remove(link)?, format!("disabled {name} at login"));
+            note(remove(unit)?, format!("removed {}", unit.display()));
+        }
+    }
+    Ok(())
+}
+
+/// `socket`: `Some(true)` writes and enables the socket units, `Some(false)` removes them, `None`
 /// keeps it as installed (rewritten when present).
 pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
     let cfg = crate::config_file::load(&paths.config_file())?.0;
@@ -392,38 +434,7 @@ pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
         );
     }
     let socket = socket.unwrap_or_else(|| layout.socket.exists());
-    let units = [
-        (
-            &layout.socket,
-            &layout.socket_wants_link,
-            SOCKET_UNIT_NAME,
-            socket_text(),
-        ),
-        (
-            &layout.legacy_socket,
-            &layout.legacy_socket_wants_link,
-            LEGACY_SOCKET_UNIT_NAME,
-            legacy_socket_text(),
-        ),
-    ];
-    for (unit, link, name, text) in units {
-        if socket {
-            note(
-                write_if_changed(unit, text.as_bytes(), 0o644)?,
-                format!("wrote {}", unit.display()),
-            );
-            note(
-                ensure_link(link, Path::new(&format!("../{name}")))?,
-                format!("enabled {name} (socket activation) at login"),
-            );
-        } else {
-            if unit.exists() {
-                systemctl_stop(name);
-            }
-            note(remove(link)?, format!("disabled {name} at login"));
-            note(remove(unit)?, format!("removed {}", unit.display()));
-        }
-    }
+    socket_units(&layout, socket, &mut note)?;
     if entry {
         note(
             write_if_changed(
