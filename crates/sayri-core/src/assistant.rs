@@ -22,8 +22,9 @@ use crate::domain::profile::AgentProfile;
 use crate::engine::agent::{AgentEngine, TurnOutcome, TurnRequest};
 use crate::engine::events::{CoreEvent, CoreState, EventSink};
 use crate::ports::{ChatImage, SessionInfo, StoreError, StoredMessage, effective_agent};
+use crate::sync::{lock, read, write};
 use sayri_protocol::SandboxLevel;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -86,6 +87,8 @@ pub struct SessionDetail {
     pub info: SessionInfo,
     /// Its messages in order.
     pub messages: Vec<StoredMessage>,
+    /// The sessions of the sub-agents its requests delegated to, oldest first.
+    pub sub_sessions: Vec<SessionInfo>,
 }
 
 /// A snapshot for `status`.
@@ -154,7 +157,7 @@ struct RestState(std::sync::RwLock<Option<RestStateFn>>);
 
 impl RestState {
     fn get(&self) -> CoreState {
-        let f = self.0.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let f = read(&self.0).clone();
         f.map_or(CoreState::Idle, |f| f())
     }
 }
@@ -201,6 +204,9 @@ struct GenerationSink {
 }
 
 impl EventSink for GenerationSink {
+    /// Events of the running generation go to the observer and the sink. Once the turn was
+    /// interrupted, only `error` events still reach the sink: the record that a delegated
+    /// sub-turn was cut short is news to the person, nothing else of that turn is.
     fn emit(&self, event: CoreEvent) {
         let g = lock(&self.inner);
         if g.generation == self.generation {
@@ -208,12 +214,10 @@ impl EventSink for GenerationSink {
                 o.emit(event.clone());
             }
             self.sink.emit(event);
+        } else if matches!(event, CoreEvent::Error(_)) {
+            self.sink.emit(event);
         }
     }
-}
-
-fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn new_session_id() -> String {
@@ -326,7 +330,7 @@ impl SayriCore {
     /// (default `idle`): the voice side answers `listening` while its microphone waits for
     /// speech in `always` mode. `f` must be quick and must not call into the core.
     pub fn set_rest_state(&self, f: RestStateFn) {
-        *self.rest.0.write().unwrap_or_else(|p| p.into_inner()) = Some(f);
+        *write(&self.rest.0) = Some(f);
     }
 
     /// Starts a local turn in the active session with the active agent (resolved as every
@@ -560,6 +564,7 @@ impl SayriCore {
         Ok(SessionDetail {
             info,
             messages: store.messages(session_id)?,
+            sub_sessions: store.sub_sessions(session_id)?,
         })
     }
 

@@ -3,9 +3,10 @@
 use crate::{Store, sql_err};
 use rusqlite::params;
 use sayri_core::ports::{
-    Approval, ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit,
-    SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage,
+    ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo,
+    SessionSeed, SessionStore, StoreError, StoredMessage,
 };
+use sayri_permissions::Approval;
 
 impl Store {
     fn approvals_where(&self, agent_id: Option<&str>) -> Result<Vec<Approval>, StoreError> {
@@ -81,6 +82,9 @@ impl SessionStore for Store {
     }
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
         self.list_sessions_impl(limit)
+    }
+    fn sub_sessions(&self, parent_id: &str) -> Result<Vec<SessionInfo>, StoreError> {
+        self.sub_sessions_impl(parent_id)
     }
     fn session_ids_with_prefix(
         &self,

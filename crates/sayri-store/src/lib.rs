@@ -25,6 +25,7 @@ mod turns;
 
 use rusqlite::Connection;
 use sayri_core::ports::{NoSecrets, Redactor};
+use sayri_core::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -136,7 +137,7 @@ impl Store {
     /// The connection. A poisoned mutex only means another thread panicked mid-call; SQLite
     /// rolled back its transaction, so the connection is still consistent.
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.conn)
     }
 }
 

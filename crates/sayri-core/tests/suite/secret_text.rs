@@ -5,13 +5,15 @@
 use super::engine_rig::rig_redacting;
 use super::permissions_broker_rig::{NOW, next_request, next_resolved};
 use sayri_core::SandboxLevel;
-use sayri_core::domain::permissions::{Action, Effect, PolicySet};
-use sayri_core::domain::profile::{AgentProfile, RawRule};
+use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::broker::{AskedSegment, PermissionBroker, Question};
 use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate};
 use sayri_core::engine::rules_gate::RulesGate;
 use sayri_core::engine::{CoreEvent, TurnRequest};
-use sayri_core::ports::{Approval, ApprovalStore, Role, SessionStore};
+use sayri_core::ports::{ApprovalStore, Role, SessionStore};
+use sayri_permissions::Approval;
+use sayri_permissions::RawRule;
+use sayri_permissions::{Action, Effect, PolicySet};
 use sayri_testkit::fakes::{
     FixedClock, LiteralRedactor, MemoryApprovals, ModelReply, PermissionFanout, RecordingSink, text,
 };
@@ -136,6 +138,7 @@ async fn a_card_shows_resource_reason_and_segments_redacted() {
             effect: Effect::Ask,
             reason: format!("ask: echo {SECRET}"),
         }],
+        from_step: None,
     };
     let b = broker.clone();
     let task = tokio::spawn(async move { b.ask(question, CancellationToken::new()).await });
@@ -206,6 +209,7 @@ async fn an_approval_that_held_a_secret_asks_again() {
         action: Action::Shell,
         resource: command.to_string(),
         approver_available: true,
+        outside: None,
     };
     // The ordinary approval still matches: no card.
     let v = gate

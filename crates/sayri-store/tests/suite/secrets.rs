@@ -4,9 +4,9 @@
 
 use base64::Engine as _;
 use sayri_core::ports::{
-    Approval, ApprovalStore, NewMessage, PreferenceUpdate, Role, SessionSeed, SessionStore,
-    ToolCallRecord,
+    ApprovalStore, NewMessage, PreferenceUpdate, Role, SessionSeed, SessionStore, ToolCallRecord,
 };
+use sayri_permissions::Approval;
 use sayri_store::Store;
 use sayri_vault::{SecretRedactor, SharedRedactor};
 use std::sync::Arc;
@@ -64,6 +64,7 @@ fn seed<'a>(id: &'a str, title: &'a str) -> SessionSeed<'a> {
         id,
         agent_id: "default",
         title,
+        parent: None,
     }
 }
 
@@ -91,6 +92,7 @@ fn fill(store: &Store, dir: &tempfile::TempDir) {
         status: "success".into(),
         output: format!("{}\n{b64}", hex::encode(CANARY)),
         duration_ms: 1.0,
+        delegated: None,
     });
     store.append_message(&seed("s1", "-"), &t).unwrap();
     store

@@ -131,7 +131,7 @@ mod tests {
     }
 
     fn cfg_with(url: &str) -> Config {
-        let mut c = crate::config_file::user_defaults();
+        let mut c = sayri_daemon::config_file::user_defaults();
         c.provider.base_url = url.into();
         c
     }

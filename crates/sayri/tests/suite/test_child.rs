@@ -13,7 +13,7 @@
 //!   secret is also an environment variable, and its descriptors above 2, then sleeps until
 //!   signalled.
 
-use sayri::supervisor::ChildSpec;
+use sayri_daemon::supervisor::ChildSpec;
 use std::io::Read;
 use std::process::Command;
 use std::time::Duration;
