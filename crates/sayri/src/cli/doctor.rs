@@ -470,7 +470,7 @@ async fn model(
         Ok(m) => m,
         Err((e, status)) => {
             let fix = match status {
-                Some(401 | 403) => "store the server's API key: `sayri config set provider.api_key KEY` (kept in the vault), or run `sayri setup`".to_string(),
+                Some(401 | 403) => "store the server's API key: `sayri config set provider.api_key` (it asks for the key; kept in the vault), or run `sayri setup`".to_string(),
                 _ => format!(
                     "start your model server (Ollama: `ollama serve`; llama.cpp: `llama-server --port 8080`), or point Sayri at one with `sayri setup` or `sayri config set provider.base_url URL` (now {url})"
                 ),

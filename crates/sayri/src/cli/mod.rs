@@ -19,6 +19,7 @@ pub(crate) mod permissions;
 pub(crate) mod ping;
 pub(crate) mod quit;
 pub(crate) mod routines;
+pub(crate) mod secret_input;
 pub(crate) mod sessions;
 pub(crate) mod setup;
 pub(crate) mod skills;

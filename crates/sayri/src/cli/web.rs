@@ -4,7 +4,8 @@
 //! not start (see `sayri_web::loopback`). Its login address holds this launch's secret and works
 //! once; it is printed on stdout and written to `sayri-web.url` (mode 0600) in the runtime
 //! directory, so a service started by systemd can be opened with
-//! `xdg-open "$(cat …/sayri-web.url)"`.
+//! `xdg-open "$(cat …/sayri-web.url)"`. With `--login-file-only` (how the daemon starts it, its
+//! stdout going to a log) the address is written to that file alone.
 //! `--open` never puts the secret on a command line (other users can read those in `/proc`):
 //! it writes a 0600 page holding a one-time ticket next to the socket and opens that file.
 
@@ -28,6 +29,11 @@ pub(crate) struct WebArgs {
     /// Open the bubble in the default browser (`xdg-open`).
     #[arg(long)]
     pub open: bool,
+    /// Write the login address only to `sayri-web.url` (mode 0600) in the runtime directory,
+    /// never to stdout. The daemon starts the bubble so, since its stdout goes to a log file and
+    /// a log never holds a secret.
+    #[arg(long)]
+    pub login_file_only: bool,
 }
 
 /// Connects the bridge to the daemon's socket with the CLI's client (same checks: the
@@ -106,8 +112,17 @@ pub(crate) async fn run(paths: &Paths, allow_start: bool, args: &WebArgs) -> any
             "note: the loopback interface has no IPv6, so the bubble listens on 127.0.0.1 only"
         );
     }
-    println!("Open this address once to log in (it holds this launch's secret, which works once):");
-    println!("{url}");
+    if args.login_file_only {
+        println!(
+            "Its login address (it works once) is in {}",
+            url_file.display()
+        );
+    } else {
+        println!(
+            "Open this address once to log in (it holds this launch's secret, which works once):"
+        );
+        println!("{url}");
+    }
     let _ = std::io::stdout().flush();
     if args.open {
         open_in_browser(paths, &server)?;

@@ -93,11 +93,16 @@ fn listeners(port: u16) -> Vec<(String, &'static str)> {
 
 /// `GET path` on loopback without a token; the status line.
 fn http_status_line(port: u16, path: &str) -> String {
+    http_status_line_with(port, path, "")
+}
+
+/// `GET path` on loopback with `extra` header lines (each ending in `\r\n`); the status line.
+fn http_status_line_with(port: u16, path: &str, extra: &str) -> String {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut text = String::new();
@@ -527,8 +532,9 @@ fn a_killed_local_model_servers_port_is_never_free_and_a_stranger_receives_nothi
 }
 
 #[test]
-fn the_local_model_servers_token_is_in_no_command_line_or_environment_and_every_route_wants_it() {
-    use super::proc_scan::{read_as_nobody, read_as_us, tree};
+fn the_local_model_servers_token_is_in_no_command_line_or_environment_in_any_encoding_and_every_route_wants_it()
+ {
+    use super::proc_scan::{assert_no_form, read_as_nobody, read_as_us, tree};
     let env = Env::new();
     install_local_model(&env);
     let mut daemon = env.start_daemon();
@@ -582,5 +588,87 @@ fn the_local_model_servers_token_is_in_no_command_line_or_environment_and_every_
         assert!(line.contains(" 401 "), "{path}: {line}");
     }
     assert!(http_status_line(port, "/health").contains(" 200 "));
+
+    // The token itself, as it goes over the loopback wire to the server (the test is root and
+    // listens on `lo`): it opens the model, and no process shows it in any encoding.
+    let short = env.run(&["config", "set", "provider.max_tokens", "24"]);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let sniffer = LoopbackSniffer::start(port);
+    let asked = env.run(&["ask", "--new", "Say hi."]);
+    let tokens = sniffer.finish();
+    assert!(
+        asked.status.success() || stderr(&asked).contains("cut off at the token limit"),
+        "{}",
+        stderr(&asked)
+    );
+    assert_eq!(tokens.len(), 1, "one bearer token on the wire: {tokens:?}");
+    let token = &tokens[0];
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    assert!(
+        http_status_line_with(port, "/v1/models", &bearer).contains(" 200 "),
+        "the token seen on the wire is the server's"
+    );
+    let all = tree(daemon.pid());
+    assert_no_form("uid 65534", &read_as_nobody(&all), token);
+    assert_no_form("the same uid", &read_as_us(&all), token);
     assert!(daemon.terminate(Duration::from_secs(10)).is_some());
+}
+
+/// Records, as root on the loopback interface, every `Authorization: Bearer <32 hex>` sent to
+/// `port` (a raw packet socket: what any root process could see, and how the test learns the
+/// token the daemon made, which nothing else shows).
+struct LoopbackSniffer {
+    child: std::process::Child,
+}
+
+/// Prints `ready`, then each distinct token sent to the port in `argv[1]` as `token HEX`; stops
+/// after the first one or 120 s.
+const SNIFF: &str = r#"import re, socket, sys, time
+port = int(sys.argv[1])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(3))
+s.bind(("lo", 0))
+s.settimeout(0.2)
+print("ready", flush=True)
+end = time.time() + 120
+while time.time() < end:
+    try:
+        d = s.recv(65535)
+    except socket.timeout:
+        continue
+    # Ethernet (14) + IPv4 header; the TCP destination port follows the IP header.
+    if len(d) < 40 or d[12:14] != b"\x08\x00" or d[23] != 6:
+        continue
+    ihl = (d[14] & 15) * 4
+    if int.from_bytes(d[14 + ihl + 2:14 + ihl + 4], "big") != port:
+        continue
+    m = re.search(rb"[Aa]uthorization: Bearer ([0-9a-f]{32})\r\n", d)
+    if m:
+        print("token", m.group(1).decode(), flush=True)
+        break
+"#;
+
+impl LoopbackSniffer {
+    fn start(port: u16) -> LoopbackSniffer {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .args(["-c", SNIFF, &port.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready", "the sniffer needs root: {line}");
+        LoopbackSniffer { child }
+    }
+
+    /// The tokens it saw (waits for it to stop).
+    fn finish(self) -> Vec<String> {
+        let out = self.child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_prefix("token ").map(str::to_string))
+            .collect()
+    }
 }

@@ -393,3 +393,30 @@ fn a_level_3_command_of_the_same_unprivileged_user_cannot_read_or_trace_the_daem
     }
     drop(rt);
 }
+
+#[test]
+fn a_daemon_started_on_demand_does_not_inherit_the_clients_vault_passphrase() {
+    let env = Env::new();
+    let secret = canary();
+    let o = env
+        .cmd()
+        .env(sayri_vault::cli::PASSPHRASE_ENV, &secret)
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pid = status["pid"].as_u64().expect("the daemon's pid") as u32;
+    assert_ne!(pid, std::process::id());
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let text = String::from_utf8_lossy(&environ);
+    assert!(
+        text.contains("SAYRI_STATE_DIR="),
+        "the environment was read: {text}"
+    );
+    assert!(
+        !text.contains(sayri_vault::cli::PASSPHRASE_ENV) && leaks(&environ, &secret).is_empty(),
+        "the daemon holds the passphrase in its environment"
+    );
+    let _ = env.run(&["quit", "--no-start"]);
+}
