@@ -142,7 +142,18 @@ fn passphrase(term: &mut Terminal<'_>, confirm: bool) -> Result<Zeroizing<String
 }
 
 /// Opens with the recorded source, asking for the passphrase only when the vault needs one.
+/// Opens the vault (asking for its passphrase when it has one). A vault this call created is
+/// announced first, with the key source that seals it and why.
 fn open(paths: &VaultPaths, term: &mut Terminal<'_>) -> Result<Vault, VaultError> {
+    let v = open_quietly(paths, term)?;
+    if let Some(note) = v.status().creation_note() {
+        writeln!(term.stdout, "{note}").map_err(out_err)?;
+    }
+    Ok(v)
+}
+
+/// As [`open`] without the announcement (for the commands that print the whole status).
+fn open_quietly(paths: &VaultPaths, term: &mut Terminal<'_>) -> Result<Vault, VaultError> {
     match Vault::open(paths.clone(), KeySource::Auto) {
         Err(VaultError::PassphraseRequired { .. }) => {
             let p = passphrase(term, false)?;
@@ -169,7 +180,7 @@ pub fn run_with(
             unchanged(writeln!(term.stdout, "{}", v.status()).map_err(out_err))
         }
         VaultCommand::Init { .. } | VaultCommand::Status => {
-            let v = open(paths, term)?;
+            let v = open_quietly(paths, term)?;
             unchanged(writeln!(term.stdout, "{}", v.status()).map_err(out_err))
         }
         VaultCommand::List { json } => unchanged({

@@ -66,6 +66,22 @@ pub struct VaultStatus {
     pub notes: Vec<String>,
 }
 
+impl VaultStatus {
+    /// One line saying that the vault was just created and which key source seals it, and why
+    /// (`None` when it existed before).
+    pub fn creation_note(&self) -> Option<String> {
+        self.created.then(|| {
+            format!(
+                "created the vault {}, sealed by the {} ({}): {}",
+                self.vault_file.display(),
+                self.key_source.describe(),
+                self.key_location,
+                self.reason
+            )
+        })
+    }
+}
+
 impl std::fmt::Display for VaultStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(

@@ -304,7 +304,12 @@ impl Secrets {
             VaultPaths::new(&paths.config_dir, &paths.state_dir),
             KeySource::Auto,
         ) {
-            Ok(v) => (Some(v), None),
+            Ok(v) => {
+                if let Some(note) = v.status().creation_note() {
+                    tracing::info!("{note}");
+                }
+                (Some(v), None)
+            }
             Err(e) => {
                 tracing::error!("vault unavailable: {e}");
                 (None, Some(e.to_string()))

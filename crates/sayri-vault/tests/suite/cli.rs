@@ -62,7 +62,12 @@ fn set_confirms_without_any_part_of_the_value_and_list_and_get_show_masks() {
     );
     r.unwrap();
     assert!(prompts.is_empty());
-    assert_eq!(out, "stored GITHUB_TOKEN (value not shown)\n");
+    let (first, rest) = out.split_once('\n').unwrap();
+    assert!(
+        first.starts_with("created the vault ") && first.contains(", sealed by the "),
+        "a new vault says which key source seals it: {out}"
+    );
+    assert_eq!(rest, "stored GITHUB_TOKEN (value not shown)\n");
     let secret = "ghp_0123456789abcdef";
     for start in 0..secret.len() - 2 {
         assert!(
@@ -76,6 +81,14 @@ fn set_confirms_without_any_part_of_the_value_and_list_and_get_show_masks() {
     let (r, out, _) = run(&dir, &["get", "GITHUB_TOKEN"], "", false);
     r.unwrap();
     assert!(!out.contains("0123456789"));
+    let (r, again, _) = run(
+        &dir,
+        &["set", "other token"],
+        "ghp_fedcba9876543210\n",
+        false,
+    );
+    r.unwrap();
+    assert_eq!(again, "stored OTHER_TOKEN (value not shown)\n", "said once");
 }
 
 #[test]

@@ -78,7 +78,8 @@ impl ConfigAction {
 
 /// The value `sayri config set KEY [VALUE]` stores (see the module rules).
 fn set_value(key: &str, given: Option<String>) -> anyhow::Result<String> {
-    let secret = Config::spec(key)?.is_secret();
+    // An unknown key is refused with the others, by the check of the value.
+    let secret = Config::spec(key).is_ok_and(|s| s.is_secret());
     match given {
         Some(v) if secret && !matches!(v.trim(), "" | "[]") => anyhow::bail!(
             "{key} is a secret, and a value on the command line can be read by every user of this machine (`ps`) and stays in your shell history; nothing was changed. Give it on stdin instead: `sayri config set {key}` asks for it with hidden input, or pipe it: `printf %s \"$KEY\" | sayri config set {key}`"
@@ -90,9 +91,17 @@ fn set_value(key: &str, given: Option<String>) -> anyhow::Result<String> {
             true,
         )?
         .to_string()),
-        None => anyhow::bail!(
-            "give the new value: `sayri config set {key} VALUE` (`sayri config reference` lists what each setting takes)"
-        ),
+        None => {
+            use clap::CommandFactory;
+            super::Cli::command()
+                .error(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    format!(
+                        "`sayri config set {key}` needs the new value: `sayri config set {key} VALUE` (`sayri config reference` lists what each setting takes)"
+                    ),
+                )
+                .exit()
+        }
     }
 }
 
