@@ -7,10 +7,14 @@
 // anything.
 //
 // Environment (set by the Sayri daemon when it supervises this server):
-//   SAYRI_LLM_TOKEN      when set, every /v1/ request must carry "Authorization: Bearer <token>"
-//                        (other local users can reach a loopback port; they cannot use the model)
-//   SAYRI_LLM_PORT_FILE  when set, "<port> <pid>" is written there (atomically) once listening
-//   SAYRI_LLM_THREADS    generation threads (default 1)
+//   SAYRI_LISTEN_FD    a listening TCP socket on 127.0.0.1 that the daemon bound itself and keeps
+//                      open: the server accepts on it instead of binding PORT, so no other
+//                      process can take the port while the server restarts
+//   SAYRI_SECRETS_FD   a socket carrying {"SAYRI_LLM_TOKEN": "..."} (read to its end at start):
+//                      then every request but GET /health must carry "Authorization: Bearer
+//                      <token>" (other local users can reach a loopback port; they cannot use the
+//                      model). The token never travels in the environment or the arguments.
+//   SAYRI_LLM_THREADS  generation threads (default 1)
 //
 // Decoding: the request's "temperature", "top_k", "top_p", "min_p", "seed", "repeat_penalty",
 // "frequency_penalty", "presence_penalty" and "stop" (strings) are used when given. Without
@@ -24,6 +28,17 @@ import path from "node:path";
 import { getLlama, LlamaChatSession } from "node-llama-cpp";
 
 const [modelPath, portArg] = process.argv.slice(2);
+// The daemon's secrets, read before the model loads: {"SAYRI_LLM_TOKEN": "..."}.
+function passedSecrets() {
+    const fd = process.env.SAYRI_SECRETS_FD;
+    if (fd === undefined) return {};
+    const raw = fs.readFileSync(Number(fd), "utf8");
+    fs.closeSync(Number(fd));
+    return JSON.parse(raw);
+}
+
+const token = passedSecrets().SAYRI_LLM_TOKEN ?? "";
+delete process.env.SAYRI_SECRETS_FD;
 if (!modelPath) {
     console.error("usage: node server.mjs MODEL.gguf PORT");
     process.exit(2);
@@ -146,7 +161,6 @@ async function generate(req, res, body) {
     }
 }
 
-const token = process.env.SAYRI_LLM_TOKEN ?? "";
 
 function authorized(req) {
     if (token === "") return true;
@@ -157,7 +171,8 @@ function authorized(req) {
 
 const server = http.createServer((req, res) => {
     const url = new URL(req.url, "http://localhost");
-    if (url.pathname.startsWith("/v1/") && !authorized(req)) {
+    const open = req.method === "GET" && url.pathname === "/health";
+    if (!open && !authorized(req)) {
         res.writeHead(401, { "content-type": "application/json" });
         res.end('{"error":{"message":"missing or wrong bearer token"}}');
         return;
@@ -197,15 +212,11 @@ const server = http.createServer((req, res) => {
     res.end('{"error":{"message":"not found"}}');
 });
 
-server.listen(Number(portArg ?? 0), "127.0.0.1", () => {
-    const port = server.address().port;
-    const portFile = process.env.SAYRI_LLM_PORT_FILE;
-    if (portFile) {
-        fs.writeFileSync(`${portFile}.part`, `${port} ${process.pid}\n`, { mode: 0o600 });
-        fs.renameSync(`${portFile}.part`, portFile);
-    }
-    console.log(`listening http://127.0.0.1:${port}`);
-});
+const listenFd = process.env.SAYRI_LISTEN_FD;
+delete process.env.SAYRI_LISTEN_FD;
+const onListening = () => console.log(`listening http://127.0.0.1:${server.address().port}`);
+if (listenFd !== undefined) server.listen({ fd: Number(listenFd) }, onListening);
+else server.listen(Number(portArg ?? 0), "127.0.0.1", onListening);
 
 // Stop cleanly when asked (the supervisor sends SIGTERM).
 for (const sig of ["SIGTERM", "SIGINT"]) {

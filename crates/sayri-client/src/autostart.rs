@@ -189,6 +189,10 @@ async fn start_unit(paths: &Paths, unit: &str) -> anyhow::Result<Option<Client>>
     }
 }
 
+/// The variable that may hold a passphrase vault's passphrase for the `sayri vault` commands
+/// (`sayri_vault::cli::PASSPHRASE_ENV`); an autostarted daemon does not inherit it.
+pub const VAULT_PASSPHRASE_ENV: &str = "SAYRI_VAULT_PASSPHRASE";
+
 fn spawn_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
     ensure_private_dir(&paths.state_dir)?;
     let log_path = paths.log_file();
@@ -201,7 +205,11 @@ fn spawn_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
     let exe =
         std::env::current_exe().context("cannot find the sayri executable to start the daemon")?;
     let mut cmd = Command::new(exe);
+    // The daemon never uses a vault passphrase (it opens the vault from the keyring or the key
+    // file only), so one this client was given for itself stays out of the daemon's
+    // environment, which lasts as long as the daemon runs.
     cmd.arg("daemon")
+        .env_remove(VAULT_PASSPHRASE_ENV)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);

@@ -178,7 +178,7 @@ impl Paths {
         self.state_dir.join("models")
     }
     /// `state/llm-server` (the local model server's runtime: `node_modules/node-llama-cpp`,
-    /// optionally `bin/node`; the daemon writes `server.mjs` and the port file there).
+    /// optionally `bin/node`; the daemon writes `server.mjs` there).
     pub fn llm_server_dir(&self) -> PathBuf {
         self.state_dir.join("llm-server")
     }

@@ -32,6 +32,7 @@ pub mod footprint;
 pub mod gateways;
 pub mod local_model;
 pub mod notify;
+pub mod owned_port;
 pub mod policies;
 pub mod routines;
 pub mod settings_check;

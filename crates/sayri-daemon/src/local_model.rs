@@ -9,17 +9,25 @@
 //!   `<llm-server>/bin/node` when present, else `node` from `PATH`. `./scripts/setup --model`
 //!   installs both.
 //! * **The child.** Named [`CHILD_NAME`] in the supervisor (so it restarts with backoff, dies
-//!   with the daemon and has its log in `$STATE/logs/local-model.log`). It listens on
-//!   `127.0.0.1` only, on a port the kernel picks at each start, which it writes to
-//!   `<llm-server>/local-model.port` together with its pid; every `/v1/` request must carry a
-//!   bearer token made fresh at each daemon start and handed over in the environment, so other
-//!   local users cannot use it. It is a process of its own: its memory is not the daemon's.
-//! * **Readiness.** A watcher follows the child: it is [`LocalState::Ready`] once the port
-//!   file names the running program's pid and `GET /health` answers 200. Requests made while it
+//!   with the daemon and has its log in `$STATE/logs/local-model.log`). It is a process of its
+//!   own: its memory is not the daemon's.
+//! * **Its port is the daemon's.** The daemon binds `127.0.0.1:0` itself ([`crate::owned_port`]),
+//!   keeps the listening socket while the local model is configured and passes it to every start
+//!   of the server (`SAYRI_LISTEN_FD`), which accepts on it. So the port is never free while the
+//!   server restarts, no other process (of any user) can bind it, and everything the daemon
+//!   sends there reaches only its own child.
+//! * **Its token is new at every start.** Every request but `GET /health` must carry a bearer
+//!   token of 128 random bits, made at each start of the server and handed over on its secrets
+//!   socket (`SAYRI_SECRETS_FD`), never in its arguments or environment; other local users can
+//!   reach the port, not use the model. A request that raced a restart and met the new token is
+//!   sent again once with it.
+//! * **Readiness.** A watcher follows the child: it is [`LocalState::Ready`] once the supervisor
+//!   says it runs and `GET /health` on the daemon's port answers 200. Requests made while it
 //!   starts (or restarts) wait for it ([`START_WAIT`]); once it failed they fail at once, naming
 //!   its log.
 
 use crate::brain::adapters::build_model;
+use crate::owned_port::{OwnedPort, bind_loopback};
 use crate::supervisor::{ChildSpec, ChildState, Supervisor};
 use futures::StreamExt;
 use sayri_client::paths::Paths;
@@ -33,6 +41,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use zeroize::Zeroizing;
 
 /// The supervised child's name (and log name).
 pub const CHILD_NAME: &str = "local-model";
@@ -40,8 +49,10 @@ pub const CHILD_NAME: &str = "local-model";
 pub const SERVER_SCRIPT: &str = include_str!("../../../scripts/llm-server/server.mjs");
 /// How long a request waits for a starting server before it fails.
 pub const START_WAIT: Duration = Duration::from_secs(120);
-/// The file the server writes `"<port> <pid>"` to, inside [`Paths::llm_server_dir`].
-pub const PORT_FILE: &str = "local-model.port";
+/// The variable naming the listening socket the server accepts on.
+pub const LISTEN_FD_ENV: &str = "SAYRI_LISTEN_FD";
+/// The name of the token on the server's secrets socket.
+pub const TOKEN_NAME: &str = "SAYRI_LLM_TOKEN";
 /// How often the watcher looks at a starting server.
 const POLL_STARTING: Duration = Duration::from_millis(100);
 /// How often the watcher looks at a ready server.
@@ -189,9 +200,8 @@ pub struct LocalModel {
     paths: Paths,
     supervisor: Supervisor,
     redactor: Arc<dyn Redactor>,
-    /// The bearer token of this daemon's servers (`Err`: the random source failed, so no
-    /// server is started).
-    token: Result<String, String>,
+    /// The bearer token of the server's current start, and how many starts made one.
+    token: Arc<Mutex<(u64, Option<Zeroizing<String>>)>>,
     state: watch::Sender<LocalState>,
     inner: Mutex<Inner>,
     /// Serialises stop-then-start sequences.
@@ -203,6 +213,8 @@ struct Inner {
     configured: String,
     /// The model file it serves.
     model: Option<PathBuf>,
+    /// The port the daemon holds for it (kept across restarts of the server).
+    port: Option<OwnedPort>,
     /// Stops the watcher of the current server.
     watcher: Option<CancellationToken>,
 }
@@ -214,11 +226,12 @@ impl LocalModel {
             paths,
             supervisor,
             redactor,
-            token: fresh_token(),
+            token: Arc::new(Mutex::new((0, None))),
             state: watch::channel(LocalState::Off).0,
             inner: Mutex::new(Inner {
                 configured: String::new(),
                 model: None,
+                port: None,
                 watcher: None,
             }),
             changes: Arc::new(tokio::sync::Mutex::new(())),
@@ -310,6 +323,7 @@ impl LocalModel {
         tokio::spawn(async move {
             let _serial = changes.lock().await;
             let _ = this.supervisor.remove(CHILD_NAME).await;
+            lock(&this.inner).port = None;
             let Some(Ok(model)) = resolved else {
                 return;
             };
@@ -323,39 +337,57 @@ impl LocalModel {
         });
     }
 
-    /// Writes the script, starts the child and its watcher.
+    /// Writes the script, binds the daemon's port, starts the child and its watcher.
     fn start(self: &Arc<Self>, model: &Path) -> Result<(), String> {
         let dir = self.paths.llm_server_dir();
         let script = dir.join("server.mjs");
         write_if_changed(&script, SERVER_SCRIPT)
             .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
-        let port_file = dir.join(PORT_FILE);
-        let _ = std::fs::remove_file(&port_file);
+        let port = bind_loopback()?;
+        let tokens = self.token.clone();
         let spec = ChildSpec::new(CHILD_NAME, node_program(&self.paths))
             .arg(script.display().to_string())
             .arg(model.display().to_string())
             .arg("0")
-            .env("SAYRI_LLM_PORT_FILE", port_file.display().to_string())
-            .secret_env("SAYRI_LLM_TOKEN", self.token.clone()?);
+            .pass_fd(LISTEN_FD_ENV, port.fd.clone())
+            .fresh_secrets(Arc::new(move || {
+                let token = fresh_token()?;
+                let mut slot = lock(&tokens);
+                *slot = (slot.0 + 1, Some(token.clone()));
+                Ok(vec![(TOKEN_NAME.to_string(), token)])
+            }));
         let spec = ChildSpec {
             cwd: Some(dir),
             ..spec
         };
+        let number = port.port;
+        lock(&self.inner).port = Some(port);
         self.supervisor.start(spec).map_err(|e| e.to_string())?;
-        tracing::info!("local model server starting for {}", model.display());
+        tracing::info!(
+            "local model server starting for {} on 127.0.0.1:{number}",
+            model.display()
+        );
         let stop = CancellationToken::new();
         lock(&self.inner).watcher = Some(stop.clone());
-        tokio::spawn(watch_child(self.clone(), port_file, stop));
+        tokio::spawn(watch_child(self.clone(), number, stop));
         Ok(())
     }
 
-    /// Stops the server (daemon shutdown stops it too, through the supervisor).
+    /// Stops the server (daemon shutdown stops it too, through the supervisor) and gives its
+    /// port back.
     pub async fn stop(&self) {
         if let Some(w) = lock(&self.inner).watcher.take() {
             w.cancel();
         }
         let _ = self.supervisor.remove(CHILD_NAME).await;
+        lock(&self.inner).port = None;
+        lock(&self.token).1 = None;
         let _ = self.state.send(LocalState::Off);
+    }
+
+    /// The token of the server's current start and its number (`None` before the first).
+    fn current_token(&self) -> (u64, Option<Zeroizing<String>>) {
+        lock(&self.token).clone()
     }
 
     /// The chat model that sends requests to the local server (waiting while it starts).
@@ -363,18 +395,22 @@ impl LocalModel {
         Arc::new(LocalChat {
             local: self.clone(),
             cfg: cfg.clone(),
-            client: Mutex::new(None),
+            client: Arc::new(Mutex::new(None)),
         })
     }
 }
 
-/// A token of 32 hex characters from the kernel's random source.
-fn fresh_token() -> Result<String, String> {
-    let mut buf = [0u8; 16];
+/// A token of 32 hex characters (128 bits) from the kernel's random source.
+fn fresh_token() -> Result<Zeroizing<String>, String> {
+    let mut buf = Zeroizing::new([0u8; 16]);
     std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf))
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, buf.as_mut_slice()))
         .map_err(|e| format!("cannot read /dev/urandom for the local model's token: {e}"))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    let mut out = Zeroizing::new(String::with_capacity(32));
+    for b in buf.iter() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    Ok(out)
 }
 
 /// Writes `text` to `path` (mode 0600, through a temporary file) unless it already holds it.
@@ -390,9 +426,9 @@ fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Follows the child until `stop`: `Ready` once the port file names the running program and
-/// `/health` answers, `Starting` while it (re)starts, `Failed` when the supervisor gave up.
-async fn watch_child(local: Arc<LocalModel>, port_file: PathBuf, stop: CancellationToken) {
+/// Follows the child until `stop`: `Ready` once it runs and `/health` on the daemon's `port`
+/// answers, `Starting` while it (re)starts, `Failed` when the supervisor gave up.
+async fn watch_child(local: Arc<LocalModel>, port: u16, stop: CancellationToken) {
     loop {
         let next = match local.supervisor.status(CHILD_NAME) {
             None => LocalState::Starting,
@@ -404,14 +440,7 @@ async fn watch_child(local: Arc<LocalModel>, port_file: PathBuf, stop: Cancellat
                         lock(&local.inner).configured
                     ),
                 },
-                ChildState::Running => match (st.pid, read_port_file(&port_file)) {
-                    (Some(pid), Some((port, file_pid)))
-                        if pid == file_pid && healthy(port).await =>
-                    {
-                        LocalState::Ready { port }
-                    }
-                    _ => LocalState::Starting,
-                },
+                ChildState::Running if healthy(port).await => LocalState::Ready { port },
                 _ => LocalState::Starting,
             },
         };
@@ -441,15 +470,6 @@ async fn watch_child(local: Arc<LocalModel>, port_file: PathBuf, stop: Cancellat
     }
 }
 
-/// `(port, pid)` from the port file.
-fn read_port_file(path: &Path) -> Option<(u16, u32)> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let mut it = text.split_whitespace();
-    let port = it.next()?.parse().ok()?;
-    let pid = it.next()?.parse().ok()?;
-    Some((port, pid))
-}
-
 /// Whether `GET http://127.0.0.1:port/health` answers 200 within a second.
 async fn healthy(port: u16) -> bool {
     let probe = async {
@@ -471,31 +491,70 @@ async fn healthy(port: u16) -> bool {
 }
 
 /// The provider while the local model is active: waits for the server, then streams through a
-/// client for its current port (rebuilt when a restart moved it).
+/// client for its port and the token of its current start (rebuilt when a restart made a new
+/// one).
 struct LocalChat {
     local: Arc<LocalModel>,
     cfg: Config,
-    client: Mutex<Option<(u16, Arc<dyn ChatModel>)>>,
+    client: Arc<Mutex<Option<CachedClient>>>,
 }
 
+/// A client, for the port and the start (token) number it was made for.
+type CachedClient = (u16, u64, Arc<dyn ChatModel>);
+
 impl LocalChat {
-    fn client_for(&self, port: u16) -> Arc<dyn ChatModel> {
+    /// The client for `port` with the current token, and the token's start number.
+    fn client_for(&self, port: u16) -> (u64, Arc<dyn ChatModel>) {
+        let (number, token) = self.local.current_token();
         let mut slot = lock(&self.client);
-        if let Some((p, c)) = slot.as_ref()
+        if let Some((p, n, c)) = slot.as_ref()
             && *p == port
+            && *n == number
         {
-            return c.clone();
+            return (number, c.clone());
         }
         let mut cfg = self.cfg.clone();
         cfg.provider.base_url = format!("http://127.0.0.1:{port}/v1");
         cfg.provider.extra_headers.clear();
         let c = build_model(
             &cfg,
-            self.local.token.clone().ok(),
+            token.as_deref().map(|t| t.to_string()),
             self.local.redactor.clone(),
         );
-        *slot = Some((port, c.clone()));
-        c
+        *slot = Some((port, number, c.clone()));
+        (number, c)
+    }
+
+    fn clone_handle(&self) -> LocalChat {
+        LocalChat {
+            local: self.local.clone(),
+            cfg: self.cfg.clone(),
+            client: self.client.clone(),
+        }
+    }
+
+    /// Streams `request` once the server is ready. A `401` from a server that restarted since
+    /// the client was made (the request met the new start's token) is retried once, after the
+    /// new start is ready.
+    async fn stream_ready(self, request: ChatRequest) -> ChatStream {
+        let port = match wait_ready(self.local.state.subscribe()).await {
+            Ok(p) => p,
+            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
+        };
+        let (number, client) = self.client_for(port);
+        let mut stream = client.stream_chat(request.clone());
+        let first = stream.next().await;
+        let stale = matches!(&first, Some(Err(ChatError::Http { status: 401, .. })))
+            && self.local.current_token().0 != number;
+        if !stale {
+            let head = futures::stream::iter(first);
+            return Box::pin(head.chain(stream));
+        }
+        drop(stream);
+        match wait_ready(self.local.state.subscribe()).await {
+            Ok(port) => self.client_for(port).1.stream_chat(request),
+            Err(e) => Box::pin(futures::stream::once(async move { Err(e) })),
+        }
     }
 }
 
@@ -526,23 +585,7 @@ impl ChatModel for LocalChat {
         #[allow(clippy::cast_possible_truncation)]
         let temperature = self.cfg.provider.local_temperature as f32;
         request.temperature = Some(temperature);
-        if let LocalState::Ready { port } = self.local.state() {
-            return self.client_for(port).stream_chat(request);
-        }
-        let rx = self.local.state.subscribe();
-        let this = LocalChat {
-            local: self.local.clone(),
-            cfg: self.cfg.clone(),
-            client: Mutex::new(lock(&self.client).clone()),
-        };
-        Box::pin(
-            futures::stream::once(async move {
-                match wait_ready(rx).await {
-                    Ok(port) => this.client_for(port).stream_chat(request),
-                    Err(e) => Box::pin(futures::stream::once(async move { Err(e) })),
-                }
-            })
-            .flatten(),
-        )
+        let this = self.clone_handle();
+        Box::pin(futures::stream::once(this.stream_ready(request)).flatten())
     }
 }

@@ -1,9 +1,12 @@
 //! `sayri-gateway-telegram`: Sayri's reference channel gateway, a Telegram bot.
 //!
 //! The daemon starts it (one process per gateway instance, see `sayri gateway create
-//! telegram`) with its bot token in `TELEGRAM_BOT_TOKEN`, the legacy socket in
-//! `SAYRI_GATEWAY_SOCKET`, its instance id in `SAYRI_GATEWAY_INSTANCE_ID`, and its options as
-//! arguments (`--api-base URL`, `--poll-timeout SECS`). It:
+//! telegram`) with its bot token `TELEGRAM_BOT_TOKEN` on the secrets descriptor named by
+//! `SAYRI_SECRETS_FD` (see `sayri_protocol::child_secrets`; started by hand, it takes the
+//! variable `TELEGRAM_BOT_TOKEN` instead), the legacy socket in `SAYRI_GATEWAY_SOCKET`, its
+//! instance id in `SAYRI_GATEWAY_INSTANCE_ID`, and its options as arguments (`--api-base URL`,
+//! `--poll-timeout SECS`). It makes itself non-dumpable before it reads the token (no other
+//! process of the user can read its memory, and it leaves no core file). It:
 //!
 //! * long-polls the Bot API ([`run`]) and passes every update's raw facts to the daemon
 //!   ([`updates`], [`daemon`]) — the daemon alone decides who is answered;
@@ -57,12 +60,63 @@ fn env(name: &str) -> Result<String, String> {
         })
 }
 
-/// The settings from `args` and the environment.
+/// Makes this process non-dumpable with a core limit of 0: other processes of the user cannot
+/// read its memory or attach to it, and a crash leaves no core file holding the token.
+///
+/// # Errors
+/// What failed.
+pub fn protect_memory() -> Result<(), String> {
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| format!("cannot make the gateway non-dumpable: {e}"))?;
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0)
+        .map_err(|e| format!("cannot set the core size limit to 0: {e}"))
+}
+
+/// The secrets the daemon passed on the descriptor named by `SAYRI_SECRETS_FD` (read to its
+/// end, then closed); empty when the variable is not set.
+///
+/// # Errors
+/// The descriptor cannot be read or does not hold the daemon's JSON.
+pub fn passed_secrets() -> Result<std::collections::BTreeMap<String, String>, String> {
+    use sayri_protocol::child_secrets::{SECRETS_FD_ENV, decode};
+    use std::io::Read;
+    let Some(fd) = std::env::var(SECRETS_FD_ENV).ok() else {
+        return Ok(Default::default());
+    };
+    let fd: i32 = fd
+        .parse()
+        .ok()
+        .filter(|n| *n > 2)
+        .ok_or_else(|| format!("{SECRETS_FD_ENV}={fd:?} is not a descriptor number"))?;
+    let dup = nix::unistd::dup(unsafe_borrow(fd))
+        .map_err(|e| format!("cannot read the secrets on descriptor {fd}: {e}"))?;
+    let _ = nix::unistd::close(fd);
+    let mut bytes = Vec::new();
+    std::fs::File::from(dup)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the secrets on descriptor {fd}: {e}"))?;
+    let out = decode(&bytes);
+    bytes.iter_mut().for_each(|b| *b = 0);
+    out
+}
+
+/// `fd` borrowed for a `dup`.
+fn unsafe_borrow(fd: i32) -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: the daemon passed `fd` open to this process, and nothing else here owns it; it is
+    // only duplicated and then closed.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
+/// The settings from `args`, the passed secrets and the environment.
 ///
 /// # Errors
 /// A missing variable or an invalid option, named.
 pub fn settings(args: Args) -> Result<run::Settings, String> {
-    let token = env("TELEGRAM_BOT_TOKEN")?.trim().to_string();
+    let passed = passed_secrets()?;
+    let token = match passed.get("TELEGRAM_BOT_TOKEN") {
+        Some(t) if !t.trim().is_empty() => t.trim().to_string(),
+        _ => env("TELEGRAM_BOT_TOKEN")?.trim().to_string(),
+    };
     let ok_base = args.api_base.starts_with("https://") || args.api_base.starts_with("http://");
     if !ok_base {
         return Err(format!(
@@ -97,6 +151,10 @@ pub fn main() -> ExitCode {
         .with(output)
         .with(filter)
         .try_init();
+    if let Err(e) = protect_memory() {
+        tracing::error!("{e}");
+        return ExitCode::from(EXIT_FATAL);
+    }
     let settings = match settings(Args::parse()) {
         Ok(s) => s,
         Err(e) => {

@@ -53,7 +53,7 @@ pub fn http_error(status: u16, body: &str, retry_after: Option<u64>, url: &str) 
     };
     let message = match status {
         401 | 403 => format!(
-            "the model server rejected the API key (HTTP {status}){detail} — set the right key: `sayri config set provider.api_key KEY`"
+            "the model server rejected the API key (HTTP {status}){detail} — set the right key: `sayri config set provider.api_key` (it asks for the key)"
         ),
         404 if url.trim_end_matches('/').ends_with("/models") => format!(
             "no model list at {url} (HTTP 404){detail} — fix the endpoint (it usually ends in /v1): `sayri config set provider.base_url URL`"

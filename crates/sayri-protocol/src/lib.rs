@@ -10,6 +10,7 @@
 //! assert_eq!(line, b"{\"ok\":true,\"result\":\"pong\",\"id\":1}\n");
 //! ```
 
+pub mod child_secrets;
 pub mod legacy;
 pub mod level;
 pub mod message;

@@ -2,14 +2,24 @@
 //! level's isolation and runs `bash -c`. Namespaces cannot be entered from the multithreaded daemon,
 //! and nothing may allocate between `fork` and `exec` there, so all of it happens here.
 //!
-//! Order at levels 1–2: close inherited fds → parent-death signal → new session → (root: pids
-//! cgroup) → user, mount, pid, ipc, uts (+net) namespaces → fork pid 1 → private filesystem view
-//! → rlimits → `no_new_privs` → drop capabilities → Landlock → seccomp → exec. Any failure refuses
-//! the command (fail closed).
+//! The helper first makes itself non-dumpable with no core file ([`crate::nondumpable`]), then
+//! reads its instructions from the socket it got as stdin ([`crate::spec_pipe`]): the
+//! [`HelperSpec`], and the command's environment ([`HelperEnv`], which carries the agent's
+//! secrets) as a second frame.
 //!
-//! Order at levels 3–4: close inherited fds → parent-death signal → new session → child
-//! subreaper (+ root: pids cgroup) → fork → rlimits → `no_new_privs` (level 3) → exec. When the
-//! main process exits, times out or is cancelled, every remaining descendant is killed.
+//! Order at levels 1–2: close inherited fds → non-dumpable → read the spec → parent-death signal
+//! → new session → (root: pids cgroup) → user, mount, pid, ipc, uts (+net) namespaces (the
+//! helper is dumpable for this step only, to write its own `uid_map`, and holds no secret then)
+//! → read the environment → fork pid 1 → private filesystem view → rlimits → `no_new_privs` →
+//! drop capabilities → Landlock → seccomp → exec. Any failure refuses the command (fail closed).
+//!
+//! Order at levels 3–4: close inherited fds → non-dumpable → read the spec and the environment →
+//! parent-death signal → new session → child subreaper (+ root: pids cgroup) → fork → rlimits →
+//! `no_new_privs` (level 3) → exec. When the main process exits, times out or is cancelled, every
+//! remaining descendant is killed.
+//!
+//! The command itself is an ordinary process: `execve` makes it dumpable again (see
+//! [`crate::nondumpable`]); the core limit 0 stays, so it leaves no core file.
 //!
 //! The helper dies with its launcher: first thing, it asks for `SIGTERM` when the launcher dies
 //! and checks that its parent is still the launcher named in the spec (the launcher starts it
@@ -18,8 +28,9 @@
 //! host command's main process get `SIGKILL` should the helper itself be killed. Only a declared
 //! background launch (levels 3–4) outlives the helper.
 
-use crate::spec::{HelperReport, HelperSpec, STATUS_FD};
-use crate::{capabilities, cgroup, fd_cleanup, landlock, mounts, namespaces};
+use crate::spec::{HelperEnv, HelperReport, HelperSpec, STATUS_FD};
+use crate::spec_pipe;
+use crate::{capabilities, cgroup, fd_cleanup, landlock, mounts, namespaces, nondumpable};
 use crate::{privileges, process_tree, rlimits, seccomp};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -31,33 +42,31 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// First argument that switches a program that nests the helper into the exec-helper mode:
-/// `PROGRAM __sandbox-exec exec <spec-json>`, `… probe`, `… keep <spec-json>`. Such a program
-/// (the `sayri-sandbox` binary, test harnesses) checks for it first thing in `main`, before
-/// anything starts a thread, and hands the remaining arguments to [`exec_helper_main`];
-/// [`crate::LinuxSandboxSettings`] `helper_args` carries it back to the launcher. The daemon's
-/// own helper, `sayri-exec`, is nothing but that entry point and takes no prefix.
+/// `PROGRAM __sandbox-exec exec`, `… probe`, `… keep`. Such a program (the `sayri-sandbox`
+/// binary, test harnesses) checks for it first thing in `main`, before anything starts a thread,
+/// and hands the remaining arguments to [`exec_helper_main`]; [`crate::LinuxSandboxSettings`]
+/// `helper_args` carries it back to the launcher. The daemon's own helper, `sayri-exec`, is
+/// nothing but that entry point and takes no prefix.
 pub const EXEC_HELPER_ARG: &str = "__sandbox-exec";
 
-/// Entry point of the helper mode. `args` are the arguments after the program's own prefix:
-/// `exec <spec-json>` runs one command (reports on the status pipe it gets as stdin, exit code =
-/// the command's, 124 on timeout, 126 on refusal, 137 when cancelled); `probe` prints the kernel
-/// feature report as JSON; `keep <spec-json>` runs a supervised program under [`crate::keeper`].
+/// Mode word that runs one command.
+pub const EXEC_MODE: &str = "exec";
+
+/// Entry point of the helper mode. `args` are the arguments after the program's own prefix —
+/// the mode word and nothing else; instructions come on stdin ([`crate::spec_pipe`]): `exec`
+/// runs one command (reports on the same socket, exit code = the command's, 124 on timeout,
+/// 126 on refusal, 137 when cancelled); `probe` prints the kernel feature report as JSON;
+/// `keep` runs a supervised program under [`crate::keeper`].
 pub fn exec_helper_main(args: &[OsString]) -> ! {
+    if args.len() > 1 {
+        eprintln!(
+            "sayri sandbox helper: takes its mode word only; the instructions come on stdin (internal error)"
+        );
+        std::process::exit(2);
+    }
     let code = match args.first().and_then(|a| a.to_str()) {
-        Some("exec") => match args.get(1).and_then(|a| a.to_str()) {
-            Some(json) => run_exec(json),
-            None => {
-                eprintln!("sayri sandbox helper: missing the command spec (internal error)");
-                2
-            }
-        },
-        Some(crate::keeper::KEEP_MODE) => match args.get(1).and_then(|a| a.to_str()) {
-            Some(json) => crate::keeper::keeper_main(json),
-            None => {
-                eprintln!("sayri keeper: missing the program spec (internal error)");
-                2
-            }
-        },
+        Some(EXEC_MODE) => run_exec(),
+        Some(crate::keeper::KEEP_MODE) => crate::keeper::keeper_main(),
         Some("probe") => {
             let k = capabilities::probe_here();
             match serde_json::to_string(&k) {
@@ -100,7 +109,7 @@ struct Prepared {
     envp: Vec<CString>,
 }
 
-fn prepare(spec: &HelperSpec, command: &str) -> Result<Prepared, String> {
+fn prepare(env: &HelperEnv, command: &str) -> Result<Prepared, String> {
     let bash = ["/bin/bash", "/usr/bin/bash"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
@@ -109,8 +118,8 @@ fn prepare(spec: &HelperSpec, command: &str) -> Result<Prepared, String> {
     Ok(Prepared {
         bash: c(bash)?,
         argv: vec![c("bash")?, c("-c")?, c(command)?],
-        envp: spec
-            .env
+        envp: env
+            .vars
             .iter()
             .map(|(k, v)| c(&format!("{k}={v}")))
             .collect::<Result<_, _>>()?,
@@ -125,13 +134,17 @@ fn exec(p: &Prepared) -> String {
     format!("cannot execute bash: {e}")
 }
 
-fn run_exec(json: &str) -> i32 {
+fn run_exec() -> i32 {
     let have_status = fd_cleanup::status_pipe_from_stdin(STATUS_FD).is_ok();
     fd_cleanup::close_from(STATUS_FD + 1);
     if !have_status {
-        eprintln!("sayri sandbox helper: no status pipe on stdin (internal error)");
+        eprintln!("sayri sandbox helper: no instruction socket on stdin (internal error)");
+        return 2;
     }
-    let spec: HelperSpec = match serde_json::from_str(json) {
+    if let Err(e) = nondumpable::protect() {
+        return refuse(format!("cannot protect the helper's memory: {e}"));
+    }
+    let spec: HelperSpec = match spec_pipe::read_json(STATUS_FD) {
         Ok(s) => s,
         Err(e) => return refuse(format!("invalid helper spec: {e}")),
     };
@@ -191,7 +204,6 @@ fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
 /// Checks what levels 1–2 need (bash, seccomp filters, the Landlock ABI), joins the pids cgroup
 /// (root only) and enters the new namespaces. Errors are refusal reasons.
 fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
-    let prepared = prepare(spec, &spec.command)?;
     let filters = seccomp::build()?;
     let abi = landlock::kernel_abi()?;
     if abi < landlock::REQUIRED_ABI {
@@ -205,9 +217,17 @@ fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
     } else {
         None
     };
-    namespaces::enter(spec.allow_network)?;
+    // A non-dumpable process cannot write its own uid_map: dumpable for this step only, while
+    // the helper holds no secret yet (the environment is still in the socket).
+    nondumpable::set_dumpable(true)?;
+    let entered = namespaces::enter(spec.allow_network);
+    nondumpable::set_dumpable(false)?;
+    entered?;
     // Entering a user namespace changes the credentials; arm again so the setting surely holds.
     crate::parent_death::arm_self(spec.parent_pid, libc::SIGTERM)?;
+    let env: HelperEnv = spec_pipe::read_json(STATUS_FD)?;
+    let prepared = prepare(&env, &spec.command)?;
+    drop(env);
     let mut writable = vec![PathBuf::from("/tmp")];
     if spec.level == SandboxLevel::IsolatedDev {
         match &spec.workspace {
@@ -259,7 +279,9 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     } else {
         spec.command.clone()
     };
-    let prepared = match prepare(spec, &command) {
+    let prepared = match spec_pipe::read_json::<HelperEnv>(STATUS_FD)
+        .and_then(|env| prepare(&env, &command))
+    {
         Ok(p) => p,
         Err(e) => return refuse(e),
     };

@@ -28,18 +28,14 @@ pub fn close_from(first: i32) {
     }
 }
 
-/// Takes the status pipe, which the launcher passes as stdin, onto `fd` (close-on-exec, so
-/// the command never inherits it), and puts `/dev/null` on stdin. Passing it as stdin lets the
-/// launcher start the helper without running code between fork and exec.
+/// Takes the instruction socket, which the launcher passes as stdin (see
+/// [`crate::spec_pipe`]), onto `fd` (close-on-exec, so the command never inherits it), and
+/// puts `/dev/null` on stdin. Passing it as stdin lets the launcher start the helper without
+/// running code between fork and exec.
 pub fn status_pipe_from_stdin(fd: i32) -> std::io::Result<()> {
     // SAFETY: dup3 onto a descriptor number this single-threaded helper owns.
     if unsafe { libc::dup3(0, fd, libc::O_CLOEXEC) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let null = std::fs::File::open("/dev/null")?;
-    // SAFETY: dup2 of an open descriptor onto stdin.
-    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 0) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    crate::spec_pipe::null_stdin()
 }

@@ -1,9 +1,13 @@
 //! The keeper: a tiny init for one supervised program (a model server, a gateway, a plugin
 //! service), so that the program's whole process tree lives and dies as one unit.
 //!
-//! `sayri-exec keep <spec-json>` (see [`KeeperSpec`]; a program that nests the helper runs it as
-//! `PROGRAM __sandbox-exec keep <spec-json>`):
-//! 1. asks for `SIGTERM` when its parent (the daemon) dies and checks the parent is still there;
+//! `sayri-exec keep` (a program that nests the helper runs it as `PROGRAM __sandbox-exec keep`)
+//! reads its [`KeeperSpec`] as one frame from the socket it gets as stdin ([`crate::spec_pipe`]);
+//! what follows the frame on that socket is the program's stdin (when [`KeeperSpec::stdin`]).
+//! Then it:
+//! 1. makes itself non-dumpable ([`crate::nondumpable`]), closes every descriptor but 0–2 and
+//!    the [`KeeperSpec::passed_fds`] from 3 on (which the program inherits), asks for `SIGTERM`
+//!    when its parent (the daemon) dies and checks the parent is still there;
 //! 2. leads a new session and becomes a child subreaper, so every descendant that double-forks
 //!    or calls `setsid` is re-parented to it and stays findable;
 //! 3. forks the program into its own process group, with `SIGKILL` as its parent-death signal
@@ -14,8 +18,9 @@
 //!    or the daemon's death — the program's group gets `SIGTERM`, then after the grace period
 //!    (at most [`ORPHANED_GRACE`] when the daemon is gone) everything left gets `SIGKILL`.
 //!
-//! Nothing secret passes through the keeper's arguments: the program's environment and stdin are
-//! the keeper's own (pinned by `secrets_reach_the_child_by_environment_and_stdin_never_argv`).
+//! Nothing secret passes through the keeper's arguments or environment: a program's secrets
+//! reach it on a socket of their own among the passed descriptors, which the keeper never reads
+//! (pinned by `secrets_reach_the_child_on_a_descriptor_never_in_argv_or_environment`).
 
 use crate::{parent_death, process_tree};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, sigprocmask};
@@ -33,7 +38,7 @@ pub const KEEP_MODE: &str = "keep";
 /// The most a program gets between `SIGTERM` and `SIGKILL` once the daemon has died.
 pub const ORPHANED_GRACE: Duration = Duration::from_millis(500);
 
-/// What the keeper runs (its one JSON argument).
+/// What the keeper runs (the frame on its stdin).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeeperSpec {
     /// Program to run: a path, or a name looked up in the keeper's `PATH`.
@@ -46,6 +51,11 @@ pub struct KeeperSpec {
     pub stop_grace_ms: u64,
     /// The daemon's pid; the keeper refuses to start when its parent is another process.
     pub parent_pid: u32,
+    /// Whether the program reads the rest of the keeper's stdin (else its stdin is `/dev/null`).
+    pub stdin: bool,
+    /// How many descriptors, from 3 on, the program inherits (a secrets socket, a listening
+    /// socket); every other descriptor above 2 is closed.
+    pub passed_fds: u32,
 }
 
 /// Exit code when the keeper cannot start the program (setup failed; the reason is on stderr).
@@ -53,13 +63,18 @@ pub const EXIT_SETUP: i32 = 125;
 /// Exit code when `exec` of the program failed (not found, not executable).
 pub const EXIT_EXEC: i32 = 127;
 
-/// Runs the keeper for the JSON `spec`; returns only when the program could not be started
-/// (the exit code to use). Otherwise the process exits like the program did.
-pub fn keeper_main(spec_json: &str) -> i32 {
-    let spec: KeeperSpec = match serde_json::from_str(spec_json) {
+/// Runs the keeper for the spec on its stdin; returns only when the program could not be
+/// started (the exit code to use). Otherwise the process exits like the program did.
+pub fn keeper_main() -> i32 {
+    if let Err(e) = crate::nondumpable::protect() {
+        return setup_failed(&e);
+    }
+    let spec: KeeperSpec = match crate::spec_pipe::read_json(0) {
         Ok(s) => s,
         Err(e) => return setup_failed(&format!("invalid keeper spec: {e}")),
     };
+    let first_closed = 3i32.saturating_add(i32::try_from(spec.passed_fds).unwrap_or(i32::MAX));
+    crate::fd_cleanup::close_from(first_closed);
     if let Err(e) = parent_death::arm_self(spec.parent_pid, libc::SIGTERM) {
         return setup_failed(&e);
     }
@@ -113,11 +128,16 @@ fn program_argv(spec: &KeeperSpec) -> Result<Vec<CString>, String> {
         .collect()
 }
 
-/// In the forked child: own process group, `SIGKILL` when the keeper dies, working directory,
-/// default signal state, then `exec`. Never returns.
+/// In the forked child: own process group, `SIGKILL` when the keeper dies, stdin, working
+/// directory, default signal state, then `exec`. Never returns.
 fn exec_program(spec: &KeeperSpec, argv: &[CString], keeper: libc::pid_t) -> ! {
     let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
     if parent_death::arm_in_child(keeper, libc::SIGKILL).is_err() {
+        // SAFETY: immediate exit of the forked child.
+        unsafe { libc::_exit(EXIT_SETUP) }
+    }
+    if !spec.stdin && crate::spec_pipe::null_stdin().is_err() {
+        eprintln!("sayri keeper: cannot open /dev/null for the program's stdin");
         // SAFETY: immediate exit of the forked child.
         unsafe { libc::_exit(EXIT_SETUP) }
     }

@@ -1,8 +1,10 @@
 //! The daemon side: [`LinuxSandbox`] validates a request, starts the exec helper with one pipe for
-//! the interleaved output and one status pipe (the helper's stdin, moved to fd 3), collects
-//! capped output, and turns the helper's report into an [`ExecResult`]. It returns when the
-//! helper exits — the helper has already killed every process the command left behind — not
-//! when the last pipe holder closes.
+//! the interleaved output and a socket as its stdin (see [`crate::spec_pipe`]) that carries the
+//! helper's instructions to it and its reports back, collects capped output, and turns the
+//! helper's report into an [`ExecResult`]. The helper's arguments are its mode word only: the
+//! command and its environment (which holds the agent's secrets) never appear in a process's
+//! command line. It returns when the helper exits — the helper has already killed every process
+//! the command left behind — not when the last pipe holder closes.
 //!
 //! Helpers die with the launcher: they are started from the long-lived spawner thread by
 //! [`crate::parent_death::spawn_self_arming`] and ask for the parent-death signal `SIGTERM`
@@ -15,8 +17,8 @@
 use crate::capabilities::{self, CapabilityReport, KernelFeatures};
 use crate::output::{Captured, OutputCapture};
 use crate::settings::LinuxSandboxSettings;
-use crate::spec::{HelperReport, HelperSpec};
-use crate::{background, env_policy, pkexec};
+use crate::spec::{HelperEnv, HelperReport, HelperSpec};
+use crate::{background, env_policy, pkexec, spec_pipe};
 use futures::future::BoxFuture;
 use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, kill, killpg};
@@ -117,8 +119,9 @@ impl LinuxSandbox {
         Ok(capabilities::assess(&k))
     }
 
-    /// Turns `req` into the helper's spec, or the reason it is refused.
-    pub fn helper_spec(&self, req: &ExecRequest) -> Result<HelperSpec, String> {
+    /// Turns `req` into the helper's spec and the command's environment, or the reason it is
+    /// refused.
+    pub fn helper_spec(&self, req: &ExecRequest) -> Result<(HelperSpec, HelperEnv), String> {
         let s = &self.settings;
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let deny_read: Vec<PathBuf> = s.deny_read_paths().iter().map(|p| canon(p)).collect();
@@ -188,21 +191,24 @@ impl LinuxSandbox {
             (SandboxLevel::IsolatedDev, Some(ws)) => ws.to_str().map(str::to_string),
             _ => s.home_dir.to_str().map(str::to_string),
         };
-        Ok(HelperSpec {
+        let env = HelperEnv {
+            vars: env_policy::build_env(level, parent_env, home.as_deref(), &req.env),
+        };
+        let spec = HelperSpec {
             level,
             command: req.command.clone(),
             workspace,
             cwd,
             timeout_ms: (req.timeout.as_millis() as u64).max(1),
             allow_network: req.allow_network,
-            env: env_policy::build_env(level, parent_env, home.as_deref(), &req.env),
             deny_read,
             sandboxes_root,
             background: level >= SandboxLevel::HostUser
                 && background::is_background_launch(&req.command),
             limits: s.limits,
             parent_pid: std::process::id(),
-        })
+        };
+        Ok((spec, env))
     }
 }
 
@@ -234,14 +240,14 @@ const BACKSTOP_MARGIN: Duration = Duration::from_secs(3);
 /// How long output is still read after the helper exited (a descendant that escaped the kill may
 /// hold the pipe open; it is not waited for).
 const OUTPUT_GRACE: Duration = Duration::from_millis(100);
-/// How long the launcher waits for the rest of the status pipe after the helper exited.
+/// How long the launcher waits for the rest of the status socket after the helper exited.
 const STATUS_WAIT: Duration = Duration::from_secs(1);
 
 impl LinuxSandbox {
     /// Validates, starts the helper, supervises it and interprets its reports.
     async fn run_inner(&self, req: ExecRequest, cancel: CancellationToken) -> ExecResult {
         let start = Instant::now();
-        let spec = match self.helper_spec(&req) {
+        let (spec, env) = match self.helper_spec(&req) {
             Ok(s) => s,
             Err(reason) => return denied(reason, start),
         };
@@ -251,12 +257,16 @@ impl LinuxSandbox {
                 ..ExecResult::new(ExecStatus::Killed, None, "cancelled before it started")
             };
         }
-        let json = match serde_json::to_string(&spec) {
-            Ok(j) => j,
-            Err(e) => return denied(format!("cannot encode the helper spec: {e}"), start),
+        let frames = match (spec_pipe::frame_json(&spec), spec_pipe::frame_json(&env)) {
+            (Ok(a), Ok(b)) => vec![a, b],
+            (Err(e), _) | (_, Err(e)) => {
+                return denied(format!("cannot encode the helper spec: {e}"), start);
+            }
         };
-        let (program, args) = self.helper_command(req.level, json);
-        let mut helper = match RunningHelper::spawn(&program, &args, self.settings()).await {
+        drop(env);
+        let (program, args) = self.helper_command(req.level);
+        let mut helper = match RunningHelper::spawn(&program, &args, frames, self.settings()).await
+        {
             Ok(h) => h,
             Err(reason) => return denied(reason, start),
         };
@@ -267,16 +277,15 @@ impl LinuxSandbox {
         interpret(req.level, req.timeout, &reports, end, start)
     }
 
-    /// Program and arguments that run the helper on `spec_json`: the helper program itself, or
-    /// `pkexec` in front of it at level 4.
-    fn helper_command(&self, level: SandboxLevel, spec_json: String) -> (OsString, Vec<OsString>) {
+    /// Program and arguments that run the helper in `exec` mode (its instructions come on stdin):
+    /// the helper program itself, or `pkexec` in front of it at level 4.
+    fn helper_command(&self, level: SandboxLevel) -> (OsString, Vec<OsString>) {
         let s = &self.settings;
         if level == SandboxLevel::HostRoot {
-            pkexec::command(&s.helper_program, &s.helper_args, &spec_json)
+            pkexec::command(&s.helper_program, &s.helper_args)
         } else {
             let mut a = s.helper_args.clone();
-            a.push("exec".into());
-            a.push(spec_json.into());
+            a.push(crate::exec_helper::EXEC_MODE.into());
             (s.helper_program.clone().into_os_string(), a)
         }
     }
@@ -292,7 +301,7 @@ impl LinuxSandbox {
 }
 
 /// A started exec helper: its process, the read end of the shared stdout/stderr pipe, and a task
-/// collecting everything written to the status pipe.
+/// collecting everything written to the status socket.
 struct RunningHelper {
     child: tokio::process::Child,
     pid: Option<i32>,
@@ -312,21 +321,24 @@ struct HelperEnd {
 }
 
 impl RunningHelper {
-    /// Starts `program args…` with an empty environment, the status pipe as stdin (the helper
-    /// moves it to fd 3 and reads nothing from it), stdout and stderr on one pipe, and records it
-    /// in the settings' child registry. Nothing runs between fork and exec, so the standard
-    /// library starts the helper with `posix_spawn` (a `vfork`: no copy of the daemon's page
-    /// tables per command), from the long-lived spawner thread; the helper arms its own
-    /// parent-death signal against this process's pid (see [`crate::parent_death`]). Errors are
-    /// the refusal text for the caller.
+    /// Starts `program args…` with an empty environment, one end of a socket pair as stdin (the
+    /// helper moves it to fd 3, reads `frames` from it and writes its reports to it), stdout
+    /// and stderr on one pipe, and records it in the settings' child registry. Nothing runs
+    /// between fork and exec, so the standard library starts the helper with `posix_spawn` (a
+    /// `vfork`: no copy of the daemon's page tables per command), from the long-lived spawner
+    /// thread; the helper arms its own parent-death signal against this process's pid (see
+    /// [`crate::parent_death`]). Errors are the refusal text for the caller.
     async fn spawn(
         program: &OsString,
         args: &[OsString],
+        frames: Vec<zeroize::Zeroizing<Vec<u8>>>,
         settings: &LinuxSandboxSettings,
     ) -> Result<Self, String> {
-        let ((out_r, out_w), (st_r, st_w)) = match (pipe_pair(), pipe_pair()) {
+        let ((out_r, out_w), (st_r, st_w)) = match (pipe_pair(), spec_pipe::socket_pair()) {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => return Err(format!("cannot create pipes: {e}")),
+            (Err(e), _) | (_, Err(e)) => {
+                return Err(format!("cannot create the helper's pipes: {e}"));
+            }
         };
         let out_w2 = out_w
             .try_clone()
@@ -356,12 +368,18 @@ impl RunningHelper {
                 None
             }
         };
+        let reader = spec_pipe::send_frames(st_r, frames);
         let status = tokio::spawn(async move {
-            let mut text = String::new();
-            if let Ok(mut r) = pipe::Receiver::from_file(std::fs::File::from(st_r)) {
-                let _ = r.read_to_string(&mut text).await;
+            // Read chunk by chunk, keeping what arrived: a helper that refused before reading
+            // its second frame ends the socket with ECONNRESET after its report.
+            let mut bytes = Vec::new();
+            if let Ok(mut r) = reader {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = r.read(&mut chunk).await {
+                    bytes.extend_from_slice(&chunk[..n]);
+                }
             }
-            text
+            String::from_utf8_lossy(&bytes).into_owned()
         });
         Ok(RunningHelper {
             child,
@@ -438,8 +456,8 @@ impl RunningHelper {
         end
     }
 
-    /// The JSON lines the helper wrote to the status pipe (unreadable lines skipped), waiting at
-    /// most [`STATUS_WAIT`] for the pipe to close.
+    /// The JSON lines the helper wrote to the status socket (unreadable lines skipped), waiting
+    /// at most [`STATUS_WAIT`] for it to close.
     async fn reports(&mut self) -> Vec<HelperReport> {
         let status_text = tokio::time::timeout(STATUS_WAIT, &mut self.status)
             .await

@@ -18,6 +18,7 @@ pub mod landlock;
 pub mod launcher;
 pub mod mounts;
 pub mod namespaces;
+pub mod nondumpable;
 pub mod output;
 pub mod parent_death;
 pub mod pkexec;
@@ -27,6 +28,7 @@ pub mod rlimits;
 pub mod seccomp;
 pub mod settings;
 pub mod spec;
+pub mod spec_pipe;
 
 pub use capabilities::{CapabilityReport, KernelFeatures, LevelSupport};
 pub use exec_helper::{EXEC_HELPER_ARG, exec_helper_main};

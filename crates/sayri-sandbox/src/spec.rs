@@ -1,12 +1,15 @@
-//! What the launcher tells the exec helper (one JSON argument) and what the helper reports back
-//! (JSON lines on file descriptor 3, the *status pipe*).
+//! What the launcher tells the exec helper (two frames on the socket it gets as stdin, see
+//! [`crate::spec_pipe`]: first the [`HelperSpec`], then the [`HelperEnv`]) and what the helper
+//! reports back (JSON lines on the same socket, which it moves to file descriptor 3, the
+//! *status socket*).
 
 use crate::settings::ResourceLimits;
 use sayri_protocol::SandboxLevel;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// File descriptor number on which the helper finds the status pipe.
+/// File descriptor number to which the helper moves the socket it got as stdin: it reads its
+/// frames from it and writes its reports to it.
 pub const STATUS_FD: i32 = 3;
 
 /// One command for the exec helper.
@@ -24,8 +27,6 @@ pub struct HelperSpec {
     pub timeout_ms: u64,
     /// Levels 1–2: whether the command keeps the host's network.
     pub allow_network: bool,
-    /// The command's complete environment (already filtered by the environment policy).
-    pub env: Vec<(String, String)>,
     /// Levels 1–2: paths hidden from the command.
     pub deny_read: Vec<PathBuf>,
     /// Root of default workspaces (may lie inside a hidden path; re-exposed for the workspace only).
@@ -38,6 +39,24 @@ pub struct HelperSpec {
     /// its parent is already another process. Required (never 0): the launcher starts the
     /// helper without a parent-death hook, so this check is the only one.
     pub parent_pid: u32,
+}
+
+/// The command's complete environment (already filtered by the environment policy, with the
+/// agent's secrets): the second frame. Levels 1–2 read it only once their namespaces are set up,
+/// when the helper is non-dumpable again.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct HelperEnv {
+    /// `NAME=value` pairs, in order.
+    pub vars: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for HelperEnv {
+    /// Names only: the values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.vars.iter().map(|(k, _)| k))
+            .finish()
+    }
 }
 
 /// How the helper saw the command end. The helper writes one JSON line per event to fd 3; the

@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use zeroize::Zeroizing;
 
-use crate::{KeySource, Passphrase, Vault, VaultError, VaultPaths};
+use crate::{KeySource, KeySourceKind, Passphrase, Vault, VaultError, VaultPaths};
 
 /// Environment variable that may hold the passphrase of a passphrase-sealed vault (for scripts).
 pub const PASSPHRASE_ENV: &str = "SAYRI_VAULT_PASSPHRASE";
@@ -50,6 +50,26 @@ pub enum VaultCommand {
         /// Print the plaintext (refused unless stdout is a terminal).
         #[arg(long)]
         reveal: bool,
+    },
+    /// Start over with an empty vault: the old vault file (and its key file) is moved aside
+    /// with a timestamp, never deleted. Asks first.
+    Reset {
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
+        /// Seal the new vault with a passphrase instead of the keyring or key file.
+        #[arg(long)]
+        passphrase: bool,
+    },
+    /// Move the vault's data key into the OS keyring or into the key file.
+    #[command(group(clap::ArgGroup::new("place").required(true).args(["to_keyring", "to_file"])))]
+    Key {
+        /// Keep the key in the OS keyring (Secret Service); the key file is removed.
+        #[arg(long)]
+        to_keyring: bool,
+        /// Keep the key in a 0600 key file apart from the vault.
+        #[arg(long)]
+        to_file: bool,
     },
 }
 
@@ -122,7 +142,18 @@ fn passphrase(term: &mut Terminal<'_>, confirm: bool) -> Result<Zeroizing<String
 }
 
 /// Opens with the recorded source, asking for the passphrase only when the vault needs one.
+/// Opens the vault (asking for its passphrase when it has one). A vault this call created is
+/// announced first, with the key source that seals it and why.
 fn open(paths: &VaultPaths, term: &mut Terminal<'_>) -> Result<Vault, VaultError> {
+    let v = open_quietly(paths, term)?;
+    if let Some(note) = v.status().creation_note() {
+        writeln!(term.stdout, "{note}").map_err(out_err)?;
+    }
+    Ok(v)
+}
+
+/// As [`open`] without the announcement (for the commands that print the whole status).
+fn open_quietly(paths: &VaultPaths, term: &mut Terminal<'_>) -> Result<Vault, VaultError> {
     match Vault::open(paths.clone(), KeySource::Auto) {
         Err(VaultError::PassphraseRequired { .. }) => {
             let p = passphrase(term, false)?;
@@ -149,7 +180,7 @@ pub fn run_with(
             unchanged(writeln!(term.stdout, "{}", v.status()).map_err(out_err))
         }
         VaultCommand::Init { .. } | VaultCommand::Status => {
-            let v = open(paths, term)?;
+            let v = open_quietly(paths, term)?;
             unchanged(writeln!(term.stdout, "{}", v.status()).map_err(out_err))
         }
         VaultCommand::List { json } => unchanged({
@@ -211,6 +242,8 @@ pub fn run_with(
                 )))
             }
         }
+        VaultCommand::Reset { yes, passphrase } => reset(paths, term, *yes, *passphrase),
+        VaultCommand::Key { to_keyring, .. } => move_key(paths, term, *to_keyring),
         VaultCommand::Get { key, reveal } => unchanged({
             if *reveal && !term.stdout_is_tty {
                 return Err(VaultError::Usage(
@@ -229,4 +262,73 @@ pub fn run_with(
             }
         }),
     }
+}
+
+/// `key`: moves the data key into the keyring (`to_keyring`) or into the key file.
+fn move_key(
+    paths: &VaultPaths,
+    term: &mut Terminal<'_>,
+    to_keyring: bool,
+) -> Result<Option<Vault>, VaultError> {
+    let mut v = open(paths, term)?;
+    let to = if to_keyring {
+        KeySourceKind::Keyring
+    } else {
+        KeySourceKind::KeyFile
+    };
+    let said = v.move_key(to)?;
+    writeln!(term.stdout, "{said}").map_err(out_err)?;
+    Ok(Some(v))
+}
+
+/// `reset`: asks (unless `yes`), moves the old files aside, creates the new vault and says
+/// which key source it uses and how to go back.
+fn reset(
+    paths: &VaultPaths,
+    term: &mut Terminal<'_>,
+    yes: bool,
+    with_passphrase: bool,
+) -> Result<Option<Vault>, VaultError> {
+    if !yes {
+        if !term.stdin_is_tty {
+            return Err(VaultError::Usage(
+                "`sayri vault reset` asks before it starts over, and stdin is not a terminal; run it on a terminal or pass --yes".into(),
+            ));
+        }
+        write!(
+            term.stdout,
+            "Start over with an empty vault? {} (and its key file) will be moved aside, not deleted. [y/N] ",
+            paths.vault_file.display()
+        )
+        .and_then(|()| term.stdout.flush())
+        .map_err(out_err)?;
+        let mut answer = String::new();
+        term.stdin
+            .read_line(&mut answer)
+            .map_err(|e| VaultError::io("reading", "the terminal", e))?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            return Err(VaultError::Usage("nothing changed".into()));
+        }
+    }
+    let source = if with_passphrase {
+        KeySource::Passphrase(Passphrase::new(passphrase(term, true)?))
+    } else {
+        KeySource::Auto
+    };
+    let (v, moved) = Vault::reset(paths.clone(), source)?;
+    for (from, to) in &moved {
+        writeln!(term.stdout, "moved {} to {}", from.display(), to.display()).map_err(out_err)?;
+    }
+    writeln!(term.stdout, "{}", v.status()).map_err(out_err)?;
+    let back: Vec<String> = moved
+        .iter()
+        .map(|(from, to)| format!("mv {} {}", to.display(), from.display()))
+        .collect();
+    writeln!(
+        term.stdout,
+        "to go back to the old vault: stop the daemon (`sayri quit`), then `{}`",
+        back.join(" && ")
+    )
+    .map_err(out_err)?;
+    Ok(Some(v))
 }

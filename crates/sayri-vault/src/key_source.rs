@@ -13,8 +13,9 @@ use crate::VaultError;
 /// Length of the data key in bytes (XChaCha20-Poly1305 key size).
 pub const KEY_LEN: usize = 32;
 
-/// A data key held in memory; wiped on drop.
-pub(crate) type DataKey = Zeroizing<[u8; KEY_LEN]>;
+/// A data key held in memory: on a page left out of core dumps, wiped on drop (see
+/// [`crate::dontdump`]).
+pub(crate) type DataKey = crate::dontdump::KeyPage;
 
 /// The kind of key source a vault was sealed with (recorded in the vault header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,7 +133,10 @@ pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], VaultError> {
 
 /// A fresh random data key.
 pub(crate) fn random_key() -> Result<DataKey, VaultError> {
-    Ok(Zeroizing::new(random_bytes::<KEY_LEN>()?))
+    let mut key = DataKey::zeroed()?;
+    chacha20poly1305::aead::common::getrandom::fill(key.as_mut_slice())
+        .map_err(|e| VaultError::Random(e.to_string()))?;
+    Ok(key)
 }
 
 /// Derives the data key from a passphrase with Argon2id v1.3.
@@ -147,7 +151,7 @@ pub(crate) fn derive_key(
         ))
     })?;
     let kdf = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, p);
-    let mut key = Zeroizing::new([0u8; KEY_LEN]);
+    let mut key = DataKey::zeroed()?;
     kdf.hash_password_into(passphrase.as_bytes(), salt, key.as_mut_slice())
         .map_err(|e| VaultError::Crypto(format!("Argon2id key derivation failed: {e}")))?;
     Ok(key)
@@ -213,7 +217,7 @@ pub(crate) fn read_key_file(path: &Path) -> Result<DataKey, VaultError> {
             ),
         ));
     }
-    let mut key = Zeroizing::new([0u8; KEY_LEN]);
+    let mut key = DataKey::zeroed()?;
     file.read_exact(key.as_mut_slice())
         .map_err(|e| key_file_err(path, format!("cannot read it ({e})")))?;
     Ok(key)

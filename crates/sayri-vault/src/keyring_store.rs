@@ -37,13 +37,12 @@ fn decode(text: &str) -> Result<DataKey, VaultError> {
             why: format!("the entry `{SERVICE}`/`{ACCOUNT}` is not a Sayri vault key"),
         }
     })?);
-    let arr: [u8; KEY_LEN] = bytes
-        .as_slice()
-        .try_into()
-        .map_err(|_| VaultError::Keyring {
+    let arr: Zeroizing<[u8; KEY_LEN]> = Zeroizing::new(bytes.as_slice().try_into().map_err(
+        |_| VaultError::Keyring {
             why: format!("the entry `{SERVICE}`/`{ACCOUNT}` has the wrong length"),
-        })?;
-    Ok(Zeroizing::new(arr))
+        },
+    )?);
+    DataKey::from_bytes(&arr)
 }
 
 /// Creates a fresh data key in the keyring, or reuses one already stored there (then the flag is

@@ -13,6 +13,7 @@
 
 pub mod atomic_write;
 pub mod cli;
+mod dontdump;
 mod error;
 mod file_lock;
 mod key_name;

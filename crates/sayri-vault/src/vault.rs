@@ -66,6 +66,22 @@ pub struct VaultStatus {
     pub notes: Vec<String>,
 }
 
+impl VaultStatus {
+    /// One line saying that the vault was just created and which key source seals it, and why
+    /// (`None` when it existed before).
+    pub fn creation_note(&self) -> Option<String> {
+        self.created.then(|| {
+            format!(
+                "created the vault {}, sealed by the {} ({}): {}",
+                self.vault_file.display(),
+                self.key_source.describe(),
+                self.key_location,
+                self.reason
+            )
+        })
+    }
+}
+
 impl std::fmt::Display for VaultStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
@@ -476,6 +492,10 @@ impl Vault {
     ///
     /// # Errors
     /// As [`Vault::open`]; on error the in-memory state is unchanged.
+    ///
+    /// A file sealed under another key than this vault's — its key was moved (`sayri vault key`)
+    /// or it was reset (`sayri vault reset`) — is opened afresh from its recorded key source; when
+    /// that fails too, the first error is returned.
     pub fn refresh(&mut self) -> Result<bool, VaultError> {
         if file_id(&self.paths.vault_file) == self.seen {
             return Ok(false);
@@ -486,9 +506,133 @@ impl Vault {
         if let Err(e) = self.load_verified(&bytes) {
             self.entries = before.0;
             self.seen = before.1;
+            if matches!(e, VaultError::Tampered { .. } | VaultError::Corrupt { .. })
+                && let Ok(fresh) = Self::open_existing(self.paths.clone(), KeySource::Auto)
+            {
+                *self = fresh;
+                return Ok(true);
+            }
             return Err(e);
         }
         Ok(true)
+    }
+
+    /// Moves the data key to the OS keyring or to the key file (`sayri vault key`): the vault
+    /// is sealed again under the key of the new place — the key already in the keyring, or a
+    /// new random key in a new key file — and the old key file is then removed (a keyring entry
+    /// is left, since other vaults of the user may share it). Returns what was done, for a
+    /// person.
+    ///
+    /// # Errors
+    /// The key is already there, the vault uses a passphrase, the new place cannot hold a key
+    /// (keyring unreachable, a key file already present), or the file cannot be written; in each
+    /// case the vault and its old key are left as they were.
+    pub fn move_key(&mut self, to: KeySourceKind) -> Result<String, VaultError> {
+        let from = self.key_source;
+        if from == to {
+            return Err(VaultError::Usage(format!(
+                "the vault's key is already in the {}; nothing changed",
+                to.describe()
+            )));
+        }
+        if from == KeySourceKind::Passphrase || to == KeySourceKind::Passphrase {
+            return Err(VaultError::Usage(
+                "a passphrase vault's key is derived from the passphrase and never stored, so it cannot be moved; start over with `sayri vault reset` to choose another key source".into(),
+            ));
+        }
+        let _lock = FileLock::acquire(&self.paths.lock_file())?;
+        let path = self.paths.vault_file.clone();
+        let bytes = fs::read(&path).map_err(|e| VaultError::io("reading", &path, e))?;
+        self.load_verified(&bytes)?;
+        let key_file = self.paths.key_file.clone();
+        let (key, location) = match to {
+            KeySourceKind::Keyring => (keyring_create()?.0, keyring_location()),
+            _ => {
+                if fs::symlink_metadata(&key_file).is_ok() {
+                    return Err(VaultError::KeyFile {
+                        path: key_file,
+                        why: "a key file is already there (perhaps the key of an older vault); move it aside first — nothing changed".into(),
+                    });
+                }
+                (
+                    create_or_read_key_file(&key_file)?,
+                    key_file.display().to_string(),
+                )
+            }
+        };
+        let old_key = std::mem::replace(&mut self.key, key);
+        self.key_source = to;
+        if let Err(e) = self.write() {
+            self.key = old_key;
+            self.key_source = from;
+            if to == KeySourceKind::KeyFile {
+                let _ = fs::remove_file(&key_file);
+            }
+            return Err(e);
+        }
+        let mut said = format!(
+            "moved the vault's key from the {} to the {} ({location}); {} re-sealed",
+            from.describe(),
+            to.describe(),
+            path.display()
+        );
+        if from == KeySourceKind::KeyFile {
+            match fs::remove_file(&key_file) {
+                Ok(()) => said.push_str(&format!(
+                    "; removed the old key file {}",
+                    key_file.display()
+                )),
+                Err(e) => said.push_str(&format!(
+                    "; the old key file {} could not be removed ({e}): delete it yourself",
+                    key_file.display()
+                )),
+            }
+        } else {
+            said.push_str(
+                "; the keyring entry was left in place (other vaults of yours may share it)",
+            );
+        }
+        self.status.key_source = to;
+        self.status.key_location = location;
+        self.status.reason = format!(
+            "moved there from the {} with `sayri vault key`",
+            from.describe()
+        );
+        Ok(said)
+    }
+
+    /// Starts over (`sayri vault reset`): moves the vault file — and the key file, which only
+    /// that vault can use — aside under `<name>.reset-<UTC time>` (never deleting either), then
+    /// creates an empty vault with `source`. Returns it and every `(from, to)` move.
+    ///
+    /// # Errors
+    /// There is no vault, a file cannot be moved (then nothing was created), or the new vault
+    /// cannot be created.
+    pub fn reset(
+        paths: VaultPaths,
+        source: KeySource,
+    ) -> Result<(Self, Vec<(PathBuf, PathBuf)>), VaultError> {
+        if fs::symlink_metadata(&paths.vault_file).is_err() {
+            return Err(VaultError::Usage(format!(
+                "there is no vault at {} to reset; `sayri vault init` creates one",
+                paths.vault_file.display()
+            )));
+        }
+        let stamp = utc_stamp(SystemTime::now());
+        let mut moved = Vec::new();
+        {
+            let _lock = FileLock::acquire(&paths.lock_file())?;
+            for from in [&paths.vault_file, &paths.key_file] {
+                if fs::symlink_metadata(from).is_err() {
+                    continue;
+                }
+                let to = aside_name(from, &stamp);
+                fs::rename(from, &to).map_err(|e| VaultError::io("moving aside", from, e))?;
+                moved.push((from.clone(), to));
+            }
+        }
+        let vault = Self::open(paths, source)?;
+        Ok((vault, moved))
     }
 
     /// Stores `value` (trimmed) under the normalised `key`, replacing any previous value, and returns
@@ -594,6 +738,25 @@ impl Vault {
     }
 }
 
+/// `t` as `YYYYMMDDTHHMMSSZ` (UTC), for names of files moved aside.
+fn utc_stamp(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t)
+        .format("%Y%m%dT%H%M%SZ")
+        .to_string()
+}
+
+/// `path` with `.reset-<stamp>` appended (and `-2`, `-3`, … when that name is taken).
+fn aside_name(path: &Path, stamp: &str) -> PathBuf {
+    let base = format!("{}.reset-{stamp}", path.display());
+    let mut candidate = PathBuf::from(&base);
+    let mut n = 2;
+    while fs::symlink_metadata(&candidate).is_ok() {
+        candidate = PathBuf::from(format!("{base}-{n}"));
+        n += 1;
+    }
+    candidate
+}
+
 fn keyring_location() -> String {
     "Secret Service entry service `sayri`, account `vault-data-key`".into()
 }
@@ -631,4 +794,18 @@ fn keyring_create() -> Result<(DataKey, bool), VaultError> {
             "this build has no `keyring` feature (`cargo build -p sayri --features keyring` has it)"
                 .into(),
     })
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn stamps_are_utc_calendar_times() {
+        let at = |secs: u64| utc_stamp(UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(at(0), "19700101T000000Z");
+        assert_eq!(at(951_782_400), "20000229T000000Z");
+        assert_eq!(at(1_733_084_730), "20241201T202530Z");
+    }
 }

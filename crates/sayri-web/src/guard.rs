@@ -3,14 +3,17 @@
 //! In order, for every request:
 //! 1. **Host** must be `127.0.0.1:PORT` or `localhost:PORT` of this server. A web page whose
 //!    name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own name: refused (421).
-//! 2. **Login**: `?s=SECRET` on `/` exchanges the per-launch secret for the cookie and redirects
-//!    to `/`. It is accepted only from a navigation the user started or from this origin
-//!    (`Sec-Fetch-Site` `none` or `same-origin`, or absent for non-browser clients) and with no
-//!    foreign `Origin`: a secret passed by another site is refused (403) and sets nothing.
+//! 2. **Login**: `?s=SECRET` on `/` trades the per-launch secret for a new random session,
+//!    set as the cookie, and redirects to `/`. It works **once**: the secret is spent by its
+//!    first use, so the address left in the browser's history or a terminal's scrollback logs
+//!    no one in again (a browser that already holds a session is just sent to `/`). It is
+//!    accepted only from a navigation the user started or from this origin (`Sec-Fetch-Site`
+//!    `none` or `same-origin`, or absent for non-browser clients) and with no foreign `Origin`:
+//!    a secret passed by another site is refused (403), sets nothing and is not spent.
 //!    `?open=TICKET` does the same with the one-time `--open` ticket, from any navigation.
-//! 3. **Cookie**: every other request needs the cookie `sayri_web_PORT` holding the secret
-//!    (`HttpOnly; SameSite=Strict`: page script cannot read it, other sites' requests do not
-//!    carry it). Without it: 401.
+//! 3. **Cookie**: every other request needs the cookie `sayri_web_PORT` holding a session this
+//!    server issued — never the launch secret itself (`HttpOnly; SameSite=Strict`: page script
+//!    cannot read it, other sites' requests do not carry it). Without it: 401.
 //! 4. **Origin** on the WebSocket upgrade must be `http://` + the request's Host: a page of
 //!    another origin cannot open the bridge even from the user's browser (403).
 //!
@@ -51,11 +54,16 @@ pub const SECURITY_HEADERS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The most sessions one bubble keeps (each login makes one; the oldest is forgotten).
+pub const MAX_SESSIONS: usize = 32;
+
 /// The server's identity and credentials.
 pub struct Gate {
     port: u16,
     secret: Secret,
+    secret_spent: Mutex<bool>,
     open_ticket: Mutex<Option<(Secret, Instant)>>,
+    sessions: Mutex<Vec<Secret>>,
 }
 
 impl Gate {
@@ -64,8 +72,41 @@ impl Gate {
         Gate {
             port,
             secret,
+            secret_spent: Mutex::new(false),
             open_ticket: Mutex::new(None),
+            sessions: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Spends the launch secret if `candidate` is it and it was not used before.
+    fn spend_secret(&self, candidate: &str) -> bool {
+        let mut spent = self
+            .secret_spent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let ok = !*spent && self.secret.matches(candidate);
+        if ok {
+            *spent = true;
+        }
+        ok
+    }
+
+    /// A new session (the cookie's value), remembered by this gate.
+    fn new_session(&self) -> Secret {
+        let s = Secret::random();
+        let mut all = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if all.len() >= MAX_SESSIONS {
+            all.remove(0);
+        }
+        all.push(s.clone());
+        s
+    }
+
+    /// Whether `candidate` is a session this gate issued.
+    fn session_ok(&self, candidate: &str) -> bool {
+        let all = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        all.iter()
+            .fold(false, |found, s| s.matches(candidate) | found)
     }
 
     /// The port the server listens on.
@@ -218,19 +259,21 @@ fn first_party(headers: &HeaderMap, host: &str) -> bool {
     site_ok && origin_ok
 }
 
-/// The redirect to `/` that sets the cookie.
-fn logged_in(gate: &Gate) -> Response {
-    let cookie = format!(
-        "{}={}; HttpOnly; SameSite=Strict; Path=/",
-        gate.cookie_name(),
-        gate.secret().expose()
-    );
+/// The redirect to `/`, setting the cookie to `session` when there is one.
+fn to_page(gate: &Gate, session: Option<Secret>) -> Response {
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = StatusCode::SEE_OTHER;
     let headers = resp.headers_mut();
     headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        headers.insert(header::SET_COOKIE, v);
+    if let Some(session) = session {
+        let cookie = format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            gate.cookie_name(),
+            session.expose()
+        );
+        if let Ok(v) = HeaderValue::from_str(&cookie) {
+            headers.insert(header::SET_COOKIE, v);
+        }
     }
     resp
 }
@@ -246,25 +289,32 @@ async fn check(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Respo
             ),
         );
     };
+    let name = gate.cookie_name();
+    let has_session = cookie(headers, &name).is_some_and(|c| gate.session_ok(c));
     let (secret, ticket) = login_params(req.uri().query());
     if secret.is_some() || ticket.is_some() {
-        let valid = if let Some(t) = ticket {
-            gate.spend_open_ticket(&t)
-        } else {
-            first_party(headers, host)
-                && secret.as_deref().is_some_and(|s| gate.secret().matches(s))
-        };
-        if req.uri().path() != "/" || !valid {
-            tracing::warn!("refused a login to the web bubble");
-            return refuse(
-                StatusCode::FORBIDDEN,
-                "this login address is not valid (wrong or spent, or opened by another site); open the address `sayri web` printed yourself",
-            );
+        let at_root = req.uri().path() == "/";
+        let valid = at_root
+            && if let Some(t) = ticket {
+                gate.spend_open_ticket(&t)
+            } else {
+                first_party(headers, host)
+                    && secret.as_deref().is_some_and(|s| gate.spend_secret(s))
+            };
+        if valid {
+            return to_page(&gate, Some(gate.new_session()));
         }
-        return logged_in(&gate);
+        if at_root && has_session && first_party(headers, host) {
+            // The same browser opening the spent address again: already logged in.
+            return to_page(&gate, None);
+        }
+        tracing::warn!("refused a login to the web bubble");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "this login address is not valid (wrong, already used, or opened by another site); a login address works once — run `sayri web` again for a new one, or open the address it printed yourself",
+        );
     }
-    let name = gate.cookie_name();
-    if !cookie(headers, &name).is_some_and(|c| gate.secret().matches(c)) {
+    if !has_session {
         return refuse(
             StatusCode::UNAUTHORIZED,
             "not logged in to the Sayri web bubble; open the address `sayri web` printed (it holds this launch's secret)",
@@ -322,6 +372,30 @@ mod tests {
         ] {
             assert!(!g.host_ok(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_launch_secret_works_once_and_sessions_are_not_the_secret() {
+        let g = gate();
+        let secret = g.secret().expose().to_string();
+        assert!(!g.spend_secret("nope"));
+        assert!(g.spend_secret(&secret));
+        assert!(!g.spend_secret(&secret), "a second use is refused");
+        let s = g.new_session();
+        assert_ne!(s.expose(), secret);
+        assert!(g.session_ok(s.expose()));
+        assert!(!g.session_ok(&secret), "the launch secret is no cookie");
+        assert!(!g.session_ok(""));
+    }
+
+    #[test]
+    fn old_sessions_are_forgotten_past_the_limit() {
+        let g = gate();
+        let first = g.new_session();
+        for _ in 0..MAX_SESSIONS {
+            g.new_session();
+        }
+        assert!(!g.session_ok(first.expose()));
     }
 
     #[test]

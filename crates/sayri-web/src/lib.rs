@@ -1,9 +1,11 @@
 //! The web bubble: a small chat page served on loopback, bridged to the Sayri daemon.
 //!
-//! [`WebServer::bind`] listens on `127.0.0.1:PORT` only and [`WebServer::serve`] answers:
+//! [`WebServer::bind`] listens on `127.0.0.1:PORT` and `[::1]:PORT`, both or none
+//! ([`loopback`]), and [`WebServer::serve`] answers:
 //!
-//! * `GET /?s=SECRET` — exchanges the per-launch secret for a cookie and redirects to `/`
-//!   (so the secret leaves the address bar); `GET /?open=TICKET` does the same with a one-time
+//! * `GET /?s=SECRET` — trades the per-launch secret, once, for a separate random session
+//!   cookie and redirects to `/` (so the secret leaves the address bar; the address left in the
+//!   browser's history logs no one in again); `GET /?open=TICKET` does the same with a one-time
 //!   ticket from [`WebServer::open_ticket`] (what `--open` hands to the browser through a 0600
 //!   file, so the secret itself never appears in a command line);
 //! * `GET /`, `/app.js`, `/style.css`, `/icon.svg` — the page, embedded in the binary;
@@ -12,8 +14,8 @@
 //!   ([`bridge`]).
 //!
 //! Every request passes [`guard`] first: the `Host` header must name this server on loopback
-//! (DNS-rebinding defence), the cookie must hold the secret, and the WebSocket upgrade must come
-//! from this server's own origin. Every response carries a strict Content-Security-Policy and no
+//! (DNS-rebinding defence), the cookie must hold a session this server issued, and the
+//! WebSocket upgrade must come from this server's own origin. Every response carries a strict Content-Security-Policy and no
 //! CORS header.
 //!
 //! The bridge is a client of the daemon like any other: the binary passes a
@@ -24,6 +26,7 @@
 pub mod assets;
 pub mod bridge;
 pub mod guard;
+pub mod loopback;
 pub mod secret;
 
 use crate::guard::Gate;
@@ -52,34 +55,45 @@ impl std::error::Error for BindError {}
 
 /// A bound, not yet serving web bubble.
 pub struct WebServer {
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     gate: Arc<Gate>,
 }
 
 impl WebServer {
-    /// Binds `127.0.0.1:port` (port 0 = any free port) with a fresh random secret.
+    /// Binds `127.0.0.1:port` and `[::1]:port` (port 0 = a port free on both) with a fresh
+    /// random secret (see [`loopback`]). Must be called inside a Tokio runtime.
     ///
     /// # Errors
-    /// The port is taken or cannot be bound; the message names it and what to do.
+    /// The port, or one of its two addresses, is taken or cannot be bound; the message names
+    /// the address and what to do.
     pub async fn bind(port: u16) -> Result<WebServer, BindError> {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let listener = TcpListener::bind(addr).await.map_err(|e| {
-            BindError(format!(
-                "cannot listen on {addr}: {e}; choose another port with `sayri web --port N` (is another `sayri web` running?)"
-            ))
-        })?;
-        let bound = listener
-            .local_addr()
-            .map_err(|e| BindError(format!("cannot read the bound address: {e}")))?;
+        let bound = loopback::bind_both(port)?;
+        let mut listeners = Vec::with_capacity(2);
+        for l in std::iter::once(bound.v4).chain(bound.v6) {
+            let l = l
+                .set_nonblocking(true)
+                .and_then(|()| TcpListener::from_std(l))
+                .map_err(|e| BindError(format!("cannot serve on port {}: {e}", bound.port)))?;
+            listeners.push(l);
+        }
         Ok(WebServer {
-            listener,
-            gate: Arc::new(Gate::new(bound.port(), Secret::random())),
+            listeners,
+            gate: Arc::new(Gate::new(bound.port, Secret::random())),
         })
     }
 
-    /// The address the server listens on (always on `127.0.0.1`).
+    /// The address to open: always `127.0.0.1`, a literal, never `localhost`.
     pub fn local_addr(&self) -> SocketAddr {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.gate.port()))
+    }
+
+    /// Every address the server listens on (`127.0.0.1:PORT`, and `[::1]:PORT` unless the
+    /// loopback interface has no IPv6).
+    pub fn listen_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
     }
 
     /// The login address to hand the user once: `http://127.0.0.1:PORT/?s=SECRET`.
@@ -113,8 +127,14 @@ impl WebServer {
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
         let app = guard::router(self.gate, Arc::new(connector), shutdown.clone());
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
+        let serving = self.listeners.into_iter().map(|l| {
+            let (app, shutdown) = (app.clone(), shutdown.clone());
+            async move {
+                axum::serve(l, app)
+                    .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                    .await
+            }
+        });
+        futures::future::try_join_all(serving).await.map(|_| ())
     }
 }

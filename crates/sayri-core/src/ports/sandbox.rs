@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// What to run and how.
-#[derive(Debug, Clone, PartialEq)]
+/// What to run and how. Its `Debug` shows the names of [`ExecRequest::env`], never the values
+/// (they are secrets).
+#[derive(Clone, PartialEq)]
 pub struct ExecRequest {
     /// Command text, run by `bash -c`.
     pub command: String,
@@ -26,6 +27,21 @@ pub struct ExecRequest {
     pub env: Vec<(String, String)>,
     /// Cap on captured output in bytes (stdout and stderr interleaved).
     pub output_limit: usize,
+}
+
+impl std::fmt::Debug for ExecRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecRequest")
+            .field("command", &self.command)
+            .field("level", &self.level)
+            .field("agent_id", &self.agent_id)
+            .field("workspace", &self.workspace)
+            .field("timeout", &self.timeout)
+            .field("allow_network", &self.allow_network)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("output_limit", &self.output_limit)
+            .finish()
+    }
 }
 
 /// How a command ended.
@@ -136,4 +152,26 @@ pub trait Sandbox: Send + Sync {
         request: ExecRequest,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, ExecResult>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requests_debug_form_names_its_secrets_without_their_values() {
+        let req = ExecRequest {
+            command: "echo $API_TOKEN".into(),
+            level: SandboxLevel::HostUser,
+            agent_id: "a".into(),
+            workspace: None,
+            timeout: Duration::from_secs(1),
+            allow_network: false,
+            env: vec![("API_TOKEN".into(), "s3cr3t-value-9f2".into())],
+            output_limit: 10,
+        };
+        let shown = format!("{req:?}");
+        assert!(shown.contains("API_TOKEN"), "{shown}");
+        assert!(!shown.contains("s3cr3t-value-9f2"), "{shown}");
+    }
 }

@@ -266,6 +266,9 @@ pub fn build_model(
 /// Before every command the vault is re-read when another process (the `sayri vault` CLI)
 /// changed it, and the redactor is rebuilt from it at once: a secret is never handed to a
 /// command before the redactor knows it. Stored rows are then rewritten in the background.
+///
+/// While the vault cannot be opened, a command that names an allowed secret is refused and the
+/// others run with a note (see [`super::locked_vault`]).
 pub struct SecretsSandbox {
     /// The real sandbox.
     pub inner: Arc<LinuxSandbox>,
@@ -273,6 +276,8 @@ pub struct SecretsSandbox {
     pub agents: Arc<FileAgents>,
     /// The vault slot (`None` when unavailable: no secrets are added).
     pub vault: Arc<Mutex<Option<Vault>>>,
+    /// Why the vault is unavailable (when the slot is `None`).
+    pub vault_error: Option<String>,
     /// Rebuilt when the vault changed on disk.
     pub redactor: SharedRedactor,
     /// Rewritten (in the background) when the vault changed on disk.
@@ -310,6 +315,27 @@ impl Sandbox for SecretsSandbox {
                 for (k, v) in vault.env_for(&allowed) {
                     request.env.push((k, v.to_string()));
                 }
+            } else if !allowed.is_empty() {
+                let reason = self
+                    .vault_error
+                    .clone()
+                    .unwrap_or_else(|| "it could not be opened".into());
+                let named = super::locked_vault::named_in(&request.command, &allowed);
+                if !named.is_empty() {
+                    tracing::warn!(
+                        "refused a command of agent {} that needs {} while the vault is locked",
+                        request.agent_id,
+                        named.join(", ")
+                    );
+                    let refused = super::locked_vault::refusal(&named, &reason);
+                    return Box::pin(async move { refused });
+                }
+                let run = self.inner.run(request, cancel);
+                return Box::pin(async move {
+                    let mut result = run.await;
+                    super::locked_vault::add_note(&mut result, &allowed, &reason);
+                    result
+                });
             }
         }
         self.inner.run(request, cancel)

@@ -25,6 +25,7 @@
 
 pub mod adapters;
 pub mod endpoints;
+pub mod locked_vault;
 pub mod settings;
 
 use crate::agents::FileAgents;
@@ -150,6 +151,7 @@ impl Brain {
                     inner: sandbox.clone(),
                     agents: agents.clone(),
                     vault: vault.clone(),
+                    vault_error: secrets.vault_error.clone(),
                     redactor: secrets.redactor.clone(),
                     store: store.clone(),
                 }),
@@ -302,7 +304,12 @@ impl Secrets {
             VaultPaths::new(&paths.config_dir, &paths.state_dir),
             KeySource::Auto,
         ) {
-            Ok(v) => (Some(v), None),
+            Ok(v) => {
+                if let Some(note) = v.status().creation_note() {
+                    tracing::info!("{note}");
+                }
+                (Some(v), None)
+            }
             Err(e) => {
                 tracing::error!("vault unavailable: {e}");
                 (None, Some(e.to_string()))

@@ -21,7 +21,7 @@ pub fn client_config(cfg: &Config, key: Option<String>) -> Result<ClientConfig, 
     for line in &cfg.provider.extra_headers {
         let header = sayri_llm::parse_header_line(line).map_err(|e| {
             format!(
-                "provider.extra_headers: {e} — fix it with `sayri config set provider.extra_headers …`"
+                "provider.extra_headers: {e} — fix it with `sayri config set provider.extra_headers` (it reads the JSON list of headers from stdin or a hidden prompt; `'[]'` as an argument clears them)"
             )
         })?;
         headers.push(header);

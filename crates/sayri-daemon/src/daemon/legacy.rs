@@ -45,8 +45,14 @@ pub fn bind(state: &DaemonState) -> Option<UnixListener> {
     }
 }
 
-/// Accepts legacy connections until shutdown, then removes the socket file.
-pub async fn serve(listener: UnixListener, state: Arc<DaemonState>, tracker: TaskTracker) {
+/// Accepts legacy connections until shutdown, then removes the socket file when `owned` (the
+/// daemon bound it itself; a socket the service manager passed stays).
+pub async fn serve(
+    listener: UnixListener,
+    state: Arc<DaemonState>,
+    tracker: TaskTracker,
+    owned: bool,
+) {
     listener::accept_until(&listener, &state.shutdown, "legacy socket: ", |stream| {
         let state = state.clone();
         tracker.spawn(async move {
@@ -58,7 +64,9 @@ pub async fn serve(listener: UnixListener, state: Arc<DaemonState>, tracker: Tas
     })
     .await;
     drop(listener);
-    let _ = std::fs::remove_file(state.paths.legacy_socket());
+    if owned {
+        let _ = std::fs::remove_file(state.paths.legacy_socket());
+    }
 }
 
 /// The identity of a connection's peer.

@@ -7,11 +7,10 @@
 //! 4. Every accepted connection's `SO_PEERCRED` uid must equal our effective uid; otherwise it is
 //!    closed without reading a byte. If the credentials cannot be read, it is refused too.
 //!
-//! Under socket activation (`sayri.socket`, or `systemd-socket-activate`) step 3 is replaced by
-//! [`adopt_passed`]: the service manager's socket is used only when it is a listening Unix
-//! stream socket bound at the daemon's socket path, and it is chmodded 0600 (whatever
-//! `SocketMode=` said) and must belong to our uid before the first `accept`; step 4 applies
-//! unchanged.
+//! Under socket activation (`sayri.socket`, or `systemd-socket-activate`) steps 2–3 are replaced
+//! by [`super::activation::adopt`]: the service manager's sockets, matched by name, are used
+//! only when each is a listening Unix stream socket bound at its path, chmodded 0600 (whatever
+//! `SocketMode=` said) and ours, before the first `accept`; step 4 applies unchanged.
 //!
 //! The same functions serve the legacy gateway socket `sayri.sock`.
 
@@ -143,82 +142,6 @@ pub fn bind_private(path: &Path) -> Result<UnixListener, ListenError> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| io_err("chmod 0600 socket", e))?;
     Ok(listener)
-}
-
-/// Takes over the listening sockets the service manager passed (`fds`, from `LISTEN_FDS`):
-/// exactly one, a listening Unix stream socket bound at `path` (where clients look), owned by
-/// our uid; it is made 0600 before it is used. `Ok(None)` when none was passed.
-pub fn adopt_passed(
-    fds: Vec<std::os::fd::OwnedFd>,
-    path: &Path,
-) -> Result<Option<UnixListener>, ListenError> {
-    use nix::sys::socket::{SockType, UnixAddr, getsockname, getsockopt, sockopt};
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::MetadataExt;
-    let fail = |reason: String| ListenError::Passed { reason };
-    let mut fds = fds.into_iter();
-    let Some(fd) = fds.next() else {
-        return Ok(None);
-    };
-    let extra = fds.len();
-    if extra > 0 {
-        return Err(fail(format!(
-            "{} sockets were passed, and Sayri listens on exactly one (one ListenStream= in sayri.socket)",
-            extra + 1
-        )));
-    }
-    let is_stream = getsockopt(&fd, sockopt::SockType).is_ok_and(|t| t == SockType::Stream);
-    let listening = getsockopt(&fd, sockopt::AcceptConn).unwrap_or(false);
-    let addr = getsockname::<UnixAddr>(fd.as_raw_fd()).ok();
-    let bound = addr.as_ref().and_then(|a| a.path()).map(Path::to_path_buf);
-    if !is_stream || !listening {
-        return Err(fail(format!(
-            "file descriptor {} is not a listening stream socket (ListenStream= in sayri.socket)",
-            fd.as_raw_fd()
-        )));
-    }
-    if bound.as_deref() != Some(path) {
-        return Err(fail(format!(
-            "it is bound at {}, but clients look for the daemon at {} (ListenStream=%t/sayri/sayri-daemon.sock)",
-            bound.map_or_else(|| "no path".into(), |b| b.display().to_string()),
-            path.display()
-        )));
-    }
-    let io_err = |what, source| ListenError::Io {
-        what,
-        path: path.to_path_buf(),
-        source,
-    };
-    // The path must be a socket itself, not a symlink: chmod would follow a link to its target.
-    // (A socket's fd reports the socket file system's inode, not the path's, so the two cannot
-    // be compared; the bound address was checked above.)
-    let meta = std::fs::symlink_metadata(path).map_err(|e| io_err("inspect socket", e))?;
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if !meta.file_type().is_socket() {
-            return Err(fail(format!(
-                "{} is not a socket (a symlink or another file is there); remove it and restart sayri.socket",
-                path.display()
-            )));
-        }
-    }
-    if meta.uid() != euid() {
-        return Err(fail(format!(
-            "{} belongs to uid {}, not to uid {}",
-            path.display(),
-            meta.uid(),
-            euid()
-        )));
-    }
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| io_err("chmod 0600 socket", e))?;
-    let listener = std::os::unix::net::UnixListener::from(fd);
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| io_err("use socket", e))?;
-    UnixListener::from_std(listener)
-        .map(Some)
-        .map_err(|e| io_err("use socket", e))
 }
 
 /// Whether `stream`'s peer is us. Logs and returns `false` otherwise (fail closed).

@@ -13,6 +13,7 @@
 //!
 //! The routines and their scheduler live in [`crate::routines`] (started by [`Daemon::bind`]).
 
+pub mod activation;
 pub(crate) mod commands;
 pub mod connection;
 pub mod dispatch;
@@ -70,6 +71,8 @@ pub struct Daemon {
     /// The socket came from the service manager (socket activation): it stays in place at exit,
     /// for the next activation.
     activated: bool,
+    /// The same for the legacy socket.
+    legacy_activated: bool,
 }
 
 /// The command table with every command this build implements.
@@ -97,23 +100,30 @@ impl Daemon {
         Self::bind_passed(paths, config, dispatcher, Vec::new())
     }
 
-    /// As [`Daemon::bind_with_config`], listening on the socket the service manager passed
-    /// (`passed`, from `LISTEN_FDS`; see [`listener::adopt_passed`]) when there is one.
+    /// As [`Daemon::bind_with_config`], listening on the sockets the service manager passed
+    /// (`passed`: descriptor and name each, from `LISTEN_FDS`/`LISTEN_FDNAMES`; see
+    /// [`activation::adopt`]) where there are; the daemon binds the others itself.
     pub fn bind_passed(
         paths: Paths,
         config: Config,
         dispatcher: Dispatcher,
-        passed: Vec<std::os::fd::OwnedFd>,
+        passed: Vec<(std::os::fd::OwnedFd, String)>,
     ) -> Result<Daemon, DaemonError> {
         paths.ensure_dirs()?;
         let lock = listener::acquire_lock(&paths.lock_file())?;
-        let (listener, activated) = match listener::adopt_passed(passed, &paths.socket())? {
+        let adopted = activation::adopt(passed, &paths.socket(), &paths.legacy_socket())?;
+        let (listener, activated) = match adopted.control {
             Some(l) => (l, true),
             None => (listener::bind_private(&paths.socket())?, false),
         };
+        let passed_legacy = adopted.legacy;
         // Only the lock holder may clean up, and before it starts a child of its own.
         recovery::kill_leftovers(&paths);
         let state = DaemonState::new(paths, config);
+        *state
+            .socket_warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = adopted.warnings;
         let cfg = state.config();
         let (brain, migrated_key) = crate::brain::Brain::build(
             &state.paths,
@@ -151,7 +161,8 @@ impl Daemon {
             state.paths.config_dir.clone(),
         );
         let _ = state.routines.set(routines);
-        let legacy = legacy::bind(&state);
+        let legacy_activated = passed_legacy.is_some();
+        let legacy = passed_legacy.or_else(|| legacy::bind(&state));
         Ok(Daemon {
             state,
             listener,
@@ -159,6 +170,7 @@ impl Daemon {
             lock,
             dispatcher: Arc::new(dispatcher),
             activated,
+            legacy_activated,
         })
     }
 
@@ -177,10 +189,16 @@ impl Daemon {
             lock,
             dispatcher,
             activated,
+            legacy_activated,
         } = self;
         let tracker = TaskTracker::new();
         if let Some(legacy) = legacy {
-            tracker.spawn(legacy::serve(legacy, state.clone(), tracker.clone()));
+            tracker.spawn(legacy::serve(
+                legacy,
+                state.clone(),
+                tracker.clone(),
+                !legacy_activated,
+            ));
             tokio::spawn(crate::gateways::auto_start(state.clone()));
         }
         tracing::info!(
@@ -255,9 +273,12 @@ impl Daemon {
 /// Runs the daemon in the foreground until `quit`, SIGTERM or SIGINT. Returns a one-line error
 /// when it cannot start (invalid config with file:line, another daemon running, …).
 ///
-/// `passed`: the listening sockets the service manager passed (socket activation), empty when
-/// the daemon binds its own.
-pub fn run_foreground(paths: Paths, passed: Vec<std::os::fd::OwnedFd>) -> Result<(), DaemonError> {
+/// `passed`: the listening sockets the service manager passed (socket activation) with their
+/// names, empty when the daemon binds its own.
+pub fn run_foreground(
+    paths: Paths,
+    passed: Vec<(std::os::fd::OwnedFd, String)>,
+) -> Result<(), DaemonError> {
     crate::footprint::limit_malloc_arenas();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

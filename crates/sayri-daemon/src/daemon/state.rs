@@ -43,6 +43,9 @@ pub struct DaemonState {
     pub voice: crate::voice::VoiceService,
     /// Voice model downloads running now (`asset_download`): one per asset at a time.
     pub assets: crate::assets::Downloads,
+    /// Warnings about the sockets the service manager passed (a mode looser than 0600, a
+    /// socket with an unknown name), for `status` and `sayri doctor`.
+    pub socket_warnings: std::sync::Mutex<Vec<String>>,
 }
 
 impl DaemonState {
@@ -64,6 +67,7 @@ impl DaemonState {
             routines: OnceLock::new(),
             gateways: crate::gateways::Gateways::new(),
             assets: crate::assets::Downloads::default(),
+            socket_warnings: std::sync::Mutex::new(Vec::new()),
             paths,
         })
     }

@@ -64,6 +64,7 @@ pub fn build_status(state: &DaemonState) -> Value {
                     .collect::<serde_json::Map<_, _>>()
             }),
         },
+        "socket_warnings": *state.socket_warnings.lock().unwrap_or_else(|p| p.into_inner()),
         "config_dir": state.paths.config_dir,
         "state_dir": state.paths.state_dir,
         "socket": state.paths.socket(),

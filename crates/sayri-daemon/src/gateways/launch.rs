@@ -8,8 +8,10 @@
 //!   `SAYRI_GATEWAY_INSTANCE_ID`, `SAYRI_GATEWAY_SOCKET` (the legacy socket),
 //!   `SAYRI_TARGET_AGENT` and `SAYRI_SANDBOX_LEVEL` (the instance's agent and cap, for the
 //!   original gateways; the daemon enforces them whatever a message says).
-//! * **Secrets**: exactly the vault keys the instance lists, each under its environment name;
-//!   a missing one stops the start with a message naming it.
+//! * **Secrets**: exactly the vault keys the instance lists, each under its environment name,
+//!   on the secrets descriptor (`SAYRI_SECRETS_FD`, see `sayri_protocol::child_secrets`) —
+//!   never in the arguments or the environment; a missing one stops the start with a message
+//!   naming it.
 
 use super::{Host, child_name};
 use crate::supervisor::ChildSpec;
@@ -94,7 +96,7 @@ pub fn spec_for(state: &dyn Host, inst: &GatewayInstance) -> Result<ChildSpec, S
                 inst.id, inst.id
             ));
         };
-        spec = spec.secret_env(name, value.as_str());
+        spec = spec.secret(name, value.as_str());
     }
     Ok(spec)
 }

@@ -1,21 +1,30 @@
-//! One run of a supervised program: its keeper process (see `sayri_sandbox::keeper`), the pipe
-//! that carries its stdout and stderr into the log, its stdin, and its record in the child
-//! registry.
+//! One run of a supervised program: its keeper process (see `sayri_sandbox::keeper`), the socket
+//! that carries the keeper's spec and then the program's stdin, the secrets socket, the
+//! descriptors it inherits, the pipe that carries its stdout and stderr into the log, and its
+//! record in the child registry.
+//!
+//! Descriptors of the program: 0 stdin (`/dev/null`, or the rest of the keeper's spec socket),
+//! 1–2 the log pipe, then from 3 on the secrets socket (when it has secrets,
+//! `SAYRI_SECRETS_FD=3`) and the spec's passed descriptors in order, each announced in its
+//! environment variable. Nothing else: the keeper closes every other descriptor.
 
 use super::ChildSpec;
 use super::log::RotatingLog;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use sayri_core::sync::lock;
+use sayri_protocol::child_secrets::{self, SECRETS_FD_ENV};
 use sayri_sandbox::child_registry::{ChildKind, ChildRegistry, Recorded};
 use sayri_sandbox::keeper::{EXIT_EXEC, EXIT_SETUP, KEEP_MODE, KeeperSpec};
+use sayri_sandbox::spec_pipe;
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::task::JoinHandle;
 
 /// Variables a supervised program inherits from the daemon's environment; everything else it
@@ -72,43 +81,53 @@ impl Launcher {
     /// Starts one run of `spec` with its output going to `log`. Errors are the reason, for the
     /// child's `last_error`.
     pub async fn launch(&self, spec: &ChildSpec, log: &SharedLog) -> Result<Running, String> {
+        let secrets = secrets_for(spec)?;
+        let (secrets_ours, passed) = passed_fds(spec, secrets.is_some())?;
         let keeper = KeeperSpec {
             program: spec.program.clone(),
             args: spec.args.clone(),
             cwd: spec.cwd.clone(),
             stop_grace_ms: u64::try_from(spec.stop_grace.as_millis()).unwrap_or(u64::MAX),
             parent_pid: std::process::id(),
+            stdin: spec.stdin.is_some(),
+            passed_fds: u32::try_from(passed.len()).unwrap_or(u32::MAX),
         };
-        let json = serde_json::to_string(&keeper).map_err(|e| e.to_string())?;
+        let mut frames = vec![spec_pipe::frame_json(&keeper).map_err(|e| e.to_string())?];
+        if let Some(bytes) = &spec.stdin {
+            frames.push(zeroize::Zeroizing::new(bytes.clone()));
+        }
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| format!("cannot create the log pipe: {e}"))?;
         let write2 = write
             .try_clone()
             .map_err(|e| format!("cannot create the log pipe: {e}"))?;
+        let (spec_ours, spec_theirs) =
+            spec_pipe::socket_pair().map_err(|e| format!("cannot create a socket: {e}"))?;
         let mut cmd = tokio::process::Command::new(&self.program);
         cmd.args(&self.args)
             .arg(KEEP_MODE)
-            .arg(json)
             .env_clear()
             .envs(inherited_env())
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .envs(spec.secret_env.iter().map(|(k, v)| (k, v)))
-            .stdin(if spec.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .envs(fd_env(spec, secrets.is_some()))
+            .stdin(Stdio::from(spec_theirs))
             .stdout(Stdio::from(write))
             .stderr(Stdio::from(write2));
+        place_fds(&mut cmd, passed);
         let mut child = sayri_sandbox::parent_death::spawn_tied(cmd, libc::SIGTERM)
             .await
             .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
         let keeper_pid = child.id().unwrap_or(0);
         let record = self.record(spec, keeper_pid);
-        if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
-            tokio::spawn(async move {
-                let _ = stdin.write_all(&bytes).await;
-            });
+        if let Err(e) = spec_pipe::send_frames(spec_ours, frames) {
+            let _ = child.start_kill();
+            return Err(format!("cannot hand the keeper its spec: {e}"));
+        }
+        if let (Some(ours), Some(json)) = (secrets_ours, secrets)
+            && let Err(e) = spec_pipe::send_frames(ours, vec![json])
+        {
+            let _ = child.start_kill();
+            return Err(format!("cannot hand the program its secrets: {e}"));
         }
         let log_task = tokio::spawn(copy_output(std::fs::File::from(read), log.clone()));
         Ok(Running {
@@ -133,6 +152,93 @@ impl Launcher {
                 None
             }
         }
+    }
+}
+
+/// The JSON the secrets socket carries for this start (`None`: the spec has no secrets).
+fn secrets_for(spec: &ChildSpec) -> Result<Option<zeroize::Zeroizing<Vec<u8>>>, String> {
+    let mut pairs: Vec<(String, String)> = spec
+        .secrets
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string()))
+        .collect();
+    if let Some(make) = &spec.fresh_secrets {
+        pairs.extend(make()?.into_iter().map(|(k, v)| (k, v.to_string())));
+    }
+    if pairs.is_empty() {
+        return Ok(None);
+    }
+    let json = zeroize::Zeroizing::new(child_secrets::encode(&pairs));
+    for (_, v) in &mut pairs {
+        zeroize::Zeroize::zeroize(v);
+    }
+    Ok(Some(json))
+}
+
+/// The descriptors the keeper passes on, in order: the secrets socket's far end (when there are
+/// secrets; its near end is returned first) and duplicates of the spec's descriptors.
+fn passed_fds(spec: &ChildSpec, secrets: bool) -> Result<(Option<OwnedFd>, Vec<OwnedFd>), String> {
+    let mut passed = Vec::new();
+    let mut ours = None;
+    if secrets {
+        let (a, b) =
+            spec_pipe::socket_pair().map_err(|e| format!("cannot create a socket: {e}"))?;
+        ours = Some(a);
+        passed.push(b);
+    }
+    for (name, fd) in &spec.fds {
+        passed.push(
+            fd.try_clone()
+                .map_err(|e| format!("cannot duplicate the descriptor for {name}: {e}"))?,
+        );
+    }
+    Ok((ours, passed))
+}
+
+/// `NAME=N` for the secrets descriptor and every passed descriptor (numbered from 3).
+fn fd_env(spec: &ChildSpec, secrets: bool) -> Vec<(String, String)> {
+    let names = secrets
+        .then(|| SECRETS_FD_ENV.to_string())
+        .into_iter()
+        .chain(spec.fds.iter().map(|(k, _)| k.clone()));
+    names
+        .enumerate()
+        .map(|(i, k)| (k, (3 + i).to_string()))
+        .collect()
+}
+
+/// Puts `fds` at 3, 4, … in the keeper (without close-on-exec), after stdio is set up. They are
+/// first moved above any number they could collide with.
+fn place_fds(cmd: &mut tokio::process::Command, fds: Vec<OwnedFd>) {
+    if fds.is_empty() {
+        return;
+    }
+    let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+    let high = 3 + raw.len() as RawFd;
+    // SAFETY: the hook only calls fcntl and dup2, both async-signal-safe; the vector was
+    // allocated before the fork. `fds` is moved into the hook so the descriptors stay open
+    // until the spawn (the Command is dropped after it).
+    unsafe {
+        cmd.pre_exec(move || {
+            let _keep = &fds;
+            let mut moved = [0 as RawFd; 16];
+            if raw.len() > moved.len() {
+                return Err(std::io::Error::from_raw_os_error(libc::EMFILE));
+            }
+            for (i, fd) in raw.iter().enumerate() {
+                let m = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, high);
+                if m < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                moved[i] = m;
+            }
+            for (i, m) in moved[..raw.len()].iter().enumerate() {
+                if libc::dup2(*m, 3 + i as RawFd) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
     }
 }
 

@@ -10,7 +10,7 @@
 //! let spec = ChildSpec::new("gateway-telegram-home", "/usr/bin/sayri-gateway-telegram")
 //!     .arg("--api-base")
 //!     .arg("https://api.telegram.org")
-//!     .secret_env("TELEGRAM_BOT_TOKEN", "123:abc…"); // from the vault; never an argument
+//!     .secret("TELEGRAM_BOT_TOKEN", "123:abc…"); // from the vault; never argv or environment
 //! let status = supervisor.start(spec)?;             // state `running`, pid, restarts, …
 //! supervisor.stop("gateway-telegram-home").await?;  // SIGTERM, grace, SIGKILL
 //! # let _ = status; Ok(()) }
@@ -29,9 +29,14 @@
 //!   error, and it stays there until started again ([`RestartPolicy`]).
 //! * **Clean stops** on [`Supervisor::stop`] and on daemon shutdown ([`Supervisor::shutdown`]):
 //!   `SIGTERM` to the program's group, then `SIGKILL` to everything left after the grace period.
-//! * **Secrets only through the environment or stdin** ([`ChildSpec::secret_env`],
-//!   [`ChildSpec::stdin`]); a spec whose arguments contain a secret value is refused, because
-//!   any local user can read a process's arguments.
+//! * **Secrets on a socket of their own** ([`ChildSpec::secret`], [`ChildSpec::fresh_secrets`]):
+//!   the program finds its descriptor in `SAYRI_SECRETS_FD` and reads one JSON object from it
+//!   (see `sayri_protocol::child_secrets`). Never in its arguments, which every local user can
+//!   read, nor in its environment, which every process of the user can read in
+//!   `/proc/PID/environ`; a spec whose arguments contain a secret value is refused.
+//! * **A built environment**: [`INHERITED_ENV`] from the daemon plus the spec's own variables;
+//!   nothing else of the daemon's environment, and descriptors 0–2 plus the ones the spec passes
+//!   ([`ChildSpec::pass_fd`], numbered from 3 and named by an environment variable) only.
 //! * **A record** in `$STATE/children/` while it runs, so the next daemon kills it should it
 //!   have survived a crash.
 //!
@@ -50,14 +55,20 @@ pub use log::{LogLimits, RotatingLog};
 use sayri_core::sync::lock;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use zeroize::Zeroizing;
 
 /// Default time a program gets between `SIGTERM` and `SIGKILL` when stopped: 5 s.
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Secrets made afresh at every start of a child (e.g. the local model server's token).
+pub type FreshSecrets =
+    Arc<dyn Fn() -> Result<Vec<(String, Zeroizing<String>)>, String> + Send + Sync>;
 
 /// A program to supervise. Build it with [`ChildSpec::new`] and the builder methods.
 #[derive(Clone)]
@@ -69,11 +80,17 @@ pub struct ChildSpec {
     pub program: PathBuf,
     /// Arguments. Visible to every local user (`ps`): never put a secret here.
     pub args: Vec<String>,
-    /// Extra environment variables (on top of [`INHERITED_ENV`] from the daemon).
+    /// Extra environment variables (on top of [`INHERITED_ENV`] from the daemon). Never
+    /// secrets: other processes of the user can read a process's environment.
     pub env: Vec<(String, String)>,
-    /// Secret environment variables (API tokens from the vault). Never logged; their values
-    /// must not appear in `program` or `args`.
-    pub secret_env: Vec<(String, String)>,
+    /// Secrets (API tokens from the vault), sent on the secrets descriptor at each start. Never
+    /// logged; their values must not appear in `program` or `args`.
+    pub secrets: Vec<(String, Zeroizing<String>)>,
+    /// Secrets made at each start, sent after [`ChildSpec::secrets`].
+    pub fresh_secrets: Option<FreshSecrets>,
+    /// Descriptors the program inherits, from 3 on (after the secrets descriptor, when there
+    /// is one), each announced in the environment variable paired with it.
+    pub fds: Vec<(String, Arc<OwnedFd>)>,
     /// Bytes written to the program's stdin at each start, after which stdin is closed
     /// (`None`: stdin is `/dev/null`).
     pub stdin: Option<Vec<u8>>,
@@ -95,9 +112,11 @@ impl std::fmt::Debug for ChildSpec {
             .field("args", &self.args)
             .field("env", &self.env)
             .field(
-                "secret_env",
-                &self.secret_env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                "secrets",
+                &self.secrets.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
+            .field("fresh_secrets", &self.fresh_secrets.is_some())
+            .field("fds", &self.fds.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .field("stdin", &self.stdin.as_ref().map(|b| b.len()))
             .field("cwd", &self.cwd)
             .finish_non_exhaustive()
@@ -112,7 +131,9 @@ impl ChildSpec {
             program: program.into(),
             args: Vec::new(),
             env: Vec::new(),
-            secret_env: Vec::new(),
+            secrets: Vec::new(),
+            fresh_secrets: None,
+            fds: Vec::new(),
             stdin: None,
             cwd: None,
             restart: RestartPolicy::default(),
@@ -133,9 +154,22 @@ impl ChildSpec {
         self
     }
 
-    /// Adds a secret environment variable (see [`ChildSpec::secret_env`] field).
-    pub fn secret_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.secret_env.push((key.into(), value.into()));
+    /// Adds a secret (see the [`ChildSpec::secrets`] field).
+    pub fn secret(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.secrets
+            .push((key.into(), Zeroizing::new(value.into())));
+        self
+    }
+
+    /// Sets secrets made afresh at each start (see [`FreshSecrets`]).
+    pub fn fresh_secrets(mut self, make: FreshSecrets) -> Self {
+        self.fresh_secrets = Some(make);
+        self
+    }
+
+    /// Passes `fd` to the program (a duplicate at each start), announced as `env_name=N`.
+    pub fn pass_fd(mut self, env_name: impl Into<String>, fd: Arc<OwnedFd>) -> Self {
+        self.fds.push((env_name.into(), fd));
         self
     }
 
@@ -157,15 +191,21 @@ impl ChildSpec {
         if !name_ok {
             return Err(SupervisorError::BadName(n.clone()));
         }
-        for (k, _) in self.env.iter().chain(&self.secret_env) {
-            if k.is_empty() || k.contains('=') || k.contains('\0') {
+        let names = self.env.iter().map(|(k, _)| k);
+        for k in names.chain(self.fds.iter().map(|(k, _)| k)) {
+            if k.is_empty()
+                || k.contains('=')
+                || k.contains('\0')
+                || k == sayri_protocol::child_secrets::SECRETS_FD_ENV
+            {
                 return Err(SupervisorError::BadEnv(k.clone()));
             }
         }
         let visible: Vec<String> = std::iter::once(self.program.to_string_lossy().into_owned())
             .chain(self.args.iter().cloned())
+            .chain(self.env.iter().map(|(_, v)| v.clone()))
             .collect();
-        for (k, v) in &self.secret_env {
+        for (k, v) in &self.secrets {
             if !v.is_empty() && visible.iter().any(|a| a.contains(v.as_str())) {
                 return Err(SupervisorError::SecretInArguments(k.clone()));
             }
@@ -226,7 +266,7 @@ pub enum SupervisorError {
     BadEnv(String),
     /// A secret's value appears in the program or its arguments.
     #[error(
-        "the value of secret {0} appears in the command line, where any local user can read it; pass it only through the environment or stdin"
+        "the value of secret {0} appears in the command line or the environment, where other processes can read it; pass it only as a secret"
     )]
     SecretInArguments(String),
     /// A child with this name is running (or waiting to restart).

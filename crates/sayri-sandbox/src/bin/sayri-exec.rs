@@ -1,7 +1,7 @@
 //! `sayri-exec`: the sandbox's exec helper as a small program of its own. The daemon starts it
-//! for every command (`sayri-exec exec <spec-json>`, `sayri-exec probe`); it applies the
+//! for every command (`sayri-exec exec`, its spec on stdin; `sayri-exec probe`); it applies the
 //! level's isolation in a fresh single-threaded process and runs `bash -c`. It is also the
-//! keeper of every supervised program (`sayri-exec keep <spec-json>`). Keeping it apart
+//! keeper of every supervised program (`sayri-exec keep`). Keeping it apart
 //! from the 20 MB `sayri` binary makes every command start faster. It must be installed next
 //! to `sayri` (see `sayri_daemon::brain::settings::exec_helper_path`).
 

@@ -62,7 +62,12 @@ fn set_confirms_without_any_part_of_the_value_and_list_and_get_show_masks() {
     );
     r.unwrap();
     assert!(prompts.is_empty());
-    assert_eq!(out, "stored GITHUB_TOKEN (value not shown)\n");
+    let (first, rest) = out.split_once('\n').unwrap();
+    assert!(
+        first.starts_with("created the vault ") && first.contains(", sealed by the "),
+        "a new vault says which key source seals it: {out}"
+    );
+    assert_eq!(rest, "stored GITHUB_TOKEN (value not shown)\n");
     let secret = "ghp_0123456789abcdef";
     for start in 0..secret.len() - 2 {
         assert!(
@@ -76,6 +81,14 @@ fn set_confirms_without_any_part_of_the_value_and_list_and_get_show_masks() {
     let (r, out, _) = run(&dir, &["get", "GITHUB_TOKEN"], "", false);
     r.unwrap();
     assert!(!out.contains("0123456789"));
+    let (r, again, _) = run(
+        &dir,
+        &["set", "other token"],
+        "ghp_fedcba9876543210\n",
+        false,
+    );
+    r.unwrap();
+    assert_eq!(again, "stored OTHER_TOKEN (value not shown)\n", "said once");
 }
 
 #[test]
@@ -137,4 +150,44 @@ fn init_with_a_passphrase_then_open_with_the_env_passphrase() {
         env_passphrase: Some(Zeroizing::new("a long passphrase".into())),
     };
     run_with(&cmd, &paths(&dir), &mut term).unwrap();
+}
+
+#[test]
+fn reset_asks_first_moves_the_old_vault_aside_and_says_which_key_source_the_new_one_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _, _) = run(&dir, &["set", "OLD_TOKEN"], "old-token-value-1234\n", false);
+    r.unwrap();
+    let vault = paths(&dir).vault_file;
+    let before = std::fs::read(&vault).unwrap();
+
+    let (r, _, _) = run(&dir, &["reset"], "", false);
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("--yes") && e.contains("terminal"), "{e}");
+    let (r, out, _) = run(&dir, &["reset"], "n\n", true);
+    assert!(r.unwrap_err().to_string().contains("nothing changed"));
+    assert!(out.contains("moved aside, not deleted"), "{out}");
+    assert_eq!(std::fs::read(&vault).unwrap(), before, "answered no");
+
+    let (r, out, _) = run(&dir, &["reset"], "y\n", true);
+    r.unwrap();
+    assert!(out.contains("key source: key file"), "{out}");
+    assert!(out.contains("why:"), "{out}");
+    assert!(out.contains("to go back"), "{out}");
+    let aside = std::fs::read_dir(vault.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("vault.enc.reset-"))
+        .expect("the old vault was moved aside");
+    assert_eq!(std::fs::read(&aside).unwrap(), before, "kept byte for byte");
+    let (r, out, _) = run(&dir, &["list"], "", false);
+    r.unwrap();
+    assert!(out.contains("no secrets"), "{out}");
+}
+
+#[test]
+fn key_needs_exactly_one_place() {
+    assert!(parse(&["key"]).is_err());
+    assert!(parse(&["key", "--to-keyring", "--to-file"]).is_err());
+    assert!(parse(&["key", "--to-file"]).is_ok());
 }

@@ -417,3 +417,56 @@ fn child_without_a_session_bus() {
     assert_eq!(st.key_source, KeySourceKind::KeyFile, "{st}");
     assert!(st.reason.contains("OS keyring was not used"), "{st}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// `sayri vault key`: the key moves from its file into the keyring and back.
+
+#[test]
+fn parent_the_key_moves_from_its_file_into_the_keyring_and_back() {
+    let work = tempfile::tempdir().unwrap();
+    run_child(
+        "child_the_key_moves_from_its_file_into_the_keyring_and_back",
+        Session::Unlocked,
+        work.path(),
+    );
+}
+
+#[test]
+#[ignore = "runs inside the private keyring session started by parent_the_key_moves_from_its_file_into_the_keyring_and_back"]
+fn child_the_key_moves_from_its_file_into_the_keyring_and_back() {
+    let dir = work_dir();
+    let mut v = Vault::open(paths_in(&dir), KeySource::KeyFile).unwrap();
+    v.set("DEPLOY_TOKEN", SECRET, "").unwrap();
+    let p = v.paths().clone();
+    assert!(p.key_file.exists());
+
+    let said = v.move_key(KeySourceKind::Keyring).unwrap();
+    assert!(said.contains("removed the old key file"), "{said}");
+    assert!(!p.key_file.exists(), "the key left the disk");
+    assert!(lookup_entry().is_some(), "the keyring holds it");
+    assert_eq!(v.status().key_source, KeySourceKind::Keyring);
+    drop(v);
+    let v = Vault::open(paths_in(&dir), KeySource::Auto).unwrap();
+    assert_eq!(v.status().key_source, KeySourceKind::Keyring);
+    assert_eq!(v.get("DEPLOY_TOKEN").unwrap().as_str(), SECRET);
+    drop(v);
+
+    let mut v = Vault::open(paths_in(&dir), KeySource::Auto).unwrap();
+    let said = v.move_key(KeySourceKind::KeyFile).unwrap();
+    assert!(said.contains("left in place"), "{said}");
+    assert!(p.key_file.exists());
+    drop(v);
+    let v = Vault::open(paths_in(&dir), KeySource::KeyFile).unwrap();
+    assert_eq!(v.get("DEPLOY_TOKEN").unwrap().as_str(), SECRET);
+
+    // A key file already there is never overwritten.
+    let mut other = Vault::open(paths_in(&dir.join("other")), KeySource::Keyring).unwrap();
+    std::fs::create_dir_all(other.paths().key_file.parent().unwrap()).unwrap();
+    std::fs::write(&other.paths().key_file, b"someone else's key").unwrap();
+    let e = other.move_key(KeySourceKind::KeyFile).unwrap_err();
+    assert!(e.to_string().contains("already there"), "{e}");
+    assert_eq!(
+        std::fs::read(&other.paths().key_file).unwrap(),
+        b"someone else's key"
+    );
+}

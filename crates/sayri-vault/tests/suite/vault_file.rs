@@ -246,3 +246,95 @@ fn keyring_request_without_the_feature_fails_closed() {
     assert!(matches!(e, VaultError::Keyring { .. }), "{e}");
     assert!(!paths(&dir).vault_file.exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Starting over and moving the key
+
+#[test]
+fn reset_moves_the_vault_and_its_key_aside_never_deleting_them_and_the_old_one_still_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = filled(&dir);
+    let p = old.paths().clone();
+    drop(old);
+    let (fresh, moved) = Vault::reset(p.clone(), KeySource::Auto).unwrap();
+    assert_eq!(moved.len(), 2, "the vault file and its key file: {moved:?}");
+    assert!(fresh.status().created);
+    assert!(fresh.list().is_empty());
+    assert_eq!(fresh.status().key_source, KeySourceKind::KeyFile);
+    assert!(
+        fresh.status().reason.contains("keyring"),
+        "{}",
+        fresh.status()
+    );
+    for (from, to) in &moved {
+        assert!(from.exists(), "a new {} was created", from.display());
+        assert!(to.exists(), "{} is kept", to.display());
+        assert!(
+            to.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains(".reset-20"),
+            "{}",
+            to.display()
+        );
+    }
+    drop(fresh);
+    // Putting the moved files back restores every secret.
+    for (from, to) in &moved {
+        std::fs::rename(to, from).unwrap();
+    }
+    let back = Vault::open(p, KeySource::Auto).unwrap();
+    assert_eq!(back.list().len(), VALUES.len());
+    assert_eq!(
+        back.get("GITHUB_TOKEN").unwrap().as_str(),
+        "ghp_0123456789abcdefXYZ"
+    );
+}
+
+#[test]
+fn reset_without_a_vault_says_so_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Vault::reset(paths(&dir), KeySource::Auto).unwrap_err();
+    assert!(e.to_string().contains("no vault"), "{e}");
+    assert!(!paths(&dir).vault_file.exists());
+}
+
+#[test]
+fn moving_the_key_where_it_is_or_from_a_passphrase_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = filled(&dir);
+    let before = std::fs::read(&v.paths().vault_file).unwrap();
+    let e = v.move_key(KeySourceKind::KeyFile).unwrap_err();
+    assert!(e.to_string().contains("already"), "{e}");
+    assert_eq!(std::fs::read(&v.paths().vault_file).unwrap(), before);
+
+    let pdir = tempfile::tempdir().unwrap();
+    let pass =
+        Passphrase::new(Zeroizing::new("correct horse battery".into())).with_params(KdfParams {
+            m_kib: 64,
+            t: 1,
+            p: 1,
+        });
+    let mut pv = Vault::open(paths(&pdir), KeySource::Passphrase(pass)).unwrap();
+    let e = pv.move_key(KeySourceKind::Keyring).unwrap_err();
+    assert!(e.to_string().contains("passphrase"), "{e}");
+}
+
+#[test]
+fn moving_the_key_into_an_unreachable_keyring_fails_loudly_and_keeps_the_key_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = filled(&dir);
+    let p = v.paths().clone();
+    let before = std::fs::read(&p.vault_file).unwrap();
+    let key = std::fs::read(&p.key_file).unwrap();
+    // No Secret Service here (this binary refuses to run where a session bus is reachable):
+    // the keyring cannot take the key.
+    let e = v.move_key(KeySourceKind::Keyring).unwrap_err();
+    assert!(matches!(e, VaultError::Keyring { .. }), "{e}");
+    assert!(e.to_string().contains("keyring"), "{e}");
+    assert_eq!(std::fs::read(&p.vault_file).unwrap(), before);
+    assert_eq!(std::fs::read(&p.key_file).unwrap(), key);
+    drop(v);
+    let again = Vault::open(p, KeySource::Auto).unwrap();
+    assert_eq!(again.list().len(), VALUES.len());
+}

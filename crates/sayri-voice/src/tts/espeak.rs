@@ -37,7 +37,9 @@ impl EspeakTts {
 
 impl TextToSpeech for EspeakTts {
     fn start(&self, text: &str) -> Result<Arc<dyn SpeechStream>, SpeechError> {
-        let child = Command::new("espeak-ng")
+        let mut cmd = Command::new("espeak-ng");
+        super::child_env::apply(&mut cmd);
+        let child = cmd
             .args([
                 "-v",
                 &self.voice,

@@ -1,5 +1,6 @@
 //! Text-to-speech adapters: Piper (preferred) and espeak-ng (fallback), both subprocesses.
 
+pub mod child_env;
 pub mod espeak;
 pub mod piper;
 pub mod process;

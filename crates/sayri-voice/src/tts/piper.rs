@@ -91,6 +91,7 @@ impl PiperTts {
             // Spelled with underscores: the spelling both the Python and the C++ piper accept.
             cmd.args(["--noise_scale", "0", "--noise_w", "0"]);
         }
+        super::child_env::apply(&mut cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

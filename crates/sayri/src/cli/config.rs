@@ -11,6 +11,12 @@
 //!
 //! `set` parses its text by the key's type first (`true/false/yes/no/on/off/1/0` for a
 //! boolean, a JSON array such as `["/srv/private"]` for a list) and sends the typed value.
+//!
+//! A secret setting (`provider.api_key`, `provider.extra_headers`, any key named like a token or
+//! password) never takes its value from the command line, where every user of the machine can
+//! read it (`ps`, `/proc/PID/cmdline`) and the shell keeps it in its history: `set` reads it
+//! from stdin (a pipe) or a hidden prompt, and refuses a value given as an argument (an empty
+//! one, which clears the setting, is allowed).
 
 use clap::Subcommand;
 use sayri_client::autostart::connect_or_start;
@@ -33,11 +39,12 @@ pub(crate) enum ConfigAction {
     /// Change one setting, e.g. `sayri config set provider.model qwen2.5`.
     /// Booleans accept true/false/yes/no/on/off/1/0; lists take a JSON array, e.g.
     /// `sayri config set sandbox.deny_read '["/srv/private"]'` (`[]` empties one).
+    /// A secret (`provider.api_key`) is read from stdin or a hidden prompt, never given here.
     Set {
         /// `group.key`.
         key: String,
-        /// New value (parsed by the setting's type, then checked).
-        value: String,
+        /// New value (parsed by the setting's type, then checked). Left out for a secret.
+        value: Option<String>,
     },
     /// Print every setting with its value (secrets masked).
     List {
@@ -62,6 +69,49 @@ impl ConfigAction {
     }
 }
 
+impl ConfigAction {
+    /// The action with `set`'s value in hand: the argument, or for a secret setting what
+    /// stdin or the hidden prompt gave (see the module rules). Called before anything changes.
+    fn with_value_read(self) -> anyhow::Result<ConfigAction> {
+        Ok(match self {
+            ConfigAction::Set { key, value } => {
+                let value = Some(set_value(&key, value)?);
+                ConfigAction::Set { key, value }
+            }
+            other => other,
+        })
+    }
+}
+
+/// The value `sayri config set KEY [VALUE]` stores (see the module rules).
+fn set_value(key: &str, given: Option<String>) -> anyhow::Result<String> {
+    // An unknown key is refused with the others, by the check of the value.
+    let secret = Config::spec(key).is_ok_and(|s| s.is_secret());
+    match given {
+        Some(v) if secret && !matches!(v.trim(), "" | "[]") => anyhow::bail!(
+            "{key} is a secret, and a value on the command line can be read by every user of this machine (`ps`) and stays in your shell history; nothing was changed. Give it on stdin instead: `sayri config set {key}` asks for it with hidden input, or pipe it: `printf %s \"$KEY\" | sayri config set {key}`"
+        ),
+        Some(v) => Ok(v),
+        None if secret => Ok(super::secret_input::read_secret(
+            &format!("the value of {key}"),
+            &format!("printf %s \"$KEY\" | sayri config set {key}"),
+            true,
+        )?
+        .to_string()),
+        None => {
+            use clap::CommandFactory;
+            super::Cli::command()
+                .error(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    format!(
+                        "`sayri config set {key}` needs the new value: `sayri config set {key} VALUE` (`sayri config reference` lists what each setting takes)"
+                    ),
+                )
+                .exit()
+        }
+    }
+}
+
 fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -79,6 +129,7 @@ pub(crate) async fn run(
         print!("{}", sayri_core::domain::config::reference_markdown());
         return Ok(());
     }
+    let action = action.with_value_read()?;
     let client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
         Err(ClientError::NotRunning { .. }) if action.needs_daemon() => {
@@ -113,7 +164,7 @@ async fn run_through_daemon(mut client: Client, action: ConfigAction) -> anyhow:
             println!("{}", text(r.get("value").unwrap_or(&Value::Null)));
         }
         ConfigAction::Set { key, value } => {
-            let value = Config::parse_text(&key, &value)?;
+            let value = Config::parse_text(&key, value.as_deref().unwrap_or_default())?;
             let r = client
                 .request_with(&ConfigSetParams {
                     key,
@@ -148,7 +199,7 @@ fn run_on_file(paths: &Paths, action: ConfigAction) -> anyhow::Result<()> {
             println!("{}", text(&shown_value(&key, &cfg)?));
         }
         ConfigAction::Set { key, value } => {
-            let value = Config::parse_text(&key, &value)?;
+            let value = Config::parse_text(&key, value.as_deref().unwrap_or_default())?;
             ensure_private_dir(&paths.config_dir)?;
             let (_, stored) = set_in_file(paths, &key, &value)?;
             println!("{key} = {}", stored.to_json());

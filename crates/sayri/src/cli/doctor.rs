@@ -1,7 +1,7 @@
 //! `sayri doctor [--json]`: checks everything Sayri needs on this machine and, for each problem,
 //! prints the exact command or step that fixes it.
 //!
-//! Every check ends in one of three states:
+//! Every check ends in one of four states:
 //! * `ok`: works.
 //! * `fail`: Sayri cannot work as configured (the settings are invalid, the model endpoint does
 //!   not answer or lacks the model, the vault cannot be opened, the default agent's sandbox level
@@ -10,6 +10,9 @@
 //!   systemd unit), or something this machine does not have (no audio device, no D-Bus session
 //!   bus, no notification service, no systemd user manager). Said as such, with what enables it;
 //!   it does not change the exit status.
+//! * `warn`: works, but something else can reach what it should not (the model server listens
+//!   on every address, prompts travel unencrypted, the daemon's socket was passed connectable by
+//!   others); the fix says how to close it. It does not change the exit status either.
 //!
 //! The doctor starts nothing and creates nothing: a daemon that is not running is reported as
 //! such (client commands start it on demand), a vault that does not exist yet is not created.
@@ -44,6 +47,8 @@ pub(crate) enum Status {
     Fail,
     /// An optional part is not available here (not set up, or this machine cannot have it).
     Off,
+    /// Works, but is exposed to what should not reach it; `fix` says how to close it.
+    Warn,
 }
 
 /// One line of the report.
@@ -61,7 +66,14 @@ pub(crate) struct Finding {
     pub fix: Option<String>,
 }
 
-fn finding(id: &str, title: &str, status: Status, detail: String, fix: Option<String>) -> Finding {
+/// A finding.
+pub fn finding(
+    id: &str,
+    title: &str,
+    status: Status,
+    detail: String,
+    fix: Option<String>,
+) -> Finding {
     Finding {
         id: id.into(),
         title: title.into(),
@@ -98,6 +110,7 @@ fn print_report(report: &Report) {
             Status::Ok => "ok  ",
             Status::Fail => "FAIL",
             Status::Off => "off ",
+            Status::Warn => "warn",
         };
         println!(
             "[{mark}] {}: {}",
@@ -128,8 +141,11 @@ pub(crate) async fn diagnose(paths: &Paths) -> Report {
     let cfg = cfg.unwrap_or_else(sayri_daemon::config_file::user_defaults);
     let default_level = agents(paths, &cfg, &mut checks);
     let daemon_status = daemon(paths, &mut checks).await;
+    super::doctor_security::passed_sockets(daemon_status.as_ref(), &mut checks);
     let key = vault(paths, &cfg, &mut checks);
     model(paths, &cfg, key, daemon_status.as_ref(), &mut checks).await;
+    super::doctor_security::endpoint_exposure(&cfg, &mut checks);
+    super::doctor_security::yama(&mut checks);
     sandbox(paths, &cfg, default_level, &mut checks).await;
     voice(&cfg, &mut checks);
     desktop_bus(&mut checks).await;
@@ -462,7 +478,7 @@ async fn model(
         Ok(m) => m,
         Err((e, status)) => {
             let fix = match status {
-                Some(401 | 403) => "store the server's API key: `sayri config set provider.api_key KEY` (kept in the vault), or run `sayri setup`".to_string(),
+                Some(401 | 403) => "store the server's API key: `sayri config set provider.api_key` (it asks for the key; kept in the vault), or run `sayri setup`".to_string(),
                 _ => format!(
                     "start your model server (Ollama: `ollama serve`; llama.cpp: `llama-server --port 8080`), or point Sayri at one with `sayri setup` or `sayri config set provider.base_url URL` (now {url})"
                 ),

@@ -16,7 +16,6 @@ use sayri_protocol::params::{
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Read};
 
 /// The secret a known plugin needs: (environment variable, what to call it).
 fn plugin_token(plugin: &str) -> Option<(&'static str, &'static str)> {
@@ -152,25 +151,14 @@ fn remote(e: sayri_client::client::ClientError) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 
-/// Reads a secret from stdin (a pipe) or a hidden prompt on a terminal.
+/// Reads a bot token from stdin (a pipe) or a hidden prompt on a terminal.
 fn read_token(what: &str) -> anyhow::Result<String> {
-    let value = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(format!("{what} (input hidden): "))?
-    } else {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        s
-    };
-    let value = value.trim().to_string();
-    if value.is_empty() {
-        anyhow::bail!(
-            "no {what} given: pipe it in (e.g. `printf %s \"$TOKEN\" | sayri gateway create …`) or run on a terminal to be asked"
-        );
-    }
-    if value.contains(char::is_whitespace) {
-        anyhow::bail!("the {what} cannot contain spaces or line breaks; paste just the token");
-    }
-    Ok(value)
+    let value = super::secret_input::read_secret(
+        what,
+        "printf %s \"$TOKEN\" | sayri gateway create …",
+        false,
+    )?;
+    Ok(value.to_string())
 }
 
 fn parse_options(flags: &InstanceFlags) -> anyhow::Result<Option<BTreeMap<String, String>>> {

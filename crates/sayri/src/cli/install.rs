@@ -9,11 +9,14 @@
 //!   when `sayri-orb` lies next to `sayri`, else the web bubble).
 //! * `$XDG_DATA_HOME/icons/hicolor/scalable/apps/sayri.svg`: its icon.
 //! * `$XDG_DATA_HOME/man/man1/sayri*.1`: the man pages the units name (`man:sayri(1)`).
-//! * With `--socket-activation`: `$XDG_CONFIG_HOME/systemd/user/sayri.socket`, enabled
-//!   (`sockets.target.wants/sayri.socket`): systemd listens on the daemon's socket
-//!   (`%t/sayri/sayri-daemon.sock`, mode 0600) from login and starts `sayri.service` on the first
-//!   connection, which takes the socket over. `--no-socket-activation` removes it; without
-//!   either, an installed socket unit is kept (and rewritten when it differs).
+//! * With `--socket-activation`: `$XDG_CONFIG_HOME/systemd/user/sayri.socket` and
+//!   `sayri-legacy.socket`, enabled (`sockets.target.wants/`): systemd listens on the daemon's
+//!   control socket (`%t/sayri/sayri-daemon.sock`) and on the legacy gateway socket
+//!   (`%t/sayri/sayri.sock`), both mode 0600 in a 0700 directory, from login, and starts
+//!   `sayri.service` on the first connection to either; the daemon takes both over, matched by
+//!   their `FileDescriptorName=` (one name per unit is all systemd allows, hence two units).
+//!   `--no-socket-activation` removes them; without either, installed socket units are kept (and
+//!   rewritten when they differ).
 //! * What starts at login, from `ui.autostart` and `ui.autostart_mode`: `ui` enables the unit
 //!   (`default.target.wants/sayri.service`) and writes the launcher to
 //!   `$XDG_CONFIG_HOME/autostart/sayri.desktop`; `daemon` enables the unit only; `off` (or
@@ -35,6 +38,8 @@ use std::path::{Path, PathBuf};
 pub(crate) const UNIT_NAME: &str = "sayri.service";
 /// The socket unit's file name (socket activation).
 pub(crate) const SOCKET_UNIT_NAME: &str = "sayri.socket";
+/// The legacy gateway socket's unit (socket activation).
+pub(crate) const LEGACY_SOCKET_UNIT_NAME: &str = "sayri-legacy.socket";
 /// The launcher's and the autostart entry's file name.
 pub(crate) const DESKTOP_NAME: &str = "sayri.desktop";
 /// The icon's name in the icon theme (`Icon=` of the launcher).
@@ -116,6 +121,10 @@ pub(crate) struct Layout {
     pub socket_wants_link: PathBuf,
     /// Where the man pages go.
     pub man_dir: PathBuf,
+    /// The legacy socket's unit (socket activation).
+    pub legacy_socket: PathBuf,
+    /// The link that enables it at login.
+    pub legacy_socket_wants_link: PathBuf,
 }
 
 impl Layout {
@@ -139,6 +148,10 @@ impl Layout {
             socket: units.join(SOCKET_UNIT_NAME),
             socket_wants_link: units.join("sockets.target.wants").join(SOCKET_UNIT_NAME),
             man_dir: data.join("man/man1"),
+            legacy_socket: units.join(LEGACY_SOCKET_UNIT_NAME),
+            legacy_socket_wants_link: units
+                .join("sockets.target.wants")
+                .join(LEGACY_SOCKET_UNIT_NAME),
         })
     }
 }
@@ -193,17 +206,42 @@ WantedBy=default.target\n",
 
 /// The systemd user socket unit for socket activation: systemd listens on the daemon's socket
 /// path (`$XDG_RUNTIME_DIR/sayri/sayri-daemon.sock`, `%t` in a user unit), 0600 in a 0700
-/// directory, and starts `sayri.service` (same name) on the first connection.
+/// directory, and starts `sayri.service` on the first connection; the descriptor is named
+/// `sayri-daemon.sock`.
 pub(crate) fn socket_text() -> String {
     "# Sayri's control socket, for socket activation (written by `sayri install --user --socket-activation`,\n\
 # or the .deb). systemd listens from login; the first client starts sayri.service, which takes\n\
-# the socket over (and still serves only your uid).\n\
+# the socket over by its name (and still serves only your uid).\n\
 [Unit]\n\
 Description=Sayri assistant daemon socket\n\
 Documentation=man:sayri(1)\n\
 \n\
 [Socket]\n\
 ListenStream=%t/sayri/sayri-daemon.sock\n\
+FileDescriptorName=sayri-daemon.sock\n\
+Service=sayri.service\n\
+SocketMode=0600\n\
+DirectoryMode=0700\n\
+\n\
+[Install]\n\
+WantedBy=sockets.target\n"
+        .to_string()
+}
+
+/// The socket unit of the legacy gateway socket (`%t/sayri/sayri.sock`), named `sayri.sock`,
+/// starting the same `sayri.service`.
+pub(crate) fn legacy_socket_text() -> String {
+    "# Sayri's legacy gateway socket, for socket activation (written by `sayri install --user\n\
+# --socket-activation`, or the .deb). The original Sayri's gateways connect here; the first\n\
+# connection starts sayri.service, which takes the socket over by its name.\n\
+[Unit]\n\
+Description=Sayri assistant legacy gateway socket\n\
+Documentation=man:sayri(1)\n\
+\n\
+[Socket]\n\
+ListenStream=%t/sayri/sayri.sock\n\
+FileDescriptorName=sayri.sock\n\
+Service=sayri.service\n\
 SocketMode=0600\n\
 DirectoryMode=0700\n\
 \n\
@@ -467,10 +505,49 @@ fn write_man_pages(layout: &Layout, changes: &mut Changes) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Writes and enables both socket units (`on`), or stops and removes them, noting each change.
+fn socket_units(
+    layout: &Layout,
+    on: bool,
+    changes: &mut Changes,
+) -> anyhow::Result<()> {
+    let units = [
+        (
+            &layout.socket,
+            &layout.socket_wants_link,
+            SOCKET_UNIT_NAME,
+            socket_text(),
+        ),
+        (
+            &layout.legacy_socket,
+            &layout.legacy_socket_wants_link,
+            LEGACY_SOCKET_UNIT_NAME,
+            legacy_socket_text(),
+        ),
+    ];
+    for (unit, link, name, text) in units {
+        if on {
+            let did = write_if_changed(unit, text.as_bytes(), 0o644)?;
+            changes.note(did, || format!("wrote {}", unit.display()));
+            let did = ensure_link(link, Path::new(&format!("../{name}")))?;
+            changes.note(did, || format!("enabled {name} (socket activation) at login"));
+        } else {
+            if unit.exists() {
+                systemctl_stop(name);
+            }
+            let did = remove(link)?;
+            changes.note(did, || format!("disabled {name} at login"));
+            let did = remove(unit)?;
+            changes.note(did, || format!("removed {}", unit.display()));
+        }
+    }
+    Ok(())
+}
+
 /// Runs `sayri install --user`.
 ///
-/// `socket`: `Some(true)` writes and enables `sayri.socket`, `Some(false)` removes it, `None`
-/// keeps it as installed (rewritten when present).
+/// `socket`: `Some(true)` writes and enables the socket units, `Some(false)` removes them, `None`
+/// keeps them as installed (rewritten when present).
 pub(crate) fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
     let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let layout = Layout::from_env()?;
@@ -487,7 +564,7 @@ pub(crate) fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()>
     )?;
     changes.note(did, || format!("wrote {}", layout.launcher.display()));
     let socket = socket.unwrap_or_else(|| layout.socket.exists());
-    install_socket(&layout, socket, &mut changes)?;
+    socket_units(&layout, socket, &mut changes)?;
     let (enable, entry) = apply_login_start(&layout, &cfg, &exec, &mut changes)?;
     if changes.0.is_empty() {
         println!("already installed; nothing changed");
@@ -507,30 +584,6 @@ pub(crate) fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()>
         println!(
             "start it now with `systemctl --user start {UNIT_NAME}` (or let any `sayri` command start it)"
         );
-    }
-    Ok(())
-}
-
-/// Writes and enables the socket unit (`socket`), or stops and removes it.
-fn install_socket(layout: &Layout, socket: bool, changes: &mut Changes) -> anyhow::Result<()> {
-    if socket {
-        let did = write_if_changed(&layout.socket, socket_text().as_bytes(), 0o644)?;
-        changes.note(did, || format!("wrote {}", layout.socket.display()));
-        let did = ensure_link(
-            &layout.socket_wants_link,
-            Path::new(&format!("../{SOCKET_UNIT_NAME}")),
-        )?;
-        changes.note(did, || {
-            format!("enabled {SOCKET_UNIT_NAME} (socket activation) at login")
-        });
-    } else {
-        if layout.socket.exists() {
-            systemctl_stop(SOCKET_UNIT_NAME);
-        }
-        let did = remove(&layout.socket_wants_link)?;
-        changes.note(did, || format!("disabled {SOCKET_UNIT_NAME} at login"));
-        let did = remove(&layout.socket)?;
-        changes.note(did, || format!("removed {}", layout.socket.display()));
     }
     Ok(())
 }
@@ -664,6 +717,9 @@ pub(crate) fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
     if layout.socket.exists() {
         systemctl_stop(SOCKET_UNIT_NAME);
     }
+    if layout.legacy_socket.exists() {
+        systemctl_stop(LEGACY_SOCKET_UNIT_NAME);
+    }
     if layout.unit.exists() {
         systemctl_stop(UNIT_NAME);
     }
@@ -682,6 +738,8 @@ pub(crate) fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
     for p in [
         &layout.socket_wants_link,
         &layout.socket,
+        &layout.legacy_socket_wants_link,
+        &layout.legacy_socket,
         &layout.wants_link,
         &layout.autostart,
         &layout.launcher,
@@ -742,6 +800,10 @@ mod tests {
         let exe = Path::new("/usr/bin/sayri");
         assert_eq!(include_str!("../../data/sayri.service"), unit_text(exe));
         assert_eq!(include_str!("../../data/sayri.socket"), socket_text());
+        assert_eq!(
+            include_str!("../../data/sayri-legacy.socket"),
+            legacy_socket_text()
+        );
         assert_eq!(
             include_str!("../../data/sayri.desktop"),
             // The package holds the orb, so its launcher starts the orb.

@@ -9,6 +9,7 @@ pub(crate) mod ask;
 pub(crate) mod config;
 pub(crate) mod desktop_tools;
 pub(crate) mod doctor;
+pub(crate) mod doctor_security;
 pub(crate) mod gateway;
 pub(crate) mod generate;
 pub(crate) mod install;
@@ -18,6 +19,7 @@ pub(crate) mod permissions;
 pub(crate) mod ping;
 pub(crate) mod quit;
 pub(crate) mod routines;
+pub(crate) mod secret_input;
 pub(crate) mod sessions;
 pub(crate) mod setup;
 pub(crate) mod skills;
@@ -231,7 +233,16 @@ pub(crate) enum Command {
 }
 
 /// Parses the command line, runs it, and maps the outcome to an exit code.
+///
+/// Every `sayri` process — the daemon, and each command that may hold a secret (`vault`,
+/// `web`, `config set provider.api_key`, …) — is made non-dumpable with a core limit of 0
+/// before it reads anything: no other process of the user can read its memory or environment or
+/// attach to it, and it leaves no core file (see `sayri_sandbox::nondumpable`).
 pub fn main() -> ExitCode {
+    if let Err(e) = sayri_sandbox::nondumpable::protect() {
+        eprintln!("sayri: error: {e}; refusing to run with memory other processes could read");
+        return ExitCode::from(1);
+    }
     let cli = Cli::parse();
     if cli.command.is_some() && cli.window.any() {
         use clap::CommandFactory;
@@ -257,12 +268,13 @@ pub fn main() -> ExitCode {
         // SAFETY: no thread has been started yet (the runtime and logging come later).
         match unsafe { sd_notify::listen_fds_with_names_and_unset_env() } {
             Ok(fds) => {
-                for (fd, _name) in fds {
+                for (fd, name) in fds {
                     // SAFETY: LISTEN_PID named this process: the service manager passed `fd`
                     // to it, and nothing else in this process owns it.
-                    passed.push(unsafe {
+                    let fd = unsafe {
                         <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
-                    });
+                    };
+                    passed.push((fd, name));
                 }
             }
             Err(e) => {
@@ -283,7 +295,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
+fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<i32> {
     let paths = Paths::from_env()?;
     let Some(command) = cli.command else {
         let action = cli.window.action();

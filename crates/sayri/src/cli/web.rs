@@ -1,8 +1,11 @@
 //! `sayri web [--port N] [--open]`: the web bubble (`sayri-web`) as a client of the daemon.
 //!
-//! The server listens on `127.0.0.1` only. Its login address holds this launch's secret; it is
-//! printed on stdout and written to `sayri-web.url` (mode 0600) in the runtime directory, so a
-//! service started by systemd can be opened with `xdg-open "$(cat …/sayri-web.url)"`.
+//! The server listens on both loopback addresses of its port, `127.0.0.1` and `[::1]`, or does
+//! not start (see `sayri_web::loopback`). Its login address holds this launch's secret and works
+//! once; it is printed on stdout and written to `sayri-web.url` (mode 0600) in the runtime
+//! directory, so a service started by systemd can be opened with
+//! `xdg-open "$(cat …/sayri-web.url)"`. With `--login-file-only` (how the daemon starts it, its
+//! stdout going to a log) the address is written to that file alone.
 //! `--open` never puts the secret on a command line (other users can read those in `/proc`):
 //! it writes a 0600 page holding a one-time ticket next to the socket and opens that file.
 
@@ -20,12 +23,17 @@ use tokio_util::sync::CancellationToken;
 /// Options of `sayri web`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct WebArgs {
-    /// Port on 127.0.0.1 to listen on (0 = any free port).
+    /// Port on 127.0.0.1 and [::1] to listen on (0 = any port free on both).
     #[arg(long, default_value_t = sayri_web::DEFAULT_PORT)]
     pub port: u16,
     /// Open the bubble in the default browser (`xdg-open`).
     #[arg(long)]
     pub open: bool,
+    /// Write the login address only to `sayri-web.url` (mode 0600) in the runtime directory,
+    /// never to stdout. The daemon starts the bubble so, since its stdout goes to a log file and
+    /// a log never holds a secret.
+    #[arg(long)]
+    pub login_file_only: bool,
 }
 
 /// Connects the bridge to the daemon's socket with the CLI's client (same checks: the
@@ -91,16 +99,30 @@ impl DaemonLink for Link {
 
 /// Runs `sayri web` until SIGINT or SIGTERM.
 pub(crate) async fn run(paths: &Paths, allow_start: bool, args: &WebArgs) -> anyhow::Result<()> {
-    // The daemon is started (or found) first, like every client command; later reconnections
-    // of the bridge never start one.
-    drop(connect_or_start(paths, allow_start).await?);
+    // The port first, so a taken address is refused at once; then the daemon is started (or
+    // found) like for every client command. Later reconnections of the bridge never start one.
     let server = WebServer::bind(args.port).await?;
+    drop(connect_or_start(paths, allow_start).await?);
     let url = server.login_url();
     let url_file = paths.runtime_dir.join("sayri-web.url");
     write_private(&url_file, &format!("{url}\n"))?;
     println!("Sayri web bubble on http://{}/", server.local_addr());
-    println!("Open this address once to log in (it holds this launch's secret):");
-    println!("{url}");
+    if !server.listen_addrs().iter().any(|a| a.is_ipv6()) {
+        println!(
+            "note: the loopback interface has no IPv6, so the bubble listens on 127.0.0.1 only"
+        );
+    }
+    if args.login_file_only {
+        println!(
+            "Its login address (it works once) is in {}",
+            url_file.display()
+        );
+    } else {
+        println!(
+            "Open this address once to log in (it holds this launch's secret, which works once):"
+        );
+        println!("{url}");
+    }
     let _ = std::io::stdout().flush();
     if args.open {
         open_in_browser(paths, &server)?;

@@ -877,6 +877,8 @@ fn install_user_with_socket_activation_writes_and_enables_sayri_socket_and_unins
     let units = env.dir.path().join(".config/systemd/user");
     let socket = units.join("sayri.socket");
     let link = units.join("sockets.target.wants/sayri.socket");
+    let legacy = units.join("sayri-legacy.socket");
+    let legacy_link = units.join("sockets.target.wants/sayri-legacy.socket");
     let out = install_cmd(&env, &["install", "--user", "--socket-activation"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
@@ -897,6 +899,15 @@ fn install_user_with_socket_activation_writes_and_enables_sayri_socket_and_unins
         std::fs::read_link(&link).unwrap(),
         Path::new("../sayri.socket")
     );
+    assert_eq!(
+        std::fs::read_link(&legacy_link).unwrap(),
+        Path::new("../sayri-legacy.socket")
+    );
+    assert!(
+        std::fs::read_to_string(&legacy)
+            .unwrap()
+            .contains("FileDescriptorName=sayri.sock\n")
+    );
     // Installing again without the flag keeps it as it is.
     let again = install_cmd(&env, &["install", "--user"]);
     assert!(
@@ -909,6 +920,11 @@ fn install_user_with_socket_activation_writes_and_enables_sayri_socket_and_unins
     let off = install_cmd(&env, &["install", "--user", "--no-socket-activation"]);
     assert!(off.status.success(), "{}", stderr(&off));
     assert!(!exists(&socket) && !exists(&link), "{}", stdout(&off));
+    assert!(
+        !exists(&legacy) && !exists(&legacy_link),
+        "{}",
+        stdout(&off)
+    );
     assert!(exists(&installed(&env).unit));
     // Uninstall removes the socket unit and its link with the rest.
     assert!(
@@ -1072,6 +1088,7 @@ fn the_generated_units_pass_systemd_analyze_verify() {
     );
     let unit = installed(&env).unit;
     let socket = unit.with_file_name("sayri.socket");
+    let legacy = unit.with_file_name("sayri-legacy.socket");
     // `Documentation=man:sayri(1)` is checked too: the page must be findable.
     let man = env.dir.path().join("man");
     let pages = man.join("man1");
@@ -1086,6 +1103,7 @@ fn the_generated_units_pass_systemd_analyze_verify() {
         .args(["--user", "verify"])
         .arg(&unit)
         .arg(&socket)
+        .arg(&legacy)
         .env("XDG_RUNTIME_DIR", &runtime)
         .env("MANPATH", &man)
         .env("HOME", env.dir.path())
@@ -1099,6 +1117,21 @@ fn the_generated_units_pass_systemd_analyze_verify() {
         std::fs::read_to_string(&unit).unwrap(),
         std::fs::read_to_string(&socket).unwrap()
     );
+    for (file, name, path) in [
+        (&socket, "sayri-daemon.sock", "%t/sayri/sayri-daemon.sock"),
+        (&legacy, "sayri.sock", "%t/sayri/sayri.sock"),
+    ] {
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in [
+            format!("ListenStream={path}"),
+            format!("FileDescriptorName={name}"),
+            "Service=sayri.service".to_string(),
+            "SocketMode=0600".to_string(),
+            "DirectoryMode=0700".to_string(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in {text}");
+        }
+    }
 }
 
 #[test]
@@ -1752,6 +1785,7 @@ fn the_deb_holds_the_programs_units_launcher_policy_man_pages_and_completions() 
             "usr/bin/sayri-exec",
             "usr/bin/sayri-gateway-telegram",
             "usr/bin/sayri-orb",
+            "usr/lib/systemd/user/sayri-legacy.socket",
             "usr/lib/systemd/user/sayri.service",
             "usr/lib/systemd/user/sayri.socket",
             "usr/share/applications/sayri.desktop",

@@ -31,7 +31,10 @@ def msg(text, **extra):
     m.update(extra)
     return json.dumps(m)
 
-res = {"token_given": os.environ.get("PROBE_TOKEN") == "probe-secret-5150"}
+fd = int(os.environ["SAYRI_SECRETS_FD"])
+passed = json.loads(os.fdopen(fd, "rb").read())
+res = {"token_given": passed.get("PROBE_TOKEN") == "probe-secret-5150",
+       "token_in_environment": any("probe-secret-5150" in v for v in os.environ.values())}
 res["other_instance"] = ask(msg("hi", instance_id="desk"))
 res["quit"] = ask("quit")
 s = socket.socket(socket.AF_UNIX)
@@ -120,7 +123,11 @@ fn a_gateway_process_speaks_only_for_its_own_instance_and_only_at_its_cap() {
 
     assert_eq!(
         res["token_given"], true,
-        "its secret comes in its environment"
+        "its secret comes on its secrets descriptor"
+    );
+    assert_eq!(
+        res["token_in_environment"], false,
+        "and never in its environment"
     );
     assert!(processes_with("probe-secret-5150").is_empty());
     let other = res["other_instance"].to_string();

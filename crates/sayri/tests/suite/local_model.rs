@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
@@ -91,11 +93,16 @@ fn listeners(port: u16) -> Vec<(String, &'static str)> {
 
 /// `GET path` on loopback without a token; the status line.
 fn http_status_line(port: u16, path: &str) -> String {
+    http_status_line_with(port, path, "")
+}
+
+/// `GET path` on loopback with `extra` header lines (each ending in `\r\n`); the status line.
+fn http_status_line_with(port: u16, path: &str, extra: &str) -> String {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut text = String::new();
@@ -341,4 +348,336 @@ fn the_quick_start_shows_a_line_per_stage_and_no_package_manager_output() {
         );
     }
     let _ = env.run(&["quit", "--no-start"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nobody stands in for the server: its port is the daemon's, its token new at every start.
+
+/// A stranger that tries, for as long as it runs, to take `port` in every way a local process
+/// could (plain, `SO_REUSEADDR`, `SO_REUSEPORT`, on 127.0.0.1 and on the wildcard address);
+/// a bind that succeeds is served, and every byte it receives is recorded.
+struct Stranger {
+    stop: Arc<AtomicBool>,
+    attempts: Arc<AtomicUsize>,
+    bound: Arc<AtomicUsize>,
+    received: Arc<Mutex<Vec<u8>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// One bind attempt on `addr:port` with `SO_REUSEADDR` set.
+fn squat(addr: std::net::Ipv4Addr, port: u16) -> Option<std::net::TcpListener> {
+    use nix::sys::socket::*;
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .ok()?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true).ok()?;
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::from(std::net::SocketAddrV4::new(addr, port)),
+    )
+    .ok()?;
+    listen(&fd, Backlog::new(16).ok()?).ok()?;
+    Some(std::net::TcpListener::from(fd))
+}
+
+/// As [`squat`] with `SO_REUSEPORT` too.
+fn squat_sharing(addr: std::net::Ipv4Addr, port: u16) -> Option<std::net::TcpListener> {
+    use nix::sys::socket::*;
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .ok()?;
+    setsockopt(&fd, sockopt::ReusePort, &true).ok()?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true).ok()?;
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::from(std::net::SocketAddrV4::new(addr, port)),
+    )
+    .ok()?;
+    listen(&fd, Backlog::new(16).ok()?).ok()?;
+    Some(std::net::TcpListener::from(fd))
+}
+
+impl Stranger {
+    fn start(port: u16) -> Stranger {
+        let stop = Arc::new(AtomicBool::new(false));
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let bound = Arc::new(AtomicUsize::new(0));
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let (s, a, b, r) = (
+            stop.clone(),
+            attempts.clone(),
+            bound.clone(),
+            received.clone(),
+        );
+        let thread = std::thread::spawn(move || {
+            let mut held: Vec<std::net::TcpListener> = Vec::new();
+            while !s.load(Ordering::Relaxed) {
+                let lo = std::net::Ipv4Addr::LOCALHOST;
+                let any = std::net::Ipv4Addr::UNSPECIFIED;
+                let tries = [
+                    std::net::TcpListener::bind(("127.0.0.1", port)).ok(),
+                    squat(lo, port),
+                    squat_sharing(lo, port),
+                    squat_sharing(any, port),
+                ];
+                a.fetch_add(tries.len(), Ordering::Relaxed);
+                for l in tries.into_iter().flatten() {
+                    b.fetch_add(1, Ordering::Relaxed);
+                    let _ = l.set_nonblocking(true);
+                    held.push(l);
+                }
+                for l in &held {
+                    while let Ok((mut c, _)) = l.accept() {
+                        let _ = c.set_nonblocking(false);
+                        let _ = c.set_read_timeout(Some(Duration::from_millis(300)));
+                        let mut buf = [0u8; 65536];
+                        if let Ok(n) = c.read(&mut buf) {
+                            r.lock().unwrap().extend_from_slice(&buf[..n]);
+                        }
+                        let _ = c.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n\
+                              data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"STRANGER\"}}]}\n\n\
+                              data: [DONE]\n\n",
+                        );
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        Stranger {
+            stop,
+            attempts,
+            bound,
+            received,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it; `(bind attempts, binds that succeeded, bytes received)`.
+    fn finish(mut self) -> (usize, usize, Vec<u8>) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        (
+            self.attempts.load(Ordering::Relaxed),
+            self.bound.load(Ordering::Relaxed),
+            self.received.lock().unwrap().clone(),
+        )
+    }
+}
+
+#[test]
+fn a_killed_local_model_servers_port_is_never_free_and_a_stranger_receives_nothing_20_times() {
+    let env = Env::new();
+    install_local_model(&env);
+    let mut daemon = env.start_daemon();
+    // Short answers: the property under test is who answers, not what.
+    let short = env.run(&["config", "set", "provider.max_tokens", "24"]);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let set = env.run(&["config", "set", "provider.local_model", MODEL]);
+    assert!(set.status.success(), "{}", stderr(&set));
+    let (mut last_pid, mut last_port) = (None, 0);
+    for round in 0..20 {
+        // The supervisor's breaker gives up after 5 crashes within 5 minutes, and its backoff
+        // doubles: every 2 kills the setting is applied again, which starts the server afresh
+        // on a new port (the old one is given back).
+        let fresh = round > 0 && round % 2 == 0;
+        if fresh {
+            for value in ["", MODEL] {
+                let o = env.run(&["config", "set", "provider.local_model", value]);
+                assert!(o.status.success(), "{}", stderr(&o));
+            }
+        }
+        let (mut port, mut pid, _) = wait_ready(&env, last_pid);
+        while fresh && port == last_port {
+            std::thread::sleep(Duration::from_millis(100));
+            (port, pid, _) = wait_ready(&env, last_pid);
+        }
+        last_port = port;
+        let stranger = Stranger::start(port);
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        assert!(
+            eventually(Duration::from_secs(5), || !alive(pid)),
+            "round {round}: the server did not die"
+        );
+        assert_eq!(
+            listeners(port),
+            [("0100007F".to_string(), "tcp")],
+            "round {round}: the port stays the daemon's while no server runs"
+        );
+        let asked = env.run(&["ask", "--new", "What is the capital of France?"]);
+        let (attempts, bound, received) = stranger.finish();
+        assert!(attempts > 0, "round {round}: the stranger never tried");
+        assert_eq!(bound, 0, "round {round}: the stranger took port {port}");
+        assert!(
+            received.is_empty(),
+            "round {round}: the stranger received {:?}",
+            String::from_utf8_lossy(&received)
+        );
+        // The answer is the real model's: text, or (the tiny model rambles at times) its
+        // answer cut at the token limit; never the stranger's, never a connection error.
+        let (out, err) = (stdout(&asked), stderr(&asked));
+        assert!(
+            !out.contains("STRANGER") && !err.contains("STRANGER"),
+            "round {round}"
+        );
+        assert!(
+            (asked.status.success() && !out.trim().is_empty())
+                || err.contains("cut off at the token limit"),
+            "round {round}: {out}{err}"
+        );
+        last_pid = Some(pid);
+    }
+    assert!(daemon.terminate(Duration::from_secs(10)).is_some());
+}
+
+#[test]
+fn the_local_model_servers_token_is_in_no_command_line_or_environment_in_any_encoding_and_every_route_wants_it()
+ {
+    use super::proc_scan::{assert_no_form, read_as_nobody, read_as_us, tree};
+    let env = Env::new();
+    install_local_model(&env);
+    let mut daemon = env.start_daemon();
+    let set = env.run(&["config", "set", "provider.local_model", MODEL]);
+    assert!(set.status.success(), "{}", stderr(&set));
+    let (port, pid, _) = wait_ready(&env, None);
+    let all = tree(daemon.pid());
+    assert!(
+        all.contains(&(pid as u32)),
+        "the server runs below the daemon"
+    );
+    // A 32-hex-digit word (the token's shape) or the token's name is nowhere readable.
+    let token_like = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b);
+        t.contains("SAYRI_LLM_TOKEN")
+            || t.split(|c: char| !c.is_ascii_hexdigit())
+                .any(|w| w.len() >= 32)
+    };
+    for (who, seen) in [
+        ("uid 65534", read_as_nobody(&all)),
+        ("the same uid", read_as_us(&all)),
+    ] {
+        for s in &seen {
+            if let Some(b) = &s.bytes {
+                assert!(
+                    !token_like(b),
+                    "{who}: {} of pid {}: {}",
+                    s.file,
+                    s.pid,
+                    String::from_utf8_lossy(b)
+                );
+            }
+        }
+    }
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(
+        environ.contains("SAYRI_SECRETS_FD=3") && environ.contains("SAYRI_LISTEN_FD=4"),
+        "{environ}"
+    );
+    // Without the token every route is refused but the health check, which says nothing.
+    for path in [
+        "/v1/models",
+        "/v1/chat/completions",
+        "/",
+        "/props",
+        "/slots",
+        "/metrics",
+    ] {
+        let line = http_status_line(port, path);
+        assert!(line.contains(" 401 "), "{path}: {line}");
+    }
+    assert!(http_status_line(port, "/health").contains(" 200 "));
+
+    // The token itself, as it goes over the loopback wire to the server (the test is root and
+    // listens on `lo`): it opens the model, and no process shows it in any encoding.
+    let short = env.run(&["config", "set", "provider.max_tokens", "24"]);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let sniffer = LoopbackSniffer::start(port);
+    let asked = env.run(&["ask", "--new", "Say hi."]);
+    let tokens = sniffer.finish();
+    assert!(
+        asked.status.success() || stderr(&asked).contains("cut off at the token limit"),
+        "{}",
+        stderr(&asked)
+    );
+    assert_eq!(tokens.len(), 1, "one bearer token on the wire: {tokens:?}");
+    let token = &tokens[0];
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    assert!(
+        http_status_line_with(port, "/v1/models", &bearer).contains(" 200 "),
+        "the token seen on the wire is the server's"
+    );
+    let all = tree(daemon.pid());
+    assert_no_form("uid 65534", &read_as_nobody(&all), token);
+    assert_no_form("the same uid", &read_as_us(&all), token);
+    assert!(daemon.terminate(Duration::from_secs(10)).is_some());
+}
+
+/// Records, as root on the loopback interface, every `Authorization: Bearer <32 hex>` sent to
+/// `port` (a raw packet socket: what any root process could see, and how the test learns the
+/// token the daemon made, which nothing else shows).
+struct LoopbackSniffer {
+    child: std::process::Child,
+}
+
+/// Prints `ready`, then each distinct token sent to the port in `argv[1]` as `token HEX`; stops
+/// after the first one or 120 s.
+const SNIFF: &str = r#"import re, socket, sys, time
+port = int(sys.argv[1])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(3))
+s.bind(("lo", 0))
+s.settimeout(0.2)
+print("ready", flush=True)
+end = time.time() + 120
+while time.time() < end:
+    try:
+        d = s.recv(65535)
+    except socket.timeout:
+        continue
+    # Ethernet (14) + IPv4 header; the TCP destination port follows the IP header.
+    if len(d) < 40 or d[12:14] != b"\x08\x00" or d[23] != 6:
+        continue
+    ihl = (d[14] & 15) * 4
+    if int.from_bytes(d[14 + ihl + 2:14 + ihl + 4], "big") != port:
+        continue
+    m = re.search(rb"[Aa]uthorization: Bearer ([0-9a-f]{32})\r\n", d)
+    if m:
+        print("token", m.group(1).decode(), flush=True)
+        break
+"#;
+
+impl LoopbackSniffer {
+    fn start(port: u16) -> LoopbackSniffer {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .args(["-c", SNIFF, &port.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready", "the sniffer needs root: {line}");
+        LoopbackSniffer { child }
+    }
+
+    /// The tokens it saw (waits for it to stop).
+    fn finish(self) -> Vec<String> {
+        let out = self.child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_prefix("token ").map(str::to_string))
+            .collect()
+    }
 }

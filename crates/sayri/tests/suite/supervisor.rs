@@ -230,18 +230,20 @@ async fn a_child_that_honours_sigterm_stops_without_waiting_for_the_grace_period
     );
 }
 
-fn cmdline(pid: u32) -> String {
-    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+fn proc_file(pid: u32, file: &str) -> String {
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default())
         .into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn secrets_reach_the_child_by_environment_and_stdin_never_argv() {
+async fn secrets_reach_the_child_on_a_descriptor_never_in_argv_or_environment() {
     let rig = Rig::new();
-    let env_secret = "tg-bot-token-31415926";
+    let secret = "tg-bot-token-31415926";
     let stdin_secret = "stdin-secret-27182818";
+    let passed = sayri_daemon::owned_port::bind_loopback().unwrap();
     let s = spec("secrets", "secrets")
-        .secret_env("SAYRI_TEST_SECRET", env_secret)
+        .secret("SAYRI_TEST_SECRET", secret)
+        .pass_fd("SAYRI_TEST_LISTEN_FD", passed.fd.clone())
         .stdin(stdin_secret.as_bytes().to_vec());
     rig.sup.start(s).unwrap();
     assert!(
@@ -250,8 +252,13 @@ async fn secrets_reach_the_child_by_environment_and_stdin_never_argv() {
     );
     let log = rig.log("secrets");
     assert!(
-        log.contains(&format!("env {:?}", fingerprint(env_secret.as_bytes()))),
+        log.contains(&format!("passed {:?}", fingerprint(secret.as_bytes()))),
         "{log}"
+    );
+    assert!(log.contains("in environment: false"), "{log}");
+    assert!(
+        log.contains("fds [3, 4]"),
+        "the secrets socket and the passed one only: {log}"
     );
     assert!(
         log.contains(&format!("stdin {:?}", fingerprint(stdin_secret.as_bytes()))),
@@ -259,25 +266,84 @@ async fn secrets_reach_the_child_by_environment_and_stdin_never_argv() {
     );
     let st = rig.sup.status("secrets").unwrap();
     for pid in [st.pid.unwrap(), st.keeper_pid.unwrap()] {
-        let c = cmdline(pid);
+        let c = proc_file(pid, "cmdline");
         assert!(!c.is_empty(), "no command line for {pid}");
-        assert!(
-            !c.contains(env_secret) && !c.contains(stdin_secret),
-            "{pid}: {c}"
-        );
+        let e = proc_file(pid, "environ");
+        assert!(e.contains("SAYRI_SECRETS_FD=3"), "{pid}: {e}");
+        for text in [&c, &e] {
+            assert!(
+                !text.contains(secret) && !text.contains(stdin_secret),
+                "{pid}: {text}"
+            );
+        }
     }
-    assert!(!log.contains(env_secret) && !log.contains(stdin_secret));
+    let keeper = proc_file(st.keeper_pid.unwrap(), "status");
+    assert!(
+        !keeper.is_empty() && proc_file(st.keeper_pid.unwrap(), "cmdline").ends_with("keep\0"),
+        "the keeper's command line ends with its mode word"
+    );
+    assert!(!log.contains(secret) && !log.contains(stdin_secret));
     rig.sup.stop("secrets").await.unwrap();
 
-    // A secret in the arguments is refused before anything starts.
-    let leaky = spec("leaky", "polite")
-        .arg(format!("--token={env_secret}"))
-        .secret_env("SAYRI_TEST_SECRET", env_secret);
-    assert_eq!(
-        rig.sup.start(leaky).unwrap_err(),
-        SupervisorError::SecretInArguments("SAYRI_TEST_SECRET".into())
-    );
+    // A secret in the arguments or the plain environment is refused before anything starts.
+    for leaky in [
+        spec("leaky", "polite")
+            .arg(format!("--token={secret}"))
+            .secret("SAYRI_TEST_SECRET", secret),
+        spec("leaky", "polite")
+            .env("TOKEN", secret)
+            .secret("SAYRI_TEST_SECRET", secret),
+    ] {
+        assert_eq!(
+            rig.sup.start(leaky).unwrap_err(),
+            SupervisorError::SecretInArguments("SAYRI_TEST_SECRET".into())
+        );
+    }
     assert!(rig.sup.status("leaky").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_secrets_are_made_again_for_every_start_of_a_child() {
+    let rig = Rig::new();
+    let made = Arc::new(Mutex::new(Vec::<String>::new()));
+    let record = made.clone();
+    let mut s = spec("fresh", "secrets").fresh_secrets(Arc::new(move || {
+        let mut all = record.lock().unwrap();
+        let value = format!("fresh-secret-{:04}-{}", all.len(), std::process::id());
+        all.push(value.clone());
+        Ok(vec![(
+            "SAYRI_TEST_SECRET".to_string(),
+            zeroize::Zeroizing::new(value),
+        )])
+    }));
+    s.restart.initial_delay = Duration::from_millis(100);
+    rig.sup.start(s).unwrap();
+    assert!(
+        rig.log_has("fresh", "stdin (", Duration::from_secs(10))
+            .await
+    );
+    let first = rig.sup.status("fresh").unwrap().pid.unwrap();
+    unsafe { libc::kill(first as i32, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while count(&rig.log("fresh"), "stdin (") < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "not restarted: {}",
+            rig.log("fresh")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let values = made.lock().unwrap().clone();
+    assert_eq!(values.len(), 2, "one set of secrets per start: {values:?}");
+    assert_ne!(values[0], values[1]);
+    let log = rig.log("fresh");
+    for v in &values {
+        assert!(
+            log.contains(&format!("passed {:?}", fingerprint(v.as_bytes()))),
+            "each start got its own: {log}"
+        );
+    }
+    rig.sup.stop("fresh").await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,8 +8,10 @@
 //! * `stubborn:<token>` — ignores `SIGTERM`; starts `sleep 1000.<token>1` in a new session
 //!   (`setsid`), `sleep 1000.<token>2` double-forked (re-parented away from it) and
 //!   `sleep 1000.<token>3` as a plain child; prints `child ready` and sleeps forever.
-//! * `secrets` — prints the length and byte sum of `$SAYRI_TEST_SECRET` and of its stdin (never
-//!   the values), then sleeps until signalled.
+//! * `secrets` — prints the length and byte sum of the secret `SAYRI_TEST_SECRET` read from the
+//!   descriptor named by `SAYRI_SECRETS_FD` and of its stdin (never the values), whether the
+//!   secret is also an environment variable, and its descriptors above 2, then sleeps until
+//!   signalled.
 
 use sayri_daemon::supervisor::ChildSpec;
 use std::io::Read;
@@ -84,13 +86,49 @@ fn test_child_program() {
             sleep_forever();
         }
         ["secrets"] => {
-            let env = std::env::var("SAYRI_TEST_SECRET").unwrap_or_default();
+            let fds = open_fds();
+            let passed = read_passed_secrets();
+            let secret = passed.get("SAYRI_TEST_SECRET").cloned().unwrap_or_default();
             let mut stdin = Vec::new();
             let _ = std::io::stdin().read_to_end(&mut stdin);
-            println!("env {:?}", fingerprint(env.as_bytes()));
+            println!("passed {:?}", fingerprint(secret.as_bytes()));
+            println!(
+                "in environment: {}",
+                std::env::var_os("SAYRI_TEST_SECRET").is_some()
+            );
+            println!("fds {fds:?}");
             println!("stdin {:?}", fingerprint(&stdin));
             sleep_forever();
         }
         _ => panic!("unknown test child mode {mode:?}"),
     }
+}
+
+/// The descriptors above 2 this process has (read before anything else opens one).
+fn open_fds() -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    v.sort();
+    // The listing's own directory descriptor is gone again.
+    v.retain(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok());
+    v
+}
+
+/// The secrets on the descriptor named by `SAYRI_SECRETS_FD`, read to its end.
+fn read_passed_secrets() -> std::collections::BTreeMap<String, String> {
+    use std::os::fd::FromRawFd;
+    let Some(fd) = std::env::var("SAYRI_SECRETS_FD")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return Default::default();
+    };
+    let mut bytes = Vec::new();
+    // SAFETY: the supervisor passed this descriptor to this process, and nothing else owns it.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    f.read_to_end(&mut bytes).unwrap();
+    sayri_protocol::child_secrets::decode(&bytes).unwrap()
 }

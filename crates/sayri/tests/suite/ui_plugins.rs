@@ -1,6 +1,7 @@
 //! Front-ends the daemon runs (`ui_*`), over the real daemon: the web bubble started with
 //! `ui_start` is a supervised program that really serves, is never started twice, survives a
-//! `killall` that names it, and `ui_stop` stops exactly it.
+//! `killall` that names it, and `ui_stop` stops exactly it; its login secret never reaches its
+//! log.
 
 use super::support::*;
 use serde_json::json;
@@ -47,6 +48,31 @@ fn the_web_bubble_runs_once_survives_a_killall_that_keeps_it_and_ui_stop_stops_o
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("a loopback address: {url}"));
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    // The login secret is in the 0600 url file and nowhere in the bubble's log.
+    let secret = url
+        .trim()
+        .split_once("?s=")
+        .map(|(_, s)| s.to_string())
+        .unwrap_or_else(|| panic!("a login address: {url}"));
+    assert!(secret.len() >= 16, "{url}");
+    let log_file = env.state_dir().join("logs").join("ui-web.log");
+    assert!(
+        eventually(Duration::from_secs(10), || std::fs::read_to_string(
+            &log_file
+        )
+        .is_ok_and(|l| l.contains("?s=") || l.contains("sayri-web.url"))),
+        "the bubble said in its log where to log in: {:?}",
+        std::fs::read_to_string(&log_file)
+    );
+    let log = std::fs::read_to_string(&log_file).unwrap();
+    assert!(
+        !log.contains(&secret),
+        "the login secret is in the log: {log}"
+    );
+    assert!(
+        log.contains("sayri-web.url"),
+        "the log names the url file: {log}"
+    );
     let again = c.call("ui_start", json!({"ui_id": "web"}), 3);
     assert_eq!(again["result"]["already_running"], true, "{again}");
     let st = c.call("ui_status", json!({"ui_id": "web"}), 4);

@@ -210,7 +210,25 @@ fn provider_key_lives_in_the_vault_goes_out_as_bearer_and_is_masked_in_a_401_ech
     let a = Listener::connect(&env.socket());
     let b = Listener::connect(&env.socket());
 
+    // On the command line the key is refused (every user could read it there), and nothing
+    // is stored; piped to stdin it is taken.
     let o = env.run(&["config", "set", "provider.api_key", &key]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("is a secret") && err.contains("nothing was changed") && err.contains("stdin"),
+        "{err}"
+    );
+    assert_clean("refused `config set` stderr", err.as_bytes(), &key);
+    let mut c = RawClient::connect(&env.socket());
+    let shown = c.call("config_get", json!({"key": "provider.api_key"}), 1);
+    assert_eq!(shown["result"]["value"], "", "nothing was stored: {shown}");
+    drop(c);
+    let o = run_with_stdin(
+        &env,
+        &["config", "set", "provider.api_key"],
+        &format!("{key}\n"),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_clean("`config set` output", &o.stdout, &key);
     let toml = std::fs::read(env.config_dir().join("sayri.toml")).unwrap();

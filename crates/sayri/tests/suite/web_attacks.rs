@@ -182,24 +182,32 @@ fn requests_without_the_secret_or_with_a_wrong_one_are_refused() {
         assert_eq!(r.status, 403, "secret {bad:?}: {r:?}");
         assert!(r.header("set-cookie").is_none());
     }
-    // Control: the secret logs in, and the cookie then opens the page.
+    // Control: the secret logs in, and the session cookie (not the secret) then opens the page.
     let login = get(web.port, &format!("/?s={secret}"), &[host(&web)]);
     assert_eq!(login.status, 303, "{login:?}");
     assert_eq!(login.header("location"), Some("/"));
     let set = login.header("set-cookie").unwrap();
+    let session = set
+        .strip_prefix(&format!("sayri_web_{}=", web.port))
+        .and_then(|v| v.strip_suffix("; HttpOnly; SameSite=Strict; Path=/"))
+        .unwrap_or_else(|| panic!("{set}"))
+        .to_string();
+    assert!(
+        session.len() == 64 && session != secret,
+        "the cookie is a session of its own: {set}"
+    );
+    web.remember_session(&session);
     assert_eq!(
-        set,
-        format!(
-            "sayri_web_{}={secret}; HttpOnly; SameSite=Strict; Path=/",
-            web.port
-        )
+        get(web.port, "/", &[host(&web), cookie(&web, &secret)]).status,
+        401,
+        "the launch secret is no cookie"
     );
     let ok = get(
         web.port,
         "/",
         &[
             host(&web),
-            cookie(&web, &secret),
+            cookie(&web, &session),
             "Origin: http://evil.example".to_string(),
         ],
     );
@@ -217,6 +225,7 @@ fn a_wrong_host_is_refused_even_with_the_secret() {
     let env = Env::new();
     let (_model, _daemon, web) = start(&env);
     let secret = web.secret().to_string();
+    let session = web.session();
     let p = web.port;
     let hosts = [
         format!("Host: evil.example:{p}"),
@@ -228,11 +237,11 @@ fn a_wrong_host_is_refused_even_with_the_secret() {
     ];
     for h in &hosts {
         for (path, extra) in [
-            ("/".to_string(), vec![h.clone(), cookie(&web, &secret)]),
+            ("/".to_string(), vec![h.clone(), cookie(&web, &session)]),
             (format!("/?s={secret}"), vec![h.clone()]),
             (
                 "/app.js".to_string(),
-                vec![h.clone(), cookie(&web, &secret)],
+                vec![h.clone(), cookie(&web, &session)],
             ),
         ] {
             let r = get(p, &path, &extra);
@@ -245,7 +254,7 @@ fn a_wrong_host_is_refused_even_with_the_secret() {
         p,
         &format!(
             "GET / HTTP/1.1\r\nConnection: close\r\n{}",
-            cookie(&web, &secret)
+            cookie(&web, &session)
         ),
     );
     assert_eq!(no_host.status, 421, "{no_host:?}");
@@ -255,7 +264,7 @@ fn a_wrong_host_is_refused_even_with_the_secret() {
         format!("Host: localhost:{p}"),
     ] {
         assert_eq!(
-            get(p, "/", &[h.clone(), cookie(&web, &secret)]).status,
+            get(p, "/", &[h.clone(), cookie(&web, &session)]).status,
             200,
             "{h}"
         );
@@ -266,7 +275,7 @@ fn a_wrong_host_is_refused_even_with_the_secret() {
 fn a_websocket_upgrade_from_another_origin_is_refused() {
     let env = Env::new();
     let (_model, _daemon, web) = start(&env);
-    let secret = web.secret().to_string();
+    let session = web.session();
     let p = web.port;
     for origin in [
         Some("http://evil.example".to_string()),
@@ -277,11 +286,11 @@ fn a_websocket_upgrade_from_another_origin_is_refused() {
         Some("null".to_string()),
         None,
     ] {
-        let r = upgrade(&web, origin.as_deref(), &secret);
+        let r = upgrade(&web, origin.as_deref(), &session);
         assert_eq!(r.status, 403, "origin {origin:?}: {r:?}");
         assert!(r.header("upgrade").is_none());
     }
-    let good = upgrade(&web, Some(&format!("http://127.0.0.1:{p}")), &secret);
+    let good = upgrade(&web, Some(&format!("http://127.0.0.1:{p}")), &session);
     assert_eq!(
         good.status, 101,
         "control: the page's own origin is upgraded: {good:?}"
@@ -348,10 +357,6 @@ fn a_secret_passed_by_another_origin_is_refused() {
         assert_eq!(r.status, 403, "{extra}: {r:?}");
         assert!(r.header("set-cookie").is_none(), "{extra}");
     }
-    // Control: opened by the user (Sec-Fetch-Site: none) it logs in.
-    let own = get(p, &login, &[host(&web), "Sec-Fetch-Site: none".to_string()]);
-    assert_eq!(own.status, 303, "{own:?}");
-
     // In the browser: a link on another site that carries the secret logs nobody in.
     let evil = EvilSite::serve(format!(
         "<!doctype html><title>evil</title><a id=go href=\"http://127.0.0.1:{p}{login}\">free stuff</a>"
@@ -378,6 +383,10 @@ fn a_secret_passed_by_another_origin_is_refused() {
         wait_for(&page, "document.body !== null && document.body.innerText.includes('not logged in')", LONG, "the page to stay locked").await;
         chrome.close().await;
     });
+    // Control: none of those refusals spent the secret; opened by the user (Sec-Fetch-Site:
+    // none) it logs in.
+    let own = get(p, &login, &[host(&web), "Sec-Fetch-Site: none".to_string()]);
+    assert_eq!(own.status, 303, "{own:?}");
 }
 
 #[test]
@@ -460,7 +469,7 @@ fn commands_outside_the_allow_list_are_refused_and_never_reach_the_daemon() {
 }
 
 #[test]
-fn the_server_listens_on_loopback_only() {
+fn the_server_listens_on_both_loopback_addresses_and_nowhere_else() {
     let env = Env::new();
     let (_model, _daemon, web) = start(&env);
     let port_hex = format!("{:04X}", web.port);
@@ -483,8 +492,8 @@ fn the_server_listens_on_loopback_only() {
     );
     assert_eq!(
         listening("/proc/net/tcp6"),
-        Vec::<String>::new(),
-        "no IPv6 listener"
+        ["00000000000000000000000001000000"],
+        "bound to [::1] too, never to [::]"
     );
     let out = std::process::Command::new("ip")
         .args(["-4", "-o", "addr", "show"])
@@ -578,9 +587,10 @@ fn open_hands_the_browser_a_private_page_with_a_one_time_ticket_never_the_secret
     );
     assert_eq!(first.status, 303, "{first:?}");
     assert!(
-        first
-            .header("set-cookie")
-            .is_some_and(|c| c.contains(web.secret()))
+        first.header("set-cookie").is_some_and(|c| c
+            .starts_with(&format!("{}=", web.cookie_name()))
+            && !c.contains(web.secret())),
+        "the ticket gives a session of its own: {first:?}"
     );
     let again = get(web.port, &ticket_path, &[host(&web)]);
     assert_eq!(
@@ -735,7 +745,7 @@ fn websocket_frames(web: &WebProc, until: impl Fn(u8, &[u8]) -> bool) -> Vec<(u8
         "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nOrigin: http://127.0.0.1:{p}\r\n{}\r\n\
          Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-        cookie(web, web.secret())
+        cookie(web, &web.session())
     )
     .unwrap();
     let mut buf = Vec::new();

@@ -13,7 +13,7 @@ use chromiumoxide::cdp::browser_protocol::network::{EnableParams, EventRequestWi
 use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
@@ -44,10 +44,13 @@ pub const CHROMIUM_FLAGS: &[&str] = &[
 /// A running `sayri web`; stopped (SIGTERM) when dropped.
 pub struct WebProc {
     child: Option<Child>,
-    /// The login address it printed (`http://127.0.0.1:PORT/?s=SECRET`).
+    /// The login address it printed (`http://127.0.0.1:PORT/?s=SECRET`). It works once.
     pub login_url: String,
     /// Its port.
     pub port: u16,
+    /// The session cookie's value once a login was made (the login address works once, so
+    /// every later request of the test uses this session).
+    session: Mutex<Option<String>>,
 }
 
 impl WebProc {
@@ -58,6 +61,53 @@ impl WebProc {
     /// The secret in the login address.
     pub fn secret(&self) -> &str {
         self.login_url.split_once("?s=").map_or("", |(_, s)| s)
+    }
+
+    /// The name of the bubble's session cookie.
+    pub fn cookie_name(&self) -> String {
+        format!("sayri_web_{}", self.port)
+    }
+
+    /// The session made by this test's login, if one was made.
+    pub fn known_session(&self) -> Option<String> {
+        self.session.lock().unwrap().clone()
+    }
+
+    /// Records the session a login made.
+    pub fn remember_session(&self, value: &str) {
+        *self.session.lock().unwrap() = Some(value.to_string());
+    }
+
+    /// A session cookie value: the first call logs in with the login address (plain HTTP, as
+    /// a browser would), later calls return the same session.
+    pub fn session(&self) -> String {
+        if let Some(s) = self.known_session() {
+            return s;
+        }
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "GET /?s={} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+            self.secret(),
+            self.port
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        let prefix = format!("{}=", self.cookie_name());
+        let value = text
+            .lines()
+            .find_map(|l| {
+                let (name, v) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("set-cookie")
+                    .then(|| v.trim().strip_prefix(&prefix))
+                    .flatten()
+                    .map(|v| v.split(';').next().unwrap_or("").to_string())
+            })
+            .unwrap_or_else(|| panic!("the login made no session: {text}"));
+        self.remember_session(&value);
+        value
     }
     /// Stops it and returns whether it exited on its own after SIGTERM within 5 s.
     pub fn stop(&mut self) -> bool {
@@ -135,6 +185,7 @@ impl Env {
             child: Some(child),
             login_url,
             port,
+            session: Mutex::new(None),
         }
     }
 }
@@ -330,8 +381,28 @@ pub async fn type_message(page: &Page, text: &str) {
 }
 
 /// Opens the login address in `page` and waits until the bubble is connected to the daemon.
+/// The login address works once: when this test already logged in, the browser is given that
+/// session's cookie and opens `/` instead.
 pub async fn log_in(page: &Page, web: &WebProc) {
-    page.goto(web.login_url.as_str()).await.unwrap();
+    match web.known_session() {
+        Some(session) => {
+            let cookie = chromiumoxide::cdp::browser_protocol::network::CookieParam::builder()
+                .name(web.cookie_name())
+                .value(session)
+                .url(web.url("/"))
+                .build()
+                .unwrap();
+            page.set_cookie(cookie).await.unwrap();
+            page.goto(web.url("/").as_str()).await.unwrap();
+        }
+        None => {
+            page.goto(web.login_url.as_str()).await.unwrap();
+            let cookies = page.get_cookies().await.unwrap();
+            if let Some(c) = cookies.iter().find(|c| c.name == web.cookie_name()) {
+                web.remember_session(&c.value);
+            }
+        }
+    }
     wait_for(
         page,
         "document.getElementById('conn') && document.getElementById('conn').textContent.startsWith('Connected')",

@@ -456,9 +456,24 @@ macro_rules! config_keys {
     } )*) => {
         $(
             #[doc = $gdoc]
-            #[derive(Debug, Clone, PartialEq)]
+            #[doc = ""]
+            #[doc = "Its `Debug` form hides the value of every secret key ([`is_secret`])."]
+            #[derive(Clone, PartialEq)]
             pub struct $gty {
                 $( #[doc = $doc] pub $key: $ty, )*
+            }
+            impl std::fmt::Debug for $gty {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    let mut d = f.debug_struct(stringify!($gty));
+                    $(
+                        if is_secret(stringify!($group), stringify!($key)) {
+                            d.field(stringify!($key), &"(hidden)");
+                        } else {
+                            d.field(stringify!($key), &self.$key);
+                        }
+                    )*
+                    d.finish()
+                }
             }
             impl Default for $gty {
                 fn default() -> Self {
@@ -1112,6 +1127,29 @@ mod tests {
         let text = c.to_toml_string();
         let back = Config::from_toml_str(&text, "x").unwrap();
         assert_eq!(back, c);
+    }
+
+    #[test]
+    fn the_debug_form_of_the_settings_hides_every_secret_value() {
+        let mut cfg = Config::default();
+        cfg.set_json("provider.api_key", &json!("sk-debug-canary-77"))
+            .unwrap();
+        cfg.set_json(
+            "provider.extra_headers",
+            &json!(["Authorization: Bearer hdr-canary-88"]),
+        )
+        .unwrap();
+        let shown = format!("{cfg:?}");
+        assert!(
+            shown.contains("api_key") && shown.contains("(hidden)"),
+            "{shown}"
+        );
+        assert!(!shown.contains("sk-debug-canary-77"), "{shown}");
+        assert!(!shown.contains("hdr-canary-88"), "{shown}");
+        assert!(
+            shown.contains("base_url"),
+            "other settings are shown: {shown}"
+        );
     }
 
     #[test]

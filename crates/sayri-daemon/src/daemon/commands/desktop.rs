@@ -50,12 +50,34 @@ pub async fn clipboard_copy(p: ClipboardCopyParams, _: Ctx) -> Result<Value, Pro
     Ok(json!({"copied": false, "reason": reason}))
 }
 
+/// What a clipboard program gets of the daemon's environment: how to find programs and the
+/// graphical session, nothing else (never a token the daemon was started with).
+const CLIPBOARD_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "DISPLAY",
+    "XAUTHORITY",
+    "WAYLAND_DISPLAY",
+    "XDG_RUNTIME_DIR",
+    "XDG_SESSION_TYPE",
+    "DBUS_SESSION_BUS_ADDRESS",
+];
+
+fn clipboard_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| k.to_str().is_some_and(|k| CLIPBOARD_ENV.contains(&k)))
+        .collect()
+}
+
 /// Runs one clipboard program with `text` on its standard input.
 ///
 /// X11 clipboard programs stay in the background to serve the selection: their standard
 /// output and error are not waited for, only the exit of the program started.
 async fn copy_with(tool: &str, args: &[&str], text: &[u8]) -> Result<(), String> {
     let mut child = Command::new(tool)
+        .env_clear()
+        .envs(clipboard_env())
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

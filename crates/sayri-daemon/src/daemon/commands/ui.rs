@@ -2,8 +2,9 @@
 //! `ui_status`, `plugins_list`, `plugin_set_enabled`.
 //!
 //! * **UIs.** Sayri's own front-ends: `orb` (the GTK4 orb, program `sayri-orb`; also reached
-//!   as `desktop`, `sayri-ui-orb`, `legacy`) and `web` (the web bubble, `sayri web --port 0`:
-//!   a free loopback port, its login address in `$RUNTIME/sayri-web.url`). A started UI is a
+//!   as `desktop`, `sayri-ui-orb`, `legacy`) and `web` (the web bubble, `sayri web --port 0
+//!   --login-file-only`: a free loopback port, its login address in `$RUNTIME/sayri-web.url`
+//!   and nowhere else, never in its log). A started UI is a
 //!   supervised program named `ui-<id>` (log `$STATE/logs/ui-<id>.log`, restarted after a
 //!   crash, stopped with the daemon); `ui_stop` stops exactly that one, `killall` keeps the
 //!   one it names. Nothing is ever found or signalled by its process name. Its connections
@@ -149,10 +150,13 @@ fn spec_for(state: &DaemonState, ui: &Ui) -> Result<ChildSpec, ProtocolError> {
             let exe = std::env::current_exe().map_err(|e| {
                 ProtocolError::internal(format!("cannot find the sayri program: {e}"))
             })?;
+            // The login address holds the launch secret: into the 0600 url file only, never
+            // onto stdout, which the supervisor copies into the UI's log.
             ChildSpec::new(child_name(ui), exe)
                 .arg("web")
                 .arg("--port")
                 .arg("0")
+                .arg("--login-file-only")
         }
     };
     spec = spec
