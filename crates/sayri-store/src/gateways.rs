@@ -133,6 +133,11 @@ impl Store {
             )
             .map_err(|e| self.fail(e))?;
             tx.execute(
+                "DELETE FROM gateway_replies WHERE instance_id = ?1",
+                [&inst.id],
+            )
+            .map_err(|e| self.fail(e))?;
+            tx.execute(
                 "INSERT INTO gateway_instances (id, plugin, settings, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?4)",
                 params![inst.id, inst.plugin, settings, now],
@@ -150,6 +155,8 @@ impl Store {
         tx.execute("DELETE FROM gateway_peers WHERE channel = ?1", [id])
             .map_err(|e| self.fail(e))?;
         tx.execute("DELETE FROM gateway_chats WHERE instance_id = ?1", [id])
+            .map_err(|e| self.fail(e))?;
+        tx.execute("DELETE FROM gateway_replies WHERE instance_id = ?1", [id])
             .map_err(|e| self.fail(e))?;
         let n = tx
             .execute("DELETE FROM gateway_instances WHERE id = ?1", [id])

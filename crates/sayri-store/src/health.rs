@@ -14,7 +14,7 @@ use crate::lock_holders::{LockKind, lock_holders};
 use crate::wal::{Checkpoint, WAL_LIMIT_BYTES};
 use crate::Store;
 use rusqlite::Connection;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
 
@@ -31,7 +31,7 @@ pub enum Health {
 }
 
 /// The state shown in `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DatabaseState {
     /// In use.
@@ -41,7 +41,7 @@ pub enum DatabaseState {
 }
 
 /// The database as `status` (`database`) and `sayri doctor` show it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DatabaseStatus {
     /// The file.
     pub path: PathBuf,
@@ -74,8 +74,22 @@ pub(crate) fn quick_check(conn: &Connection) -> Result<(), String> {
         .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
     match rows {
         Ok(r) if r.len() == 1 && r[0] == "ok" => Ok(()),
-        Ok(r) => Err(format!("quick_check: {}", r.join("; "))),
+        Ok(r) => Err(one_line(&format!("quick_check: {}", r.join("; ")))),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `text` on one line, at most 240 characters (SQLite's reports list one problem per line).
+fn one_line(text: &str) -> String {
+    let flat = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("***"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match flat.char_indices().nth(240) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
     }
 }
 

@@ -14,6 +14,7 @@
 
 mod approvals;
 mod failure;
+mod gateway_replies;
 mod gateways;
 pub mod health;
 mod lock_holders;
@@ -35,6 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use failure::FailureKind;
+pub use gateway_replies::KEEP_SECONDS as KEEP_REPLY_SECONDS;
 pub use gateways::{GatewayChat, InstanceSave};
 pub use health::{DatabaseState, DatabaseStatus, Health};
 pub use lock_holders::{LockHolder, LockKind, lock_holders};

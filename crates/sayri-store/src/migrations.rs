@@ -25,6 +25,9 @@
 //! * Version 9 — error records: assistant rows that were errors (their text starts with `⚠️`,
 //!   as earlier versions and the original Sayri stored them) become role `error` rows, without
 //!   the sign and without the `Sayri Error: ` prefix.
+//! * Version 10 — `gateway_replies`: the final answer given to each update a gateway passed on
+//!   (by instance and the channel's update id), so an update sent again after a gateway
+//!   restart gets the same answer without a second turn.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -32,7 +35,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 9;
+pub const LATEST: i64 = 10;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -158,8 +161,16 @@ UPDATE messages SET content = substr(content, 14)
 WHERE role = 'error' AND substr(content, 1, 13) = 'Sayri Error: ';
 ";
 
+const V10: &str = "
+CREATE TABLE gateway_replies (
+  instance_id TEXT NOT NULL, update_id TEXT NOT NULL, chat_id TEXT NOT NULL,
+  reply TEXT NOT NULL, created_at REAL NOT NULL,
+  PRIMARY KEY (instance_id, update_id));
+CREATE INDEX gateway_replies_by_age ON gateway_replies(created_at);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9_ERROR_RECORDS];
+const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9_ERROR_RECORDS, V10];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

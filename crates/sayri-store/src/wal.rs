@@ -17,7 +17,7 @@
 use crate::Store;
 use crate::health::file_size;
 use rusqlite::Connection;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The size the log file is brought back to (and the most it keeps once no reader holds it):
@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const WAL_LIMIT_BYTES: u64 = 4 << 20;
 
 /// What one checkpoint did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
     /// When it ran, Unix seconds.
     pub at: f64,

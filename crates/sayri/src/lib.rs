@@ -20,6 +20,7 @@ pub mod policies;
 pub mod routines;
 pub mod settings_check;
 pub mod skills;
+pub mod store_health;
 pub mod stored_secrets;
 pub mod supervisor;
 pub mod voice;

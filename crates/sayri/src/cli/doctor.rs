@@ -61,7 +61,13 @@ pub struct Finding {
     pub fix: Option<String>,
 }
 
-fn finding(id: &str, title: &str, status: Status, detail: String, fix: Option<String>) -> Finding {
+pub(crate) fn finding(
+    id: &str,
+    title: &str,
+    status: Status,
+    detail: String,
+    fix: Option<String>,
+) -> Finding {
     Finding {
         id: id.into(),
         title: title.into(),
@@ -133,6 +139,7 @@ pub async fn diagnose(paths: &Paths) -> Report {
     sandbox(paths, &cfg, default_level, &mut checks).await;
     voice(&cfg, &mut checks);
     desktop_bus(&mut checks).await;
+    checks.push(super::doctor_database::check(paths, daemon_status.as_ref()));
     disk(paths, &mut checks);
     systemd_unit(&mut checks);
     let ok = cfg_ok && checks.iter().all(|c| c.status != Status::Fail);

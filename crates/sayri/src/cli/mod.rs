@@ -8,8 +8,10 @@ pub mod agents;
 pub mod ask;
 pub mod autostart;
 pub mod config;
+pub mod db;
 pub mod desktop_tools;
 pub mod doctor;
+mod doctor_database;
 pub mod gateway;
 pub mod generate;
 pub mod install;
@@ -154,6 +156,12 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: gateway::GatewayAction,
+    },
+    /// The session database: its state, or rebuilding it when it is corrupt.
+    Db {
+        /// What to do.
+        #[command(subcommand)]
+        action: db::DbAction,
     },
     /// The encrypted secrets vault.
     Vault {
@@ -358,6 +366,7 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
             Command::Interrupt => done(ask::run_interrupt(&paths).await),
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
+            Command::Db { action } => db::run(&paths, action).await,
             Command::Agents { action } => agents::run(&paths, start, *action).await,
             Command::Models { action } => done(models::run(&paths, action).await),
             Command::Routines { action } => routines::run(&paths, start, action).await,

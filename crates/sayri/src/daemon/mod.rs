@@ -10,6 +10,7 @@
 //! * [`state`] — [`DaemonState`], what every handler shares.
 //! * [`status`] — the `status` object.
 //! * [`recovery`] — start-up after a crash: leftover children killed, interrupted turns closed.
+//! * [`db_maintenance`] — the session database's log kept small, its damage told to clients.
 //!
 //! The routines and their scheduler live in [`crate::routines`] (started by [`Daemon::bind`]).
 
@@ -17,6 +18,7 @@ pub mod broadcast;
 pub mod command_peer;
 pub mod commands;
 pub mod connection;
+pub mod db_maintenance;
 pub mod dispatch;
 pub mod listener;
 pub mod recovery;
@@ -189,6 +191,7 @@ impl Daemon {
             ));
             tokio::spawn(crate::gateways::auto_start(state.clone()));
         }
+        tokio::spawn(db_maintenance::run(state.clone()));
         tracing::info!(
             "listening on {}{} (version {}, protocol {PROTOCOL_VERSION})",
             state.paths.socket().display(),
