@@ -242,6 +242,9 @@ mod tests {
         assert!(d.join("40.json.unreadable").exists());
         assert!(!d.join("50.json.tmp").exists());
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
     }
 }

@@ -126,7 +126,10 @@ mod tests {
 
     #[test]
     fn the_description_is_read_whatever_its_case_and_spacing() {
-        assert_eq!(retry_after_in("Too Many Requests: Retry After  12"), Some(12));
+        assert_eq!(
+            retry_after_in("Too Many Requests: Retry After  12"),
+            Some(12)
+        );
         assert_eq!(retry_after_in("Too Many Requests"), None);
         assert_eq!(retry_after_in("retry after soon"), None);
     }

@@ -151,7 +151,11 @@ async fn a_429_without_retry_after_waits_doubling_pauses_shown_in_the_outbox_and
     assert!(gaps[0] >= Duration::from_millis(1950), "{gaps:?}");
     assert!(gaps[1] >= Duration::from_millis(3950), "{gaps:?}");
     let sent = server.messages_to(CHAT);
-    assert_eq!(sent.len(), 1, "a notice went into the limited chat: {sent:?}");
+    assert_eq!(
+        sent.len(),
+        1,
+        "a notice went into the limited chat: {sent:?}"
+    );
     assert_eq!(sent[0].text, "It is noon.");
     // The wait was visible: a report with the reply pending and its next attempt.
     let pending: Vec<Value> = daemon
@@ -190,8 +194,15 @@ async fn a_reply_given_up_in_a_rate_limited_chat_gets_no_notice_and_the_daemon_i
     assert!(told);
     let report = daemon.reports("delivery_failed")[0].clone();
     assert_eq!(report["chat_id"], CHAT);
-    assert!(report["error"].as_str().unwrap().contains("429"), "{report}");
-    assert_eq!(server.calls_of("sendMessage").len(), 1, "retried or noticed");
+    assert!(
+        report["error"].as_str().unwrap().contains("429"),
+        "{report}"
+    );
+    assert_eq!(
+        server.calls_of("sendMessage").len(),
+        1,
+        "retried or noticed"
+    );
     assert!(server.messages_to(CHAT).is_empty());
     gateway.abort();
 }
@@ -217,11 +228,18 @@ async fn a_reply_telegram_refuses_becomes_a_short_notice_and_a_report() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(e.contains("too long") && e.contains("stopped after 0"), "{e}");
+    assert!(
+        e.contains("too long") && e.contains("stopped after 0"),
+        "{e}"
+    );
     let sent = server.messages_to(CHAT);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert!(sent[0].text.chars().count() < 200, "{:?}", sent[0].text);
-    assert!(sent[0].text.contains("could not be delivered"), "{:?}", sent[0].text);
+    assert!(
+        sent[0].text.contains("could not be delivered"),
+        "{:?}",
+        sent[0].text
+    );
     gateway.abort();
 }
 
@@ -256,9 +274,8 @@ fn a_reply_pending_when_the_gateway_stops_is_delivered_once_by_the_next_run() {
         ..Faults::default()
     }));
     let dir = tempfile::tempdir().unwrap();
-    let daemon = main.block_on(async {
-        FakeDaemon::serve(&dir.path().join("sayri.sock"), "It is sunny.")
-    });
+    let daemon =
+        main.block_on(async { FakeDaemon::serve(&dir.path().join("sayri.sock"), "It is sunny.") });
     let first = gateway_runtime(settings(&server, dir.path()));
     server.push_update(updates::private_message(1001, "Ada", "weather?"));
     assert!(wait_sync(Duration::from_secs(20), || server
@@ -267,7 +284,11 @@ fn a_reply_pending_when_the_gateway_stops_is_delivered_once_by_the_next_run() {
         .any(|c| c.status == 429)));
     // Stopped the hard way: no task of it runs after this (no acknowledgement, no clean-up).
     first.shutdown_background();
-    assert_eq!(outbox_files(dir.path()).len(), 1, "the pending reply is on disk");
+    assert_eq!(
+        outbox_files(dir.path()).len(),
+        1,
+        "the pending reply is on disk"
+    );
     let second = gateway_runtime(settings(&server, dir.path()));
     assert!(wait_sync(Duration::from_secs(20), || !server
         .messages_to(CHAT)

@@ -9,10 +9,10 @@
 //!   WAL limit, free space, other processes holding a snapshot or the write lock, and the last
 //!   checkpoint.
 
+use crate::Store;
 use crate::failure::{corrupt_message, free_bytes};
 use crate::lock_holders::{LockKind, lock_holders};
 use crate::wal::{Checkpoint, WAL_LIMIT_BYTES};
-use crate::Store;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -40,8 +40,8 @@ pub use gateway_replies::KEEP_SECONDS as KEEP_REPLY_SECONDS;
 pub use gateways::{GatewayChat, InstanceSave};
 pub use health::{DatabaseState, DatabaseStatus, Health};
 pub use lock_holders::{LockHolder, LockKind, lock_holders};
-pub use recover::{RecoverError, RecoveryReport, TableRecovery};
 pub use peers::GatewayPeer;
+pub use recover::{RecoverError, RecoveryReport, TableRecovery};
 pub use redaction::RewriteReport;
 pub use routines::{BrokenRoutine, TriggerState};
 pub use sayri_core::ports::StoreError;
@@ -128,7 +128,11 @@ impl Store {
                     source: e,
                 })?;
                 let detail = source.to_string();
-                Ok(Store::with_connection(conn, path, Health::Corrupt { detail }))
+                Ok(Store::with_connection(
+                    conn,
+                    path,
+                    Health::Corrupt { detail },
+                ))
             }
             Err(e) => Err(e),
         }

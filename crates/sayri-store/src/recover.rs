@@ -75,7 +75,11 @@ impl RecoveryReport {
             self.database.display(),
             copy.display()
         );
-        for t in self.tables.iter().filter(|t| t.rows_kept > 0 || t.lost_anything()) {
+        for t in self
+            .tables
+            .iter()
+            .filter(|t| t.rows_kept > 0 || t.lost_anything())
+        {
             out.push_str(&format!("  {}: {} row(s) kept", t.table, t.rows_kept));
             if let Some(e) = &t.error {
                 out.push_str(&format!(", the table could not be read ({e})"));
@@ -282,7 +286,9 @@ fn first_after(old: &Connection, table: &str, after: i64) -> rusqlite::Result<Op
 /// After a read failed just past rowid `after`: where reading can go on. Returns the rowid to
 /// continue after (`None`: nothing readable is left) — everything in between is lost.
 fn skip_damage(old: &Connection, table: &str, after: i64) -> Option<i64> {
-    // Forward, doubling: the first probe point past the damage.
+    // Forward, doubling: the first probe point past the damage (rowids are positive, so the
+    // probes start at 0 when nothing was read yet; they end at the largest rowid).
+    let after = after.max(0);
     let mut step: i64 = 1;
     let (mut bad, mut good) = (after, None);
     while good.is_none() {
@@ -397,7 +403,10 @@ fn drop_orphans(new: &Connection, tables: &mut [TableRecovery]) -> rusqlite::Res
             return Ok(());
         }
         for (table, rowid) in orphans {
-            new.execute(&format!("DELETE FROM \"{table}\" WHERE rowid = ?1"), [rowid])?;
+            new.execute(
+                &format!("DELETE FROM \"{table}\" WHERE rowid = ?1"),
+                [rowid],
+            )?;
             if let Some(t) = tables.iter_mut().find(|t| t.table == table) {
                 t.rows_dropped += 1;
                 t.rows_kept = t.rows_kept.saturating_sub(1);

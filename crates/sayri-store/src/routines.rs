@@ -134,7 +134,8 @@ impl Store {
             ))
             .map_err(|e| self.fail(e))?;
         let rows = st.query_map([], routine_from).map_err(|e| self.fail(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.fail(e))
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))
     }
 
     /// One routine (`None`: no such id).
@@ -281,7 +282,8 @@ impl Store {
                 })
             })
             .map_err(|e| self.fail(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.fail(e))
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))
     }
 
     /// Writes a trigger's timing (creating its row).

@@ -84,8 +84,7 @@ pub(crate) fn insert_message(
          VALUES (?1, ?2, ?3, ?4, ?4)
          ON CONFLICT(id) DO UPDATE SET updated_at = MAX(updated_at, excluded.updated_at)",
         params![seed.id, seed.title, seed.agent_id, m.timestamp],
-    )
-    ?;
+    )?;
     let tool_json = match &m.tool_call {
         Some(t) => Some(
             serde_json::to_string(t)
@@ -107,16 +106,14 @@ pub(crate) fn insert_message(
             m.reasoning,
             m.timestamp
         ],
-    )
-    ?;
+    )?;
     let id = tx.last_insert_rowid();
     for (position, image) in m.images.iter().enumerate() {
         tx.execute(
             "INSERT INTO message_images (message_id, position, mime, data_base64)
              VALUES (?1, ?2, ?3, ?4)",
             params![id, position as i64, image.mime, image.base64],
-        )
-        ?;
+        )?;
     }
     Ok(id)
 }
@@ -195,7 +192,9 @@ impl Store {
                  ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ?1"
             ))
             .map_err(|e| self.fail(e))?;
-        let rows = st.query_map([limit as i64], session_row).map_err(|e| self.fail(e))?;
+        let rows = st
+            .query_map([limit as i64], session_row)
+            .map_err(|e| self.fail(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
@@ -208,7 +207,9 @@ impl Store {
                  FROM messages WHERE session_id = ?1 ORDER BY id",
             )
             .map_err(|e| self.fail(e))?;
-        let rows = st.query_map([session_id], message_row).map_err(|e| self.fail(e))?;
+        let rows = st
+            .query_map([session_id], message_row)
+            .map_err(|e| self.fail(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
@@ -254,7 +255,9 @@ impl Store {
                     OR (?1 IS NULL AND s.title LIKE ?2 ESCAPE '\\'))
              ORDER BY m.id DESC";
         let mut st = conn.prepare(sql).map_err(|e| self.fail(e))?;
-        let mut rows = st.query(params![session_id, pattern]).map_err(|e| self.fail(e))?;
+        let mut rows = st
+            .query(params![session_id, pattern])
+            .map_err(|e| self.fail(e))?;
         let mut hits = Vec::new();
         while hits.len() < limit {
             let Some(r) = rows.next().map_err(|e| self.fail(e))? else {

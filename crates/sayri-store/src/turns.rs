@@ -2,8 +2,8 @@
 //! behind by a crash is closed at the next start with notes appended to its session, in the same
 //! transaction that removes it. The end of a turn is when the log is checkpointed.
 
-use crate::sessions::insert_message;
 use crate::Store;
+use crate::sessions::insert_message;
 use rusqlite::{OptionalExtension, params};
 use sayri_core::ports::{NewMessage, OpenTurn, SessionSeed, StoreError};
 

@@ -79,7 +79,11 @@ fn a_corrupt_file_is_refused_with_its_name_until_recovered_and_the_damage_is_kep
     let (dir, path) = populated();
     let pages = std::fs::metadata(&path).unwrap().len() / PAGE;
     scribble(&path, pages / 2, 2);
-    assert_ne!(quick_check(&path), "ok", "the scribble did not damage the file");
+    assert_ne!(
+        quick_check(&path),
+        "ok",
+        "the scribble did not damage the file"
+    );
     let damaged_bytes = std::fs::read(&path).unwrap();
 
     let store = Store::open_checked(&path).unwrap();
@@ -89,7 +93,10 @@ fn a_corrupt_file_is_refused_with_its_name_until_recovered_and_the_damage_is_kep
         .unwrap_err()
         .0;
     assert!(refusal.contains(&path.display().to_string()), "{refusal}");
-    assert!(refusal.contains("corrupt") && refusal.contains("sayri db recover"), "{refusal}");
+    assert!(
+        refusal.contains("corrupt") && refusal.contains("sayri db recover"),
+        "{refusal}"
+    );
     // Reads are refused too: nothing pretends the damaged file is fine.
     assert_eq!(store.list_sessions(100).unwrap_err().0, refusal);
     assert_eq!(store.status().state, sayri_store::DatabaseState::Corrupt);
@@ -97,11 +104,25 @@ fn a_corrupt_file_is_refused_with_its_name_until_recovered_and_the_damage_is_kep
     let report = store.recover(false).unwrap();
     let copy = report.damaged_copy.clone().unwrap();
     assert_eq!(copy, corrupt_copy(dir.path()));
-    assert_eq!(std::fs::read(&copy).unwrap(), damaged_bytes, "the damaged copy changed");
-    let messages = report.tables.iter().find(|t| t.table == "messages").unwrap();
-    assert!(messages.rows_kept > 0 && messages.rows_kept < 400, "{messages:?}");
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        damaged_bytes,
+        "the damaged copy changed"
+    );
+    let messages = report
+        .tables
+        .iter()
+        .find(|t| t.table == "messages")
+        .unwrap();
+    assert!(
+        messages.rows_kept > 0 && messages.rows_kept < 400,
+        "{messages:?}"
+    );
     let summary = report.summary();
-    assert!(summary.contains("lost") && summary.contains(&copy.display().to_string()), "{summary}");
+    assert!(
+        summary.contains("lost") && summary.contains(&copy.display().to_string()),
+        "{summary}"
+    );
     eprintln!("{summary}");
 
     // The store goes on with the rebuilt file: reads, writes, a clean check.
@@ -127,7 +148,10 @@ fn recovery_with_the_daemon_connection_open_keeps_the_log_and_its_index_beside_t
     let store = Store::open_checked(&path).unwrap();
     assert_eq!(store.health(), Health::Ok);
     store
-        .append_message(&seed("late"), &NewMessage::new(Role::User, "in the log", 2.0))
+        .append_message(
+            &seed("late"),
+            &NewMessage::new(Role::User, "in the log", 2.0),
+        )
         .unwrap();
     assert!(store.wal_bytes() > 0);
     let report = store.recover(true).unwrap();
@@ -135,10 +159,17 @@ fn recovery_with_the_daemon_connection_open_keeps_the_log_and_its_index_beside_t
     for suffix in ["-wal", "-shm"] {
         let mut p = copy.clone().into_os_string();
         p.push(suffix);
-        assert!(Path::new(&p).exists(), "{} missing", Path::new(&p).display());
+        assert!(
+            Path::new(&p).exists(),
+            "{} missing",
+            Path::new(&p).display()
+        );
     }
     // Nothing was damaged, so nothing is lost — including the row only the log held.
-    assert!(report.tables.iter().all(|t| !t.lost_anything()), "{report:?}");
+    assert!(
+        report.tables.iter().all(|t| !t.lost_anything()),
+        "{report:?}"
+    );
     assert_eq!(store.messages("late").unwrap().len(), 1);
     assert_eq!(store.list_sessions(100).unwrap().len(), 41);
     drop(dir);
@@ -151,9 +182,13 @@ fn a_file_that_passes_its_check_is_left_alone_unless_forced() {
     let report = store.recover(false).unwrap();
     assert!(report.damaged_copy.is_none());
     assert!(report.summary().contains("nothing was changed"));
-    assert!(std::fs::read_dir(dir.path())
-        .unwrap()
-        .all(|e| !e.unwrap().file_name().to_string_lossy().contains("corrupt")));
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("corrupt"))
+    );
 }
 
 #[test]
@@ -164,9 +199,52 @@ fn a_file_whose_first_page_is_noise_still_lets_the_store_start_refused_and_rebui
     let refusal = store.corruption().expect("refused");
     assert!(refusal.contains("sessions.db"), "{refusal}");
     let report = store.recover(false).unwrap();
-    assert!(report.tables.iter().any(|t| t.lost_anything()), "{report:?}");
+    assert!(
+        report.tables.iter().any(|t| t.lost_anything()),
+        "{report:?}"
+    );
     store
         .append_message(&seed("after"), &NewMessage::new(Role::User, "works", 1.0))
         .unwrap();
     assert!(corrupt_copy(dir.path()).exists());
+}
+
+#[test]
+fn recovery_finishes_and_accounts_for_the_rows_wherever_the_damage_lies() {
+    let (dir, path) = populated();
+    let pristine = std::fs::read(&path).unwrap();
+    let pages = pristine.len() as u64 / PAGE;
+    for first in (1..pages - 2).step_by(7) {
+        std::fs::write(&path, &pristine).unwrap();
+        scribble(&path, first, 2);
+        let store = Store::open_checked(&path).unwrap();
+        let started = std::time::Instant::now();
+        let report = store
+            .recover(true)
+            .unwrap_or_else(|e| panic!("damage at page {first}: {e}"));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "page {first}"
+        );
+        let messages = report
+            .tables
+            .iter()
+            .find(|t| t.table == "messages")
+            .unwrap();
+        assert!(messages.rows_kept <= 400, "page {first}: {messages:?}");
+        if messages.rows_kept < 400 {
+            assert!(
+                messages.lost_anything(),
+                "page {first}: rows vanished unreported"
+            );
+        }
+        drop(store);
+        assert_eq!(quick_check(&path), "ok", "page {first}");
+        for f in std::fs::read_dir(dir.path()).unwrap() {
+            let p = f.unwrap().path();
+            if p != path {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+    }
 }

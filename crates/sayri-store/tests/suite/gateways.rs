@@ -102,7 +102,13 @@ fn an_unreadable_row_is_an_error_naming_the_instance() {
 fn a_recorded_answer_to_an_update_is_found_again_until_it_ages_out_or_its_instance_goes() {
     let (_dir, store) = super::fresh();
     store
-        .save_gateway_reply("tg", "77", "1001", r#"{"type":"done","text":"It is noon."}"#, 1000.0)
+        .save_gateway_reply(
+            "tg",
+            "77",
+            "1001",
+            r#"{"type":"done","text":"It is noon."}"#,
+            1000.0,
+        )
         .unwrap();
     assert_eq!(
         store.gateway_reply("tg", "77").unwrap().as_deref(),

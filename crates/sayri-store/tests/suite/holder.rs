@@ -24,7 +24,9 @@ impl Holder {
     /// Starts the holder and waits until its lock is in place.
     pub fn start(db: &Path, hold: Hold) -> Holder {
         let begin = match hold {
-            Hold::Snapshot => "c.execute('BEGIN'); c.execute('SELECT count(*) FROM messages').fetchone()",
+            Hold::Snapshot => {
+                "c.execute('BEGIN'); c.execute('SELECT count(*) FROM messages').fetchone()"
+            }
             Hold::WriteLock => "c.execute('BEGIN IMMEDIATE')",
         };
         let script = format!(
@@ -74,7 +76,13 @@ impl SmallDisk {
         let dir = parent.path().join("state");
         std::fs::create_dir(&dir).unwrap();
         let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m,mode=0700"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={mib}m,mode=0700"),
+                "tmpfs",
+            ])
             .arg(&dir)
             .status()
             .is_ok_and(|s| s.success());

@@ -35,7 +35,10 @@ fn a_full_disk_names_the_directory_keeps_the_file_intact_and_recovers_once_there
     let answer = "x".repeat(64 * 1024);
     let mut stored = 1;
     let error = loop {
-        match store.append_message(&seed(), &NewMessage::new(Role::Assistant, answer.clone(), 1.0)) {
+        match store.append_message(
+            &seed(),
+            &NewMessage::new(Role::Assistant, answer.clone(), 1.0),
+        ) {
             Ok(_) => stored += 1,
             Err(e) => break e.0,
         }
@@ -44,7 +47,11 @@ fn a_full_disk_names_the_directory_keeps_the_file_intact_and_recovers_once_there
     assert!(error.contains("full"), "{error}");
     assert!(error.contains(&disk.dir.display().to_string()), "{error}");
     assert!(error.contains(&path.display().to_string()), "{error}");
-    assert_eq!(store.messages("s").unwrap().len(), stored, "a failed write left a row");
+    assert_eq!(
+        store.messages("s").unwrap().len(),
+        stored,
+        "a failed write left a row"
+    );
     assert_eq!(integrity(&path), "ok");
 
     std::fs::remove_file(filler).unwrap();
@@ -97,7 +104,10 @@ fn a_foreign_write_lock_fails_after_the_busy_timeout_naming_the_process_that_hol
         .unwrap_err()
         .0;
     let waited = started.elapsed();
-    assert!(waited >= sayri_store::BUSY_TIMEOUT - std::time::Duration::from_millis(200), "{waited:?}");
+    assert!(
+        waited >= sayri_store::BUSY_TIMEOUT - std::time::Duration::from_millis(200),
+        "{waited:?}"
+    );
     assert!(error.contains("locked by another process"), "{error}");
     assert!(error.contains(&writer.pid().to_string()), "{error}");
     drop(writer);

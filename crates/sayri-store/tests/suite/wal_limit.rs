@@ -19,7 +19,10 @@ fn seed() -> SessionSeed<'static> {
 /// One turn as the engine stores it: request, journal row, answer, journal end.
 fn turn(store: &Store, n: usize, answer_bytes: usize) {
     let req = store
-        .append_message(&seed(), &NewMessage::new(Role::User, format!("turn {n}"), n as f64))
+        .append_message(
+            &seed(),
+            &NewMessage::new(Role::User, format!("turn {n}"), n as f64),
+        )
         .unwrap();
     let j = store.turn_started("chat", req, n as f64).unwrap();
     let answer = format!("{n} ").repeat(answer_bytes / 3);
@@ -45,11 +48,15 @@ fn after_twenty_turns_under_a_foreign_reader_the_wal_is_back_within_its_limit_on
     );
     let status = store.status();
     assert_eq!(status.readers, vec![reader.pid()], "{status:?}");
-    let last = status.last_checkpoint.expect("a checkpoint ran after the turns");
+    let last = status
+        .last_checkpoint
+        .expect("a checkpoint ran after the turns");
     assert!(last.held_back && !last.truncated, "{last:?}");
 
     drop(reader);
-    let done = store.maintain().expect("the log holds frames, so maintenance checkpoints");
+    let done = store
+        .maintain()
+        .expect("the log holds frames, so maintenance checkpoints");
     assert!(done.truncated && !done.held_back, "{done:?}");
     let after = store.wal_bytes();
     assert!(
@@ -99,7 +106,10 @@ fn plain_writes_cut_a_grown_log_back_to_the_limit_without_a_truncating_checkpoin
     // the reset of the log by the next write, which `journal_size_limit` cuts to the limit.
     for n in 0..3 {
         store
-            .append_message(&seed(), &NewMessage::new(Role::User, format!("more {n}"), 0.0))
+            .append_message(
+                &seed(),
+                &NewMessage::new(Role::User, format!("more {n}"), 0.0),
+            )
             .unwrap();
     }
     let after = store.wal_bytes();

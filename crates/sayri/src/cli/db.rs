@@ -60,11 +60,13 @@ async fn status(paths: &Paths, daemon: Option<Client>, json: bool) -> anyhow::Re
     } else if let Some(line) = status_line(Some(&value)) {
         println!("{}", crate::cli::terminal_text::terminal_safe(&line));
     }
-    Ok(if value.get("state").and_then(Value::as_str) == Some("corrupt") {
-        1
-    } else {
-        0
-    })
+    Ok(
+        if value.get("state").and_then(Value::as_str) == Some("corrupt") {
+            1
+        } else {
+            0
+        },
+    )
 }
 
 fn local_store(paths: &Paths) -> anyhow::Result<Store> {

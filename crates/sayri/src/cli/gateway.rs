@@ -320,7 +320,10 @@ async fn list(c: &mut Client, json: bool) -> anyhow::Result<()> {
 /// outbox.
 fn pending_line(g: &Value) -> Option<String> {
     let n = g["pending_replies"].as_u64().filter(|n| *n > 0)?;
-    let mut line = format!("{n} repl{} waiting to be delivered", if n == 1 { "y" } else { "ies" });
+    let mut line = format!(
+        "{n} repl{} waiting to be delivered",
+        if n == 1 { "y" } else { "ies" }
+    );
     if let Some(at) = g["next_retry_at"].as_f64() {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -323,11 +323,9 @@ fn report_from(state: &DaemonState, who: &Identity, report: GatewayReport) -> Ve
             ok_line()
         }
         "outbox" => {
-            state.gateways.outbox_reported(
-                id,
-                report.pending.unwrap_or(0),
-                report.next_retry_at,
-            );
+            state
+                .gateways
+                .outbox_reported(id, report.pending.unwrap_or(0), report.next_retry_at);
             ok_line()
         }
         other => ReplyEvent::error(format!(

@@ -8,7 +8,11 @@ use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::legacy::{IncomingMessage, ReplyEvent};
 
 /// The recorded answer to `msg`, if it carries an update id that was answered before.
-pub fn recorded(state: &DaemonState, inst: &GatewayInstance, msg: &IncomingMessage) -> Option<ReplyEvent> {
+pub fn recorded(
+    state: &DaemonState,
+    inst: &GatewayInstance,
+    msg: &IncomingMessage,
+) -> Option<ReplyEvent> {
     let update = msg.update_id.as_deref()?;
     let brain = state.brain().ok()?;
     let stored = brain.store.gateway_reply(&inst.id, update).ok().flatten()?;
@@ -41,7 +45,10 @@ pub fn record(state: &DaemonState, inst: &GatewayInstance, msg: &IncomingMessage
     {
         crate::store_health::log_store_error(
             &brain.store,
-            &format!("gateway {}: the answer to update {update} was not recorded", inst.id),
+            &format!(
+                "gateway {}: the answer to update {update} was not recorded",
+                inst.id
+            ),
             &e,
         );
     }

@@ -258,7 +258,11 @@ impl Routines {
         let rows = match self.store.routines() {
             Ok(r) => r,
             Err(e) => {
-                return crate::store_health::log_store_error(&self.store, "routines not loaded", &e);
+                return crate::store_health::log_store_error(
+                    &self.store,
+                    "routines not loaded",
+                    &e,
+                );
             }
         };
         let mut inner = lock(&self.inner);

@@ -99,7 +99,10 @@ fn after_a_twenty_turn_chat_under_a_foreign_reader_the_wal_is_within_its_limit_o
         assert!(out.status.success(), "turn {n}: {}", stderr(&out));
     }
     let held = wal_bytes(&db);
-    assert!(held > WAL_LIMIT, "the reader should have held the log: {held}");
+    assert!(
+        held > WAL_LIMIT,
+        "the reader should have held the log: {held}"
+    );
     let st = status(&env)["database"].clone();
     assert_eq!(st["readers"], json!([reader.0.id()]), "{st}");
 
@@ -122,7 +125,10 @@ fn after_a_twenty_turn_chat_under_a_foreign_reader_the_wal_is_within_its_limit_o
     // No further turn: the daemon's maintenance notices the reader is gone.
     let back = eventually(Duration::from_secs(20), || wal_bytes(&db) <= WAL_LIMIT);
     let after = wal_bytes(&db);
-    assert!(back, "{after} bytes of log 20 s after the reader ended (limit {WAL_LIMIT})");
+    assert!(
+        back,
+        "{after} bytes of log 20 s after the reader ended (limit {WAL_LIMIT})"
+    );
     eprintln!("log while held: {held} bytes; after the reader ended: {after} bytes");
     assert_eq!(chat_requests(&model), 21);
 }
@@ -176,19 +182,32 @@ fn a_corrupt_database_is_told_once_refuses_turns_without_a_model_call_and_recove
     assert_ne!(quick_check(&db), "ok", "the noise did not damage the file");
 
     let _d = env.start_daemon();
-    assert_eq!(RawClient::connect(&env.socket()).call("ping", json!({}), 1)["result"], "pong");
+    assert_eq!(
+        RawClient::connect(&env.socket()).call("ping", json!({}), 1)["result"],
+        "pong"
+    );
     let st = status(&env)["database"].clone();
     assert_eq!(st["state"], "corrupt", "{st}");
     let said = st["error"].as_str().unwrap().to_string();
-    assert!(said.contains(&db.display().to_string()) && said.contains("sayri db recover"), "{said}");
+    assert!(
+        said.contains(&db.display().to_string()) && said.contains("sayri db recover"),
+        "{said}"
+    );
 
     let before = chat_requests(&model);
     for n in 0..5 {
         let out = ask(&env, &format!("refused {n}"));
         let text = format!("{}{}", stdout(&out), stderr(&out));
-        assert!(text.contains("corrupt") && text.contains("sayri db recover"), "{text}");
+        assert!(
+            text.contains("corrupt") && text.contains("sayri db recover"),
+            "{text}"
+        );
     }
-    assert_eq!(chat_requests(&model), before, "a refused turn reached the model");
+    assert_eq!(
+        chat_requests(&model),
+        before,
+        "a refused turn reached the model"
+    );
     let log = std::fs::read_to_string(env.daemon_log()).unwrap();
     let told = log.lines().filter(|l| l.contains("is corrupt")).count();
     assert!(told <= 2, "the corruption was logged {told} times:\n{log}");
@@ -197,7 +216,10 @@ fn a_corrupt_database_is_told_once_refuses_turns_without_a_model_call_and_recove
     let out = env.run(&["db", "recover"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = stdout(&out);
-    assert!(summary.contains("sessions.db.corrupt-") && summary.contains("kept"), "{summary}");
+    assert!(
+        summary.contains("sessions.db.corrupt-") && summary.contains("kept"),
+        "{summary}"
+    );
     assert!(!corrupt_copies(&env.state_dir()).is_empty());
     assert_eq!(status(&env)["database"]["state"], "ok");
     let out = ask(&env, "after the rebuild");
@@ -213,7 +235,13 @@ impl SmallDisk {
     fn over(dir: &Path, mib: u64) -> Option<SmallDisk> {
         std::fs::create_dir_all(dir).unwrap();
         let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m,mode=0700"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={mib}m,mode=0700"),
+                "tmpfs",
+            ])
             .arg(dir)
             .status()
             .is_ok_and(|s| s.success());
@@ -265,16 +293,27 @@ fn a_full_disk_fails_the_turn_naming_the_directory_and_the_next_turn_works_once_
         }
     }
     let failure = failure.expect("no turn failed on a full disk");
-    assert!(failure.contains(&env.state_dir().display().to_string()), "{failure}");
+    assert!(
+        failure.contains(&env.state_dir().display().to_string()),
+        "{failure}"
+    );
     let log_before = std::fs::metadata(env.daemon_log()).unwrap().len();
     for n in 0..20 {
         ask(&env, &format!("failing {n}"));
     }
     let grown = std::fs::metadata(env.daemon_log()).unwrap().len() - log_before;
-    assert!(grown < 10 * 1024, "the log grew {grown} bytes over 20 failed turns");
-    assert_eq!(RawClient::connect(&env.socket()).call("ping", json!({}), 1)["result"], "pong");
+    assert!(
+        grown < 10 * 1024,
+        "the log grew {grown} bytes over 20 failed turns"
+    );
+    assert_eq!(
+        RawClient::connect(&env.socket()).call("ping", json!({}), 1)["result"],
+        "pong"
+    );
     let c = rusqlite::Connection::open(&db).unwrap();
-    let check: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    let check: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(check, "ok");
     drop(c);
 
