@@ -5,6 +5,8 @@
 //! filesystem view, `no_new_privs`, capability drop, Landlock and seccomp — and reports the first
 //! step that failed.
 
+use crate::guarantees::{self, Guarantee};
+use crate::host_restrictions::{self as host, HostFacts};
 use crate::{landlock, mounts, namespaces, privileges, seccomp};
 use nix::unistd::{ForkResult, fork};
 use sayri_protocol::SandboxLevel;
@@ -33,6 +35,9 @@ pub struct KernelFeatures {
     /// Whether the kernel still lets a process type into its terminal with `TIOCSTI`.
     #[serde(default)]
     pub legacy_tiocsti: LegacyTiocsti,
+    /// What the host says about user namespaces, AppArmor and inherited filters.
+    #[serde(default)]
+    pub host: HostFacts,
 }
 
 /// Whether the kernel lets a process push input into its controlling terminal with `TIOCSTI`
@@ -107,11 +112,20 @@ pub struct LevelSupport {
     pub missing: Vec<String>,
     /// What to do about it, or remarks.
     pub advice: Vec<String>,
+    /// Each promise of the level and the mechanism that keeps it.
+    #[serde(default)]
+    pub guarantees: Vec<Guarantee>,
 }
 
 /// The `sayri sandbox check` report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CapabilityReport {
+    /// The CPU architecture (`x86_64`, `aarch64`).
+    #[serde(default)]
+    pub arch: String,
+    /// The architecture the seccomp filter is built for, and how other ABIs are handled.
+    #[serde(default)]
+    pub seccomp_arch: String,
     /// Kernel facts.
     pub kernel: KernelFeatures,
     /// One entry per level, 0 to 4.
@@ -185,6 +199,7 @@ pub fn probe_here() -> KernelFeatures {
         root,
         pids_cgroup,
         legacy_tiocsti: legacy_tiocsti(),
+        host: host::facts(),
     }
 }
 
@@ -202,29 +217,24 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
             sandbox_advice.push("upgrade to Linux 6.7 or newer".into());
         }
         (None, e) => {
-            sandbox_missing.push(format!(
-                "Landlock: {}",
-                e.clone().unwrap_or_else(|| "unavailable".into())
-            ));
-            sandbox_advice.push(
-                "use a kernel with CONFIG_SECURITY_LANDLOCK=y and `landlock` in the `lsm=` boot \
-                 parameter"
-                    .into(),
-            );
+            let x = host::landlock_refused(e.as_deref().unwrap_or("unavailable"), &k.host);
+            sandbox_missing.push(format!("Landlock: {}", x.cause));
+            sandbox_advice.push(x.fix);
         }
     }
     if !k.seccomp_filter {
-        sandbox_missing.push("seccomp filters".into());
-        sandbox_advice.push("use a kernel with CONFIG_SECCOMP_FILTER=y".into());
+        let x = host::seccomp_refused("PR_GET_SECCOMP is not answered", &k.host);
+        sandbox_missing.push(x.cause);
+        sandbox_advice.push(x.fix);
     }
     if let Err(e) = &k.namespaces {
-        sandbox_missing.push(format!("namespaces: {e}"));
+        let x = host::namespaces_refused(e, &k.host);
+        sandbox_missing.push(format!("user namespaces: {}", x.cause));
+        sandbox_advice.push(x.fix);
     } else if let Err(e) = &k.level1_dry_run {
-        sandbox_missing.push(format!("sandbox setup: {e}"));
-        sandbox_advice.push(
-            "a container or security module may forbid mounting tmpfs/proc in a user namespace"
-                .into(),
-        );
+        let x = host::explain(e, &k.host);
+        sandbox_missing.push(format!("sandbox setup: {}", x.cause));
+        sandbox_advice.push(x.fix);
     }
     if k.root && !k.pids_cgroup {
         sandbox_advice.push(
@@ -239,6 +249,7 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
         guaranteed: true,
         missing: vec![],
         advice: vec!["never executes anything".into()],
+        guarantees: guarantees::of(SandboxLevel::NoExec, k),
     }];
     for level in [SandboxLevel::ReadOnly, SandboxLevel::IsolatedDev] {
         levels.push(LevelSupport {
@@ -255,6 +266,7 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
                 ));
                 a
             },
+            guarantees: guarantees::of(level, k),
         });
     }
     levels.push(LevelSupport {
@@ -266,6 +278,7 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
              process tree is killed through a child subreaper"
                 .into(),
         ],
+        guarantees: guarantees::of(SandboxLevel::HostUser, k),
     });
     levels.push(LevelSupport {
         level: SandboxLevel::HostRoot,
@@ -280,8 +293,11 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
         } else {
             "install the Debian package `pkexec` (policykit-1) and a Polkit agent".into()
         }],
+        guarantees: guarantees::of(SandboxLevel::HostRoot, k),
     });
     CapabilityReport {
+        arch: std::env::consts::ARCH.into(),
+        seccomp_arch: guarantees::filter_arch(),
         kernel: k.clone(),
         levels,
     }
@@ -291,6 +307,10 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
 pub fn render(r: &CapabilityReport) -> String {
     let k = &r.kernel;
     let mut s = String::new();
+    s.push_str(&format!(
+        "architecture: {} (seccomp filter: {})\n",
+        r.arch, r.seccomp_arch
+    ));
     s.push_str(&format!(
         "Landlock ABI: {}\nseccomp filters: {}\nuser/mount/pid/ipc/uts/net namespaces: {}\nlevel-1 \
          setup dry run: {}\npkexec: {}\nterminal input injection (TIOCSTI): {}\n\n",
@@ -326,6 +346,15 @@ pub fn render(r: &CapabilityReport) -> String {
         for a in &l.advice {
             s.push_str(&format!("    note: {a}\n"));
         }
+        if l.guaranteed {
+            for g in &l.guarantees {
+                s.push_str(&format!(
+                    "    {}: {}\n",
+                    g.promise,
+                    g.mechanisms.join(" + ")
+                ));
+            }
+        }
     }
     s
 }
@@ -345,6 +374,7 @@ mod tests {
             root: false,
             pids_cgroup: false,
             legacy_tiocsti: LegacyTiocsti::Allowed,
+            host: HostFacts::default(),
         }
     }
 

@@ -511,8 +511,12 @@ fn interpret(
         HelperReport::Refused { reason } => Some(reason.clone()),
         _ => None,
     }) {
+        let why = crate::host_restrictions::explain(&reason, &crate::host_restrictions::facts());
         return ExecResult {
-            output: format!("Sandbox unavailable for {level}: {reason}. The command did not run."),
+            output: format!(
+                "Sandbox unavailable for {level}: {}. The command did not run. To fix: {}.",
+                why.cause, why.fix
+            ),
             ..denied(String::new(), start)
         };
     }

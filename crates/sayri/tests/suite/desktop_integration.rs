@@ -1678,6 +1678,7 @@ fn the_deb_holds_the_programs_units_launcher_policy_man_pages_and_completions() 
     assert_eq!(
         other,
         [
+            "etc/apparmor.d/sayri-exec",
             "usr/bin/sayri",
             "usr/bin/sayri-exec",
             "usr/bin/sayri-gateway-telegram",
