@@ -12,6 +12,7 @@ pub mod db;
 pub mod desktop_tools;
 pub mod doctor;
 mod doctor_database;
+pub mod fix_apparmor;
 pub mod gateway;
 pub mod generate;
 pub mod install;
@@ -207,6 +208,13 @@ pub enum Command {
         /// Print the report as JSON (`{"ok", "checks": [{"id","title","status","detail","fix"}]}`).
         #[arg(long)]
         json: bool,
+        /// Install and load the AppArmor profile of the sandbox helper (asks first), so levels
+        /// 1-2 work where AppArmor restricts user namespaces.
+        #[arg(long)]
+        fix_apparmor: bool,
+        /// With --fix-apparmor: agree without being asked.
+        #[arg(long, requires = "fix_apparmor")]
+        yes: bool,
     },
     /// Install Sayri for your user: the systemd user service, the menu launcher, its icon and
     /// the autostart entry (from `ui.autostart` / `ui.autostart_mode`).
@@ -380,7 +388,12 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
             } => done(permissions::answer(&paths, &args).await),
             Command::Web(args) => done(web::run(&paths, start, &args).await),
             Command::Setup(args) => setup::run(&paths, args).await,
-            Command::Doctor { json } => doctor::run(&paths, json).await,
+            Command::Doctor {
+                fix_apparmor: true,
+                yes,
+                ..
+            } => fix_apparmor::run(yes),
+            Command::Doctor { json, .. } => doctor::run(&paths, json).await,
             Command::Lookup(args) => desktop_tools::lookup(&paths, &args).await,
             Command::Screenshot(args) => desktop_tools::screenshot(&paths, &args).await,
             Command::Notify { title, body } => desktop_tools::notify(&title, body.as_deref()).await,
