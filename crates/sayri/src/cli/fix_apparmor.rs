@@ -104,6 +104,9 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/apparmor/sayri-exec"),
         )
         .unwrap();
-        assert_eq!(packaged, apparmor_profile(std::path::Path::new(PACKAGED_EXEC)));
+        assert_eq!(
+            packaged,
+            apparmor_profile(std::path::Path::new(PACKAGED_EXEC))
+        );
     }
 }

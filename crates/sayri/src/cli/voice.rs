@@ -473,6 +473,13 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
                     .map(|e| format!(" — {e}"))
                     .unwrap_or_default()
             );
+            if let Some(p) = s.pointer("/voice/mic_problem").and_then(Value::as_str) {
+                let device = s
+                    .pointer("/voice/mic_device")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the microphone");
+                let _ = writeln!(out, "microphone:     {device}: {p}");
+            }
         }
         None => {
             let _ = writeln!(out, "daemon:         not running");
