@@ -1,6 +1,17 @@
 //! Putting the small undecorated window in the configured screen corner and above other
 //! windows. GTK 4 has no API for either, so on X11 the orb asks the window manager directly
 //! (`ConfigureWindow` and the EWMH `_NET_WM_STATE_ABOVE` message, over its own X connection).
+//!
+//! On X11:
+//! * **Which monitor**: the primary one (RandR), else the first that exists — never the
+//!   monitor the window happened to be mapped on, which may be gone. [`follow_monitors`] places
+//!   it again whenever a monitor is added, removed or changed (a dock unplugged, the primary
+//!   moved), so it never stays on a monitor that no longer exists.
+//! * **HiDPI**: positions are computed in the monitor's logical pixels and sent in device
+//!   pixels (times the surface's scale).
+//! * **Focus**: the window is mapped with `_NET_WM_USER_TIME` 0, which tells an EWMH window
+//!   manager not to give it the keyboard when it appears ([`no_focus_on_map`]); it gets the
+//!   keyboard only when the person clicks into it.
 //! On Wayland without layer shell the compositor decides where the window goes. With the
 //! `layer-shell` feature and a compositor that supports it, the window is anchored with
 //! wlr-layer-shell instead.
@@ -61,6 +72,20 @@ mod x11 {
         ClientMessageEvent, ConfigureWindowAux, ConnectionExt, EventMask,
     };
 
+    /// The primary monitor, else the first one that exists.
+    pub fn target_monitor(display: &gtk::gdk::Display) -> Option<gtk::gdk::Monitor> {
+        if let Some(x) = display.downcast_ref::<gdk4_x11::X11Display>() {
+            let m = x.primary_monitor();
+            if m.is_valid() {
+                return Some(m);
+            }
+        }
+        display
+            .monitors()
+            .item(0)
+            .and_then(|o| o.downcast::<gtk::gdk::Monitor>().ok())
+    }
+
     const NET_WM_STATE_REMOVE: u32 = 0;
     const NET_WM_STATE_ADD: u32 = 1;
 
@@ -73,9 +98,7 @@ mod x11 {
         x11.set_skip_taskbar_hint(true);
         x11.set_skip_pager_hint(true);
         let display = surface.display();
-        let monitor = display
-            .monitor_at_surface(&surface)
-            .ok_or("no monitor for the window")?;
+        let monitor = target_monitor(&display).ok_or("no monitor is connected")?;
         let g = monitor.geometry();
         let scale = surface.scale_factor().max(1);
         let (w, h) = (window.width(), window.height());
@@ -110,6 +133,23 @@ mod x11 {
         .map_err(|e| e.to_string())?;
         conn.flush().map_err(|e| e.to_string())?;
         Ok(())
+    }
+}
+
+/// Places `window` again whenever the monitors change (see the module rules).
+pub fn follow_monitors(window: &gtk::Window, place_again: impl Fn() + 'static) {
+    let monitors = gtk::prelude::WidgetExt::display(window).monitors();
+    monitors.connect_items_changed(move |_, _, _, _| place_again());
+}
+
+/// Asks the window manager not to focus `window` when it is mapped (`_NET_WM_USER_TIME` 0);
+/// call once it is realized.
+pub fn no_focus_on_map(window: &gtk::Window) {
+    if let Some(s) = window
+        .surface()
+        .and_then(|s| s.downcast::<gdk4_x11::X11Surface>().ok())
+    {
+        s.set_user_time(0);
     }
 }
 
