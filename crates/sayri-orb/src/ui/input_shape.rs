@@ -14,7 +14,10 @@ const STRIP: i32 = 2;
 /// The strips of a circle inscribed in the `w`×`h` box at `(x, y)`.
 pub fn circle(x: i32, y: i32, w: i32, h: i32) -> Vec<RectangleInt> {
     let r = f64::from(w.min(h)) / 2.0;
-    let (cx, cy) = (f64::from(x) + f64::from(w) / 2.0, f64::from(y) + f64::from(h) / 2.0);
+    let (cx, cy) = (
+        f64::from(x) + f64::from(w) / 2.0,
+        f64::from(y) + f64::from(h) / 2.0,
+    );
     let mut out = Vec::new();
     let mut row = 0;
     while row < h.min(w) {

@@ -8,9 +8,9 @@
 //! `link-banner`, `hint`, `agent-badge`, `settings-grid`, `sessions-list`).
 
 pub mod conversation;
+pub mod input_shape;
 pub mod orb;
 pub mod permissions;
-pub mod input_shape;
 pub mod placement;
 pub mod screenshot;
 pub mod sessions;

@@ -12,6 +12,7 @@ use sayri_voice::audio::{NullSink, PipeSource};
 use sayri_voice::voice_loop::{Command, LoopStats, TimedEvent, VoiceLoop};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,7 +46,11 @@ fn noise(ms: u64, seed: &mut u64) -> Vec<i16> {
 }
 
 /// Writes `steps` to the FIFO at `path` in real time (20 ms chunks) on a thread of its own.
-fn play(path: PathBuf, steps: Vec<Step>) -> (std::thread::JoinHandle<()>, Timeline) {
+fn play(
+    path: PathBuf,
+    steps: Vec<Step>,
+    stop: Arc<AtomicBool>,
+) -> (std::thread::JoinHandle<()>, Timeline) {
     let timeline: Timeline = Arc::default();
     let t = timeline.clone();
     let handle = std::thread::spawn(move || {
@@ -74,6 +79,9 @@ fn play(path: PathBuf, steps: Vec<Step>) -> (std::thread::JoinHandle<()>, Timeli
             };
             let start = Instant::now();
             for (i, chunk) in samples.chunks(320).enumerate() {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
                 let bytes: Vec<u8> = chunk.iter().flat_map(|s| s.to_le_bytes()).collect();
                 if let Some(f) = out.as_mut() {
                     let _ = f.write_all(&bytes);
@@ -89,6 +97,8 @@ fn play(path: PathBuf, steps: Vec<Step>) -> (std::thread::JoinHandle<()>, Timeli
 }
 
 struct Outcome {
+    /// When the loop was told to stop (the writer closes after it).
+    end: Instant,
     events: Vec<(Instant, VoiceEvent)>,
     stats: LoopStats,
     timeline: Vec<Instant>,
@@ -99,6 +109,7 @@ impl Outcome {
     fn mic_changes(&self) -> Vec<(Instant, bool, Option<String>)> {
         self.events
             .iter()
+            .filter(|(at, _)| *at < self.end)
             .filter_map(|(at, e)| match e {
                 VoiceEvent::MicStatus {
                     active, problem, ..
@@ -160,28 +171,53 @@ fn run_mic(steps: Vec<Step>, replies: &[&str], create_after: Option<Duration>) -
         Box::new(PipeSource::new(&path)),
         Box::new(NullSink::default()),
         model.agent.clone(),
-        Box::new(move |e: TimedEvent| sink_events.lock().unwrap().push((Instant::now(), e.event))),
+        Box::new(move |e: TimedEvent| {
+            if std::env::var_os("SAYRI_TEST_TRACE").is_some()
+                && !matches!(e.event, VoiceEvent::AudioLevel(_))
+            {
+                eprintln!("[{:>6} ms] {:?}", e.at / 16, e.event);
+            }
+            sink_events.lock().unwrap().push((Instant::now(), e.event))
+        }),
     );
     let runner = std::thread::spawn(move || lp.run().expect("the loop runs"));
     if let Some(after) = create_after {
         std::thread::sleep(after);
         make(&path);
     }
-    // Room noise goes on while the last answer comes; the loop stops before the writer closes.
+    // Room noise goes on while the answers come (on a busy machine transcription takes a
+    // while); the loop stops before the writer closes.
     let mut steps = steps;
-    steps.push(Step::Noise(8000));
+    steps.push(Step::Noise(120_000));
     let last = steps.len();
-    let (writer, timeline) = play(path, steps);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (writer, timeline) = play(path, steps, stop.clone());
     while timeline.lock().unwrap().len() < last && !writer.is_finished() {
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(7500));
+    let answered = || {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, e)| matches!(e, VoiceEvent::Busy(false)))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while answered() < replies.len() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A moment more, for anything that should not happen.
+    std::thread::sleep(Duration::from_secs(2));
+    let end = Instant::now();
     handle.send(Command::Shutdown);
+    stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
     let stats = runner.join().unwrap();
     let events = events.lock().unwrap().clone();
     let timeline = timeline.lock().unwrap().clone();
     Outcome {
+        end,
         events,
         stats,
         timeline,
