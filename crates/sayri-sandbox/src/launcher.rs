@@ -484,6 +484,18 @@ fn record_helper(
     }
 }
 
+/// A command the helper refused to run: the cause and the fix, from what the host says.
+fn refused(level: SandboxLevel, reason: &str, start: Instant) -> ExecResult {
+    let why = crate::host_restrictions::explain(reason, &crate::host_restrictions::facts());
+    ExecResult {
+        output: format!(
+            "Sandbox unavailable for {level}: {}. The command did not run. To fix: {}.",
+            why.cause, why.fix
+        ),
+        ..denied(String::new(), start)
+    }
+}
+
 /// Turns the helper's reports and how it ended into the result. A `Refused` report wins over
 /// everything; otherwise the last report decides. Without one (the helper died, was cancelled or
 /// killed at the backstop, or `pkexec` refused) the launcher's own view and the helper's exit code
@@ -511,14 +523,7 @@ fn interpret(
         HelperReport::Refused { reason } => Some(reason.clone()),
         _ => None,
     }) {
-        let why = crate::host_restrictions::explain(&reason, &crate::host_restrictions::facts());
-        return ExecResult {
-            output: format!(
-                "Sandbox unavailable for {level}: {}. The command did not run. To fix: {}.",
-                why.cause, why.fix
-            ),
-            ..denied(String::new(), start)
-        };
+        return refused(level, &reason, start);
     }
     let helper_code = exit.and_then(|e| {
         use std::os::unix::process::ExitStatusExt;

@@ -12,6 +12,7 @@
 //! * **Focus**: the window is mapped with `_NET_WM_USER_TIME` 0, which tells an EWMH window
 //!   manager not to give it the keyboard when it appears ([`no_focus_on_map`]); it gets the
 //!   keyboard only when the person clicks into it.
+//!
 //! On Wayland without layer shell the compositor decides where the window goes. With the
 //! `layer-shell` feature and a compositor that supports it, the window is anchored with
 //! wlr-layer-shell instead.
