@@ -3,8 +3,8 @@
 
 use crate::report::Row;
 use crate::stats::Stat;
-use sayri::daemon::{Daemon, default_dispatcher};
-use sayri::paths::Paths;
+use sayri_client::paths::Paths;
+use sayri_daemon::daemon::{Daemon, default_dispatcher};
 use serde_json::{Map, json};
 use std::io::BufRead;
 use std::sync::Arc;

@@ -3,10 +3,9 @@
 //! `cargo run --release -p sayri-core --example permissions_bench`
 
 use sayri_core::SandboxLevel;
-use sayri_core::domain::permissions::{
-    Action, AgentRules, EvalContext, PolicySet, evaluate, shell,
-};
-use sayri_core::domain::profile::{AgentProfile, RawRule};
+use sayri_core::domain::profile::AgentProfile;
+use sayri_permissions::RawRule;
+use sayri_permissions::{Action, AgentRules, EvalContext, PolicySet, evaluate, shell};
 use std::time::Instant;
 
 fn main() {
@@ -37,14 +36,14 @@ fn main() {
         approver_available: true,
     };
     let rounds = 2000u32;
-    println!("{:>10} {:>10}  command", "analyze", "evaluate");
+    println!("{:>10} {:>10}  command", "analyse", "evaluate");
     for cmd in commands {
-        let _ = shell::analyze(cmd); // warm the per-thread parser
+        let _ = shell::analyse(cmd); // warm the per-thread parser
         let start = Instant::now();
         for _ in 0..rounds {
-            std::hint::black_box(shell::analyze(std::hint::black_box(cmd)));
+            std::hint::black_box(shell::analyse(std::hint::black_box(cmd)));
         }
-        let analyze = start.elapsed() / rounds;
+        let analyse = start.elapsed() / rounds;
         let start = Instant::now();
         for _ in 0..rounds {
             std::hint::black_box(evaluate(Action::Shell, cmd, &agent, &[], &policies, &ctx));
@@ -52,7 +51,7 @@ fn main() {
         let eval = start.elapsed() / rounds;
         println!(
             "{:>8.1}µs {:>8.1}µs  {cmd}",
-            analyze.as_secs_f64() * 1e6,
+            analyse.as_secs_f64() * 1e6,
             eval.as_secs_f64() * 1e6
         );
     }

@@ -22,8 +22,9 @@ use crate::domain::profile::AgentProfile;
 use crate::engine::agent::{AgentEngine, TurnOutcome, TurnRequest};
 use crate::engine::events::{CoreEvent, CoreState, EventSink};
 use crate::ports::{ChatImage, SessionInfo, StoreError, StoredMessage, effective_agent};
+use crate::sync::{lock, read, write};
 use sayri_protocol::SandboxLevel;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -154,7 +155,7 @@ struct RestState(std::sync::RwLock<Option<RestStateFn>>);
 
 impl RestState {
     fn get(&self) -> CoreState {
-        let f = self.0.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let f = read(&self.0).clone();
         f.map_or(CoreState::Idle, |f| f())
     }
 }
@@ -210,10 +211,6 @@ impl EventSink for GenerationSink {
             self.sink.emit(event);
         }
     }
-}
-
-fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn new_session_id() -> String {
@@ -326,7 +323,7 @@ impl SayriCore {
     /// (default `idle`): the voice side answers `listening` while its microphone waits for
     /// speech in `always` mode. `f` must be quick and must not call into the core.
     pub fn set_rest_state(&self, f: RestStateFn) {
-        *self.rest.0.write().unwrap_or_else(|p| p.into_inner()) = Some(f);
+        *write(&self.rest.0) = Some(f);
     }
 
     /// Starts a local turn in the active session with the active agent (resolved as every

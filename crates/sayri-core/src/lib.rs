@@ -8,10 +8,12 @@
 //! * [`ports`] — the traits adapters implement.
 //! * [`engine`] — the ReAct agent loop, its events, and the permission gate.
 //! * [`assistant`] — `SayriCore`: active agent and session, turns, interrupt, remote turns.
+//! * [`sync`] — poison-tolerant `lock`/`read`/`write`, the one way Sayri takes a lock.
 
 pub mod assistant;
 pub mod domain;
 pub mod engine;
 pub mod ports;
+pub mod sync;
 
 pub use sayri_protocol::SandboxLevel;

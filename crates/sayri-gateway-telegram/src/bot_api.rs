@@ -70,10 +70,8 @@ impl BotApi {
     pub fn new(base: &str, token: &str) -> Result<BotApi, String> {
         // Sayri's TLS setup (rustls with `ring`, the system's CA certificates for `https://`);
         // the workspace's reqwest carries no crypto provider of its own.
-        let tls = sayri_llm::tls::client_config(base.starts_with("https://"))
-            .map_err(|e| format!("cannot set up TLS: {e}"))?;
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
+        let http = sayri_http::client_builder(base.starts_with("https://"))
+            .map_err(|e| format!("cannot set up TLS: {e}"))?
             .connect_timeout(Duration::from_secs(15))
             .build()
             .map_err(|e| format!("cannot set up HTTP: {}", e.without_url()))?;

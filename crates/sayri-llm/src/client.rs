@@ -90,8 +90,8 @@ impl OpenAiClient {
             headers.insert(AUTHORIZATION, v);
         }
         let https = endpoint.chat.scheme() == "https";
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(crate::tls::client_config(https)?)
+        let http = sayri_http::client_builder(https)
+            .map_err(|e| ChatError::Config(e.to_string()))?
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()

@@ -31,7 +31,6 @@ pub mod redact;
 pub mod request;
 pub mod sse;
 pub mod think;
-pub mod tls;
 
 pub use client::OpenAiClient;
 pub use config::{ClientConfig, parse_header_line};

@@ -2,8 +2,8 @@
 //! thread). It turns the socket into [`Input`]s for the view model and sends the view model's
 //! [`Request`]s, matching responses by id.
 //!
-//! * The socket path follows the `sayri` CLI's rules ([`sayri::paths::Paths`]) and the client is
-//!   the CLI's ([`sayri::client::Client`]: `ready` greeting, `SO_PEERCRED` owner check).
+//! * The socket path follows the `sayri` CLI's rules ([`sayri_client::paths::Paths`]) and the client is
+//!   the CLI's ([`sayri_client::client::Client`]: `ready` greeting, `SO_PEERCRED` owner check).
 //! * When no daemon runs at start, the orb runs `sayri ping` once ([`DaemonStarter`]), which
 //!   starts the daemon in the background exactly as every CLI command does.
 //! * When the connection is lost it reconnects with exponential backoff ([`backoff_ms`]),
@@ -12,7 +12,7 @@
 //! * Requests made while disconnected are answered at once with an error saying so.
 
 use crate::view::{Input, LinkState, Request, Tag};
-use sayri::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
 use sayri_protocol::{ErrorCode, ProtocolError, ServerMessage};
 use std::collections::HashMap;
 use std::ffi::OsString;

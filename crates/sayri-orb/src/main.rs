@@ -41,7 +41,7 @@ fn source(args: &Args) -> Result<Source, String> {
     if let Some(demo) = args.demo {
         return Ok(Source::Demo(demo));
     }
-    let paths = sayri::paths::Paths::from_env().map_err(|e| e.to_string())?;
+    let paths = sayri_client::paths::Paths::from_env().map_err(|e| e.to_string())?;
     let starter = if args.no_start {
         None
     } else {
@@ -84,7 +84,7 @@ fn schedule_screenshot(
 
 fn main() -> ExitCode {
     // The daemon's logging setup: `SAYRI_LOG` (or `RUST_LOG`) filters, stderr.
-    sayri::logging::init("warn");
+    sayri_client::logging::init("warn");
     let args = Args::parse();
     let source = match source(&args) {
         Ok(s) => s,

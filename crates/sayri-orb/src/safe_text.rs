@@ -6,4 +6,4 @@
 //! In GTK this text is set with markup off, or escaped with `glib::markup_escape_text` before it
 //! joins markup the orb builds itself; it is never handed to Pango as markup.
 
-pub use sayri::cli::terminal_text::terminal_safe as visible;
+pub use sayri_client::terminal_text::terminal_safe as visible;

@@ -829,16 +829,17 @@ impl Params for PluginSetEnabledParams {
     const CMD: &'static str = cmd::PLUGIN_SET_ENABLED;
 }
 
-/// Declares a params struct that names one UI (`{ui_id}`).
-macro_rules! ui_params {
-    ($($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
+/// Declares params structs that name one thing by its id: `{<field>}`, a non-empty string
+/// (unknown fields refused). `field` is the id's name and `what` its documentation.
+macro_rules! id_params {
+    ($field:ident, $what:literal: $($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
-            /// The UI (`orb` or `web`; `sayri-ui-orb`, `desktop` and the display name work too).
+            #[doc = $what]
             #[serde(deserialize_with = "non_empty")]
-            pub ui_id: String,
+            pub $field: String,
         }
 
         impl Params for $name {
@@ -847,7 +848,8 @@ macro_rules! ui_params {
     )*};
 }
 
-ui_params! {
+id_params! {
+    ui_id, "The UI (`orb` or `web`; `sayri-ui-orb`, `desktop` and the display name work too).":
     /// `ui_start {ui_id}` → `{ui_id, running, already_running, pid, log_file}`.
     UiStartParams = cmd::UI_START;
     /// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI.
@@ -1435,25 +1437,8 @@ impl Params for GatewaySaveParams {
     const CMD: &'static str = cmd::GATEWAY_SAVE;
 }
 
-/// Declares a params struct that names one gateway instance (`{instance_id}`).
-macro_rules! instance_params {
-    ($($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
-        $(#[$doc])*
-        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        pub struct $name {
-            /// The gateway instance.
-            #[serde(deserialize_with = "non_empty")]
-            pub instance_id: String,
-        }
-
-        impl Params for $name {
-            const CMD: &'static str = $cmd;
-        }
-    )*};
-}
-
-instance_params! {
+id_params! {
+    instance_id, "The gateway instance.":
     /// `gateway_start {instance_id}` → `{"started", "instance_id", "message", "gateway"}`.
     GatewayStartParams = cmd::GATEWAY_START;
     /// `gateway_stop {instance_id}` → `{"stopped", "instance_id"}`.

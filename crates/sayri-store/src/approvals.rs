@@ -3,9 +3,10 @@
 use crate::Store;
 use rusqlite::params;
 use sayri_core::ports::{
-    Approval, ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit,
-    SessionInfo, SessionSeed, SessionStore, StoreError, StoredMessage,
+    ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo,
+    SessionSeed, SessionStore, StoreError, StoredMessage,
 };
+use sayri_permissions::Approval;
 
 impl Store {
     fn approvals_where(&self, agent_id: Option<&str>) -> Result<Vec<Approval>, StoreError> {

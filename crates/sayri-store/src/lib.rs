@@ -31,6 +31,7 @@ pub mod wal;
 
 use rusqlite::Connection;
 use sayri_core::ports::{NoSecrets, Redactor};
+use sayri_core::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -172,7 +173,7 @@ impl Store {
 
     /// The connection whatever the file's health (recovery and checkpoints).
     fn raw_lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.conn)
     }
 }
 

@@ -26,22 +26,19 @@ use sayri_core::engine::gate::{
 };
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::ports::{
-    Approval, ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock,
-    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, OpenTurn, Preference,
-    PreferenceUpdate, Redactor, SECRET_MARKER_PREFIX, Sandbox, SearchHit, SessionInfo, SessionSeed,
-    SessionStore, StoreError, StoredMessage, Usage,
+    ApprovalStore, ChatError, ChatEvent, ChatModel, ChatRequest, ChatStream, Clock, ExecRequest,
+    ExecResult, ExecStatus, FinishReason, NewMessage, OpenTurn, Preference, PreferenceUpdate,
+    Redactor, SECRET_MARKER_PREFIX, Sandbox, SearchHit, SessionInfo, SessionSeed, SessionStore,
+    StoreError, StoredMessage, Usage,
 };
+use sayri_core::sync::lock;
+use sayri_permissions::Approval;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// Locks `m`, also after a panic in another test thread (the data is still what it was).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// One scripted reply of [`ScriptedModel`].
 #[derive(Clone)]

@@ -2,6 +2,7 @@
 //! per connection (`Connection: close`), so every byte and every write boundary is the
 //! script's choice.
 
+use sayri_core::sync::lock;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -114,10 +115,6 @@ impl Drop for FakeLlm {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl FakeLlm {

@@ -3,6 +3,7 @@
 //! [`own_terminal`] to start a process as a session leader with the pty as its controlling
 //! terminal.
 
+use sayri_core::sync::lock;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -69,9 +70,7 @@ impl Pty {
                     return;
                 }
                 let text = String::from_utf8_lossy(&buf[..n]);
-                sink.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_str(&text);
+                lock(&sink).push_str(&text);
             }
         });
         Pty {
@@ -113,10 +112,7 @@ impl Pty {
 
     /// Everything the terminal showed so far.
     pub fn screen(&self) -> String {
-        self.screen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.screen).clone()
     }
 
     /// Waits up to `limit` until the screen contains `what`.

@@ -1,26 +1,8 @@
-//! The `sayri` binary's library half: the daemon, the IPC client and the CLI.
-//!
-//! `main.rs` only calls [`cli::main`]. The library exists so integration tests and the bench
-//! binary can embed a daemon with extra handlers and reuse the client.
+//! The `sayri` command line. Its only public item is the entry point, [`main`], which the
+//! `sayri` binary calls (and the orb's GUI tests, which run the real command line as a role of
+//! their own executable). The daemon is the `sayri-daemon` library; what every front-end shares
+//! is `sayri-client`.
 
-pub mod agents;
-pub mod assets;
-pub mod brain;
-pub mod cli;
-pub mod client;
-pub mod config_file;
-pub mod daemon;
-pub mod footprint;
-pub mod gateways;
-pub mod local_model;
-pub mod logging;
-pub mod notify;
-pub mod paths;
-pub mod policies;
-pub mod routines;
-pub mod settings_check;
-pub mod skills;
-pub mod store_health;
-pub mod stored_secrets;
-pub mod supervisor;
-pub mod voice;
+mod cli;
+
+pub use cli::main;

@@ -1,6 +1,6 @@
-//! `sayri`: the daemon and the CLI (see `sayri --help`). The sandbox's exec helper is the
-//! separate `sayri-exec` program (`src/bin/sayri-exec.rs`).
+//! `sayri`: the CLI and `sayri daemon` (see `sayri --help`). The sandbox's exec helper is the
+//! separate `sayri-exec` program of the `sayri-sandbox` crate.
 
 fn main() -> std::process::ExitCode {
-    sayri::cli::main()
+    sayri::main()
 }

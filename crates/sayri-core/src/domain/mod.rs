@@ -9,7 +9,6 @@ pub mod hints;
 pub mod history;
 pub mod image;
 pub mod observation;
-pub mod permissions;
 pub mod profile;
 pub mod prompt;
 pub mod repetition;

@@ -10,6 +10,7 @@
 //! * `model.base_url` — an OpenAI-compatible endpoint of its own (else the provider's).
 //! * `model.api_key_secret` — the vault key holding that endpoint's API key (never the key).
 
+use sayri_permissions::{CreatorRules, DefaultEffect, ProfileRules, RawRule};
 use sayri_protocol::SandboxLevel;
 use serde::{Deserialize, Serialize};
 
@@ -47,66 +48,6 @@ impl Default for ModelSettings {
     }
 }
 
-/// One permission rule as written in a profile or policy file:
-/// `{"action": "shell", "resource": "git push*", "effect": "ask"}`.
-/// Validation (known action/effect) is the permission engine's job.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawRule {
-    /// `shell | read | write | web | skill | subagent | *`.
-    pub action: String,
-    /// Whole-value wildcard pattern; defaults to `*`.
-    #[serde(default = "star")]
-    pub resource: String,
-    /// `allow | ask | deny`.
-    pub effect: String,
-}
-
-fn star() -> String {
-    "*".into()
-}
-
-/// What happens to a command, or a file write, that none of the agent's rules match. Ordered
-/// from the most to the least permissive (`Allow < ReadOnly < Ask < Deny`).
-///
-/// ```
-/// use sayri_core::domain::profile::{AgentProfile, DefaultEffect};
-/// assert_eq!(AgentProfile::builtin_default().sandbox.default_effect, DefaultEffect::ReadOnly);
-/// let p = AgentProfile::from_json(r#"{"sandbox": {"default_effect": "ask"}}"#, "x.json").unwrap();
-/// assert_eq!(p.sandbox.default_effect, DefaultEffect::Ask);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DefaultEffect {
-    /// Run it (the behaviour of profiles that do not say).
-    #[default]
-    Allow,
-    /// At levels 3–4, run read-only commands (`ls`, `cat`, `git status`, … — the table in the
-    /// permission engine) and ask before anything else, writing files included (the asks are
-    /// the agent's own: `ask_before_run` must be on for them to raise a card). At levels 1–2
-    /// the sandbox confines every command, so they run.
-    ReadOnly,
-    /// Ask a person (levels 3–4; refused where nobody can be asked).
-    Ask,
-    /// Refuse.
-    Deny,
-}
-
-/// The rule layer an agent inherits from one of its creators: that creator's blocked programs
-/// and permission rules. Filled only by `domain::agents::effective_profile`, never read from or
-/// written to a profile file. The permission engine evaluates each layer on its own and a later
-/// layer can only tighten an earlier one.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CreatorRules {
-    /// The creator's id (named in refusals: `creator builder rule #0`).
-    pub agent_id: String,
-    /// The creator's effective `blocked_binaries`.
-    pub blocked_binaries: Vec<String>,
-    /// The creator's own `permission_rules`.
-    pub permission_rules: Vec<RawRule>,
-    /// The creator's effective `sandbox.default_effect` (for what none of its rules match).
-    pub default_effect: DefaultEffect,
-}
-
 /// The sandbox part of an agent profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -128,7 +69,31 @@ pub struct SandboxConfig {
     /// Whether an `ask` produces a card (true) or is settled by the default (false).
     pub ask_before_run: bool,
     /// What happens to a command or file write no rule matches (level 0 runs nothing).
+    ///
+    /// ```
+    /// use sayri_core::domain::profile::AgentProfile;
+    /// use sayri_permissions::DefaultEffect;
+    /// assert_eq!(AgentProfile::builtin_default().sandbox.default_effect, DefaultEffect::ReadOnly);
+    /// let p = AgentProfile::from_json(r#"{"sandbox": {"default_effect": "ask"}}"#, "x.json").unwrap();
+    /// assert_eq!(p.sandbox.default_effect, DefaultEffect::Ask);
+    /// ```
     pub default_effect: DefaultEffect,
+}
+
+/// The permission engine's view of a profile: its id, name, level and sandbox rules.
+impl<'a> From<&'a AgentProfile> for ProfileRules<'a> {
+    fn from(p: &'a AgentProfile) -> Self {
+        ProfileRules {
+            agent_id: &p.id,
+            agent_name: &p.name,
+            level: p.sandbox.level,
+            ask_before_run: p.sandbox.ask_before_run,
+            default_effect: p.sandbox.default_effect,
+            blocked_binaries: &p.sandbox.blocked_binaries,
+            permission_rules: &p.sandbox.permission_rules,
+            creator_rules: &p.creator_rules,
+        }
+    }
 }
 
 impl Default for SandboxConfig {

@@ -35,7 +35,6 @@ use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnSte
 use crate::domain::hints;
 use crate::domain::history::{self, HistoryBudget};
 use crate::domain::observation::{CommandObservation, Excerpt};
-use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
 use crate::domain::repetition::{self, RepetitionGuard, Verdict};
@@ -47,8 +46,10 @@ use crate::ports::{
     ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor,
     Role, Sandbox, SessionSeed, SessionStore, SkillLibrary, ToolCallRecord, Usage, redacted_prefix,
 };
+use crate::sync::{lock, read, write};
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use sayri_permissions::Action;
 use sayri_protocol::SandboxLevel;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -277,41 +278,30 @@ impl AgentEngine {
     /// Replaces the settings (e.g. after `config_set`); running turns keep theirs. Context
     /// windows learnt from the server are asked again (the provider may have changed).
     pub fn set_settings(&self, settings: EngineSettings) {
-        *self.settings.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        *write(&self.settings) = settings;
         lock(&self.windows).clear();
     }
 
     /// The current settings.
     pub fn settings(&self) -> EngineSettings {
-        self.settings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read(&self.settings).clone()
     }
 
     /// Sets the installed skills: listed in prompts (those the agent may use) and read by the
     /// model's ```` ```read_skill ```` step.
     pub fn set_skills(&self, library: Arc<dyn SkillLibrary>) {
-        *self.skills.write().unwrap_or_else(|p| p.into_inner()) = Some(library);
+        *write(&self.skills) = Some(library);
     }
 
     /// The installed skills the prompt may list (checked against their scan on each call).
     fn offered_skills(&self) -> Vec<SkillSummary> {
-        let lib = self
-            .skills
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let lib = read(&self.skills).clone();
         lib.map(|l| l.offered()).unwrap_or_default()
     }
 
     /// Answers a `read_skill` request of `agent`: the skill's `SKILL.md`, or why not.
     fn read_skill(&self, agent: &AgentProfile, id: &str) -> String {
-        let lib = self
-            .skills
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let lib = read(&self.skills).clone();
         let Some(lib) = lib else {
             return format!("No skill named {id} is installed.");
         };
@@ -1327,8 +1317,4 @@ fn image_refusal(e: ChatError, with_images: bool) -> ChatError {
 /// to a model).
 fn error_row(message: &str, now: f64) -> NewMessage {
     NewMessage::new(Role::Error, message, now)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

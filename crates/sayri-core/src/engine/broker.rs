@@ -19,7 +19,10 @@
 //! [`Redactor`] first ([`PermissionBroker::with_redactor`]), so a secret in a command never
 //! reaches a client through `permission_request` or `permission_list`.
 
-use crate::ports::{Approval, ApprovalStore, Clock, NoSecrets, Redactor, StoreError};
+use crate::ports::{ApprovalStore, Clock, NoSecrets, Redactor, StoreError};
+use crate::sync::lock;
+
+use sayri_permissions::Approval;
 use serde::Serialize;
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -68,7 +71,7 @@ pub struct AskedSegment {
     /// What was judged: a simple command, or `write /path`, `read /path`, `web URL`.
     pub command: String,
     /// Its own effect (`allow`, `ask` or `deny`).
-    pub effect: crate::domain::permissions::Effect,
+    pub effect: sayri_permissions::Effect,
     /// Why, naming the rule and its source.
     pub reason: String,
 }
@@ -98,7 +101,7 @@ pub struct Question {
     pub session_id: String,
     /// True when the ask came from the policy layer (then nothing is remembered).
     pub policy: bool,
-    /// What "Allow always" stores (see `domain::permissions::plan_approvals`).
+    /// What "Allow always" stores (see `sayri_permissions::plan_approvals`).
     pub remember: Vec<Approval>,
     /// Every judged part of the resource (shown on the card).
     pub segments: Vec<AskedSegment>,
@@ -222,7 +225,7 @@ impl PermissionBroker {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Pending>> {
         // A poisoned map only means a panic elsewhere while holding it; the data is still usable.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.pending)
     }
 
     fn new_id(&self, taken: &HashMap<String, Pending>) -> String {
@@ -339,7 +342,7 @@ impl PermissionBroker {
                 .map(|p| p.request.id.clone())
                 .collect();
             let ended: Vec<Pending> = ids.iter().filter_map(|id| map.remove(id)).collect();
-            let mut announced = self.announced.lock().unwrap_or_else(|e| e.into_inner());
+            let mut announced = lock(&self.announced);
             announced.extend(ended.iter().map(|p| p.request.id.clone()));
             ended
         };
@@ -401,11 +404,7 @@ impl Drop for Resolved<'_> {
         let already = {
             let mut map = self.broker.lock();
             map.remove(&self.id);
-            let mut announced = self
-                .broker
-                .announced
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut announced = lock(&self.broker.announced);
             announced.remove(&self.id)
         };
         if !already {

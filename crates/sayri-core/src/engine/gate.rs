@@ -4,9 +4,9 @@
 //! Whatever it decides travels to the sandbox unchanged — there is no second check that could
 //! disagree.
 
-use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use futures::future::BoxFuture;
+use sayri_permissions::Action;
 use sayri_protocol::SandboxLevel;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

@@ -11,11 +11,13 @@
 
 use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
 use super::gate::{Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind};
-use crate::domain::permissions::{
+use crate::ports::{ApprovalStore, Clock, SECRET_MARKER_PREFIX};
+use crate::sync::{read, write};
+use futures::future::BoxFuture;
+use sayri_permissions::Approval;
+use sayri_permissions::{
     AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
 };
-use crate::ports::{Approval, ApprovalStore, Clock, SECRET_MARKER_PREFIX};
-use futures::future::BoxFuture;
 use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +47,7 @@ impl RulesGate {
 
     /// Replaces the policy layer (e.g. after the policy files changed).
     pub fn set_policies(&self, policies: PolicySet) {
-        let mut slot = self.policies.write().unwrap_or_else(|e| e.into_inner());
+        let mut slot = write(&self.policies);
         *slot = Arc::new(policies);
     }
 
@@ -56,7 +58,7 @@ impl RulesGate {
 
     async fn decide(&self, request: GateRequest, cancel: CancellationToken) -> GateVerdict {
         let refuse = |kind: RefusalKind, message: String| GateVerdict::Refuse { kind, message };
-        let agent = match AgentRules::from_profile(&request.agent) {
+        let agent = match AgentRules::from_profile(&*request.agent) {
             Ok(a) => a,
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };
@@ -66,11 +68,7 @@ impl RulesGate {
                 .approvals_for(&agent.agent_id)
                 .unwrap_or_default(),
         );
-        let policies = self
-            .policies
-            .read()
-            .map(|p| Arc::clone(&p))
-            .unwrap_or_else(|e| Arc::clone(&e.into_inner()));
+        let policies = Arc::clone(&read(&self.policies));
         let ctx = EvalContext {
             level: request.level,
             approver_available: request.approver_available,
@@ -181,15 +179,11 @@ impl RulesGate {
     /// (or nobody can answer); otherwise always a card, and only "Allow" lets it happen.
     async fn confirm_change(&self, change: Confirmation, cancel: CancellationToken) -> GateVerdict {
         let refuse = |kind: RefusalKind, message: String| GateVerdict::Refuse { kind, message };
-        let agent = match AgentRules::from_profile(&change.agent) {
+        let agent = match AgentRules::from_profile(&*change.agent) {
             Ok(a) => a,
             Err(e) => return refuse(RefusalKind::Denied, format!("Blocked: {e}")),
         };
-        let policies = self
-            .policies
-            .read()
-            .map(|p| Arc::clone(&p))
-            .unwrap_or_else(|e| Arc::clone(&e.into_inner()));
+        let policies = Arc::clone(&read(&self.policies));
         let ctx = EvalContext {
             level: change.level,
             approver_available: change.approver_available,

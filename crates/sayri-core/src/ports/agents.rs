@@ -7,6 +7,7 @@
 
 use crate::domain::agents;
 use crate::domain::profile::AgentProfile;
+use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -66,7 +67,7 @@ impl StaticAgents {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, AgentProfile>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0)
     }
 }
 

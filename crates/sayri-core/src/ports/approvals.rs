@@ -1,19 +1,6 @@
 //! The `ApprovalStore` port: durable "Allow always" approvals ("security authorizations").
 
-use serde::{Deserialize, Serialize};
-
-/// One stored approval: an allow rule scoped to an agent, created by "Allow always".
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Approval {
-    /// Agent the approval belongs to.
-    pub agent_id: String,
-    /// Rule action (`shell`, `read`, `write`, `web`, …).
-    pub action: String,
-    /// Whole-value wildcard pattern, never broader than what the person approved.
-    pub resource: String,
-    /// When it was stored, Unix seconds.
-    pub created_at: f64,
-}
+use sayri_permissions::Approval;
 
 /// Error from a storage adapter, as a message fit for a user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,7 +13,7 @@ pub mod speech;
 pub mod store;
 
 pub use agents::{AgentDirectory, StaticAgents, effective_agent, sub_agents};
-pub use approvals::{Approval, ApprovalStore, StoreError};
+pub use approvals::{ApprovalStore, StoreError};
 pub use chat::{
     ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason,
     ModelEndpoint, Role, Usage,

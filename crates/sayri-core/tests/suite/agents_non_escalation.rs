@@ -7,10 +7,9 @@ use proptest::prelude::*;
 use sayri_core::SandboxLevel;
 use sayri_core::domain::agents::allow::{is_subset, permits};
 use sayri_core::domain::agents::{ChainError, effective_profile, narrowings, resolve};
-use sayri_core::domain::permissions::{
-    Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate,
-};
-use sayri_core::domain::profile::{AgentProfile, DefaultEffect, RawRule, secret_key};
+use sayri_core::domain::profile::{AgentProfile, secret_key};
+use sayri_permissions::{Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate};
+use sayri_permissions::{DefaultEffect, RawRule};
 
 fn rule(resource: &str, effect: &str) -> RawRule {
     RawRule {

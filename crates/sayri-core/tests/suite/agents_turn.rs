@@ -6,9 +6,10 @@
 use super::engine_rig::rig;
 use sayri_core::SandboxLevel;
 use sayri_core::assistant::StaticAgents;
-use sayri_core::domain::profile::{AgentProfile, RawRule};
+use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::{CoreEvent, TurnRequest};
 use sayri_core::ports::{AgentDirectory, Role, SessionStore};
+use sayri_permissions::RawRule;
 use sayri_testkit::fakes::{ModelReply, RecordingSink, text};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

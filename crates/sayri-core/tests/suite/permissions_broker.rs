@@ -3,7 +3,8 @@
 
 use super::permissions_broker_rig::{next_request, next_resolved, rig};
 use sayri_core::engine::broker::{AskOutcome, Question};
-use sayri_core::ports::{Approval, ApprovalStore};
+use sayri_core::ports::ApprovalStore;
+use sayri_permissions::Approval;
 use sayri_testkit::fakes::PermissionEvent;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

@@ -3,13 +3,37 @@
 //! cannot be classified), and refuses `sudo`/`pkexec` at level 3 with a pointer to level 4.
 //! Agents with their own rules are judged by them, as before.
 
-use super::permissions_common::{L3, decide_at};
 use sayri_core::SandboxLevel;
-use sayri_core::domain::permissions::Effect::{self, Allow, Ask, Deny};
-use sayri_core::domain::permissions::{
-    Action, AgentRules, Decision, EvalContext, PolicySet, evaluate,
-};
-use sayri_core::domain::profile::{AgentProfile, DefaultEffect};
+use sayri_core::domain::profile::AgentProfile;
+use sayri_permissions::Effect::{self, Allow, Ask, Deny};
+use sayri_permissions::{Action, AgentRules, Decision, EvalContext, PolicySet, evaluate};
+use sayri_permissions::{DefaultEffect, RawRule};
+
+/// Level 3 (host user): the level that asks.
+const L3: SandboxLevel = SandboxLevel::HostUser;
+
+/// The decision for `command` of an agent at `level` whose own `rules` (JSON list) decide:
+/// `ask_before_run` on, no blocked binaries, what no rule matches allowed.
+fn decide_at(level: SandboxLevel, rules: &str, command: &str) -> Decision {
+    let mut p = AgentProfile::builtin_default();
+    p.sandbox.default_effect = DefaultEffect::Allow;
+    p.sandbox.level = level;
+    p.sandbox.ask_before_run = true;
+    p.sandbox.blocked_binaries.clear();
+    p.sandbox.permission_rules = serde_json::from_str::<Vec<RawRule>>(rules).unwrap();
+    let agent = AgentRules::from_profile(&p).unwrap();
+    evaluate(
+        Action::Shell,
+        command,
+        &agent,
+        &[],
+        &PolicySet::baseline(),
+        &EvalContext {
+            level,
+            approver_available: true,
+        },
+    )
+}
 
 fn default_agent_decides(level: SandboxLevel, command: &str) -> Decision {
     let agent = AgentRules::from_profile(&AgentProfile::builtin_default()).unwrap();

@@ -3,12 +3,13 @@
 
 use super::permissions_broker_rig::{NOW, Rig, next_request, next_resolved, rig};
 use sayri_core::SandboxLevel;
-use sayri_core::domain::permissions::{Action, PolicySet};
-use sayri_core::domain::profile::{AgentProfile, DefaultEffect, RawRule};
+use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::broker::{PermissionBroker, PermissionRequest};
 use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate, RefusalKind};
 use sayri_core::engine::rules_gate::RulesGate;
 use sayri_core::ports::ApprovalStore;
+use sayri_permissions::{Action, PolicySet};
+use sayri_permissions::{DefaultEffect, RawRule};
 use sayri_testkit::fakes::{FixedClock, PermissionEvent};
 use std::sync::Arc;
 use std::time::Duration;

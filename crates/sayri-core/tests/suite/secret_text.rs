@@ -5,13 +5,15 @@
 use super::engine_rig::rig_redacting;
 use super::permissions_broker_rig::{NOW, next_request, next_resolved};
 use sayri_core::SandboxLevel;
-use sayri_core::domain::permissions::{Action, Effect, PolicySet};
-use sayri_core::domain::profile::{AgentProfile, RawRule};
+use sayri_core::domain::profile::AgentProfile;
 use sayri_core::engine::broker::{AskedSegment, PermissionBroker, Question};
 use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate};
 use sayri_core::engine::rules_gate::RulesGate;
 use sayri_core::engine::{CoreEvent, TurnRequest};
-use sayri_core::ports::{Approval, ApprovalStore, Role, SessionStore};
+use sayri_core::ports::{ApprovalStore, Role, SessionStore};
+use sayri_permissions::Approval;
+use sayri_permissions::RawRule;
+use sayri_permissions::{Action, Effect, PolicySet};
 use sayri_testkit::fakes::{
     FixedClock, LiteralRedactor, MemoryApprovals, ModelReply, PermissionFanout, RecordingSink, text,
 };

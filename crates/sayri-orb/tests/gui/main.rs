@@ -6,7 +6,7 @@
 //! 1. `__sandbox-exec …` — the sandbox's exec helper, the same entry point the `sayri-exec`
 //!    program calls (this package cannot name the `sayri-exec` binary of another package, so
 //!    the daemon below runs commands by re-executing this very executable in that mode).
-//! 2. `SAYRI_ORB_TEST_ROLE=sayri` — the `sayri` command line itself (`sayri::cli::main`, the
+//! 2. `SAYRI_ORB_TEST_ROLE=sayri` — the `sayri` command line itself (`sayri::main`, the
 //!    same entry point the `sayri` binary calls), told to use (1) as its exec helper.
 //!    Integration tests of this package cannot name the `sayri` binary of another package, so
 //!    the tests get a real daemon (and the real CLI) by running this very executable in that
@@ -36,12 +36,14 @@ fn main() -> ExitCode {
     }
     if std::env::var_os(world::ROLE_VAR).is_some_and(|r| r == "sayri") {
         if let Ok(me) = std::env::current_exe() {
-            sayri::brain::settings::use_helper_program(sayri::brain::settings::HelperProgram {
-                program: me,
-                args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
-            });
+            sayri_daemon::brain::settings::use_helper_program(
+                sayri_daemon::brain::settings::HelperProgram {
+                    program: me,
+                    args: vec![sayri_sandbox::EXEC_HELPER_ARG.into()],
+                },
+            );
         }
-        return sayri::cli::main();
+        return sayri::main();
     }
     harness::run(&[
         (

@@ -1,5 +1,6 @@
 use super::fresh;
-use sayri_core::ports::{Approval, ApprovalStore};
+use sayri_core::ports::ApprovalStore;
+use sayri_permissions::Approval;
 
 fn ap(agent: &str, action: &str, resource: &str, at: f64) -> Approval {
     Approval {

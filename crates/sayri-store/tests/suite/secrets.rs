@@ -4,9 +4,9 @@
 
 use base64::Engine as _;
 use sayri_core::ports::{
-    Approval, ApprovalStore, NewMessage, PreferenceUpdate, Role, SessionSeed, SessionStore,
-    ToolCallRecord,
+    ApprovalStore, NewMessage, PreferenceUpdate, Role, SessionSeed, SessionStore, ToolCallRecord,
 };
+use sayri_permissions::Approval;
 use sayri_store::Store;
 use sayri_vault::{SecretRedactor, SharedRedactor};
 use std::sync::Arc;

@@ -114,7 +114,7 @@ struct Shared {
 }
 
 fn lock(s: &Shared) -> MutexGuard<'_, State> {
-    s.state.lock().unwrap_or_else(|p| p.into_inner())
+    sayri_core::sync::lock(&s.state)
 }
 
 /// The running server on `127.0.0.1:<free port>`. Stops when dropped.

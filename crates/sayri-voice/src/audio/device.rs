@@ -8,6 +8,7 @@
 use super::resample::StreamResampler;
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use sayri_core::ports::audio::{AudioError, AudioSink, AudioSource, SAMPLE_RATE};
+use sayri_core::sync::lock;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
@@ -417,7 +418,7 @@ fn run_output(
             .build_output_stream(
                 cfg.config(),
                 move |out: &mut [f32], _: &cpal::OutputCallbackInfo| {
-                    let mut q = data_sh.queue.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut q = lock(&data_sh.queue);
                     let mut n = 0u64;
                     for frame in out.chunks_mut(channels) {
                         let v = q.pop_front();
@@ -461,7 +462,7 @@ impl AudioSink for DeviceSink {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut q = lock(&self.shared.queue);
         q.extend(out.iter().map(|&s| f32::from(s) / 32768.0));
         Ok(())
     }

@@ -8,6 +8,7 @@
 //! models allow, and every timing is measured in samples.
 
 use sayri_core::ports::audio::{AudioError, AudioSink, AudioSource, ms_to_samples};
+use sayri_core::sync::lock;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The acoustic path.
@@ -78,7 +79,7 @@ impl Room {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner)
     }
 
     /// The person says `clip` (16 kHz mono) starting `at_ms` into the session.

@@ -4,25 +4,14 @@ use super::{
     InstalledModel, ModelError, ModelKind, ModelStore, Progress, check_name, create_parent,
     finish_part, part_path,
 };
+use sayri_http::without_credentials;
+use sayri_http::{LimitError, Limits};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::time::Duration;
 
 /// How long a download may go without receiving a byte before it is given up.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// `url` without its credentials: the username and password of `http://user:pass@host/`
-/// are removed; a string that is no URL is returned unchanged.
-pub fn without_credentials(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
-}
 
 /// Downloads `url` as model `name` of `kind` into `store`. The body streams into a `.part`
 /// file; with `sha256` the result must match it, else nothing is installed
@@ -92,79 +81,65 @@ async fn fetch(
     };
     // Sayri's TLS setup (rustls with `ring`, the system's CA certificates for `https://`); the
     // workspace's reqwest carries no crypto provider of its own.
-    let tls = sayri_llm::tls::client_config(url.starts_with("https://"))
-        .map_err(|e| fail(e.to_string()))?;
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .user_agent(concat!("sayri/", env!("CARGO_PKG_VERSION")))
+    let client = sayri_http::client_builder(url.starts_with("https://"))
+        .map_err(|e| fail(e.to_string()))?
+        .user_agent(sayri_http::USER_AGENT)
         .connect_timeout(std::time::Duration::from_secs(30))
         .build()
         .map_err(|e| fail(e.to_string()))?;
-    let mut resp = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| fail(e.without_url().to_string()))?;
-    if !resp.status().is_success() {
-        return Err(fail(format!("HTTP {}", resp.status())));
-    }
-    let total = resp.content_length();
-    if let (Some(t), Some(max)) = (total, max_bytes)
-        && t > max
-    {
-        return Err(fail(format!(
-            "the server announces {t} bytes, more than the {max} this model has"
-        )));
-    }
-    let cap = match (total, max_bytes) {
-        (Some(t), Some(m)) => Some(t.min(m)),
-        (t, m) => t.or(m),
-    };
-    create_parent(dest)?;
     let part = part_path(dest);
     let io = |e: std::io::Error| ModelError::Io(format!("{}: {e}", part.display()));
-    let mut out = std::fs::File::create(&part).map_err(io)?;
+    // The `.part` file is made when the first byte arrives (an answer refused before that
+    // leaves nothing behind), and removed again on any error.
+    let mut out: Option<std::fs::File> = None;
     let mut h = Sha256::new();
-    let mut done = 0u64;
-    loop {
-        let chunk = match tokio::time::timeout(STALL_TIMEOUT, resp.chunk()).await {
-            Ok(Ok(Some(c))) => c,
-            Ok(Ok(None)) => break,
-            Ok(Err(e)) => {
-                let _ = std::fs::remove_file(&part);
-                return Err(fail(e.without_url().to_string()));
-            }
-            Err(_) => {
-                let _ = std::fs::remove_file(&part);
-                return Err(fail(format!(
-                    "no data for {} s after {done} bytes; try again later or another mirror",
-                    STALL_TIMEOUT.as_secs()
-                )));
-            }
+    let mut sink = |chunk: &[u8]| -> Result<(), ModelError> {
+        let file = match &mut out {
+            Some(f) => f,
+            None => out.insert(open_part(dest, &part)?),
         };
-        done += chunk.len() as u64;
-        if let Some(c) = cap
-            && done > c
-        {
-            drop(out);
-            let _ = std::fs::remove_file(&part);
-            return Err(fail(format!(
-                "the server sent more than the {c} bytes expected; nothing was installed"
-            )));
-        }
-        h.update(&chunk);
-        if let Err(e) = out.write_all(&chunk) {
-            let _ = std::fs::remove_file(&part);
-            return Err(io(e));
-        }
-        progress(Progress { done, total });
-    }
+        h.update(chunk);
+        file.write_all(chunk).map_err(io)
+    };
+    let limits = Limits {
+        max_bytes,
+        deadline: None,
+        stall: Some(STALL_TIMEOUT),
+    };
+    let got = sayri_http::fetch(client.get(url), limits, &mut sink, &mut |done, total| {
+        progress(Progress { done, total })
+    })
+    .await;
+    let created = out.is_some();
     drop(out);
-    if let Some(t) = total
-        && t != done
-    {
-        let _ = std::fs::remove_file(&part);
-        return Err(fail(format!("connection closed after {done} of {t} bytes")));
+    if let Err(e) = got {
+        if created {
+            let _ = std::fs::remove_file(&part);
+        }
+        return Err(match e {
+            LimitError::Sink(e) => e,
+            LimitError::Announced { announced, max } => fail(format!(
+                "the server announces {announced} bytes, more than the {max} this model has"
+            )),
+            LimitError::Stalled { done, stall } => fail(format!(
+                "no data for {} s after {done} bytes; try again later or another mirror",
+                stall.as_secs()
+            )),
+            LimitError::TooLong { limit } => fail(format!(
+                "the server sent more than the {limit} bytes expected; nothing was installed"
+            )),
+            other => fail(other.to_string()),
+        });
+    }
+    if !created {
+        // An empty body: an empty `.part` file, checked like any other.
+        open_part(dest, &part)?;
     }
     finish_part(&part, dest, name, &hex::encode(h.finalize()), sha256)
+}
+
+/// Creates the parent directory of `dest` and the `.part` file `part`.
+fn open_part(dest: &std::path::Path, part: &std::path::Path) -> Result<std::fs::File, ModelError> {
+    create_parent(dest)?;
+    std::fs::File::create(part).map_err(|e| ModelError::Io(format!("{}: {e}", part.display())))
 }

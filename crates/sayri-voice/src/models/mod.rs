@@ -25,7 +25,7 @@ pub mod npy;
 mod readiness;
 
 pub use ct2::{ConvertReport, WhisperAssets, convert_ct2_to_ggml};
-pub use download::{STALL_TIMEOUT, download, download_capped, without_credentials};
+pub use download::{STALL_TIMEOUT, download, download_capped};
 pub use readiness::{Readiness, VoiceModels};
 
 use sha2::{Digest, Sha256};

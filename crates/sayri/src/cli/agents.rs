@@ -11,13 +11,13 @@
 //! * `detach ID` removes the creator link after showing what the agent gains and asking
 //!   (`--yes` skips the question; without a terminal it is required).
 
-use crate::agents::{FileAgents, Listed};
 use crate::cli::ask::{AskOptions, run_ask};
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::agents::intent::{self, Intent};
 use sayri_core::domain::profile::AgentProfile;
+use sayri_daemon::agents::{FileAgents, Listed};
 use sayri_protocol::params::{
     AgentDeleteParams, AgentDetachParams, AgentSaveParams, AgentSwitchParams, RuleParam, SaveMode,
 };
@@ -26,7 +26,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 /// `sayri agents …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum AgentsAction {
+pub(crate) enum AgentsAction {
     /// List every agent with its effective level and creator (invalid profiles with their error).
     List {
         /// Print JSON.
@@ -74,14 +74,14 @@ pub enum AgentsAction {
 
 impl AgentsAction {
     /// `list` and `show` read the files with the daemon's loader and need no daemon.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         matches!(self, AgentsAction::List { .. } | AgentsAction::Show { .. })
     }
 }
 
 /// Arguments of `sayri agents create`.
 #[derive(Debug, clap::Args)]
-pub struct CreateArgs {
+pub(crate) struct CreateArgs {
     /// The new agent's id (letters, digits, '-', '_').
     #[arg(required_unless_present = "from", conflicts_with = "from")]
     pub id: Option<String>,
@@ -98,7 +98,7 @@ pub struct CreateArgs {
 
 /// Profile fields settable from the command line.
 #[derive(Debug, Default, clap::Args)]
-pub struct Fields {
+pub(crate) struct Fields {
     /// Display name.
     #[arg(long)]
     pub name: Option<String>,
@@ -244,7 +244,7 @@ impl Fields {
 }
 
 /// Runs `sayri agents list|show` (no daemon needed); returns the exit code.
-pub fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i32> {
+pub(crate) fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i32> {
     let files = FileAgents::new(paths.agents_dir());
     match action {
         AgentsAction::List { json } => list(&files, json),
@@ -254,9 +254,13 @@ pub fn run_local(paths: &Paths, action: AgentsAction) -> anyhow::Result<i32> {
 }
 
 /// Runs `sayri agents …`; returns the exit code.
-pub async fn run(paths: &Paths, allow_start: bool, action: AgentsAction) -> anyhow::Result<i32> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: AgentsAction,
+) -> anyhow::Result<i32> {
     let files = FileAgents::new(paths.agents_dir());
-    let remote = |e: crate::client::ClientError| anyhow::anyhow!("{e}");
+    let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {
         action @ (AgentsAction::List { .. } | AgentsAction::Show { .. }) => {
             run_local(paths, action)
@@ -317,10 +321,7 @@ fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
 fn list(files: &FileAgents, json: bool) -> anyhow::Result<i32> {
     let list = files.list();
     if json {
-        let v: Vec<Value> = list
-            .iter()
-            .map(crate::daemon::commands::agents::listed_json)
-            .collect();
+        let v: Vec<Value> = list.iter().map(sayri_daemon::agents::listed_json).collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }

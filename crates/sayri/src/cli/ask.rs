@@ -3,10 +3,10 @@
 //! The answer goes to stdout as `assistant_delta` events arrive; tool steps go to stderr
 //! (`$ df -h` and a one-line result), so `sayri ask … > answer.txt` keeps only the answer.
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::{Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::client::{Client, ClientError};
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::message::Event;
 use sayri_protocol::names::event;
 use sayri_protocol::params::{AskParams, InterruptParams, NewConversationParams};
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// Options shared by `ask` and `chat`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct AskOptions {
+pub(crate) struct AskOptions {
     /// Agent to use (its profile in `$CONFIG/agents/ID.json`; `default` is built in).
     #[arg(long)]
     pub agent: Option<String>,
@@ -129,7 +129,7 @@ async fn turn(
 }
 
 /// Exit code after Ctrl-C (128 + SIGINT).
-pub const EXIT_INTERRUPTED: i32 = 130;
+pub(crate) const EXIT_INTERRUPTED: i32 = 130;
 
 /// Sends `interrupt` on a connection of its own (the turn's connection is busy waiting).
 async fn interrupt_turn(paths: &Paths) {
@@ -140,7 +140,7 @@ async fn interrupt_turn(paths: &Paths) {
 
 /// `sayri ask TEXT`: exit 0 on an answer, 1 on error, 130 when Ctrl-C interrupted the turn
 /// (the daemon stops the model stream and kills a running command).
-pub async fn run_ask(
+pub(crate) async fn run_ask(
     paths: &Paths,
     allow_start: bool,
     text: &str,
@@ -171,7 +171,7 @@ pub async fn run_ask(
 }
 
 /// `sayri interrupt`: stops the running turn (model stream and command).
-pub async fn run_interrupt(paths: &Paths) -> anyhow::Result<()> {
+pub(crate) async fn run_interrupt(paths: &Paths) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, false).await?;
     let r = c.request_with(&InterruptParams {}).await?;
     if r.get("interrupted") == Some(&Value::Bool(true)) {
@@ -183,7 +183,11 @@ pub async fn run_interrupt(paths: &Paths) -> anyhow::Result<()> {
 }
 
 /// `sayri chat`: one question per line; `/new` starts a new conversation, `/quit` (or EOF) ends.
-pub async fn run_chat(paths: &Paths, allow_start: bool, o: &AskOptions) -> anyhow::Result<()> {
+pub(crate) async fn run_chat(
+    paths: &Paths,
+    allow_start: bool,
+    o: &AskOptions,
+) -> anyhow::Result<()> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let mut opts = o.clone();
     let stdin = std::io::stdin();

@@ -9,19 +9,19 @@
 //! `set` parses its text by the key's type first (`true/false/yes/no/on/off/1/0` for a
 //! boolean, a JSON array such as `["/srv/private"]` for a list) and sends the typed value.
 
-use crate::cli::autostart::connect_or_start;
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::config_file;
-use crate::daemon::commands::config::{list_json, set_in_file, shown_value};
-use crate::paths::{Paths, ensure_private_dir};
 use clap::Subcommand;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::{Paths, ensure_private_dir};
 use sayri_core::domain::config::Config;
+use sayri_daemon::config_file;
+use sayri_daemon::config_values::{list_json, set_in_file, shown_value};
 use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
 use serde_json::Value;
 
 /// `sayri config` actions.
 #[derive(Debug, Subcommand)]
-pub enum ConfigAction {
+pub(crate) enum ConfigAction {
     /// Print one setting (secrets masked), e.g. `sayri config get provider.model`.
     Get {
         /// `group.key`.
@@ -63,7 +63,11 @@ fn text(v: &Value) -> String {
 }
 
 /// Runs `sayri config …`.
-pub async fn run(paths: &Paths, allow_start: bool, action: ConfigAction) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: ConfigAction,
+) -> anyhow::Result<()> {
     if let ConfigAction::Reference = action {
         print!("{}", sayri_core::domain::config::reference_markdown());
         return Ok(());

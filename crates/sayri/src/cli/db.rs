@@ -4,9 +4,9 @@
 //! restart); otherwise it works on the file itself. Either way the damaged file is kept as
 //! `sessions.db.corrupt-<time>` with its `-wal` and `-shm`, and the report says what was lost.
 
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
 use clap::Subcommand;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_protocol::params::{DbRecoverParams, StatusParams};
 use sayri_store::{DatabaseStatus, Store};
 use serde_json::Value;
@@ -58,7 +58,7 @@ async fn status(paths: &Paths, daemon: Option<Client>, json: bool) -> anyhow::Re
     if json {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else if let Some(line) = status_line(Some(&value)) {
-        println!("{}", crate::cli::terminal_text::terminal_safe(&line));
+        println!("{}", sayri_client::terminal_text::terminal_safe(&line));
     }
     Ok(
         if value.get("state").and_then(Value::as_str) == Some("corrupt") {
@@ -84,10 +84,8 @@ async fn recover(
         Some(mut c) => c.request_with(&DbRecoverParams { force }).await?,
         None => {
             let store = local_store(paths)?;
-            let r = tokio::task::spawn_blocking(move || store.recover(force)).await??;
-            let mut v = serde_json::to_value(&r)?;
-            v["summary"] = Value::String(r.summary());
-            v
+            tokio::task::spawn_blocking(move || sayri_daemon::database::recover(&store, force))
+                .await??
         }
     };
     if json {
@@ -95,7 +93,7 @@ async fn recover(
     } else {
         print!(
             "{}",
-            crate::cli::terminal_text::terminal_safe(
+            sayri_client::terminal_text::terminal_safe(
                 report.get("summary").and_then(Value::as_str).unwrap_or("")
             )
         );

@@ -14,22 +14,24 @@
 //! * `sayri notify TITLE [BODY]`: a desktop notification (`org.freedesktop.Notifications`),
 //!   the same the daemon shows for routines.
 
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
 use anyhow::bail;
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
+use sayri_daemon::desktop_tools::LOOKUP_ENV;
+use sayri_http::LimitError;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long each lookup source may take, from connecting to the last byte of its answer.
-pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The biggest answer a lookup source may send, bytes; a longer one is refused.
-pub const LOOKUP_MAX_BODY: usize = 1 << 20;
+pub(crate) const LOOKUP_MAX_BODY: usize = 1 << 20;
 
 /// How long each screenshot tool may take.
-pub const SCREENSHOT_TIMEOUT: Duration = Duration::from_secs(8);
+pub(crate) const SCREENSHOT_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Words that send a query to the Spanish Wikipedia (the original's list).
 const SPANISH_HINTS: &[&str] = &[
@@ -44,52 +46,13 @@ const SPANISH_HINTS: &[&str] = &[
 
 /// `sayri lookup` options.
 #[derive(Debug, clap::Args)]
-pub struct LookupArgs {
+pub(crate) struct LookupArgs {
     /// What to look up.
     #[arg(required = true, num_args = 1..)]
     pub query: Vec<String>,
     /// Most lines to print.
     #[arg(long, default_value_t = 3)]
     pub limit: usize,
-}
-
-/// Environment variables carrying the lookup endpoints into commands the daemon runs, in
-/// source order: `lookup.duckduckgo_url`, `lookup.wikipedia_url`, `lookup.archwiki_url`.
-/// Set, they win over the settings file (a level 1–2 sandbox hides it).
-pub const LOOKUP_ENV: [&str; 3] = [
-    "SAYRI_LOOKUP_DUCKDUCKGO_URL",
-    "SAYRI_LOOKUP_WIKIPEDIA_URL",
-    "SAYRI_LOOKUP_ARCHWIKI_URL",
-];
-
-/// The environment the daemon gives every command for `sayri lookup`: [`LOOKUP_ENV`] with the
-/// configured endpoints. An endpoint with credentials in it (`https://user:pass@host/`) is
-/// left out: a sandboxed command must not learn them.
-pub fn lookup_env(cfg: &sayri_core::domain::config::Config) -> Vec<(String, String)> {
-    let urls = [
-        &cfg.lookup.duckduckgo_url,
-        &cfg.lookup.wikipedia_url,
-        &cfg.lookup.archwiki_url,
-    ];
-    let has_credentials = |u: &str| {
-        url::Url::parse(u).map_or(true, |u| !u.username().is_empty() || u.password().is_some())
-    };
-    LOOKUP_ENV
-        .iter()
-        .zip(urls)
-        .filter(|(_, v)| !has_credentials(v))
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
-}
-
-/// The desktop tools this build has, as the system prompt offers them: `sayri notify` only
-/// with D-Bus support (the `dbus` feature).
-pub fn offered() -> sayri_core::domain::prompt::DesktopTools {
-    sayri_core::domain::prompt::DesktopTools {
-        lookup: true,
-        screenshot: true,
-        notify: cfg!(feature = "dbus"),
-    }
 }
 
 /// The endpoints: each [`LOOKUP_ENV`] variable that is set and non-empty, else the settings
@@ -103,10 +66,10 @@ fn lookup_endpoints(paths: &Paths) -> anyhow::Result<[String; 3]> {
     if let [Some(d), Some(w), Some(a)] = from_env.as_slice() {
         return Ok([d.clone(), w.clone(), a.clone()]);
     }
-    let cfg = match crate::config_file::load(&paths.config_file()) {
+    let cfg = match sayri_daemon::config_file::load(&paths.config_file()) {
         Ok((c, _)) => c,
-        Err(crate::config_file::ConfigFileError::Read { .. }) => {
-            crate::config_file::user_defaults()
+        Err(sayri_daemon::config_file::ConfigFileError::Read { .. }) => {
+            sayri_daemon::config_file::user_defaults()
         }
         Err(e) => return Err(e.into()),
     };
@@ -183,45 +146,40 @@ async fn get_json(
     url: &str,
     query: &[(&str, &str)],
 ) -> Result<Value, String> {
-    tokio::time::timeout(LOOKUP_TIMEOUT, fetch_json(client, url, query))
-        .await
-        .map_err(|_| format!("no complete answer within {} s", LOOKUP_TIMEOUT.as_secs()))?
-}
-
-async fn fetch_json(
-    client: &reqwest::Client,
-    url: &str,
-    query: &[(&str, &str)],
-) -> Result<Value, String> {
     let url = url::Url::parse_with_params(url, query).map_err(|e| format!("bad address: {e}"))?;
-    let mut resp = client.get(url).send().await.map_err(with_causes)?;
-    if !resp.status().is_success() {
-        return Err(format!("HTTP {}", resp.status()));
-    }
+    let limits = sayri_http::Limits {
+        max_bytes: Some(LOOKUP_MAX_BODY as u64),
+        deadline: Some(LOOKUP_TIMEOUT),
+        stall: None,
+    };
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(with_causes)? {
-        if body.len() + chunk.len() > LOOKUP_MAX_BODY {
+    let mut sink = |chunk: &[u8]| -> Result<(), std::convert::Infallible> {
+        body.extend_from_slice(chunk);
+        Ok(())
+    };
+    match sayri_http::fetch(client.get(url), limits, &mut sink, &mut |_, _| {}).await {
+        Ok(_) => {}
+        Err(LimitError::Transport(e)) => return Err(with_causes(e)),
+        Err(LimitError::Announced { .. } | LimitError::TooLong { .. }) => {
             return Err(format!(
                 "answer longer than {} KiB, refused",
                 LOOKUP_MAX_BODY / 1024
             ));
         }
-        body.extend_from_slice(&chunk);
+        Err(e) => return Err(e.to_string()),
     }
     serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))
 }
 
 fn http_client(https: bool) -> anyhow::Result<reqwest::Client> {
-    let tls = sayri_llm::tls::client_config(https)?;
-    Ok(reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .user_agent(concat!("Sayri/", env!("CARGO_PKG_VERSION")))
+    Ok(sayri_http::client_builder(https)?
+        .user_agent(sayri_http::USER_AGENT)
         .connect_timeout(LOOKUP_TIMEOUT)
         .build()?)
 }
 
 /// The lookup's lines, in source order, and a note per source that failed.
-pub async fn lookup_lines(
+pub(crate) async fn lookup_lines(
     ddg: &str,
     wiki: &str,
     arch: &str,
@@ -270,7 +228,7 @@ pub async fn lookup_lines(
         }
         Err(e) => notes.push(format!(
             "DuckDuckGo ({}): {e}",
-            sayri_voice::models::without_credentials(ddg)
+            sayri_http::without_credentials(ddg)
         )),
     }
     match w {
@@ -287,7 +245,7 @@ pub async fn lookup_lines(
         }
         Err(e) => notes.push(format!(
             "Wikipedia ({}): {e}",
-            sayri_voice::models::without_credentials(&wiki)
+            sayri_http::without_credentials(&wiki)
         )),
     }
     match a {
@@ -308,7 +266,7 @@ pub async fn lookup_lines(
         }
         Err(e) => notes.push(format!(
             "ArchWiki ({}): {e}",
-            sayri_voice::models::without_credentials(arch)
+            sayri_http::without_credentials(arch)
         )),
     }
     Ok((lines, notes))
@@ -326,7 +284,7 @@ fn sees_network() -> bool {
 }
 
 /// Runs `sayri lookup`.
-pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
+pub(crate) async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
     let query = args.query.join(" ");
     if query.trim().is_empty() {
         bail!("give something to look up, e.g. `sayri lookup \"wayland screen sharing\"`");
@@ -358,7 +316,7 @@ pub async fn lookup(paths: &Paths, args: &LookupArgs) -> anyhow::Result<i32> {
 
 /// `sayri screenshot` options.
 #[derive(Debug, clap::Args)]
-pub struct ScreenshotArgs {
+pub(crate) struct ScreenshotArgs {
     /// Where to save the PNG (default `$STATE/tmp/screenshot_<epoch>.png`).
     pub path: Option<PathBuf>,
 }
@@ -457,7 +415,7 @@ async fn gnome_shell(_dest: &Path) -> Result<(), String> {
 }
 
 /// Runs `sayri screenshot`.
-pub async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<i32> {
+pub(crate) async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<i32> {
     let dest = match &args.path {
         Some(p) => std::path::absolute(p)?,
         None => {
@@ -466,7 +424,7 @@ pub async fn screenshot(paths: &Paths, args: &ScreenshotArgs) -> anyhow::Result<
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
             let dir = paths.state_dir.join("tmp");
-            crate::paths::ensure_private_dir(&dir)?;
+            sayri_client::paths::ensure_private_dir(&dir)?;
             dir.join(format!("screenshot_{secs}.png"))
         }
     };
@@ -526,8 +484,8 @@ fn saved(dest: &Path) -> anyhow::Result<i32> {
 }
 
 /// Runs `sayri notify TITLE [BODY]`.
-pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
-    let n = crate::notify::DesktopNotifier::new();
+pub(crate) async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
+    let n = sayri_daemon::notify::DesktopNotifier::new();
     n.show(title, body.unwrap_or(""))
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -537,27 +495,6 @@ pub async fn notify(title: &str, body: Option<&str>) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn commands_get_the_configured_endpoints_but_never_credentials() {
-        let mut cfg = crate::config_file::user_defaults();
-        cfg.lookup.duckduckgo_url = "http://127.0.0.1:8/ddg".into();
-        cfg.lookup.wikipedia_url = "https://me:hunter2@wiki.example/api.php".into();
-        let env = lookup_env(&cfg);
-        assert_eq!(
-            env,
-            [
-                (
-                    "SAYRI_LOOKUP_DUCKDUCKGO_URL".to_string(),
-                    "http://127.0.0.1:8/ddg".to_string()
-                ),
-                (
-                    "SAYRI_LOOKUP_ARCHWIKI_URL".to_string(),
-                    "https://wiki.archlinux.org/api.php".to_string()
-                ),
-            ]
-        );
-    }
 
     #[test]
     fn snippets_lose_their_markup() {

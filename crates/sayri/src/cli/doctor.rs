@@ -14,11 +14,11 @@
 //! The doctor starts nothing and creates nothing: a daemon that is not running is reported as
 //! such (client commands start it on demand), a vault that does not exist yet is not created.
 
-use crate::agents::FileAgents;
-use crate::brain::PROVIDER_KEY;
-use crate::client::{Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::client::{Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
+use sayri_daemon::agents::FileAgents;
+use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::StatusParams;
 use sayri_vault::{KeySource, Vault, VaultError, VaultPaths};
@@ -28,16 +28,16 @@ use std::path::Path;
 use std::time::Duration;
 
 /// How long the doctor waits for the daemon, the model endpoint and D-Bus, each.
-pub const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Free space below which the disk check fails, bytes (a small chat model is ~100 MB, a useful
 /// one several GB; SQLite needs room to write).
-pub const MIN_FREE_BYTES: u64 = 1 << 30;
+pub(crate) const MIN_FREE_BYTES: u64 = 1 << 30;
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// Works.
     Ok,
     /// Sayri cannot work as configured; `fix` says what to do.
@@ -48,7 +48,7 @@ pub enum Status {
 
 /// One line of the report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// Stable identifier, e.g. `model_endpoint`, `sandbox.level_2`.
     pub id: String,
     /// What was checked, in words.
@@ -79,7 +79,7 @@ pub(crate) fn finding(
 
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// True when no check failed.
     pub ok: bool,
     /// Every check, in the order they ran.
@@ -87,7 +87,7 @@ pub struct Report {
 }
 
 /// Runs `sayri doctor`; returns the exit code (0 when no check failed, else 1).
-pub async fn run(paths: &Paths, json: bool) -> anyhow::Result<i32> {
+pub(crate) async fn run(paths: &Paths, json: bool) -> anyhow::Result<i32> {
     let report = diagnose(paths).await;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -98,7 +98,7 @@ pub async fn run(paths: &Paths, json: bool) -> anyhow::Result<i32> {
 }
 
 fn print_report(report: &Report) {
-    use crate::cli::terminal_text::terminal_safe;
+    use sayri_client::terminal_text::terminal_safe;
     for f in &report.checks {
         let mark = match f.status {
             Status::Ok => "ok  ",
@@ -127,11 +127,11 @@ fn print_report(report: &Report) {
 }
 
 /// Runs every check.
-pub async fn diagnose(paths: &Paths) -> Report {
+pub(crate) async fn diagnose(paths: &Paths) -> Report {
     let mut checks = Vec::new();
     let cfg = settings(paths, &mut checks);
     let cfg_ok = cfg.is_some();
-    let cfg = cfg.unwrap_or_else(crate::config_file::user_defaults);
+    let cfg = cfg.unwrap_or_else(sayri_daemon::config_file::user_defaults);
     let default_level = agents(paths, &cfg, &mut checks);
     let daemon_status = daemon(paths, &mut checks).await;
     let key = vault(paths, &cfg, &mut checks);
@@ -148,7 +148,7 @@ pub async fn diagnose(paths: &Paths) -> Report {
 
 fn settings(paths: &Paths, out: &mut Vec<Finding>) -> Option<Config> {
     let file = paths.config_file();
-    match crate::config_file::load(&file) {
+    match sayri_daemon::config_file::load(&file) {
         Ok((cfg, existed)) => {
             let problems = cfg.problems();
             if let Some(p) = problems.first() {
@@ -397,7 +397,7 @@ async fn model(
 ) {
     if !cfg.provider.local_model.is_empty() {
         let name = &cfg.provider.local_model;
-        match crate::local_model::check_setting(paths, name) {
+        match sayri_daemon::local_model::check_setting(paths, name) {
             Err(e) => out.push(finding(
                 "model_endpoint",
                 "model",
@@ -432,7 +432,7 @@ async fn model(
         return;
     }
     let url = cfg.provider.base_url.clone();
-    let client_cfg = match crate::brain::settings::client_config(cfg, key) {
+    let client_cfg = match sayri_daemon::brain::settings::client_config(cfg, key) {
         Ok(mut c) => {
             c.retries = 0;
             c.connect_timeout = c.connect_timeout.min(CHECK_TIMEOUT);
@@ -525,7 +525,7 @@ async fn sandbox(
     default_level: Option<SandboxLevel>,
     out: &mut Vec<Finding>,
 ) {
-    let settings = crate::brain::settings::sandbox_settings(paths, cfg);
+    let settings = sayri_daemon::brain::settings::sandbox_settings(paths, cfg);
     let sb = sayri_sandbox::launcher::LinuxSandbox::new(settings);
     let report = match tokio::time::timeout(CHECK_TIMEOUT * 2, sb.capabilities()).await {
         Ok(Ok(r)) => r,
@@ -609,13 +609,13 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
     }
     let store = sayri_voice::models::ModelStore::open_default();
     let plan = sayri_voice::plan::VoicePlan::resolve(cfg, &store);
-    let fields = crate::voice::status::fields(
+    let fields = sayri_daemon::voice::status::fields(
         &plan,
-        crate::voice::BUILT,
-        &crate::voice::status::LoopState::default(),
+        sayri_daemon::voice::BUILT,
+        &sayri_daemon::voice::status::LoopState::default(),
     );
     let ready = |k: &str| fields.get(k) == Some(&Value::Bool(true));
-    let missing = |k: &str| crate::voice::status::string_list(&fields, k);
+    let missing = |k: &str| sayri_daemon::voice::status::string_list(&fields, k);
     let mut parts = Vec::new();
     let mut fixes = Vec::new();
     for (key, what, needed) in [

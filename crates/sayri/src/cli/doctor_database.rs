@@ -5,7 +5,7 @@
 //! from the files themselves (the doctor opens nothing).
 
 use super::doctor::{Finding, Status};
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use sayri_store::{DatabaseState, DatabaseStatus, LockKind, WAL_LIMIT_BYTES, lock_holders};
 use serde_json::Value;
 

@@ -4,10 +4,10 @@
 //! and `edit --token` read it from stdin (a pipe) or a hidden prompt, and store it in the vault
 //! as `GATEWAY_<ID>_TOKEN`; the gateway process receives it in its environment.
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::Client;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::client::Client;
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::params::{
     GatewayDeleteParams, GatewayInstanceParams, GatewayListParams, GatewayPeerAddParams,
@@ -28,7 +28,7 @@ fn plugin_token(plugin: &str) -> Option<(&'static str, &'static str)> {
 
 /// Settings shared by `create` and `edit`.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct InstanceFlags {
+pub(crate) struct InstanceFlags {
     /// The agent its messages go to.
     #[arg(long)]
     pub agent: Option<String>,
@@ -52,7 +52,7 @@ pub struct InstanceFlags {
 
 /// `sayri gateway …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum GatewayAction {
+pub(crate) enum GatewayAction {
     /// List gateway instances with their state, pid, restarts and last error.
     List {
         /// Print JSON.
@@ -123,7 +123,7 @@ pub enum GatewayAction {
 
 /// `sayri gateway peers …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum PeersAction {
+pub(crate) enum PeersAction {
     /// List the paired senders of an instance.
     List {
         /// The instance.
@@ -148,7 +148,7 @@ pub enum PeersAction {
     },
 }
 
-fn remote(e: crate::client::ClientError) -> anyhow::Error {
+fn remote(e: sayri_client::client::ClientError) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 
@@ -204,7 +204,11 @@ fn csv(s: &Option<String>) -> Option<Vec<String>> {
 }
 
 /// Runs `sayri gateway …`.
-pub async fn run(paths: &Paths, allow_start: bool, action: GatewayAction) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: GatewayAction,
+) -> anyhow::Result<()> {
     // Secrets are read before anything is changed, so a missing token changes nothing.
     let token = match &action {
         GatewayAction::Create { plugin, .. } => match plugin_token(plugin) {

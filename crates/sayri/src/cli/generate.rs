@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Shells completions are generated for.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Shell {
+pub(crate) enum Shell {
     /// Bash (`source <(sayri completions bash)`, or save as
     /// `~/.local/share/bash-completion/completions/sayri`).
     Bash,
@@ -19,7 +19,7 @@ pub enum Shell {
 }
 
 /// Prints the completion script for `shell` to stdout.
-pub fn completions(shell: Shell) {
+pub(crate) fn completions(shell: Shell) {
     let mut cmd = Cli::command();
     let out = &mut std::io::stdout();
     match shell {
@@ -34,7 +34,7 @@ pub fn completions(shell: Shell) {
 ///
 /// # Errors
 /// The directory cannot be created or written.
-pub fn man(dir: Option<&Path>) -> anyhow::Result<()> {
+pub(crate) fn man(dir: Option<&Path>) -> anyhow::Result<()> {
     let cmd = Cli::command();
     match dir {
         None => {

@@ -23,27 +23,27 @@
 //! directories go, and each directory too when that leaves it empty (never `/`, the home
 //! directory or an ancestor of it, nor a directory holding none of Sayri's files).
 
-use crate::paths::Paths;
 use anyhow::Context;
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The unit's file name.
-pub const UNIT_NAME: &str = "sayri.service";
+pub(crate) const UNIT_NAME: &str = "sayri.service";
 /// The socket unit's file name (socket activation).
-pub const SOCKET_UNIT_NAME: &str = "sayri.socket";
+pub(crate) const SOCKET_UNIT_NAME: &str = "sayri.socket";
 /// The launcher's and the autostart entry's file name.
-pub const DESKTOP_NAME: &str = "sayri.desktop";
+pub(crate) const DESKTOP_NAME: &str = "sayri.desktop";
 /// The icon's name in the icon theme (`Icon=` of the launcher).
-pub const ICON_NAME: &str = "sayri";
+pub(crate) const ICON_NAME: &str = "sayri";
 
 /// The icon (the orb's), scalable.
 const ICON_SVG: &[u8] = include_bytes!("../../data/sayri.svg");
 
 /// Options of `sayri install` / `sayri uninstall`.
 #[derive(Debug, clap::Args)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// For the current user (the only mode: system-wide installs come from the .deb package).
     #[arg(long, required = true)]
     pub user: bool,
@@ -58,7 +58,7 @@ pub struct InstallArgs {
 
 /// Options of `sayri uninstall`.
 #[derive(Debug, clap::Args)]
-pub struct UninstallArgs {
+pub(crate) struct UninstallArgs {
     /// For the current user.
     #[arg(long, required = true)]
     pub user: bool,
@@ -81,23 +81,23 @@ fn xdg(var: &str, fallback: &str) -> Option<PathBuf> {
 }
 
 /// `$XDG_CONFIG_HOME` or `~/.config`.
-pub fn config_home() -> Option<PathBuf> {
+pub(crate) fn config_home() -> Option<PathBuf> {
     xdg("XDG_CONFIG_HOME", ".config")
 }
 
 /// `$XDG_DATA_HOME` or `~/.local/share`.
-pub fn data_home() -> Option<PathBuf> {
+pub(crate) fn data_home() -> Option<PathBuf> {
     xdg("XDG_DATA_HOME", ".local/share")
 }
 
 /// Where the user unit goes (`None` without a home directory).
-pub fn unit_path() -> Option<PathBuf> {
+pub(crate) fn unit_path() -> Option<PathBuf> {
     config_home().map(|c| c.join("systemd/user").join(UNIT_NAME))
 }
 
 /// Every file `install --user` manages.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// The unit.
     pub unit: PathBuf,
     /// The link that enables it at login.
@@ -119,7 +119,7 @@ impl Layout {
     ///
     /// # Errors
     /// Neither `HOME` nor the XDG variables are set.
-    pub fn from_env() -> anyhow::Result<Layout> {
+    pub(crate) fn from_env() -> anyhow::Result<Layout> {
         let no_home = || anyhow::anyhow!("cannot find your home directory; set HOME");
         let config = config_home().ok_or_else(no_home)?;
         let data = data_home().ok_or_else(no_home)?;
@@ -151,7 +151,7 @@ fn exec_quote(p: &Path) -> String {
 }
 
 /// The systemd user unit running `sayri daemon` from `exe`.
-pub fn unit_text(exe: &Path) -> String {
+pub(crate) fn unit_text(exe: &Path) -> String {
     format!(
         "# Sayri's daemon as a systemd user service (written by `sayri install --user`, or the .deb).\n\
 [Unit]\n\
@@ -185,7 +185,7 @@ WantedBy=default.target\n",
 /// The systemd user socket unit for socket activation: systemd listens on the daemon's socket
 /// path (`$XDG_RUNTIME_DIR/sayri/sayri-daemon.sock`, `%t` in a user unit), 0600 in a 0700
 /// directory, and starts `sayri.service` (same name) on the first connection.
-pub fn socket_text() -> String {
+pub(crate) fn socket_text() -> String {
     "# Sayri's control socket, for socket activation (written by `sayri install --user --socket-activation`,\n\
 # or the .deb). systemd listens from login; the first client starts sayri.service, which takes\n\
 # the socket over (and still serves only your uid).\n\
@@ -205,7 +205,7 @@ WantedBy=sockets.target\n"
 
 /// What the launcher runs: the orb when `sayri-orb` is installed next to `exe`, else the web
 /// bubble in the browser.
-pub fn launcher_exec(exe: &Path, orb_installed: bool) -> String {
+pub(crate) fn launcher_exec(exe: &Path, orb_installed: bool) -> String {
     if orb_installed {
         exec_quote(&exe.with_file_name("sayri-orb"))
     } else {
@@ -214,7 +214,7 @@ pub fn launcher_exec(exe: &Path, orb_installed: bool) -> String {
 }
 
 /// The desktop entry running `exec` (the launcher; with `autostart`, the login entry).
-pub fn desktop_text(exec: &str, autostart: bool) -> String {
+pub(crate) fn desktop_text(exec: &str, autostart: bool) -> String {
     let mut s = format!(
         "[Desktop Entry]\n\
 Type=Application\n\
@@ -279,7 +279,7 @@ fn ensure_link(link: &Path, target: &Path) -> anyhow::Result<bool> {
 }
 
 /// What starts at login, from the settings: `(unit enabled, autostart entry written)`.
-pub fn login_start(cfg: &Config) -> (bool, bool) {
+pub(crate) fn login_start(cfg: &Config) -> (bool, bool) {
     if !cfg.ui.autostart {
         return (false, false);
     }
@@ -314,8 +314,8 @@ fn systemctl_stop(unit: &str) {
 ///
 /// `socket`: `Some(true)` writes and enables `sayri.socket`, `Some(false)` removes it, `None`
 /// keeps it as installed (rewritten when present).
-pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+pub(crate) fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let layout = Layout::from_env()?;
     let exe = std::env::current_exe().context("cannot find the sayri executable")?;
     let exec = launcher_exec(&exe, exe.with_file_name("sayri-orb").is_file());
@@ -425,7 +425,7 @@ pub fn install(paths: &Paths, socket: Option<bool>) -> anyhow::Result<()> {
 
 /// The entries Sayri creates in its config and state directories (the runtime directory is the
 /// state directory without `XDG_RUNTIME_DIR`). `--purge` deletes only these.
-pub const SAYRI_ENTRIES: &[&str] = &[
+pub(crate) const SAYRI_ENTRIES: &[&str] = &[
     // config
     "sayri.toml",
     ".sayri.toml.lock",
@@ -452,9 +452,9 @@ pub const SAYRI_ENTRIES: &[&str] = &[
     "sayri-web.url",
     "sayri-web-open.html",
     // runtime
-    crate::paths::DAEMON_SOCKET,
-    crate::paths::DAEMON_LOCK,
-    crate::paths::LEGACY_SOCKET,
+    sayri_client::paths::DAEMON_SOCKET,
+    sayri_client::paths::DAEMON_LOCK,
+    sayri_client::paths::LEGACY_SOCKET,
 ];
 
 /// Entries only Sayri creates: a directory holding one of these (or named `sayri`) is Sayri's.
@@ -463,7 +463,7 @@ const SAYRI_MARKERS: &[&str] = &[
     "sessions.db",
     "vault.enc",
     "daemon.log",
-    crate::paths::DAEMON_LOCK,
+    sayri_client::paths::DAEMON_LOCK,
 ];
 
 /// Why `dir` must never be purged: `/`, the home directory or one of its ancestors, or a
@@ -544,7 +544,7 @@ fn purge_dir(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Runs `sayri uninstall --user [--purge]`.
-pub fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
+pub(crate) fn uninstall(paths: &Paths, purge: bool) -> anyhow::Result<()> {
     let layout = Layout::from_env()?;
     // A listening socket and a running service are stopped before their units go (the socket
     // first, so that it does not start the service again), and before `--purge` looks for a

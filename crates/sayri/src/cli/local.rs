@@ -1,15 +1,15 @@
 //! Commands that work on files directly, without the daemon: `prompt show`, `pref`.
 
-use crate::agents::FileAgents;
-use crate::paths::Paths;
+use sayri_client::paths::Paths;
 use sayri_core::domain::agents::delegation;
 use sayri_core::domain::{prompt, tokens};
 use sayri_core::ports::{PreferenceUpdate, SessionStore, sub_agents};
+use sayri_daemon::agents::FileAgents;
 use sayri_store::Store;
 
 /// `sayri prompt …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum PromptAction {
+pub(crate) enum PromptAction {
     /// Print the fixed system prompt an agent gets on every request.
     Show {
         /// Agent id (default: the configured default agent).
@@ -22,12 +22,12 @@ pub enum PromptAction {
 }
 
 /// `sayri prompt show`.
-pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
+pub(crate) fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
     let PromptAction::Show {
         agent,
         tokens: show_tokens,
     } = action;
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let id = agent.unwrap_or(cfg.agent.default_agent);
     let agents = FileAgents::new(paths.agents_dir());
     let profile = agents
@@ -41,7 +41,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
         })?;
     let host = prompt::Host {
         root: nix::unistd::geteuid().is_root(),
-        tools: super::desktop_tools::offered(),
+        tools: sayri_daemon::desktop_tools::offered(),
     };
     let mut text = prompt::build_system_prompt(&profile, &[], &host);
     if profile.sandbox.level != sayri_core::SandboxLevel::NoExec {
@@ -61,7 +61,7 @@ pub fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> {
 
 /// `sayri pref …`: learned preferences (which command served which request, with a score).
 #[derive(Debug, clap::Subcommand)]
-pub enum PrefAction {
+pub(crate) enum PrefAction {
     /// Find learned commands for a request.
     Query {
         /// Words of the request.
@@ -131,7 +131,7 @@ fn print_prefs(list: &[sayri_core::ports::Preference]) {
 }
 
 /// `sayri pref …`. Exit 1 when a query matched nothing.
-pub fn pref(paths: &Paths, action: PrefAction) -> anyhow::Result<()> {
+pub(crate) fn pref(paths: &Paths, action: PrefAction) -> anyhow::Result<()> {
     paths.ensure_dirs()?;
     let store = Store::open(paths.database())?;
     match action {

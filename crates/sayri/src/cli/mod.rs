@@ -4,43 +4,41 @@
 //! Client commands connect to the daemon, starting it in the background when it is not running
 //! (see [`autostart`]), unless `--no-start` is given.
 
-pub mod agents;
-pub mod ask;
-pub mod autostart;
-pub mod config;
-pub mod db;
-pub mod desktop_tools;
-pub mod doctor;
-mod doctor_database;
-pub mod fix_apparmor;
-pub mod gateway;
-pub mod generate;
-pub mod install;
-pub mod local;
-pub mod models;
-pub mod permissions;
-pub mod ping;
-pub mod quit;
-pub mod routines;
-pub mod sessions;
-pub mod setup;
-pub mod skills;
-pub mod status;
-pub mod terminal_text;
-pub mod vault;
-pub mod voice;
-pub mod voice_models;
-pub mod wake;
-pub mod web;
-pub mod window;
+pub(crate) mod agents;
+pub(crate) mod ask;
+pub(crate) mod config;
+pub(crate) mod db;
+pub(crate) mod desktop_tools;
+pub(crate) mod doctor;
+pub(crate) mod doctor_database;
+pub(crate) mod fix_apparmor;
+pub(crate) mod gateway;
+pub(crate) mod generate;
+pub(crate) mod install;
+pub(crate) mod local;
+pub(crate) mod models;
+pub(crate) mod permissions;
+pub(crate) mod ping;
+pub(crate) mod quit;
+pub(crate) mod routines;
+pub(crate) mod sessions;
+pub(crate) mod setup;
+pub(crate) mod skills;
+pub(crate) mod status;
+pub(crate) mod vault;
+pub(crate) mod voice;
+pub(crate) mod voice_models;
+pub(crate) mod wake;
+pub(crate) mod web;
+pub(crate) mod window;
 
-use crate::paths::Paths;
 use clap::{Parser, Subcommand};
+use sayri_client::paths::Paths;
 use std::process::ExitCode;
 
 /// Exit status of `sayri daemon` when `sayri.toml` is invalid (`EX_CONFIG` of `sysexits.h`), so
 /// a service manager does not restart it in a loop; the message names the file and line.
-pub const EX_CONFIG: i32 = 78;
+pub(crate) const EX_CONFIG: i32 = 78;
 
 /// Sayri: a local AI assistant for the Linux desktop.
 #[derive(Debug, Parser)]
@@ -51,7 +49,7 @@ pub const EX_CONFIG: i32 = 78;
     propagate_version = true,
     arg_required_else_help = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Do not start the daemon when it is not running; fail instead.
     #[arg(long, global = true)]
     pub no_start: bool,
@@ -65,7 +63,7 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the daemon in the foreground (logs to stderr; stop with Ctrl-C or `sayri quit`).
     Daemon,
     /// Check that the daemon answers (prints "pong").
@@ -306,10 +304,10 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
     };
     match command {
         Command::Daemon => {
-            crate::logging::init("info");
-            return match crate::daemon::run_foreground(paths, passed) {
+            sayri_client::logging::init("info");
+            return match sayri_daemon::daemon::run_foreground(paths, passed) {
                 Ok(()) => Ok(0),
-                Err(e @ crate::daemon::DaemonError::Config(_)) => {
+                Err(e @ sayri_daemon::daemon::DaemonError::Config(_)) => {
                     // A service manager does not restart a daemon that exits with EX_CONFIG.
                     eprintln!("sayri: error: {}", format!("{e}").replace('\n', " "));
                     Ok(EX_CONFIG)
@@ -398,10 +396,10 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
             Command::Screenshot(args) => desktop_tools::screenshot(&paths, &args).await,
             Command::Notify { title, body } => desktop_tools::notify(&title, body.as_deref()).await,
             Command::Sandbox { action } => {
-                let cfg = crate::config_file::load(&paths.config_file())?.0;
+                let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
                 Ok(sayri_sandbox::cli::run_cli(
                     action,
-                    crate::brain::settings::sandbox_settings(&paths, &cfg),
+                    sayri_daemon::brain::settings::sandbox_settings(&paths, &cfg),
                 )
                 .await)
             }

@@ -1,13 +1,13 @@
 //! `sayri models …`: chat models — the local ones Sayri can serve itself (`list`, `install`)
 //! and those of the configured endpoint (`list --remote`).
 
-use crate::brain::PROVIDER_KEY;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::{CONNECT_TIMEOUT, Client};
-use crate::local_model::{self, InstalledModel};
-use crate::paths::Paths;
 use anyhow::{Context, bail};
+use sayri_client::client::{CONNECT_TIMEOUT, Client};
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::ports::NoSecrets;
+use sayri_daemon::brain::PROVIDER_KEY;
+use sayri_daemon::local_model::{self, InstalledModel};
 use sayri_protocol::params::StatusParams;
 use sayri_vault::{KeySource, Vault, VaultPaths};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// `sayri models …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum ModelsAction {
+pub(crate) enum ModelsAction {
     /// List local chat models (installed, and which one the daemon serves); `--remote` lists
     /// what the configured endpoint serves instead.
     List {
@@ -41,7 +41,7 @@ pub enum ModelsAction {
 }
 
 /// Runs `sayri models …`.
-pub async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
     match action {
         ModelsAction::List { remote: true, json } => list_remote(paths, json).await,
         ModelsAction::List {
@@ -64,7 +64,7 @@ async fn served(paths: &Paths) -> Option<Value> {
 }
 
 async fn list_local(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let configured = cfg.provider.local_model.clone();
     let mut models = local_model::installed(paths);
     let chosen = (!configured.is_empty())
@@ -188,7 +188,7 @@ fn install(paths: &Paths, file: &Path, name: Option<&str>) -> anyhow::Result<()>
         .map_err(|e| anyhow::anyhow!("cannot install under the name {name:?}: {e}"))?;
     paths.ensure_dirs()?;
     let dir = paths.models_dir();
-    crate::paths::ensure_private_dir(&dir)?;
+    sayri_client::paths::ensure_private_dir(&dir)?;
     let dest = dir.join(format!("{name}.gguf"));
     let size = std::fs::metadata(file)?.len();
     if std::fs::metadata(&dest).is_ok_and(|m| m.len() == size) {
@@ -213,7 +213,7 @@ fn install(paths: &Paths, file: &Path, name: Option<&str>) -> anyhow::Result<()>
 
 /// `sayri models list --remote`.
 async fn list_remote(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let key = Vault::open(
         VaultPaths::new(&paths.config_dir, &paths.state_dir),
         KeySource::Auto,

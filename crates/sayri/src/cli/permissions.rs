@@ -11,8 +11,8 @@
 //!   the question is no longer open (answered, expired or unknown) or no daemon runs.
 //!
 //! `check` loads everything with the daemon's own loaders, so both decide alike: the config
-//! directory of [`Paths`], `sayri.toml` ([`crate::config_file`]), the agent profile with its
-//! validation and defaults ([`crate::agents`]), and the policy files ([`crate::policies`]: the
+//! directory of [`Paths`], `sayri.toml` ([`sayri_daemon::config_file`]), the agent profile with its
+//! validation and defaults ([`sayri_daemon::agents`]), and the policy files ([`sayri_daemon::policies`]: the
 //! system files and `permissions.policy_files`).
 //! * Agent: `--agent ID`, else the configured `agent.default_agent` (as the daemon); an unknown
 //!   agent is an error. `--profile FILE` checks that profile file instead. Either way an agent
@@ -21,30 +21,31 @@
 //! * Policies: those that apply under `sayri.toml`; `--policies DIR` tries every `*.json` file of
 //!   DIR (name order) in their place.
 
-use crate::agents::{self, FileAgents};
-use crate::paths::Paths;
-use crate::{config_file, policies};
 use clap::{Args, Subcommand};
-use sayri_core::domain::permissions::{
+use sayri_client::paths::Paths;
+use sayri_core::domain::profile::AgentProfile;
+use sayri_core::ports::ApprovalStore;
+use sayri_daemon::agents::{self, FileAgents};
+use sayri_daemon::{config_file, policies};
+use sayri_permissions::Approval;
+use sayri_permissions::{
     Action, AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals,
 };
-use sayri_core::domain::profile::AgentProfile;
-use sayri_core::ports::{Approval, ApprovalStore};
 use std::io::Write;
 use std::path::PathBuf;
 
 /// Exit code for `allow`.
-pub const EXIT_ALLOW: i32 = 0;
+pub(crate) const EXIT_ALLOW: i32 = 0;
 /// Exit code for a usage or configuration error.
-pub const EXIT_ERROR: i32 = 2;
+pub(crate) const EXIT_ERROR: i32 = 2;
 /// Exit code for `ask`.
-pub const EXIT_ASK: i32 = 3;
+pub(crate) const EXIT_ASK: i32 = 3;
 /// Exit code for `deny`.
-pub const EXIT_DENY: i32 = 4;
+pub(crate) const EXIT_DENY: i32 = 4;
 
 /// `sayri permissions <command>`.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
-pub enum PermissionsCommand {
+pub(crate) enum PermissionsCommand {
     /// Decide whether an action would be allowed, asked or denied (exit 0 / 3 / 4).
     Check(CheckArgs),
     /// List saved "Allow always" approvals.
@@ -71,7 +72,7 @@ pub enum PermissionsCommand {
 
 /// Arguments of `sayri permissions answer`.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
-pub struct AnswerArgs {
+pub(crate) struct AnswerArgs {
     /// The question's id (12 hex characters, as shown by `sayri ask` or the app).
     pub request_id: String,
     /// Run the command.
@@ -87,7 +88,7 @@ pub struct AnswerArgs {
 
 impl PermissionsCommand {
     /// True for subcommands that talk to the running daemon instead of the local database.
-    pub fn needs_daemon(&self) -> bool {
+    pub(crate) fn needs_daemon(&self) -> bool {
         matches!(self, PermissionsCommand::Answer(_))
     }
 }
@@ -98,8 +99,11 @@ impl PermissionsCommand {
 /// # Errors
 /// No daemon runs, the connection fails, or the question is no longer open — each with what to
 /// do next.
-pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::Result<()> {
-    use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
+pub(crate) async fn answer(
+    paths: &sayri_client::paths::Paths,
+    args: &AnswerArgs,
+) -> anyhow::Result<()> {
+    use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
     let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
         Err(ClientError::NotRunning { .. }) => anyhow::bail!(
@@ -133,7 +137,7 @@ pub async fn answer(paths: &crate::paths::Paths, args: &AnswerArgs) -> anyhow::R
 
 /// Arguments of `sayri permissions check`.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Agent id (default: the configured `agent.default_agent`), as the daemon loads it.
     #[arg(long, conflicts_with = "profile")]
     pub agent: Option<String>,
@@ -155,14 +159,14 @@ pub struct CheckArgs {
 }
 
 /// Runs a permissions subcommand, printing to stdout/stderr; returns the exit code.
-pub fn run(command: &PermissionsCommand, paths: &Paths, store: &dyn ApprovalStore) -> i32 {
+pub(crate) fn run(command: &PermissionsCommand, paths: &Paths, store: &dyn ApprovalStore) -> i32 {
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();
     run_to(command, paths, store, &mut out, &mut err)
 }
 
 /// [`run`] with explicit output streams (for tests).
-pub fn run_to(
+pub(crate) fn run_to(
     command: &PermissionsCommand,
     paths: &Paths,
     store: &dyn ApprovalStore,
@@ -296,7 +300,7 @@ fn list(
                 "{:<12} {:<6} {}",
                 a.agent_id,
                 a.action,
-                crate::cli::terminal_text::terminal_safe(&a.resource)
+                sayri_client::terminal_text::terminal_safe(&a.resource)
             )
             .map_err(io)?;
         }

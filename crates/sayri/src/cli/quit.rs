@@ -1,12 +1,12 @@
 //! `sayri quit`: stops the daemon (never starts one) and waits until it has closed.
 
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_protocol::params::QuitParams;
 use std::time::Duration;
 
 /// Runs `sayri quit`.
-pub async fn run(paths: &Paths) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths) -> anyhow::Result<()> {
     let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
         Err(ClientError::NotRunning { .. }) => {

@@ -5,9 +5,9 @@
 //! new routine's id, `next` prints the next fire instants exactly as the scheduler computes them
 //! (`--now` replaces the clock for that preview only).
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::params::{
     RoutineDeleteParams, RoutineNextParams, RoutineSaveParams, RoutineSetEnabledParams,
     RoutinesListParams, RoutinesRunParams, TriggersListParams,
@@ -16,7 +16,7 @@ use serde_json::Value;
 
 /// `sayri routines …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum RoutinesAction {
+pub(crate) enum RoutinesAction {
     /// List the routines (and the trigger files of `$CONFIG/triggers/`, invalid ones with why).
     List {
         /// Print JSON: `{"routines": […], "triggers": […]}`.
@@ -94,7 +94,7 @@ pub enum RoutinesAction {
 /// The schedule of a new routine: exactly one.
 #[derive(Debug, clap::Args)]
 #[group(required = true, multiple = false)]
-pub struct When {
+pub(crate) struct When {
     /// Every day at this local time.
     #[arg(long, value_name = "HH:MM")]
     pub daily_at: Option<String>,
@@ -112,7 +112,7 @@ pub struct When {
 /// A new schedule for an existing routine: at most one.
 #[derive(Debug, clap::Args)]
 #[group(required = false, multiple = false)]
-pub struct EditWhen {
+pub(crate) struct EditWhen {
     /// Every day at this local time.
     #[arg(long, value_name = "HH:MM")]
     pub daily_at: Option<String>,
@@ -129,7 +129,7 @@ pub struct EditWhen {
 
 /// Routine fields besides name, prompt and schedule.
 #[derive(Debug, Default, clap::Args)]
-pub struct Fields {
+pub(crate) struct Fields {
     /// IANA zone ("Europe/Berlin"); "" follows the system zone (the default).
     #[arg(long, value_name = "IANA")]
     pub zone: Option<String>,
@@ -202,9 +202,13 @@ fn save_params(
 }
 
 /// Runs `sayri routines …`; returns the exit code.
-pub async fn run(paths: &Paths, allow_start: bool, action: RoutinesAction) -> anyhow::Result<i32> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: RoutinesAction,
+) -> anyhow::Result<i32> {
     let mut c = connect_or_start(paths, allow_start).await?;
-    let remote = |e: crate::client::ClientError| anyhow::anyhow!("{e}");
+    let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {
         RoutinesAction::List { json } => {
             let routines = c
@@ -303,7 +307,7 @@ pub async fn run(paths: &Paths, allow_start: bool, action: RoutinesAction) -> an
 }
 
 async fn set_enabled(
-    c: &mut crate::client::Client,
+    c: &mut sayri_client::client::Client,
     id: String,
     enabled: bool,
 ) -> anyhow::Result<()> {

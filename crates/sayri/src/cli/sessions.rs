@@ -1,8 +1,8 @@
 //! `sayri sessions list|show|rename|delete` (through the daemon).
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::params::{
     SessionDeleteParams, SessionGetParams, SessionRenameParams, SessionsListParams,
 };
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// `sayri sessions …`.
 #[derive(Debug, clap::Subcommand)]
-pub enum SessionsAction {
+pub(crate) enum SessionsAction {
     /// List conversations, newest first.
     List {
         /// How many.
@@ -123,9 +123,13 @@ fn print_session(v: &Value) {
 }
 
 /// Runs `sayri sessions …`.
-pub async fn run(paths: &Paths, allow_start: bool, action: SessionsAction) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    paths: &Paths,
+    allow_start: bool,
+    action: SessionsAction,
+) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, allow_start).await?;
-    let remote = |e: crate::client::ClientError| anyhow::anyhow!("{e}");
+    let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {
         SessionsAction::List { limit, json } => {
             let v = c

@@ -21,13 +21,13 @@
 //!   agent `assistant` (the built-in profile at that level) and makes it the default; an agent
 //!   of the user's own that is the default gets the new level in its profile.
 
-use crate::agents::FileAgents;
-use crate::brain::PROVIDER_KEY;
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
 use anyhow::{Context, bail};
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::profile::AgentProfile;
+use sayri_daemon::agents::FileAgents;
+use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::ConfigSetParams;
 use sayri_voice::models::catalog::{self, CatalogEntry};
@@ -38,24 +38,24 @@ use std::time::Duration;
 use zeroize::Zeroizing;
 
 /// Servers looked for on this computer: name and port of their OpenAI-compatible API.
-pub const KNOWN_SERVERS: &[(&str, u16)] = &[
+pub(crate) const KNOWN_SERVERS: &[(&str, u16)] = &[
     ("Ollama", 11434),
     ("llama.cpp server", 8080),
     ("LM Studio", 1234),
 ];
 
 /// How long a server has to answer `GET …/models` while looking for servers.
-pub const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// The agent created when the built-in `default` is asked to run at another level.
-pub const ASSISTANT_AGENT: &str = "assistant";
+pub(crate) const ASSISTANT_AGENT: &str = "assistant";
 
 /// What the cancel message says.
 const NOTHING_WRITTEN: &str = "nothing was written";
 
 /// `sayri setup` options.
 #[derive(Debug, clap::Args)]
-pub struct SetupArgs {
+pub(crate) struct SetupArgs {
     /// Answer nothing interactively: use the flags, and detect what they leave out.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -88,7 +88,7 @@ pub struct SetupArgs {
 }
 
 /// The plain-words meaning of each level, shown when choosing one.
-pub fn level_words(level: SandboxLevel) -> &'static str {
+pub(crate) fn level_words(level: SandboxLevel) -> &'static str {
     match level {
         SandboxLevel::NoExec => "Talk only: it never runs a command.",
         SandboxLevel::ReadOnly => {
@@ -143,7 +143,7 @@ enum VoiceStep {
 impl VoiceStep {
     /// What the settings `cfg` want, against the voice model store.
     fn resolve(cfg: &Config) -> VoiceStep {
-        if !crate::voice::BUILT {
+        if !sayri_daemon::voice::BUILT {
             return VoiceStep::NotBuilt;
         }
         let store = ModelStore::open_default();
@@ -192,7 +192,7 @@ impl VoiceStep {
     /// Prints what this step is about, before any question.
     fn explain(&self) {
         match self {
-            VoiceStep::NotBuilt => println!("{}", crate::voice::status::not_built()),
+            VoiceStep::NotBuilt => println!("{}", sayri_daemon::voice::status::not_built()),
             VoiceStep::Present { name, wanted } => {
                 println!(
                     "The speech-recognition model whisper {name} is already installed ({}); nothing to download.",
@@ -243,7 +243,7 @@ fn check_mirror(mirror: Option<&str>) -> anyhow::Result<()> {
             Ok(u) if matches!(u.scheme(), "http" | "https") => {}
             _ => bail!(
                 "--voice-models-mirror {:?} is not an http:// or https:// address; {NOTHING_WRITTEN}",
-                sayri_voice::models::without_credentials(m)
+                sayri_http::without_credentials(m)
             ),
         }
     }
@@ -320,7 +320,7 @@ enum Choice {
 }
 
 /// `http://host:port` → `http://host:port/v1`; `host:port` → `http://host:port/v1`.
-pub fn normalize_url(input: &str) -> String {
+pub(crate) fn normalize_url(input: &str) -> String {
     let t = input.trim().trim_end_matches('/');
     let with_scheme = if t.contains("://") {
         t.to_string()
@@ -395,8 +395,8 @@ async fn detect(current: &str) -> Vec<(String, String, Vec<String>)> {
 }
 
 /// Runs `sayri setup`; returns the exit code.
-pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
-    let (cfg, _) = crate::config_file::load(&paths.config_file())?;
+pub(crate) async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
+    let (cfg, _) = sayri_daemon::config_file::load(&paths.config_file())?;
     let agents = FileAgents::new(paths.agents_dir());
     let current_level = agents
         .load(&cfg.agent.default_agent)
@@ -440,7 +440,7 @@ pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
             "Downloading whisper {} ({} MB) from {}…",
             entry.name,
             entry.megabytes,
-            sayri_voice::models::without_credentials(&url)
+            sayri_http::without_credentials(&url)
         );
         let store = ModelStore::open_default();
         if let Err(e) = crate::cli::voice_models::download_verified(
@@ -461,7 +461,7 @@ pub async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
     }
     let store = ModelStore::open_default();
     let voice = sayri_voice::plan::VoicePlan::resolve(&cfg, &store);
-    if cfg.stt.mode != "disabled" && !(crate::voice::BUILT && voice.stt_ready()) {
+    if cfg.stt.mode != "disabled" && !(sayri_daemon::voice::BUILT && voice.stt_ready()) {
         println!(
             "Voice is not ready yet: `sayri voice status` says what to install (e.g. `sayri models download whisper base.en`)."
         );
@@ -491,7 +491,7 @@ async fn plan_from_flags(
         None
     };
     let source = if let Some(name) = &args.local_model {
-        crate::local_model::check_setting(paths, name)
+        sayri_daemon::local_model::check_setting(paths, name)
             .map_err(|e| anyhow::anyhow!("local model {name}: {e}; {NOTHING_WRITTEN}"))?;
         Source::Local { name: name.clone() }
     } else {
@@ -499,7 +499,7 @@ async fn plan_from_flags(
             Some(u) => normalize_url(u),
             None => match detect(&cfg.provider.base_url).await.into_iter().next() {
                 Some((_, url, _)) => url,
-                None => match crate::local_model::installed(paths).first() {
+                None => match sayri_daemon::local_model::installed(paths).first() {
                     Some(m) => {
                         let name = m.name.clone();
                         return finish_flags_plan(
@@ -564,7 +564,7 @@ fn finish_flags_plan(
     let voice = match VoiceStep::resolve(cfg) {
         VoiceStep::NotBuilt if args.voice_models => bail!(
             "--voice-models: {}; {NOTHING_WRITTEN}",
-            crate::voice::status::not_built()
+            sayri_daemon::voice::status::not_built()
         ),
         VoiceStep::NotInCatalog { wanted } if args.voice_models => bail!(
             "--voice-models: the settings ask for whisper {wanted}, which is not in Sayri's catalog (`sayri models list` shows what is); install it with `sayri models import whisper FILE --name {wanted}`; {NOTHING_WRITTEN}"
@@ -605,7 +605,7 @@ fn known_list() -> String {
 /// The sandbox levels this machine cannot give, each with what is missing (from the same probe
 /// as `sayri sandbox check`); empty when the probe fails or takes over 10 s.
 async fn unavailable_levels(paths: &Paths, cfg: &Config) -> Vec<(SandboxLevel, String)> {
-    let settings = crate::brain::settings::sandbox_settings(paths, cfg);
+    let settings = sayri_daemon::brain::settings::sandbox_settings(paths, cfg);
     let sb = sayri_sandbox::launcher::LinuxSandbox::new(settings);
     match tokio::time::timeout(std::time::Duration::from_secs(10), sb.capabilities()).await {
         Ok(Ok(report)) => report
@@ -631,7 +631,7 @@ async fn ask(
     println!("1. Where the answers come from");
     println!("Looking for model servers on this computer…");
     let found = detect(&cfg.provider.base_url).await;
-    let locals = crate::local_model::installed(paths);
+    let locals = sayri_daemon::local_model::installed(paths);
     let mut options: Vec<(String, Source)> = Vec::new();
     for (label, url, models) in found {
         options.push((
@@ -720,7 +720,7 @@ async fn ask(
                 println!(
                     "  {}) {}",
                     i + 1,
-                    crate::cli::terminal_text::terminal_safe(m)
+                    sayri_client::terminal_text::terminal_safe(m)
                 );
             }
             if models.len() > shown {
@@ -807,7 +807,7 @@ fn print_summary(plan: &Plan) {
     if let Some(m) = &plan.model {
         println!(
             "  model:          {}",
-            crate::cli::terminal_text::terminal_safe(m)
+            sayri_client::terminal_text::terminal_safe(m)
         );
     }
     println!(
@@ -903,7 +903,7 @@ async fn apply(paths: &Paths, cfg: &Config, plan: &Plan) -> anyhow::Result<()> {
             .set_json(k, v)
             .map_err(|e| anyhow::anyhow!("{e}; {NOTHING_WRITTEN}"))?;
         if *k != "agent.default_agent" {
-            crate::settings_check::check_change(paths, &trial, k)
+            sayri_daemon::settings_check::check_change(paths, &trial, k)
                 .map_err(|e| anyhow::anyhow!("{e}; {NOTHING_WRITTEN}"))?;
         }
     }
@@ -951,12 +951,12 @@ async fn apply(paths: &Paths, cfg: &Config, plan: &Plan) -> anyhow::Result<()> {
                 println!("stored the API key in the vault");
                 crate::cli::vault::after_change(paths, &vault);
             }
-            crate::config_file::update(&paths.config_file(), |c| {
+            sayri_daemon::config_file::update(&paths.config_file(), |c| {
                 for (k, v) in &settings {
                     c.set_json(k, v)?;
                 }
                 for (k, _) in &settings {
-                    crate::settings_check::check_change(paths, c, k)?;
+                    sayri_daemon::settings_check::check_change(paths, c, k)?;
                 }
                 Ok(())
             })?;

@@ -1,24 +1,24 @@
 //! `sayri skills list|scan|install|update|remove|read`: the skills directory through the
-//! daemon's own loader ([`crate::skills::Skills`]); no daemon needed (a running one sees the
+//! daemon's own loader ([`sayri_daemon::skills::Skills`]); no daemon needed (a running one sees the
 //! change at its next prompt, as it re-checks skills on every use).
 //!
 //! Exit codes of `scan` and `install`/`update`: 0 `ALLOW` (or admitted), 3 `WARN` (not
 //! confirmed), 4 `BLOCK`, 1 for any other error.
 
-use crate::paths::Paths;
-use crate::skills::{self, Skills, SkillsError};
 use clap::Subcommand;
+use sayri_client::paths::Paths;
 use sayri_core::domain::skills::{Report, Verdict};
+use sayri_daemon::skills::{self, Skills, SkillsError};
 use std::path::PathBuf;
 
 /// Exit code for a `WARN` verdict that was not confirmed.
-pub const EXIT_WARN: i32 = 3;
+pub(crate) const EXIT_WARN: i32 = 3;
 /// Exit code for a `BLOCK` verdict.
-pub const EXIT_BLOCK: i32 = 4;
+pub(crate) const EXIT_BLOCK: i32 = 4;
 
 /// `sayri skills …`.
 #[derive(Debug, Subcommand)]
-pub enum SkillsAction {
+pub(crate) enum SkillsAction {
     /// Installed skills and their state (ready, changed, rescan, unscanned).
     List {
         /// Print JSON.
@@ -80,7 +80,7 @@ pub enum SkillsAction {
 ///
 /// # Errors
 /// Unreadable skills directory or a failed write.
-pub fn run(paths: &Paths, action: SkillsAction) -> anyhow::Result<i32> {
+pub(crate) fn run(paths: &Paths, action: SkillsAction) -> anyhow::Result<i32> {
     let lib = Skills::new(paths.skills_dir());
     match action {
         SkillsAction::List { json } => list(&lib, json),

@@ -1,13 +1,13 @@
 //! `sayri status [--json]`.
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::params::StatusParams;
 use serde_json::Value;
 
 /// Runs `sayri status`.
-pub async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow::Result<()> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let status = client.request_with(&StatusParams {}).await?;
     if json {

@@ -3,9 +3,9 @@
 //! to re-read the vault (so it redacts the new value from now on, and rewrites rows it stored
 //! in between).
 
-use crate::client::Client;
-use crate::paths::Paths;
-use crate::stored_secrets;
+use sayri_client::client::Client;
+use sayri_client::paths::Paths;
+use sayri_daemon::stored_secrets;
 use sayri_protocol::params::VaultListParams;
 use sayri_store::Store;
 use sayri_vault::Vault;
@@ -16,7 +16,7 @@ const DAEMON_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs both follow-ups; problems are reported on stderr, never fail the command (the value is
 /// stored either way, and a daemon start rewrites what is still due).
-pub fn after_change(paths: &Paths, vault: &Vault) {
+pub(crate) fn after_change(paths: &Paths, vault: &Vault) {
     rewrite_local(paths, vault);
     tell_daemon(paths);
 }

@@ -9,13 +9,13 @@
 //! * `voice status` shows what the settings choose, what is installed and what is missing,
 //!   and what the running daemon's voice is doing.
 
-use crate::cli::autostart::connect_or_start;
-use crate::cli::terminal_text::terminal_safe;
-use crate::client::{Client, ClientError};
-use crate::paths::Paths;
-use crate::voice::status::{LoopState, fields, not_built};
 use anyhow::{Context, bail};
+use sayri_client::autostart::connect_or_start;
+use sayri_client::client::{Client, ClientError};
+use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::voice::speakable_text;
+use sayri_daemon::voice::status::{LoopState, fields, not_built};
 use sayri_protocol::message::Event;
 use sayri_protocol::names::event;
 use sayri_protocol::params::{ListenParams, StatusParams};
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 /// `sayri listen` options.
 #[derive(Debug, Clone, clap::Args)]
-pub struct ListenArgs {
+pub(crate) struct ListenArgs {
     /// Transcribe this WAV file (any PCM format) with the same VAD, wake-word and
     /// speech-to-text pipeline, in this process (no daemon, no microphone).
     #[arg(long, value_name = "WAV")]
@@ -47,7 +47,7 @@ pub struct ListenArgs {
 
 /// `sayri say` options.
 #[derive(Debug, Clone, clap::Args)]
-pub struct SayArgs {
+pub(crate) struct SayArgs {
     /// Write the speech to this WAV file (16 kHz mono) instead of playing it.
     #[arg(long, value_name = "WAV")]
     pub to_file: Option<PathBuf>,
@@ -62,7 +62,7 @@ pub struct SayArgs {
 
 /// `sayri voice …`.
 #[derive(Debug, Clone, clap::Subcommand)]
-pub enum VoiceAction {
+pub(crate) enum VoiceAction {
     /// What the settings choose, what is installed and missing, and the daemon's voice state.
     Status {
         /// Print the status fields as JSON.
@@ -73,13 +73,17 @@ pub enum VoiceAction {
 
 /// The plan of the current settings, with the store it was resolved against.
 fn local_plan(paths: &Paths) -> anyhow::Result<(VoicePlan, ModelStore)> {
-    let cfg = crate::config_file::load(&paths.config_file())?.0;
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let store = ModelStore::open_default();
     Ok((VoicePlan::resolve(&cfg, &store), store))
 }
 
 /// `sayri listen` through the daemon.
-pub async fn listen(paths: &Paths, allow_start: bool, args: &ListenArgs) -> anyhow::Result<i32> {
+pub(crate) async fn listen(
+    paths: &Paths,
+    allow_start: bool,
+    args: &ListenArgs,
+) -> anyhow::Result<i32> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let timeout = args.timeout.max(0.1);
     let live = std::io::stderr().is_terminal() && !args.json;
@@ -99,7 +103,7 @@ pub async fn listen(paths: &Paths, allow_start: bool, args: &ListenArgs) -> anyh
     let result = tokio::select! {
         r = call => r,
         _ = tokio::signal::ctrl_c() => {
-            if let Ok(mut c) = Client::connect(&paths.socket(), crate::client::CONNECT_TIMEOUT).await {
+            if let Ok(mut c) = Client::connect(&paths.socket(), sayri_client::client::CONNECT_TIMEOUT).await {
                 let _ = c.request_with(&sayri_protocol::params::StopListeningParams {}).await;
             }
             eprintln!("\nsayri: interrupted");
@@ -131,11 +135,11 @@ fn report_transcript(text: &str, json_mode: bool, object: Value) -> anyhow::Resu
 }
 
 /// `sayri listen --file WAV [--wake]`: the pipeline on a file, in this process.
-pub fn listen_file(paths: &Paths, args: &ListenArgs) -> anyhow::Result<i32> {
+pub(crate) fn listen_file(paths: &Paths, args: &ListenArgs) -> anyhow::Result<i32> {
     let Some(file) = &args.file else {
         bail!("listen_file needs --file");
     };
-    if !crate::voice::BUILT {
+    if !sayri_daemon::voice::BUILT {
         bail!("{}", not_built());
     }
     let (plan, store) = local_plan(paths)?;
@@ -169,6 +173,7 @@ mod file_pipeline {
     use anyhow::Context;
     use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
     use sayri_core::ports::audio::samples_to_ms;
+    use sayri_core::sync::lock;
     use sayri_voice::audio::{NullSink, WavSource};
     use sayri_voice::models::ModelStore;
     use sayri_voice::plan::VoicePlan;
@@ -178,7 +183,7 @@ mod file_pipeline {
     use tokio_util::sync::CancellationToken;
 
     /// What the pipeline heard.
-    pub struct Heard {
+    pub(crate) struct Heard {
         pub text: String,
         /// Wake-word detections: phrase, score, milliseconds into the file.
         pub wake: Vec<(String, f32, u64)>,
@@ -196,13 +201,13 @@ mod file_pipeline {
             _cancel: &CancellationToken,
             _on_text: &mut dyn FnMut(&str),
         ) -> Result<String, String> {
-            let mut q = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = lock(&self.0);
             q.get_or_insert_with(|| query.to_string());
             Ok(String::new())
         }
     }
 
-    pub fn run(
+    pub(crate) fn run(
         plan: &VoicePlan,
         store: &ModelStore,
         file: &Path,
@@ -236,7 +241,7 @@ mod file_pipeline {
             Box::new(NullSink::default()),
             recorder.clone(),
             Box::new(move |e| {
-                let mut ev = sink_events.lock().unwrap_or_else(|p| p.into_inner());
+                let mut ev = lock(&sink_events);
                 ev.push((samples_to_ms(e.at), e.event));
             }),
         );
@@ -245,7 +250,7 @@ mod file_pipeline {
         }
         drop(handle);
         lp.run().context("the voice pipeline")?;
-        let events = events.lock().unwrap_or_else(|p| p.into_inner());
+        let events = lock(&events);
         let wakes = events
             .iter()
             .filter_map(|(at, e)| match e {
@@ -254,12 +259,7 @@ mod file_pipeline {
             })
             .collect();
         let text = if wake {
-            recorder
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-                .unwrap_or_default()
+            lock(&recorder.0).clone().unwrap_or_default()
         } else {
             events
                 .iter()
@@ -285,19 +285,19 @@ mod file_pipeline {
     use sayri_voice::plan::VoicePlan;
     use std::path::Path;
 
-    pub struct Heard {
+    pub(crate) struct Heard {
         pub text: String,
         pub wake: Vec<(String, f32, u64)>,
         pub audio_ms: u64,
     }
 
-    pub fn run(_: &VoicePlan, _: &ModelStore, _: &Path, _: bool) -> anyhow::Result<Heard> {
-        anyhow::bail!("{}", crate::voice::status::not_built())
+    pub(crate) fn run(_: &VoicePlan, _: &ModelStore, _: &Path, _: bool) -> anyhow::Result<Heard> {
+        anyhow::bail!("{}", sayri_daemon::voice::status::not_built())
     }
 }
 
 /// `sayri say [--to-file WAV] TEXT`.
-pub fn say(paths: &Paths, args: &SayArgs) -> anyhow::Result<i32> {
+pub(crate) fn say(paths: &Paths, args: &SayArgs) -> anyhow::Result<i32> {
     let text = speakable_text(&args.text.join(" "));
     if text.trim().is_empty() {
         bail!("nothing to say: the text has no speakable words");
@@ -351,13 +351,14 @@ fn play(
 }
 
 /// `sayri voice status [--json]`: local readiness, and the daemon's voice when it runs.
-pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
+pub(crate) async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
     let (plan, _store) = local_plan(paths)?;
-    let daemon = match Client::connect(&paths.socket(), crate::client::CONNECT_TIMEOUT).await {
+    let daemon = match Client::connect(&paths.socket(), sayri_client::client::CONNECT_TIMEOUT).await
+    {
         Ok(mut c) => c.request_with(&StatusParams {}).await.ok(),
         Err(_) => None,
     };
-    let mut local = fields(&plan, crate::voice::BUILT, &LoopState::default());
+    let mut local = fields(&plan, sayri_daemon::voice::BUILT, &LoopState::default());
     if json_mode {
         local.insert("daemon".into(), daemon.unwrap_or(Value::Null));
         local.insert("input_devices".into(), json!(devices(true)));
@@ -370,13 +371,13 @@ pub async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()> {
 }
 
 fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Option<&Value>) {
-    let list = |k: &str| crate::voice::status::string_list(f, k);
+    let list = |k: &str| sayri_daemon::voice::status::string_list(f, k);
     let ready = |k: &str| f.get(k) == Some(&Value::Bool(true));
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
         "voice:          {}",
-        if crate::voice::BUILT {
+        if sayri_daemon::voice::BUILT {
             "built in"
         } else {
             "NOT built in"

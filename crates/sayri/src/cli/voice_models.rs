@@ -19,7 +19,7 @@ fn kind(s: &str) -> Result<ModelKind, String> {
 
 /// The voice subcommands of `sayri models`.
 #[derive(Debug, Clone, clap::Subcommand)]
-pub enum VoiceModelsAction {
+pub(crate) enum VoiceModelsAction {
     /// Download a voice model into the store (whisper ggml models from the catalog by name;
     /// anything else with --url and --sha256).
     Download {
@@ -72,7 +72,7 @@ pub enum VoiceModelsAction {
 
 /// Prints the voice section of `sayri models list`: installed models, then what the catalog
 /// offers.
-pub fn print_list() {
+pub(crate) fn print_list() {
     let store = ModelStore::open_default();
     println!("Voice models ({}):", store.root().display());
     let installed = store.list();
@@ -111,7 +111,7 @@ pub fn print_list() {
 }
 
 /// Runs a voice subcommand of `sayri models`.
-pub async fn run(action: VoiceModelsAction) -> anyhow::Result<()> {
+pub(crate) async fn run(action: VoiceModelsAction) -> anyhow::Result<()> {
     let store = ModelStore::open_default();
     match action {
         VoiceModelsAction::Download {
@@ -205,7 +205,7 @@ async fn download(
 /// not be bigger than that entry's size (its approximate megabytes plus a tenth): a server
 /// sending more is refused as soon as it does. Output and errors name `url` without its
 /// credentials.
-pub async fn download_verified(
+pub(crate) async fn download_verified(
     store: &ModelStore,
     kind: ModelKind,
     name: &str,

@@ -7,8 +7,8 @@
 //!   time and score and the highest score seen — to pick `stt.wake_threshold` for a room.
 //!   Exits 1 when the phrase was not heard.
 
-use crate::paths::Paths;
 use anyhow::{Context, bail};
+use sayri_client::paths::Paths;
 use sayri_core::ports::audio::{AudioSource, FRAME_SAMPLES};
 use sayri_voice::models::{ModelKind, ModelStore};
 use sayri_voice::plan::{Device, VoicePlan};
@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 /// `sayri wake …`.
 #[derive(Debug, Clone, clap::Subcommand)]
-pub enum WakeAction {
+pub(crate) enum WakeAction {
     /// The installed wake-word models, their phrases, and the one Sayri listens with.
     List {
         /// Print JSON.
@@ -49,8 +49,8 @@ pub enum WakeAction {
 }
 
 /// Runs `sayri wake ACTION`; returns the exit code.
-pub fn run(paths: &Paths, action: &WakeAction) -> anyhow::Result<i32> {
-    let mut cfg = crate::config_file::load(&paths.config_file())?.0;
+pub(crate) fn run(paths: &Paths, action: &WakeAction) -> anyhow::Result<i32> {
+    let mut cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
     let store = ModelStore::open_default();
     match action {
         WakeAction::List { json } => {
@@ -97,7 +97,7 @@ fn list(plan: &VoicePlan, store: &ModelStore, json_mode: bool) -> anyhow::Result
             "active": plan.wake.name,
             "phrase": plan.wake_phrase,
             "threshold": plan.loop_config.wake_threshold,
-            "ready": crate::voice::BUILT && plan.wake_ready(),
+            "ready": sayri_daemon::voice::BUILT && plan.wake_ready(),
             "missing": plan.wake_missing(),
             "notes": plan.wake.note,
         });
@@ -162,8 +162,8 @@ fn test(
     seconds: f64,
     json_mode: bool,
 ) -> anyhow::Result<i32> {
-    if !crate::voice::BUILT {
-        bail!("{}", crate::voice::status::not_built());
+    if !sayri_daemon::voice::BUILT {
+        bail!("{}", sayri_daemon::voice::status::not_built());
     }
     let detector = sayri_voice::engines::load_wake_detector(plan, store)?;
     let threshold = plan.loop_config.wake_threshold;

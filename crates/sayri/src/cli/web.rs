@@ -6,9 +6,9 @@
 //! `--open` never puts the secret on a command line (other users can read those in `/proc`):
 //! it writes a 0600 page holding a one-time ticket next to the socket and opens that file.
 
-use crate::cli::autostart::connect_or_start;
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::autostart::connect_or_start;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_protocol::{ProtocolError, ServerMessage};
 use sayri_web::{DaemonConnector, DaemonLink, WebServer};
 use serde_json::{Map, Value};
@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Options of `sayri web`.
 #[derive(Debug, clap::Args)]
-pub struct WebArgs {
+pub(crate) struct WebArgs {
     /// Port on 127.0.0.1 to listen on (0 = any free port).
     #[arg(long, default_value_t = sayri_web::DEFAULT_PORT)]
     pub port: u16,
@@ -30,16 +30,17 @@ pub struct WebArgs {
 
 /// Connects the bridge to the daemon's socket with the CLI's client (same checks: the
 /// listener must be our own uid, the daemon must greet).
-pub struct SocketConnector {
+pub(crate) struct SocketConnector {
     socket: PathBuf,
 }
 
 impl DaemonConnector for SocketConnector {
-    type Link = Client;
+    type Link = Link;
 
-    async fn connect(&self) -> Result<Client, String> {
+    async fn connect(&self) -> Result<Link, String> {
         Client::connect(&self.socket, CONNECT_TIMEOUT)
             .await
+            .map(Link)
             .map_err(|e| e.to_string())
     }
 }
@@ -51,9 +52,12 @@ fn protocol_error(e: ClientError) -> ProtocolError {
     }
 }
 
-impl DaemonLink for Client {
+/// The bridge's connection to the daemon: a [`Client`].
+pub struct Link(Client);
+
+impl DaemonLink for Link {
     fn ready_info(&self) -> Value {
-        self.ready_info.clone()
+        self.0.ready_info.clone()
     }
 
     async fn call(
@@ -61,24 +65,32 @@ impl DaemonLink for Client {
         cmd: &str,
         params: Map<String, Value>,
     ) -> Result<Value, ProtocolError> {
-        Client::call(self, cmd, params, crate::client::REQUEST_TIMEOUT, |_| {})
-            .await
-            .map_err(protocol_error)
+        Client::call(
+            &mut self.0,
+            cmd,
+            params,
+            sayri_client::client::REQUEST_TIMEOUT,
+            |_| {},
+        )
+        .await
+        .map_err(protocol_error)
     }
 
     async fn send(&mut self, cmd: &str, params: Map<String, Value>) -> Result<u64, String> {
-        Client::send(self, cmd, params)
+        Client::send(&mut self.0, cmd, params)
             .await
             .map_err(|e| e.to_string())
     }
 
     async fn next_message(&mut self) -> Result<ServerMessage, String> {
-        Client::next_message(self).await.map_err(|e| e.to_string())
+        Client::next_message(&mut self.0)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 
 /// Runs `sayri web` until SIGINT or SIGTERM.
-pub async fn run(paths: &Paths, allow_start: bool, args: &WebArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, allow_start: bool, args: &WebArgs) -> anyhow::Result<()> {
     // The daemon is started (or found) first, like every client command; later reconnections
     // of the bridge never start one.
     drop(connect_or_start(paths, allow_start).await?);

@@ -2,14 +2,14 @@
 //! web bubble, UI plugins) to show, hide or toggle its window, or to open its settings, through
 //! the daemon's `window` command. Never starts the daemon: with no daemon there is no window.
 
-use crate::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::paths::Paths;
+use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
+use sayri_client::paths::Paths;
 use sayri_protocol::params::{WindowAction, WindowParams};
 
 /// The window flags of the top-level command line (at most one).
 #[derive(Debug, Default, clap::Args)]
 #[group(multiple = false)]
-pub struct WindowFlags {
+pub(crate) struct WindowFlags {
     /// Show the assistant's window.
     #[arg(long)]
     pub show: bool,
@@ -26,12 +26,12 @@ pub struct WindowFlags {
 
 impl WindowFlags {
     /// Whether any of the flags was given.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.show || self.hide || self.toggle || self.settings
     }
 
     /// The action the flags ask for (`show` when none is given).
-    pub fn action(&self) -> WindowAction {
+    pub(crate) fn action(&self) -> WindowAction {
         if self.hide {
             WindowAction::Hide
         } else if self.toggle {
@@ -45,7 +45,7 @@ impl WindowFlags {
 }
 
 /// Sends `window {action}`; says so when no front-end is connected to react.
-pub async fn run(paths: &Paths, action: WindowAction) -> anyhow::Result<()> {
+pub(crate) async fn run(paths: &Paths, action: WindowAction) -> anyhow::Result<()> {
     let mut client = match Client::connect(&paths.socket(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
         Err(ClientError::NotRunning { .. }) => anyhow::bail!(

@@ -2,10 +2,10 @@
 //! standing in for `ask`) does not block `ping` or `permission_answer` behind it.
 //! Uses an embedded daemon with the real socket, dispatcher and client.
 
-use sayri::client::Client;
-use sayri::daemon::dispatch::{Access, Mode};
-use sayri::daemon::{Daemon, default_dispatcher};
-use sayri::paths::Paths;
+use sayri_client::client::Client;
+use sayri_client::paths::Paths;
+use sayri_daemon::daemon::dispatch::{Access, Mode};
+use sayri_daemon::daemon::{Daemon, default_dispatcher};
 use sayri_protocol::names::{cmd, event};
 use sayri_protocol::params::{AskParams, PermissionAnswerParams};
 use serde_json::{Map, Value, json};

@@ -76,7 +76,7 @@ fn assert_intact(env: &Env, what: &str) -> i64 {
     };
     let meta = std::fs::metadata(path(env)).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{what}: mode");
-    assert_eq!(meta.uid(), sayri::paths::euid(), "{what}: owner");
+    assert_eq!(meta.uid(), sayri_client::paths::euid(), "{what}: owner");
     for entry in std::fs::read_dir(env.config_dir()).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         assert!(

@@ -49,7 +49,7 @@ fn config_set_refuses_naming_the_key_or_writes_a_file_a_restarted_daemon_answers
             let before = std::fs::read(&path).unwrap();
             let r = c.call("config_set", json!({"key": name, "value": value}), n as u64);
             if r["ok"] == true {
-                let loaded = sayri::config_file::load(&path);
+                let loaded = sayri_daemon::config_file::load(&path);
                 prop_assert!(loaded.is_ok(), "{name} = {value}: {:?}", loaded.err());
                 // The provider key goes to the vault; secrets are masked when read back.
                 if name != "provider.api_key" {

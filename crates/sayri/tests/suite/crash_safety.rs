@@ -458,14 +458,17 @@ fn daemon_host_with_a_supervised_child() {
         .build()
         .unwrap();
     // A test binary does not live next to `sayri-exec`: name the one cargo built.
-    sayri::brain::settings::use_helper_program(sayri::brain::settings::HelperProgram {
-        program: EXEC_BIN.into(),
-        args: Vec::new(),
-    });
+    sayri_daemon::brain::settings::use_helper_program(
+        sayri_daemon::brain::settings::HelperProgram {
+            program: exec_bin(),
+            args: Vec::new(),
+        },
+    );
     rt.block_on(async move {
-        let paths = sayri::paths::Paths::from_env().unwrap();
+        let paths = sayri_client::paths::Paths::from_env().unwrap();
         let daemon =
-            sayri::daemon::Daemon::bind(paths, sayri::daemon::default_dispatcher()).unwrap();
+            sayri_daemon::daemon::Daemon::bind(paths, sayri_daemon::daemon::default_dispatcher())
+                .unwrap();
         let mut spec = test_child::spec("stubborn", &format!("stubborn:{token}"));
         spec.stop_grace = std::time::Duration::from_millis(500);
         daemon.state().supervisor.start(spec).unwrap();

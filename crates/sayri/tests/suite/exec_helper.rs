@@ -2,7 +2,7 @@
 //! through it, and without it every command is refused with a message naming what to install
 //! (the sandbox fails closed, never running anything on the host instead).
 
-use super::support::{BIN, Env, stderr};
+use super::support::{BIN, Env, exec_bin, stderr};
 use std::process::Command;
 
 #[test]
@@ -43,7 +43,7 @@ fn without_the_helper_next_to_sayri_every_command_is_refused_and_says_what_to_in
     }
 
     // With the helper next to it, the same command runs.
-    let helper = std::path::Path::new(BIN).with_file_name("sayri-exec");
+    let helper = exec_bin();
     std::fs::copy(&helper, lonely.join("sayri-exec")).unwrap();
     let out = Command::new(&sayri)
         .env("SAYRI_CONFIG_DIR", env.config_dir())

@@ -96,7 +96,7 @@ fn bad_requests_are_answered_with_codes_and_recovered_ids() {
     assert_eq!(r["code"], "unknown_command");
     assert!(r["error"].as_str().unwrap().contains("no_such_command"));
     // Every protocol command without a handler answers not_implemented, never crashes.
-    let implemented: Vec<&str> = sayri::daemon::default_dispatcher()
+    let implemented: Vec<&str> = sayri_daemon::daemon::default_dispatcher()
         .commands()
         .map(|(c, ..)| c)
         .collect();

@@ -73,7 +73,7 @@ async fn the_client_refuses_a_daemon_socket_served_by_another_uid() {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let _imp = start_impostor(dir.path());
     let socket = dir.path().join("sayri-daemon.sock");
-    let result = sayri::client::Client::connect(&socket, Duration::from_secs(3)).await;
+    let result = sayri_client::client::Client::connect(&socket, Duration::from_secs(3)).await;
     let err = match result {
         Ok(_) => panic!("connected to a socket served by uid 65534"),
         Err(e) => e.to_string(),

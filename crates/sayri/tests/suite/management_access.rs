@@ -4,8 +4,8 @@
 
 use super::scripted_turns::*;
 use super::support::*;
-use sayri::daemon::default_dispatcher;
-use sayri::daemon::dispatch::Access;
+use sayri_daemon::daemon::default_dispatcher;
+use sayri_daemon::daemon::dispatch::Access;
 use sayri_testkit::{Reply, sse};
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 
 use super::scripted_turns::{Model, setup, start_model, wait_event, wait_response};
 use super::support::*;
-use sayri::daemon::default_dispatcher;
+use sayri_daemon::daemon::default_dispatcher;
 use sayri_testkit::{Reply, sse};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;

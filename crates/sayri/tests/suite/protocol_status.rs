@@ -1,7 +1,7 @@
 //! PROTOCOL.md says which commands this build implements and who may use them; the dispatcher
 //! is the truth. The two must agree, so the document cannot drift from the wire.
 
-use sayri::daemon::default_dispatcher;
+use sayri_daemon::daemon::default_dispatcher;
 
 #[test]
 fn protocol_md_marks_exactly_the_commands_the_daemon_implements_with_their_access() {

@@ -272,7 +272,7 @@ fn values_of_the_right_type_and_meaning_are_stored_over_ipc() {
         let r = c.call("config_set", json!({"key": key, "value": value}), i as u64);
         assert_eq!(r["result"]["value"], value, "{key}: {r}");
     }
-    let (cfg, _) = sayri::config_file::load(&config_path(&env)).unwrap();
+    let (cfg, _) = sayri_daemon::config_file::load(&config_path(&env)).unwrap();
     assert_eq!(cfg.provider.max_tokens, 4096);
     assert_eq!(cfg.sandbox.deny_read, ["/srv/private", "/home/me/.aws"]);
 }

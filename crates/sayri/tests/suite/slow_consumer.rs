@@ -3,8 +3,8 @@
 //! frames, and SIGTERM still stops the daemon promptly while a non-reading client is connected.
 
 use super::support::*;
-use sayri::daemon::{Daemon, default_dispatcher};
-use sayri::paths::Paths;
+use sayri_client::paths::Paths;
+use sayri_daemon::daemon::{Daemon, default_dispatcher};
 use serde_json::{Map, Value, json};
 use std::io::{BufRead, Read};
 use std::os::fd::AsRawFd;

@@ -2,13 +2,13 @@
 //! keeper (`sayri-exec keep`), crashing, ignoring `SIGTERM`, leaving descendants and
 //! reading secrets, exactly as a model server, a gateway or a plugin service might.
 
-use super::support::{EXEC_BIN, alive, processes_with};
+use super::support::{alive, exec_bin, processes_with};
 use super::test_child::{fingerprint, spec};
-use sayri::supervisor::{
+use sayri_daemon::supervisor::{
     ChildState, ChildStatus, Launcher, RestartPolicy, Supervisor, SupervisorConfig, SupervisorError,
 };
 use sayri_sandbox::child_registry::ChildRegistry;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ impl Rig {
         let config = SupervisorConfig {
             log_dir: dir.path().join("logs"),
             launcher: Launcher {
-                program: PathBuf::from(EXEC_BIN),
+                program: exec_bin(),
                 args: Vec::new(),
                 registry: Some(ChildRegistry::new(dir.path().join("children"))),
             },
@@ -313,7 +313,8 @@ async fn shutdown_stops_every_child_and_starts_nothing_new() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_that_cannot_be_executed_fails_with_a_clear_error() {
     let rig = Rig::new();
-    let mut s = sayri::supervisor::ChildSpec::new("missing", "/nonexistent/sayri-model-server");
+    let mut s =
+        sayri_daemon::supervisor::ChildSpec::new("missing", "/nonexistent/sayri-model-server");
     s.restart = RestartPolicy {
         initial_delay: Duration::from_millis(20),
         max_crashes: 2,

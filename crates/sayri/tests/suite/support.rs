@@ -8,8 +8,56 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sayri");
-/// The sandbox's exec helper, built next to [`BIN`].
-pub const EXEC_BIN: &str = env!("CARGO_BIN_EXE_sayri-exec");
+
+/// The programs the daemon finds next to its own executable: the sandbox's exec helper (a
+/// binary of `sayri-sandbox`) and the Telegram gateway (of `sayri-gateway-telegram`).
+const COMPANIONS: [(&str, &str); 2] = [
+    ("sayri-sandbox", "sayri-exec"),
+    ("sayri-gateway-telegram", "sayri-gateway-telegram"),
+];
+
+/// Builds the [`COMPANIONS`] next to [`BIN`], once per test process. They belong to other
+/// packages, so cargo builds them for this package's tests only under
+/// `cargo test --workspace`; this runs `cargo build` for them with the same profile and target
+/// directory as [`BIN`] (a quick no-op when they are fresh), so `cargo test -p sayri` never
+/// runs a stale helper. Panics naming the command when the build fails.
+pub fn companions() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let profile_dir = Path::new(BIN).parent().unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+        let mut cmd = Command::new(cargo);
+        cmd.arg("build")
+            .arg("--manifest-path")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml"))
+            .arg("--target-dir")
+            .arg(target_dir);
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+            None => panic!("cannot tell the profile of {BIN}"),
+        }
+        for (package, bin) in COMPANIONS {
+            cmd.args(["-p", package, "--bin", bin]);
+        }
+        let status = cmd
+            .status()
+            .expect("run cargo build for the companion programs");
+        assert!(status.success(), "{cmd:?} failed: {status}");
+    });
+}
+
+/// The sandbox's exec helper next to [`BIN`] (built by [`companions`]).
+pub fn exec_bin() -> PathBuf {
+    companions();
+    Path::new(BIN).with_file_name("sayri-exec")
+}
 
 /// How long processes of a finished test may take to exit on their own (a daemon told to
 /// `quit` drains its clients for up to a second) before they count as leaked.
@@ -326,6 +374,7 @@ impl Env {
     /// Like [`Env::new`], under `base` instead of `/tmp`. Sandbox levels 1–2 give commands a
     /// private `/tmp`, so tests that look at files from inside a sandbox use `/var/tmp`.
     pub fn new_in(base: &str) -> Env {
+        companions();
         Env {
             dir: tempfile::Builder::new()
                 .prefix("sy")

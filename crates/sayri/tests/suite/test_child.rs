@@ -11,7 +11,7 @@
 //! * `secrets` — prints the length and byte sum of `$SAYRI_TEST_SECRET` and of its stdin (never
 //!   the values), then sleeps until signalled.
 
-use sayri::supervisor::ChildSpec;
+use sayri_daemon::supervisor::ChildSpec;
 use std::io::Read;
 use std::process::Command;
 use std::time::Duration;

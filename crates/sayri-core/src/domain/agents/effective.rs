@@ -24,7 +24,8 @@
 //! "tightening the creator tightens the child".
 
 use super::allow;
-use crate::domain::profile::{AgentProfile, CreatorRules, secret_key};
+use crate::domain::profile::{AgentProfile, secret_key};
+use sayri_permissions::CreatorRules;
 use sayri_protocol::SandboxLevel;
 
 /// The most creators above one agent. A longer chain is refused (it is almost certainly a
@@ -392,7 +393,7 @@ pub fn narrowings(written: &AgentProfile, effective: &AgentProfile) -> Vec<Narro
 }
 
 /// `read_only`, `ask`, … as profile files spell it.
-fn effect_name(d: crate::domain::profile::DefaultEffect) -> String {
+fn effect_name(d: sayri_permissions::DefaultEffect) -> String {
     serde_json::to_value(d)
         .ok()
         .and_then(|v| v.as_str().map(String::from))

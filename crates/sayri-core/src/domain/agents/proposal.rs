@@ -7,8 +7,9 @@
 //! ([`super::effective_profile`]) and shown on a card ([`card`]) before anything is written.
 
 use super::effective::Narrowing;
-use crate::domain::permissions::{Source, rule::rules_from_raw};
-use crate::domain::profile::{AgentProfile, RawRule, valid_agent_id, valid_secret_name};
+use crate::domain::profile::{AgentProfile, valid_agent_id, valid_secret_name};
+use sayri_permissions::RawRule;
+use sayri_permissions::{Source, rule::rules_from_raw};
 use sayri_protocol::SandboxLevel;
 use serde::Deserialize;
 

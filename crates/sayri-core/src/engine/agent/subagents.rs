@@ -21,7 +21,6 @@ use crate::domain::agents::{
 use crate::domain::codeblock;
 use crate::domain::context::StepObservation;
 use crate::domain::observation::Excerpt;
-use crate::domain::permissions::Action;
 use crate::domain::profile::AgentProfile;
 use crate::domain::text::cut_chars;
 use crate::engine::events::{CoreEvent, EventSink};
@@ -30,21 +29,20 @@ use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream,
     ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent, sub_agents,
 };
+use crate::sync::{read, write};
 use futures::StreamExt;
+use sayri_permissions::Action;
 use std::sync::Arc;
 
 impl AgentEngine {
     /// Gives the engine the stored agents (delegation and creation need them; the core sets
     /// this when it is built).
     pub fn set_agents(&self, agents: Arc<dyn AgentDirectory>) {
-        *self.agents.write().unwrap_or_else(|p| p.into_inner()) = Some(agents);
+        *write(&self.agents) = Some(agents);
     }
 
     fn agent_directory(&self) -> Option<Arc<dyn AgentDirectory>> {
-        self.agents
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read(&self.agents).clone()
     }
 
     /// The model a turn of `profile` talks to: the provider's, or the agent's own endpoint.

@@ -1,5 +1,5 @@
 //! Shell code, wherever it is, judged with the permission engine's bash analysis
-//! ([`crate::domain::permissions::shell::analyze`]): shell scripts whole, Markdown code blocks,
+//! ([`sayri_permissions::shell::analyse`]): shell scripts whole, Markdown code blocks,
 //! inline code spans, command-looking text inside sentences and HTML comments, and string
 //! literals that code hands to a shell (`os.system("…")`, `execSync('…')`). The analysis sees
 //! through quoting, `$'\x63url'`, wrappers (`env`, `sudo`, `xargs`, …), `bash -c` strings and
@@ -8,9 +8,9 @@
 //! reads, writes and fetches) become scanner findings.
 
 use super::{Collector, FileRole, Kind, Labels};
-use crate::domain::permissions::rule::Action;
-use crate::domain::permissions::{detach, recursive_delete, remote_exec, shell, targets};
 use regex::Regex;
+use sayri_permissions::rule::Action;
+use sayri_permissions::{detach, recursive_delete, remote_exec, shell, targets};
 use std::sync::OnceLock;
 
 /// Programs whose name at the start of a phrase makes it a command worth analysing.
@@ -154,7 +154,7 @@ fn judge(labels: &Labels<'_>, n: usize, text: &str, c: &mut Collector) {
     if text.trim().is_empty() {
         return;
     }
-    let a = shell::analyze(text);
+    let a = shell::analyse(text);
     let detail = |d: &str| labels.detail(n, d);
     let rx = remote_exec::findings(&a);
     for d in &rx.denied {

@@ -1,0 +1,203 @@
+//! The assistant's commands: `talk`, `ask`, `interrupt`, `new_conversation`, `switch_session`,
+//! `sessions_list`, `session_get`, `session_rename`, `session_delete`. Events of the turn reach
+//! every client through the broadcaster. (Agent profiles: [`super::agents`].)
+
+use crate::command_peer::Caller;
+use crate::daemon::dispatch::{Access, Ctx};
+use sayri_core::assistant::CoreError;
+use sayri_protocol::params::{
+    AskParams, InterruptParams, NewConversationParams, SessionDeleteParams, SessionGetParams,
+    SessionRenameParams, SessionsListParams, SwitchSessionParams, TalkParams, TurnTarget,
+};
+use sayri_protocol::{ErrorCode, ProtocolError, names};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Maps a core error to a protocol error with a fitting code.
+pub fn core_err(e: CoreError) -> ProtocolError {
+    let code = match &e {
+        CoreError::Busy => ErrorCode::Busy,
+        CoreError::EmptyText => ErrorCode::InvalidParams,
+        CoreError::UnknownAgent(_) | CoreError::UnknownSession(_) => ErrorCode::NotFound,
+        CoreError::AmbiguousSession { .. } => ErrorCode::InvalidParams,
+        CoreError::BadAgent(_) => ErrorCode::InvalidParams,
+        CoreError::Store(_) | CoreError::Lost => ErrorCode::Internal,
+    };
+    ProtocolError::new(code, e.to_string())
+}
+
+/// Moves to the turn's agent and session first: switches agent when `agent_id` is given, then
+/// starts a new conversation (`new`) or switches session (`session_id`). While a turn runs any
+/// change is refused (it would cut the running turn short). Switching agents is management: a
+/// command of a turn may not move the assistant to another (possibly wider) agent.
+fn enter_target(target: TurnTarget<'_>, ctx: &Ctx) -> Result<(), ProtocolError> {
+    let brain = ctx.daemon.brain()?;
+    if let Some(id) = target.agent_id
+        && brain.core.active_agent().id != id
+    {
+        if ctx.caller == Caller::Command {
+            return Err(ProtocolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "switching to agent {id} is a management action, refused to a client running inside a command of Sayri; run it yourself from a terminal"
+                ),
+            ));
+        }
+        if !ctx.may(names::cmd::AGENT_SWITCH, Access::Management) {
+            return Err(ProtocolError::new(
+                ErrorCode::Denied,
+                format!(
+                    "switching to agent {id} is agent_switch, which this connection gave up with client_hello; switch agents with `sayri agents use {id}`"
+                ),
+            ));
+        }
+        if brain.core.status().busy {
+            return Err(core_err(CoreError::Busy));
+        }
+        brain.core.agent_switch(id).map_err(core_err)?;
+    }
+    let switches_session = target.new
+        || target
+            .session_id
+            .is_some_and(|s| s != brain.core.status().session_id);
+    if switches_session && brain.core.status().busy {
+        return Err(core_err(CoreError::Busy));
+    }
+    if target.new {
+        brain.core.new_conversation();
+    } else if let Some(id) = target.session_id {
+        // A unique prefix names its session; an id nobody has keeps its old meaning.
+        let id = match brain.core.resolve_session_id(id) {
+            Ok(full) => full,
+            Err(CoreError::UnknownSession(_)) => id.to_string(),
+            Err(e) => return Err(core_err(e)),
+        };
+        brain.core.switch_session(&id).map_err(core_err)?;
+    }
+    Ok(())
+}
+
+/// A typed request starts: the spoken answer of an earlier spoken query stops (a spoken query
+/// still running keeps the core busy and the typed one is refused instead).
+fn stop_spoken_answer(ctx: &Ctx) {
+    if ctx.daemon.brain().is_ok_and(|b| !b.core.status().busy) {
+        ctx.daemon.voice.before_typed_turn();
+    }
+}
+
+/// `talk {text}` → `{"sent":true,"text","session_id"}`; the turn runs in the background.
+pub async fn talk(p: TalkParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    enter_target(p.target(), &ctx)?;
+    stop_spoken_answer(&ctx);
+    let session_id = ctx.daemon.brain()?.core.talk(&p.text).map_err(core_err)?;
+    Ok(json!({"sent": true, "text": p.text, "session_id": session_id}))
+}
+
+/// `ask {text, timeout=120, agent_id?, session_id?, new?}` → `{"text","error","session_id"}`
+/// when the turn ends. On timeout the turn is interrupted and `error` says so. If the asking
+/// client disconnects the turn keeps running (other clients may be watching).
+pub async fn ask(p: AskParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let timeout = p.timeout_secs();
+    enter_target(p.target(), &ctx)?;
+    stop_spoken_answer(&ctx);
+    let brain = ctx.daemon.brain()?.clone();
+    let turn = tokio::spawn(async move { brain.core.ask(&p.text).await });
+    let brain = ctx.daemon.brain()?.clone();
+    match tokio::time::timeout(Duration::from_secs_f64(timeout.min(86_400.0)), turn).await {
+        Ok(Ok(Ok(result))) => {
+            serde_json::to_value(result).map_err(|e| ProtocolError::internal(e.to_string()))
+        }
+        Ok(Ok(Err(e))) => Err(core_err(e)),
+        Ok(Err(e)) => Err(ProtocolError::internal(format!("the request failed: {e}"))),
+        Err(_) => {
+            brain.core.interrupt();
+            Ok(json!({
+                "text": "",
+                "error": format!("no answer within {timeout} s — the request was interrupted"),
+                "session_id": brain.core.status().session_id,
+            }))
+        }
+    }
+}
+
+/// `interrupt` → `{"interrupted": bool}` (true when a turn was running); a spoken answer
+/// stops too.
+pub async fn interrupt(_: InterruptParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    ctx.daemon.voice.interrupt();
+    let brain = ctx.daemon.brain()?;
+    let session = brain.core.status().session_id;
+    brain.broker.cancel_session(&session);
+    Ok(json!({"interrupted": brain.core.interrupt()}))
+}
+
+/// `new_conversation` → `{"session_id"}`.
+pub async fn new_conversation(_: NewConversationParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    Ok(json!({"session_id": ctx.daemon.brain()?.core.new_conversation()}))
+}
+
+/// `switch_session {session_id}` → `{"session_id"}`; unknown ids are an error (not ignored).
+pub async fn switch_session(p: SwitchSessionParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    let active = core.switch_session(&id).map_err(core_err)?;
+    Ok(json!({"session_id": active}))
+}
+
+/// `sessions_list {limit=20}` → `[{id,title,agent_id,messages,updated_at}]`, newest first.
+pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let limit = p.limit();
+    let list = ctx
+        .daemon
+        .brain()?
+        .core
+        .sessions_list(limit)
+        .map_err(core_err)?;
+    serde_json::to_value(list).map_err(|e| ProtocolError::internal(e.to_string()))
+}
+
+/// `session_get {session_id}` → the session with its messages (tool steps included) and
+/// `usage`: the provider-reported token totals of its model calls
+/// (`{prompt_tokens, completion_tokens, model_calls}`; calls whose server reported nothing are
+/// not counted).
+pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    let d = core.session_get(&id).map_err(core_err)?;
+    let mut v =
+        serde_json::to_value(&d.info).map_err(|e| ProtocolError::internal(e.to_string()))?;
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "messages".into(),
+            serde_json::to_value(&d.messages)
+                .map_err(|e| ProtocolError::internal(e.to_string()))?,
+        );
+        let reported = d.messages.iter().filter_map(|m| m.usage);
+        let (mut prompt, mut completion, mut calls) = (0u64, 0u64, 0u64);
+        for u in reported {
+            prompt += u64::from(u.prompt_tokens);
+            completion += u64::from(u.completion_tokens);
+            calls += 1;
+        }
+        m.insert(
+            "usage".into(),
+            json!({"prompt_tokens": prompt, "completion_tokens": completion, "model_calls": calls}),
+        );
+    }
+    Ok(v)
+}
+
+/// `session_rename {session_id, title}` → `{"session_id","title"}`.
+pub async fn session_rename(p: SessionRenameParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    core.session_rename(&id, &p.title).map_err(core_err)?;
+    Ok(json!({"session_id": id, "title": p.title}))
+}
+
+/// `session_delete {session_id}` → `{"session_id","deleted"}`.
+pub async fn session_delete(p: SessionDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+    let core = &ctx.daemon.brain()?.core;
+    let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
+    let deleted = core.session_delete(&id).map_err(core_err)?;
+    Ok(json!({"session_id": id, "deleted": deleted}))
+}

@@ -1,0 +1,115 @@
+//! The voice service of a build without the `voice` feature: every command answers what to
+//! rebuild; `status` still shows which models are installed.
+
+use super::status::{self, LoopState};
+use crate::brain::Brain;
+use crate::bus::Broadcaster;
+use sayri_core::domain::config::Config;
+use sayri_core::engine::CoreState;
+use sayri_core::sync::{read, write};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use sayri_voice::models::ModelStore;
+use sayri_voice::plan::VoicePlan;
+use serde_json::{Map, Value};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// Voice in a daemon built without it.
+pub struct VoiceService {
+    cfg: RwLock<Config>,
+    store: ModelStore,
+}
+
+fn refused() -> ProtocolError {
+    ProtocolError::new(ErrorCode::Unavailable, status::not_built())
+}
+
+impl VoiceService {
+    /// The service for `cfg`.
+    pub fn new(cfg: &Config, _broadcaster: Broadcaster) -> VoiceService {
+        VoiceService {
+            cfg: RwLock::new(cfg.clone()),
+            store: ModelStore::open_default(),
+        }
+    }
+
+    /// Nothing to attach without a loop.
+    pub fn attach(&self, _brain: Arc<Brain>) {}
+
+    /// Refused: no voice in this build.
+    pub async fn listen(&self, _timeout: Duration) -> Result<String, ProtocolError> {
+        Err(refused())
+    }
+
+    /// Refused: no voice in this build.
+    pub fn stop_listening(&self) -> Result<(), ProtocolError> {
+        Err(refused())
+    }
+
+    /// Refused: no voice in this build.
+    pub fn toggle(&self) -> Result<CoreState, ProtocolError> {
+        Err(refused())
+    }
+
+    /// Nothing to interrupt.
+    pub fn interrupt(&self) {}
+
+    /// Nothing is spoken.
+    pub fn before_typed_turn(&self) {}
+
+    /// Keeps the settings for `status`.
+    pub fn reconfigure(&self, cfg: &Config) {
+        *write(&self.cfg) = cfg.clone();
+    }
+
+    /// The voice fields of `status` (everything not ready, saying what to rebuild).
+    pub fn status(&self) -> Map<String, Value> {
+        let cfg = read(&self.cfg).clone();
+        let plan = VoicePlan::resolve(&cfg, &self.store);
+        status::fields(&plan, false, &LoopState::default())
+    }
+
+    /// No voice state.
+    pub fn state(&self) -> Option<CoreState> {
+        None
+    }
+
+    /// Never busy.
+    pub fn busy(&self) -> bool {
+        false
+    }
+
+    /// Nothing to stop.
+    pub fn shutdown(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_voice_command_says_the_build_lacks_voice_and_how_to_rebuild() {
+        let v = VoiceService::new(&Config::default(), Broadcaster::default());
+        let errors = [
+            v.listen(Duration::from_secs(1)).await.unwrap_err(),
+            v.stop_listening().unwrap_err(),
+            v.toggle().unwrap_err(),
+        ];
+        for e in errors {
+            assert_eq!(e.code, ErrorCode::Unavailable);
+            assert!(e.message.contains("built without voice"), "{}", e.message);
+            assert!(e.message.contains("cargo build"), "{}", e.message);
+        }
+        let st = v.status();
+        for k in ["stt_ready", "tts_ready", "wake_ready"] {
+            assert_eq!(st[k], false, "{k}");
+        }
+        assert!(
+            st["stt_missing"][0]
+                .as_str()
+                .unwrap()
+                .contains("built without voice")
+        );
+        assert_eq!(st["voice"]["built"], false);
+    }
+}

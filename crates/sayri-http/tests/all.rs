@@ -1,0 +1,3 @@
+//! Integration tests of `sayri-http`, one binary (see `suite/`).
+
+mod suite;

@@ -1,0 +1,3 @@
+//! Integration tests of `sayri-permissions`, one binary (see `suite/`).
+
+mod suite;

@@ -1,0 +1,15 @@
+mod analysis_floors;
+mod approvals;
+mod arg_programs;
+mod assignments;
+mod command_structure;
+mod common;
+mod evasion;
+mod expansion;
+mod host_reach;
+mod levels;
+mod property;
+mod remote_exec;
+mod rules;
+mod targets;
+mod wrappers;
