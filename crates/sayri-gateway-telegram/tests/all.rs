@@ -331,3 +331,54 @@ async fn polling_pauses_longer_after_each_conflict() {
     assert!(gaps[1] >= Duration::from_millis(1950), "{gaps:?}");
     assert!(gaps[2] >= Duration::from_millis(3950), "{gaps:?}");
 }
+
+#[tokio::test]
+async fn a_bot_api_answer_that_never_ends_is_refused_at_its_cap_not_read_into_memory() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let sent = Arc::new(Mutex::new(0usize));
+    let counted = sent.clone();
+    tokio::spawn(async move {
+        let Ok((s, _)) = listener.accept().await else {
+            return;
+        };
+        let mut s = BufReader::new(s);
+        let mut line = String::new();
+        while s.read_line(&mut line).await.is_ok_and(|n| n > 0) && line != "\r\n" {
+            line.clear();
+        }
+        let mut s = s.into_inner();
+        let _ = s
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .await;
+        let chunk = [b' '; 0x10000];
+        loop {
+            let ok = s.write_all(b"10000\r\n").await.is_ok()
+                && s.write_all(&chunk).await.is_ok()
+                && s.write_all(b"\r\n").await.is_ok();
+            if !ok {
+                return;
+            }
+            *counted.lock().unwrap() += chunk.len();
+        }
+    });
+    let api = BotApi::new(&base, "123:abc").unwrap();
+    let e = api
+        .call(
+            "getUpdates",
+            &serde_json::json!({}),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("getUpdates: the answer is longer than 16 MiB; refused"),
+        "{e}"
+    );
+    let written = *sent.lock().unwrap();
+    assert!(
+        written < 64 << 20,
+        "stopped reading soon after the cap ({written} bytes sent)"
+    );
+}

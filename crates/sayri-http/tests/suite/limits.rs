@@ -195,10 +195,19 @@ async fn an_answer_cut_before_its_length_is_an_error_not_a_short_file() {
     assert!(
         matches!(
             got,
-            Err(LimitError::Transport(_) | LimitError::Truncated { .. })
+            Err(LimitError::Broken {
+                done: 9,
+                total: Some(100),
+                ..
+            } | LimitError::Truncated {
+                done: 9,
+                total: 100
+            })
         ),
         "{got:?}"
     );
+    let e = got.unwrap_err().to_string();
+    assert!(e.contains("after 9 of 100 bytes"), "{e}");
 }
 
 #[tokio::test]

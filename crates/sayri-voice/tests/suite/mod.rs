@@ -1,3 +1,4 @@
+pub mod downloads;
 pub mod echo;
 pub mod engines;
 pub mod harness;

@@ -16,6 +16,7 @@ pub(crate) mod gateway;
 pub(crate) mod generate;
 pub(crate) mod install;
 pub(crate) mod local;
+pub(crate) mod model_checks;
 pub(crate) mod models;
 pub(crate) mod permissions;
 pub(crate) mod ping;
@@ -374,7 +375,7 @@ fn run(cli: Cli, passed: Vec<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
             Command::Db { action } => db::run(&paths, action).await,
             Command::Agents { action } => agents::run(&paths, start, *action).await,
-            Command::Models { action } => done(models::run(&paths, action).await),
+            Command::Models { action } => models::run(&paths, action).await,
             Command::Routines { action } => routines::run(&paths, start, action).await,
             Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
             Command::Listen(args) => voice::listen(&paths, start, &args).await,

@@ -31,6 +31,7 @@ mod impostor_socket;
 mod leak_guard;
 mod local_model;
 mod management_access;
+mod model_downloads;
 mod open_card_lifecycle;
 mod peer_cred;
 mod permission_cards;
