@@ -15,6 +15,7 @@ fn seed(id: &str) -> SessionSeed<'_> {
         id,
         agent_id: "default",
         title: id,
+        parent: None,
     }
 }
 

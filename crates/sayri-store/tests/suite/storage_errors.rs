@@ -11,6 +11,7 @@ fn seed() -> SessionSeed<'static> {
         id: "s",
         agent_id: "default",
         title: "s",
+        parent: None,
     }
 }
 

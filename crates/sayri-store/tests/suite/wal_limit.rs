@@ -13,6 +13,7 @@ fn seed() -> SessionSeed<'static> {
         id: "chat",
         agent_id: "default",
         title: "chat",
+        parent: None,
     }
 }
 

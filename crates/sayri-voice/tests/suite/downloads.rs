@@ -6,7 +6,7 @@
 use sayri_testkit::file_server::{File, FileServer};
 use sayri_voice::models::{
     Event, Integrity, ModelError, ModelKind, ModelStore, Reference, Request, Verdict, download,
-    sha256_file,
+    max_bytes, sha256_file,
 };
 use std::path::Path;
 use std::time::Duration;
@@ -74,6 +74,34 @@ fn a_download_with_a_checksum_but_no_known_size_stops_at_the_most_its_kind_may_h
         files(root.path(), "wakeword"),
         vec!["big.onnx.lock".to_string()],
         "no model, no .part left behind"
+    );
+}
+
+#[test]
+fn the_cap_is_the_catalog_size_for_a_file_the_catalog_knows_and_the_kinds_maximum_otherwise() {
+    let tiny = sayri_voice::models::catalog::lookup(ModelKind::Whisper, "tiny").unwrap();
+    let catalog_cap = u64::from(tiny.megabytes) * (1 << 20) * 11 / 10;
+    // Known by name and checksum, by checksum alone under another name, or by name without one.
+    assert_eq!(
+        max_bytes(ModelKind::Whisper, "tiny", Some(tiny.sha256)),
+        catalog_cap
+    );
+    let upper = tiny.sha256.to_ascii_uppercase();
+    assert_eq!(
+        max_bytes(ModelKind::Whisper, "mine", Some(&upper)),
+        catalog_cap
+    );
+    assert_eq!(max_bytes(ModelKind::Whisper, "tiny", None), catalog_cap);
+    // The catalog's name with another checksum is another file: only the kind bounds it.
+    let other = "cd".repeat(32);
+    assert_eq!(
+        max_bytes(ModelKind::Whisper, "tiny", Some(&other)),
+        ModelKind::Whisper.max_download_bytes()
+    );
+    // A whisper checksum does not size a file of another kind.
+    assert_eq!(
+        max_bytes(ModelKind::PiperVoice, "v", Some(tiny.sha256)),
+        ModelKind::PiperVoice.max_download_bytes()
     );
 }
 
