@@ -20,6 +20,10 @@ pub struct KernelFeatures {
     pub landlock_abi: Option<i32>,
     /// Why Landlock is unavailable, if it is.
     pub landlock_error: Option<String>,
+    /// The cap [`landlock::MAX_ABI_VAR`] set when it lowered the kernel's ABI to
+    /// `landlock_abi` (a test override; `None` otherwise).
+    #[serde(default)]
+    pub landlock_abi_cap: Option<i32>,
     /// Whether seccomp filters are supported (`PR_GET_SECCOMP` answers).
     pub seccomp_filter: bool,
     /// `Ok` when user, mount, pid, ipc, uts and net namespaces can be created unprivileged.
@@ -166,10 +170,15 @@ fn in_child(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 
 /// Probes the kernel. Must run in a single-threaded process (the helper's `probe` mode).
 pub fn probe_here() -> KernelFeatures {
-    let (landlock_abi, landlock_error) = match landlock::kernel_abi() {
-        Ok(v) => (Some(v), None),
-        Err(e) => (None, Some(e)),
-    };
+    let (landlock_abi, landlock_error, landlock_abi_cap) =
+        match (landlock::abi_cap_from_env(), landlock::kernel_abi()) {
+            (Err(e), _) | (Ok(_), Err(e)) => (None, Some(e), None),
+            (Ok(cap), Ok(v)) => (
+                Some(cap.map_or(v, |c| v.min(c))),
+                None,
+                cap.filter(|c| *c < v),
+            ),
+        };
     // SAFETY: prctl with integer arguments.
     let seccomp_filter = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
     let namespaces = in_child(|| namespaces::enter(false));
@@ -192,6 +201,7 @@ pub fn probe_here() -> KernelFeatures {
     KernelFeatures {
         landlock_abi,
         landlock_error,
+        landlock_abi_cap,
         seccomp_filter,
         namespaces,
         level1_dry_run,
@@ -209,12 +219,28 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
     let mut sandbox_advice = Vec::new();
     match (k.landlock_abi, &k.landlock_error) {
         (Some(v), _) if v >= landlock::REQUIRED_ABI => {}
+        (Some(v), _) if k.landlock_abi_cap == Some(v) => {
+            sandbox_missing.push(format!(
+                "Landlock ABI {v}, as {} sets it (need >= {}: filesystem, TCP and scope \
+                 restrictions)",
+                landlock::MAX_ABI_VAR,
+                landlock::REQUIRED_ABI
+            ));
+            sandbox_advice.push(format!(
+                "unset {} (a test override; the kernel offers more)",
+                landlock::MAX_ABI_VAR
+            ));
+        }
         (Some(v), _) => {
             sandbox_missing.push(format!(
                 "Landlock ABI {v} (need >= {}: filesystem, TCP and scope restrictions)",
                 landlock::REQUIRED_ABI
             ));
             sandbox_advice.push("upgrade to Linux 6.7 or newer".into());
+        }
+        (None, Some(e)) if e.contains(landlock::MAX_ABI_VAR) => {
+            sandbox_missing.push(format!("Landlock: {e}"));
+            sandbox_advice.push(format!("unset {} or fix its value", landlock::MAX_ABI_VAR));
         }
         (None, e) => {
             let x = host::landlock_refused(e.as_deref().unwrap_or("unavailable"), &k.host);
@@ -314,9 +340,11 @@ pub fn render(r: &CapabilityReport) -> String {
     s.push_str(&format!(
         "Landlock ABI: {}\nseccomp filters: {}\nuser/mount/pid/ipc/uts/net namespaces: {}\nlevel-1 \
          setup dry run: {}\npkexec: {}\nterminal input injection (TIOCSTI): {}\n\n",
-        k.landlock_abi
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| k.landlock_error.clone().unwrap_or_default()),
+        match (k.landlock_abi, k.landlock_abi_cap) {
+            (Some(v), Some(_)) => format!("{v} (lowered by {})", landlock::MAX_ABI_VAR),
+            (Some(v), None) => v.to_string(),
+            (None, _) => k.landlock_error.clone().unwrap_or_default(),
+        },
         if k.seccomp_filter { "yes" } else { "no" },
         k.namespaces
             .as_ref()
@@ -367,6 +395,7 @@ mod tests {
         KernelFeatures {
             landlock_abi: Some(7),
             landlock_error: None,
+            landlock_abi_cap: None,
             seccomp_filter: true,
             namespaces: Ok(()),
             level1_dry_run: Ok(()),
@@ -376,6 +405,24 @@ mod tests {
             legacy_tiocsti: LegacyTiocsti::Allowed,
             host: HostFacts::default(),
         }
+    }
+
+    #[test]
+    fn a_landlock_abi_lowered_by_the_override_refuses_levels_1_and_2_naming_the_override() {
+        let mut k = good();
+        k.landlock_abi = Some(5);
+        k.landlock_abi_cap = Some(5);
+        let r = assess(&k);
+        for l in &r.levels[1..=2] {
+            assert!(!l.guaranteed);
+            assert!(
+                l.missing[0].contains("Landlock ABI 5, as SAYRI_SANDBOX_MAX_LANDLOCK_ABI sets it"),
+                "{:?}",
+                l.missing
+            );
+        }
+        assert!(r.levels[3].guaranteed);
+        assert!(render(&r).contains("Landlock ABI: 5 (lowered by SAYRI_SANDBOX_MAX_LANDLOCK_ABI)"));
     }
 
     #[test]

@@ -202,6 +202,12 @@ impl LinuxSandbox {
                 && background::is_background_launch(&req.command),
             limits: s.limits,
             parent_pid: std::process::id(),
+            landlock_abi_cap: match level {
+                SandboxLevel::ReadOnly | SandboxLevel::IsolatedDev => {
+                    crate::landlock::abi_cap_from_env()?
+                }
+                _ => None,
+            },
         })
     }
 }

@@ -242,3 +242,71 @@ fn check_json_reports_the_architecture_and_the_mechanism_behind_each_promise() {
         "{l3}"
     );
 }
+
+#[test]
+fn a_landlock_abi_below_the_one_levels_1_and_2_need_refuses_them_before_anything_runs() {
+    let f = Fixture::new(User::Root);
+    let keep = f.home.join("sayri-landlock-abi-keep.txt");
+    std::fs::write(&keep, "keep").unwrap();
+    // G5's truncate (ABI 3) outside the workspace, and a marker: neither may happen.
+    let marker = f.home.join("sayri-landlock-abi-marker");
+    let cmd = format!(
+        "truncate -s0 {}; touch {}; echo done",
+        keep.display(),
+        marker.display()
+    );
+    for abi in 1..landlock_required() {
+        let cap = abi.to_string();
+        let r = check_json(|c| {
+            c.env("SAYRI_SANDBOX_MAX_LANDLOCK_ABI", &cap);
+        });
+        assert_eq!(r["kernel"]["landlock_abi"], abi, "{}", r["kernel"]);
+        for n in [1, 2] {
+            let l = level(&r, n);
+            assert_eq!(l["guaranteed"], false, "{l}");
+            let missing = l["missing"][0].as_str().unwrap();
+            assert!(missing.contains(&format!("Landlock ABI {abi}")), "{l}");
+        }
+        assert_eq!(level(&r, 3)["guaranteed"], true);
+        for lvl in ["LEVEL_1_READONLY", "LEVEL_2_ISOLATED_DEV"] {
+            let o = f.run_with(lvl, &[], &cmd, |c| {
+                c.env("SAYRI_SANDBOX_MAX_LANDLOCK_ABI", &cap);
+            });
+            assert_eq!(
+                (o.status.as_str(), o.exit_code),
+                ("denied", Some(126)),
+                "ABI {abi}, {lvl}: {o:?}"
+            );
+            assert!(
+                o.output.contains(&format!("lowers Landlock to ABI {abi}")),
+                "{}",
+                o.output
+            );
+            assert!(o.output.contains("To fix:"), "{}", o.output);
+            assert!(!o.output.contains("done") && !marker.exists(), "{o:?}");
+            assert_eq!(std::fs::read_to_string(&keep).unwrap(), "keep");
+        }
+    }
+    // A value that is no number refuses too; the override can never raise the ABI.
+    let o = f.run_with("LEVEL_1_READONLY", &[], &cmd, |c| {
+        c.env("SAYRI_SANDBOX_MAX_LANDLOCK_ABI", "lots");
+    });
+    assert_eq!(o.status, "denied", "{o:?}");
+    assert!(
+        o.output.contains("is not a Landlock ABI number"),
+        "{}",
+        o.output
+    );
+    let r = check_json(|c| {
+        c.env("SAYRI_SANDBOX_MAX_LANDLOCK_ABI", "99");
+    });
+    let kernel = check_json(|_| {})["kernel"]["landlock_abi"].clone();
+    assert_eq!(r["kernel"]["landlock_abi"], kernel);
+    assert_eq!(level(&r, 1)["guaranteed"], true, "{}", level(&r, 1));
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "keep");
+}
+
+/// The Landlock ABI levels 1–2 need.
+fn landlock_required() -> i64 {
+    sayri_sandbox::landlock::REQUIRED_ABI.into()
+}
