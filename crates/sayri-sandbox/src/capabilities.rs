@@ -213,40 +213,43 @@ pub fn probe_here() -> KernelFeatures {
     }
 }
 
+/// What levels 1–2 miss of Landlock on `k`, and the fix; `None` when its ABI suffices.
+fn landlock_shortfall(k: &KernelFeatures) -> Option<(String, String)> {
+    let required = landlock::REQUIRED_ABI;
+    let var = landlock::MAX_ABI_VAR;
+    Some(match (k.landlock_abi, &k.landlock_error) {
+        (Some(v), _) if v >= required => return None,
+        (Some(v), _) if k.landlock_abi_cap == Some(v) => (
+            format!(
+                "Landlock ABI {v}, as {var} sets it (need >= {required}: filesystem, TCP and \
+                 scope restrictions)"
+            ),
+            format!("unset {var} (a test override; the kernel offers more)"),
+        ),
+        (Some(v), _) => (
+            format!(
+                "Landlock ABI {v} (need >= {required}: filesystem, TCP and scope restrictions)"
+            ),
+            "upgrade to Linux 6.7 or newer".into(),
+        ),
+        (None, Some(e)) if e.contains(var) => (
+            format!("Landlock: {e}"),
+            format!("unset {var} or fix its value"),
+        ),
+        (None, e) => {
+            let x = host::landlock_refused(e.as_deref().unwrap_or("unavailable"), &k.host);
+            (format!("Landlock: {}", x.cause), x.fix)
+        }
+    })
+}
+
 /// Decides per level from `k` (pure; no I/O).
 pub fn assess(k: &KernelFeatures) -> CapabilityReport {
     let mut sandbox_missing = Vec::new();
     let mut sandbox_advice = Vec::new();
-    match (k.landlock_abi, &k.landlock_error) {
-        (Some(v), _) if v >= landlock::REQUIRED_ABI => {}
-        (Some(v), _) if k.landlock_abi_cap == Some(v) => {
-            sandbox_missing.push(format!(
-                "Landlock ABI {v}, as {} sets it (need >= {}: filesystem, TCP and scope \
-                 restrictions)",
-                landlock::MAX_ABI_VAR,
-                landlock::REQUIRED_ABI
-            ));
-            sandbox_advice.push(format!(
-                "unset {} (a test override; the kernel offers more)",
-                landlock::MAX_ABI_VAR
-            ));
-        }
-        (Some(v), _) => {
-            sandbox_missing.push(format!(
-                "Landlock ABI {v} (need >= {}: filesystem, TCP and scope restrictions)",
-                landlock::REQUIRED_ABI
-            ));
-            sandbox_advice.push("upgrade to Linux 6.7 or newer".into());
-        }
-        (None, Some(e)) if e.contains(landlock::MAX_ABI_VAR) => {
-            sandbox_missing.push(format!("Landlock: {e}"));
-            sandbox_advice.push(format!("unset {} or fix its value", landlock::MAX_ABI_VAR));
-        }
-        (None, e) => {
-            let x = host::landlock_refused(e.as_deref().unwrap_or("unavailable"), &k.host);
-            sandbox_missing.push(format!("Landlock: {}", x.cause));
-            sandbox_advice.push(x.fix);
-        }
+    if let Some((missing, advice)) = landlock_shortfall(k) {
+        sandbox_missing.push(missing);
+        sandbox_advice.push(advice);
     }
     if !k.seccomp_filter {
         let x = host::seccomp_refused("PR_GET_SECCOMP is not answered", &k.host);
