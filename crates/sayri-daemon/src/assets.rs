@@ -5,8 +5,10 @@
 //! (`whisper_model`), a Piper voice (`piper_voice`) or an openWakeWord model (`wake_word`).
 //! Every download is checked against a sha256 before it is installed — the catalog's for the
 //! whisper models Sayri knows, else the one the request gives — so nothing unverified is ever
-//! installed. The transfer writes `<model>.part` and renames it into place only after the
-//! check; an interrupted download leaves no model, and the next one starts the file afresh.
+//! installed. The transfer (`sayri_voice::models::download`) writes `<model>.part` and renames
+//! it into place only after the check; an interrupted download leaves no model, and the next
+//! one continues what arrived where the server allows it. `Downloads` keeps one download per
+//! asset in the daemon; the model's lock keeps one across processes.
 
 use sayri_core::sync::lock;
 use sayri_protocol::params::{AssetKind, AssetParams};

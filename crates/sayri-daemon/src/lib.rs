@@ -8,7 +8,8 @@
 //! 2. The brain and the loaders: [`brain`] (the core wired to its adapters) with
 //!    [`config_file`], [`config_values`], [`agents`], [`policies`], [`skills`],
 //!    [`stored_secrets`], [`settings_check`], [`local_model`], [`notify`], [`footprint`],
-//!    [`assets`], [`desktop_tools`]. The `sayri` CLI calls the same loaders the handlers do.
+//!    [`assets`], [`desktop_tools`], [`database`], [`store_health`]. The `sayri` CLI calls the
+//!    same loaders the handlers do.
 //! 3. The services: [`voice`], [`routines`], [`gateways`] — each gets the brain, the bus and
 //!    what else it needs as narrow handles (gateways through [`gateways::Host`]), never the
 //!    server's state; they do not import each other.
@@ -27,6 +28,7 @@ pub mod command_peer;
 pub mod config_file;
 pub mod config_values;
 pub mod daemon;
+pub mod database;
 pub mod desktop_tools;
 pub mod footprint;
 pub mod gateways;
@@ -37,6 +39,7 @@ pub mod policies;
 pub mod routines;
 pub mod settings_check;
 pub mod skills;
+pub mod store_health;
 pub mod stored_secrets;
 pub mod supervisor;
 pub mod voice;

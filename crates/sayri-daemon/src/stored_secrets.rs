@@ -72,7 +72,11 @@ pub fn rewrite_daemon(
             Some(r)
         }
         Err(e) => {
-            tracing::error!("stored rows holding a secret were not all rewritten: {e}");
+            crate::store_health::log_store_error(
+                store,
+                "stored rows holding a secret were not all rewritten",
+                &e,
+            );
             None
         }
     }

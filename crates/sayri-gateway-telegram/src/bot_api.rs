@@ -103,7 +103,7 @@ impl BotApi {
             .await
             .map_err(transport)?;
         let status = resp.status().as_u16();
-        let bytes = resp.bytes().await.map_err(transport)?;
+        let bytes = bounded_body(resp, method).await?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
             ApiError::Transport(format!(
                 "{method}: HTTP {status} with an answer that is not the Bot API's JSON ({} bytes)",
@@ -125,4 +125,27 @@ impl BotApi {
             retry_after: v["parameters"]["retry_after"].as_u64(),
         })
     }
+}
+
+/// The most bytes a Bot API answer may have (a full `getUpdates` batch is well under 1 MiB).
+pub const MAX_ANSWER_BYTES: usize = 16 << 20;
+
+/// `resp`'s body, refused as soon as it grows past [`MAX_ANSWER_BYTES`] (the request's timeout
+/// bounds its time).
+async fn bounded_body(mut resp: reqwest::Response, method: &str) -> Result<Vec<u8>, ApiError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| ApiError::Transport(e.without_url().to_string()))?
+    {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(ApiError::Transport(format!(
+                "{method}: the answer is longer than {} MiB; refused",
+                MAX_ANSWER_BYTES >> 20
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }

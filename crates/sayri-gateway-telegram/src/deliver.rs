@@ -1,15 +1,16 @@
-//! Delivering an answer to a chat: Markdown to text and entities, split at Telegram's limit,
-//! one `sendMessage` per part, in order.
+//! Sending an answer to a chat: Markdown to text and entities, split at Telegram's limit,
+//! one `sendMessage` per part, in order. This file makes one attempt; when to try again, and
+//! when a reply counts as lost, is decided in [`crate::retry`] and carried out by
+//! [`crate::delivery`].
 //!
-//! * A part Telegram refuses for its formatting is sent once more as plain text (no entities);
-//!   that is the only retry of a refused message.
-//! * `429 Too Many Requests` waits `retry_after` seconds (at most [`MAX_RETRY_AFTER`]) and sends
-//!   the same part again, up to [`RATE_LIMIT_TRIES`] times; a transport error is retried after
-//!   1 s and 2 s.
+//! * A part Telegram refuses for its formatting is sent once more as plain text (no entities)
+//!   right away; that is the only immediate second send.
 //! * Every refused call is logged with its HTTP status, Telegram's description and the text's
-//!   length. When a part cannot be delivered, the rest is not sent (it would make no sense
-//!   alone); the chat gets a short plain notice instead, and the daemon is told, so the person
-//!   at the desktop sees that the reply did not arrive.
+//!   length. When a part cannot be sent, the rest waits: a reply is delivered in order or not
+//!   at all after the part that failed.
+//! * A reply that is given up gets a short plain notice in the chat — unless the chat is rate
+//!   limited (the notice would only deepen the limit) — and the daemon is told, so the person
+//!   at the desktop sees that it did not arrive.
 
 use crate::bot_api::{ApiError, BotApi};
 use crate::format::{self, Formatted};
@@ -17,10 +18,6 @@ use crate::split::{LIMIT, split};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// Longest wait honoured for a `retry_after`, in seconds.
-pub const MAX_RETRY_AFTER: u64 = 120;
-/// Sends of one part answered `429` before it counts as undeliverable.
-pub const RATE_LIMIT_TRIES: usize = 5;
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why a reply was not delivered in full.
@@ -55,42 +52,20 @@ fn log_refusal(chat_id: &str, part: &Formatted, e: &ApiError, plain: bool) {
     );
 }
 
-/// Sends one message, retrying on `429` and transport errors (see the module rules).
-async fn send_once(api: &BotApi, chat_id: &str, b: &Value) -> Result<(), ApiError> {
-    let mut rate_limited = 0;
-    let mut transport_failures = 0;
-    loop {
-        match api.call("sendMessage", b, SEND_TIMEOUT).await {
-            Ok(_) => return Ok(()),
-            Err(ApiError::Refused {
-                status: 429,
-                retry_after,
-                ..
-            }) if rate_limited + 1 < RATE_LIMIT_TRIES => {
-                rate_limited += 1;
-                let wait = retry_after.unwrap_or(1).clamp(1, MAX_RETRY_AFTER);
-                tracing::warn!("sendMessage to chat {chat_id}: rate limited, retrying in {wait} s");
-                tokio::time::sleep(Duration::from_secs(wait)).await;
-            }
-            Err(ApiError::Transport(e)) if transport_failures < 2 => {
-                transport_failures += 1;
-                tracing::warn!("sendMessage to chat {chat_id}: {e}; retrying");
-                tokio::time::sleep(Duration::from_secs(transport_failures as u64)).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+/// Sends one message, once.
+async fn send_once(api: &BotApi, b: &Value) -> Result<(), ApiError> {
+    api.call("sendMessage", b, SEND_TIMEOUT).await.map(|_| ())
 }
 
 /// Sends one part: formatted, then once as plain text if the formatting was refused.
-async fn send_part(api: &BotApi, chat_id: &str, part: &Formatted) -> Result<(), ApiError> {
+pub async fn send_part(api: &BotApi, chat_id: &str, part: &Formatted) -> Result<(), ApiError> {
     let formatted = !part.entities.is_empty();
-    match send_once(api, chat_id, &body(chat_id, part, formatted)).await {
+    match send_once(api, &body(chat_id, part, formatted)).await {
         Ok(()) => Ok(()),
         Err(e) if formatted && e.is_formatting() => {
             log_refusal(chat_id, part, &e, false);
             tracing::warn!("sendMessage to chat {chat_id}: sending the part again as plain text");
-            send_once(api, chat_id, &body(chat_id, part, false))
+            send_once(api, &body(chat_id, part, false))
                 .await
                 .inspect_err(|e| log_refusal(chat_id, part, e, true))
         }
@@ -110,31 +85,54 @@ pub fn notice(error: &str) -> String {
     )
 }
 
-/// Delivers `markdown` to `chat_id` (see the module rules).
+/// The parts of `markdown` as they are sent.
+pub fn parts_of(markdown: &str) -> Vec<Formatted> {
+    split(&format::markdown(markdown), LIMIT)
+}
+
+/// Sends the parts of `markdown` from part `from` on, once each; `on_sent(n)` is called after
+/// each part Telegram accepted with the number delivered so far.
 ///
 /// # Errors
-/// What stopped it, after the notice was attempted.
-pub async fn deliver(api: &BotApi, chat_id: &str, markdown: &str) -> Result<usize, Undelivered> {
-    let parts = split(&format::markdown(markdown), LIMIT);
-    for (i, part) in parts.iter().enumerate() {
+/// The first part that could not be sent: [`Undelivered`] with the count delivered before it,
+/// and the error in [`Undelivered::error`] (its [`ApiError`] in the second field).
+pub async fn deliver_from(
+    api: &BotApi,
+    chat_id: &str,
+    markdown: &str,
+    from: usize,
+    mut on_sent: impl FnMut(usize),
+) -> Result<usize, (Undelivered, ApiError)> {
+    let parts = parts_of(markdown);
+    for (i, part) in parts.iter().enumerate().skip(from) {
         if let Err(e) = send_part(api, chat_id, part).await {
-            let error = e.to_string();
-            let short = match &e {
-                ApiError::Refused { description, .. } => description.clone(),
-                ApiError::Transport(_) => "no connection to Telegram".into(),
-            };
-            let n = Formatted::plain(notice(&short));
-            if let Err(e2) = send_once(api, chat_id, &body(chat_id, &n, false)).await {
-                log_refusal(chat_id, &n, &e2, true);
-            }
-            return Err(Undelivered {
+            let u = Undelivered {
                 delivered: i,
                 parts: parts.len(),
-                error,
-            });
+                error: e.to_string(),
+            };
+            return Err((u, e));
         }
+        on_sent(i + 1);
     }
     Ok(parts.len())
+}
+
+/// Tells the chat that a reply was given up because of `e` — unless `e` says the chat is
+/// rate limited (nothing more may be sent there then).
+pub async fn send_notice(api: &BotApi, chat_id: &str, e: &ApiError) {
+    if crate::retry::is_rate_limit(e) {
+        tracing::warn!("chat {chat_id} is rate limited: no notice is sent there");
+        return;
+    }
+    let short = match e {
+        ApiError::Refused { description, .. } => description.clone(),
+        ApiError::Transport(_) => "no connection to Telegram".into(),
+    };
+    let n = Formatted::plain(notice(&short));
+    if let Err(e2) = send_once(api, &body(chat_id, &n, false)).await {
+        log_refusal(chat_id, &n, &e2, true);
+    }
 }
 
 #[cfg(test)]

@@ -4,16 +4,20 @@
 //! telegram`) with its bot token `TELEGRAM_BOT_TOKEN` on the secrets descriptor named by
 //! `SAYRI_SECRETS_FD` (see `sayri_protocol::child_secrets`; started by hand, it takes the
 //! variable `TELEGRAM_BOT_TOKEN` instead), the legacy socket in `SAYRI_GATEWAY_SOCKET`, its
-//! instance id in `SAYRI_GATEWAY_INSTANCE_ID`, and its options as arguments (`--api-base URL`,
+//! instance id in `SAYRI_GATEWAY_INSTANCE_ID`, its outbox directory in
+//! `SAYRI_GATEWAY_STATE_DIR`, and its options as arguments (`--api-base URL`,
 //! `--poll-timeout SECS`). It makes itself non-dumpable before it reads the token (no other
 //! process of the user can read its memory, and it leaves no core file). It:
 //!
 //! * long-polls the Bot API ([`run`]) and passes every update's raw facts to the daemon
 //!   ([`updates`], [`daemon`]) — the daemon alone decides who is answered;
+//! * keeps every update in an outbox on disk ([`outbox`]) from before it is acknowledged until
+//!   its reply is delivered, so a killed gateway answers it after its restart, once;
 //! * delivers the daemon's answer ([`deliver`]): Markdown as text and entities ([`format`]),
 //!   split at 4096 UTF-16 units on line or word boundaries, never inside a surrogate pair or an
 //!   entity ([`split`]), falling back to plain text when Telegram refuses the formatting, with
-//!   every refused send logged;
+//!   every refused send logged, and tries again after rate limits and failures by the rules of
+//!   [`retry`] (`retry_after`, else the description, else exponentially);
 //! * shows "typing…" while a turn runs.
 //!
 //! Its output (stderr) is the gateway's log, `$STATE/logs/gateway-<id>.log`.
@@ -21,7 +25,10 @@
 pub mod bot_api;
 pub mod daemon;
 pub mod deliver;
+mod delivery;
 pub mod format;
+pub mod outbox;
+pub mod retry;
 pub mod run;
 pub mod split;
 pub mod updates;
@@ -131,6 +138,9 @@ pub fn settings(args: Args) -> Result<run::Settings, String> {
         instance_id: env("SAYRI_GATEWAY_INSTANCE_ID")?,
         poll_timeout: args.poll_timeout.min(600),
         typing_every: Duration::from_millis(args.typing_interval_ms.clamp(100, 60_000)),
+        state_dir: std::env::var_os("SAYRI_GATEWAY_STATE_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
     })
 }
 

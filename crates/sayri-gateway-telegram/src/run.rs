@@ -1,20 +1,23 @@
 //! The gateway's loop: long polling `getUpdates`, one worker per chat (a chat's messages are
-//! answered in order, different chats at once), the typing indicator while a turn runs.
+//! answered in order, different chats at once), and the outbox that carries every update to
+//! its delivered reply across restarts.
 //!
 //! * Polling errors back off 1 s, 2 s, 4 s … up to 60 s (a `409 Conflict` — another program
 //!   polls the same bot — included); `429` waits `retry_after`; a refused token (`401`, `404`)
 //!   ends the program with a message saying how to set a new one.
-//! * Every update is acknowledged (the next `getUpdates` offset) once it is handed to its
-//!   chat's worker, and once more on the way out, so a restart does not answer it twice.
+//! * An update that names a chat is written to the outbox ([`crate::outbox`]) before it is
+//!   acknowledged (the next `getUpdates` offset), then handed to its chat's worker
+//!   ([`crate::delivery`]). At start, what a previous run left in the outbox is worked off
+//!   first, in order.
 //! * The daemon decides about every update; nothing is sent to a chat unless the daemon said
 //!   so (`done` or `error`). `sendChatAction typing` starts only once the daemon has started a
 //!   turn, so a stranger learns nothing from it.
 
 use crate::bot_api::{ApiError, BotApi};
 use crate::daemon::DaemonLink;
-use crate::deliver::deliver;
+use crate::outbox::{Entry, Outbox};
 use crate::updates::{ALLOWED_UPDATES, to_incoming};
-use sayri_protocol::legacy::{GatewayReport, IncomingMessage, ReplyEvent};
+use sayri_protocol::legacy::GatewayReport;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,7 +30,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A chat worker with nothing to do for this long ends.
 const WORKER_IDLE: Duration = Duration::from_secs(600);
 /// Messages of one chat waiting for their turn; more are dropped (and logged).
-const CHAT_QUEUE: usize = 32;
+const CHAT_QUEUE: usize = 1024;
 
 /// Everything the gateway needs to run.
 #[derive(Debug, Clone)]
@@ -44,14 +47,53 @@ pub struct Settings {
     pub poll_timeout: u64,
     /// How often the typing indicator is renewed while a turn runs.
     pub typing_every: Duration,
+    /// Where the outbox lives (`None`: in memory only).
+    pub state_dir: Option<PathBuf>,
 }
 
 /// Shared by the poller and the chat workers.
-struct Gateway {
-    api: BotApi,
+pub(crate) struct Gateway {
+    pub(crate) api: BotApi,
+    pub(crate) daemon: DaemonLink,
+    pub(crate) instance: String,
+    pub(crate) typing_every: Duration,
+    pub(crate) outbox: Outbox,
+    /// The outbox's latest summary, for the reporter task.
+    outbox_state: tokio::sync::watch::Sender<(u64, Option<f64>)>,
+}
+
+impl Gateway {
+    /// Tells the reporter task that the outbox changed.
+    pub(crate) fn outbox_changed(&self) {
+        self.outbox_state.send_replace(self.outbox.summary());
+    }
+}
+
+/// Reports the outbox's state to the daemon whenever it changes (the latest state only).
+async fn report_outbox(
     daemon: DaemonLink,
-    instance: String,
-    typing_every: Duration,
+    mut rx: tokio::sync::watch::Receiver<(u64, Option<f64>)>,
+) {
+    let mut last = None;
+    loop {
+        let now = *rx.borrow_and_update();
+        if last != Some(now) {
+            let report = GatewayReport {
+                report: "outbox".into(),
+                chat_id: None,
+                error: String::new(),
+                pending: Some(now.0),
+                next_retry_at: now.1,
+            };
+            if let Err(e) = daemon.report(&report).await {
+                tracing::debug!("the outbox state was not reported: {e}");
+            }
+            last = Some(now);
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Why the gateway stopped on its own.
@@ -64,13 +106,27 @@ pub struct Fatal(pub String);
 /// [`Fatal`] with the reason.
 pub async fn run(s: Settings) -> Result<(), Fatal> {
     let api = BotApi::new(&s.api_base, &s.token).map_err(Fatal)?;
+    let (outbox, notes) = Outbox::open(s.state_dir.clone());
+    for n in notes {
+        tracing::warn!("{n}");
+    }
+    if s.state_dir.is_none() {
+        tracing::warn!(
+            "SAYRI_GATEWAY_STATE_DIR is not set: replies waiting for delivery are lost if this program stops"
+        );
+    }
+    let daemon = DaemonLink {
+        socket: s.socket.clone(),
+    };
+    let (outbox_state, outbox_rx) = tokio::sync::watch::channel(outbox.summary());
+    tokio::spawn(report_outbox(daemon.clone(), outbox_rx));
     let gw = Arc::new(Gateway {
         api,
-        daemon: DaemonLink {
-            socket: s.socket.clone(),
-        },
+        daemon,
         instance: s.instance_id.clone(),
         typing_every: s.typing_every,
+        outbox,
+        outbox_state,
     });
     match gw
         .api
@@ -94,6 +150,7 @@ pub async fn run(s: Settings) -> Result<(), Fatal> {
         chats: HashMap::new(),
         poll_timeout: s.poll_timeout,
     };
+    poller.resume();
     loop {
         tokio::select! {
             _ = term.recv() => break,
@@ -124,7 +181,7 @@ struct Poller {
     gw: Arc<Gateway>,
     offset: Option<i64>,
     backoff: Duration,
-    chats: HashMap<String, mpsc::Sender<IncomingMessage>>,
+    chats: HashMap<String, mpsc::Sender<i64>>,
     poll_timeout: u64,
 }
 
@@ -193,10 +250,44 @@ impl Poller {
         }
     }
 
-    /// Hands an update to its chat's worker (starting one if needed).
+    /// Hands what a previous run left in the outbox to the chats' workers, in order.
+    fn resume(&mut self) {
+        let left = self.gw.outbox.entries();
+        if !left.is_empty() {
+            tracing::info!(
+                "gateway {}: {} update(s) left by the previous run are answered first",
+                self.gw.instance,
+                left.len()
+            );
+        }
+        for e in left {
+            self.queue(&e.chat_id, e.update_id);
+        }
+        self.gw.outbox_changed();
+    }
+
+    /// The worker of `chat` (started if needed) gets `update_id`.
+    fn queue(&mut self, chat: &str, update_id: i64) {
+        let tx = match self.chats.get(chat) {
+            Some(tx) if !tx.is_closed() => tx.clone(),
+            _ => {
+                let (tx, rx) = mpsc::channel(CHAT_QUEUE);
+                tokio::spawn(worker(self.gw.clone(), chat.to_string(), rx));
+                self.chats.insert(chat.to_string(), tx.clone());
+                self.chats.retain(|_, t| !t.is_closed());
+                tx
+            }
+        };
+        if tx.try_send(update_id).is_err() {
+            tracing::warn!("chat {chat}: too many messages waiting; one was dropped");
+            self.gw.outbox.remove(update_id);
+        }
+    }
+
+    /// Writes an update to the outbox and hands it to its chat's worker (see the module rules).
     fn dispatch(&mut self, update: &Value) {
-        let (msg, chat) = to_incoming(update, &self.gw.instance);
-        let Some(chat) = chat else {
+        let (mut msg, chat) = to_incoming(update, &self.gw.instance);
+        let (Some(chat), Some(update_id)) = (chat, update["update_id"].as_i64()) else {
             // Nothing can be answered, but the daemon still sees (and ignores) it.
             let gw = self.gw.clone();
             tokio::spawn(async move {
@@ -204,19 +295,27 @@ impl Poller {
             });
             return;
         };
-        let tx = match self.chats.get(&chat) {
-            Some(tx) if !tx.is_closed() => tx.clone(),
-            _ => {
-                let (tx, rx) = mpsc::channel(CHAT_QUEUE);
-                tokio::spawn(worker(self.gw.clone(), chat.clone(), rx));
-                self.chats.insert(chat.clone(), tx.clone());
-                self.chats.retain(|_, t| !t.is_closed());
-                tx
-            }
-        };
-        if tx.try_send(msg).is_err() {
-            tracing::warn!("chat {chat}: too many messages waiting; one was dropped");
+        if self.gw.outbox.contains(update_id) {
+            return; // Telegram sent it again; it is already on its way
         }
+        msg.update_id = Some(update_id.to_string());
+        let entry = Entry {
+            update_id,
+            chat_id: chat.clone(),
+            message: msg,
+            reply: None,
+            parts_delivered: 0,
+            attempts: 0,
+            next_attempt_at: None,
+            last_error: None,
+        };
+        if let Err(e) = self.gw.outbox.put(&entry) {
+            tracing::error!(
+                "chat {chat}: {e}; the message is answered, but would be lost if the gateway stopped now"
+            );
+        }
+        self.gw.outbox_changed();
+        self.queue(&chat, update_id);
     }
 }
 
@@ -232,106 +331,8 @@ fn kind_of(v: &Value) -> &'static str {
 }
 
 /// Answers the messages of one chat in order.
-async fn worker(gw: Arc<Gateway>, chat: String, mut rx: mpsc::Receiver<IncomingMessage>) {
-    while let Ok(Some(msg)) = tokio::time::timeout(WORKER_IDLE, rx.recv()).await {
-        answer(&gw, &chat, &msg).await;
-    }
-}
-
-/// Renews the typing indicator while a turn runs. [`Typing::finish`] ends it: a
-/// `sendChatAction` already under way completes first, so the indicator is sent at least once
-/// for every turn that started, and never after the reply.
-struct Typing(
-    Option<(
-        tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<()>,
-    )>,
-);
-
-impl Typing {
-    /// Stops the renewals and waits for the indicator in flight (at most its 10 s timeout).
-    async fn finish(mut self) {
-        if let Some((stop, task)) = self.0.take() {
-            drop(stop);
-            let _ = task.await;
-        }
-    }
-}
-
-impl Drop for Typing {
-    fn drop(&mut self) {
-        if let Some((_, task)) = self.0.take() {
-            task.abort();
-        }
-    }
-}
-
-fn start_typing(gw: &Arc<Gateway>, chat: &str) -> Typing {
-    let (gw, chat) = (gw.clone(), chat.to_string());
-    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        loop {
-            let body = json!({"chat_id": chat, "action": "typing"});
-            if let Err(e) = gw
-                .api
-                .call("sendChatAction", &body, Duration::from_secs(10))
-                .await
-            {
-                tracing::debug!("sendChatAction to chat {chat}: {e}");
-            }
-            tokio::select! {
-                _ = &mut stopped => break,
-                () = tokio::time::sleep(gw.typing_every) => {}
-            }
-        }
-    });
-    Typing(Some((stop, task)))
-}
-
-/// Asks the daemon about one message and delivers what it says.
-async fn answer(gw: &Arc<Gateway>, chat: &str, msg: &IncomingMessage) {
-    let mut typing = Typing(None);
-    let result = gw
-        .daemon
-        .send(msg, |ev| {
-            if matches!(ev, ReplyEvent::Start { .. }) && typing.0.is_none() {
-                typing = start_typing(gw, chat);
-            }
-        })
-        .await;
-    typing.finish().await;
-    let text = match result {
-        Ok(ReplyEvent::Done { text, .. }) => text,
-        Ok(ReplyEvent::Error { error, .. }) => format!("⚠️ {error}"),
-        Ok(ReplyEvent::Ignored { reason }) => {
-            tracing::info!("chat {chat}: not answered ({reason})");
-            return;
-        }
-        Ok(_) => return,
-        Err(e) => {
-            tracing::error!("chat {chat}: the message was not answered: {e}");
-            return;
-        }
-    };
-    if text.trim().is_empty() {
-        return;
-    }
-    match deliver(&gw.api, chat, &text).await {
-        Ok(parts) => tracing::info!("chat {chat}: reply delivered in {parts} message(s)"),
-        Err(u) => {
-            let error = format!(
-                "a reply of {} message(s) to chat {chat} stopped after {}: {}",
-                u.parts, u.delivered, u.error
-            );
-            tracing::error!("{error}");
-            let report = GatewayReport {
-                report: "delivery_failed".into(),
-                chat_id: Some(chat.to_string()),
-                error,
-            };
-            if let Err(e) = gw.daemon.report(&report).await {
-                tracing::error!("the daemon could not be told: {e}");
-            }
-        }
+async fn worker(gw: Arc<Gateway>, chat: String, mut rx: mpsc::Receiver<i64>) {
+    while let Ok(Some(update_id)) = tokio::time::timeout(WORKER_IDLE, rx.recv()).await {
+        crate::delivery::work_off(&gw, &chat, update_id).await;
     }
 }

@@ -4,16 +4,23 @@
 //!
 //! * [`tls`] — the rustls configuration (the `ring` provider, the system's CA certificates for
 //!   `https://`, none for `http://`), and [`client_builder`], a `reqwest` builder that uses it.
-//! * [`download`] — one bounded download: a size cap (also against the announced
-//!   `Content-Length`), one deadline for the whole exchange, a stall timeout between chunks, a
-//!   progress callback, and [`without_credentials`] for every URL an error or a line of output
-//!   names.
+//! * [`download`] — one bounded download: a size cap (also against the announced length), one
+//!   deadline for the whole exchange, a stall timeout between chunks, errors that say how many
+//!   bytes of how many arrived, continuing a partial copy with `Range` where the server allows
+//!   it ([`fetch_resumable`]), and [`without_credentials`] for every URL an error or a line of
+//!   output names.
 
 pub mod download;
 pub mod tls;
 
-pub use download::{Fetched, LimitError, Limits, fetch, without_credentials};
+pub use download::{
+    Fetched, LimitError, Limits, Partial, Restart, Sink, Start, Validators, byte_count, fetch,
+    fetch_resumable, without_credentials,
+};
 pub use tls::{TlsError, client_config};
+
+/// The HTTP client [`client_builder`] builds (`reqwest`'s), named for callers that hold one.
+pub use reqwest::Client;
 
 /// The `User-Agent` Sayri's downloads send (`sayri/<version>`).
 pub const USER_AGENT: &str = concat!("sayri/", env!("CARGO_PKG_VERSION"));

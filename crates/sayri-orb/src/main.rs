@@ -113,7 +113,9 @@ fn main() -> ExitCode {
         if tray {
             app.start_tray();
         }
-        app.window.present();
+        // Shown, not presented: presenting asks the window manager for the keyboard, and the
+        // orb must never take it from the window the person is typing in.
+        app.window.set_visible(true);
         *k.borrow_mut() = Some(app);
     });
     let status = application.run_with_args::<&str>(&[]);

@@ -124,12 +124,22 @@ pub struct IncomingMessage {
         deserialize_with = "opt_text"
     )]
     pub chat_type: Option<String>,
+    /// The channel's id of this update (Telegram: `update_id`) *(new)*. A message sent again
+    /// with the same id (a gateway restarted before it could deliver) gets the answer of the
+    /// first time, without a second turn.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "opt_id"
+    )]
+    pub update_id: Option<String>,
 }
 
 /// What a gateway reports about itself (`GATEWAY_REPORT`), answered `{"ok": true}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GatewayReport {
-    /// What happened: `delivery_failed` (a reply could not be delivered).
+    /// What happened: `delivery_failed` (a reply could not be delivered, and is lost), or
+    /// `outbox` (how many replies wait and when the next attempt is due).
     pub report: String,
     /// The chat concerned, if any.
     #[serde(
@@ -141,6 +151,12 @@ pub struct GatewayReport {
     /// A sentence for the person at the desktop.
     #[serde(default, deserialize_with = "text_or_null")]
     pub error: String,
+    /// `outbox`: replies waiting to be delivered *(new)*.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<u64>,
+    /// `outbox`: when the next delivery attempt is due, Unix seconds *(new)*.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry_at: Option<f64>,
 }
 
 /// A request on the legacy socket.

@@ -47,6 +47,8 @@ pub mod cmd {
         ROUTINE_NEXT = "routine_next", TRIGGERS_LIST = "triggers_list",
         TRIGGER_SAVE = "trigger_save", TRIGGER_DELETE = "trigger_delete",
         VAULT_LIST = "vault_list", VAULT_SET = "vault_set", VAULT_DELETE = "vault_delete",
+        // The session database (Sayri's additions).
+        DB_RECOVER = "db_recover",
         // Connection: a client narrowing what its own connection may do (the web bubble's bridge).
         CLIENT_HELLO = "client_hello",
         // Front-end helpers

@@ -153,6 +153,7 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<VaultListParams>(),
     ParamsInfo::of::<VaultSetParams>(),
     ParamsInfo::of::<VaultDeleteParams>(),
+    ParamsInfo::of::<DbRecoverParams>(),
     // Gateways
     ParamsInfo::of::<GatewayListParams>(),
     ParamsInfo::of::<GatewaySaveParams>(),
@@ -984,6 +985,20 @@ pub struct VaultDeleteParams {
 
 impl Params for VaultDeleteParams {
     const CMD: &'static str = cmd::VAULT_DELETE;
+}
+
+/// `db_recover {force}` → `{database, damaged_copy, tables, summary}`: sets a corrupt session
+/// database aside (kept as `sessions.db.corrupt-<time>`) and rebuilds what can be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DbRecoverParams {
+    /// Rebuild even when the file passes its check.
+    #[serde(default)]
+    pub force: bool,
+}
+
+impl Params for DbRecoverParams {
+    const CMD: &'static str = cmd::DB_RECOVER;
 }
 
 // ---------------------------------------------------------------------------------------------

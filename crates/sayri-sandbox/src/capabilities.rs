@@ -5,6 +5,8 @@
 //! filesystem view, `no_new_privs`, capability drop, Landlock and seccomp — and reports the first
 //! step that failed.
 
+use crate::guarantees::{self, Guarantee};
+use crate::host_restrictions::{self as host, HostFacts};
 use crate::{landlock, mounts, namespaces, privileges, seccomp};
 use nix::unistd::{ForkResult, fork};
 use sayri_protocol::SandboxLevel;
@@ -18,6 +20,10 @@ pub struct KernelFeatures {
     pub landlock_abi: Option<i32>,
     /// Why Landlock is unavailable, if it is.
     pub landlock_error: Option<String>,
+    /// The cap [`landlock::MAX_ABI_VAR`] set when it lowered the kernel's ABI to
+    /// `landlock_abi` (a test override; `None` otherwise).
+    #[serde(default)]
+    pub landlock_abi_cap: Option<i32>,
     /// Whether seccomp filters are supported (`PR_GET_SECCOMP` answers).
     pub seccomp_filter: bool,
     /// `Ok` when user, mount, pid, ipc, uts and net namespaces can be created unprivileged.
@@ -33,6 +39,9 @@ pub struct KernelFeatures {
     /// Whether the kernel still lets a process type into its terminal with `TIOCSTI`.
     #[serde(default)]
     pub legacy_tiocsti: LegacyTiocsti,
+    /// What the host says about user namespaces, AppArmor and inherited filters.
+    #[serde(default)]
+    pub host: HostFacts,
 }
 
 /// Whether the kernel lets a process push input into its controlling terminal with `TIOCSTI`
@@ -107,11 +116,20 @@ pub struct LevelSupport {
     pub missing: Vec<String>,
     /// What to do about it, or remarks.
     pub advice: Vec<String>,
+    /// Each promise of the level and the mechanism that keeps it.
+    #[serde(default)]
+    pub guarantees: Vec<Guarantee>,
 }
 
 /// The `sayri sandbox check` report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CapabilityReport {
+    /// The CPU architecture (`x86_64`, `aarch64`).
+    #[serde(default)]
+    pub arch: String,
+    /// The architecture the seccomp filter is built for, and how other ABIs are handled.
+    #[serde(default)]
+    pub seccomp_arch: String,
     /// Kernel facts.
     pub kernel: KernelFeatures,
     /// One entry per level, 0 to 4.
@@ -152,10 +170,15 @@ fn in_child(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 
 /// Probes the kernel. Must run in a single-threaded process (the helper's `probe` mode).
 pub fn probe_here() -> KernelFeatures {
-    let (landlock_abi, landlock_error) = match landlock::kernel_abi() {
-        Ok(v) => (Some(v), None),
-        Err(e) => (None, Some(e)),
-    };
+    let (landlock_abi, landlock_error, landlock_abi_cap) =
+        match (landlock::abi_cap_from_env(), landlock::kernel_abi()) {
+            (Err(e), _) | (Ok(_), Err(e)) => (None, Some(e), None),
+            (Ok(cap), Ok(v)) => (
+                Some(cap.map_or(v, |c| v.min(c))),
+                None,
+                cap.filter(|c| *c < v),
+            ),
+        };
     // SAFETY: prctl with integer arguments.
     let seccomp_filter = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
     let namespaces = in_child(|| namespaces::enter(false));
@@ -178,6 +201,7 @@ pub fn probe_here() -> KernelFeatures {
     KernelFeatures {
         landlock_abi,
         landlock_error,
+        landlock_abi_cap,
         seccomp_filter,
         namespaces,
         level1_dry_run,
@@ -185,46 +209,61 @@ pub fn probe_here() -> KernelFeatures {
         root,
         pids_cgroup,
         legacy_tiocsti: legacy_tiocsti(),
+        host: host::facts(),
     }
+}
+
+/// What levels 1–2 miss of Landlock on `k`, and the fix; `None` when its ABI suffices.
+fn landlock_shortfall(k: &KernelFeatures) -> Option<(String, String)> {
+    let required = landlock::REQUIRED_ABI;
+    let var = landlock::MAX_ABI_VAR;
+    Some(match (k.landlock_abi, &k.landlock_error) {
+        (Some(v), _) if v >= required => return None,
+        (Some(v), _) if k.landlock_abi_cap == Some(v) => (
+            format!(
+                "Landlock ABI {v}, as {var} sets it (need >= {required}: filesystem, TCP and \
+                 scope restrictions)"
+            ),
+            format!("unset {var} (a test override; the kernel offers more)"),
+        ),
+        (Some(v), _) => (
+            format!(
+                "Landlock ABI {v} (need >= {required}: filesystem, TCP and scope restrictions)"
+            ),
+            "upgrade to Linux 6.7 or newer".into(),
+        ),
+        (None, Some(e)) if e.contains(var) => (
+            format!("Landlock: {e}"),
+            format!("unset {var} or fix its value"),
+        ),
+        (None, e) => {
+            let x = host::landlock_refused(e.as_deref().unwrap_or("unavailable"), &k.host);
+            (format!("Landlock: {}", x.cause), x.fix)
+        }
+    })
 }
 
 /// Decides per level from `k` (pure; no I/O).
 pub fn assess(k: &KernelFeatures) -> CapabilityReport {
     let mut sandbox_missing = Vec::new();
     let mut sandbox_advice = Vec::new();
-    match (k.landlock_abi, &k.landlock_error) {
-        (Some(v), _) if v >= landlock::REQUIRED_ABI => {}
-        (Some(v), _) => {
-            sandbox_missing.push(format!(
-                "Landlock ABI {v} (need >= {}: filesystem, TCP and scope restrictions)",
-                landlock::REQUIRED_ABI
-            ));
-            sandbox_advice.push("upgrade to Linux 6.7 or newer".into());
-        }
-        (None, e) => {
-            sandbox_missing.push(format!(
-                "Landlock: {}",
-                e.clone().unwrap_or_else(|| "unavailable".into())
-            ));
-            sandbox_advice.push(
-                "use a kernel with CONFIG_SECURITY_LANDLOCK=y and `landlock` in the `lsm=` boot \
-                 parameter"
-                    .into(),
-            );
-        }
+    if let Some((missing, advice)) = landlock_shortfall(k) {
+        sandbox_missing.push(missing);
+        sandbox_advice.push(advice);
     }
     if !k.seccomp_filter {
-        sandbox_missing.push("seccomp filters".into());
-        sandbox_advice.push("use a kernel with CONFIG_SECCOMP_FILTER=y".into());
+        let x = host::seccomp_refused("PR_GET_SECCOMP is not answered", &k.host);
+        sandbox_missing.push(x.cause);
+        sandbox_advice.push(x.fix);
     }
     if let Err(e) = &k.namespaces {
-        sandbox_missing.push(format!("namespaces: {e}"));
+        let x = host::namespaces_refused(e, &k.host);
+        sandbox_missing.push(format!("user namespaces: {}", x.cause));
+        sandbox_advice.push(x.fix);
     } else if let Err(e) = &k.level1_dry_run {
-        sandbox_missing.push(format!("sandbox setup: {e}"));
-        sandbox_advice.push(
-            "a container or security module may forbid mounting tmpfs/proc in a user namespace"
-                .into(),
-        );
+        let x = host::explain(e, &k.host);
+        sandbox_missing.push(format!("sandbox setup: {}", x.cause));
+        sandbox_advice.push(x.fix);
     }
     if k.root && !k.pids_cgroup {
         sandbox_advice.push(
@@ -239,6 +278,7 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
         guaranteed: true,
         missing: vec![],
         advice: vec!["never executes anything".into()],
+        guarantees: guarantees::of(SandboxLevel::NoExec, k),
     }];
     for level in [SandboxLevel::ReadOnly, SandboxLevel::IsolatedDev] {
         levels.push(LevelSupport {
@@ -255,6 +295,7 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
                 ));
                 a
             },
+            guarantees: guarantees::of(level, k),
         });
     }
     levels.push(LevelSupport {
@@ -266,6 +307,7 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
              process tree is killed through a child subreaper"
                 .into(),
         ],
+        guarantees: guarantees::of(SandboxLevel::HostUser, k),
     });
     levels.push(LevelSupport {
         level: SandboxLevel::HostRoot,
@@ -280,8 +322,11 @@ pub fn assess(k: &KernelFeatures) -> CapabilityReport {
         } else {
             "install the Debian package `pkexec` (policykit-1) and a Polkit agent".into()
         }],
+        guarantees: guarantees::of(SandboxLevel::HostRoot, k),
     });
     CapabilityReport {
+        arch: std::env::consts::ARCH.into(),
+        seccomp_arch: guarantees::filter_arch(),
         kernel: k.clone(),
         levels,
     }
@@ -292,11 +337,17 @@ pub fn render(r: &CapabilityReport) -> String {
     let k = &r.kernel;
     let mut s = String::new();
     s.push_str(&format!(
+        "architecture: {} (seccomp filter: {})\n",
+        r.arch, r.seccomp_arch
+    ));
+    s.push_str(&format!(
         "Landlock ABI: {}\nseccomp filters: {}\nuser/mount/pid/ipc/uts/net namespaces: {}\nlevel-1 \
          setup dry run: {}\npkexec: {}\nterminal input injection (TIOCSTI): {}\n\n",
-        k.landlock_abi
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| k.landlock_error.clone().unwrap_or_default()),
+        match (k.landlock_abi, k.landlock_abi_cap) {
+            (Some(v), Some(_)) => format!("{v} (lowered by {})", landlock::MAX_ABI_VAR),
+            (Some(v), None) => v.to_string(),
+            (None, _) => k.landlock_error.clone().unwrap_or_default(),
+        },
         if k.seccomp_filter { "yes" } else { "no" },
         k.namespaces
             .as_ref()
@@ -326,6 +377,15 @@ pub fn render(r: &CapabilityReport) -> String {
         for a in &l.advice {
             s.push_str(&format!("    note: {a}\n"));
         }
+        if l.guaranteed {
+            for g in &l.guarantees {
+                s.push_str(&format!(
+                    "    {}: {}\n",
+                    g.promise,
+                    g.mechanisms.join(" + ")
+                ));
+            }
+        }
     }
     s
 }
@@ -338,6 +398,7 @@ mod tests {
         KernelFeatures {
             landlock_abi: Some(7),
             landlock_error: None,
+            landlock_abi_cap: None,
             seccomp_filter: true,
             namespaces: Ok(()),
             level1_dry_run: Ok(()),
@@ -345,7 +406,26 @@ mod tests {
             root: false,
             pids_cgroup: false,
             legacy_tiocsti: LegacyTiocsti::Allowed,
+            host: HostFacts::default(),
         }
+    }
+
+    #[test]
+    fn a_landlock_abi_lowered_by_the_override_refuses_levels_1_and_2_naming_the_override() {
+        let mut k = good();
+        k.landlock_abi = Some(5);
+        k.landlock_abi_cap = Some(5);
+        let r = assess(&k);
+        for l in &r.levels[1..=2] {
+            assert!(!l.guaranteed);
+            assert!(
+                l.missing[0].contains("Landlock ABI 5, as SAYRI_SANDBOX_MAX_LANDLOCK_ABI sets it"),
+                "{:?}",
+                l.missing
+            );
+        }
+        assert!(r.levels[3].guaranteed);
+        assert!(render(&r).contains("Landlock ABI: 5 (lowered by SAYRI_SANDBOX_MAX_LANDLOCK_ABI)"));
     }
 
     #[test]

@@ -205,10 +205,16 @@ fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
 /// (root only) and enters the new namespaces. Errors are refusal reasons.
 fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
     let filters = seccomp::build()?;
-    let abi = landlock::kernel_abi()?;
+    let abi = landlock::usable_abi(spec.landlock_abi_cap)?;
     if abi < landlock::REQUIRED_ABI {
+        let offered = match spec.landlock_abi_cap {
+            Some(cap) if cap == abi => {
+                format!("{} lowers Landlock to ABI {abi}", landlock::MAX_ABI_VAR)
+            }
+            _ => format!("the kernel offers Landlock ABI {abi}"),
+        };
         return Err(format!(
-            "the kernel offers Landlock ABI {abi}, this level needs ABI >= {} (Linux 6.7+)",
+            "{offered}, this level needs ABI >= {} (Linux 6.7+)",
             landlock::REQUIRED_ABI
         ));
     }

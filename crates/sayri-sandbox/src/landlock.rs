@@ -15,6 +15,38 @@ use std::path::PathBuf;
 /// `Truncate` and `IoctlDev` (ABI 5), TCP rights (ABI 4), abstract-socket and signal scopes (ABI 6).
 pub const REQUIRED_ABI: i32 = 6;
 
+/// The test override that lowers — never raises — the Landlock ABI Sayri takes the kernel to
+/// offer (`SAYRI_SANDBOX_MAX_LANDLOCK_ABI=N`), so a host with an older Landlock can be tried on a
+/// newer kernel. Levels 1–2 need [`REQUIRED_ABI`], so any `N` below it makes them refuse; a value
+/// that is not a number refuses them too.
+pub const MAX_ABI_VAR: &str = "SAYRI_SANDBOX_MAX_LANDLOCK_ABI";
+
+/// The cap [`MAX_ABI_VAR`] sets in this process's environment (`None` when it is unset or empty).
+///
+/// # Errors
+/// The value is not a whole number from 0 up; the message names the variable.
+pub fn abi_cap_from_env() -> Result<Option<i32>, String> {
+    let Some(raw) = std::env::var_os(MAX_ABI_VAR).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let text = raw.to_string_lossy();
+    match text.trim().parse::<i32>() {
+        Ok(n) if n >= 0 => Ok(Some(n)),
+        _ => Err(format!(
+            "{MAX_ABI_VAR}={text:?} is not a Landlock ABI number; unset it or give a whole number"
+        )),
+    }
+}
+
+/// The Landlock ABI levels 1–2 may use: the kernel's, lowered to `cap` when one is given.
+///
+/// # Errors
+/// Landlock is unavailable (see [`kernel_abi`]).
+pub fn usable_abi(cap: Option<i32>) -> Result<i32, String> {
+    let abi = kernel_abi()?;
+    Ok(cap.map_or(abi, |c| abi.min(c)))
+}
+
 /// The running kernel's Landlock ABI, or the errno text when Landlock is unavailable.
 pub fn kernel_abi() -> Result<i32, String> {
     // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only returns a number.

@@ -207,6 +207,12 @@ impl LinuxSandbox {
                 && background::is_background_launch(&req.command),
             limits: s.limits,
             parent_pid: std::process::id(),
+            landlock_abi_cap: match level {
+                SandboxLevel::ReadOnly | SandboxLevel::IsolatedDev => {
+                    crate::landlock::abi_cap_from_env()?
+                }
+                _ => None,
+            },
         };
         Ok((spec, env))
     }
@@ -502,6 +508,18 @@ fn record_helper(
     }
 }
 
+/// A command the helper refused to run: the cause and the fix, from what the host says.
+fn refused(level: SandboxLevel, reason: &str, start: Instant) -> ExecResult {
+    let why = crate::host_restrictions::explain(reason, &crate::host_restrictions::facts());
+    ExecResult {
+        output: format!(
+            "Sandbox unavailable for {level}: {}. The command did not run. To fix: {}.",
+            why.cause, why.fix
+        ),
+        ..denied(String::new(), start)
+    }
+}
+
 /// Turns the helper's reports and how it ended into the result. A `Refused` report wins over
 /// everything; otherwise the last report decides. Without one (the helper died, was cancelled or
 /// killed at the backstop, or `pkexec` refused) the launcher's own view and the helper's exit code
@@ -529,10 +547,7 @@ fn interpret(
         HelperReport::Refused { reason } => Some(reason.clone()),
         _ => None,
     }) {
-        return ExecResult {
-            output: format!("Sandbox unavailable for {level}: {reason}. The command did not run."),
-            ..denied(String::new(), start)
-        };
+        return refused(level, &reason, start);
     }
     let helper_code = exit.and_then(|e| {
         use std::os::unix::process::ExitStatusExt;

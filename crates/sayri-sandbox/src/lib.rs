@@ -13,6 +13,8 @@ pub mod cli;
 pub mod env_policy;
 pub mod exec_helper;
 pub mod fd_cleanup;
+pub mod guarantees;
+pub mod host_restrictions;
 pub mod keeper;
 pub mod landlock;
 pub mod launcher;

@@ -16,17 +16,19 @@ pub fn flags(allow_network: bool) -> CloneFlags {
     f
 }
 
+/// How a failure to create the namespaces begins (the explanation is chosen by it).
+pub const NAMESPACES_STEP: &str = "cannot create";
+
 /// Enters the new namespaces (the calling process must be single-threaded) and maps the caller's
 /// uid and gid to themselves inside, so files in the workspace keep their owner.
-/// Errors say which step failed and how to enable unprivileged user namespaces.
+/// Errors say which step failed and the kernel's answer; `host_restrictions` adds the cause and
+/// the fix.
 pub fn enter(allow_network: bool) -> Result<(), String> {
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
     unshare(flags(allow_network)).map_err(|e| {
         format!(
-            "cannot create user/mount/pid/ipc/uts{} namespaces: {e}; enable unprivileged user \
-             namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0; on \
-             Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0)",
+            "{NAMESPACES_STEP} user/mount/pid/ipc/uts{} namespaces: {e}",
             if allow_network { "" } else { "/net" }
         )
     })?;

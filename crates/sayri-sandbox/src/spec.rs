@@ -39,6 +39,10 @@ pub struct HelperSpec {
     /// its parent is already another process. Required (never 0): the launcher starts the
     /// helper without a parent-death hook, so this check is the only one.
     pub parent_pid: u32,
+    /// Levels 1–2: the cap the launcher's [`crate::landlock::MAX_ABI_VAR`] puts on the Landlock
+    /// ABI (the helper's environment is cleared, so it comes here); `None`: the kernel's.
+    #[serde(default)]
+    pub landlock_abi_cap: Option<i32>,
 }
 
 /// The command's complete environment (already filtered by the environment policy, with the

@@ -1,6 +1,6 @@
 //! Security authorizations: durable "Allow always" approvals, and the two port impls.
 
-use crate::{Store, sql_err};
+use crate::Store;
 use rusqlite::params;
 use sayri_core::ports::{
     ApprovalStore, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo,
@@ -10,13 +10,13 @@ use sayri_permissions::Approval;
 
 impl Store {
     fn approvals_where(&self, agent_id: Option<&str>) -> Result<Vec<Approval>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut st = conn
             .prepare(
                 "SELECT agent_id, action, resource, created_at FROM security_authorizations
                  WHERE (?1 IS NULL OR agent_id = ?1) ORDER BY created_at, id",
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         let rows = st
             .query_map(params![agent_id], |r| {
                 Ok(Approval {
@@ -26,8 +26,8 @@ impl Store {
                     created_at: r.get(3)?,
                 })
             })
-            .map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 }
 
@@ -42,26 +42,26 @@ impl ApprovalStore for Store {
 
     fn add_approval(&self, a: &Approval) -> Result<(), StoreError> {
         let resource = self.clean(&a.resource);
-        let mut conn = self.lock();
-        let tx = conn.transaction().map_err(sql_err)?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
         // Replace = delete + insert, so the renewed approval moves to the end (newest).
         tx.execute(
             "DELETE FROM security_authorizations
              WHERE agent_id = ?1 AND action = ?2 AND resource = ?3",
             params![a.agent_id, a.action, resource],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         tx.execute(
             "INSERT INTO security_authorizations (agent_id, action, resource, created_at)
              VALUES (?1, ?2, ?3, ?4)",
             params![a.agent_id, a.action, resource, a.created_at],
         )
-        .map_err(sql_err)?;
-        tx.commit().map_err(sql_err)
+        .map_err(|e| self.fail(e))?;
+        tx.commit().map_err(|e| self.fail(e))
     }
 
     fn forget_approvals(&self, action: Option<&str>, agent_id: &str) -> Result<usize, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         match action {
             None => conn.execute("DELETE FROM security_authorizations", []),
             Some(action) => conn.execute(
@@ -69,7 +69,7 @@ impl ApprovalStore for Store {
                 params![action, agent_id],
             ),
         }
-        .map_err(sql_err)
+        .map_err(|e| self.fail(e))
     }
 }
 

@@ -5,7 +5,7 @@
 //! creating one clears peers and chats left under its id by an earlier instance (a new
 //! instance starts with nobody paired).
 
-use crate::{Store, sql_err};
+use crate::Store;
 use rusqlite::{OptionalExtension, params};
 use sayri_core::domain::gateway::GatewayInstance;
 use sayri_core::ports::StoreError;
@@ -47,14 +47,14 @@ impl Store {
     /// The database failed, or a stored row cannot be read (named, with what to do).
     pub fn gateway_instances(&self) -> Result<Vec<GatewayInstance>, StoreError> {
         let rows: Vec<(String, String)> = {
-            let conn = self.lock();
+            let conn = self.lock()?;
             let mut st = conn
                 .prepare("SELECT id, settings FROM gateway_instances ORDER BY id")
-                .map_err(sql_err)?;
+                .map_err(|e| self.fail(e))?;
             let rows = st
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(sql_err)?;
-            rows.collect::<Result<_, _>>().map_err(sql_err)?
+                .map_err(|e| self.fail(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))?
         };
         rows.into_iter()
             .map(|(id, s)| parse_instance(id, &s))
@@ -67,14 +67,14 @@ impl Store {
     /// The database failed or the row cannot be read.
     pub fn gateway_instance(&self, id: &str) -> Result<Option<GatewayInstance>, StoreError> {
         let row: Option<String> = {
-            let conn = self.lock();
+            let conn = self.lock()?;
             conn.query_row(
                 "SELECT settings FROM gateway_instances WHERE id = ?1",
                 [id],
                 |r| r.get(0),
             )
             .optional()
-            .map_err(sql_err)?
+            .map_err(|e| self.fail(e))?
         };
         row.map(|s| parse_instance(id.to_string(), &s)).transpose()
     }
@@ -92,8 +92,8 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let settings = serde_json::to_string(inst)
             .map_err(|e| StoreError(format!("cannot encode gateway instance: {e}")))?;
-        let mut conn = self.lock();
-        let tx = conn.transaction().map_err(sql_err)?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
         let exists: bool = tx
             .query_row(
                 "SELECT 1 FROM gateway_instances WHERE id = ?1",
@@ -101,7 +101,7 @@ impl Store {
                 |_| Ok(()),
             )
             .optional()
-            .map_err(sql_err)?
+            .map_err(|e| self.fail(e))?
             .is_some();
         match (mode, exists) {
             (InstanceSave::Create, true) => {
@@ -123,38 +123,45 @@ impl Store {
                 "UPDATE gateway_instances SET plugin = ?2, settings = ?3, updated_at = ?4 WHERE id = ?1",
                 params![inst.id, inst.plugin, settings, now],
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         } else {
             tx.execute("DELETE FROM gateway_peers WHERE channel = ?1", [&inst.id])
-                .map_err(sql_err)?;
+                .map_err(|e| self.fail(e))?;
             tx.execute(
                 "DELETE FROM gateway_chats WHERE instance_id = ?1",
                 [&inst.id],
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
+            tx.execute(
+                "DELETE FROM gateway_replies WHERE instance_id = ?1",
+                [&inst.id],
+            )
+            .map_err(|e| self.fail(e))?;
             tx.execute(
                 "INSERT INTO gateway_instances (id, plugin, settings, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?4)",
                 params![inst.id, inst.plugin, settings, now],
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         }
-        tx.commit().map_err(sql_err)?;
+        tx.commit().map_err(|e| self.fail(e))?;
         Ok(!exists)
     }
 
     /// Deletes instance `id` with its peers and chats. Returns whether it existed.
     pub fn delete_gateway_instance(&self, id: &str) -> Result<bool, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction().map_err(sql_err)?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
         tx.execute("DELETE FROM gateway_peers WHERE channel = ?1", [id])
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         tx.execute("DELETE FROM gateway_chats WHERE instance_id = ?1", [id])
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
+        tx.execute("DELETE FROM gateway_replies WHERE instance_id = ?1", [id])
+            .map_err(|e| self.fail(e))?;
         let n = tx
             .execute("DELETE FROM gateway_instances WHERE id = ?1", [id])
-            .map_err(sql_err)?;
-        tx.commit().map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
+        tx.commit().map_err(|e| self.fail(e))?;
         Ok(n > 0)
     }
 
@@ -164,7 +171,7 @@ impl Store {
         instance_id: &str,
         chat_id: &str,
     ) -> Result<Option<GatewayChat>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.query_row(
             "SELECT session_id, agent_id FROM gateway_chats WHERE instance_id = ?1 AND chat_id = ?2",
             params![instance_id, chat_id],
@@ -176,7 +183,7 @@ impl Store {
             },
         )
         .optional()
-        .map_err(sql_err)
+        .map_err(|e| self.fail(e))
     }
 
     /// Sets the session and agent of a chat.
@@ -187,7 +194,7 @@ impl Store {
         chat: &GatewayChat,
         now: f64,
     ) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             "INSERT INTO gateway_chats (instance_id, chat_id, session_id, agent_id, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5)
@@ -195,7 +202,7 @@ impl Store {
                  agent_id = excluded.agent_id, updated_at = excluded.updated_at",
             params![instance_id, chat_id, chat.session_id, chat.agent_id, now],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(())
     }
 }

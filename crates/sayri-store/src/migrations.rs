@@ -28,6 +28,12 @@
 //! * Version 10 — `sessions.parent_id`: a sub-agent's session names the session of the request
 //!   that delegated to it (`NULL` for a person's own conversations; sessions of earlier
 //!   versions keep `NULL`).
+//! * Version 11 — `gateway_replies`: the final answer given to each update a gateway passed on
+//!   (by instance and the channel's update id), so an update sent again after a gateway
+//!   restart gets the same answer without a second turn. A development build numbered this
+//!   table version 10; a file it wrote (version 10, the table present, no
+//!   `sessions.parent_id`) gets the column before this step, and the table is created only
+//!   where it is missing.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -35,7 +41,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 10;
+pub const LATEST: i64 = 11;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +172,14 @@ ALTER TABLE sessions ADD COLUMN parent_id TEXT;
 CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_id);
 ";
 
+const V11_GATEWAY_REPLIES: &str = "
+CREATE TABLE IF NOT EXISTS gateway_replies (
+  instance_id TEXT NOT NULL, update_id TEXT NOT NULL, chat_id TEXT NOT NULL,
+  reply TEXT NOT NULL, created_at REAL NOT NULL,
+  PRIMARY KEY (instance_id, update_id));
+CREATE INDEX IF NOT EXISTS gateway_replies_by_age ON gateway_replies(created_at);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
 const STEPS: [&str; LATEST as usize] = [
     V1,
@@ -178,6 +192,7 @@ const STEPS: [&str; LATEST as usize] = [
     V8,
     V9_ERROR_RECORDS,
     V10_PARENT_SESSIONS,
+    V11_GATEWAY_REPLIES,
 ];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
@@ -195,6 +210,9 @@ pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
         if version == 1 {
             dedupe_preferences(&tx)?;
         }
+        if version == 10 && !has_column(&tx, "sessions", "parent_id")? {
+            tx.execute_batch(V10_PARENT_SESSIONS)?;
+        }
         tx.execute_batch(step)?;
         version += 1;
         tx.pragma_update(None, "user_version", version)?;
@@ -209,4 +227,18 @@ fn dedupe_preferences(tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Er
         "DELETE FROM agent_preferences WHERE id NOT IN (
            SELECT MAX(id) FROM agent_preferences GROUP BY agent_id, intent, command);",
     )
+}
+
+/// Whether `table` has a column named `column`.
+fn has_column(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    column: &str,
+) -> Result<bool, rusqlite::Error> {
+    let n: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |r| r.get(0),
+    )?;
+    Ok(n > 0)
 }

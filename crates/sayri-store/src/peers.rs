@@ -1,6 +1,6 @@
 //! Gateway peers: which sender (per channel, i.e. gateway instance) is paired, and how.
 
-use crate::{Store, sql_err};
+use crate::Store;
 use rusqlite::{OptionalExtension, Row, params};
 use sayri_core::ports::StoreError;
 use serde_json::{Value, json};
@@ -47,7 +47,7 @@ const PEER_COLS: &str = "peer_id, channel, agent_id, is_authorized, authorized_a
 impl Store {
     /// Whether `peer_id` is authorised on `channel`. Unknown peers are not (fails closed).
     pub fn is_peer_authorized(&self, peer_id: &str, channel: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let v: Option<i64> = conn
             .query_row(
                 "SELECT is_authorized FROM gateway_peers WHERE peer_id = ?1 AND channel = ?2",
@@ -55,7 +55,7 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         Ok(v == Some(1))
     }
 
@@ -72,7 +72,7 @@ impl Store {
         name: &str,
     ) -> Result<bool, StoreError> {
         let meta = self.clean(&json!({"via": via, "name": name}).to_string());
-        let conn = self.lock();
+        let conn = self.lock()?;
         let before: Option<i64> = conn
             .query_row(
                 "SELECT is_authorized FROM gateway_peers WHERE peer_id = ?1 AND channel = ?2",
@@ -80,7 +80,7 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         conn.execute(
             "INSERT INTO gateway_peers (peer_id, channel, agent_id, is_authorized, authorized_at, metadata)
              VALUES (?1, ?2, ?3, 1, ?4, ?5)
@@ -89,19 +89,19 @@ impl Store {
                  metadata = excluded.metadata",
             params![peer_id, channel, agent_id, now, meta],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(before != Some(1))
     }
 
     /// Removes `peer_id` from `channel`. Returns whether it existed.
     pub fn revoke_peer(&self, peer_id: &str, channel: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let n = conn
             .execute(
                 "DELETE FROM gateway_peers WHERE peer_id = ?1 AND channel = ?2",
                 params![peer_id, channel],
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         Ok(n > 0)
     }
 
@@ -126,9 +126,9 @@ impl Store {
         sql: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<GatewayPeer>, StoreError> {
-        let conn = self.lock();
-        let mut st = conn.prepare(sql).map_err(sql_err)?;
-        let rows = st.query_map(args, peer_row).map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+        let conn = self.lock()?;
+        let mut st = conn.prepare(sql).map_err(|e| self.fail(e))?;
+        let rows = st.query_map(args, peer_row).map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 }

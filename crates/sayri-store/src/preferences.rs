@@ -4,7 +4,7 @@
 //! further observation of the same (agent, intent, command) bumps a counter and sets
 //! `score = round(success − 1.5 × failure, 2)`. Queries return only rows with `score ≥ 0`.
 
-use crate::{Store, like_escape, sql_err};
+use crate::{Store, like_escape};
 use rusqlite::{Row, params};
 use sayri_core::ports::{Preference, PreferenceUpdate, StoreError, redacted_prefix};
 
@@ -41,8 +41,8 @@ impl Store {
         let rejected = self.clean_opt(u.rejected_command.as_deref());
         let notes = self.clean_opt(u.notes.as_deref());
         let (s, f) = if u.success { (1u32, 0u32) } else { (0, 1) };
-        let mut conn = self.lock();
-        let tx = conn.transaction().map_err(sql_err)?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
         tx.execute(
             "INSERT INTO agent_preferences (agent_id, intent, command, rejected_command,
                  success_count, failure_count, score, notes, created_at, updated_at)
@@ -67,7 +67,7 @@ impl Store {
                 u.now
             ],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         let row = tx
             .query_row(
                 &format!(
@@ -77,8 +77,8 @@ impl Store {
                 params![u.agent_id, intent, command],
                 pref_row,
             )
-            .map_err(sql_err)?;
-        tx.commit().map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
+        tx.commit().map_err(|e| self.fail(e))?;
         Ok(row)
     }
 
@@ -120,12 +120,12 @@ impl Store {
             " ORDER BY score DESC, updated_at DESC LIMIT ?{}",
             args.len()
         ));
-        let conn = self.lock();
-        let mut st = conn.prepare(&sql).map_err(sql_err)?;
+        let conn = self.lock()?;
+        let mut st = conn.prepare(&sql).map_err(|e| self.fail(e))?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args), pref_row)
-            .map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
     pub(crate) fn list_preferences_impl(
@@ -133,28 +133,28 @@ impl Store {
         agent_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Preference>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut st = conn
             .prepare(&format!(
                 "SELECT {COLS} FROM agent_preferences WHERE (?1 IS NULL OR agent_id = ?1)
                  ORDER BY score DESC, updated_at DESC LIMIT ?2"
             ))
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         let rows = st
             .query_map(params![agent_id, limit as i64], pref_row)
-            .map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
     pub(crate) fn clear_preferences_impl(
         &self,
         agent_id: Option<&str>,
     ) -> Result<usize, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             "DELETE FROM agent_preferences WHERE (?1 IS NULL OR agent_id = ?1)",
             params![agent_id],
         )
-        .map_err(sql_err)
+        .map_err(|e| self.fail(e))
     }
 }

@@ -14,7 +14,7 @@
 //!   start-up can tell whether a value set while the daemon was not running still needs a
 //!   rewrite. No value, hash or length of a secret is stored.
 
-use crate::{Store, sql_err};
+use crate::Store;
 use rusqlite::{Transaction, params};
 use sayri_core::ports::{Redactor, StoreError};
 use serde_json::Value;
@@ -156,12 +156,12 @@ impl Store {
             wal_cleared: true,
         };
         if report.total() > 0 {
-            let conn = self.lock();
+            let conn = self.lock()?;
             // The row is (busy, frames in the log, frames checkpointed); busy = 1 when a reader
             // kept the log from being emptied.
             let busy: i64 = conn
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-                .map_err(sql_err)?;
+                .map_err(|e| self.fail(e))?;
             report.wal_cleared = busy == 0;
         }
         Ok(report)
@@ -195,9 +195,9 @@ impl Store {
         let mut changed = 0;
         let mut after = 0i64;
         loop {
-            let mut conn = self.lock();
-            let tx = conn.transaction().map_err(sql_err)?;
-            let rows = read_batch(&tx, &select, after, names.len()).map_err(sql_err)?;
+            let mut conn = self.lock()?;
+            let tx = conn.transaction().map_err(|e| self.fail(e))?;
+            let rows = read_batch(&tx, &select, after, names.len()).map_err(|e| self.fail(e))?;
             let Some((last, _)) = rows.last() else {
                 return Ok(changed);
             };
@@ -217,12 +217,12 @@ impl Store {
                 match (tx.execute(&update, args.as_slice()), on_conflict) {
                     (Ok(_), _) => {}
                     (Err(e), Some(settle)) if is_unique_violation(&e) => {
-                        settle(&tx, t.table, rowid, &new).map_err(sql_err)?
+                        settle(&tx, t.table, rowid, &new).map_err(|e| self.fail(e))?
                     }
-                    (Err(e), _) => return Err(sql_err(e)),
+                    (Err(e), _) => return Err(self.fail(e)),
                 }
             }
-            tx.commit().map_err(sql_err)?;
+            tx.commit().map_err(|e| self.fail(e))?;
         }
     }
 
@@ -232,16 +232,16 @@ impl Store {
     /// # Errors
     /// The store's error.
     pub fn redaction_stamps(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut st = conn
             .prepare("SELECT key, value_updated_at FROM redacted_secrets")
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         let rows = st
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         let mut out = BTreeMap::new();
         for row in rows {
-            let (k, v) = row.map_err(sql_err)?;
+            let (k, v) = row.map_err(|e| self.fail(e))?;
             out.insert(k, u64::try_from(v).unwrap_or(0));
         }
         Ok(out)
@@ -257,19 +257,19 @@ impl Store {
         stamps: &[(String, u64)],
         now: f64,
     ) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction().map_err(sql_err)?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
         tx.execute("DELETE FROM redacted_secrets", [])
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         for (key, version) in stamps {
             tx.execute(
                 "INSERT INTO redacted_secrets (key, value_updated_at, rewritten_at)
                  VALUES (?1, ?2, ?3)",
                 params![key, i64::try_from(*version).unwrap_or(i64::MAX), now],
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         }
-        tx.commit().map_err(sql_err)
+        tx.commit().map_err(|e| self.fail(e))
     }
 }
 

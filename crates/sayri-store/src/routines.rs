@@ -8,7 +8,7 @@
 //! Times are Unix seconds. A run's summary (model output) passes the store's redactor; the
 //! definition (the prompt the user wrote) is stored as given.
 
-use crate::{Store, sql_err};
+use crate::Store;
 use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 use sayri_core::domain::routines::timing::{from_epoch, to_epoch};
@@ -127,32 +127,33 @@ fn routine_from(row: &Row<'_>) -> rusqlite::Result<Result<Routine, BrokenRoutine
 impl Store {
     /// Every routine, oldest first; rows that no longer parse come as [`BrokenRoutine`].
     pub fn routines(&self) -> Result<Vec<Result<Routine, BrokenRoutine>>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut st = conn
             .prepare(&format!(
                 "SELECT {COLUMNS} FROM routines ORDER BY created_at, id"
             ))
-            .map_err(sql_err)?;
-        let rows = st.query_map([], routine_from).map_err(sql_err)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        let rows = st.query_map([], routine_from).map_err(|e| self.fail(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))
     }
 
     /// One routine (`None`: no such id).
     pub fn routine(&self, id: &str) -> Result<Option<Result<Routine, BrokenRoutine>>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.query_row(
             &format!("SELECT {COLUMNS} FROM routines WHERE id = ?1"),
             [id],
             routine_from,
         )
         .optional()
-        .map_err(sql_err)
+        .map_err(|e| self.fail(e))
     }
 
     /// Inserts or replaces a routine whole (definition, timing and outcome).
     pub fn save_routine(&self, r: &Routine) -> Result<(), StoreError> {
         let o = r.last_outcome.as_ref();
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             &format!(
                 "INSERT OR REPLACE INTO routines ({COLUMNS}) VALUES \
@@ -185,16 +186,16 @@ impl Store {
                 o.map(|o| o.session_id.clone()),
             ],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(())
     }
 
     /// Deletes a routine. Returns whether it existed.
     pub fn delete_routine(&self, id: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let n = conn
             .execute("DELETE FROM routines WHERE id = ?1", [id])
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         Ok(n > 0)
     }
 
@@ -206,13 +207,13 @@ impl Store {
         enabled: bool,
         armed_at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let n = conn
             .execute(
                 "UPDATE routines SET enabled = ?2, armed_at = ?3, next_run = NULL WHERE id = ?1",
                 params![id, enabled, to_epoch(armed_at)],
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         Ok(n > 0)
     }
 
@@ -223,7 +224,7 @@ impl Store {
         timing: &Timing,
         next_run: Option<DateTime<Utc>>,
     ) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             "UPDATE routines SET armed_at = ?2, last_slot = ?3, last_run = ?4, next_run = ?5
              WHERE id = ?1",
@@ -235,13 +236,13 @@ impl Store {
                 next_run.map(to_epoch),
             ],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(())
     }
 
     /// Records how a routine's run ended (only those columns; the summary is redacted).
     pub fn set_routine_outcome(&self, id: &str, o: &RunOutcome) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             "UPDATE routines SET last_status = ?2, last_summary = ?3, last_finished_at = ?4,
              last_session = ?5 WHERE id = ?1",
@@ -253,19 +254,19 @@ impl Store {
                 o.session_id
             ],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(())
     }
 
     /// The scheduler's state of every trigger that has one.
     pub fn trigger_states(&self) -> Result<Vec<TriggerState>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut st = conn
             .prepare(
                 "SELECT id, armed_at, last_slot, last_run, next_run, last_status, last_summary,
                  last_finished_at, last_session FROM trigger_state ORDER BY id",
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         let rows = st
             .query_map([], |row| {
                 let armed: f64 = row.get(1)?;
@@ -280,8 +281,9 @@ impl Store {
                     last_outcome: outcome_from(row.get(5)?, row.get(6)?, row.get(7)?, row.get(8)?),
                 })
             })
-            .map_err(sql_err)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))
     }
 
     /// Writes a trigger's timing (creating its row).
@@ -291,7 +293,7 @@ impl Store {
         timing: &Timing,
         next_run: Option<DateTime<Utc>>,
     ) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             "INSERT INTO trigger_state (id, armed_at, last_slot, last_run, next_run)
              VALUES (?1, ?2, ?3, ?4, ?5)
@@ -306,13 +308,13 @@ impl Store {
                 next_run.map(to_epoch),
             ],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(())
     }
 
     /// Records how a trigger's run ended (creating its row, armed at the end time).
     pub fn set_trigger_outcome(&self, id: &str, o: &RunOutcome) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             "INSERT INTO trigger_state (id, armed_at, last_run, last_status, last_summary,
                last_finished_at, last_session)
@@ -329,39 +331,39 @@ impl Store {
                 o.session_id
             ],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(())
     }
 
     /// Forgets a trigger's state (its file was deleted).
     pub fn delete_trigger_state(&self, id: &str) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute("DELETE FROM trigger_state WHERE id = ?1", [id])
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         Ok(())
     }
 
     /// A scheduler fact (`None`: never set).
     pub fn scheduler_meta(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.query_row(
             "SELECT value FROM scheduler_meta WHERE key = ?1",
             [key],
             |r| r.get(0),
         )
         .optional()
-        .map_err(sql_err)
+        .map_err(|e| self.fail(e))
     }
 
     /// Sets a scheduler fact.
     pub fn set_scheduler_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.execute(
             "INSERT INTO scheduler_meta (key, value) VALUES (?1, ?2)
              ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             params![key, value],
         )
-        .map_err(sql_err)?;
+        .map_err(|e| self.fail(e))?;
         Ok(())
     }
 }

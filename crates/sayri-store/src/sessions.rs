@@ -1,6 +1,6 @@
 //! Sessions and messages: the `SessionStore` half about conversations.
 
-use crate::{Store, like_escape, sql_err};
+use crate::{Store, like_escape};
 use rusqlite::{OptionalExtension, Row, params};
 use sayri_core::domain::text::cut_chars;
 use sayri_core::ports::{
@@ -79,16 +79,18 @@ pub(crate) fn insert_message(
     tx: &rusqlite::Transaction<'_>,
     seed: &SessionSeed<'_>,
     m: &NewMessage,
-) -> Result<i64, StoreError> {
+) -> rusqlite::Result<i64> {
     tx.execute(
         "INSERT INTO sessions (id, title, agent_id, created_at, updated_at, parent_id)
          VALUES (?1, ?2, ?3, ?4, ?4, ?5)
          ON CONFLICT(id) DO UPDATE SET updated_at = MAX(updated_at, excluded.updated_at)",
         params![seed.id, seed.title, seed.agent_id, m.timestamp, seed.parent],
-    )
-    .map_err(sql_err)?;
+    )?;
     let tool_json = match &m.tool_call {
-        Some(t) => Some(serde_json::to_string(t).map_err(|e| StoreError(e.to_string()))?),
+        Some(t) => Some(
+            serde_json::to_string(t)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+        ),
         None => None,
     };
     tx.execute(
@@ -105,16 +107,14 @@ pub(crate) fn insert_message(
             m.reasoning,
             m.timestamp
         ],
-    )
-    .map_err(sql_err)?;
+    )?;
     let id = tx.last_insert_rowid();
     for (position, image) in m.images.iter().enumerate() {
         tx.execute(
             "INSERT INTO message_images (message_id, position, mime, data_base64)
              VALUES (?1, ?2, ?3, ?4)",
             params![id, position as i64, image.mime, image.base64],
-        )
-        .map_err(sql_err)?;
+        )?;
     }
     Ok(id)
 }
@@ -146,22 +146,22 @@ impl Store {
             ..*seed
         };
         let m = self.clean_message(m);
-        let mut conn = self.lock();
-        let tx = conn.transaction().map_err(sql_err)?;
-        let id = insert_message(&tx, &seed, &m)?;
-        tx.commit().map_err(sql_err)?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
+        let id = insert_message(&tx, &seed, &m).map_err(|e| self.fail(e))?;
+        tx.commit().map_err(|e| self.fail(e))?;
         Ok(id)
     }
 
     pub(crate) fn session_impl(&self, id: &str) -> Result<Option<SessionInfo>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.query_row(
             &format!("SELECT {SESSION_COLS} FROM sessions s WHERE s.id = ?1"),
             [id],
             session_row,
         )
         .optional()
-        .map_err(sql_err)
+        .map_err(|e| self.fail(e))
     }
 
     pub(crate) fn ids_with_prefix_impl(
@@ -169,22 +169,22 @@ impl Store {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         // substr() compares the prefix literally (LIKE would treat `%` and `_` as patterns).
         let mut st = conn
             .prepare(
                 "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1
                  ORDER BY id LIMIT ?2",
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         let rows = st
             .query_map(rusqlite::params![prefix, limit as i64], |r| r.get(0))
-            .map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
     pub(crate) fn list_sessions_impl(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         // Rows left empty by the original Python Sayri (one per start) are never listed.
         let mut st = conn
             .prepare(&format!(
@@ -192,57 +192,63 @@ impl Store {
                  WHERE EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
                  ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ?1"
             ))
-            .map_err(sql_err)?;
-        let rows = st.query_map([limit as i64], session_row).map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        let rows = st
+            .query_map([limit as i64], session_row)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
     pub(crate) fn sub_sessions_impl(
         &self,
         parent_id: &str,
     ) -> Result<Vec<SessionInfo>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut st = conn
             .prepare(&format!(
                 "SELECT {SESSION_COLS} FROM sessions s WHERE s.parent_id = ?1
                  ORDER BY s.created_at, s.rowid"
             ))
-            .map_err(sql_err)?;
-        let rows = st.query_map([parent_id], session_row).map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        let rows = st
+            .query_map([parent_id], session_row)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
     pub(crate) fn messages_impl(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         let mut st = conn
             .prepare(
                 "SELECT id, session_id, role, content, tool_call_json, prompt_tokens,
                         completion_tokens, reasoning, timestamp
                  FROM messages WHERE session_id = ?1 ORDER BY id",
             )
-            .map_err(sql_err)?;
-        let rows = st.query_map([session_id], message_row).map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+            .map_err(|e| self.fail(e))?;
+        let rows = st
+            .query_map([session_id], message_row)
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.fail(e))
     }
 
     pub(crate) fn rename_impl(&self, id: &str, title: &str) -> Result<bool, StoreError> {
         let title = self.clean_cut(title);
-        let conn = self.lock();
+        let conn = self.lock()?;
         let n = conn
             .execute(
                 "UPDATE sessions SET title = ?2 WHERE id = ?1",
                 params![id, title],
             )
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         Ok(n > 0)
     }
 
     pub(crate) fn delete_impl(&self, id: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         // Messages go with it through ON DELETE CASCADE (foreign_keys=ON).
         let n = conn
             .execute("DELETE FROM sessions WHERE id = ?1", [id])
-            .map_err(sql_err)?;
+            .map_err(|e| self.fail(e))?;
         Ok(n > 0)
     }
 
@@ -258,7 +264,7 @@ impl Store {
     ) -> Result<Vec<SearchHit>, StoreError> {
         let query = query.trim();
         let needle = query.to_ascii_lowercase();
-        let conn = self.lock();
+        let conn = self.lock()?;
         let pattern = format!("%{}%", like_escape(query));
         let sql = "SELECT m.session_id, s.title, m.role, m.content, m.timestamp
              FROM messages m JOIN sessions s ON s.id = m.session_id
@@ -266,26 +272,28 @@ impl Store {
                AND (m.content LIKE ?2 ESCAPE '\\'
                     OR (?1 IS NULL AND s.title LIKE ?2 ESCAPE '\\'))
              ORDER BY m.id DESC";
-        let mut st = conn.prepare(sql).map_err(sql_err)?;
-        let mut rows = st.query(params![session_id, pattern]).map_err(sql_err)?;
+        let mut st = conn.prepare(sql).map_err(|e| self.fail(e))?;
+        let mut rows = st
+            .query(params![session_id, pattern])
+            .map_err(|e| self.fail(e))?;
         let mut hits = Vec::new();
         while hits.len() < limit {
-            let Some(r) = rows.next().map_err(sql_err)? else {
+            let Some(r) = rows.next().map_err(|e| self.fail(e))? else {
                 break;
             };
-            let title = self.clean(&r.get::<_, String>(1).map_err(sql_err)?);
-            let content = self.clean(&r.get::<_, String>(3).map_err(sql_err)?);
+            let title = self.clean(&r.get::<_, String>(1).map_err(|e| self.fail(e))?);
+            let content = self.clean(&r.get::<_, String>(3).map_err(|e| self.fail(e))?);
             let found = |text: &str| text.to_ascii_lowercase().contains(&needle);
             if !(found(&content) || (session_id.is_none() && found(&title))) {
                 continue;
             }
-            let role: String = r.get(2).map_err(sql_err)?;
+            let role: String = r.get(2).map_err(|e| self.fail(e))?;
             hits.push(SearchHit {
-                session_id: r.get(0).map_err(sql_err)?,
+                session_id: r.get(0).map_err(|e| self.fail(e))?,
                 session_title: title,
                 role: parse_role(&role),
                 content: cut_chars(&content, 400),
-                timestamp: r.get(4).map_err(sql_err)?,
+                timestamp: r.get(4).map_err(|e| self.fail(e))?,
             });
         }
         hits.reverse();

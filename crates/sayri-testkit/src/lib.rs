@@ -3,8 +3,9 @@
 //! `sayri-core`'s ports ([`fakes`]), process helpers for crash tests and guards that stop the
 //! processes a test or benchmark starts and find the ones it leaks ([`procs`]), and random setting
 //! values for property tests ([`setting_values`]), pseudo-terminals ([`terminal`]), provider-style
-//! token counts ([`tokens`]), readers of the chat requests the daemon sends ([`turns`]), and a
-//! loopback Telegram Bot API server recording every call ([`telegram`]).
+//! token counts ([`tokens`]), readers of the chat requests the daemon sends ([`turns`]), a
+//! loopback Telegram Bot API server recording every call ([`telegram`]), and a loopback file
+//! server that serves ranges, cuts, holds and overflows downloads ([`file_server`]).
 //!
 //! ```no_run
 //! use sayri_testkit::{FakeLlm, Reply, Script, sse};
@@ -17,6 +18,7 @@
 //! ```
 
 pub mod fakes;
+pub mod file_server;
 pub mod procs;
 pub mod real_model;
 pub mod reply;

@@ -174,6 +174,7 @@ pub fn open_input(device: &Device) -> Result<Box<dyn AudioSource>, AudioError> {
     match device {
         Device::File(p) => Ok(Box::new(WavSource::open(p)?)),
         Device::LiveFile(p) => Ok(Box::new(WavSource::open(p)?.realtime())),
+        Device::Pipe(p) => Ok(Box::new(crate::audio::PipeSource::new(p))),
         #[cfg(feature = "mic")]
         Device::Default => Ok(Box::new(crate::audio::device::DeviceSource::closed(""))),
         #[cfg(feature = "mic")]
@@ -192,8 +193,8 @@ pub fn open_input(device: &Device) -> Result<Box<dyn AudioSource>, AudioError> {
 pub fn open_output(device: &Device) -> Result<Box<dyn AudioSink>, AudioError> {
     match device {
         Device::File(p) => Ok(Box::new(WavSink::create(p)?)),
-        Device::LiveFile(p) => Err(AudioError::Io(format!(
-            "live-file:{} is a microphone source; a speaker writes to file:PATH",
+        Device::LiveFile(p) | Device::Pipe(p) => Err(AudioError::Io(format!(
+            "{} is a microphone source; a speaker writes to file:PATH",
             p.display()
         ))),
         #[cfg(feature = "mic")]

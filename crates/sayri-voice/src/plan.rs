@@ -53,6 +53,9 @@ pub enum Device {
     /// A WAV file heard as a live microphone, in real time (`live-file:/path.wav`); only a
     /// microphone can be one.
     LiveFile(PathBuf),
+    /// Raw s16le 16 kHz mono PCM read live from a FIFO or a file another program writes
+    /// (`pipe:/path`); only a microphone can be one.
+    Pipe(PathBuf),
 }
 
 impl Device {
@@ -63,6 +66,8 @@ impl Device {
             Device::File(PathBuf::from(path))
         } else if let Some(path) = v.strip_prefix("live-file:") {
             Device::LiveFile(PathBuf::from(path))
+        } else if let Some(path) = v.strip_prefix("pipe:") {
+            Device::Pipe(PathBuf::from(path))
         } else if v.is_empty() || v == "default" {
             Device::Default
         } else {
@@ -77,6 +82,7 @@ impl Device {
             Device::Named(n) => n.clone(),
             Device::File(p) => format!("file {}", p.display()),
             Device::LiveFile(p) => format!("file {} (real time)", p.display()),
+            Device::Pipe(p) => format!("pipe {}", p.display()),
         }
     }
 }

@@ -79,6 +79,13 @@ pub trait AudioSource: Send {
 
     /// A short name for logs and status (`"default"`, `"file in.wav"`).
     fn name(&self) -> String;
+
+    /// A change the source made on its own since the last call (it moved capture to another
+    /// device, or back to the one named in the settings), in words for the person — so no
+    /// switch is ever silent. Most sources never make one.
+    fn take_notice(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Where speech goes: a sound card, a WAV file, a simulated room.

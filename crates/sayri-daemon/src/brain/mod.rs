@@ -275,10 +275,17 @@ fn provider_model(
     }
 }
 
-/// Opens `$STATE/sessions.db`; every text it writes passes `redactor`.
+/// Opens and checks `$STATE/sessions.db`; every text it writes passes `redactor`. A corrupt
+/// file does not stop the daemon: the store refuses every call with a message naming the file
+/// and `sayri db recover` (said once here, in the log).
 fn open_store(paths: &Paths, redactor: Arc<dyn Redactor>) -> Result<Arc<Store>, BrainError> {
     let db = paths.database();
-    Store::open(&db)
+    Store::open_checked(&db)
+        .inspect(|s| {
+            if let Some(why) = s.corruption() {
+                tracing::error!("{why}");
+            }
+        })
         .map(|s| Arc::new(s.with_redactor(redactor)))
         .map_err(|e| BrainError::Store {
             path: db.clone(),

@@ -266,6 +266,18 @@ async fn attach(state: &Arc<DaemonState>, who: &Identity, path: &str, json: bool
     reply(json, result)
 }
 
+/// `{"ok":true}` and a newline.
+fn ok_line() -> Vec<u8> {
+    let mut ok = serde_json::to_vec(&Value::Object(
+        [("ok".to_string(), Value::Bool(true))]
+            .into_iter()
+            .collect(),
+    ))
+    .unwrap_or_default();
+    ok.push(b'\n');
+    ok
+}
+
 /// A gateway's report: only a gateway process may make one, for its own instance.
 fn report_from(state: &DaemonState, who: &Identity, report: GatewayReport) -> Vec<u8> {
     let Identity::Gateway(id) = who else {
@@ -284,17 +296,16 @@ fn report_from(state: &DaemonState, who: &Identity, report: GatewayReport) -> Ve
                 "gateway",
                 id,
             );
-            let mut ok = serde_json::to_vec(&Value::Object(
-                [("ok".to_string(), Value::Bool(true))]
-                    .into_iter()
-                    .collect(),
-            ))
-            .unwrap_or_default();
-            ok.push(b'\n');
-            ok
+            ok_line()
+        }
+        "outbox" => {
+            state
+                .gateways
+                .outbox_reported(id, report.pending.unwrap_or(0), report.next_retry_at);
+            ok_line()
         }
         other => ReplyEvent::error(format!(
-            "unknown report {other:?}: the daemon understands delivery_failed"
+            "unknown report {other:?}: the daemon understands delivery_failed and outbox"
         ))
         .to_line(),
     }

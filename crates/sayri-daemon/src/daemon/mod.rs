@@ -10,12 +10,14 @@
 //! * [`state`] — [`DaemonState`], what every handler shares.
 //! * [`status`] — the `status` object.
 //! * [`recovery`] — start-up after a crash: leftover children killed, interrupted turns closed.
+//! * [`db_maintenance`] — the session database's log kept small, its damage told to clients.
 //!
 //! The routines and their scheduler live in [`crate::routines`] (started by [`Daemon::bind`]).
 
 pub mod activation;
 pub(crate) mod commands;
 pub mod connection;
+pub mod db_maintenance;
 pub mod dispatch;
 pub mod legacy;
 pub mod listener;
@@ -201,6 +203,7 @@ impl Daemon {
             ));
             tokio::spawn(crate::gateways::auto_start(state.clone()));
         }
+        tokio::spawn(db_maintenance::run(state.clone()));
         tracing::info!(
             "listening on {}{} (version {}, protocol {PROTOCOL_VERSION})",
             state.paths.socket().display(),

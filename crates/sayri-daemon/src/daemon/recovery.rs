@@ -50,6 +50,10 @@ pub fn close_interrupted_turns(store: &Store, clock: &dyn Clock) {
                 }
             }
         }
-        Err(e) => tracing::error!("could not close the turns a crash interrupted: {e}"),
+        Err(e) => crate::store_health::log_store_error(
+            store,
+            "could not close the turns a crash interrupted",
+            &e,
+        ),
     }
 }

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 /// running, next fire, system zone, invalid trigger files, monitors), `config_dir`, `state_dir`, `socket`, `pid`,
 /// `clients` (connected IPC clients), `uptime_ms`, `supervised` (every supervised child:
 /// `name`, `state`, `pid`, `keeper_pid`, `restarts`, `last_error`, `restart_in_ms`,
-/// `log_file`), and the voice fields of [`crate::voice::status::fields`] (`stt_ready`,
+/// `log_file`), `database` (the session database: `path`, `state` `ok`/`corrupt`, `error` and
+/// `fix` while corrupt, `size_bytes`, `wal_bytes`, `wal_limit_bytes`, `free_bytes`, `readers` and
+/// `writers` (other processes holding it), `last_checkpoint`), and the voice fields of [`crate::voice::status::fields`] (`stt_ready`,
 /// `tts_ready`, `wake_ready` with what to install when false, `stt_mode`, `mic_on`, …).
 pub fn build_status(state: &DaemonState) -> Value {
     let cfg = state.config();
@@ -46,6 +48,9 @@ pub fn build_status(state: &DaemonState) -> Value {
                 "legacy_tiocsti": r.kernel.legacy_tiocsti,
                 "terminal_injection": r.kernel.legacy_tiocsti.describe(),
             }),
+        }),
+        "database": brain.map_or(Value::Null, |b| {
+            serde_json::to_value(b.store.status()).unwrap_or(Value::Null)
         }),
         "vault": brain.map_or(Value::Null, |b| match &b.vault_error {
             Some(e) => json!({"available": false, "error": e}),

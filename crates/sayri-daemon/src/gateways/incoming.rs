@@ -13,6 +13,8 @@
 //!    exist — resolved to its effective profile; the level is the lowest of the instance's
 //!    cap, the agent's level and the message's. No person can approve anything in it. Events
 //!    stream to the gateway, redacted, until the turn ends; one turn at a time per chat.
+//! 6. **The record**: the final answer to an update with an `update_id` is kept
+//!    ([`super::replayed`]); the same update sent again gets it back without a second turn.
 
 use super::peer::Identity;
 use super::{GatewayError, Host, now, redacted};
@@ -131,18 +133,36 @@ async fn answer(
             sender,
             gate::PAIR_ONLY_IN_PRIVATE.into(),
         )),
-        Verdict::Pair(code) => Some(pair(state, inst, sender, &code, &msg.author)),
+        Verdict::Pair(code) => Some(super::replayed::recorded(state, inst, msg).unwrap_or_else(
+            || {
+                let r = pair(state, inst, sender, &code, &msg.author);
+                super::replayed::record(state, inst, msg, &r);
+                r
+            },
+        )),
         Verdict::AlreadyPaired => Some(command_done(gate::ALREADY_PAIRED, "pair")),
         Verdict::NoText => Some(ReplyEvent::done(gate::ONLY_TEXT)),
         Verdict::Command(c) => {
             let chat_lock = state.gateways().chat_lock(&inst.id, &chat_id);
             let _held = chat_lock.lock().await;
-            Some(chat_command(state, inst, &chat_id, c))
+            if let Some(r) = super::replayed::recorded(state, inst, msg) {
+                return Some(r);
+            }
+            let r = chat_command(state, inst, &chat_id, c);
+            super::replayed::record(state, inst, msg, &r);
+            Some(r)
         }
         Verdict::Turn => {
+            // Under the chat's lock: an update sent again while its first turn still runs
+            // waits for it and gets its answer.
             let chat_lock = state.gateways().chat_lock(&inst.id, &chat_id);
             let _held = chat_lock.lock().await;
-            Some(turn(state, inst, msg, &chat_id, out).await)
+            if let Some(r) = super::replayed::recorded(state, inst, msg) {
+                return Some(r);
+            }
+            let r = turn(state, inst, msg, &chat_id, out).await;
+            super::replayed::record(state, inst, msg, &r);
+            Some(r)
         }
     }
 }
@@ -461,7 +481,7 @@ async fn turn(
     };
     let (result, ()) = tokio::join!(run, forward);
     match result {
-        Ok(o) if o.cancelled => ReplyEvent::error("the request was interrupted"),
+        Ok(o) if o.cancelled => ReplyEvent::error(super::replayed::INTERRUPTED),
         Ok(o) => match o.error {
             Some(e) => ReplyEvent::error(redacted(state, &e)),
             None => ReplyEvent::done(redacted(state, &o.text.unwrap_or_default())),

@@ -6,6 +6,7 @@
 //!   which is why options never hold secrets.
 //! * **Environment**: what the supervisor passes to every child (`PATH`, `HOME`, locale, …), plus
 //!   `SAYRI_GATEWAY_INSTANCE_ID`, `SAYRI_GATEWAY_SOCKET` (the legacy socket),
+//!   `SAYRI_GATEWAY_STATE_DIR` (where it keeps its outbox: replies not yet delivered),
 //!   `SAYRI_TARGET_AGENT` and `SAYRI_SANDBOX_LEVEL` (the instance's agent and cap, for the
 //!   original gateways; the daemon enforces them whatever a message says).
 //! * **Secrets**: exactly the vault keys the instance lists, each under its environment name,
@@ -59,6 +60,12 @@ pub fn program_for(plugin: &str) -> Result<PathBuf, String> {
     ))
 }
 
+/// The directory instance `id` keeps its outbox in (`$STATE/gateways/<id>`; the gateway
+/// creates it, 0700).
+pub fn state_dir(paths: &sayri_client::paths::Paths, id: &str) -> PathBuf {
+    paths.state_dir.join("gateways").join(id)
+}
+
 /// The supervised child that runs `inst`.
 ///
 /// # Errors
@@ -70,6 +77,10 @@ pub fn spec_for(state: &dyn Host, inst: &GatewayInstance) -> Result<ChildSpec, S
         .env(
             "SAYRI_GATEWAY_SOCKET",
             state.paths().legacy_socket().to_string_lossy(),
+        )
+        .env(
+            "SAYRI_GATEWAY_STATE_DIR",
+            state_dir(state.paths(), &inst.id).to_string_lossy(),
         )
         .env("SAYRI_TARGET_AGENT", &inst.agent)
         .env("SAYRI_SANDBOX_LEVEL", inst.level_cap.name());

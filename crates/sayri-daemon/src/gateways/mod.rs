@@ -11,6 +11,8 @@
 //!   per connection, the answer streamed as NDJSON until the turn ends.
 //! * [`incoming`] — a message's path: instance, authorization (before any session, agent or
 //!   model work), chat commands, the remote turn.
+//! * [`replayed`] — the answer to an update, recorded so a restarted gateway gets it again
+//!   instead of a second turn.
 //! * [`alerts`] — a supervised child that fails, or a reply a gateway could not deliver,
 //!   becomes an `error` event and a desktop notification.
 //!
@@ -25,6 +27,7 @@ pub mod alerts;
 pub mod incoming;
 pub mod launch;
 pub mod peer;
+pub mod replayed;
 
 use crate::brain::Brain;
 use crate::bus::Broadcaster;
@@ -85,6 +88,10 @@ struct Notes {
     start_error: Option<String>,
     /// The last reply the gateway reported it could not deliver.
     delivery_error: Option<String>,
+    /// Replies waiting in the gateway's outbox, as it last reported.
+    pending_replies: u64,
+    /// When its next delivery attempt is due, Unix seconds.
+    next_retry_at: Option<f64>,
 }
 
 /// One lock per (instance id, chat id).
@@ -123,6 +130,12 @@ pub struct InstanceView {
     pub peers: usize,
     /// The last reply it could not deliver, if any since the daemon started.
     pub last_delivery_error: Option<String>,
+    /// Replies waiting in its outbox to be delivered (as it last reported; they survive a
+    /// restart of the gateway).
+    pub pending_replies: u64,
+    /// When the next delivery attempt is due (Unix seconds), while one waits for a rate limit
+    /// or a failure to pass.
+    pub next_retry_at: Option<f64>,
 }
 
 /// Errors of gateway operations, phrased for the user.
@@ -166,6 +179,14 @@ impl Gateways {
     /// Records a reply instance `id` could not deliver.
     pub fn delivery_failed(&self, id: &str, error: &str) {
         self.note(id, |n| n.delivery_error = Some(error.to_string()));
+    }
+
+    /// Records what instance `id` reported of its outbox.
+    pub fn outbox_reported(&self, id: &str, pending: u64, next_retry_at: Option<f64>) {
+        self.note(id, |n| {
+            n.pending_replies = pending;
+            n.next_retry_at = next_retry_at;
+        });
     }
 
     /// The lock serialising the turns and commands of one chat.
@@ -302,6 +323,8 @@ pub async fn delete(
     let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
     brain.store.delete_gateway_instance(id).map_err(store_err)?;
     state.gateways().forget(id);
+    // Replies it had not delivered go with it.
+    let _ = std::fs::remove_dir_all(launch::state_dir(state.paths(), id));
     let mut deleted = Vec::new();
     if !keep_secrets {
         let prefix = GatewayInstance::own_secret_prefix(&inst.id);
@@ -356,6 +379,8 @@ pub fn list(state: &dyn Host) -> Result<Vec<InstanceView>, GatewayError> {
                 log_file,
                 peers,
                 last_delivery_error: note.delivery_error,
+                pending_replies: note.pending_replies,
+                next_retry_at: note.next_retry_at,
             }
         })
         .collect())
@@ -368,7 +393,7 @@ pub async fn auto_start(state: Arc<dyn Host>) {
     let instances = match brain.store.gateway_instances() {
         Ok(i) => i,
         Err(e) => {
-            tracing::error!("gateways were not started: {e}");
+            crate::store_health::log_store_error(&brain.store, "gateways were not started", &e);
             return;
         }
     };

@@ -43,7 +43,11 @@ pub fn is_new_session(store: &Store, session: &str) -> bool {
             }
         },
         Err(e) => {
-            tracing::error!("cannot read the login session ({e}); on_login routines skipped");
+            crate::store_health::log_store_error(
+                store,
+                "cannot read the login session; on_login routines skipped",
+                &e,
+            );
             false
         }
     }

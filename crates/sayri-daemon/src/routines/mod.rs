@@ -212,7 +212,13 @@ impl Routines {
                 return;
             }
             Ok(None) => {}
-            Err(e) => return tracing::error!("routines.json import skipped: {e}"),
+            Err(e) => {
+                return crate::store_health::log_store_error(
+                    &self.store,
+                    "routines.json import skipped",
+                    &e,
+                );
+            }
         }
         let file = self.config_dir.join("routines.json");
         let Ok(text) = std::fs::read_to_string(&file) else {
@@ -248,7 +254,13 @@ impl Routines {
     fn load_routines(&self) {
         let rows = match self.store.routines() {
             Ok(r) => r,
-            Err(e) => return tracing::error!("routines not loaded: {e}"),
+            Err(e) => {
+                return crate::store_health::log_store_error(
+                    &self.store,
+                    "routines not loaded",
+                    &e,
+                );
+            }
         };
         let mut inner = lock(&self.inner);
         for row in rows {

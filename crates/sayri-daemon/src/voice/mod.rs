@@ -57,13 +57,13 @@ pub fn check_setting(
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    const FILE_IN: &str = "a device name, empty, or file:/absolute/path.wav (live-file:… to hear it in real time) of a readable WAV file";
+    const FILE_IN: &str = "a device name, empty, file:/absolute/path.wav (live-file:… to hear it in real time) of a readable WAV file, or pipe:/absolute/path of raw 16 kHz mono s16le audio";
     const FILE_OUT: &str =
         "a device name, empty, or file:/absolute/path.wav in a directory that exists";
     const MODEL: &str = "auto or an installed model (`sayri models list`)";
     let result = match key {
         "stt.mic_device" => match Device::parse(&cfg.stt.mic_device) {
-            Device::File(p) | Device::LiveFile(p) if !p.is_absolute() => {
+            Device::File(p) | Device::LiveFile(p) | Device::Pipe(p) if !p.is_absolute() => {
                 Err(format!("{} is not an absolute path", p.display()))
             }
             Device::File(p) | Device::LiveFile(p) => sayri_voice::audio::read_wav_16k(&p)
@@ -76,7 +76,9 @@ pub fn check_setting(
             Device::File(p) if !p.is_absolute() => {
                 Err(format!("{} is not an absolute path", p.display()))
             }
-            Device::LiveFile(_) => Err("live-file: is for microphones only; use file:PATH".into()),
+            Device::LiveFile(_) | Device::Pipe(_) => {
+                Err("live-file: and pipe: are for microphones only; use file:PATH".into())
+            }
             Device::File(p) if p.is_dir() => Err(format!("{} is a directory", p.display())),
             Device::File(p) if !p.parent().is_some_and(std::path::Path::is_dir) => {
                 Err(format!("the directory of {} does not exist", p.display()))

@@ -69,6 +69,8 @@ struct Snapshot {
     mode: Option<VoiceMode>,
     state: Option<CoreState>,
     mic_on: bool,
+    mic_problem: Option<String>,
+    mic_device: Option<String>,
     busy: bool,
     speaking: bool,
     error: Option<String>,
@@ -266,6 +268,8 @@ impl VoiceService {
             busy: s.busy,
             speaking: s.speaking,
             error: s.error.clone(),
+            mic_problem: s.mic_problem.clone(),
+            mic_device: s.mic_device.clone(),
         };
         status::fields(&plan, true, &state)
     }
@@ -508,7 +512,21 @@ impl Shared {
             }
             match &event {
                 VoiceEvent::State(st) => s.state = Some(*st),
-                VoiceEvent::Mic(on) => s.mic_on = *on,
+                VoiceEvent::Mic(on) => {
+                    s.mic_on = *on;
+                    if !*on {
+                        s.mic_problem = None;
+                    }
+                }
+                VoiceEvent::MicStatus {
+                    active,
+                    device,
+                    problem,
+                } => {
+                    s.mic_on = *active;
+                    s.mic_device = Some(device.clone());
+                    s.mic_problem = problem.clone();
+                }
                 VoiceEvent::Busy(b) => s.busy = *b,
                 VoiceEvent::Speaking(on) => s.speaking = *on,
                 VoiceEvent::Transcript(t) => {
@@ -553,6 +571,7 @@ impl Shared {
             }
             let out = (s.mic_on, s.state.take(), s.busy, s.speaking);
             s.mic_on = false;
+            s.mic_problem = None;
             s.busy = false;
             s.speaking = false;
             out

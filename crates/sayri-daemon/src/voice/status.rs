@@ -24,6 +24,11 @@ pub struct LoopState {
     pub speaking: bool,
     /// Why the loop could not start or stopped, if it did.
     pub error: Option<String>,
+    /// What is wrong with the microphone now (stalled, ended, missing, digital silence, and
+    /// what Sayri waits for), `None` while it delivers sound.
+    pub mic_problem: Option<String>,
+    /// The capture device in use, as the source names it (once it reported one).
+    pub mic_device: Option<String>,
 }
 
 /// The strings of list field `key` of [`fields`] (`stt_missing`, `notes`, …); empty when the
@@ -45,7 +50,8 @@ pub fn string_list(fields: &Map<String, Value>, key: &str) -> Vec<String> {
 /// `wake_missing` (each missing entry says what to install), `stt_mode`, `mic_on`, `armed`,
 /// `speaking`, `wake_phrase` (the phrase that really wakes Sayri, or null), and `voice` with
 /// the details: `built`, `running`, `whisper_model`, `piper_voice`, `tts_engine`,
-/// `wake_model`, `vad`, `input`, `output`, `notes`, `error`.
+/// `wake_model`, `vad`, `input`, `output`, `notes`, `error`, `mic_problem` (what is wrong with
+/// the microphone and what Sayri waits for, or null), `mic_device` (the device in use).
 pub fn fields(plan: &VoicePlan, built: bool, state: &LoopState) -> Map<String, Value> {
     let with_build = |mut missing: Vec<String>| {
         if !built {
@@ -87,6 +93,8 @@ pub fn fields(plan: &VoicePlan, built: bool, state: &LoopState) -> Map<String, V
             "output": plan.output.describe(),
             "notes": plan.notes(),
             "error": state.error,
+            "mic_problem": state.mic_problem,
+            "mic_device": state.mic_device,
         }),
     );
     m

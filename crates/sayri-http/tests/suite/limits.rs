@@ -103,6 +103,30 @@ async fn an_announced_length_over_the_cap_is_refused_before_any_byte_is_handed_o
 }
 
 #[tokio::test]
+async fn bytes_sent_past_the_announced_length_never_reach_the_sink() {
+    let url = serve(|mut s| async move {
+        let _ = s
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n")
+            .await;
+        let _ = s.write_all(b"0123456789").await;
+        let _ = s.write_all(&[b'x'; 5000]).await;
+    })
+    .await;
+    let (got, body, last) = get(
+        &url,
+        Limits {
+            max_bytes: Some(1 << 20),
+            ..Limits::default()
+        },
+    )
+    .await;
+    let got = got.unwrap();
+    assert_eq!((got.bytes, got.total), (10, Some(10)));
+    assert_eq!(body, b"0123456789", "the surplus is not part of the file");
+    assert_eq!(last, 10);
+}
+
+#[tokio::test]
 async fn an_endless_chunked_answer_stops_at_the_cap() {
     let url = serve(|mut s| async move {
         let _ = s
@@ -195,10 +219,19 @@ async fn an_answer_cut_before_its_length_is_an_error_not_a_short_file() {
     assert!(
         matches!(
             got,
-            Err(LimitError::Transport(_) | LimitError::Truncated { .. })
+            Err(LimitError::Broken {
+                done: 9,
+                total: Some(100),
+                ..
+            } | LimitError::Truncated {
+                done: 9,
+                total: 100
+            })
         ),
         "{got:?}"
     );
+    let e = got.unwrap_err().to_string();
+    assert!(e.contains("after 9 of 100 bytes"), "{e}");
 }
 
 #[tokio::test]

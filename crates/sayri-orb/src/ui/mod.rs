@@ -8,6 +8,7 @@
 //! `link-banner`, `hint`, `agent-badge`, `settings-grid`, `sessions-list`).
 
 pub mod conversation;
+pub mod input_shape;
 pub mod orb;
 pub mod permissions;
 pub mod placement;
@@ -196,22 +197,43 @@ impl OrbApp {
         });
     }
 
-    /// Places the window in its corner once mapped and whenever its size changes.
+    /// Places the window in its corner once mapped, whenever its size changes and whenever the
+    /// monitors change; keeps its input region to the orb and the card; asks the window manager
+    /// not to focus it when it appears.
     fn start_placement(self: &Rc<Self>) {
+        self.window.connect_realize(placement::no_focus_on_map);
         let weak = Rc::downgrade(self);
         self.window.connect_map(move |win| {
             let Some(app) = weak.upgrade() else { return };
-            placement::place(win, &app.model.borrow().ui());
+            app.reshape();
             if let Some(surface) = win.surface() {
                 let weak = Rc::downgrade(&app);
                 surface.connect_layout(move |_, _, _| {
                     if let Some(app) = weak.upgrade() {
-                        placement::place(&app.window, &app.model.borrow().ui());
+                        app.reshape();
                     }
                 });
             }
         });
+        let weak = Rc::downgrade(self);
+        placement::follow_monitors(&self.window, move || {
+            if let Some(app) = weak.upgrade()
+                && app.window.is_mapped()
+            {
+                app.reshape();
+            }
+        });
         placement::prepare(&self.window, &self.model.borrow().ui());
+    }
+
+    /// Places the window and sets its input region.
+    fn reshape(&self) {
+        placement::place(&self.window, &self.model.borrow().ui());
+        input_shape::update(
+            &self.window,
+            self.w.orb.area.upcast_ref(),
+            self.w.card.upcast_ref(),
+        );
     }
 
     /// Applies one input: reducer, requests, redraw. Re-entrant calls (a widget signal fired
@@ -303,11 +325,19 @@ impl OrbApp {
         if ch.layout {
             self.w.apply_layout(&m.ui(), m.card_open);
             if self.window.is_mapped() {
-                placement::place(&self.window, &m.ui());
+                drop(m);
+                self.reshape();
+                return self.render_visibility(ch.visibility);
             }
         }
         if ch.visibility {
             self.window.set_visible(m.visible);
+        }
+    }
+
+    fn render_visibility(&self, changed: bool) {
+        if changed {
+            self.window.set_visible(self.model.borrow().visible);
         }
     }
 }

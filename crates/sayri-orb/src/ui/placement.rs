@@ -1,6 +1,18 @@
 //! Putting the small undecorated window in the configured screen corner and above other
 //! windows. GTK 4 has no API for either, so on X11 the orb asks the window manager directly
 //! (`ConfigureWindow` and the EWMH `_NET_WM_STATE_ABOVE` message, over its own X connection).
+//!
+//! On X11:
+//! * **Which monitor**: the primary one (RandR), else the first that exists — never the
+//!   monitor the window happened to be mapped on, which may be gone. [`follow_monitors`] places
+//!   it again whenever a monitor is added, removed or changed (a dock unplugged, the primary
+//!   moved), so it never stays on a monitor that no longer exists.
+//! * **HiDPI**: positions are computed in the monitor's logical pixels and sent in device
+//!   pixels (times the surface's scale).
+//! * **Focus**: the window is mapped with `_NET_WM_USER_TIME` 0, which tells an EWMH window
+//!   manager not to give it the keyboard when it appears ([`no_focus_on_map`]); it gets the
+//!   keyboard only when the person clicks into it.
+//!
 //! On Wayland without layer shell the compositor decides where the window goes. With the
 //! `layer-shell` feature and a compositor that supports it, the window is anchored with
 //! wlr-layer-shell instead.
@@ -61,6 +73,65 @@ mod x11 {
         ClientMessageEvent, ConfigureWindowAux, ConnectionExt, EventMask,
     };
 
+    /// The monitors as RandR 1.5 lists them (what `xrandr --listmonitors` shows; GDK only
+    /// knows outputs): `(primary, x, y, width, height)` in device pixels.
+    pub fn monitors(conn: &impl Connection, root: u32) -> Vec<(bool, i32, i32, i32, i32)> {
+        use x11rb::protocol::randr::ConnectionExt as _;
+        conn.randr_get_monitors(root, true)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|r| {
+                r.monitors
+                    .iter()
+                    .map(|m| {
+                        (
+                            m.primary,
+                            i32::from(m.x),
+                            i32::from(m.y),
+                            i32::from(m.width),
+                            i32::from(m.height),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The primary monitor, else the first one, else the GDK monitor of the display (device
+    /// pixels).
+    fn target(
+        conn: &impl Connection,
+        root: u32,
+        display: &gtk::gdk::Display,
+        scale: i32,
+    ) -> Option<(i32, i32, i32, i32)> {
+        if let Some(m) = super::pick(&monitors(conn, root)) {
+            return Some(m);
+        }
+        let g = display
+            .monitors()
+            .item(0)
+            .and_then(|o| o.downcast::<gtk::gdk::Monitor>().ok())?
+            .geometry();
+        Some((
+            g.x() * scale,
+            g.y() * scale,
+            g.width() * scale,
+            g.height() * scale,
+        ))
+    }
+
+    /// What the monitors are now (to notice a change).
+    pub fn signature() -> Vec<(bool, i32, i32, i32, i32)> {
+        match x11rb::connect(None) {
+            Ok((conn, screen)) => match conn.setup().roots.get(screen) {
+                Some(r) => monitors(&conn, r.root),
+                None => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        }
+    }
+
     const NET_WM_STATE_REMOVE: u32 = 0;
     const NET_WM_STATE_ADD: u32 = 1;
 
@@ -73,15 +144,15 @@ mod x11 {
         x11.set_skip_taskbar_hint(true);
         x11.set_skip_pager_hint(true);
         let display = surface.display();
-        let monitor = display
-            .monitor_at_surface(&surface)
-            .ok_or("no monitor for the window")?;
-        let g = monitor.geometry();
         let scale = surface.scale_factor().max(1);
-        let (w, h) = (window.width(), window.height());
-        let (x, y) = corner_position(prefs.corner, (g.x(), g.y(), g.width(), g.height()), w, h);
         let (conn, screen) = x11rb::connect(None).map_err(|e| e.to_string())?;
         let root = conn.setup().roots.get(screen).ok_or("no X screen")?.root;
+        let (mx, my, mw, mh) =
+            target(&conn, root, &display, scale).ok_or("no monitor is connected")?;
+        // In logical pixels, as the window's size is given.
+        let (w, h) = (window.width(), window.height());
+        let monitor = (mx / scale, my / scale, mw / scale, mh / scale);
+        let (x, y) = corner_position(prefs.corner, monitor, w, h);
         conn.configure_window(xid, &ConfigureWindowAux::new().x(x * scale).y(y * scale))
             .map_err(|e| e.to_string())?;
         let atom = |name: &[u8]| -> Result<u32, String> {
@@ -110,6 +181,53 @@ mod x11 {
         .map_err(|e| e.to_string())?;
         conn.flush().map_err(|e| e.to_string())?;
         Ok(())
+    }
+}
+
+/// The monitor the orb goes on: the primary one, else the first; `(x, y, width, height)`.
+/// Each entry is `(primary, x, y, width, height)`.
+pub fn pick(monitors: &[(bool, i32, i32, i32, i32)]) -> Option<(i32, i32, i32, i32)> {
+    monitors
+        .iter()
+        .find(|m| m.0)
+        .or(monitors.first())
+        .map(|m| (m.1, m.2, m.3, m.4))
+}
+
+/// How often the monitors are compared with the last placement.
+pub const MONITOR_CHECK: std::time::Duration = std::time::Duration::from_millis(700);
+
+/// Places `window` again whenever the monitors change (see the module rules): GDK's monitor
+/// list (outputs), and, on X11, RandR's monitors, compared every [`MONITOR_CHECK`] (one round
+/// trip to the X server) because GDK does not report those.
+pub fn follow_monitors(window: &gtk::Window, place_again: impl Fn() + 'static) {
+    let place_again = std::rc::Rc::new(place_again);
+    let again = place_again.clone();
+    gtk::prelude::WidgetExt::display(window)
+        .monitors()
+        .connect_items_changed(move |_, _, _, _| again());
+    if !gtk::prelude::WidgetExt::display(window).is::<gdk4_x11::X11Display>() {
+        return;
+    }
+    let mut last = x11::signature();
+    gtk::glib::timeout_add_local(MONITOR_CHECK, move || {
+        let now = x11::signature();
+        if now != last {
+            last = now;
+            place_again();
+        }
+        gtk::glib::ControlFlow::Continue
+    });
+}
+
+/// Asks the window manager not to focus `window` when it is mapped (`_NET_WM_USER_TIME` 0);
+/// call once it is realized.
+pub fn no_focus_on_map(window: &gtk::Window) {
+    if let Some(s) = window
+        .surface()
+        .and_then(|s| s.downcast::<gdk4_x11::X11Surface>().ok())
+    {
+        s.set_user_time(0);
     }
 }
 
@@ -155,6 +273,22 @@ mod layer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_primary_monitor_wins_and_without_one_the_first_that_exists() {
+        let left = (false, 0, 0, 1920, 1080);
+        let right = (true, 1920, 0, 1920, 1080);
+        assert_eq!(pick(&[left, right]), Some((1920, 0, 1920, 1080)));
+        // The primary was unplugged: the one left.
+        assert_eq!(pick(&[left]), Some((0, 0, 1920, 1080)));
+        assert_eq!(pick(&[]), None);
+        // The corner is the monitor's, not the screen's.
+        let (mx, my, mw, mh) = pick(&[left, right]).unwrap();
+        assert_eq!(
+            corner_position(OrbCorner::TopRight, (mx, my, mw, mh), 172, 172),
+            (3840 - 172 - MARGIN, MARGIN)
+        );
+    }
 
     #[test]
     fn each_corner_keeps_the_margin_from_its_edges() {

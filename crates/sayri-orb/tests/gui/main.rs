@@ -20,6 +20,7 @@
 mod acceptance;
 mod case49;
 mod harness;
+mod monitors;
 mod screenshots;
 mod world;
 
@@ -84,6 +85,10 @@ fn main() -> ExitCode {
         (
             "permission_card_shows_a_hidden_command_part_and_deny_runs_nothing",
             case49::permission_card_shows_a_hidden_command_part_and_deny_runs_nothing,
+        ),
+        (
+            "orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle",
+            monitors::orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle,
         ),
         (
             "screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ",

@@ -97,3 +97,31 @@ fn an_unreadable_row_is_an_error_naming_the_instance() {
     let e = store.gateway_instances().unwrap_err();
     assert!(e.to_string().contains("gateway instance bad"), "{e}");
 }
+
+#[test]
+fn a_recorded_answer_to_an_update_is_found_again_until_it_ages_out_or_its_instance_goes() {
+    let (_dir, store) = super::fresh();
+    store
+        .save_gateway_reply(
+            "tg",
+            "77",
+            "1001",
+            r#"{"type":"done","text":"It is noon."}"#,
+            1000.0,
+        )
+        .unwrap();
+    assert_eq!(
+        store.gateway_reply("tg", "77").unwrap().as_deref(),
+        Some(r#"{"type":"done","text":"It is noon."}"#)
+    );
+    assert_eq!(store.gateway_reply("other", "77").unwrap(), None);
+    // A week later another record is written: the old one goes.
+    let later = 1000.0 + sayri_store::KEEP_REPLY_SECONDS + 1.0;
+    store
+        .save_gateway_reply("tg", "78", "1001", r#"{"type":"done","text":"x"}"#, later)
+        .unwrap();
+    assert_eq!(store.gateway_reply("tg", "77").unwrap(), None);
+    assert!(store.gateway_reply("tg", "78").unwrap().is_some());
+    store.delete_gateway_instance("tg").unwrap();
+    assert_eq!(store.gateway_reply("tg", "78").unwrap(), None);
+}

@@ -180,3 +180,80 @@ fn session_ids_with_prefix_match_literally() {
         ["abcd-2"]
     );
 }
+
+/// Turns a fresh database into what an older build left at version 10: `without` names the
+/// table or column that build did not have.
+fn version_10_file(dir: &std::path::Path, without: &str) -> std::path::PathBuf {
+    let path = dir.join("sessions.db");
+    drop(Store::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let undo = match without {
+        "gateway_replies" => "DROP TABLE gateway_replies;",
+        _ => "DROP INDEX sessions_by_parent; ALTER TABLE sessions DROP COLUMN parent_id;",
+    };
+    conn.execute_batch(undo).unwrap();
+    conn.execute_batch(
+        "INSERT INTO sessions (id, title, agent_id, created_at, updated_at)
+           VALUES ('kept', 'Kept', 'default', 1, 2);
+         INSERT INTO messages (session_id, role, content, timestamp)
+           VALUES ('kept', 'user', 'still here', 1);
+         PRAGMA user_version = 10;",
+    )
+    .unwrap();
+    path
+}
+
+/// After the upgrade both additions work: a sub-agent session is linked to its parent and a
+/// gateway answer is recorded and found again.
+fn assert_both_additions_work(store: &Store) {
+    use sayri_core::ports::{NewMessage, SessionSeed};
+    assert_eq!(store.schema_version().unwrap(), migrations::LATEST);
+    assert_eq!(store.messages("kept").unwrap().len(), 1);
+    let child = SessionSeed {
+        id: "child",
+        agent_id: "helper",
+        title: "Delegated",
+        parent: Some("kept"),
+    };
+    store
+        .append_message(&child, &NewMessage::new(Role::User, "sub task", 3.0))
+        .unwrap();
+    let subs = store.sub_sessions("kept").unwrap();
+    assert_eq!(subs.len(), 1);
+    assert_eq!(subs[0].parent_id.as_deref(), Some("kept"));
+    store
+        .save_gateway_reply("tg", "77", "chat", "{\"answer\":1}", 4.0)
+        .unwrap();
+    assert_eq!(
+        store.gateway_reply("tg", "77").unwrap().as_deref(),
+        Some("{\"answer\":1}")
+    );
+}
+
+#[test]
+fn a_version_10_file_with_sub_agent_sessions_gains_the_gateway_replies_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = version_10_file(dir.path(), "gateway_replies");
+    assert_both_additions_work(&Store::open(&path).unwrap());
+}
+
+#[test]
+fn a_version_10_file_with_gateway_replies_gains_the_parent_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = version_10_file(dir.path(), "parent_id");
+    // The recorded answers of that build are kept through the upgrade.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO gateway_replies VALUES ('tg', '5', 'chat', 'old answer', 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.gateway_reply("tg", "5").unwrap().as_deref(),
+        Some("old answer")
+    );
+    assert_both_additions_work(&store);
+}

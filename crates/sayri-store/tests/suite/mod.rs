@@ -1,12 +1,16 @@
 mod approvals;
+mod corruption;
 mod crash;
 mod gateways;
+mod holder;
 mod migrations;
 mod preferences;
 mod routines;
 mod secrets;
 mod sessions;
+mod storage_errors;
 mod turns;
+mod wal_limit;
 
 use sayri_store::Store;
 use tempfile::TempDir;

@@ -43,6 +43,9 @@ pub struct Faults {
     pub conflicts: usize,
     /// The next this many `sendMessage` calls answer `429` with this `retry_after` (seconds).
     pub rate_limited: Option<(usize, u64)>,
+    /// The next this many `sendMessage` calls answer `429` with no `parameters` and this
+    /// description (as proxies and some Bot API servers do).
+    pub rate_limited_plain: Option<(usize, String)>,
     /// `sendMessage` with more characters than this answers `400 message is too long`.
     pub max_text_chars: Option<usize>,
     /// Every `sendMessage` answers `400` with this description.
@@ -470,6 +473,15 @@ fn send_message(shared: &Arc<Shared>, p: &Value) -> (u16, Value) {
             json!({"ok": false, "error_code": 429,
                    "description": format!("Too Many Requests: retry after {retry}"),
                    "parameters": {"retry_after": retry}}),
+        );
+    }
+    if let Some((n, description)) = st.faults.rate_limited_plain.clone()
+        && n > 0
+    {
+        st.faults.rate_limited_plain = Some((n - 1, description.clone()));
+        return (
+            429,
+            json!({"ok": false, "error_code": 429, "description": description}),
         );
     }
     if let Some(d) = &st.faults.refuse_all_sends {

@@ -162,11 +162,21 @@ fn mic_queue(rate: u32, cap_secs: usize) -> (Capture, Receiver<MicMsg>, Arc<Back
 }
 
 /// A microphone. The device is held only while it is open: [`AudioSource::close`] releases it
-/// (nothing records) and [`AudioSource::open`] opens it again.
+/// (nothing records) and [`AudioSource::open`] opens it again. When the named device is gone,
+/// [`AudioSource::reopen`] listens on the default input meanwhile, looks for the named one
+/// every [`RETURN_CHECK`], and goes back to it when it returns — each switch said through
+/// [`AudioSource::take_notice`].
 pub struct DeviceSource {
     wanted: String,
     stream: Option<MicStream>,
+    /// Capture runs on the default input because the named device is gone; when it was last
+    /// looked for.
+    fallback: Option<std::time::Instant>,
+    notice: Option<String>,
 }
+
+/// How often a microphone on the fallback looks for the named device.
+pub const RETURN_CHECK: Duration = Duration::from_secs(3);
 
 /// An open input stream.
 struct MicStream {
@@ -200,6 +210,8 @@ impl DeviceSource {
         DeviceSource {
             wanted: name.to_string(),
             stream: None,
+            fallback: None,
+            notice: None,
         }
     }
 }
@@ -351,8 +363,33 @@ fn run_input(
     keep_alive(opened, ready, stop);
 }
 
+impl DeviceSource {
+    /// On the fallback: goes back to the named device once it is there again.
+    fn maybe_return(&mut self) {
+        let Some(checked) = self.fallback else {
+            return;
+        };
+        if checked.elapsed() < RETURN_CHECK {
+            return;
+        }
+        self.fallback = Some(std::time::Instant::now());
+        if find_device(&self.wanted, true).is_err() {
+            return;
+        }
+        if let Ok(s) = MicStream::open(&self.wanted) {
+            self.notice = Some(format!(
+                "The microphone {} is back; listening on it again.",
+                s.device
+            ));
+            self.stream = Some(s);
+            self.fallback = None;
+        }
+    }
+}
+
 impl AudioSource for DeviceSource {
     fn read(&mut self, buf: &mut [i16]) -> Result<usize, AudioError> {
+        self.maybe_return();
         match self.stream.as_mut() {
             Some(s) => s.read(buf),
             None => Err(AudioError::Io(format!(
@@ -375,15 +412,28 @@ impl AudioSource for DeviceSource {
 
     fn reopen(&mut self) -> Result<(), AudioError> {
         self.stream = None;
-        let fresh = MicStream::open(&self.wanted).or_else(|e| {
-            if self.wanted.is_empty() {
-                Err(e)
-            } else {
-                MicStream::open("")
+        let fresh = match MicStream::open(&self.wanted) {
+            Ok(s) => {
+                self.fallback = None;
+                s
             }
-        })?;
+            Err(e) if self.wanted.is_empty() => return Err(e),
+            Err(_) => {
+                let s = MicStream::open("")?;
+                self.notice = Some(format!(
+                    "The microphone {} is gone; listening on the default input ({}) until it returns.",
+                    self.wanted, s.device
+                ));
+                self.fallback = Some(std::time::Instant::now());
+                s
+            }
+        };
         self.stream = Some(fresh);
         Ok(())
+    }
+
+    fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     fn is_live(&self) -> bool {

@@ -16,17 +16,26 @@
 //! | Piper program | `piper-venv/bin/piper` |
 //!
 //! Every write goes to a `.part` file that is renamed into place only after its sha256 (when
-//! one is expected) matched, so a failed download or import never leaves a broken model.
+//! one is expected) matched, so a failed download or import never leaves a broken model. One
+//! writer at a time holds a model's lock (`<model file>.lock`, in every process; see
+//! [`lock`]); each installed model has a record (`.records/<kind>/<name>.json`, see
+//! [`records`]) saying what its sha256 was checked against, which listings and
+//! [`ModelStore::verify`] read. Downloads are bounded and resumable ([`download()`]).
 
 pub mod catalog;
 pub mod ct2;
 mod download;
+pub mod lock;
 pub mod npy;
 mod readiness;
+pub mod records;
 
 pub use ct2::{ConvertReport, WhisperAssets, convert_ct2_to_ggml};
-pub use download::{STALL_TIMEOUT, download, download_capped};
+pub use download::{
+    Downloaded, Event, MAX_CONFIG_BYTES, Request, STALL_TIMEOUT, download, max_bytes,
+};
 pub use readiness::{Readiness, VoiceModels};
+pub use records::{Integrity, Record, Reference, Verdict};
 
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -68,6 +77,16 @@ pub enum ModelError {
         url: String,
         /// What went wrong.
         reason: String,
+    },
+    /// Another process writes this model now (downloads, imports or removes it).
+    #[error(
+        "{what} is being written by another process ({holder}); try again once it has finished"
+    )]
+    Busy {
+        /// The model.
+        what: String,
+        /// Who holds its lock (`pid <pid>: <who>`).
+        holder: String,
     },
     /// A file operation failed.
     #[error("{0}")]
@@ -115,6 +134,18 @@ impl ModelKind {
             ModelKind::PiperVoice => "piper",
             ModelKind::WakeWord => "wakeword",
             ModelKind::Vad => "vad",
+        }
+    }
+
+    /// The most bytes a downloaded model file of this kind may have when Sayri's catalog does
+    /// not know the file: whisper 4 GiB (the largest ggml model, large-v3, is 3.1 GB), a Piper
+    /// voice 256 MiB (a high-quality voice is about 120 MB), a wake-word or VAD model 32 MiB
+    /// (they are a few MB).
+    pub fn max_download_bytes(self) -> u64 {
+        match self {
+            ModelKind::Whisper => 4 << 30,
+            ModelKind::PiperVoice => 256 << 20,
+            ModelKind::WakeWord | ModelKind::Vad => 32 << 20,
         }
     }
 
@@ -312,6 +343,7 @@ impl ModelStore {
     ) -> Result<InstalledModel, ModelError> {
         check_name(name)?;
         let dest = self.path(kind, name);
+        let _lock = lock::take_now(&dest, "sayri models import", &self.what(kind, name))?;
         if kind == ModelKind::PiperVoice {
             let side = sidecar(src);
             if !side.is_file() {
@@ -321,11 +353,19 @@ impl ModelStore {
                 )));
             }
         }
-        copy_checked(src, &dest, name, sha256, progress)?;
+        let digest = copy_checked(src, &dest, name, sha256, progress)?;
         if kind == ModelKind::PiperVoice {
             copy_checked(&sidecar(src), &sidecar(&dest), name, None, &mut |_| {})?;
         }
+        let source = format!("import of {}", src.display());
+        let reference = download::reference_of(kind, sha256);
+        self.record_install(kind, name, &dest, &digest, reference, source)?;
         self.installed(kind, name)
+    }
+
+    /// `whisper model tiny.en`: model `name` of `kind` as messages name it.
+    fn what(&self, kind: ModelKind, name: &str) -> String {
+        format!("{} model {name}", kind.as_str())
     }
 
     /// Converts a faster-whisper (CTranslate2) model directory to ggml and installs it as
@@ -340,7 +380,19 @@ impl ModelStore {
         let assets = WhisperAssets::load(&self.whisper_assets_dir())?;
         let dest = self.path(ModelKind::Whisper, name);
         create_parent(&dest)?;
+        let what = self.what(ModelKind::Whisper, name);
+        let _lock = lock::take_now(&dest, "sayri models import-ct2", &what)?;
         let report = convert_ct2_to_ggml(dir, &assets, &dest, progress)?;
+        let source = format!("conversion of {}", dir.display());
+        let digest = sha256_file(&dest)?;
+        self.record_install(
+            ModelKind::Whisper,
+            name,
+            &dest,
+            &digest,
+            Reference::None,
+            source,
+        )?;
         Ok((self.installed(ModelKind::Whisper, name)?, report))
     }
 
@@ -348,10 +400,12 @@ impl ModelStore {
     pub fn remove(&self, kind: ModelKind, name: &str) -> Result<(), ModelError> {
         check_name(name)?;
         let p = self.require(kind, name)?;
+        let _lock = lock::take_now(&p, "sayri models remove", &self.what(kind, name))?;
         fs::remove_file(&p).map_err(|e| ModelError::Io(format!("{}: {e}", p.display())))?;
         if kind == ModelKind::PiperVoice {
             let _ = fs::remove_file(sidecar(&p));
         }
+        self.forget_record(kind, name);
         Ok(())
     }
 
@@ -397,31 +451,41 @@ fn create_parent(p: &Path) -> Result<(), ModelError> {
 
 /// The sha256 of a file, lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
-    let mut f =
-        fs::File::open(path).map_err(|e| ModelError::Io(format!("{}: {e}", path.display())))?;
+    sha256_file_with(path, &mut |_| {})
+}
+
+/// [`sha256_file`], telling `progress` the bytes read.
+pub fn sha256_file_with(
+    path: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<String, ModelError> {
+    let io = |e: std::io::Error| ModelError::Io(format!("{}: {e}", path.display()));
+    let mut f = fs::File::open(path).map_err(io)?;
+    let total = f.metadata().ok().map(|m| m.len());
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
+    let mut done = 0u64;
     loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| ModelError::Io(format!("{}: {e}", path.display())))?;
+        let n = f.read(&mut buf).map_err(io)?;
         if n == 0 {
             break;
         }
         h.update(&buf[..n]);
+        done += n as u64;
+        progress(Progress { done, total });
     }
     Ok(hex::encode(h.finalize()))
 }
 
 /// Copies `src` to `dest` through `dest.part`, hashing on the way; renames only when the
-/// hash matches `sha256` (if given).
+/// hash matches `sha256` (if given). Returns the sha256.
 fn copy_checked(
     src: &Path,
     dest: &Path,
     name: &str,
     sha256: Option<&str>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(), ModelError> {
+) -> Result<String, ModelError> {
     let io = |p: &Path, e: std::io::Error| ModelError::Io(format!("{}: {e}", p.display()));
     let mut input = fs::File::open(src).map_err(|e| io(src, e))?;
     let total = input.metadata().ok().map(|m| m.len());
@@ -442,7 +506,9 @@ fn copy_checked(
         progress(Progress { done, total });
     }
     drop(out);
-    finish_part(&part, dest, name, &hex::encode(h.finalize()), sha256)
+    let digest = hex::encode(h.finalize());
+    finish_part(&part, dest, name, &digest, sha256)?;
+    Ok(digest)
 }
 
 fn part_path(dest: &Path) -> PathBuf {

@@ -1,5 +1,6 @@
 //! The tick loop behind [`super::VoiceLoop`].
 
+mod mic_watch;
 use super::workers::{SttJob, SttKind, Work, spawn_agent, spawn_speech_reader, spawn_stt};
 use super::{Agent, Command, Engines, LoopConfig, LoopStats, TimedEvent, VoiceError};
 use crate::audio::level::LevelMeter;
@@ -110,6 +111,10 @@ pub struct Runner {
     drained_ms: u64,
     stats: LoopStats,
     stop: bool,
+    /// The live microphone stopped delivering; the loop waits for it ([`mic_watch`]).
+    lost: Option<mic_watch::Lost>,
+    /// Exact zeros seen in a row.
+    zeros: mic_watch::ZeroRun,
 }
 
 impl Runner {
@@ -170,6 +175,8 @@ impl Runner {
             drained_ms: 0,
             stats: LoopStats::default(),
             stop: false,
+            lost: None,
+            zeros: mic_watch::ZeroRun::default(),
         }
     }
 
@@ -745,13 +752,23 @@ impl Runner {
             self.apply(actions);
             return Ok(Some(buf));
         }
+        if self.while_lost()? {
+            return Ok(Some(buf));
+        }
         loop {
             match self.source.read(&mut buf) {
-                Ok(n) if n == FRAME_SAMPLES => return Ok(Some(buf)),
+                Ok(n) if n == FRAME_SAMPLES => {
+                    self.watch_frame(&buf);
+                    return Ok(Some(buf));
+                }
                 Ok(n) => {
                     buf[n..].fill(0);
                     self.source_ended = true;
                     self.end_open_utterance();
+                    return Ok(Some(buf));
+                }
+                Err(AudioError::DeviceLost { device, reason }) if self.source.is_live() => {
+                    self.mic_lost(&device, &reason);
                     return Ok(Some(buf));
                 }
                 Err(AudioError::DeviceLost { device, reason }) => {

@@ -2,7 +2,9 @@
 //! removal, and the ggml file the setup script converted from CTranslate2.
 
 use super::support::store;
-use sayri_voice::models::{ModelError, ModelKind, ModelStore, Progress, download, sha256_file};
+use sayri_voice::models::{
+    Event, ModelError, ModelKind, ModelStore, Progress, Request, download, sha256_file,
+};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
@@ -26,11 +28,15 @@ fn import_checks_sha256_and_installs_nothing_on_mismatch() {
     assert!(matches!(err, ModelError::Checksum { .. }), "{err}");
     assert!(err.to_string().contains("nothing was installed"));
     assert!(s.list().is_empty(), "no model and no .part left behind");
+    let left: Vec<String> = std::fs::read_dir(root.path().join("wakeword"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(
-        std::fs::read_dir(root.path().join("wakeword"))
-            .unwrap()
-            .count(),
-        0
+        left,
+        vec!["alexa.onnx.lock".to_string()],
+        "only the model's lock file"
     );
     let mut seen = Vec::new();
     let m = s
@@ -115,10 +121,7 @@ fn download_reports_progress_and_checks_sha256() {
     let e = rt
         .block_on(download(
             &s,
-            ModelKind::Whisper,
-            "test",
-            &url,
-            Some(&wrong),
+            &Request::new(ModelKind::Whisper, "test", &url, Some(&wrong), "a test"),
             &mut |_| {},
         ))
         .unwrap_err();
@@ -128,13 +131,15 @@ fn download_reports_progress_and_checks_sha256() {
     let m = rt
         .block_on(download(
             &s,
-            ModelKind::Whisper,
-            "test",
-            &url,
-            Some(&sha),
-            &mut |p| last = Some(p),
+            &Request::new(ModelKind::Whisper, "test", &url, Some(&sha), "a test"),
+            &mut |e| {
+                if let Event::Progress(p) = e {
+                    last = Some(p)
+                }
+            },
         ))
-        .unwrap();
+        .unwrap()
+        .model;
     assert_eq!(m.bytes, 700_000);
     assert_eq!(
         last.map(|p: Progress| (p.done, p.total)),
@@ -154,10 +159,13 @@ fn download_failure_names_the_url() {
     let e = rt
         .block_on(download(
             &s,
-            ModelKind::Whisper,
-            "x",
-            "http://127.0.0.1:9/none.bin",
-            None,
+            &Request::new(
+                ModelKind::Whisper,
+                "x",
+                "http://127.0.0.1:9/none.bin",
+                None,
+                "a test",
+            ),
             &mut |_| {},
         ))
         .unwrap_err();

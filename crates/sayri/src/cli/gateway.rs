@@ -302,6 +302,9 @@ async fn list(c: &mut Client, json: bool) -> anyhow::Result<()> {
             g["restarts"].as_u64().unwrap_or(0),
             g["peers"].as_u64().unwrap_or(0),
         );
+        if let Some(line) = pending_line(g) {
+            println!("    {line}");
+        }
         for (k, label) in [
             ("last_error", "last error"),
             ("last_delivery_error", "last undelivered reply"),
@@ -312,6 +315,23 @@ async fn list(c: &mut Client, json: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `2 replies waiting to be delivered; next attempt in 35 s` for an instance with a non-empty
+/// outbox.
+fn pending_line(g: &Value) -> Option<String> {
+    let n = g["pending_replies"].as_u64().filter(|n| *n > 0)?;
+    let mut line = format!(
+        "{n} repl{} waiting to be delivered",
+        if n == 1 { "y" } else { "ies" }
+    );
+    if let Some(at) = g["next_retry_at"].as_f64() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        line.push_str(&format!("; next attempt in {:.0} s", (at - now).max(0.0)));
+    }
+    Some(line)
 }
 
 async fn create(

@@ -7,13 +7,17 @@
 pub(crate) mod agents;
 pub(crate) mod ask;
 pub(crate) mod config;
+pub(crate) mod db;
 pub(crate) mod desktop_tools;
 pub(crate) mod doctor;
+pub(crate) mod doctor_database;
 pub(crate) mod doctor_security;
+pub(crate) mod fix_apparmor;
 pub(crate) mod gateway;
 pub(crate) mod generate;
 pub(crate) mod install;
 pub(crate) mod local;
+pub(crate) mod model_checks;
 pub(crate) mod models;
 pub(crate) mod permissions;
 pub(crate) mod ping;
@@ -158,6 +162,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: gateway::GatewayAction,
     },
+    /// The session database: its state, or rebuilding it when it is corrupt.
+    Db {
+        /// What to do.
+        #[command(subcommand)]
+        action: db::DbAction,
+    },
     /// The encrypted secrets vault.
     Vault {
         /// What to do.
@@ -202,6 +212,13 @@ pub(crate) enum Command {
         /// Print the report as JSON (`{"ok", "checks": [{"id","title","status","detail","fix"}]}`).
         #[arg(long)]
         json: bool,
+        /// Install and load the AppArmor profile of the sandbox helper (asks first), so levels
+        /// 1-2 work where AppArmor restricts user namespaces.
+        #[arg(long)]
+        fix_apparmor: bool,
+        /// With --fix-apparmor: agree without being asked.
+        #[arg(long, requires = "fix_apparmor")]
+        yes: bool,
     },
     /// Install Sayri for your user: the systemd user service, the menu launcher, its icon and
     /// the autostart entry (from `ui.autostart` / `ui.autostart_mode`).
@@ -372,8 +389,9 @@ fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<
             Command::Interrupt => done(ask::run_interrupt(&paths).await),
             Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
             Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
+            Command::Db { action } => db::run(&paths, action).await,
             Command::Agents { action } => agents::run(&paths, start, *action).await,
-            Command::Models { action } => done(models::run(&paths, action).await),
+            Command::Models { action } => models::run(&paths, action).await,
             Command::Routines { action } => routines::run(&paths, start, action).await,
             Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
             Command::Listen(args) => voice::listen(&paths, start, &args).await,
@@ -385,7 +403,12 @@ fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<
             } => done(permissions::answer(&paths, &args).await),
             Command::Web(args) => done(web::run(&paths, start, &args).await),
             Command::Setup(args) => setup::run(&paths, args).await,
-            Command::Doctor { json } => doctor::run(&paths, json).await,
+            Command::Doctor {
+                fix_apparmor: true,
+                yes,
+                ..
+            } => fix_apparmor::run(yes),
+            Command::Doctor { json, .. } => doctor::run(&paths, json).await,
             Command::Lookup(args) => desktop_tools::lookup(&paths, &args).await,
             Command::Screenshot(args) => desktop_tools::screenshot(&paths, &args).await,
             Command::Notify { title, body } => desktop_tools::notify(&title, body.as_deref()).await,

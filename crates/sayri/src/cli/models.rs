@@ -40,17 +40,18 @@ pub(crate) enum ModelsAction {
     Voice(crate::cli::voice_models::VoiceModelsAction),
 }
 
-/// Runs `sayri models …`.
-pub(crate) async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<()> {
-    match action {
+/// Runs `sayri models …`; the exit status.
+pub(crate) async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<i32> {
+    let done = match action {
         ModelsAction::List { remote: true, json } => list_remote(paths, json).await,
         ModelsAction::List {
             remote: false,
             json,
         } => list_local(paths, json).await,
         ModelsAction::Install { file, name } => install(paths, &file, name.as_deref()),
-        ModelsAction::Voice(a) => crate::cli::voice_models::run(a).await,
-    }
+        ModelsAction::Voice(a) => return crate::cli::voice_models::run(a).await,
+    };
+    done.map(|()| 0)
 }
 
 /// The local model section of a running daemon's status (`None` when no daemon runs; this

@@ -449,6 +449,7 @@ pub(crate) async fn run(paths: &Paths, args: SetupArgs) -> anyhow::Result<i32> {
             entry.name,
             &url,
             entry.sha256,
+            "sayri setup",
         )
         .await
         {

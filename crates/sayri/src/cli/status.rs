@@ -91,6 +91,9 @@ pub(crate) async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow:
             v.get("error").and_then(Value::as_str).unwrap_or("?")
         );
     }
+    if let Some(line) = crate::cli::db::status_line(status.get("database")) {
+        println!("database: {}", terminal_safe(&line));
+    }
     println!("config:   {}", s("config_dir"));
     println!("data:     {}", s("state_dir"));
     println!("socket:   {}", s("socket"));

@@ -474,10 +474,22 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
                     .map(|e| format!(" — {e}"))
                     .unwrap_or_default()
             );
+            mic_problem_line(s, &mut out);
         }
         None => {
             let _ = writeln!(out, "daemon:         not running");
         }
+    }
+}
+
+/// `microphone: DEVICE: PROBLEM` while the daemon's microphone has one.
+fn mic_problem_line(s: &Value, out: &mut impl std::io::Write) {
+    if let Some(p) = s.pointer("/voice/mic_problem").and_then(Value::as_str) {
+        let device = s
+            .pointer("/voice/mic_device")
+            .and_then(Value::as_str)
+            .unwrap_or("the microphone");
+        let _ = writeln!(out, "microphone:     {device}: {p}");
     }
 }
 

@@ -1,13 +1,16 @@
 //! `sayri models` for voice models: the voice section of `list`, and `download`, `import`,
-//! `remove`, `import-ct2` for whisper ggml models, Piper voices and wake-word models (the
-//! store of `sayri_voice::models`). Every download and import is checked against a sha256
-//! (the catalog's, or `--sha256`) and installed only when it matches; progress shows on a
-//! terminal.
+//! `remove`, `import-ct2`, `verify` for whisper ggml models, Piper voices and wake-word models
+//! (the store of `sayri_voice::models`). Every download is checked against a sha256 (the
+//! catalog's, or `--sha256`) and installed only when it matches; an import without
+//! `--sha256` is installed and listed as unverified. Downloads are bounded, continue where an
+//! earlier one broke off, and wait for another download of the same model (in any process);
+//! progress shows on a terminal.
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use sayri_client::terminal_text::terminal_safe;
 use sayri_voice::models::catalog::{self, CATALOG};
-use sayri_voice::models::{ModelKind, ModelStore, Progress};
+use sayri_voice::models::{Event, ModelKind, ModelStore, Progress, Request};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -57,6 +60,21 @@ pub(crate) enum VoiceModelsAction {
         /// Its name in the store.
         name: String,
     },
+    /// Recompute the sha256 of installed voice models and compare it with Sayri's catalog or the
+    /// checksum recorded when they were installed (exit status 1 when one is corrupt).
+    Verify {
+        /// The model (default: every installed voice model).
+        name: Option<String>,
+        /// Only models of this kind (whisper, piper, wakeword or vad).
+        #[arg(long, value_parser = kind)]
+        kind: Option<ModelKind>,
+        /// Compare with this sha256 instead (and record it when it matches).
+        #[arg(long)]
+        sha256: Option<String>,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Convert a faster-whisper (CTranslate2) model directory to whisper.cpp's ggml format and
     /// install it.
     #[command(name = "import-ct2")]
@@ -82,13 +100,18 @@ pub(crate) fn print_list() {
         );
     }
     for m in &installed {
+        let (mark, why) = crate::cli::model_checks::mark(&store, m);
         println!(
-            "  {:<9} {:<28} {:>7.1} MB  {}",
+            "  {:<9} {:<28} {:>7.1} MB  {:<10}  {}",
             m.kind.as_str(),
-            m.name,
+            terminal_safe(&m.name),
             m.bytes as f64 / 1e6,
+            mark,
             m.path.display()
         );
+        if let Some(why) = why {
+            println!("  {:<9} {}", "", terminal_safe(&why));
+        }
     }
     let offered: Vec<String> = CATALOG
         .iter()
@@ -110,8 +133,8 @@ pub(crate) fn print_list() {
     }
 }
 
-/// Runs a voice subcommand of `sayri models`.
-pub(crate) async fn run(action: VoiceModelsAction) -> anyhow::Result<()> {
+/// Runs a voice subcommand of `sayri models`; the exit status.
+pub(crate) async fn run(action: VoiceModelsAction) -> anyhow::Result<i32> {
     let store = ModelStore::open_default();
     match action {
         VoiceModelsAction::Download {
@@ -119,7 +142,21 @@ pub(crate) async fn run(action: VoiceModelsAction) -> anyhow::Result<()> {
             name,
             url,
             sha256,
-        } => download(&store, kind, &name, url, sha256).await,
+        } => download(&store, kind, &name, url, sha256).await.map(|()| 0),
+        VoiceModelsAction::Verify {
+            name,
+            kind,
+            sha256,
+            json,
+        } => crate::cli::model_checks::verify(name.as_deref(), kind, sha256.as_deref(), json),
+        action => other(&store, action).map(|()| 0),
+    }
+}
+
+/// `import`, `remove`, `import-ct2`.
+fn other(store: &ModelStore, action: VoiceModelsAction) -> anyhow::Result<()> {
+    match action {
+        VoiceModelsAction::Download { .. } | VoiceModelsAction::Verify { .. } => Ok(()),
         VoiceModelsAction::Import {
             kind,
             file,
@@ -137,11 +174,13 @@ pub(crate) async fn run(action: VoiceModelsAction) -> anyhow::Result<()> {
                 })
                 .with_context(|| format!("importing {}", file.display()))?;
             bar.finish_and_clear();
+            let (mark, why) = crate::cli::model_checks::mark(store, &m);
             println!(
-                "installed {} {} ({})",
+                "installed {} {} ({}; {mark}{})",
                 kind.as_str(),
                 m.name,
-                m.path.display()
+                m.path.display(),
+                why.map(|w| format!(": {w}")).unwrap_or_default()
             );
             Ok(())
         }
@@ -196,14 +235,15 @@ async fn download(
             kind.as_str()
         ),
     };
-    download_verified(store, kind, name, &url, &sha).await
+    download_verified(store, kind, name, &url, &sha, "sayri models download").await
 }
 
 /// Downloads `url` as model `name` of `kind` into `store` with a progress bar (on a terminal),
-/// installing it only when its sha256 is `sha`, and prints what was installed. `sayri setup`
-/// downloads its voice models through this too. A file whose sha256 is a catalog entry's may
-/// not be bigger than that entry's size (its approximate megabytes plus a tenth): a server
-/// sending more is refused as soon as it does. Output and errors name `url` without its
+/// installing it only when its sha256 is `sha`, and prints what was installed; `holder` is who
+/// a second download of the same model is told it waits for. `sayri setup` downloads its voice
+/// models through this too. The download is bounded (the catalog's size, else the most a model
+/// of its kind may have), continues a partial copy an earlier one left, and waits for another
+/// download of the same model, saying so. Output and errors name `url` without its
 /// credentials.
 pub(crate) async fn download_verified(
     store: &ModelStore,
@@ -211,27 +251,31 @@ pub(crate) async fn download_verified(
     name: &str,
     url: &str,
     sha: &str,
+    holder: &str,
 ) -> anyhow::Result<()> {
     let bar = bar("downloading");
     let started = std::time::Instant::now();
-    let max_bytes = catalog::CATALOG
-        .iter()
-        .find(|e| e.kind == kind && e.sha256.eq_ignore_ascii_case(sha))
-        .map(|e| u64::from(e.megabytes) * (1 << 20) * 11 / 10);
-    let m = sayri_voice::models::download_capped(
-        store,
-        kind,
-        name,
-        url,
-        Some(sha),
-        max_bytes,
-        &mut |p| show(&bar, p),
-    )
-    .await;
+    let what = format!("{} {name}", kind.as_str());
+    let req = Request::new(kind, name, url, Some(sha), holder);
+    let got = sayri_voice::models::download(store, &req, &mut |e| on_event(&bar, &what, e)).await;
     bar.finish_and_clear();
-    let m = m?;
+    let d = got?;
+    let m = &d.model;
+    if d.already_installed {
+        println!(
+            "{} {} is already installed (sha256 verified) at {}",
+            kind.as_str(),
+            m.name,
+            m.path.display()
+        );
+        return Ok(());
+    }
+    let resumed = match d.resumed_from {
+        0 => String::new(),
+        from => format!(", continued from {:.1} MB", from as f64 / 1e6),
+    };
     println!(
-        "installed {} {} ({:.1} MB in {:.1} s, sha256 verified) at {}",
+        "installed {} {} ({:.1} MB in {:.1} s{resumed}, sha256 verified) at {}",
         kind.as_str(),
         m.name,
         m.bytes as f64 / 1e6,
@@ -241,8 +285,27 @@ pub(crate) async fn download_verified(
     Ok(())
 }
 
+/// Shows one download event: progress on the bar, anything else as a line on stderr.
+fn on_event(bar: &ProgressBar, what: &str, e: Event) {
+    let say = |line: String| bar.suspend(|| eprintln!("sayri: {line}"));
+    match e {
+        Event::Progress(p) => show(bar, p),
+        Event::Waiting { holder } => say(format!(
+            "another download of {what} is running ({}); waiting for it to finish (Ctrl-C stops waiting)",
+            terminal_safe(&holder)
+        )),
+        Event::Resuming { from, total } => say(format!(
+            "continuing the earlier download of {what} from {}",
+            sayri_http::byte_count(from, total)
+        )),
+        Event::Restarting { kept, why } => say(format!(
+            "the earlier partial download of {what} ({kept} bytes) cannot be continued: {why}; starting again"
+        )),
+    }
+}
+
 /// A progress bar on stderr when it is a terminal (hidden otherwise).
-fn bar(what: &str) -> ProgressBar {
+pub(crate) fn bar(what: &str) -> ProgressBar {
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::new(0)
     } else {
@@ -258,7 +321,7 @@ fn bar(what: &str) -> ProgressBar {
     bar
 }
 
-fn show(bar: &ProgressBar, p: Progress) {
+pub(crate) fn show(bar: &ProgressBar, p: Progress) {
     if let Some(t) = p.total {
         bar.set_length(t);
     }

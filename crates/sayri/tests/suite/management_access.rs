@@ -44,6 +44,8 @@ const CLASSES: &[(&str, Access)] = &[
     ("permission_forget", Access::Management),
     ("vault_set", Access::Management),
     ("vault_delete", Access::Management),
+    // Rebuilding the session database replaces the file every conversation lives in.
+    ("db_recover", Access::Management),
     // Voice: opening the microphone is management (a command of a turn must not make Sayri
     // record the room); stopping it is not.
     ("listen", Access::Management),

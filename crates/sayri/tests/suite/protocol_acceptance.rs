@@ -139,6 +139,7 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
                 "provider",
                 "sandbox",
                 "vault",
+                "database",
                 "config_dir",
                 "state_dir",
                 "socket",
@@ -331,6 +332,11 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
             ArrOf(&["key", "masked", "description", "updated_at"]),
         ),
         "vault_delete" => (json!({"key": "ACCEPT_KEY"}), Obj(&["key", "deleted"])),
+        // A sound file is left as it is.
+        "db_recover" => (
+            json!({}),
+            Obj(&["database", "damaged_copy", "tables", "summary"]),
+        ),
         "gateway_save" => (
             json!({"instance": {"id": "acc", "plugin": "sleeper", "auto_start": false},
                    "mode": "create"}),
@@ -525,6 +531,7 @@ const ORDER: &[&str] = &[
     "vault_set",
     "vault_list",
     "vault_delete",
+    "db_recover",
     "gateway_save",
     "gateway_list",
     "gateway_pin",

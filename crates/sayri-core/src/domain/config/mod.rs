@@ -600,7 +600,7 @@ config_keys! {
             "Whisper language code, or auto (default: the language of LC_ALL/LANG, else en).";
         mic_device: String = "", Check::Line { max: 4096, empty: true },
             Form::new(SpeechInput, "Microphone"),
-            "Capture device: part of its name (`sayri voice status` lists them), empty = default, or file:/path/in.wav to hear a WAV file as the microphone (it plays once each time the microphone opens; live-file:/path/in.wav plays it in real time, as a sound card would).";
+            "Capture device: part of its name (`sayri voice status` lists them), empty = default, or file:/path/in.wav to hear a WAV file as the microphone (it plays once each time the microphone opens; live-file:/path/in.wav plays it in real time, as a sound card would), or pipe:/path to read raw 16 kHz mono s16le audio from a FIFO or a file another program writes. A live microphone that stalls, ends, vanishes or delivers only zeros is reported once (`mic` event, `sayri voice status`) and waited for; the loop keeps running.";
         silence_ms: i64 = 500, Check::Int { min: 200, max: 5_000, unit: "milliseconds" },
             Form::new(SpeechInput, "End-of-speech silence").step(100.0),
             "End-of-utterance silence, milliseconds (200 to 5000).";

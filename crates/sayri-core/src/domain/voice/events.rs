@@ -15,6 +15,17 @@ pub enum VoiceEvent {
     AudioLevel(f32),
     /// `mic` — `{"active"}`: the microphone started or stopped.
     Mic(bool),
+    /// `mic` — `{"active", "device", "problem"}`: what the microphone delivers changed: it
+    /// stalled, ended, vanished or delivers only digital zeros (`problem` says which, and what
+    /// Sayri does meanwhile), or it is back (`problem` null). Said once per change.
+    MicStatus {
+        /// Whether sound arrives now.
+        active: bool,
+        /// The device, as the source names it.
+        device: String,
+        /// What is wrong, in words; `None` when it works again.
+        problem: Option<String>,
+    },
     /// `busy` — `{"active"}`: a spoken query started or finished.
     Busy(bool),
     /// `partial` — `{"text"}`: live transcript while the user speaks; `""` clears it.
@@ -47,7 +58,7 @@ impl VoiceEvent {
         match self {
             VoiceEvent::State(_) => event::STATE,
             VoiceEvent::AudioLevel(_) => event::AUDIO_LEVEL,
-            VoiceEvent::Mic(_) => event::MIC,
+            VoiceEvent::Mic(_) | VoiceEvent::MicStatus { .. } => event::MIC,
             VoiceEvent::Busy(_) => event::BUSY,
             VoiceEvent::Partial(_) => event::PARTIAL,
             VoiceEvent::User(_) => event::USER,
@@ -73,6 +84,11 @@ impl VoiceEvent {
             | VoiceEvent::Hint(t)
             | VoiceEvent::Transcript(t) => json!({ "text": t }),
             VoiceEvent::Error(e) => json!({ "error": e }),
+            VoiceEvent::MicStatus {
+                active,
+                device,
+                problem,
+            } => json!({ "active": active, "device": device, "problem": problem }),
             VoiceEvent::Show => json!({}),
             VoiceEvent::Wake { phrase, score } => json!({ "phrase": phrase, "score": score }),
         }

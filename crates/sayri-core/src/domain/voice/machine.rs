@@ -151,6 +151,10 @@ pub enum Input {
     /// A finite microphone source (a file) has no more audio: the microphone is off until the
     /// next `start_listening` opens it again.
     SourceEnded,
+    /// The live microphone stopped delivering (it stalled, ended or vanished) while it should
+    /// be on; the loop tries to get it back. An utterance being collected is dropped — a cut
+    /// utterance never becomes a query — and a wake word heard before is forgotten.
+    MicLost,
 }
 
 /// What the voice loop must do.
@@ -319,6 +323,7 @@ impl VoiceMachine {
             }
             Input::Tick { now_ms } => self.tick(now_ms, &mut out),
             Input::UiVisible(v) => self.ui_visible = v,
+            Input::MicLost => self.mic_lost(&mut out),
             Input::SourceEnded => {
                 if self.listen_once {
                     emit(&mut out, VoiceEvent::Transcript(String::new()));
@@ -410,6 +415,39 @@ impl VoiceMachine {
         self.close_mic(out);
         emit(out, VoiceEvent::AudioLevel(0.0));
         self.set_state(CoreState::Idle, out);
+    }
+
+    fn mic_lost(&mut self, out: &mut Vec<Action>) {
+        // An utterance that already ended is being transcribed from audio that arrived whole:
+        // it goes on. Only one still being collected, or a wake word still waiting for its
+        // question, is cut.
+        if self.state == CoreState::Thinking && !self.in_utterance {
+            return;
+        }
+        let cut = self.in_utterance || self.armed || self.listen_once;
+        if self.in_utterance {
+            self.in_utterance = false;
+            out.push(Action::DiscardUtterance);
+        }
+        if self.listen_once {
+            self.listen_once = false;
+            emit(out, VoiceEvent::Transcript(String::new()));
+        }
+        if self.settings.mode != VoiceMode::Always {
+            self.armed = false;
+        }
+        if cut {
+            emit(
+                out,
+                VoiceEvent::Hint(
+                    "The microphone stopped while you were speaking; say it again once it is back."
+                        .into(),
+                ),
+            );
+        }
+        if !self.busy && !self.speaking {
+            self.set_state(CoreState::Idle, out);
+        }
     }
 
     fn toggle(&mut self, out: &mut Vec<Action>) {
@@ -900,6 +938,27 @@ mod tests {
             |e| matches!(e, VoiceEvent::Error(s) if s.contains("Could not initialize microphone"))
         ));
         assert!(!m.mic_on());
+    }
+
+    #[test]
+    fn a_microphone_lost_mid_utterance_drops_it_with_a_hint_and_waits_for_the_wake_word_again() {
+        let mut m = machine(VoiceMode::Wakeword);
+        wake(&mut m);
+        m.handle(Input::SpeechStart);
+        let a = m.handle(Input::MicLost);
+        assert!(a.contains(&Action::DiscardUtterance), "{a:?}");
+        assert!(events(&a).iter().any(
+            |e| matches!(e, VoiceEvent::Hint(h) if h.contains("stopped while you were speaking"))
+        ));
+        assert_eq!(m.state(), CoreState::Idle);
+        // The end of that utterance, arriving late, becomes nothing.
+        assert!(!m.handle(Input::UtteranceEnd).contains(&Action::Transcribe));
+        // The next wake word works.
+        let a = wake(&mut m);
+        assert!(
+            events(&a).contains(&VoiceEvent::State(CoreState::Activated)),
+            "{a:?}"
+        );
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! whole percent grows (0 first; never repeated; below 100 while the file arrives), then
 //! `{…, percent: 100, done: true, path}` once its sha256 matched and it is installed, or
 //! `{…, done: false, error}` when it failed (nothing is installed then). One download per
-//! asset at a time; the voice loop picks a new model up at once.
+//! asset at a time — in the daemon, and with `sayri models download` of the same model in
+//! another process (the model's lock: the later one waits, saying so in `waiting`); a download
+//! broken off is continued by the next one (`resumed_from`). The voice loop picks a new model
+//! up at once.
 
 use crate::assets::{self, Asset};
 use crate::daemon::DaemonState;
@@ -11,7 +14,7 @@ use crate::daemon::dispatch::Ctx;
 use sayri_core::domain::config::Config;
 use sayri_protocol::params::{AssetDownloadParams, AssetKind, AssetParams};
 use sayri_protocol::{ProtocolError, names};
-use sayri_voice::models::{ModelKind, ModelStore, Progress};
+use sayri_voice::models::{Downloaded, Event, ModelError, ModelKind, ModelStore, Request};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -52,6 +55,44 @@ fn progress_event(daemon: &DaemonState, asset: &Asset, fields: Value) {
         .broadcast(names::event::ASSET_PROGRESS, payload);
 }
 
+/// Who the daemon's downloads are, as a download of the same model elsewhere is told.
+const HOLDER: &str = "the Sayri daemon (asset_download)";
+
+/// The `asset_progress` fields of one download event, when it is one to send: each whole
+/// percent once, growing; a wait for another download of the same model; a continuation.
+fn event_fields(
+    e: Event,
+    last: &mut Option<u8>,
+    last_bytes: &mut (u64, Option<u64>),
+) -> Option<Value> {
+    match e {
+        Event::Progress(p) => {
+            *last_bytes = (p.done, p.total);
+            let pct = assets::percent(p.done, p.total).filter(|pct| *pct > 0)?;
+            if last.is_some_and(|l| pct <= l) {
+                return None;
+            }
+            *last = Some(pct);
+            Some(json!({"percent": pct, "bytes": p.done, "total": p.total}))
+        }
+        Event::Waiting { holder } => Some(json!({
+            "percent": last.unwrap_or(0), "waiting": format!("another download of it runs ({holder}); this one starts when it ends"),
+        })),
+        Event::Resuming { from, total } => {
+            *last_bytes = (from, total);
+            Some(
+                json!({"percent": last.unwrap_or(0), "bytes": from, "total": total, "resumed_from": from}),
+            )
+        }
+        Event::Restarting { kept, why } => {
+            tracing::info!(
+                "asset_download: {why}; the {kept} bytes kept are dropped and the file starts again"
+            );
+            None
+        }
+    }
+}
+
 /// Downloads `asset`, reporting progress, until it is installed, fails or the daemon stops.
 async fn run(daemon: &Arc<DaemonState>, asset: &Asset) {
     let store = ModelStore::open_default();
@@ -63,47 +104,54 @@ async fn run(daemon: &Arc<DaemonState>, asset: &Asset) {
         json!({"percent": 0, "bytes": 0, "total": null}),
     );
     let result = {
-        let mut on_progress = |p: Progress| {
-            last_bytes = (p.done, p.total);
-            if let Some(pct) = assets::percent(p.done, p.total)
-                && pct > 0
-                && last.is_none_or(|l| pct > l)
-            {
-                last = Some(pct);
-                progress_event(
-                    daemon,
-                    asset,
-                    json!({"percent": pct, "bytes": p.done, "total": p.total}),
-                );
+        let mut on_event = |e: Event| {
+            if let Some(fields) = event_fields(e, &mut last, &mut last_bytes) {
+                progress_event(daemon, asset, fields);
             }
         };
-        let download = sayri_voice::models::download(
-            &store,
+        let req = Request::new(
             asset.model_kind,
             &asset.name,
             &asset.url,
             Some(&asset.sha256),
-            &mut on_progress,
+            HOLDER,
         );
+        let download = sayri_voice::models::download(&store, &req, &mut on_event);
         tokio::select! {
             r = download => Some(r),
             _ = daemon.shutdown.cancelled() => None,
         }
     };
-    let percent = last.unwrap_or(0);
+    report(daemon, asset, result, last.unwrap_or(0), last_bytes.1);
+}
+
+/// The last `asset_progress` event of a download, and the voice loop told of a new model.
+fn report(
+    daemon: &Arc<DaemonState>,
+    asset: &Asset,
+    result: Option<Result<Downloaded, ModelError>>,
+    percent: u8,
+    total: Option<u64>,
+) {
     match result {
-        Some(Ok(m)) => {
+        Some(Ok(d)) => {
+            let m = d.model;
             tracing::info!(
-                "asset_download: installed {} {} ({} bytes, sha256 verified)",
+                "asset_download: installed {} {} ({} bytes, sha256 verified{})",
                 asset.kind.name(),
                 asset.name,
-                m.bytes
+                m.bytes,
+                if d.already_installed {
+                    "; it was installed already"
+                } else {
+                    ""
+                }
             );
             progress_event(
                 daemon,
                 asset,
                 json!({"percent": 100, "done": true, "path": m.path, "bytes": m.bytes,
-                       "total": last_bytes.1}),
+                       "total": total, "already_installed": d.already_installed}),
             );
             // A setting that waited for this model (or `auto`) takes it now.
             daemon.voice.reconfigure(&daemon.config());
@@ -120,7 +168,7 @@ async fn run(daemon: &Arc<DaemonState>, asset: &Asset) {
             daemon,
             asset,
             json!({"percent": percent, "done": false,
-                   "error": "the daemon stopped before the download finished; nothing was installed (ask again to start it afresh)"}),
+                   "error": "the daemon stopped before the download finished; nothing was installed (what arrived is kept: asking again continues it)"}),
         ),
     }
 }

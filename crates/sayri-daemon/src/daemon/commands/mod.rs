@@ -13,6 +13,7 @@ pub mod assets;
 pub mod attach;
 pub mod config;
 pub mod connection;
+pub mod database;
 pub mod desktop;
 pub mod gateways;
 pub mod permissions;
@@ -58,6 +59,8 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, vault::vault_list)
         .register(Management, Task, vault::vault_set)
         .register(Management, Task, vault::vault_delete)
+        // The session database: rebuilding it replaces the file the daemon uses.
+        .register(Management, Task, database::db_recover)
         // Voice. Opening the microphone is management: a command of a turn must not make
         // Sayri record the room; stopping it is harmless.
         .register(Management, Task, voice::listen)
