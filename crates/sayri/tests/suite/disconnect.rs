@@ -39,8 +39,14 @@ fn abrupt_disconnects_leak_nothing() {
         "fds: baseline {baseline}, now {}",
         d.fd_count()
     );
-    // The socket closes only after the client's slot is freed, so the count is exact now.
-    assert!(only_probe(), "a client slot outlived its socket");
+    // Another descriptor of the daemon's start-up can close while a last connection is still
+    // being torn down, so the fd count alone may meet its baseline early; a leaked slot, though,
+    // never frees itself.
+    assert!(
+        eventually(Duration::from_secs(10), &mut only_probe),
+        "a client slot outlived its socket: {}",
+        probe.call("status", json!({}), 10_000)["result"]["clients"]
+    );
 }
 
 #[test]
