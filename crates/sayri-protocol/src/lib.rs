@@ -10,12 +10,15 @@
 //! assert_eq!(line, b"{\"ok\":true,\"result\":\"pong\",\"id\":1}\n");
 //! ```
 
+pub mod event;
 pub mod legacy;
 pub mod level;
 pub mod message;
 pub mod names;
 pub mod ndjson;
 pub mod params;
+pub mod reply;
+pub mod shape;
 
 pub use level::SandboxLevel;
 pub use message::{ErrorCode, Event, ProtocolError, Request, Response, ServerMessage};
