@@ -87,6 +87,8 @@ pub struct SessionDetail {
     pub info: SessionInfo,
     /// Its messages in order.
     pub messages: Vec<StoredMessage>,
+    /// The sessions of the sub-agents its requests delegated to, oldest first.
+    pub sub_sessions: Vec<SessionInfo>,
 }
 
 /// A snapshot for `status`.
@@ -202,12 +204,17 @@ struct GenerationSink {
 }
 
 impl EventSink for GenerationSink {
+    /// Events of the running generation go to the observer and the sink. Once the turn was
+    /// interrupted, only `error` events still reach the sink: the record that a delegated
+    /// sub-turn was cut short is news to the person, nothing else of that turn is.
     fn emit(&self, event: CoreEvent) {
         let g = lock(&self.inner);
         if g.generation == self.generation {
             if let Some(o) = &self.observer {
                 o.emit(event.clone());
             }
+            self.sink.emit(event);
+        } else if matches!(event, CoreEvent::Error(_)) {
             self.sink.emit(event);
         }
     }
@@ -557,6 +564,7 @@ impl SayriCore {
         Ok(SessionDetail {
             info,
             messages: store.messages(session_id)?,
+            sub_sessions: store.sub_sessions(session_id)?,
         })
     }
 

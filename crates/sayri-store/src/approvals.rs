@@ -83,6 +83,9 @@ impl SessionStore for Store {
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
         self.list_sessions_impl(limit)
     }
+    fn sub_sessions(&self, parent_id: &str) -> Result<Vec<SessionInfo>, StoreError> {
+        self.sub_sessions_impl(parent_id)
+    }
     fn session_ids_with_prefix(
         &self,
         prefix: &str,

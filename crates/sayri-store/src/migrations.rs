@@ -25,6 +25,9 @@
 //! * Version 9 — error records: assistant rows that were errors (their text starts with `⚠️`,
 //!   as earlier versions and the original Sayri stored them) become role `error` rows, without
 //!   the sign and without the `Sayri Error: ` prefix.
+//! * Version 10 — `sessions.parent_id`: a sub-agent's session names the session of the request
+//!   that delegated to it (`NULL` for a person's own conversations; sessions of earlier
+//!   versions keep `NULL`).
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -32,7 +35,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 9;
+pub const LATEST: i64 = 10;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -158,8 +161,24 @@ UPDATE messages SET content = substr(content, 14)
 WHERE role = 'error' AND substr(content, 1, 13) = 'Sayri Error: ';
 ";
 
+const V10_PARENT_SESSIONS: &str = "
+ALTER TABLE sessions ADD COLUMN parent_id TEXT;
+CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_id);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
-const STEPS: [&str; LATEST as usize] = [V1, V2, V3, V4, V5, V6, V7, V8, V9_ERROR_RECORDS];
+const STEPS: [&str; LATEST as usize] = [
+    V1,
+    V2,
+    V3,
+    V4,
+    V5,
+    V6,
+    V7,
+    V8,
+    V9_ERROR_RECORDS,
+    V10_PARENT_SESSIONS,
+];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {

@@ -30,7 +30,7 @@ pub(crate) fn parse_role(s: &str) -> Role {
 }
 
 const SESSION_COLS: &str = "s.id, s.title, s.agent_id, s.created_at, s.updated_at,
-    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)";
+    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id), s.parent_id";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionInfo> {
     Ok(SessionInfo {
@@ -40,6 +40,7 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionInfo> {
         created_at: r.get(3)?,
         updated_at: r.get(4)?,
         messages: r.get(5)?,
+        parent_id: r.get(6)?,
     })
 }
 
@@ -80,10 +81,10 @@ pub(crate) fn insert_message(
     m: &NewMessage,
 ) -> Result<i64, StoreError> {
     tx.execute(
-        "INSERT INTO sessions (id, title, agent_id, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?4)
+        "INSERT INTO sessions (id, title, agent_id, created_at, updated_at, parent_id)
+         VALUES (?1, ?2, ?3, ?4, ?4, ?5)
          ON CONFLICT(id) DO UPDATE SET updated_at = MAX(updated_at, excluded.updated_at)",
-        params![seed.id, seed.title, seed.agent_id, m.timestamp],
+        params![seed.id, seed.title, seed.agent_id, m.timestamp, seed.parent],
     )
     .map_err(sql_err)?;
     let tool_json = match &m.tool_call {
@@ -193,6 +194,21 @@ impl Store {
             ))
             .map_err(sql_err)?;
         let rows = st.query_map([limit as i64], session_row).map_err(sql_err)?;
+        rows.collect::<Result<_, _>>().map_err(sql_err)
+    }
+
+    pub(crate) fn sub_sessions_impl(
+        &self,
+        parent_id: &str,
+    ) -> Result<Vec<SessionInfo>, StoreError> {
+        let conn = self.lock();
+        let mut st = conn
+            .prepare(&format!(
+                "SELECT {SESSION_COLS} FROM sessions s WHERE s.parent_id = ?1
+                 ORDER BY s.created_at, s.rowid"
+            ))
+            .map_err(sql_err)?;
+        let rows = st.query_map([parent_id], session_row).map_err(sql_err)?;
         rows.collect::<Result<_, _>>().map_err(sql_err)
     }
 

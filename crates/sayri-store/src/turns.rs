@@ -72,6 +72,7 @@ impl Store {
                 id: &turn.session_id,
                 agent_id: &agent_id,
                 title: &title,
+                parent: None,
             };
             for n in notes {
                 insert_message(&tx, &seed, &self.clean_message(n))?;

@@ -255,6 +255,30 @@ impl PermissionGate for RecordingGate {
     }
 }
 
+/// An [`Entropy`] that counts: `start`, `start + 1`, … (each turn of a test gets a distinct,
+/// known boundary).
+pub struct CountingEntropy {
+    next: Mutex<u64>,
+}
+
+impl CountingEntropy {
+    /// Counting from `start`.
+    pub fn from(start: u64) -> Self {
+        CountingEntropy {
+            next: Mutex::new(start),
+        }
+    }
+}
+
+impl sayri_core::ports::Entropy for CountingEntropy {
+    fn nonce(&self) -> u64 {
+        let mut next = lock(&self.next);
+        let n = *next;
+        *next = next.wrapping_add(1);
+        n
+    }
+}
+
 /// A [`Clock`] at a fixed time, in Unix seconds; a ticking one advances one second after each
 /// reading (so stored rows get distinct, ordered timestamps).
 pub struct FixedClock {
@@ -321,6 +345,7 @@ impl SessionStore for MemoryStore {
                 created_at: m.timestamp,
                 updated_at: m.timestamp,
                 messages: 1,
+                parent_id: seed.parent.map(str::to_string),
             }),
         }
         let mut msgs = lock(&self.msgs);
@@ -355,6 +380,14 @@ impl SessionStore for MemoryStore {
         ids.sort();
         ids.truncate(limit);
         Ok(ids)
+    }
+
+    fn sub_sessions(&self, parent_id: &str) -> Result<Vec<SessionInfo>, StoreError> {
+        Ok(lock(&self.sessions)
+            .iter()
+            .filter(|s| s.parent_id.as_deref() == Some(parent_id))
+            .cloned()
+            .collect())
     }
 
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError> {
@@ -501,6 +534,7 @@ impl SessionStore for MemoryStore {
             id: &turn.session_id,
             agent_id: &agent,
             title: "",
+            parent: None,
         };
         for n in notes {
             self.append_message(&seed, n)?;
@@ -575,7 +609,7 @@ impl RecordingSink {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PermissionEvent {
     /// `permission_request`.
-    Request(PermissionRequest),
+    Request(Box<PermissionRequest>),
     /// `permission_resolved` with the request id.
     Resolved(String),
 }
@@ -602,7 +636,7 @@ impl PermissionFanout {
 
 impl PermissionSink for PermissionFanout {
     fn permission_request(&self, request: &PermissionRequest) {
-        self.send(PermissionEvent::Request(request.clone()));
+        self.send(PermissionEvent::Request(Box::new(request.clone())));
     }
 
     fn permission_resolved(&self, request_id: &str) {

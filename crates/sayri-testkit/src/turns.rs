@@ -14,9 +14,18 @@ pub fn is_title_request(body: &Value) -> bool {
 }
 
 /// Whether a user message is an observation the engine fed back (a command result, a refusal,
-/// history search results) rather than something the person wrote.
+/// history search results, a skill's file, a sub-agent's answer) rather than something the
+/// person wrote.
 pub fn is_observation(content: &str) -> bool {
-    content.starts_with("[Command") || content.starts_with("[History")
+    [
+        "[Command",
+        "[History",
+        "[Skill",
+        "[Sub-agent",
+        "[Delegation",
+    ]
+    .iter()
+    .any(|p| content.starts_with(p))
 }
 
 /// `(request text, step)` of a turn request: the last user message that is not an observation,

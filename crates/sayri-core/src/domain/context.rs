@@ -301,12 +301,14 @@ mod tests {
         let text: String = (1..=lines).map(|i| format!("row {i:05} ok\n")).collect();
         TurnStep {
             answer: "```bash\ncat rows\n```".into(),
-            observation: StepObservation::Command(CommandObservation {
-                status: ExecStatus::Success,
-                exit_code: Some(0),
-                output: Excerpt::whole(text),
-                not_run: 0,
-            }),
+            observation: StepObservation::Command(CommandObservation::new(
+                ExecStatus::Success,
+                Some(0),
+                Excerpt::whole(text),
+                0,
+                "cat rows",
+                crate::domain::frame::Boundary::from_nonce(1),
+            )),
         }
     }
 

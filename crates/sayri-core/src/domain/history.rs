@@ -192,6 +192,7 @@ mod tests {
             status: "success".into(),
             output: "/dev/sda1 40G free".into(),
             duration_ms: 3.0,
+            delegated: None,
         });
         let past = vec![
             msg(1, Role::User, "disk?"),

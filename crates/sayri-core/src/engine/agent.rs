@@ -25,26 +25,37 @@
 //! * **Repetition guard**: a command that already ran twice with the same result is not run a
 //!   third time (`domain::repetition`); insisting on it ends the turn.
 //! * **Learned preferences** record the current request as the intent.
+//! * **Outside text** (command output, a sub-agent's answer, history search hits, a skill's
+//!   file) reaches the model inside the turn's random boundary (`domain::frame`); a command
+//!   that came from it (`domain::provenance`) goes to the gate marked as such, so no allow
+//!   rule or saved approval runs it.
+//! * **One budget per request**: every model call of the request's delegation tree takes one
+//!   call from one budget first (`domain::agents::delegation`); when it is used up, the
+//!   person's turn ends with a note saying so.
 
 use super::delta_filter::DeltaFilter;
 use super::events::{CoreEvent, EventSink};
 use super::gate::{GateRequest, GateVerdict, PermissionGate};
 use crate::domain::agents::allow;
+use crate::domain::agents::delegation::Budget;
 use crate::domain::codeblock;
 use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnStep};
+use crate::domain::frame::{Boundary, framed};
 use crate::domain::hints;
 use crate::domain::history::{self, HistoryBudget};
-use crate::domain::observation::{CommandObservation, Excerpt};
+use crate::domain::observation::{CommandObservation, Excerpt, step_label};
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
+use crate::domain::provenance::FromOutside;
 use crate::domain::repetition::{self, RepetitionGuard, Verdict};
 use crate::domain::strip::strip_patterns;
 use crate::domain::title;
 use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
-    ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate, Redactor,
-    Role, Sandbox, SessionSeed, SessionStore, SkillLibrary, ToolCallRecord, Usage, redacted_prefix,
+    Entropy, ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate,
+    Redactor, Role, Sandbox, SessionSeed, SessionStore, SkillLibrary, ToolCallRecord, Usage,
+    redacted_prefix,
 };
 use crate::sync::{lock, read, write};
 use futures::StreamExt;
@@ -58,6 +69,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 mod subagents;
+mod tree;
+
+use tree::Tree;
 
 /// Engine-wide settings (from `sayri.toml`'s `provider.*`; the daemon maps them).
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +103,9 @@ pub struct EngineSettings {
     /// the agent's secrets). The daemon passes settings a command of its own needs this way,
     /// since levels 1–2 hide Sayri's settings file: the `sayri lookup` endpoints.
     pub command_env: Vec<(String, String)>,
+    /// What one request may spend, its sub-agents included (`agent.delegation_budget_calls`,
+    /// `agent.delegation_budget_tokens`).
+    pub delegation_budget: Budget,
 }
 
 impl Default for EngineSettings {
@@ -105,6 +122,7 @@ impl Default for EngineSettings {
             runs_as_root: false,
             desktop_tools: prompt::DesktopTools::default(),
             command_env: Vec::new(),
+            delegation_budget: Budget::default(),
         }
     }
 }
@@ -124,6 +142,8 @@ pub struct EnginePorts {
     pub store: Arc<dyn SessionStore>,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// Randomness (each turn's boundary around outside text).
+    pub entropy: Arc<dyn Entropy>,
 }
 
 /// One turn to run.
@@ -299,11 +319,12 @@ impl AgentEngine {
         lib.map(|l| l.offered()).unwrap_or_default()
     }
 
-    /// Answers a `read_skill` request of `agent`: the skill's `SKILL.md`, or why not.
-    fn read_skill(&self, agent: &AgentProfile, id: &str) -> String {
+    /// Answers a `read_skill` request of `agent`: `Ok` with the skill's `SKILL.md` (outside
+    /// text), or `Err` with why not.
+    fn read_skill(&self, agent: &AgentProfile, id: &str) -> Result<String, String> {
         let lib = read(&self.skills).clone();
         let Some(lib) = lib else {
-            return format!("No skill named {id} is installed.");
+            return Err(format!("No skill named {id} is installed."));
         };
         let known = lib
             .offered()
@@ -313,12 +334,10 @@ impl AgentEngine {
             && !(allow::permits(&agent.allowed_skills, &s.id)
                 || allow::permits(&agent.allowed_skills, &s.name))
         {
-            return format!("Skill {id} is not allowed for this agent.");
+            return Err(format!("Skill {id} is not allowed for this agent."));
         }
-        match lib.read(known.as_ref().map_or(id, |s| s.id.as_str())) {
-            Ok(text) => text,
-            Err(e) => format!("Cannot read skill {id}: {e}"),
-        }
+        lib.read(known.as_ref().map_or(id, |s| s.id.as_str()))
+            .map_err(|e| format!("Cannot read skill {id}: {e}"))
     }
 
     /// The ports (the core uses the store and clock directly).
@@ -428,23 +447,23 @@ impl AgentEngine {
     /// the turn is cancelled. Never panics on model, sandbox or store failures: they become
     /// `error` in the outcome.
     pub async fn run_turn(&self, req: TurnRequest, sink: &dyn EventSink) -> TurnOutcome {
-        self.run_turn_at(req, sink, 0).await
+        self.run_turn_in(req, sink, None).await
     }
 
-    /// [`AgentEngine::run_turn`] for a turn `depth` delegations below the person's own (boxed:
-    /// a delegated turn runs inside its delegating turn).
-    fn run_turn_at<'a>(
+    /// [`AgentEngine::run_turn`] for the person's own turn (`parent` `None`) or a turn
+    /// delegated by `parent` (boxed: a delegated turn runs inside its delegating turn).
+    fn run_turn_in<'a>(
         &'a self,
         req: TurnRequest,
         sink: &'a dyn EventSink,
-        depth: usize,
+        parent: Option<Parent<'a>>,
     ) -> BoxFuture<'a, TurnOutcome> {
         Box::pin(async move {
             let title = req
                 .title_if_new
                 .clone()
                 .unwrap_or_else(|| self.initial_title(&req.text));
-            let mut turn = Turn::new(self, &req, &title, sink, depth);
+            let mut turn = Turn::new(self, &req, &title, sink, parent);
             if let Err(out) = turn.start().await {
                 return *out;
             }
@@ -528,8 +547,9 @@ impl AgentEngine {
         level: SandboxLevel,
         req: &TurnRequest,
         command: &str,
-        cancel: &CancellationToken,
+        outside: Option<FromOutside>,
     ) -> ExecResult {
+        let cancel = &req.cancel;
         let refused = |output: String| ExecResult::new(ExecStatus::Denied, Some(126), output);
         if level == SandboxLevel::NoExec {
             return refused(
@@ -553,6 +573,7 @@ impl AgentEngine {
                     action: Action::Shell,
                     resource: command.to_string(),
                     approver_available: req.approver_available,
+                    outside,
                 },
                 cancel.clone(),
             )
@@ -577,8 +598,10 @@ impl AgentEngine {
         self.ports.sandbox.run(exec, cancel.clone()).await
     }
 
-    /// Answers a `search_history` request: this session first, then every session.
-    fn search_history(&self, session_id: &str, q: &str) -> String {
+    /// Answers a `search_history` request: this session first, then every session. `Ok` holds
+    /// the hits (text from earlier messages, outside text for this turn), `Err` Sayri's note
+    /// that there are none.
+    fn search_history(&self, session_id: &str, q: &str) -> Result<String, String> {
         let store = &self.ports.store;
         let mut hits = store
             .search_messages(q, Some(session_id), 6)
@@ -587,9 +610,12 @@ impl AgentEngine {
             hits = store.search_messages(q, None, 8).unwrap_or_default();
         }
         if hits.is_empty() {
-            return format!("[History search for '{q}']: no matching messages.");
+            return Err(format!(
+                "[History search for '{}']: no matching messages.",
+                step_label(q)
+            ));
         }
-        let mut s = format!("[History search for '{q}']:");
+        let mut s = String::new();
         for h in hits {
             let role = match h.role {
                 Role::User => "USER",
@@ -597,12 +623,12 @@ impl AgentEngine {
                 _ => "SAYRI",
             };
             s.push_str(&format!(
-                "\n- [{role} ({})]: {}",
+                "- [{role} ({})]: {}\n",
                 h.session_title,
                 self.ports.redactor.redact(&h.content)
             ));
         }
-        s
+        Ok(s)
     }
 
     /// The title a session starts with: the first words of its first request
@@ -710,6 +736,29 @@ struct Turn<'a> {
     sent: (usize, usize),
     /// The turn's id in the store's journal while it runs (see `engine::interrupted`).
     journal: Option<i64>,
+    /// The boundary around this turn's outside text, drawn fresh for the turn.
+    boundary: Boundary,
+    /// What the request's delegation tree shares (budget, outside text seen, commands run).
+    tree: Arc<Tree>,
+    /// The agents and requests from the person's turn down to this one (cycles and tasks
+    /// handed down unchanged are refused).
+    chain: Vec<(String, String)>,
+    /// Where the person sees events: the person's turn's sink, also from a delegated turn
+    /// (an interrupted sub-turn says so there).
+    person_sink: &'a dyn EventSink,
+    /// The command between its proposal and its stored result (an interrupt records it as not
+    /// completed).
+    pending_command: Option<String>,
+}
+
+/// What a delegated turn gets from the turn that delegates it.
+pub(super) struct Parent<'a> {
+    tree: Arc<Tree>,
+    chain: Vec<(String, String)>,
+    person_sink: &'a dyn EventSink,
+    depth: usize,
+    /// The delegating turn's session (the sub-agent's session's parent).
+    session: &'a str,
 }
 
 /// How a command step ended when the turn goes on.
@@ -726,9 +775,19 @@ impl<'a> Turn<'a> {
         req: &'a TurnRequest,
         title: &'a str,
         sink: &'a dyn EventSink,
-        depth: usize,
+        parent: Option<Parent<'a>>,
     ) -> Turn<'a> {
         let settings = engine.settings();
+        let root = parent.is_none();
+        let parent = parent.unwrap_or_else(|| Parent {
+            tree: Tree::new(&req.text, settings.delegation_budget),
+            chain: Vec::new(),
+            person_sink: sink,
+            depth: 0,
+            session: &req.session_id,
+        });
+        let mut chain = parent.chain;
+        chain.push((req.agent.id.clone(), req.text.clone()));
         let level = req.level.min(req.agent.sandbox.level);
         let mut profile = (*req.agent).clone();
         profile.sandbox.level = level;
@@ -743,6 +802,7 @@ impl<'a> Turn<'a> {
                 id: &req.session_id,
                 agent_id: &req.agent.id,
                 title,
+                parent: (!root).then_some(parent.session),
             },
             sink: TurnSink {
                 inner: sink,
@@ -750,7 +810,12 @@ impl<'a> Turn<'a> {
             },
             max_calls: profile.max_model_calls(),
             chat: engine.chat_model_for(&profile),
-            depth,
+            depth: parent.depth,
+            boundary: Boundary::from_nonce(engine.ports.entropy.nonce()),
+            tree: parent.tree,
+            chain,
+            person_sink: parent.person_sink,
+            pending_command: None,
             profile: Arc::new(profile),
             level,
             model,
@@ -870,11 +935,77 @@ impl<'a> Turn<'a> {
         std::mem::take(&mut self.out)
     }
 
-    /// The outcome of an interrupted turn (nothing is emitted or stored).
+    /// The outcome of an interrupted turn. The person's own turn emits and stores nothing (the
+    /// person stopped it); a delegated turn records in its session that it was interrupted —
+    /// the command it was at as not completed, then a note — and tells the person with an
+    /// `error` event.
     fn cancelled(&mut self) -> TurnOutcome {
+        if self.depth > 0 {
+            self.record_interrupted();
+        }
         self.out.cancelled = true;
         self.out.error = Some(INTERRUPTED.into());
         std::mem::take(&mut self.out)
+    }
+
+    /// The rows and the event of a delegated turn cut short by an interrupt.
+    fn record_interrupted(&mut self) {
+        let now = self.now();
+        let what = match self.pending_command.take() {
+            Some(command) => {
+                self.store(super::interrupted::not_completed_by_interrupt(
+                    &command, now,
+                ));
+                format!(
+                    " while the command `{command}` was waiting for permission or running; it was stopped"
+                )
+            }
+            None => String::new(),
+        };
+        let note = format!(
+            "This delegated task of {} was interrupted{what}. Nothing more was run.",
+            self.profile.name
+        );
+        self.store(error_row(&note, now));
+        self.person_sink.emit(CoreEvent::Error(format!(
+            "The delegated task of sub-agent {} (session {}) was interrupted{what}.",
+            self.profile.id, self.req.session_id
+        )));
+    }
+
+    /// Ends the turn because the request's budget is used up (`why`). The person's own turn
+    /// ends with a note as its answer, streamed like one; a delegated turn fails with it, and
+    /// the turn that delegated it is told.
+    fn out_of_budget(&mut self, call: usize, why: String) -> TurnOutcome {
+        let spent = self.tree.spent();
+        if self.depth > 0 {
+            let msg = format!("Stopped: {why}.");
+            return self.fail(Some(error_row(&msg, self.now())), msg);
+        }
+        let budget = self.tree.budget();
+        let raise = if spent.calls >= budget.calls {
+            format!(
+                "agent.delegation_budget_calls {}",
+                budget.calls.saturating_mul(2)
+            )
+        } else {
+            format!(
+                "agent.delegation_budget_tokens {}",
+                budget.tokens.saturating_mul(2)
+            )
+        };
+        let note = format!(
+            "I stopped here: {why}; {} model calls and {} tokens were used. Ask me to continue if you want more done, or raise the budget (`sayri config set {raise}`).",
+            spent.calls, spent.tokens
+        );
+        let sep = if call > 1 && self.streamed_any {
+            "\n\n"
+        } else {
+            ""
+        };
+        self.sink
+            .emit(CoreEvent::AssistantDelta(format!("{sep}{note}")));
+        self.finish(note, None, None)
     }
 
     /// Stores the final answer, emits `assistant_done` and ends the turn.
@@ -906,6 +1037,9 @@ impl<'a> Turn<'a> {
                 return Some(self.fail(Some(error_row(&msg, self.now())), msg));
             }
         };
+        if let Err(why) = self.tree.take_call() {
+            return Some(self.out_of_budget(call, why));
+        }
         self.out.model_calls += 1;
         let step = match self
             .engine
@@ -934,6 +1068,10 @@ impl<'a> Turn<'a> {
             }
         };
         self.streamed_any |= !step.answer.trim().is_empty();
+        let estimate = self
+            .est
+            .tokens_of_weight(self.sent.0 + weighted_bytes(&step.answer));
+        self.tree.add_tokens(step.usage, estimate);
         if let Some(u) = step.usage {
             self.count_usage(u);
         }
@@ -1085,7 +1223,15 @@ impl<'a> Turn<'a> {
     fn answer_history_search(&mut self, step: &Step, query: &str) {
         let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
-        let obs = self.redacted(&self.engine.search_history(&self.req.session_id, query));
+        let obs = match self.engine.search_history(&self.req.session_id, query) {
+            Ok(hits) => {
+                let hits = self.redacted(&hits);
+                self.tree.saw(&label, &hits);
+                let header = format!("[History search for '{}'] found:", step_label(query));
+                self.redacted(&framed(&header, &self.boundary, &hits, ""))
+            }
+            Err(none) => self.redacted(&none),
+        };
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
             output: obs.clone(),
@@ -1099,7 +1245,15 @@ impl<'a> Turn<'a> {
     fn answer_skill_read(&mut self, step: &Step, id: &str) {
         let label = self.redacted(&format!("read_skill: {id}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
-        let obs = self.redacted(&self.engine.read_skill(&self.profile, id));
+        let obs = match self.engine.read_skill(&self.profile, id) {
+            Ok(text) => {
+                let text = self.redacted(&text);
+                self.tree.saw(&label, &text);
+                let header = format!("[Skill {}: its SKILL.md]", step_label(id));
+                framed(&header, &self.boundary, &text, "")
+            }
+            Err(why) => self.redacted(&why),
+        };
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
             output: obs.clone(),
@@ -1160,15 +1314,11 @@ impl<'a> Turn<'a> {
         // The command as clients, the database and the log may see it.
         let shown = self.redacted(&command);
         self.sink.emit(CoreEvent::ToolStart(shown.clone()));
+        let outside = self.tree.outside_origin(&command);
+        self.pending_command = Some(shown.clone());
         let result = self
             .engine
-            .authorize_and_run(
-                &self.profile,
-                self.level,
-                self.req,
-                &command,
-                &self.req.cancel,
-            )
+            .authorize_and_run(&self.profile, self.level, self.req, &command, outside)
             .await;
         let redactor = &self.engine.ports.redactor;
         if result.status == ExecStatus::Denied {
@@ -1179,16 +1329,18 @@ impl<'a> Turn<'a> {
         } else {
             self.out.commands_run += 1;
         }
-        let observation = CommandObservation {
-            status: result.status,
-            exit_code: result.exit_code,
-            output: Excerpt {
+        let observation = CommandObservation::new(
+            result.status,
+            result.exit_code,
+            Excerpt {
                 head: redactor.redact(&result.output),
                 tail: redactor.redact(&result.output_tail),
                 omitted: result.omitted,
             },
             not_run,
-        };
+            shown.clone(),
+            self.boundary.clone(),
+        );
         let output = observation.output.text();
         let budget = self
             .budget
@@ -1204,8 +1356,14 @@ impl<'a> Turn<'a> {
             status: status_name(result.status).into(),
             output: output.clone(),
             duration_ms: result.duration.as_secs_f64() * 1000.0,
+            delegated: None,
         });
         self.store(tool);
+        self.pending_command = None;
+        if result.status != ExecStatus::Denied {
+            self.tree.ran(&command);
+            self.tree.saw(&shown, &output);
+        }
         if self.req.cancel.is_cancelled() {
             return Observed::End(self.cancelled());
         }
@@ -1238,6 +1396,7 @@ impl<'a> Turn<'a> {
             status: "repeated".into(),
             output: String::new(),
             duration_ms: 0.0,
+            delegated: None,
         });
         self.store(tool);
         self.guard.record_refusal(command);

@@ -63,6 +63,10 @@ pub struct PermissionRequest {
     /// Every subject judged inside the resource (each simple command of a compound shell
     /// command, file and web accesses), in order, so a card can show all of them.
     pub segments: Vec<AskedSegment>,
+    /// When the command comes from outside text: the earlier step whose output it came from
+    /// (e.g. `sayri lookup "widget"`), so the card can say why it asks although the rules
+    /// allow it. `null` otherwise.
+    pub from_step: Option<String>,
 }
 
 /// One judged part of an asked resource, as shown to clients.
@@ -105,6 +109,8 @@ pub struct Question {
     pub remember: Vec<Approval>,
     /// Every judged part of the resource (shown on the card).
     pub segments: Vec<AskedSegment>,
+    /// The earlier step whose output the command came from, when it came from outside text.
+    pub from_step: Option<String>,
 }
 
 /// How a question ended.
@@ -210,6 +216,7 @@ impl PermissionBroker {
                     reason: r.redact(&s.reason),
                 })
                 .collect(),
+            from_step: question.from_step.as_ref().map(|s| r.redact(s)),
         }
     }
 

@@ -5,6 +5,7 @@
 //! disagree.
 
 use crate::domain::profile::AgentProfile;
+use crate::domain::provenance::FromOutside;
 use futures::future::BoxFuture;
 use sayri_permissions::Action;
 use sayri_protocol::SandboxLevel;
@@ -26,6 +27,9 @@ pub struct GateRequest {
     pub resource: String,
     /// Whether a person can answer a question now (false for gateway and routine turns).
     pub approver_available: bool,
+    /// Set when the command comes from outside text (see `domain::provenance`): then no allow
+    /// rule and no saved approval lets it run; a person is asked, or it is refused.
+    pub outside: Option<FromOutside>,
 }
 
 /// Why a command was not authorised.

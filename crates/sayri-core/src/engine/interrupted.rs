@@ -119,22 +119,39 @@ fn notes_for(
     (rows, report)
 }
 
-/// The `tool` row of a command cut short: status `interrupted`, no exit code, and an
-/// observation telling the model not to assume it ran.
+/// The `tool` row of a command cut short by a crash: status `interrupted`, no exit code, and
+/// an observation telling the model not to assume it ran.
 fn not_completed_row(command: &str, now: f64) -> NewMessage {
-    let mut row = NewMessage::new(
-        Role::Tool,
+    interrupted_row(
+        command,
         "[Command NOT COMPLETED: Sayri stopped while it was waiting for permission or running; \
          it was stopped and not run again]\nDo not assume it ran or that it did not; check its \
          effects, or ask the user, before running it again.",
         now,
-    );
+    )
+}
+
+/// The `tool` row of a delegated turn's command cut short when the person interrupted the
+/// request: as after a crash (status `interrupted`, no exit code), saying who stopped it.
+pub fn not_completed_by_interrupt(command: &str, now: f64) -> NewMessage {
+    interrupted_row(
+        command,
+        "[Command NOT COMPLETED: the request was interrupted while it was waiting for permission \
+         or running; it was stopped and not run again]\nDo not assume it ran or that it did not; \
+         check its effects, or ask the user, before running it again.",
+        now,
+    )
+}
+
+fn interrupted_row(command: &str, observation: &str, now: f64) -> NewMessage {
+    let mut row = NewMessage::new(Role::Tool, observation, now);
     row.tool_call = Some(ToolCallRecord {
         command: command.to_string(),
         exit_code: None,
         status: STATUS_INTERRUPTED.into(),
         output: String::new(),
         duration_ms: 0.0,
+        delegated: None,
     });
     row
 }

@@ -6,17 +6,23 @@
 //! `ask` → ask a person through the [`PermissionBroker`] and run only on "Allow". The verdict is
 //! final — the sandbox does not evaluate again, so no second check can disagree with it.
 //!
+//! A command **from outside text** ([`GateRequest::outside`]) is never run on the strength of
+//! an allow rule or a saved approval: whatever the evaluation allows becomes a card naming the
+//! step it came from (`from_step`), "Allow always" stores nothing for it, and where nobody can
+//! answer it is refused. A deny still wins, and its message names that step too.
+//!
 //! Fails closed: a malformed profile rule refuses; an unreadable approval
 //! store is treated as "no approvals" (so the command asks instead of running).
 
 use super::broker::{AskOutcome, AskedSegment, PermissionBroker, Question};
 use super::gate::{Confirmation, GateRequest, GateVerdict, PermissionGate, RefusalKind};
+use crate::domain::provenance::FromOutside;
 use crate::ports::{ApprovalStore, Clock, SECRET_MARKER_PREFIX};
 use crate::sync::{read, write};
 use futures::future::BoxFuture;
 use sayri_permissions::Approval;
 use sayri_permissions::{
-    AgentRules, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
+    AgentRules, Decision, Effect, EvalContext, PolicySet, evaluate_with_approvals, plan_approvals,
 };
 use std::sync::{Arc, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -81,6 +87,11 @@ impl RulesGate {
             &policies,
             &ctx,
         );
+        if let Some(origin) = &request.outside {
+            return self
+                .decide_outside(&request, &agent, decision, origin, &ctx, cancel)
+                .await;
+        }
         match decision.effect {
             Effect::Allow => GateVerdict::Allow {
                 reason: decision.message(),
@@ -95,55 +106,111 @@ impl RulesGate {
             ),
             Effect::Ask => {
                 let plan = plan_approvals(&decision, &agent.agent_id, self.clock.now_unix());
-                let question = Question {
-                    action: action.name().to_string(),
-                    resource: request.resource.clone(),
-                    reason: decision.reason.clone(),
-                    agent_id: agent.agent_id.clone(),
-                    agent_name: agent.agent_name.clone(),
-                    session_id: request.session_id.clone(),
-                    policy: decision.policy,
-                    remember: plan.approvals,
-                    segments: decision
-                        .subjects
-                        .iter()
-                        .map(|s| AskedSegment {
-                            command: s.command.clone(),
-                            effect: s.effect,
-                            reason: s.reason.clone(),
-                        })
-                        .collect(),
-                };
-                let secs = self.broker.timeout().as_secs();
-                match self.broker.ask(question, cancel).await {
-                    AskOutcome::Allowed { .. } => GateVerdict::Allow {
-                        reason: format!("Allowed by a person: {}", decision.reason),
-                    },
-                    AskOutcome::Denied => refuse(
-                        RefusalKind::NotApproved,
-                        format!("Not run: a person denied it ({})", decision.reason),
-                    ),
-                    AskOutcome::TimedOut => refuse(
-                        RefusalKind::NotApproved,
-                        format!(
-                            "Not run: nobody answered within {secs} s ({}); ask again when someone can approve it in the Sayri app",
-                            decision.reason
-                        ),
-                    ),
-                    AskOutcome::Cancelled => refuse(
-                        RefusalKind::Cancelled,
-                        format!(
-                            "Not run: the turn was interrupted while waiting for approval ({})",
-                            decision.reason
-                        ),
-                    ),
-                    AskOutcome::Shutdown => refuse(
-                        RefusalKind::Cancelled,
-                        format!("Not run: Sayri is shutting down ({})", decision.reason),
-                    ),
-                }
+                let question = question_for(&request, &agent, &decision, plan.approvals);
+                self.ask_person(question, &decision.reason, cancel).await
             }
         }
+    }
+
+    /// The verdict on a command from outside text: a deny stays a deny (its message names the
+    /// step the command came from); anything else is a card, never remembered, or a refusal
+    /// where nobody can answer.
+    async fn decide_outside(
+        &self,
+        request: &GateRequest,
+        agent: &AgentRules,
+        decision: Decision,
+        origin: &FromOutside,
+        ctx: &EvalContext,
+        cancel: CancellationToken,
+    ) -> GateVerdict {
+        let why = origin.reason();
+        if decision.effect == Effect::Deny && !decision.no_approver {
+            return GateVerdict::Refuse {
+                kind: RefusalKind::Denied,
+                message: format!("{}; besides, {why}", decision.message()),
+            };
+        }
+        if ctx.can_ask().is_err() {
+            return GateVerdict::Refuse {
+                kind: RefusalKind::NoApprover,
+                message: format!(
+                    "Not run: {why}. A command from outside text runs only when a person approves it, and nobody can approve it here; ask for it in the Sayri app if it should run"
+                ),
+            };
+        }
+        let reason = format!(
+            "{why}; a command from outside text needs your approval whatever the rules allow ({})",
+            decision.reason
+        );
+        let mut question = question_for(request, agent, &decision, Vec::new());
+        question.reason = reason.clone();
+        question.from_step = Some(origin.step.clone());
+        self.ask_person(question, &reason, cancel).await
+    }
+
+    /// Puts `question` to a person and turns the answer into a verdict; `reason` is repeated
+    /// in it.
+    async fn ask_person(
+        &self,
+        question: Question,
+        reason: &str,
+        cancel: CancellationToken,
+    ) -> GateVerdict {
+        let refuse = |kind: RefusalKind, message: String| GateVerdict::Refuse { kind, message };
+        let secs = self.broker.timeout().as_secs();
+        match self.broker.ask(question, cancel).await {
+            AskOutcome::Allowed { .. } => GateVerdict::Allow {
+                reason: format!("Allowed by a person: {reason}"),
+            },
+            AskOutcome::Denied => refuse(
+                RefusalKind::NotApproved,
+                format!("Not run: a person denied it ({reason})"),
+            ),
+            AskOutcome::TimedOut => refuse(
+                RefusalKind::NotApproved,
+                format!(
+                    "Not run: nobody answered within {secs} s ({reason}); ask again when someone can approve it in the Sayri app"
+                ),
+            ),
+            AskOutcome::Cancelled => refuse(
+                RefusalKind::Cancelled,
+                format!("Not run: the turn was interrupted while waiting for approval ({reason})"),
+            ),
+            AskOutcome::Shutdown => refuse(
+                RefusalKind::Cancelled,
+                format!("Not run: Sayri is shutting down ({reason})"),
+            ),
+        }
+    }
+}
+
+/// The card for `request` as `decision` judged it; "Allow always" stores `remember`.
+fn question_for(
+    request: &GateRequest,
+    agent: &AgentRules,
+    decision: &Decision,
+    remember: Vec<Approval>,
+) -> Question {
+    Question {
+        action: request.action.name().to_string(),
+        resource: request.resource.clone(),
+        reason: decision.reason.clone(),
+        agent_id: agent.agent_id.clone(),
+        agent_name: agent.agent_name.clone(),
+        session_id: request.session_id.clone(),
+        policy: decision.policy,
+        remember,
+        segments: decision
+            .subjects
+            .iter()
+            .map(|s| AskedSegment {
+                command: s.command.clone(),
+                effect: s.effect,
+                reason: s.reason.clone(),
+            })
+            .collect(),
+        from_step: None,
     }
 }
 
@@ -214,6 +281,7 @@ impl RulesGate {
                     reason,
                 })
                 .collect(),
+            from_step: None,
         };
         match self.broker.ask(question, cancel).await {
             AskOutcome::Allowed { .. } => GateVerdict::Allow {

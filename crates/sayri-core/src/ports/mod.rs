@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod audio;
 pub mod chat;
 pub mod clock;
+pub mod entropy;
 pub mod notify;
 pub mod redact;
 pub mod sandbox;
@@ -19,11 +20,12 @@ pub use chat::{
     ModelEndpoint, Role, Usage,
 };
 pub use clock::{Clock, SystemZone};
+pub use entropy::Entropy;
 pub use notify::{NoNotifier, Notifier, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
 pub use skills::SkillLibrary;
 pub use store::{
-    NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo, SessionSeed,
-    SessionStore, StoredMessage, ToolCallRecord,
+    Delegated, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo,
+    SessionSeed, SessionStore, StoredMessage, ToolCallRecord,
 };

@@ -24,6 +24,10 @@ pub struct SessionInfo {
     pub updated_at: f64,
     /// Number of stored messages.
     pub messages: u32,
+    /// For a sub-agent's session: the session of the request that delegated to it (it is shown
+    /// under that one). `None` for a person's own conversation.
+    #[serde(default)]
+    pub parent_id: Option<String>,
 }
 
 /// What a session row starts with when its first message creates it. A session row never
@@ -37,6 +41,8 @@ pub struct SessionSeed<'a> {
     pub agent_id: &'a str,
     /// Initial title (e.g. the first 30 characters of the request).
     pub title: &'a str,
+    /// The delegating session, for a sub-agent's session (stored as its parent link).
+    pub parent: Option<&'a str>,
 }
 
 /// The command step stored with a `tool` message, so a replayed conversation keeps its meaning.
@@ -53,6 +59,25 @@ pub struct ToolCallRecord {
     pub output: String,
     /// Wall time in milliseconds.
     pub duration_ms: f64,
+    /// For a delegation step: the sub-agent's session and what its turn spent (its own
+    /// delegations included). Absent for commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegated: Option<Delegated>,
+}
+
+/// What one delegation spent, kept with its step so the request that made it shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delegated {
+    /// The sub-agent.
+    pub agent_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Prompt tokens its model calls used, as the servers reported them.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Model calls it made.
+    pub model_calls: u64,
 }
 
 /// A message to append.
@@ -203,6 +228,8 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<Vec<String>, StoreError>;
     /// Sessions, newest `updated_at` first, at most `limit`.
     fn list_sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, StoreError>;
+    /// The sessions whose parent is `parent_id` (its sub-agents' sessions), oldest first.
+    fn sub_sessions(&self, parent_id: &str) -> Result<Vec<SessionInfo>, StoreError>;
     /// Messages of a session in insertion order (empty for an unknown session).
     fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
     /// Sets a session's title. Returns whether the session exists.

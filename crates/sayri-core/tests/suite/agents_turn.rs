@@ -226,7 +226,8 @@ async fn a_delegated_turn_runs_with_the_sub_agents_effective_profile_and_answers
     // Its answer is the lead's observation.
     let obs = &reqs[3].messages.last().unwrap().content;
     assert!(
-        obs.starts_with("[Sub-agent scout answered]\nThe biggest is a.iso."),
+        obs.starts_with("[Sub-agent scout answered]\n<data-")
+            && obs.contains("\nThe biggest is a.iso.\n</data-"),
         "{obs}"
     );
 
@@ -292,7 +293,7 @@ async fn delegation_goes_only_to_ones_own_sub_agents_and_at_most_two_deep() {
     assert!(!reqs[3].messages[0].content.contains("Sub-agents:"));
     assert!(last(4).contains("at most 2 levels deep"), "{}", last(4));
     assert!(
-        last(6).contains("[Sub-agent a answered]\na done"),
+        last(6).starts_with("[Sub-agent a answered]\n<data-") && last(6).contains("\na done\n"),
         "{}",
         last(6)
     );

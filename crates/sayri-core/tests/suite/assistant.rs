@@ -361,6 +361,7 @@ async fn an_ambiguous_session_prefix_lists_the_matches() {
             id,
             agent_id: "default",
             title: "t",
+            parent: None,
         };
         r.store
             .append_message(&seed, &NewMessage::new(Role::User, "hi", 1.0))

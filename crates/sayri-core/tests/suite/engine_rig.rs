@@ -48,6 +48,7 @@ pub fn rig_redacting(replies: Vec<ModelReply>, deny: bool, redactor: Arc<dyn Red
             redactor,
             store: store.clone(),
             clock: Arc::new(FixedClock::ticking_from(1000.0)),
+            entropy: Arc::new(sayri_testkit::fakes::CountingEntropy::from(0x5eed_0000)),
         },
         settings,
     ));

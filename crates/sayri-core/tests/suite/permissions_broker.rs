@@ -25,6 +25,7 @@ fn question(session: &str) -> Question {
             created_at: 1.0,
         }],
         segments: Vec::new(),
+        from_step: None,
     }
 }
 

@@ -35,7 +35,7 @@ pub fn rig(timeout: Duration) -> Rig {
 /// The next `permission_request` a subscriber receives (within 5 s).
 pub async fn next_request(rx: &mut mpsc::UnboundedReceiver<PermissionEvent>) -> PermissionRequest {
     match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
-        Ok(Some(PermissionEvent::Request(r))) => r,
+        Ok(Some(PermissionEvent::Request(r))) => *r,
         other => panic!("expected a permission_request, got {other:?}"),
     }
 }

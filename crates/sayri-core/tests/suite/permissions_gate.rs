@@ -33,6 +33,7 @@ fn gate_request(agent: &Arc<AgentProfile>, command: &str, approver_available: bo
         action: Action::Shell,
         resource: command.into(),
         approver_available,
+        outside: None,
     }
 }
 

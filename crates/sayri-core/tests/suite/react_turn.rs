@@ -70,11 +70,11 @@ async fn multi_step_turn_runs_the_block_and_feeds_the_observation_back() {
     assert_eq!(m.len(), 4);
     assert_eq!((m[2].role, m[2].content.as_str()), (Role::Assistant, STEP));
     assert_eq!(m[3].role, Role::User);
-    assert!(
-        m[3].content
-            .starts_with("[Command result: exit code 0]\nFilesystem Size Avail"),
-        "{}",
-        m[3].content
+    // The output stands inside the turn's boundary (the rig's entropy counts from 0x5eed0000),
+    // under a header naming the command.
+    assert_eq!(
+        m[3].content,
+        "[Command result: exit code 0] `df -h` printed:\n<data-00005eed0000>\nFilesystem Size Avail\n/dev/sda1 100G 40G\n</data-00005eed0000>\nAnswer the user from this result, or run the next command.",
     );
 
     // Clients: the bash block is never streamed as text; it appears as tool_start.

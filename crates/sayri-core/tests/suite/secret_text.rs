@@ -138,6 +138,7 @@ async fn a_card_shows_resource_reason_and_segments_redacted() {
             effect: Effect::Ask,
             reason: format!("ask: echo {SECRET}"),
         }],
+        from_step: None,
     };
     let b = broker.clone();
     let task = tokio::spawn(async move { b.ask(question, CancellationToken::new()).await });
@@ -208,6 +209,7 @@ async fn an_approval_that_held_a_secret_asks_again() {
         action: Action::Shell,
         resource: command.to_string(),
         approver_available: true,
+        outside: None,
     };
     // The ordinary approval still matches: no card.
     let v = gate

@@ -35,6 +35,16 @@ impl Clock for SystemClock {
     }
 }
 
+/// Randomness from the operating system (a version-4 UUID's random bits).
+pub struct OsEntropy;
+
+impl sayri_core::ports::Entropy for OsEntropy {
+    fn nonce(&self) -> u64 {
+        let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
+        high ^ low
+    }
+}
+
 /// Sends core and broker events to every client, every string in them redacted (the engine and
 /// the broker redact what they know to be command text or output; this catches the rest —
 /// requests echoed in `user`, answers, errors). Never blocks (the broadcaster queues).

@@ -8,6 +8,7 @@
 //! | `SessionStore`, `ApprovalStore` | `sayri_store::Store` (`$STATE/sessions.db`, redacting what it writes) |
 //! | `Redactor` | `sayri_vault::SharedRedactor` (every vault secret + the provider key) |
 //! | `Clock` | [`SystemClock`] |
+//! | `Entropy` | [`adapters::OsEntropy`] (the operating system's random numbers, through `uuid`) |
 //!
 //! Events of the core and of the broker go to every IPC client through the [`Broadcaster`],
 //! redacted ([`BroadcastSink`]); the broker redacts its cards. When secrets change, stored rows
@@ -156,6 +157,7 @@ impl Brain {
                 redactor: redactor_port,
                 store: store.clone(),
                 clock,
+                entropy: Arc::new(adapters::OsEntropy),
             },
             settings::engine_settings(cfg),
         ));

@@ -2,6 +2,7 @@
 //! engine. Pure functions of the config (and the provider key); no adapter is built here.
 
 use sayri_client::paths::Paths;
+use sayri_core::domain::agents::delegation::Budget;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::history::HistoryBudget;
 use sayri_core::engine::EngineSettings;
@@ -67,6 +68,14 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
         runs_as_root: nix::unistd::geteuid().is_root(),
         desktop_tools: crate::desktop_tools::offered(),
         command_env: crate::desktop_tools::lookup_env(cfg),
+        delegation_budget: Budget {
+            calls: usize::try_from(cfg.agent.delegation_budget_calls)
+                .unwrap_or(24)
+                .max(1),
+            tokens: u64::try_from(cfg.agent.delegation_budget_tokens)
+                .unwrap_or(250_000)
+                .max(1_000),
+        },
         ..EngineSettings::default()
     }
 }

@@ -85,6 +85,16 @@ fn build(card: &PermissionCard, sink: &ActionSink) -> CardWidgets {
         }
         root.append(&list);
     }
+    if let Some(step) = &card.from_step {
+        let from = text_label(
+            &format!(
+                "This command comes from text Sayri read, not from you: the output of `{step}`. Allow it only if you want it run."
+            ),
+            &["warning"],
+        );
+        from.set_widget_name("permission-from-step");
+        root.append(&from);
+    }
     let why = text_label(&format!("Why: {}", card.reason), &["dim-label"]);
     why.set_widget_name("permission-reason");
     root.append(&why);
@@ -115,6 +125,11 @@ fn build(card: &PermissionCard, sink: &ActionSink) -> CardWidgets {
     if card.policy {
         always.set_tooltip_text(Some(
             "A system policy asks every time; it cannot be remembered",
+        ));
+    }
+    if card.from_step.is_some() {
+        always.set_tooltip_text(Some(
+            "A command from outside text is asked every time; it cannot be remembered",
         ));
     }
     let deny = answer_button(

@@ -33,6 +33,9 @@ pub struct PermissionCard {
     pub segments: Vec<Segment>,
     /// The ask came from a system policy: "Allow always" cannot widen it.
     pub policy: bool,
+    /// When the command came from outside text: the earlier step whose output it came from
+    /// (visible form); "Allow always" stores nothing for it.
+    pub from_step: Option<String>,
     /// Monotonic ms when the question counts as "no".
     pub deadline_ms: u64,
     /// An answer was sent and not yet confirmed.
@@ -83,6 +86,10 @@ impl PermissionCard {
             agent_name: s("agent_name"),
             segments,
             policy: r.get("policy").and_then(Value::as_bool).unwrap_or(false),
+            from_step: r
+                .get("from_step")
+                .and_then(Value::as_str)
+                .map(|s| visible(s).into_owned()),
             deadline_ms: now_ms.saturating_add((expires.min(86_400.0) * 1000.0) as u64),
             answering: false,
             error: None,

@@ -217,6 +217,29 @@ fn permission_card_opens_counts_down_and_closes_on_resolution_from_any_client() 
 }
 
 #[test]
+fn a_card_of_a_command_from_outside_text_names_the_step_it_came_from() {
+    let mut vm = connected();
+    let mut r = request("r9", 30.0);
+    r["from_step"] = json!("sayri lookup \"widget\"\u{1b}[2J");
+    vm.apply(ev("permission_request", json!({"request": r})), 1_000);
+    let c = &vm.permissions[0];
+    let step = c.from_step.as_deref().unwrap_or_default();
+    assert!(
+        step.starts_with("sayri lookup \"widget\"") && !step.contains('\u{1b}'),
+        "{step:?}"
+    );
+    // An ordinary card has none.
+    vm.apply(
+        ev(
+            "permission_request",
+            json!({"request": request("r1", 30.0)}),
+        ),
+        1_000,
+    );
+    assert_eq!(vm.permissions[1].from_step, None);
+}
+
+#[test]
 fn answering_sends_once_and_keeps_the_card_until_resolved() {
     let mut vm = connected();
     vm.apply(

@@ -19,6 +19,7 @@ fn crash_child_writer() {
         id: "crash",
         agent_id: "default",
         title: "crash",
+        parent: None,
     };
     let mut out = std::io::stdout().lock();
     for i in 0u64.. {
@@ -34,6 +35,7 @@ fn crash_child_writer() {
                 status: "success".into(),
                 output: i.to_string(),
                 duration_ms: 1.0,
+                delegated: None,
             });
         }
         store.append_message(&seed, &m).unwrap();

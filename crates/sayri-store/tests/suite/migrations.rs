@@ -161,6 +161,7 @@ fn session_ids_with_prefix_match_literally() {
             id,
             agent_id: "default",
             title: "t",
+            parent: None,
         };
         store
             .append_message(&seed, &NewMessage::new(Role::User, "hi", 1.0))

@@ -64,6 +64,7 @@ fn seed<'a>(id: &'a str, title: &'a str) -> SessionSeed<'a> {
         id,
         agent_id: "default",
         title,
+        parent: None,
     }
 }
 
@@ -91,6 +92,7 @@ fn fill(store: &Store, dir: &tempfile::TempDir) {
         status: "success".into(),
         output: format!("{}\n{b64}", hex::encode(CANARY)),
         duration_ms: 1.0,
+        delegated: None,
     });
     store.append_message(&seed("s1", "-"), &t).unwrap();
     store

@@ -6,6 +6,7 @@ fn seed(id: &str) -> SessionSeed<'_> {
         id,
         agent_id: "default",
         title: "First words",
+        parent: None,
     }
 }
 
@@ -30,6 +31,7 @@ fn a_session_exists_only_once_it_has_a_message() {
                 id: "s1",
                 agent_id: "other",
                 title: "Other",
+                parent: None,
             },
             &NewMessage::new(Role::Assistant, "hi", 105.0),
         )
@@ -51,6 +53,7 @@ fn tool_rows_keep_command_exit_code_output_and_usage() {
         status: "success".into(),
         output: "Filesystem Size\n/dev/sda1 100G".into(),
         duration_ms: 12.5,
+        delegated: None,
     };
     let mut assistant = NewMessage::new(Role::Assistant, "```bash\ndf -h\n```", 1.0);
     assistant.usage = Some(Usage {
@@ -134,6 +137,7 @@ fn search_is_substring_case_insensitive_scoped_and_literal() {
                 id: "b",
                 agent_id: "default",
                 title: "Printers at home",
+                parent: None,
             },
             &NewMessage::new(Role::User, "unrelated 100% text", 3.0),
         )
@@ -183,6 +187,7 @@ fn shared_between_threads() {
                                 id: &id,
                                 agent_id: "default",
                                 title: "t",
+                                parent: None,
                             },
                             &NewMessage::new(Role::User, format!("m{i}"), f64::from(i)),
                         )

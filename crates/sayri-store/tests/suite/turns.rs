@@ -10,6 +10,7 @@ fn seed() -> SessionSeed<'static> {
         id: "s1",
         agent_id: "default",
         title: "Title",
+        parent: None,
     }
 }
 

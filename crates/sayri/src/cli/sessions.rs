@@ -58,6 +58,14 @@ impl TurnUsage {
         self.calls += 1;
     }
 
+    /// Adds what a delegation recorded with its step (its sub-agent's calls and tokens).
+    fn add_delegated(&mut self, d: &Value) {
+        let n = |k: &str| d.get(k).and_then(Value::as_u64).unwrap_or(0);
+        self.prompt += n("prompt_tokens");
+        self.completion += n("completion_tokens");
+        self.calls += n("model_calls");
+    }
+
     fn line(&self, what: &str) -> String {
         format!(
             "  ({what}: {} prompt + {} completion tokens over {} model call{}, as the provider reported)",
@@ -70,7 +78,8 @@ impl TurnUsage {
 }
 
 /// Prints a `session_get` result: the title, every message (command steps with their exit
-/// code and stored output), the provider-reported token usage after each turn and in total.
+/// code and stored output; a delegation with its sub-agent's session and what it spent), the
+/// provider-reported token usage after each turn and in total, sub-agents included.
 fn print_session(v: &Value) {
     println!(
         "{}",
@@ -105,6 +114,11 @@ fn print_session(v: &Value) {
             for line in output.lines() {
                 println!("    {}", terminal_safe(line));
             }
+            if let Some(d) = tc.get("delegated").filter(|d| d.is_object()) {
+                println!("    {}", delegated_line(d));
+                turn.add_delegated(d);
+                total.add_delegated(d);
+            }
         } else if role == "error" {
             // A failed request: an event, not something Sayri said.
             println!("[error] ✗ {}", terminal_safe(content));
@@ -119,6 +133,56 @@ fn print_session(v: &Value) {
     flush(&mut turn);
     if total.calls > 0 {
         println!("{}", total.line("session total"));
+    }
+}
+
+/// The line under a delegation step: the sub-agent, its session (shown with `sessions show`),
+/// and what it spent.
+fn delegated_line(d: &Value) -> String {
+    let s = |k: &str| terminal_safe(d.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
+    let n = |k: &str| d.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let calls = n("model_calls");
+    format!(
+        "↳ sub-agent {}, session {}: {} prompt + {} completion tokens over {calls} model call{}",
+        s("agent_id"),
+        s("session_id"),
+        n("prompt_tokens"),
+        n("completion_tokens"),
+        if calls == 1 { "" } else { "s" }
+    )
+}
+
+/// Prints a `sessions_list` result, each sub-agent's session under the session that delegated
+/// to it (when both are listed).
+fn print_list(list: &[Value]) {
+    let id = |s: &Value| {
+        s.get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let parent = |s: &Value| {
+        s.get("parent_id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let listed: Vec<String> = list.iter().map(id).collect();
+    let line = |s: &Value, indent: &str| {
+        println!(
+            "{indent}{}  {:>3} msgs  {}",
+            id(s),
+            s.get("messages").and_then(Value::as_u64).unwrap_or(0),
+            terminal_safe(s.get("title").and_then(Value::as_str).unwrap_or(""))
+        );
+    };
+    for s in list {
+        if parent(s).is_some_and(|p| listed.contains(&p)) {
+            continue;
+        }
+        line(s, "");
+        for child in list.iter().filter(|c| parent(c).as_deref() == Some(&id(s))) {
+            line(child, "  ↳ ");
+        }
     }
 }
 
@@ -142,14 +206,7 @@ pub(crate) async fn run(
                 if list.is_empty() {
                     println!("no conversations yet — start one with: sayri ask \"…\"");
                 }
-                for s in list {
-                    println!(
-                        "{}  {:>3} msgs  {}",
-                        s.get("id").and_then(Value::as_str).unwrap_or(""),
-                        s.get("messages").and_then(Value::as_u64).unwrap_or(0),
-                        terminal_safe(s.get("title").and_then(Value::as_str).unwrap_or(""))
-                    );
-                }
+                print_list(list);
             }
         }
         SessionsAction::Show { id, json } => {

@@ -171,10 +171,22 @@ fn multi_step_turn(level: &str, env: &Env, llm: &Llm) {
     assert_eq!(bodies.len(), 2, "{level}: {bodies:#?}");
     let first = vec![msg("system", &system), msg("user", QUESTION)];
     assert_eq!(bodies[0], expected_body(json!(first)), "{level}");
-    let observation = "[Command result: exit code 0]\nsayri-42\nAnswer the user from this result, or run the next command.";
+    // The output stands inside the turn's random boundary, under a header naming the command.
+    let sent = last_content(&bodies[1]);
+    let start = sent
+        .find("<data-")
+        .unwrap_or_else(|| panic!("{level}: not framed: {sent}"));
+    let tag = &sent[start + 1..start + 18];
+    assert!(
+        tag[5..].chars().all(|c| c.is_ascii_hexdigit()),
+        "{level}: {tag}"
+    );
+    let observation = format!(
+        "[Command result: exit code 0] `echo sayri-$((6*7))` printed:\n<{tag}>\nsayri-42\n</{tag}>\nAnswer the user from this result, or run the next command."
+    );
     let mut second = first.clone();
     second.push(msg("assistant", STEP1));
-    second.push(msg("user", observation));
+    second.push(msg("user", &observation));
     assert_eq!(bodies[1], expected_body(json!(second)), "{level}");
 }
 
@@ -217,14 +229,15 @@ fn multi_step_turn_at_level_1_runs_read_only_and_isolated() {
     assert_eq!(bodies.len(), before + 2);
     let obs = last_content(&bodies[before + 1]);
     assert!(
-        obs.starts_with("[Command FAILED: exit code 1]\n"),
+        obs.starts_with("[Command FAILED: exit code 1] `touch "),
         "observation: {obs}"
     );
     assert!(
         obs.contains("Read-only file system") || obs.contains("Permission denied"),
         "observation: {obs}"
     );
-    assert!(!obs.contains("wrote"), "observation: {obs}");
+    let printed = obs.split_once("printed:\n").map_or("", |(_, p)| p);
+    assert!(!printed.contains("wrote"), "observation: {obs}");
 }
 
 #[test]
@@ -252,7 +265,7 @@ fn multi_step_turn_at_level_3_runs_on_the_host() {
     let bodies = llm.turn_bodies();
     let obs = last_content(&bodies[bodies.len() - 1]);
     assert!(
-        obs.starts_with("[Command result: exit code 0]\nwrote\n"),
+        obs.starts_with("[Command result: exit code 0]") && obs.contains(">\nwrote\n"),
         "{obs}"
     );
 }

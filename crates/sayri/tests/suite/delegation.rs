@@ -6,7 +6,7 @@
 
 use super::permission_rig::{Peer, content, is_title_request, last_message};
 use super::scripted_turns::Model;
-use super::support::Env;
+use super::support::{Env, stderr, stdout};
 use sayri_testkit::{RecordedRequest, Reply, Script, sse};
 use serde_json::{Value, json};
 
@@ -177,11 +177,11 @@ fn a_delegated_turn_uses_the_sub_agents_model_level_rules_and_secrets() {
         .filter(|b| !is_title_request(b))
         .collect();
     assert_eq!(lead_bodies.len(), 2);
+    let answered = last_message(&lead_bodies[1]);
     assert!(
-        last_message(&lead_bodies[1])
-            .starts_with("[Sub-agent scout answered]\nScout report: checked."),
-        "{}",
-        last_message(&lead_bodies[1])
+        answered.starts_with("[Sub-agent scout answered]\n<data-")
+            && answered.contains("\nScout report: checked.\n</data-"),
+        "{answered}"
     );
     assert!(system_of(&lead_bodies[0]).contains("Sub-agents: scout (Looks around)."));
 
@@ -288,4 +288,202 @@ fn a_sub_agents_command_asks_the_person_on_a_card_naming_the_sub_agent() {
     let result = p.response(id);
     assert_eq!(result["text"], "Lead done.", "{result}");
     assert!(marker.exists());
+}
+
+/// The three agents of the budget and interrupt tests: `lead` on the host, its sub-agent `a`,
+/// and `a`'s sub-agent `b`; `[agent]` settings `extra` appended to `sayri.toml`.
+fn write_tree(env: &Env, model: &Model, extra: &str) {
+    write_config(env, model, "lead");
+    let toml = env.config_dir().join("sayri.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str(extra);
+    std::fs::write(&toml, text).unwrap();
+    let level = json!({"level": "LEVEL_3_HOST_USER", "blocked_binaries": []});
+    write_agent(env, json!({"id": "lead", "name": "Lead", "sandbox": level}));
+    write_agent(
+        env,
+        json!({"id": "a", "name": "A", "parent": "lead", "description": "Helps", "sandbox": level}),
+    );
+    write_agent(
+        env,
+        json!({"id": "b", "name": "B", "parent": "a", "description": "Helps more", "sandbox": level}),
+    );
+}
+
+/// Which agent a request is for, by its system prompt.
+fn agent_of(body: &Value) -> &'static str {
+    let system = system_of(body);
+    ["lead", "a", "b"]
+        .into_iter()
+        .find(|id| system.contains(&format!("id {id})")))
+        .unwrap_or("?")
+}
+
+#[test]
+fn a_request_that_delegates_forever_stops_at_its_budget_and_says_so() {
+    let env = Env::new_in("/var/tmp");
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let n = counter.clone();
+    // Every agent hands its work down at every step, each time a new task.
+    let model = Model::scripted(Script::from_fn(move |req: &RecordedRequest| {
+        let body = req.json().unwrap_or(Value::Null);
+        if is_title_request(&body) {
+            return text("Budget test");
+        }
+        let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let to = match agent_of(&body) {
+            "lead" => "a",
+            _ => "b",
+        };
+        text(&format!(
+            "More to do.\n```delegate\n{to}\npart {i} of the job\n```"
+        ))
+    }));
+    write_tree(
+        &env,
+        &model,
+        "auto_title = false\ndelegation_budget_calls = 7\n",
+    );
+    let _daemon = env.start_daemon();
+    let mut p = Peer::connect(&env, "person");
+    let id = p.send(
+        "ask",
+        json!({"text": "do the whole job", "new": true, "timeout": 60}),
+    );
+    let result = p.response(id);
+    let answer = result["text"].as_str().unwrap_or_default();
+    assert!(
+        answer.contains("budget of 7 model calls") && answer.contains("delegation_budget_calls"),
+        "{result}"
+    );
+    let requests: Vec<Value> = model
+        .llm
+        .chat_bodies()
+        .into_iter()
+        .filter(|b| !is_title_request(b))
+        .collect();
+    assert_eq!(
+        requests.len(),
+        7,
+        "model requests: {:?}",
+        requests.iter().map(agent_of).collect::<Vec<_>>()
+    );
+    // The sub-agents' sessions hang under the request's session, and what they spent is the
+    // request's: the lead's own calls and its delegations' add up to the budget.
+    let root = result["session_id"].as_str().unwrap().to_string();
+    let session = p.call("session_get", json!({"session_id": root}));
+    let subs = session["sub_sessions"].as_array().unwrap();
+    assert_eq!(subs.len(), 1, "{session}");
+    assert_eq!(subs[0]["id"], format!("{root}~a"));
+    assert_eq!(subs[0]["parent_id"], root);
+    let delegated: u64 = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["tool_call"]["delegated"]["model_calls"].as_u64())
+        .sum();
+    let lead_calls = requests.iter().filter(|b| agent_of(b) == "lead").count() as u64;
+    assert_eq!(lead_calls + delegated, 7, "{session}");
+    assert_eq!(
+        session["usage"]["delegated"]["model_calls"], delegated,
+        "{}",
+        session["usage"]
+    );
+    let a_session = p.call("session_get", json!({"session_id": format!("{root}~a")}));
+    assert_eq!(
+        a_session["sub_sessions"][0]["id"],
+        format!("{root}~a~b"),
+        "{a_session}"
+    );
+    // `sessions show` prints each delegation with its sub-agent's session and spending, and
+    // `sessions list` nests the sub-agents' sessions under the request's.
+    let shown = env.run(&["sessions", "show", &root]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains(&format!("↳ sub-agent a, session {root}~a: ")),
+        "{}",
+        stdout(&shown)
+    );
+    let listed = stdout(&env.run(&["sessions", "list"]));
+    let lines: Vec<&str> = listed.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(&root))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        lines[at + 1].starts_with(&format!("  ↳ {root}~a ")),
+        "{listed}"
+    );
+}
+
+#[test]
+fn an_interrupt_stops_every_sub_agent_and_records_each_open_sub_turn() {
+    let env = Env::new_in("/var/tmp");
+    let model = Model::scripted(Script::from_fn(move |req: &RecordedRequest| {
+        let body = req.json().unwrap_or(Value::Null);
+        if is_title_request(&body) {
+            return text("Interrupt test");
+        }
+        match agent_of(&body) {
+            "lead" => text("```delegate\na\nlook around\n```"),
+            "a" => text("```delegate\nb\nlook closer\n```"),
+            // `b` starts answering and then goes silent.
+            _ => Reply::sse(sayri_testkit::sse::content_stream(&[
+                "Looking",
+                " closer and closer",
+            ]))
+            .stall_after(40, std::time::Duration::from_secs(60)),
+        }
+    }));
+    write_tree(&env, &model, "auto_title = false\n");
+    let _daemon = env.start_daemon();
+    let mut watcher = Peer::connect(&env, "watcher");
+    watcher.sync();
+    let mut p = Peer::connect(&env, "person");
+    let id = p.send(
+        "ask",
+        json!({"text": "investigate", "new": true, "timeout": 60}),
+    );
+    let reached_b = super::support::eventually(std::time::Duration::from_secs(20), || {
+        model.llm.chat_bodies().iter().any(|b| agent_of(b) == "b")
+    });
+    assert!(reached_b, "the tree never reached b");
+    let mut other = Peer::connect(&env, "interrupter");
+    assert_eq!(other.call("interrupt", json!({}))["interrupted"], true);
+    let r = p.wait_for("the ask's end", |v| {
+        v.get("event").is_none() && v["id"] == id
+    });
+    assert!(r.to_string().contains("interrupted"), "{r}");
+    // The person is told of each open sub-turn, and each is recorded in its session.
+    let mut told = Vec::new();
+    while told.len() < 2 {
+        let e = watcher.event("error");
+        told.push(e["error"].as_str().unwrap_or_default().to_string());
+    }
+    assert!(told.iter().any(|t| t.contains("sub-agent a")), "{told:?}");
+    assert!(told.iter().any(|t| t.contains("sub-agent b")), "{told:?}");
+    let root = p
+        .call("sessions_list", json!({}))
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["parent_id"].is_null())
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .unwrap();
+    for sub in [format!("{root}~a"), format!("{root}~a~b")] {
+        let s = p.call("session_get", json!({"session_id": sub}));
+        let last = s["messages"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["role"], "error", "{sub}: {s}");
+        assert!(
+            last["content"]
+                .as_str()
+                .unwrap()
+                .contains("was interrupted"),
+            "{last}"
+        );
+    }
+    // Nothing more was asked of the model.
+    let asked = model.llm.chat_bodies().len();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(model.llm.chat_bodies().len(), asked);
 }

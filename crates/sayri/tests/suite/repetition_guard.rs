@@ -210,7 +210,8 @@ fn a_command_repeated_with_the_same_result_runs_twice_then_is_refused_and_the_tu
     for (i, r) in c.requests[1..].iter().enumerate() {
         let obs = last_content(r);
         assert!(
-            obs.starts_with(&format!("[Command result: exit code 0]\n{}\n", i + 1)),
+            obs.starts_with("[Command result: exit code 0]")
+                && obs.contains(&format!(">\n{}\n</data-", i + 1)),
             "observation {}: {obs}",
             i + 1
         );

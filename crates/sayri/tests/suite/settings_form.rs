@@ -77,6 +77,12 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
         ("agent.auto_title", json!("off"), json!(false)),
         ("agent.history_tokens", json!(4000), json!(4000)),
         ("agent.output_limit", json!(131072), json!(131072)),
+        ("agent.delegation_budget_calls", json!(40), json!(40)),
+        (
+            "agent.delegation_budget_tokens",
+            json!(500000),
+            json!(500000),
+        ),
         ("permissions.ask_timeout", json!(60), json!(60)),
         (
             "lookup.duckduckgo_url",

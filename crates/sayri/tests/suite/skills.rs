@@ -48,7 +48,10 @@ fn an_update_that_turns_malicious_is_refused_everywhere_and_v1_stays_byte_identi
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let rec = record(&env);
     assert_eq!(rec["report"]["verdict"], "ALLOW");
-    assert_eq!(rec["scanner_version"], 1);
+    assert_eq!(
+        rec["scanner_version"],
+        sayri_core::domain::skills::SCANNER_VERSION
+    );
     assert!(rec["content_hash"].as_str().unwrap().starts_with("sha256:"));
     assert_eq!(rec["files"].as_object().unwrap().len(), 2, "{rec}");
     let v1 = read_dir(&installed(&env));
@@ -254,7 +257,10 @@ fn a_record_from_another_scanner_version_is_not_reused() {
     );
     assert_eq!(code(&env.run(&["skills", "scan", "note-helper"])), 0);
     assert_eq!(list_state(&env), "ready");
-    assert_eq!(record(&env)["scanner_version"], 1);
+    assert_eq!(
+        record(&env)["scanner_version"],
+        sayri_core::domain::skills::SCANNER_VERSION
+    );
 }
 
 #[test]

@@ -11,12 +11,103 @@
 //! sub-agent's turn runs with its own effective profile and its answer comes back as the
 //! observation. Chains stop at [`MAX_DEPTH`]: the person's agent, its sub-agent, and that
 //! sub-agent's sub-agent.
+//!
+//! A delegation tree cannot run away:
+//!
+//! * **One budget** ([`Budget`]): every model call and every token of every turn of the tree —
+//!   the person's own turn and all its sub-agents' — counts against the budget of the request
+//!   that started it (`agent.delegation_budget_calls`, `agent.delegation_budget_tokens`). When
+//!   it is used up no turn of the tree calls the model again, and the person is told.
+//! * **No hand-me-downs** ([`same_task`]): a task that is the delegating turn's own request (or
+//!   an earlier one up the chain), handed down unchanged but for case, spacing and
+//!   punctuation, is refused.
+//! * **No cycles**: a delegation to an agent already in the chain is refused.
+//! * **A bounded fan-out** ([`MAX_FAN_OUT`]): one reply hands out at most this many tasks; the
+//!   model is told which blocks beyond it were not run.
 
 use crate::domain::codeblock::extract_blocks;
 use crate::domain::profile::{AgentProfile, valid_agent_id};
 
 /// How many delegations deep a turn may go (a sub-agent of a sub-agent is depth 2).
 pub const MAX_DEPTH: usize = 2;
+
+/// Most delegations one reply may hand out; the model is told about the rest, which do not run.
+pub const MAX_FAN_OUT: usize = 4;
+
+/// What one request (its whole delegation tree) may spend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Model calls.
+    pub calls: usize,
+    /// Tokens (prompt and completion, as the servers report them).
+    pub tokens: u64,
+}
+
+impl Default for Budget {
+    /// 24 calls and 250,000 tokens: a request that delegates a few sub-tasks uses a fraction
+    /// of it (the person's agent alone makes at most 10 calls), a runaway tree stops there.
+    fn default() -> Self {
+        Budget {
+            calls: 24,
+            tokens: 250_000,
+        }
+    }
+}
+
+/// What a request has spent so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spent {
+    /// Model calls made.
+    pub calls: usize,
+    /// Tokens used.
+    pub tokens: u64,
+}
+
+impl Spent {
+    /// Why no further model call may be made within `budget`, or `None` when one may.
+    ///
+    /// ```
+    /// use sayri_core::domain::agents::delegation::{Budget, Spent};
+    /// let b = Budget { calls: 3, tokens: 1000 };
+    /// assert!(Spent { calls: 2, tokens: 999 }.exhausted(&b).is_none());
+    /// assert!(Spent { calls: 3, tokens: 0 }.exhausted(&b).unwrap().contains("3 model calls"));
+    /// assert!(Spent { calls: 0, tokens: 1000 }.exhausted(&b).unwrap().contains("1000 tokens"));
+    /// ```
+    pub fn exhausted(&self, budget: &Budget) -> Option<String> {
+        if self.calls >= budget.calls {
+            return Some(format!(
+                "this request has used its budget of {} model calls (its sub-agents' included; setting agent.delegation_budget_calls)",
+                budget.calls
+            ));
+        }
+        if self.tokens >= budget.tokens {
+            return Some(format!(
+                "this request has used its budget of {} tokens ({} so far, its sub-agents' included; setting agent.delegation_budget_tokens)",
+                budget.tokens, self.tokens
+            ));
+        }
+        None
+    }
+}
+
+/// Whether `task` is `request` handed down unchanged: the same words, whatever the case,
+/// spacing and punctuation.
+///
+/// ```
+/// use sayri_core::domain::agents::delegation::same_task;
+/// assert!(same_task("Check things, please!", "check  things please"));
+/// assert!(!same_task("check the disk of ~/Downloads", "check things please"));
+/// ```
+pub fn same_task(task: &str, request: &str) -> bool {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (a, b) = (words(task), words(request));
+    !a.is_empty() && a == b
+}
 
 /// A request to hand a task to a sub-agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +131,27 @@ pub fn delegation_block(answer: &str) -> Option<Delegation> {
     let block = extract_blocks(answer)
         .into_iter()
         .find(|b| b.lang == "delegate" && b.closed)?;
-    let body = block.body.trim();
+    parse_delegation(&block.body)
+}
+
+/// Every ```` ```delegate ```` block of `answer` that names an id and a task, in order.
+///
+/// ```
+/// use sayri_core::domain::agents::delegation::delegation_blocks;
+/// let d = delegation_blocks("```delegate\na: one\n```\n```delegate\nb\ntwo\n```");
+/// assert_eq!(d.iter().map(|d| d.agent_id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+/// ```
+pub fn delegation_blocks(answer: &str) -> Vec<Delegation> {
+    extract_blocks(answer)
+        .into_iter()
+        .filter(|b| b.lang == "delegate" && b.closed)
+        .filter_map(|b| parse_delegation(&b.body))
+        .collect()
+}
+
+/// The id and task of one block's body.
+fn parse_delegation(body: &str) -> Option<Delegation> {
+    let body = body.trim();
     let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
     let (id, task) = match first.split_once(':') {
         Some((id, inline)) if rest.trim().is_empty() => (id, inline.to_string()),

@@ -654,6 +654,12 @@ config_keys! {
         output_limit: i64 = 65536, Check::Int { min: 1_024, max: 16 * 1024 * 1024, unit: "bytes" },
             Form::new(Assistant, "Command output kept").step(1024.0),
             "Largest tool output kept per command, bytes.";
+        delegation_budget_calls: i64 = 24, Check::Int { min: 1, max: 1_000, unit: "model calls" },
+            Form::new(Assistant, "Model calls per request"),
+            "Most model calls one request may make, its sub-agents' included; then it stops and says so.";
+        delegation_budget_tokens: i64 = 250000, Check::Int { min: 1_000, max: 100_000_000, unit: "tokens" },
+            Form::new(Assistant, "Tokens per request").step(1000.0),
+            "Most tokens (prompt and completion) one request may use, its sub-agents' included; then it stops and says so.";
     }
     permissions => PermissionsConfig, "`[permissions]`: the permission broker." {
         ask_timeout: i64 = 120, SECONDS_1_TO_A_DAY,

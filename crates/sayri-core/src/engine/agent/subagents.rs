@@ -7,19 +7,25 @@
 //!   (`domain::agents::effective_profile`, from the creator's current profile) and shown on a
 //!   `subagent` permission card with the resulting level, rules and secrets. Nothing is
 //!   written before "Allow", and an existing id is never replaced.
-//! * **Delegation** (```` ```delegate ```` block): only to the agent's own sub-agents, at most
-//!   `MAX_DEPTH` deep; the sub-agent's turn runs with its own effective profile (model,
-//!   level, rules, secrets) in a session of its own, every command through the same gate (its
-//!   cards name the sub-agent), and its answer comes back as the observation.
+//! * **Delegation** (```` ```delegate ```` blocks): only to the agent's own sub-agents, at most
+//!   `MAX_DEPTH` deep, never round a cycle, never the delegating turn's own request handed down
+//!   unchanged, at most `MAX_FAN_OUT` per reply (the model is told about the others), and only
+//!   while the request's budget lasts. The sub-agent's turn runs with its own effective
+//!   profile (model, level, rules, secrets) in a session of its own whose parent is the
+//!   delegating session, every command through the same gate (its cards name the sub-agent),
+//!   and its answer comes back as the observation, framed as outside text. The delegation's
+//!   step records the sub-agent's session and what it spent, and the spending is added to the
+//!   delegating turn's.
 
-use super::{AgentEngine, INTERRUPTED, Observed, Step, Turn, TurnOutcome, TurnRequest};
-use crate::domain::agents::delegation::{self, Delegation, MAX_DEPTH};
+use super::{AgentEngine, INTERRUPTED, Observed, Parent, Step, Turn, TurnOutcome, TurnRequest};
+use crate::domain::agents::delegation::{self, Delegation, MAX_DEPTH, MAX_FAN_OUT, same_task};
 use crate::domain::agents::intent::{self, Intent};
 use crate::domain::agents::{
     self, clamped_for_storage, creators_of, effective_profile, narrowings, proposal,
 };
 use crate::domain::codeblock;
 use crate::domain::context::StepObservation;
+use crate::domain::frame::{framed, neutralise};
 use crate::domain::observation::Excerpt;
 use crate::domain::profile::AgentProfile;
 use crate::domain::text::cut_chars;
@@ -27,7 +33,7 @@ use crate::engine::events::{CoreEvent, EventSink};
 use crate::engine::gate::{Confirmation, GateVerdict};
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream,
-    ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent, sub_agents,
+    Delegated, ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent, sub_agents,
 };
 use crate::sync::{read, write};
 use futures::StreamExt;
@@ -107,16 +113,17 @@ pub(super) fn without_bash(profile: &AgentProfile) -> Option<String> {
     })
 }
 
-/// The delegation of `answer` when its first actionable block is a ```` ```delegate ```` block
-/// (a `bash` block before it runs instead).
-pub(super) fn delegation_first(answer: &str) -> Option<Delegation> {
+/// The delegations of `answer` when its first actionable block is a ```` ```delegate ````
+/// block (a `bash` block before it runs instead); `None` when there are none.
+pub(super) fn delegation_first(answer: &str) -> Option<Vec<Delegation>> {
     let first = codeblock::extract_blocks(answer)
         .into_iter()
         .find(|b| b.is_command() || b.lang == "delegate")?;
     if first.lang != "delegate" {
         return None;
     }
-    delegation::delegation_block(answer)
+    let all = delegation::delegation_blocks(answer);
+    (!all.is_empty()).then_some(all)
 }
 
 impl Turn<'_> {
@@ -236,6 +243,7 @@ impl Turn<'_> {
             max_tokens: self.max_tokens.or(Some(800)),
             tools: None,
         };
+        self.tree.take_call().map_err(ChatError::Other)?;
         self.out.model_calls += 1;
         let mut stream = self.chat.stream_chat(request);
         let mut text = String::new();
@@ -251,6 +259,7 @@ impl Turn<'_> {
                     self.out.usage.prompt_tokens += u.prompt_tokens;
                     self.out.usage.completion_tokens += u.completion_tokens;
                     self.out.usage.total_tokens += u.total_tokens;
+                    self.tree.add_tokens(Some(u), 0);
                 }
                 Some(Ok(ChatEvent::Finish(_))) => return Ok(text),
                 Some(Ok(_)) => {}
@@ -260,67 +269,152 @@ impl Turn<'_> {
         }
     }
 
-    /// Runs `d`: the sub-agent's turn, its answer as the observation.
+    /// Runs the delegations of one reply, in order and at most [`MAX_FAN_OUT`]: each
+    /// sub-agent's turn, their answers together as the observation; the model is told about the
+    /// blocks beyond the limit, which do not run.
     pub(super) async fn delegate(
         &mut self,
         step: &Step,
-        d: Delegation,
+        all: Vec<Delegation>,
         reasoning: Option<String>,
         now: f64,
     ) -> Observed {
         self.store_step(step, reasoning, now);
+        let beyond = all.len().saturating_sub(MAX_FAN_OUT);
+        let mut parts = Vec::new();
+        for d in all.into_iter().take(MAX_FAN_OUT) {
+            match self.delegate_one(d).await {
+                Some(part) => parts.push(part),
+                None => return Observed::End(self.cancelled()),
+            }
+        }
+        let mut obs = parts.join("\n\n");
+        if beyond > 0 {
+            obs.push_str(&format!(
+                "\n[Note: {beyond} more delegate block(s) of your reply were NOT run: one reply hands out at most {MAX_FAN_OUT} tasks. Hand them out in your next reply if they are still needed.]"
+            ));
+        }
+        self.observe(&step.answer, StepObservation::Text(obs));
+        Observed::Continue
+    }
+
+    /// Runs one delegation and stores its step; returns what the model is told of it, or
+    /// `None` when the request was interrupted meanwhile.
+    async fn delegate_one(&mut self, d: Delegation) -> Option<String> {
         let label = format!("delegate {}: {}", d.agent_id, cut_chars(&d.task, 80));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
-        let (obs, status) = match self.sub_agent(&d.agent_id) {
+        let (obs, status, delegated) = match self.may_delegate(&d) {
             Err(why) => (
                 format!(
-                    "[Delegation NOT RUN: {why}]\nDo not retry it; answer the user yourself or say what is missing."
+                    "[Delegation to {} NOT RUN: {why}]\nDo not retry it; answer the user yourself or say what is missing.",
+                    d.agent_id
                 ),
                 "denied",
+                None,
             ),
             Ok(agent) => {
                 let sub = self.run_sub_turn(agent, &d.task).await;
                 if self.req.cancel.is_cancelled() {
-                    return Observed::End(self.cancelled());
+                    return None;
                 }
                 self.out.model_calls += sub.model_calls;
                 self.out.commands_run += sub.commands_run;
-                match (&sub.text, &sub.error) {
-                    (Some(text), None) => (
-                        format!(
-                            "[Sub-agent {} answered]\n{}\nUse this to answer the user.",
-                            d.agent_id,
-                            self.within_observation_budget(&self.redacted(text))
-                        ),
-                        "success",
-                    ),
-                    (_, error) => (
-                        format!(
-                            "[Sub-agent {} FAILED: {}]\nExplain this to the user; do not retry it.",
-                            d.agent_id,
-                            error.as_deref().unwrap_or("no answer")
-                        ),
-                        "failed",
-                    ),
-                }
+                self.out.usage.prompt_tokens += sub.usage.prompt_tokens;
+                self.out.usage.completion_tokens += sub.usage.completion_tokens;
+                self.out.usage.total_tokens += sub.usage.total_tokens;
+                let delegated = Delegated {
+                    agent_id: d.agent_id.clone(),
+                    session_id: sub.session_id.clone(),
+                    prompt_tokens: u64::from(sub.usage.prompt_tokens),
+                    completion_tokens: u64::from(sub.usage.completion_tokens),
+                    model_calls: sub.model_calls as u64,
+                };
+                let (obs, status) = self.sub_turn_observation(&d.agent_id, &label, &sub);
+                (obs, status, Some(delegated))
             }
         };
+        let code = Some(if status == "success" { 0 } else { 1 });
         let mut tool = NewMessage::new(Role::Tool, obs.clone(), self.now());
         tool.tool_call = Some(ToolCallRecord {
             command: label.clone(),
-            exit_code: Some(if status == "success" { 0 } else { 1 }),
+            exit_code: code,
             status: status.into(),
             output: obs.clone(),
             duration_ms: 0.0,
+            delegated,
         });
         self.store(tool);
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
             output: obs.clone(),
-            exit_code: Some(if status == "success" { 0 } else { 1 }),
+            exit_code: code,
         });
-        self.observe(&step.answer, StepObservation::Text(obs));
-        Observed::Continue
+        Some(obs)
+    }
+
+    /// What the model is told of a finished sub-turn: its answer as outside text (recorded for
+    /// provenance under `label`), or why it failed.
+    fn sub_turn_observation(
+        &self,
+        id: &str,
+        label: &str,
+        sub: &TurnOutcome,
+    ) -> (String, &'static str) {
+        match (&sub.text, &sub.error) {
+            (Some(text), None) => {
+                let text = self.redacted(text);
+                self.tree.saw(label, &text);
+                let obs = framed(
+                    &format!("[Sub-agent {id} answered]"),
+                    &self.boundary,
+                    &self.within_observation_budget(&text),
+                    "Use this to answer the user.",
+                );
+                (obs, "success")
+            }
+            (_, error) => (
+                format!(
+                    "[Sub-agent {id} FAILED: {}]\nExplain this to the user; do not retry it.",
+                    neutralise(&self.redacted(error.as_deref().unwrap_or("no answer")))
+                ),
+                "failed",
+            ),
+        }
+    }
+
+    /// The sub-agent `d` may be handed its task: `Ok` with its effective profile, or why not
+    /// (too deep, not this agent's own, a cycle, the delegating turn's own request handed down,
+    /// the request's budget used up).
+    fn may_delegate(&self, d: &Delegation) -> Result<Arc<AgentProfile>, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!(
+                "sub-agents can delegate at most {MAX_DEPTH} levels deep, and this is level {}",
+                self.depth
+            ));
+        }
+        if self.chain.iter().any(|(agent, _)| agent == &d.agent_id) {
+            let path: Vec<&str> = self.chain.iter().map(|(a, _)| a.as_str()).collect();
+            return Err(format!(
+                "{} already works on this request up the chain ({} → {}); delegating to it again would go round in a circle",
+                d.agent_id,
+                path.join(" → "),
+                d.agent_id
+            ));
+        }
+        if self
+            .chain
+            .iter()
+            .any(|(_, request)| same_task(&d.task, request))
+        {
+            return Err(format!(
+                "the task is the request this agent was given, handed down unchanged; do the work yourself, or give {} a smaller, different part of it",
+                d.agent_id
+            ));
+        }
+        if let Some(why) = self.tree.spent().exhausted(&self.tree.budget()) {
+            return Err(why);
+        }
+        self.sub_agent(&d.agent_id)
     }
 
     /// `text` cut to what one observation may take in this turn's context (its beginning and
@@ -332,15 +426,9 @@ impl Turn<'_> {
         Excerpt::whole(text).fit(budget, &self.est).text()
     }
 
-    /// The effective profile of `id` if it is one of this agent's own sub-agents and the chain
-    /// may go one deeper; otherwise why not.
+    /// The effective profile of `id` if it is one of this agent's own sub-agents; otherwise
+    /// why not.
     fn sub_agent(&self, id: &str) -> Result<Arc<AgentProfile>, String> {
-        if self.depth >= MAX_DEPTH {
-            return Err(format!(
-                "sub-agents can delegate at most {MAX_DEPTH} levels deep, and this is level {}",
-                self.depth
-            ));
-        }
         let dir = self
             .engine
             .agent_directory()
@@ -359,7 +447,8 @@ impl Turn<'_> {
             .ok_or_else(|| format!("there is no agent {id}"))
     }
 
-    /// The sub-agent's own turn, in a session of its own, one level deeper.
+    /// The sub-agent's own turn, in a session of its own (its parent: this turn's session), one
+    /// level deeper, in this request's tree.
     async fn run_sub_turn(&self, agent: Arc<AgentProfile>, task: &str) -> TurnOutcome {
         let req = TurnRequest {
             session_id: format!("{}~{}", self.req.session_id, agent.id),
@@ -376,7 +465,14 @@ impl Turn<'_> {
             cancel: self.req.cancel.clone(),
         };
         let sink = DelegateSink(self.sink.inner);
-        self.engine.run_turn_at(req, &sink, self.depth + 1).await
+        let parent = Parent {
+            tree: self.tree.clone(),
+            chain: self.chain.clone(),
+            person_sink: self.person_sink,
+            depth: self.depth + 1,
+            session: &self.req.session_id,
+        };
+        self.engine.run_turn_in(req, &sink, Some(parent)).await
     }
 }
 

@@ -155,35 +155,52 @@ pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, Pro
     serde_json::to_value(list).map_err(|e| ProtocolError::internal(e.to_string()))
 }
 
-/// `session_get {session_id}` → the session with its messages (tool steps included) and
-/// `usage`: the provider-reported token totals of its model calls
-/// (`{prompt_tokens, completion_tokens, model_calls}`; calls whose server reported nothing are
-/// not counted).
+/// `session_get {session_id}` → the session with its messages (tool steps included),
+/// `sub_sessions` (the sessions of the sub-agents its requests delegated to) and `usage`: the
+/// provider-reported token totals of its model calls and of the delegations its steps record
+/// (`{prompt_tokens, completion_tokens, model_calls, delegated: {…the delegations' share}}`;
+/// calls whose server reported nothing are not counted).
 pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let core = &ctx.daemon.brain()?.core;
     let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
     let d = core.session_get(&id).map_err(core_err)?;
-    let mut v =
-        serde_json::to_value(&d.info).map_err(|e| ProtocolError::internal(e.to_string()))?;
+    let mut v = to_value(&d.info)?;
     if let Value::Object(m) = &mut v {
-        m.insert(
-            "messages".into(),
-            serde_json::to_value(&d.messages)
-                .map_err(|e| ProtocolError::internal(e.to_string()))?,
-        );
-        let reported = d.messages.iter().filter_map(|m| m.usage);
-        let (mut prompt, mut completion, mut calls) = (0u64, 0u64, 0u64);
-        for u in reported {
-            prompt += u64::from(u.prompt_tokens);
-            completion += u64::from(u.completion_tokens);
-            calls += 1;
-        }
-        m.insert(
-            "usage".into(),
-            json!({"prompt_tokens": prompt, "completion_tokens": completion, "model_calls": calls}),
-        );
+        m.insert("messages".into(), to_value(&d.messages)?);
+        m.insert("sub_sessions".into(), to_value(&d.sub_sessions)?);
+        m.insert("usage".into(), session_usage(&d.messages));
     }
     Ok(v)
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, ProtocolError> {
+    serde_json::to_value(v).map_err(|e| ProtocolError::internal(e.to_string()))
+}
+
+/// Token totals of `messages`: their own reported usage plus what the delegations recorded
+/// with their steps spent (shown apart as `delegated` too).
+fn session_usage(messages: &[sayri_core::ports::StoredMessage]) -> Value {
+    let (mut prompt, mut completion, mut calls) = (0u64, 0u64, 0u64);
+    for u in messages.iter().filter_map(|m| m.usage) {
+        prompt += u64::from(u.prompt_tokens);
+        completion += u64::from(u.completion_tokens);
+        calls += 1;
+    }
+    let (mut dp, mut dc, mut dn) = (0u64, 0u64, 0u64);
+    for d in messages
+        .iter()
+        .filter_map(|m| m.tool_call.as_ref()?.delegated.as_ref())
+    {
+        dp += d.prompt_tokens;
+        dc += d.completion_tokens;
+        dn += d.model_calls;
+    }
+    json!({
+        "prompt_tokens": prompt + dp,
+        "completion_tokens": completion + dc,
+        "model_calls": calls + dn,
+        "delegated": {"prompt_tokens": dp, "completion_tokens": dc, "model_calls": dn},
+    })
 }
 
 /// `session_rename {session_id, title}` → `{"session_id","title"}`.

@@ -131,6 +131,7 @@ async fn may_read(
         action: Action::Shell,
         resource: format!("cat -- {}", shell_quote(&path.to_string_lossy())),
         approver_available: true,
+        outside: None,
     };
     match brain.gate.authorize(request, cancel.clone()).await {
         GateVerdict::Allow { .. } => Ok(()),

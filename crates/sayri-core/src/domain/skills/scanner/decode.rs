@@ -106,7 +106,7 @@ fn decodings(line: &str) -> Vec<(&'static str, String)> {
 }
 
 /// Base64 (standard or URL-safe, padded or not) that decodes to text.
-fn base64_text(s: &str) -> Option<String> {
+pub fn base64_text(s: &str) -> Option<String> {
     use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
     let trimmed = s.trim_end_matches('=');
     [STANDARD, URL_SAFE]
@@ -121,7 +121,7 @@ fn base64_text(s: &str) -> Option<String> {
 }
 
 /// `\x41\101\u0041` → text.
-fn unescape(s: &str) -> Option<String> {
+pub fn unescape(s: &str) -> Option<String> {
     let mut bytes = Vec::new();
     let mut rest = s;
     while let Some(r) = rest.strip_prefix('\\') {
@@ -139,7 +139,7 @@ fn unescape(s: &str) -> Option<String> {
 }
 
 /// UTF-8 that is mostly printable (so a random-looking word is not "decoded").
-fn as_text(bytes: &[u8]) -> Option<String> {
+pub fn as_text(bytes: &[u8]) -> Option<String> {
     let t = std::str::from_utf8(bytes).ok()?;
     let total = t.chars().count();
     if total < 4 {
@@ -156,8 +156,9 @@ fn as_text(bytes: &[u8]) -> Option<String> {
     (printable * 100 >= total * 95 && letters * 2 >= total).then(|| t.to_string())
 }
 
-/// Scans `decoded` (found at line `n`); reports it when it hides something.
-fn inspect(
+/// Scans `decoded` (found at line `n`, decoded `how`) like a file; reports it when it hides
+/// something, and adds what the scan found.
+pub fn inspect(
     labels: &Labels<'_>,
     n: usize,
     line: &str,

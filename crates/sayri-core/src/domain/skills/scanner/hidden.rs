@@ -40,6 +40,13 @@ fn is_bidi(c: char) -> bool {
     )
 }
 
+/// Whether `c` cannot be seen where it stands: an invisible formatting character, a
+/// direction-changing control or a Unicode tag character. Text from outside loses these before
+/// the model reads it (see `domain::frame`).
+pub fn is_hidden(c: char) -> bool {
+    is_invisible(c) || is_bidi(c) || ('\u{E0000}'..='\u{E007F}').contains(&c)
+}
+
 /// Unicode tag characters (U+E0000–U+E007F): invisible copies of ASCII.
 fn tag_ascii(c: char) -> Option<char> {
     let n = c as u32;
