@@ -30,6 +30,9 @@ pub struct PermissionRequest {
     pub expires_in: f64,
     /// Every subject judged inside the resource, in order.
     pub segments: Vec<AskedSegment>,
+    /// When the command comes from outside text: the earlier step of the request whose
+    /// output it came from (e.g. `sayri lookup "widget"`), else `null`.
+    pub from_step: Option<String>,
 }
 
 /// One judged part of an asked resource.

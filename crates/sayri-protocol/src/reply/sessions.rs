@@ -65,6 +65,9 @@ pub struct SessionSummary {
     pub updated_at: f64,
     /// Stored messages.
     pub messages: u32,
+    /// For a sub-agent's session: the session of the request that delegated to it (`null`
+    /// for a person's own conversation).
+    pub parent_id: Option<String>,
 }
 
 /// `session_get` → the session with its messages and token usage.
@@ -80,10 +83,14 @@ pub struct SessionGetReply {
     pub created_at: f64,
     /// Unix seconds of its latest message.
     pub updated_at: f64,
+    /// For a sub-agent's session: the session that delegated to it.
+    pub parent_id: Option<String>,
     /// Its messages, in order.
     pub messages: Vec<Message>,
-    /// The provider-reported token totals of its model calls (calls whose server reported
-    /// nothing are not counted).
+    /// The sessions of the sub-agents its requests delegated to, oldest first.
+    pub sub_sessions: Vec<SessionSummary>,
+    /// The provider-reported token totals of its model calls and of the delegations its steps
+    /// record (calls whose server reported nothing are not counted).
     pub usage: SessionUsage,
 }
 
@@ -123,6 +130,25 @@ pub struct ToolCall {
     pub output: String,
     /// Wall time in milliseconds.
     pub duration_ms: f64,
+    /// For a delegation step: the sub-agent's session and what its turn spent (absent for
+    /// commands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegated: Option<Delegated>,
+}
+
+/// What one delegation spent, kept with its step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delegated {
+    /// The sub-agent.
+    pub agent_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Prompt tokens its model calls used, as the servers reported them.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Model calls it made.
+    pub model_calls: u64,
 }
 
 /// Token usage of one model request, as its server reported it.
@@ -136,7 +162,7 @@ pub struct Usage {
     pub total_tokens: u32,
 }
 
-/// `session_get.usage`.
+/// `session_get.usage`: its delegations included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SessionUsage {
     /// Prompt tokens of every reported call.
@@ -144,6 +170,19 @@ pub struct SessionUsage {
     /// Generated tokens of every reported call.
     pub completion_tokens: u64,
     /// Model calls whose server reported usage.
+    pub model_calls: u64,
+    /// The delegations' share of the totals.
+    pub delegated: DelegatedUsage,
+}
+
+/// `session_get.usage.delegated`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DelegatedUsage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Generated tokens.
+    pub completion_tokens: u64,
+    /// Model calls.
     pub model_calls: u64,
 }
 
