@@ -20,10 +20,10 @@ use crate::daemon::state::DaemonState;
 use crate::gateways::incoming;
 use crate::gateways::peer::{self, Identity};
 use sayri_protocol::legacy::{
-    DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, ReplyEvent,
+    DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, ReplyEvent, ReportAnswer,
 };
-use sayri_protocol::names;
-use serde_json::{Map, Value};
+use crate::daemon::commands::desktop::announce_window;
+use sayri_protocol::params::WindowAction;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -192,16 +192,16 @@ fn class_of(r: &LegacyRequest) -> (Access, bool) {
 
 /// The answer to every request but a message.
 fn answer_simple(state: &DaemonState, who: &Identity, r: LegacyRequest) -> Vec<u8> {
-    let ui = |event: &str| {
-        state.broadcaster.broadcast(event, Map::new());
+    let ui = |action: WindowAction| {
+        announce_window(&state.broadcaster, action);
         b"OK\n".to_vec()
     };
     match r {
         LegacyRequest::Ping => format!("{DAEMON_PONG}\n").into_bytes(),
-        LegacyRequest::Toggle => ui(names::event::TOGGLE),
-        LegacyRequest::Show => ui(names::event::SHOW),
-        LegacyRequest::Hide => ui(names::event::HIDE),
-        LegacyRequest::Settings => ui(names::event::SETTINGS_REQUESTED),
+        LegacyRequest::Toggle => ui(WindowAction::Toggle),
+        LegacyRequest::Show => ui(WindowAction::Show),
+        LegacyRequest::Hide => ui(WindowAction::Hide),
+        LegacyRequest::Settings => ui(WindowAction::Settings),
         LegacyRequest::Listen => {
             b"ERROR listening by voice cannot be started through this socket; use `sayri listen`\n"
                 .to_vec()
@@ -250,8 +250,7 @@ async fn attach(state: &Arc<DaemonState>, who: &Identity, path: &str, json: bool
         .map(|v| {
             format!(
                 "attached {path} ({}, {} bytes); it goes with the next request",
-                v["mime"].as_str().unwrap_or("image"),
-                v["bytes"]
+                v.mime, v.bytes
             )
         })
         .map_err(|e| e.message);
@@ -276,14 +275,7 @@ fn report_from(state: &DaemonState, who: &Identity, report: GatewayReport) -> Ve
                 "gateway",
                 id,
             );
-            let mut ok = serde_json::to_vec(&Value::Object(
-                [("ok".to_string(), Value::Bool(true))]
-                    .into_iter()
-                    .collect(),
-            ))
-            .unwrap_or_default();
-            ok.push(b'\n');
-            ok
+            ReportAnswer::taken_line()
         }
         other => ReplyEvent::error(format!(
             "unknown report {other:?}: the daemon understands delivery_failed"

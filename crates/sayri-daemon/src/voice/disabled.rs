@@ -10,7 +10,7 @@ use sayri_core::sync::{read, write};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::models::ModelStore;
 use sayri_voice::plan::VoicePlan;
-use serde_json::{Map, Value};
+use sayri_protocol::reply::runtime::StatusReply;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -63,10 +63,10 @@ impl VoiceService {
     }
 
     /// The voice fields of `status` (everything not ready, saying what to rebuild).
-    pub fn status(&self) -> Map<String, Value> {
+    pub fn fill_status(&self, status: &mut StatusReply) {
         let cfg = read(&self.cfg).clone();
         let plan = VoicePlan::resolve(&cfg, &self.store);
-        status::fields(&plan, false, &LoopState::default())
+        status::fill(status, &plan, false, &LoopState::default());
     }
 
     /// No voice state.

@@ -20,7 +20,8 @@ use sayri_voice::plan::VoicePlan;
 use sayri_voice::voice_loop::{
     Command, CommandInbox, LoopConfig, TimedEvent, VoiceHandle, VoiceLoop, command_channel,
 };
-use serde_json::{Map, Value, json};
+use crate::wire;
+use sayri_protocol::reply::runtime::StatusReply;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -254,7 +255,7 @@ impl VoiceService {
     }
 
     /// The voice fields of `status`.
-    pub fn status(&self) -> Map<String, Value> {
+    pub fn fill_status(&self, status: &mut StatusReply) {
         let cfg = lock(&self.shared.control).cfg.clone();
         let plan = self.shared.plan(&cfg);
         let s = lock(&self.shared.snapshot);
@@ -267,7 +268,7 @@ impl VoiceService {
             speaking: s.speaking,
             error: s.error.clone(),
         };
-        status::fields(&plan, true, &state)
+        status::fill(status, &plan, true, &state);
     }
 
     /// The voice state machine's state while a loop runs.
@@ -528,11 +529,7 @@ impl Shared {
                 _ => {}
             }
         }
-        let mut payload = event.payload();
-        if let (VoiceEvent::Wake { .. }, Value::Object(m)) = (&event, &mut payload) {
-            m.insert("at_ms".into(), json!(samples_to_ms(timed.at)));
-        }
-        events.broadcast_redacted(event.name(), payload);
+        events.broadcast_redacted(&wire::voice_event(&event, samples_to_ms(timed.at)));
     }
 
     /// Loop `id` ended: clients learn that the microphone is off and the state idle; waiting
@@ -567,7 +564,7 @@ impl Shared {
             ),
         ] {
             if on {
-                events.broadcast_redacted(ev.name(), ev.payload());
+                events.broadcast_redacted(&wire::voice_event(&ev, 0));
             }
         }
     }

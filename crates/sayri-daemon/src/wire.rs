@@ -1,0 +1,218 @@
+//! The daemon's values as the protocol's reply and event types (`sayri_protocol::reply`,
+//! `sayri_protocol::event`): one function per kind, naming every member, so a member renamed
+//! in the protocol fails to compile here.
+//!
+//! Only conversions live here: what a value is comes from its own module (the core, the
+//! store, the vault, the supervisor).
+
+use crate::supervisor::ChildStatus;
+use sayri_core::domain::agents::Narrowing;
+use sayri_core::domain::voice::VoiceEvent;
+use sayri_core::engine::CoreEvent;
+use sayri_core::engine::broker::{AskedSegment, PermissionRequest};
+use sayri_core::ports::{Delegated, SessionInfo, StoredMessage, ToolCallRecord, Usage};
+use sayri_permissions::Approval;
+use sayri_protocol::event::{self, AnyEvent};
+use sayri_core::domain::gateway::GatewayInstance;
+use sayri_protocol::reply::{agents, gateways, permissions, runtime, sessions, vault};
+use sayri_vault::SecretInfo;
+
+/// A permission question as clients see it.
+pub fn request(r: &PermissionRequest) -> permissions::PermissionRequest {
+    permissions::PermissionRequest {
+        id: r.id.clone(),
+        action: r.action.clone(),
+        resource: r.resource.clone(),
+        reason: r.reason.clone(),
+        agent_id: r.agent_id.clone(),
+        agent_name: r.agent_name.clone(),
+        session_id: r.session_id.clone(),
+        policy: r.policy,
+        expires_in: r.expires_in,
+        segments: r.segments.iter().map(segment).collect(),
+        from_step: r.from_step.clone(),
+    }
+}
+
+fn segment(s: &AskedSegment) -> permissions::AskedSegment {
+    permissions::AskedSegment {
+        command: s.command.clone(),
+        effect: s.effect.name().to_string(),
+        reason: s.reason.clone(),
+    }
+}
+
+/// A remembered approval.
+pub fn approval(a: &Approval) -> permissions::Approval {
+    permissions::Approval {
+        agent_id: a.agent_id.clone(),
+        action: a.action.clone(),
+        resource: a.resource.clone(),
+        created_at: a.created_at,
+    }
+}
+
+/// A session as listed.
+pub fn session(s: &SessionInfo) -> sessions::SessionSummary {
+    sessions::SessionSummary {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        agent_id: s.agent_id.clone(),
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        messages: s.messages,
+        parent_id: s.parent_id.clone(),
+    }
+}
+
+/// A stored message.
+pub fn message(m: &StoredMessage) -> sessions::Message {
+    sessions::Message {
+        id: m.id,
+        session_id: m.session_id.clone(),
+        role: m.role.as_str().to_string(),
+        content: m.content.clone(),
+        tool_call: m.tool_call.as_ref().map(tool_call),
+        usage: m.usage.map(usage),
+        reasoning: m.reasoning.clone(),
+        timestamp: m.timestamp,
+    }
+}
+
+fn tool_call(t: &ToolCallRecord) -> sessions::ToolCall {
+    sessions::ToolCall {
+        command: t.command.clone(),
+        exit_code: t.exit_code,
+        status: t.status.clone(),
+        output: t.output.clone(),
+        duration_ms: t.duration_ms,
+        delegated: t.delegated.as_ref().map(delegated),
+    }
+}
+
+fn delegated(d: &Delegated) -> sessions::Delegated {
+    sessions::Delegated {
+        agent_id: d.agent_id.clone(),
+        session_id: d.session_id.clone(),
+        prompt_tokens: d.prompt_tokens,
+        completion_tokens: d.completion_tokens,
+        model_calls: d.model_calls,
+    }
+}
+
+fn usage(u: Usage) -> sessions::Usage {
+    sessions::Usage {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+        total_tokens: u.total_tokens,
+    }
+}
+
+/// One way an agent's effective profile differs from its file.
+pub fn narrowing(n: &Narrowing) -> agents::Narrowing {
+    agents::Narrowing {
+        field: n.field.to_string(),
+        written: n.written.clone(),
+        effective: n.effective.clone(),
+    }
+}
+
+/// A secret as listed (masked).
+pub fn secret(s: &SecretInfo) -> vault::SecretInfo {
+    vault::SecretInfo {
+        key: s.key.clone(),
+        masked: s.masked.clone(),
+        description: s.description.clone(),
+        updated_at: s.updated_at,
+    }
+}
+
+/// A supervised child program.
+pub fn child(c: &ChildStatus) -> runtime::SupervisedChild {
+    runtime::SupervisedChild {
+        name: c.name.clone(),
+        state: c.state.as_str().to_string(),
+        pid: c.pid,
+        keeper_pid: c.keeper_pid,
+        restarts: c.restarts,
+        last_error: c.last_error.clone(),
+        restart_in_ms: c.restart_in_ms,
+        log_file: c.log_file.clone(),
+    }
+}
+
+/// A gateway instance's settings.
+pub fn gateway_instance(i: &GatewayInstance) -> gateways::GatewayInstance {
+    gateways::GatewayInstance {
+        id: i.id.clone(),
+        plugin: i.plugin.clone(),
+        agent: i.agent.clone(),
+        agents: i.agents.clone(),
+        level_cap: i.level_cap,
+        secrets: i.secrets.clone(),
+        options: i.options.clone(),
+        allowed_groups: i.allowed_groups.clone(),
+        auto_start: i.auto_start,
+    }
+}
+
+/// An event of the core.
+pub fn core_event(e: &CoreEvent) -> AnyEvent {
+    use event::turns as t;
+    match e {
+        CoreEvent::State(s) => t::State {
+            state: s.as_str().into(),
+        }
+        .into(),
+        CoreEvent::Busy(active) => t::Busy { active: *active }.into(),
+        CoreEvent::User(text) => t::User { text: text.clone() }.into(),
+        CoreEvent::AssistantDelta(d) => t::AssistantDelta { delta: d.clone() }.into(),
+        CoreEvent::ReasoningDelta(d) => t::ReasoningDelta { delta: d.clone() }.into(),
+        CoreEvent::AssistantDone(text) => t::AssistantDone { text: text.clone() }.into(),
+        CoreEvent::ToolStart(c) => t::ToolStart { command: c.clone() }.into(),
+        CoreEvent::ToolFinish {
+            command,
+            output,
+            exit_code,
+        } => t::ToolFinish {
+            command: command.clone(),
+            output: output.clone(),
+            exit_code: *exit_code,
+        }
+        .into(),
+        CoreEvent::Hint(text) => t::Hint { text: text.clone() }.into(),
+        CoreEvent::Error(e) => t::Error::new(e.clone()).into(),
+        CoreEvent::ConversationStarted(s) => t::ConversationStarted {
+            session_id: s.clone(),
+        }
+        .into(),
+    }
+}
+
+/// An event of the voice loop; `at_ms` is where on the loop's audio clock it happened (a
+/// `wake` carries it).
+pub fn voice_event(e: &VoiceEvent, at_ms: u64) -> AnyEvent {
+    use event::{turns as t, voice as v, window as w};
+    match e {
+        VoiceEvent::State(s) => t::State {
+            state: s.as_str().into(),
+        }
+        .into(),
+        VoiceEvent::AudioLevel(level) => v::AudioLevel { level: *level }.into(),
+        VoiceEvent::Mic(active) => v::Mic { active: *active }.into(),
+        VoiceEvent::Busy(active) => t::Busy { active: *active }.into(),
+        VoiceEvent::Partial(text) => v::Partial { text: text.clone() }.into(),
+        VoiceEvent::User(text) => t::User { text: text.clone() }.into(),
+        VoiceEvent::Speaking(active) => v::Speaking { active: *active }.into(),
+        VoiceEvent::Hint(text) => t::Hint { text: text.clone() }.into(),
+        VoiceEvent::Error(e) => t::Error::new(e.clone()).into(),
+        VoiceEvent::Show => w::Show {}.into(),
+        VoiceEvent::Wake { phrase, score } => v::Wake {
+            phrase: phrase.clone(),
+            score: *score,
+            at_ms,
+        }
+        .into(),
+        VoiceEvent::Transcript(text) => v::Transcript { text: text.clone() }.into(),
+    }
+}
