@@ -100,16 +100,10 @@ mod tests {
             assert!(e.message.contains("built without voice"), "{}", e.message);
             assert!(e.message.contains("cargo build"), "{}", e.message);
         }
-        let st = v.status();
-        for k in ["stt_ready", "tts_ready", "wake_ready"] {
-            assert_eq!(st[k], false, "{k}");
-        }
-        assert!(
-            st["stt_missing"][0]
-                .as_str()
-                .unwrap()
-                .contains("built without voice")
-        );
-        assert_eq!(st["voice"]["built"], false);
+        let mut st = StatusReply::default();
+        v.fill_status(&mut st);
+        assert!(!st.stt_ready && !st.tts_ready && !st.wake_ready);
+        assert!(st.stt_missing[0].contains("built without voice"));
+        assert!(!st.voice.built);
     }
 }
