@@ -19,7 +19,6 @@
 //!   starts (or restarts) wait for it ([`START_WAIT`]); once it failed they fail at once, naming
 //!   its log.
 
-use sayri_protocol::reply::runtime::LocalModelStatus;
 use crate::brain::adapters::build_model;
 use crate::supervisor::{ChildSpec, ChildState, Supervisor};
 use futures::StreamExt;
@@ -27,6 +26,7 @@ use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_core::ports::{ChatError, ChatModel, ChatRequest, ChatStream, Redactor};
 use sayri_core::sync::lock;
+use sayri_protocol::reply::runtime::LocalModelStatus;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -7,13 +7,13 @@
 
 use crate::supervisor::ChildStatus;
 use sayri_core::domain::agents::Narrowing;
+use sayri_core::domain::gateway::GatewayInstance;
 use sayri_core::domain::voice::VoiceEvent;
 use sayri_core::engine::CoreEvent;
 use sayri_core::engine::broker::{AskedSegment, PermissionRequest};
 use sayri_core::ports::{Delegated, SessionInfo, StoredMessage, ToolCallRecord, Usage};
 use sayri_permissions::Approval;
 use sayri_protocol::event::{self, AnyEvent};
-use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::reply::{agents, gateways, permissions, runtime, sessions, vault};
 use sayri_vault::SecretInfo;
 

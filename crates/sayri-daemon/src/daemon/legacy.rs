@@ -14,6 +14,7 @@
 //!    events, a message's streamed until its turn ends, with no time limit.
 
 use crate::command_peer;
+use crate::daemon::commands::desktop::announce_window;
 use crate::daemon::dispatch::Access;
 use crate::daemon::listener;
 use crate::daemon::state::DaemonState;
@@ -22,7 +23,6 @@ use crate::gateways::peer::{self, Identity};
 use sayri_protocol::legacy::{
     DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, ReplyEvent, ReportAnswer,
 };
-use crate::daemon::commands::desktop::announce_window;
 use sayri_protocol::params::WindowAction;
 use std::sync::Arc;
 use std::time::Duration;

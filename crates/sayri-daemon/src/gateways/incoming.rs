@@ -21,8 +21,8 @@ use sayri_core::domain::gateway::gate::{self, ChatCommand, Update, Verdict};
 use sayri_core::domain::gateway::{GatewayInstance, PairOutcome};
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::sync::lock;
-use sayri_protocol::legacy::{IncomingMessage, ReplyEvent};
 use sayri_protocol::event::turns::Hint;
+use sayri_protocol::legacy::{IncomingMessage, ReplyEvent};
 use sayri_store::GatewayChat;
 
 use tokio::io::AsyncWriteExt;

@@ -9,9 +9,9 @@ use sayri_core::domain::routines::timing::to_epoch;
 use sayri_core::domain::routines::{Decision, Routine, RoutineDraft, RunOutcome};
 use sayri_core::engine::scheduler::{Job, StartError};
 use sayri_core::sync::lock;
-use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_protocol::reply::routines::{self as reply, ListedRoutine};
 use sayri_protocol::reply::runtime::{NextRoutine, RoutinesStatus};
+use sayri_protocol::{ErrorCode, ProtocolError};
 
 fn store_err(e: impl std::fmt::Display) -> ProtocolError {
     ProtocolError::new(ErrorCode::Internal, e.to_string())

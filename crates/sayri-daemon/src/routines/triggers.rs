@@ -20,11 +20,11 @@ use sayri_core::domain::routines::{Policy, Schedule, Timing};
 use sayri_core::engine::routine_run::RunSpec;
 use sayri_core::engine::scheduler::Job;
 use sayri_core::sync::lock;
-use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_protocol::reply::routines::{
     AppliedTrigger, ListedTrigger, TriggerDeleteReply, TriggerEntry, TriggersListReply,
 };
 use sayri_protocol::reply::runtime::{InvalidTrigger, MonitorsStatus, TriggersStatus};
+use sayri_protocol::{ErrorCode, ProtocolError};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -124,14 +124,11 @@ pub(super) fn status(inner: &Inner) -> TriggersStatus {
         .triggers
         .iter()
         .filter_map(|e| {
-            e.trigger
-                .as_ref()
-                .err()
-                .map(|err| InvalidTrigger {
-                    id: e.id.clone(),
-                    file: e.file.clone(),
-                    error: err.clone(),
-                })
+            e.trigger.as_ref().err().map(|err| InvalidTrigger {
+                id: e.id.clone(),
+                file: e.file.clone(),
+                error: err.clone(),
+            })
         })
         .collect();
     TriggersStatus {

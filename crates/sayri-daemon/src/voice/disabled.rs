@@ -7,10 +7,10 @@ use crate::bus::Broadcaster;
 use sayri_core::domain::config::Config;
 use sayri_core::engine::CoreState;
 use sayri_core::sync::{read, write};
+use sayri_protocol::reply::runtime::StatusReply;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::models::ModelStore;
 use sayri_voice::plan::VoicePlan;
-use sayri_protocol::reply::runtime::StatusReply;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 

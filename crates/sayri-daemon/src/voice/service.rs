@@ -8,11 +8,13 @@ use super::agent::CoreAgent;
 use super::status::{self, LoopState};
 use crate::brain::{Brain, BroadcastSink};
 use crate::bus::Broadcaster;
+use crate::wire;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
 use sayri_core::engine::{CoreEvent, CoreState, EventSink};
 use sayri_core::ports::audio::samples_to_ms;
 use sayri_core::sync::lock;
+use sayri_protocol::reply::runtime::StatusReply;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::audio::NullSink;
 use sayri_voice::models::ModelStore;
@@ -20,8 +22,6 @@ use sayri_voice::plan::VoicePlan;
 use sayri_voice::voice_loop::{
     Command, CommandInbox, LoopConfig, TimedEvent, VoiceHandle, VoiceLoop, command_channel,
 };
-use crate::wire;
-use sayri_protocol::reply::runtime::StatusReply;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};

@@ -1,8 +1,8 @@
 //! The voice fields of the daemon's `status` object, from a resolved plan.
 
+use sayri_protocol::reply::runtime::{StatusReply, VoiceStatus};
 use sayri_voice::engines::REBUILD_HINT;
 use sayri_voice::plan::VoicePlan;
-use sayri_protocol::reply::runtime::{StatusReply, VoiceStatus};
 
 /// What a voice command answers, and `status` lists, when this build has no voice.
 pub fn not_built() -> String {

@@ -14,7 +14,6 @@ use sayri_protocol::params::{
     GatewayPeerRemoveParams, GatewayPeersParams, GatewayPinParams, GatewaySaveParams,
     GatewayStartParams, GatewayStopParams, SaveMode, VaultSetParams,
 };
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
 
@@ -250,7 +249,7 @@ pub(crate) async fn run(
                 })
                 .await
                 .map_err(remote)?;
-            if v["stopped"] == Value::Bool(true) {
+            if v.stopped {
                 println!("stopped gateway {id}");
             } else {
                 println!("gateway {id} was not running");
@@ -266,8 +265,8 @@ pub(crate) async fn run(
                 .await
                 .map_err(remote)?;
             println!("deleted gateway {id} and its peers");
-            for k in v["secrets_deleted"].as_array().into_iter().flatten() {
-                println!("deleted secret {} from the vault", k.as_str().unwrap_or(""));
+            for k in &v.secrets_deleted {
+                println!("deleted secret {k} from the vault");
             }
             Ok(())
         }
@@ -282,34 +281,34 @@ async fn list(c: &mut Client, json: bool) -> anyhow::Result<()> {
         .await
         .map_err(remote)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
+        return crate::cli::print_json(&v);
     }
-    let list = v.as_array().cloned().unwrap_or_default();
+    let list = v;
     if list.is_empty() {
         println!(
             "no gateways yet — create one with: sayri gateway create telegram --name home --agent default --level-cap 1"
         );
         return Ok(());
     }
-    let s = |g: &Value, k: &str| terminal_safe(g[k].as_str().unwrap_or("")).into_owned();
+    let s = |t: &str| terminal_safe(t).into_owned();
     for g in &list {
-        let pid = g["pid"].as_u64().map_or("-".to_string(), |p| p.to_string());
+        let i = &g.instance;
+        let pid = g.pid.map_or("-".to_string(), |p| p.to_string());
         println!(
             "{}  {}  agent {}  cap {}  {}  pid {pid}  restarts {}  peers {}",
-            s(g, "id"),
-            s(g, "plugin"),
-            s(g, "agent"),
-            s(g, "level_cap"),
-            s(g, "state"),
-            g["restarts"].as_u64().unwrap_or(0),
-            g["peers"].as_u64().unwrap_or(0),
+            s(&i.id),
+            s(&i.plugin),
+            s(&i.agent),
+            i.level_cap,
+            s(&g.state),
+            g.restarts,
+            g.peers,
         );
-        for (k, label) in [
-            ("last_error", "last error"),
-            ("last_delivery_error", "last undelivered reply"),
+        for (e, label) in [
+            (&g.last_error, "last error"),
+            (&g.last_delivery_error, "last undelivered reply"),
         ] {
-            if let Some(e) = g[k].as_str() {
+            if let Some(e) = e {
                 println!("    {label}: {}", terminal_safe(e));
             }
         }
@@ -364,11 +363,10 @@ async fn create(
             anyhow::bail!("the token could not be stored, so gateway {id} was not created: {e}");
         }
     }
-    let inst = &v["instance"];
+    let inst = &v.instance;
     println!(
         "created gateway {id} ({plugin}, agent {}, level cap {})",
-        inst["agent"].as_str().unwrap_or(""),
-        inst["level_cap"].as_str().unwrap_or("")
+        inst.agent, inst.level_cap
     );
     if auto_start {
         c.request_with(&GatewayStartParams {
@@ -406,23 +404,18 @@ async fn edit(
         .request_with(&GatewayListParams {})
         .await
         .map_err(remote)?;
-    let Some(existing) = current
-        .as_array()
-        .and_then(|l| l.iter().find(|g| g["id"] == id))
-        .cloned()
-    else {
+    let Some(existing) = current.into_iter().find(|g| g.instance.id == id) else {
         anyhow::bail!("no gateway instance {id} (see `sayri gateway list`)");
     };
     let mut options = None;
     if let Some(new) = parse_options(flags)? {
-        let mut merged: BTreeMap<String, String> =
-            serde_json::from_value(existing["options"].clone()).unwrap_or_default();
+        let mut merged = existing.instance.options.clone();
         merged.extend(new);
         options = Some(merged);
     }
     let mut secrets = None;
     if let Some(token) = token {
-        let plugin = existing["plugin"].as_str().unwrap_or("");
+        let plugin = existing.instance.plugin.as_str();
         let Some((env, _)) = plugin_token(plugin) else {
             anyhow::bail!("--token: the {plugin} gateway takes no bot token");
         };
@@ -434,8 +427,7 @@ async fn edit(
         })
         .await
         .map_err(remote)?;
-        let mut merged: BTreeMap<String, String> =
-            serde_json::from_value(existing["secrets"].clone()).unwrap_or_default();
+        let mut merged = existing.instance.secrets.clone();
         merged.insert(env.to_string(), key);
         secrets = Some(merged);
     }
@@ -463,11 +455,7 @@ async fn edit(
         .map_err(remote)?;
     println!(
         "saved gateway {id}{}",
-        if v["restarted"] == Value::Bool(true) {
-            " (restarted)"
-        } else {
-            ""
-        }
+        if v.restarted { " (restarted)" } else { "" }
     );
     Ok(())
 }
@@ -479,8 +467,8 @@ async fn pin(c: &mut Client, id: &str) -> anyhow::Result<()> {
         })
         .await
         .map_err(remote)?;
-    let pin = v["pin"].as_str().unwrap_or("");
-    let minutes = v["expires_in"].as_i64().unwrap_or(0).div_euclid(60);
+    let pin = &v.pin;
+    let minutes = v.expires_in.div_euclid(60);
     println!("Pairing PIN for gateway {id}: {pin} (one use, valid for {minutes} minutes)");
     println!("Send this to the bot in a private chat from the account to pair:");
     println!("  /pair {pin}");
@@ -497,10 +485,9 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
                 .await
                 .map_err(remote)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
-                return Ok(());
+                return crate::cli::print_json(&v);
             }
-            let list = v.as_array().cloned().unwrap_or_default();
+            let list = v;
             if list.is_empty() {
                 println!(
                     "nobody is paired with gateway {id} — run `sayri gateway pin {id}`, or `sayri gateway peers add {id} SENDER_ID`"
@@ -509,9 +496,9 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
             for p in list {
                 println!(
                     "{}  via {}  {}",
-                    terminal_safe(p["peer_id"].as_str().unwrap_or("")),
-                    terminal_safe(p["via"].as_str().unwrap_or("")),
-                    terminal_safe(p["name"].as_str().unwrap_or(""))
+                    terminal_safe(&p.peer_id),
+                    terminal_safe(&p.via),
+                    terminal_safe(&p.name)
                 );
             }
         }
@@ -523,7 +510,7 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
                 })
                 .await
                 .map_err(remote)?;
-            if v["added"] == Value::Bool(true) {
+            if v.added {
                 println!("paired sender {peer} with gateway {id}");
             } else {
                 println!("sender {peer} was already paired with gateway {id}");
@@ -537,7 +524,7 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
                 })
                 .await
                 .map_err(remote)?;
-            if v["removed"] == Value::Bool(true) {
+            if v.removed {
                 println!("unpaired sender {peer} from gateway {id}");
             } else {
                 anyhow::bail!("sender {peer} was not paired with gateway {id}");

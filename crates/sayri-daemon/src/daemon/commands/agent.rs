@@ -4,12 +4,12 @@
 
 use crate::command_peer::Caller;
 use crate::daemon::dispatch::{Access, Ctx};
+use crate::wire;
 use sayri_core::assistant::CoreError;
 use sayri_protocol::params::{
     AskParams, InterruptParams, NewConversationParams, SessionDeleteParams, SessionGetParams,
     SessionRenameParams, SessionsListParams, SwitchSessionParams, TalkParams, TurnTarget,
 };
-use crate::wire;
 use sayri_protocol::reply::sessions::{
     AskReply, DelegatedUsage, InterruptReply, NewConversationReply, SessionDeleteReply,
     SessionGetReply, SessionRenameReply, SessionUsage, SessionsListReply, SwitchSessionReply,

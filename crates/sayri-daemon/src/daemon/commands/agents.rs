@@ -4,9 +4,9 @@
 //! profiles), which is what these commands report next to the file's own values.
 
 use crate::agents::{agent_view, listed_view};
-use crate::wire;
 use crate::daemon::commands::agent::core_err;
 use crate::daemon::dispatch::Ctx;
+use crate::wire;
 use sayri_core::domain::agents::{self, Narrowing};
 use sayri_core::domain::profile::{AgentProfile, valid_agent_id};
 use sayri_permissions::AgentRules;
@@ -15,10 +15,10 @@ use sayri_protocol::params::{
     AgentDeleteParams, AgentDetachParams, AgentSaveParams, AgentSwitchParams, AgentsListParams,
     SaveMode,
 };
-use sayri_protocol::{ErrorCode, ProtocolError, SandboxLevel};
 use sayri_protocol::reply::agents::{
     AgentDeleteReply, AgentDetachReply, AgentSaveReply, AgentSwitchReply, AgentsListReply,
 };
+use sayri_protocol::{ErrorCode, ProtocolError, SandboxLevel};
 
 /// `agents_list` → every agent, `default` first: its effective profile, or its `error` when its
 /// file (or a creator's) is invalid.

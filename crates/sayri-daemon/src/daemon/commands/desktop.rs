@@ -10,10 +10,10 @@
 //!   front-end can react (`sayri --show` and friends send it).
 
 use super::runtime::shutdown_soon;
+use crate::bus::Broadcaster;
 use crate::daemon::dispatch::Ctx;
 use crate::supervisor::ChildState;
 use sayri_protocol::ProtocolError;
-use crate::bus::Broadcaster;
 use sayri_protocol::event::window::{Hide, SettingsRequested, Show, Toggle};
 use sayri_protocol::params::{ClipboardCopyParams, KillallParams, WindowAction, WindowParams};
 use sayri_protocol::reply::desktop::{ClipboardCopyReply, KillallReply, WindowReply};

@@ -3,20 +3,19 @@
 
 use crate::daemon::dispatch::Ctx;
 use crate::gateways::{self, GatewayError};
+use crate::wire;
 use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::params::{
     GatewayDeleteParams, GatewayListParams, GatewayPeerAddParams, GatewayPeerRemoveParams,
     GatewayPeersParams, GatewayPinParams, GatewaySaveParams, GatewayStartParams, GatewayStopParams,
     SaveMode,
 };
+use sayri_protocol::reply::gateways::{
+    GatewayDeleteReply, GatewayListReply, GatewayPeer, GatewayPeerAddReply, GatewayPeerRemoveReply,
+    GatewayPeersReply, GatewayPinReply, GatewaySaveReply, GatewayStartReply, GatewayStopReply,
+};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_store::InstanceSave;
-use crate::wire;
-use sayri_protocol::reply::gateways::{
-    GatewayDeleteReply, GatewayListReply, GatewayPeer, GatewayPeerAddReply,
-    GatewayPeerRemoveReply, GatewayPeersReply, GatewayPinReply, GatewaySaveReply,
-    GatewayStartReply, GatewayStopReply,
-};
 
 fn gw_err(e: GatewayError) -> ProtocolError {
     let code = match &e {

@@ -63,8 +63,7 @@ fn sort_fields(p: &SettingsSaveParams, cfg: &Config, ctx: &Ctx, saved: &mut Vec<
             }
         };
         let current = cfg.get(name).unwrap_or(ConfigValue::Bool(false));
-        let in_vault =
-            name == "provider.api_key" && vault_aware(name, Value::Null, ctx) == "***";
+        let in_vault = name == "provider.api_key" && vault_aware(name, Value::Null, ctx) == "***";
         if form::keeps_secret(spec, &current, sent) || (in_vault && sent.as_str() == Some("***")) {
             continue;
         }

@@ -8,11 +8,11 @@ use sayri_protocol::params::{
     SkillsInstallParams, SkillsListParams, SkillsScanParams, SkillsSearchParams,
     SkillsUninstallParams,
 };
-use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_protocol::reply::skills::{
     Finding, FoundSkill, InstalledSkill, ScanReport, SkillsInstallReply, SkillsListReply,
     SkillsScanReply, SkillsSearchReply, SkillsUninstallReply,
 };
+use sayri_protocol::{ErrorCode, ProtocolError};
 use std::path::PathBuf;
 
 fn library(ctx: &Ctx) -> Skills {

@@ -20,11 +20,11 @@ use sayri_protocol::params::{
     PluginSetEnabledParams, PluginsListParams, UiListParams, UiStartParams, UiStatusParams,
     UiStopParams,
 };
-use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_protocol::reply::Never;
 use sayri_protocol::reply::desktop::{
     Plugin, PluginsListReply, UiEntry, UiListReply, UiStartReply, UiStatusReply, UiStopReply,
 };
+use sayri_protocol::{ErrorCode, ProtocolError};
 use std::path::PathBuf;
 
 /// One front-end Sayri can run.
@@ -320,16 +320,20 @@ fn gateway_plugins() -> Vec<(String, PathBuf)> {
 
 /// `plugins_list` → `[{id, name, description, version, type, auth_mode, required_secrets, path,
 /// has_service, service_enabled, service_running}]`: the gateway programs found, then the UIs.
-pub async fn plugins_list(_: PluginsListParams, _ctx: Ctx) -> Result<PluginsListReply, ProtocolError> {
+pub async fn plugins_list(
+    _: PluginsListParams,
+    _ctx: Ctx,
+) -> Result<PluginsListReply, ProtocolError> {
     let gateways = tokio::task::spawn_blocking(gateway_plugins)
         .await
         .map_err(|e| ProtocolError::internal(format!("plugins_list stopped: {e}")))?;
     let version = || Some(env!("CARGO_PKG_VERSION").to_string());
-    let mut out: Vec<Plugin> = gateways
-        .into_iter()
-        .map(|(id, path)| {
-            let telegram = id == "telegram";
-            Plugin {
+    let mut out: Vec<Plugin> =
+        gateways
+            .into_iter()
+            .map(|(id, path)| {
+                let telegram = id == "telegram";
+                Plugin {
                 name: if telegram { "Telegram".to_string() } else { id.clone() },
                 description: if telegram {
                     "Answers paired Telegram chats (a gateway instance runs it; see gateway_save)."
@@ -351,8 +355,8 @@ pub async fn plugins_list(_: PluginsListParams, _ctx: Ctx) -> Result<PluginsList
                 service_running: None,
                 id,
             }
-        })
-        .collect();
+            })
+            .collect();
     for ui in &UIS {
         out.push(Plugin {
             id: ui.id.into(),

@@ -2,10 +2,10 @@
 
 use crate::brain::Brain;
 use crate::daemon::dispatch::Ctx;
-use sayri_protocol::params::{VaultDeleteParams, VaultListParams, VaultSetParams};
-use sayri_protocol::{ErrorCode, ProtocolError};
 use crate::wire;
+use sayri_protocol::params::{VaultDeleteParams, VaultListParams, VaultSetParams};
 use sayri_protocol::reply::vault::{VaultDeleteReply, VaultListReply, VaultSetReply};
+use sayri_protocol::{ErrorCode, ProtocolError};
 use std::sync::Arc;
 
 fn unavailable(ctx: &Ctx) -> ProtocolError {
