@@ -78,6 +78,37 @@ pub fn parse<E: EventPayload>(frame: &Event) -> Option<Result<E, EventError>> {
     })
 }
 
+/// Whether `frame`, as it came off the wire, is exactly its event type: read into the type and
+/// written again it gives the same JSON text. An event this crate does not name fails.
+///
+/// Tests hold the daemon to its declared event types with it.
+///
+/// # Errors
+/// What does not fit, or both texts when they differ.
+pub fn conforms(frame: &Event) -> Result<(), String> {
+    let typed = match AnyEvent::read(frame) {
+        Ok(AnyEvent::Unknown(_)) => {
+            return Err(format!("{} is not an event of the protocol", frame.event));
+        }
+        Ok(typed) => typed,
+        Err(e) => return Err(e.to_string()),
+    };
+    let again = typed.frame().map_err(|e| e.to_string())?;
+    let text = |f: &Event| serde_json::to_value(f).map(|v| v.to_string());
+    let (sent, written) = (
+        text(frame).map_err(|e| e.to_string())?,
+        text(&again).map_err(|e| e.to_string())?,
+    );
+    if sent == written {
+        Ok(())
+    } else {
+        Err(format!(
+            "the {} event is not its event type:\n  sent  {sent}\n  typed {written}",
+            frame.event
+        ))
+    }
+}
+
 /// An event frame whose payload is not what this client knows for its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventError {
@@ -244,6 +275,22 @@ mod tests {
     fn every_event_name_has_exactly_one_type_in_name_order() {
         let typed: Vec<&str> = ALL.iter().map(|i| i.name).collect();
         assert_eq!(typed, name::ALL);
+    }
+
+    #[test]
+    fn an_event_conforms_only_when_its_type_writes_it_back_unchanged() {
+        let busy = |payload: Value| {
+            let Value::Object(m) = payload else {
+                unreachable!()
+            };
+            Event::new(name::BUSY, m)
+        };
+        assert_eq!(conforms(&busy(serde_json::json!({"active": true}))), Ok(()));
+        let extra = busy(serde_json::json!({"active": true, "since": 3}));
+        assert!(conforms(&extra).unwrap_err().contains("since"));
+        let missing = busy(serde_json::json!({}));
+        assert!(conforms(&missing).unwrap_err().contains("active"));
+        assert!(conforms(&Event::new("from_the_future", Map::new())).is_err());
     }
 
     #[test]

@@ -110,6 +110,30 @@ pub fn decode<P: Params>(result: Value) -> Result<P::Reply, ReplyError> {
     })
 }
 
+/// Whether `result`, a successful reply to `cmd` as it came off the wire, is exactly `cmd`'s
+/// reply type: read into the type and written again it gives the same JSON text (no member
+/// the type lacks, none it would add, the same `null`s and numbers). A command without a
+/// params type is not checked.
+///
+/// Tests hold the daemon to its declared reply types with it.
+///
+/// # Errors
+/// What does not fit, or both texts when they differ.
+pub fn conforms(cmd: &str, result: &Value) -> Result<(), String> {
+    let Some(info) = crate::params::info(cmd) else {
+        return Ok(());
+    };
+    let again = (info.reply_round_trip)(result.clone())?;
+    let (sent, typed) = (result.to_string(), again.to_string());
+    if sent == typed {
+        Ok(())
+    } else {
+        Err(format!(
+            "the reply to {cmd} is not its reply type:\n  sent  {sent}\n  typed {typed}"
+        ))
+    }
+}
+
 /// `#[serde(with = "double_option")]` for an `Option<Option<T>>` member: absent = `None`,
 /// `null` = `Some(None)`, a value = `Some(Some(v))`. Use it with `default` and
 /// `skip_serializing_if = "Option::is_none"`.
@@ -163,6 +187,23 @@ mod tests {
             assert_eq!(t.x, value);
             assert_eq!(encode(&t).unwrap(), wire);
         }
+    }
+
+    #[test]
+    fn a_reply_conforms_only_when_its_type_writes_it_back_unchanged() {
+        let v = json!({"protocol_version": 1, "version": "0.1.0"});
+        assert_eq!(conforms("version", &v), Ok(()));
+        let extra = json!({"protocol_version": 1, "version": "0.1.0", "build": "x"});
+        assert!(conforms("version", &extra).unwrap_err().contains("build"));
+        let float = json!({"protocol_version": 1.0, "version": "0.1.0"});
+        assert!(conforms("version", &float).is_err());
+        let renamed = json!({"protocol": 1, "version": "0.1.0"});
+        assert!(
+            conforms("version", &renamed)
+                .unwrap_err()
+                .contains("protocol_version")
+        );
+        assert_eq!(conforms("no_such_command", &json!(1)), Ok(()));
     }
 
     #[test]
