@@ -81,7 +81,8 @@ pub fn parse<E: EventPayload>(frame: &Event) -> Option<Result<E, EventError>> {
 /// Whether `frame`, as it came off the wire, is exactly its event type: read into the type and
 /// written again it gives the same JSON text. An event this crate does not name fails.
 ///
-/// Tests hold the daemon to its declared event types with it.
+/// Tests hold the daemon to its declared event types with it (parsing the wire with
+/// serde_json's `float_roundtrip` feature, as [`crate::reply::conforms`] says).
 ///
 /// # Errors
 /// What does not fit, or both texts when they differ.

@@ -115,7 +115,8 @@ pub fn decode<P: Params>(result: Value) -> Result<P::Reply, ReplyError> {
 /// the type lacks, none it would add, the same `null`s and numbers). A command without a
 /// params type is not checked.
 ///
-/// Tests hold the daemon to its declared reply types with it.
+/// Tests hold the daemon to its declared reply types with it; they must parse the wire with
+/// serde_json's `float_roundtrip` feature, or a float may read one unit off and not compare.
 ///
 /// # Errors
 /// What does not fit, or both texts when they differ.
