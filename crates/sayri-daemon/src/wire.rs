@@ -216,3 +216,137 @@ pub fn voice_event(e: &VoiceEvent, at_ms: u64) -> AnyEvent {
         VoiceEvent::Transcript(text) => v::Transcript { text: text.clone() }.into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sayri_core::engine::CoreState;
+    use serde_json::{Value, json};
+
+    fn wire(e: &AnyEvent) -> Value {
+        serde_json::to_value(e.frame().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn core_events_become_their_protocol_events_under_the_core_s_names() {
+        let cases = [
+            (
+                CoreEvent::ToolFinish {
+                    command: "ls".into(),
+                    output: "a".into(),
+                    exit_code: Some(0),
+                },
+                json!({"event":"tool_finish","command":"ls","output":"a","exit_code":0}),
+            ),
+            (
+                CoreEvent::ToolFinish {
+                    command: "sleep 9".into(),
+                    output: String::new(),
+                    exit_code: None,
+                },
+                json!({"event":"tool_finish","command":"sleep 9","output":"","exit_code":null}),
+            ),
+            (CoreEvent::Busy(true), json!({"event":"busy","active":true})),
+            (
+                CoreEvent::State(CoreState::Thinking),
+                json!({"event":"state","state":"thinking"}),
+            ),
+            (
+                CoreEvent::AssistantDelta("x".into()),
+                json!({"event":"assistant_delta","delta":"x"}),
+            ),
+            (
+                CoreEvent::ReasoningDelta("r".into()),
+                json!({"event":"reasoning_delta","delta":"r"}),
+            ),
+            (
+                CoreEvent::ConversationStarted("s".into()),
+                json!({"event":"conversation_started","session_id":"s"}),
+            ),
+            (
+                CoreEvent::User("u".into()),
+                json!({"event":"user","text":"u"}),
+            ),
+            (
+                CoreEvent::AssistantDone("d".into()),
+                json!({"event":"assistant_done","text":"d"}),
+            ),
+            (
+                CoreEvent::Hint("h".into()),
+                json!({"event":"hint","text":"h"}),
+            ),
+            (
+                CoreEvent::Error("e".into()),
+                json!({"event":"error","error":"e"}),
+            ),
+            (
+                CoreEvent::ToolStart("ls".into()),
+                json!({"event":"tool_start","command":"ls"}),
+            ),
+        ];
+        for (core, expected) in cases {
+            let typed = core_event(&core);
+            assert_eq!(typed.name(), core.name(), "{core:?}");
+            assert_eq!(wire(&typed), expected, "{core:?}");
+        }
+    }
+
+    #[test]
+    fn voice_events_become_their_protocol_events_and_a_wake_carries_its_time() {
+        let cases = [
+            (
+                VoiceEvent::State(CoreState::Activated),
+                json!({"event": "state", "state": "activated"}),
+            ),
+            (
+                VoiceEvent::Speaking(true),
+                json!({"event": "speaking", "active": true}),
+            ),
+            (
+                VoiceEvent::Partial(String::new()),
+                json!({"event": "partial", "text": ""}),
+            ),
+            (
+                VoiceEvent::AudioLevel(0.5),
+                json!({"event": "audio_level", "level": 0.5}),
+            ),
+            (
+                VoiceEvent::Mic(false),
+                json!({"event": "mic", "active": false}),
+            ),
+            (
+                VoiceEvent::Busy(true),
+                json!({"event": "busy", "active": true}),
+            ),
+            (
+                VoiceEvent::User("u".into()),
+                json!({"event": "user", "text": "u"}),
+            ),
+            (
+                VoiceEvent::Hint("h".into()),
+                json!({"event": "hint", "text": "h"}),
+            ),
+            (
+                VoiceEvent::Error("e".into()),
+                json!({"event": "error", "error": "e"}),
+            ),
+            (VoiceEvent::Show, json!({"event": "show"})),
+            (
+                VoiceEvent::Wake {
+                    phrase: "hey sayri".into(),
+                    score: 0.75,
+                },
+                json!({"event": "wake", "phrase": "hey sayri", "score": 0.75, "at_ms": 1500}),
+            ),
+            (
+                VoiceEvent::Transcript("t".into()),
+                json!({"event": "transcript", "text": "t"}),
+            ),
+        ];
+        for (voice, expected) in cases {
+            let typed = voice_event(&voice, 1500);
+            assert_eq!(typed.name(), voice.name(), "{voice:?}");
+            assert_eq!(wire(&typed), expected, "{voice:?}");
+        }
+    }
+}
