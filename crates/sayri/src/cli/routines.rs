@@ -210,23 +210,7 @@ pub(crate) async fn run(
     let mut c = connect_or_start(paths, allow_start).await?;
     let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {
-        RoutinesAction::List { json } => {
-            let routines = c
-                .request_with(&RoutinesListParams {})
-                .await
-                .map_err(remote)?;
-            let triggers = c
-                .request_with(&TriggersListParams {})
-                .await
-                .map_err(remote)?;
-            if json {
-                // One line, members sorted (as the daemon writes them).
-                let both = serde_json::json!({"routines": routines, "triggers": triggers});
-                println!("{both}");
-            } else {
-                print_list(&routines, &triggers);
-            }
-        }
+        RoutinesAction::List { json } => list(&mut c, json).await?,
         RoutinesAction::Add {
             name,
             prompt,
@@ -302,6 +286,28 @@ pub(crate) async fn run(
         }
     }
     Ok(0)
+}
+
+/// `sayri routines list [--json]`: the routines, then the trigger files.
+async fn list(c: &mut sayri_client::client::Client, json: bool) -> anyhow::Result<()> {
+    let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
+    let routines = c
+        .request_with(&RoutinesListParams {})
+        .await
+        .map_err(remote)?;
+    let triggers = c
+        .request_with(&TriggersListParams {})
+        .await
+        .map_err(remote)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"routines": routines, "triggers": triggers})
+        );
+    } else {
+        print_list(&routines, &triggers);
+    }
+    Ok(())
 }
 
 async fn set_enabled(
