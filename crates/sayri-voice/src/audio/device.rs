@@ -1,7 +1,9 @@
 //! The sound card through cpal (ALSA; PipeWire and PulseAudio serve ALSA clients too).
 //!
 //! Each stream lives on its own thread (cpal streams are not `Send` on every platform) and
-//! talks to the voice loop through a channel (microphone) or a shared queue (speaker). A
+//! talks to the voice loop through a channel (microphone) or a shared queue (speaker). The
+//! microphone's channel keeps up to a minute of audio for a loop that fell behind (a busy CPU
+//! delays the person's words, it does not lose them); beyond that, audio is dropped and logged. A
 //! device that disappears is reported as [`AudioError::DeviceLost`]; [`DeviceSource::reopen`]
 //! opens it again, falling back to the default device when the named one is gone.
 
@@ -10,8 +12,8 @@ use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use sayri_core::ports::audio::{AudioError, AudioSink, AudioSource, SAMPLE_RATE};
 use sayri_core::sync::lock;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -102,6 +104,63 @@ enum MicMsg {
     Lost(String),
 }
 
+/// Longest backlog of microphone audio kept for a voice loop that fell behind, seconds. Up to
+/// this, a busy CPU only delays what the person said; it never drops it.
+const MIC_BACKLOG_SECS: usize = 60;
+
+/// The capture callback's end of the microphone queue: an unbounded channel, with the audio
+/// waiting in it counted so that only a backlog beyond its cap is dropped (and counted).
+#[derive(Clone)]
+struct Capture {
+    tx: Sender<MicMsg>,
+    backlog: Arc<Backlog>,
+}
+
+/// Audio waiting between the capture callback and the voice loop.
+struct Backlog {
+    /// Samples (native rate, mono) sent and not read yet.
+    queued: AtomicUsize,
+    /// Samples dropped because the backlog was full.
+    dropped: AtomicU64,
+    /// Most samples kept waiting.
+    cap: usize,
+}
+
+impl Capture {
+    /// Hands one callback's audio to the loop; drops it only when the backlog is full.
+    fn deliver(&self, mono: Vec<f32>) {
+        let n = mono.len();
+        let b = &self.backlog;
+        if b.queued.load(Ordering::Relaxed) + n > b.cap {
+            b.dropped.fetch_add(n as u64, Ordering::Relaxed);
+            return;
+        }
+        b.queued.fetch_add(n, Ordering::Relaxed);
+        if self.tx.send(MicMsg::Audio(mono)).is_err() {
+            b.queued.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    fn lost(&self, reason: String) {
+        let _ = self.tx.send(MicMsg::Lost(reason));
+    }
+}
+
+/// A microphone queue for audio at `rate` Hz: the callback's end and the loop's end.
+fn mic_queue(rate: u32, cap_secs: usize) -> (Capture, Receiver<MicMsg>, Arc<Backlog>) {
+    let (tx, rx) = channel();
+    let backlog = Arc::new(Backlog {
+        queued: AtomicUsize::new(0),
+        dropped: AtomicU64::new(0),
+        cap: rate as usize * cap_secs,
+    });
+    let capture = Capture {
+        tx,
+        backlog: backlog.clone(),
+    };
+    (capture, rx, backlog)
+}
+
 /// A microphone. The device is held only while it is open: [`AudioSource::close`] releases it
 /// (nothing records) and [`AudioSource::open`] opens it again.
 pub struct DeviceSource {
@@ -112,7 +171,10 @@ pub struct DeviceSource {
 /// An open input stream.
 struct MicStream {
     device: String,
+    rate: u32,
     rx: Receiver<MicMsg>,
+    backlog: Arc<Backlog>,
+    reported_drops: u64,
     stop: Arc<AtomicBool>,
     resampler: StreamResampler,
     pending: VecDeque<i16>,
@@ -144,25 +206,57 @@ impl DeviceSource {
 
 impl MicStream {
     fn open(name: &str) -> Result<MicStream, AudioError> {
-        let (tx, rx) = sync_channel::<MicMsg>(256);
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = sync_channel::<Result<(String, u32), AudioError>>(1);
+        let (queue_tx, queue_rx) = sync_channel(1);
         let wanted = name.to_string();
         let stop2 = stop.clone();
         std::thread::Builder::new()
             .name("sayri-mic".into())
-            .spawn(move || run_input(&wanted, tx, ready_tx, stop2))
+            .spawn(move || run_input(&wanted, queue_tx, ready_tx, stop2))
             .map_err(|e| AudioError::Io(e.to_string()))?;
         let (device, rate) = ready_rx
             .recv()
             .map_err(|_| AudioError::Io("microphone thread ended".into()))??;
+        let (rx, backlog) = queue_rx
+            .recv()
+            .map_err(|_| AudioError::Io("microphone thread ended".into()))?;
+        MicStream::new(device, rate, rx, backlog, stop)
+    }
+
+    fn new(
+        device: String,
+        rate: u32,
+        rx: Receiver<MicMsg>,
+        backlog: Arc<Backlog>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<MicStream, AudioError> {
         Ok(MicStream {
             device,
+            rate,
             rx,
+            backlog,
+            reported_drops: 0,
             stop,
             resampler: StreamResampler::new(rate).map_err(AudioError::Io)?,
             pending: VecDeque::new(),
         })
+    }
+
+    /// Logs audio dropped since the last report (the loop fell more than
+    /// [`MIC_BACKLOG_SECS`] behind the microphone).
+    fn report_drops(&mut self) {
+        let dropped = self.backlog.dropped.load(Ordering::Relaxed);
+        if dropped > self.reported_drops {
+            let secs = (dropped - self.reported_drops) as f64 / f64::from(self.rate.max(1));
+            tracing::warn!(
+                "the voice loop fell {MIC_BACKLOG_SECS} s behind microphone {}: {secs:.1} s of \
+                 audio were dropped (the CPU is too busy for the voice models; try a smaller \
+                 speech-to-text model)",
+                self.device
+            );
+            self.reported_drops = dropped;
+        }
     }
 
     fn read(&mut self, buf: &mut [i16]) -> Result<usize, AudioError> {
@@ -173,6 +267,7 @@ impl MicStream {
             };
             match self.rx.recv_timeout(Duration::from_secs(2)) {
                 Ok(MicMsg::Audio(mono)) => {
+                    self.backlog.queued.fetch_sub(mono.len(), Ordering::Relaxed);
                     let s: Vec<i16> = mono
                         .iter()
                         .map(|x| (x * 32768.0).clamp(-32768.0, 32767.0) as i16)
@@ -186,6 +281,7 @@ impl MicStream {
                 }
             }
         }
+        self.report_drops();
         for b in buf.iter_mut() {
             *b = self.pending.pop_front().unwrap_or(0);
         }
@@ -193,9 +289,12 @@ impl MicStream {
     }
 }
 
+/// The loop's end of a microphone queue, handed over once the device's rate is known.
+type QueueEnd = (Receiver<MicMsg>, Arc<Backlog>);
+
 fn run_input(
     name: &str,
-    tx: SyncSender<MicMsg>,
+    queue: SyncSender<QueueEnd>,
     ready: SyncSender<Result<(String, u32), AudioError>>,
     stop: Arc<AtomicBool>,
 ) {
@@ -209,11 +308,10 @@ fn run_input(
             })?;
         let channels = usize::from(cfg.channels()).max(1);
         let rate = cfg.sample_rate();
-        let data_tx = tx.clone();
-        let err_tx = tx.clone();
-        let on_error = move |e: cpal::Error| {
-            let _ = err_tx.try_send(MicMsg::Lost(e.to_string()));
-        };
+        let (capture, rx, backlog) = mic_queue(rate, MIC_BACKLOG_SECS);
+        let _ = queue.send((rx, backlog));
+        let data_tx = capture.clone();
+        let on_error = move |e: cpal::Error| capture.lost(e.to_string());
         let stream = match cfg.sample_format() {
             cpal::SampleFormat::I16 => device.build_input_stream(
                 cfg.config(),
@@ -224,7 +322,7 @@ fn run_input(
                             c.iter().map(|&s| f32::from(s) / 32768.0).sum::<f32>() / channels as f32
                         })
                         .collect();
-                    let _ = data_tx.try_send(MicMsg::Audio(mono));
+                    data_tx.deliver(mono);
                 },
                 on_error,
                 None,
@@ -236,7 +334,7 @@ fn run_input(
                         .chunks(channels)
                         .map(|c| c.iter().sum::<f32>() / channels as f32)
                         .collect();
-                    let _ = data_tx.try_send(MicMsg::Audio(mono));
+                    data_tx.deliver(mono);
                 },
                 on_error,
                 None,
@@ -436,5 +534,74 @@ impl AudioSink for DeviceSink {
 impl Drop for DeviceSink {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sayri_core::ports::audio::FRAME_SAMPLES;
+
+    fn stream(rate: u32, cap_secs: usize) -> (Capture, MicStream, Arc<Backlog>) {
+        let (capture, rx, backlog) = mic_queue(rate, cap_secs);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mic = MicStream::new("test mic".into(), rate, rx, backlog.clone(), stop)
+            .expect("a 48 kHz resampler");
+        (capture, mic, backlog)
+    }
+
+    #[test]
+    fn a_loop_far_behind_the_microphone_still_gets_every_sample_in_order() {
+        // Ten seconds captured at 48 kHz in 10 ms callbacks before the loop reads anything (a
+        // CPU busy with the models); each second at its own level, so order shows.
+        let (capture, mut mic, backlog) = stream(48_000, MIC_BACKLOG_SECS);
+        for second in 0..10u8 {
+            for _ in 0..100 {
+                capture.deliver(vec![0.05 * f32::from(second + 1); 480]);
+            }
+        }
+        assert_eq!(backlog.dropped.load(Ordering::Relaxed), 0);
+        // All ten seconds can be read (less the resampler's last block, held for more input).
+        let frames = (10 * 16_000 - 2_000) / FRAME_SAMPLES;
+        let mut buf = vec![0i16; FRAME_SAMPLES];
+        let mut level_at = Vec::new();
+        for f in 0..frames {
+            assert_eq!(mic.read(&mut buf).expect("audio is waiting"), FRAME_SAMPLES);
+            if f % 12 == 6 {
+                level_at.push(buf[FRAME_SAMPLES / 2]);
+            }
+        }
+        for (second, level) in level_at.iter().enumerate().take(10) {
+            let want = 0.05 * (second + 1) as f32 * 32768.0;
+            assert!(
+                (f32::from(*level) - want).abs() < 300.0,
+                "second {second}: {level}, not {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_backlog_beyond_its_cap_is_dropped_and_it_is_counted() {
+        let (capture, mut mic, backlog) = stream(16_000, 1);
+        for _ in 0..200 {
+            capture.deliver(vec![0.1; 160]);
+        }
+        assert_eq!(backlog.dropped.load(Ordering::Relaxed), 16_000);
+        assert_eq!(backlog.queued.load(Ordering::Relaxed), 16_000);
+        let mut buf = vec![0i16; FRAME_SAMPLES];
+        for _ in 0..5 {
+            mic.read(&mut buf).expect("audio is waiting");
+        }
+        assert_eq!(
+            backlog.queued.load(Ordering::Relaxed),
+            16_000 - 5 * FRAME_SAMPLES
+        );
+        capture.deliver(vec![0.1; 160]);
+        assert_eq!(
+            backlog.dropped.load(Ordering::Relaxed),
+            16_000,
+            "room again once the loop caught up"
+        );
+        assert_eq!(mic.reported_drops, 16_000, "the drop was reported");
     }
 }

@@ -52,12 +52,15 @@ pub fn speech(text: &str, voice: &str) -> Vec<i16> {
 }
 
 /// Shifts the pitch by `cents` with sox (keeps the duration): a different-sounding speaker.
+/// Without dither (`-D`): sox's default dither is random, so every run heard a slightly
+/// different person and outcomes near a detector's threshold changed from run to run.
 pub fn pitch_shift(audio: &[i16], cents: i32) -> Vec<i16> {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.wav");
     let b = dir.path().join("b.wav");
     sayri_voice::audio::write_wav_16k(&a, audio).unwrap();
     let st = std::process::Command::new("sox")
+        .arg("-D")
         .arg(&a)
         .arg(&b)
         .args(["pitch", &cents.to_string()])
