@@ -105,16 +105,6 @@ pub enum ClientError {
 /// to be our own uid.
 pub const MAX_DAEMON_LINE_BYTES: usize = 512 << 20;
 
-/// A message from the daemon with its event typed ([`Client::next_typed`]).
-#[derive(Debug, Clone)]
-pub enum Incoming {
-    /// An event.
-    Event(AnyEvent),
-    /// The response to a request (its `result` is read with
-    /// [`sayri_protocol::reply::decode`] once its command is known).
-    Response(sayri_protocol::Response),
-}
-
 /// A connected client.
 pub struct Client {
     rd: OwnedReadHalf,
@@ -336,18 +326,6 @@ impl Client {
     /// As [`Client::call_with`].
     pub async fn request_with<P: Params>(&mut self, params: &P) -> Result<P::Reply, ClientError> {
         self.call_with(params, REQUEST_TIMEOUT, |_| {}).await
-    }
-
-    /// Reads the next message with its event typed.
-    ///
-    /// # Errors
-    /// As [`Client::next_message`]; [`ClientError::Event`] for an event that does not fit its
-    /// type.
-    pub async fn next_typed(&mut self) -> Result<Incoming, ClientError> {
-        Ok(match self.next_message().await? {
-            ServerMessage::Event(ev) => Incoming::Event(AnyEvent::read(&ev)?),
-            ServerMessage::Response(r) => Incoming::Response(r),
-        })
     }
 
     /// Waits until the daemon closes the connection (e.g. after `quit`), up to `timeout`.

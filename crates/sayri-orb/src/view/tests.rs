@@ -654,9 +654,11 @@ fn session_transcript_loads_turns_with_their_steps() {
     assert_eq!(vm.turns[0].user.as_deref(), Some("list files"));
 }
 
-/// A `session_get` reply of `id` with these messages (`role`, `content`, a step's command and
-/// output).
-fn transcript(id: &str, messages: &[(&str, &str, Option<(&str, &str)>)]) -> SessionGetReply {
+/// One stored message: its role, its content and, for a step, its command and output.
+type Stored<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+
+/// A `session_get` reply of `id` with these messages.
+fn transcript(id: &str, messages: &[Stored]) -> SessionGetReply {
     SessionGetReply {
         id: id.into(),
         title: "t".into(),
