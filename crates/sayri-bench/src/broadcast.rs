@@ -5,7 +5,7 @@ use crate::report::Row;
 use crate::stats::Stat;
 use sayri_client::paths::Paths;
 use sayri_daemon::daemon::{Daemon, default_dispatcher};
-use serde_json::{Map, json};
+use sayri_protocol::event::turns::AssistantDelta;
 use std::io::BufRead;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,9 +76,9 @@ fn once() -> Result<f64, String> {
     }
     let t = Instant::now();
     for i in 0..EVENTS {
-        let mut p = Map::new();
-        p.insert("delta".into(), json!("token"));
-        state.broadcaster.broadcast("assistant_delta", p);
+        state.broadcaster.emit(&AssistantDelta {
+            delta: "token".into(),
+        });
         if (i + 1) % 512 == 0 || i + 1 == EVENTS {
             while counters.iter().any(|c| c.load(Ordering::Relaxed) < i + 1) {
                 std::thread::yield_now();

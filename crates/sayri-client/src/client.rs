@@ -4,8 +4,16 @@
 //! the daemon accepted us: a refused peer is closed before any byte). [`Client::call`] sends one
 //! request with a fresh numeric id and reads frames until the matching response, handing every
 //! event to a callback on the way (the `ask`/`chat` commands stream `assistant_delta` this way).
+//!
+//! [`Client::call_with`] and [`Client::request_with`] are the typed face: they send a command's
+//! params struct and read its `result` into the command's reply type (`P::Reply`), and hand
+//! events over as [`AnyEvent`]; a reply or event that does not fit its type is
+//! [`ClientError::Reply`] or [`ClientError::Event`]. [`Client::call`] and [`Client::request`]
+//! keep the raw JSON for a client that forwards frames without reading them (the web bridge).
 
+use sayri_protocol::event::{AnyEvent, EventError};
 use sayri_protocol::ndjson::{self, Frame, LineFramer};
+use sayri_protocol::reply::{self, ReplyError, runtime::StatusReply};
 use sayri_protocol::{Event, Params, ProtocolError, Request, ServerMessage, names, params};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -83,6 +91,12 @@ pub enum ClientError {
     /// The daemon answered `ok:false`.
     #[error("{}", .0.message)]
     Remote(ProtocolError),
+    /// A `result` that is not the reply type of its command (another version of the daemon).
+    #[error("{0}")]
+    Reply(#[from] ReplyError),
+    /// An event whose payload is not its event type (another version of the daemon).
+    #[error("{0}")]
+    Event(#[from] EventError),
 }
 
 /// Longest line accepted from the daemon, in bytes. The 1 MiB limit binds requests; the
@@ -100,7 +114,9 @@ pub struct Client {
     buf: Vec<u8>,
     next_id: u64,
     socket: PathBuf,
-    /// The `info` of the `ready` greeting (the daemon's status at connect time).
+    /// The `info` of the `ready` greeting (the daemon's status at connect time), as sent: a
+    /// client that forwards it keeps members this client does not know. Read it with
+    /// [`Client::ready_status`].
     pub ready_info: Value,
 }
 
@@ -267,19 +283,48 @@ impl Client {
         self.call(cmd, params, REQUEST_TIMEOUT, |_| {}).await
     }
 
-    /// [`Client::call`] with typed params: the command is `P::CMD`.
+    /// The `ready` greeting's `info` as the status type.
+    ///
+    /// # Errors
+    /// The greeting does not fit [`StatusReply`] (another version of the daemon).
+    pub fn ready_status(&self) -> Result<StatusReply, ReplyError> {
+        reply::decode::<params::StatusParams>(self.ready_info.clone())
+    }
+
+    /// Sends command `P` with `params` and reads its reply type, passing every event to
+    /// `on_event` meanwhile.
+    ///
+    /// # Errors
+    /// As [`Client::call`]; [`ClientError::Reply`] when the result does not fit `P::Reply`,
+    /// [`ClientError::Event`] when an event does not fit its type (the call is given up: the
+    /// daemon is another version).
     pub async fn call_with<P: Params>(
         &mut self,
         params: &P,
         timeout: Duration,
-        on_event: impl FnMut(&Event),
-    ) -> Result<Value, ClientError> {
+        mut on_event: impl FnMut(&AnyEvent),
+    ) -> Result<P::Reply, ClientError> {
         let map = params::to_map(params).map_err(|e| ClientError::BadFrame(e.to_string()))?;
-        self.call(P::CMD, map, timeout, on_event).await
+        let mut bad_event = None;
+        let result = self
+            .call(P::CMD, map, timeout, |ev| match AnyEvent::read(ev) {
+                Ok(e) => on_event(&e),
+                Err(e) => {
+                    bad_event.get_or_insert(e);
+                }
+            })
+            .await?;
+        if let Some(e) = bad_event {
+            return Err(ClientError::Event(e));
+        }
+        Ok(reply::decode::<P>(result)?)
     }
 
     /// [`Client::call_with`] ignoring events, with [`REQUEST_TIMEOUT`].
-    pub async fn request_with<P: Params>(&mut self, params: &P) -> Result<Value, ClientError> {
+    ///
+    /// # Errors
+    /// As [`Client::call_with`].
+    pub async fn request_with<P: Params>(&mut self, params: &P) -> Result<P::Reply, ClientError> {
         self.call_with(params, REQUEST_TIMEOUT, |_| {}).await
     }
 

@@ -19,7 +19,9 @@ use sayri_core::domain::agents::{self, Narrowing};
 use sayri_core::domain::profile::AgentProfile;
 pub use sayri_core::domain::profile::valid_agent_id;
 use sayri_core::ports::{AgentDirectory, effective_agent};
-use serde_json::{Value, json};
+use sayri_protocol::reply::agents::{
+    Agent, AgentModel, AgentSandbox, BrokenAgent, ListedAgent, UsableAgent,
+};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -276,47 +278,54 @@ impl AgentDirectory for FileAgents {
 
 /// The public view of an (effective) profile. Permission rules are left out: clients show
 /// agents, and the rules stay readable in the profile file and `sayri agents show`.
-pub fn agent_json(a: &AgentProfile) -> Value {
-    json!({
-        "id": a.id, "name": a.name, "description": a.description,
-        "system_prompt": a.system_prompt, "is_builtin": a.id == "default",
-        "model": {
-            "provider": a.model.provider, "model_name": a.model.model_name,
-            "temperature": (f64::from(a.model.temperature) * 1000.0).round() / 1000.0,
-            "base_url": a.model.base_url,
+pub fn agent_view(a: &AgentProfile) -> Agent {
+    Agent {
+        id: a.id.clone(),
+        name: a.name.clone(),
+        description: a.description.clone(),
+        system_prompt: a.system_prompt.clone(),
+        is_builtin: a.id == "default",
+        model: AgentModel {
+            provider: a.model.provider.clone(),
+            model_name: a.model.model_name.clone(),
+            temperature: (f64::from(a.model.temperature) * 1000.0).round() / 1000.0,
+            base_url: a.model.base_url.clone(),
         },
-        "sandbox": {
-            "level": a.sandbox.level, "timeout_seconds": a.sandbox.timeout_seconds,
-            "allow_network": a.sandbox.allow_network, "ask_before_run": a.sandbox.ask_before_run,
-            "default_effect": a.sandbox.default_effect,
+        sandbox: AgentSandbox {
+            level: a.sandbox.level,
+            timeout_seconds: a.sandbox.timeout_seconds,
+            allow_network: a.sandbox.allow_network,
+            ask_before_run: a.sandbox.ask_before_run,
+            default_effect: a.sandbox.default_effect.name().into(),
         },
-        "allowed_skills": a.allowed_skills, "allowed_plugins": a.allowed_plugins,
-        "allowed_tools": a.allowed_tools, "allowed_secrets": a.allowed_secrets,
-        "custom_instructions": a.custom_instructions,
-        "investigation_loop": a.investigation_loop,
-        "reinforcement_learning": a.reinforcement_learning,
-        "parent": a.parent,
-    })
+        allowed_skills: a.allowed_skills.clone(),
+        allowed_plugins: a.allowed_plugins.clone(),
+        allowed_tools: a.allowed_tools.clone(),
+        allowed_secrets: a.allowed_secrets.clone(),
+        custom_instructions: a.custom_instructions.clone(),
+        investigation_loop: a.investigation_loop,
+        reinforcement_learning: a.reinforcement_learning,
+        parent: a.parent.clone(),
+    }
 }
 
 /// One `agents_list` entry: the effective profile with `narrowed` (what its creators take away)
 /// and `error: null`, or — for an agent that cannot be used — its id, name and `error`.
-pub fn listed_json(l: &Listed) -> Value {
+pub fn listed_view(l: &Listed) -> ListedAgent {
     match &l.effective {
-        Ok(e) => {
-            let mut v = agent_json(e);
-            v["narrowed"] = json!(l.narrowed());
-            v["error"] = Value::Null;
-            v
-        }
+        Ok(e) => ListedAgent::Usable(Box::new(UsableAgent {
+            agent: agent_view(e),
+            narrowed: l.narrowed().iter().map(crate::wire::narrowing).collect(),
+            error: None,
+        })),
         Err(error) => {
             let written = l.written.as_ref().ok();
-            json!({
-                "id": l.id,
-                "name": written.map_or(l.id.as_str(), |w| w.name.as_str()),
-                "is_builtin": false,
-                "parent": written.and_then(|w| w.parent.clone()),
-                "error": error,
+            ListedAgent::Broken(BrokenAgent {
+                id: l.id.clone(),
+                name: written.map_or(l.id.clone(), |w| w.name.clone()),
+                is_builtin: false,
+                parent: written.and_then(|w| w.parent.clone()),
+                error: error.clone(),
             })
         }
     }

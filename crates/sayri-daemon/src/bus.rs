@@ -12,8 +12,8 @@
 
 use bytes::Bytes;
 use sayri_core::sync::lock;
+use sayri_protocol::event::EventPayload;
 use sayri_protocol::{Event, ndjson};
-use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -140,12 +140,20 @@ impl Broadcaster {
         self.clients().len()
     }
 
-    /// Broadcasts `{"event": event, ...payload}` to every client. Returns how many queues took it.
-    pub fn broadcast(&self, event: &str, payload: Map<String, Value>) -> usize {
-        self.send_event(&Event::new(event, payload))
+    /// Broadcasts `event` (a type of `sayri_protocol::event`) to every client. Returns how
+    /// many queues took it.
+    pub fn emit<E: EventPayload>(&self, event: &E) -> usize {
+        match sayri_protocol::event::frame(event) {
+            Ok(frame) => self.send_event(&frame),
+            Err(e) => {
+                tracing::error!("cannot encode event {}: {e}", E::NAME);
+                0
+            }
+        }
     }
 
-    /// Broadcasts an [`Event`]. Returns how many queues took it.
+    /// Broadcasts a frame made elsewhere (one redacted after it was built). Returns how many
+    /// queues took it.
     pub fn send_event(&self, event: &Event) -> usize {
         match ndjson::encode_line(event) {
             Ok(line) => self.send_frame(Bytes::from(line)),
@@ -198,6 +206,7 @@ impl Broadcaster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sayri_protocol::event::turns::{AssistantDelta, Busy};
 
     #[test]
     fn a_full_queue_drops_only_that_client() {
@@ -206,7 +215,7 @@ mod tests {
         let mut reader = b.register(&root);
         let stuck = b.register(&root);
         for i in 0..10 {
-            b.broadcast("tick", Map::new());
+            b.emit(&Busy { active: true });
             // The reading client drains as it goes.
             while let Ok(f) = reader.rx.try_recv() {
                 reader.queued.fetch_sub(f.len(), Ordering::Relaxed);
@@ -227,10 +236,11 @@ mod tests {
         let b = Broadcaster::new(1024);
         let root = CancellationToken::new();
         let stuck = b.register(&root);
-        let mut payload = Map::new();
-        payload.insert("delta".into(), Value::String("x".repeat(1024 * 1024)));
+        let big = AssistantDelta {
+            delta: "x".repeat(1024 * 1024),
+        };
         for _ in 0..8 {
-            b.broadcast("big", payload.clone());
+            b.emit(&big);
         }
         assert_eq!(b.client_count(), 0);
         assert!(stuck.cancel.is_cancelled());

@@ -7,7 +7,8 @@ use crate::config_file::{self, ConfigFileError};
 use crate::settings_check;
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::{Config, ConfigError, ConfigValue, mask_value};
-use serde_json::{Value, json};
+use sayri_protocol::reply::config::ConfigRow;
+use serde_json::Value;
 
 /// The value of `name` in `cfg` as shown to clients: masked when the key is secret.
 ///
@@ -37,20 +38,26 @@ pub fn set_in_file(
     })
 }
 
-/// The `config_list` result for `cfg` (also printed by `sayri config list` without a daemon):
+/// The `config_list` rows for `cfg` (also printed by `sayri config list` without a daemon):
 /// every key in table order with its masked value, `is_secret`, `type` and `doc`;
 /// `provider.api_key` shows `***` when `provider_key_in_vault`.
-pub fn list_json(cfg: &Config, provider_key_in_vault: bool) -> Value {
-    let rows = cfg.entries().into_iter().map(|(spec, v)| {
-        let secret = spec.is_secret();
-        let mut value = if secret { mask_value(&v) } else { v }.to_json();
-        if provider_key_in_vault && spec.group == "provider" && spec.key == "api_key" {
-            value = json!("***");
-        }
-        json!({
-            "group": spec.group, "key": spec.key, "value": value, "is_secret": secret,
-            "type": spec.ty.name(), "doc": spec.doc,
+pub fn config_rows(cfg: &Config, provider_key_in_vault: bool) -> Vec<ConfigRow> {
+    cfg.entries()
+        .into_iter()
+        .map(|(spec, v)| {
+            let secret = spec.is_secret();
+            let mut value = if secret { mask_value(&v) } else { v }.to_json();
+            if provider_key_in_vault && spec.group == "provider" && spec.key == "api_key" {
+                value = Value::from("***");
+            }
+            ConfigRow {
+                group: spec.group.into(),
+                key: spec.key.into(),
+                value,
+                is_secret: secret,
+                ty: spec.ty.name().into(),
+                doc: spec.doc.into(),
+            }
         })
-    });
-    Value::Array(rows.collect())
+        .collect()
 }

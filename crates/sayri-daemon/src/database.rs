@@ -1,8 +1,8 @@
 //! The session database's recovery, as the daemon's `db_recover` and `sayri db recover` without
 //! a daemon both do it: one call, one reply object.
 
+use sayri_protocol::reply::database::DbRecoverReply;
 use sayri_store::{RecoverError, Store};
-use serde_json::{Value, json};
 
 /// Rebuilds `store` when it is corrupt (or always with `force`; see [`Store::recover`]) and
 /// gives the reply `{database, damaged_copy, tables, summary}`; `damaged_copy` is null when the
@@ -12,15 +12,10 @@ use serde_json::{Value, json};
 ///
 /// # Errors
 /// Why the file could not be set aside or rebuilt (the original is then left where it was).
-pub fn recover(store: &Store, force: bool) -> Result<Value, RecoverError> {
+pub fn recover(store: &Store, force: bool) -> Result<DbRecoverReply, RecoverError> {
     let report = store.recover(force)?;
     if report.damaged_copy.is_some() {
         tracing::warn!("{}", report.summary().trim_end());
     }
-    Ok(json!({
-        "database": report.database,
-        "damaged_copy": report.damaged_copy,
-        "tables": report.tables,
-        "summary": report.summary(),
-    }))
+    Ok(crate::wire::recovery(&report))
 }

@@ -9,7 +9,8 @@
 //!    [`config_file`], [`config_values`], [`agents`], [`policies`], [`skills`],
 //!    [`stored_secrets`], [`settings_check`], [`local_model`], [`notify`], [`footprint`],
 //!    [`assets`], [`desktop_tools`], [`database`], [`store_health`]. The `sayri` CLI calls the
-//!    same loaders the handlers do.
+//!    same loaders the handlers do. [`wire`] turns the daemon's values into the protocol's
+//!    reply and event types.
 //! 3. The services: [`voice`], [`routines`], [`gateways`] — each gets the brain, the bus and
 //!    what else it needs as narrow handles (gateways through [`gateways::Host`]), never the
 //!    server's state; they do not import each other.
@@ -43,3 +44,4 @@ pub mod store_health;
 pub mod stored_secrets;
 pub mod supervisor;
 pub mod voice;
+pub mod wire;

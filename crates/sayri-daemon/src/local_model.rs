@@ -34,6 +34,7 @@ use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
 use sayri_core::ports::{ChatError, ChatModel, ChatRequest, ChatStream, Redactor};
 use sayri_core::sync::lock;
+use sayri_protocol::reply::runtime::LocalModelStatus;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -248,31 +249,28 @@ impl LocalModel {
         !lock(&self.inner).configured.is_empty()
     }
 
-    /// `{"configured","model","state","port","error","log_file"}` for `status`.
-    pub fn status_json(&self) -> serde_json::Value {
+    /// `status.local_model`: `{state, port?, error?, configured, model, log_file}`.
+    pub fn status(&self) -> LocalModelStatus {
         let inner = lock(&self.inner);
-        let mut v = serde_json::to_value(self.state()).unwrap_or(serde_json::Value::Null);
-        if let serde_json::Value::Object(m) = &mut v {
-            m.insert("configured".into(), inner.configured.clone().into());
-            m.insert(
-                "model".into(),
-                inner
-                    .model
-                    .as_deref()
-                    .map(model_id)
-                    .map_or(serde_json::Value::Null, Into::into),
-            );
-            m.insert(
-                "log_file".into(),
-                self.paths
-                    .logs_dir()
-                    .join(format!("{CHILD_NAME}.log"))
-                    .display()
-                    .to_string()
-                    .into(),
-            );
+        let (state, port, error) = match self.state() {
+            LocalState::Off => ("off", None, None),
+            LocalState::Starting => ("starting", None, None),
+            LocalState::Ready { port } => ("ready", Some(port), None),
+            LocalState::Failed { error } => ("failed", None, Some(error)),
+        };
+        LocalModelStatus {
+            state: state.into(),
+            port,
+            error,
+            configured: inner.configured.clone(),
+            model: inner.model.as_deref().map(model_id),
+            log_file: self
+                .paths
+                .logs_dir()
+                .join(format!("{CHILD_NAME}.log"))
+                .display()
+                .to_string(),
         }
-        v
     }
 
     /// The endpoint the provider uses while the local model is active, e.g.

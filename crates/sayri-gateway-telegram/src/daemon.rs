@@ -4,7 +4,7 @@
 //! The socket must be served by our own uid (`SO_PEERCRED`); otherwise nothing is sent — a
 //! process of another user could be impersonating the daemon to read messages.
 
-use sayri_protocol::legacy::{GatewayReport, IncomingMessage, ReplyEvent};
+use sayri_protocol::legacy::{GatewayReport, IncomingMessage, ReplyEvent, ReportAnswer};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -117,14 +117,12 @@ impl DaemonLink {
             .read_line(&mut buf)
             .await
             .map_err(|e| LinkError(format!("lost the daemon's answer: {e}")))?;
-        let v: Value = serde_json::from_str(buf.trim_end()).unwrap_or(Value::Null);
-        if v["ok"] == Value::Bool(true) {
-            Ok(())
-        } else {
-            Err(LinkError(format!(
+        match serde_json::from_str::<ReportAnswer>(buf.trim_end()) {
+            Ok(ReportAnswer { ok: true, .. }) => Ok(()),
+            _ => Err(LinkError(format!(
                 "the daemon refused the report: {}",
                 buf.trim_end()
-            )))
+            ))),
         }
     }
 }

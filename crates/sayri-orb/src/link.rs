@@ -195,18 +195,21 @@ async fn run(
     let mut attempt: u32 = 0;
     loop {
         let reason = match Client::connect(&options.socket, CONNECT_TIMEOUT).await {
-            Ok(client) => {
-                attempt = 0;
-                may_start = false;
-                let info = client.ready_info.clone();
-                if to_ui.send(Input::Ready(info)).await.is_err() {
-                    return;
+            Ok(client) => match client.ready_status() {
+                Ok(info) => {
+                    attempt = 0;
+                    may_start = false;
+                    if to_ui.send(Input::Ready(info)).await.is_err() {
+                        return;
+                    }
+                    match serve(client, &requests, &to_ui).await {
+                        Some(reason) => reason,
+                        None => return,
+                    }
                 }
-                match serve(client, &requests, &to_ui).await {
-                    Some(reason) => reason,
-                    None => return,
-                }
-            }
+                // Another version of the daemon: say so and keep trying (it may be updated).
+                Err(e) => crate::safe_text::visible(&e.to_string()).into_owned(),
+            },
             Err(ClientError::NotRunning { .. }) if may_start => {
                 may_start = false;
                 if to_ui
@@ -262,7 +265,7 @@ async fn serve(
         tokio::select! {
             msg = client.next_message() => match msg {
                 Ok(ServerMessage::Event(ev)) => {
-                    if to_ui.send(Input::Event(ev)).await.is_err() {
+                    if to_ui.send(Input::from_frame(&ev)).await.is_err() {
                         return None;
                     }
                 }

@@ -51,6 +51,18 @@ pub enum DefaultEffect {
     Deny,
 }
 
+impl DefaultEffect {
+    /// The name profiles and the protocol use (`allow`, `read_only`, `ask`, `deny`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DefaultEffect::Allow => "allow",
+            DefaultEffect::ReadOnly => "read_only",
+            DefaultEffect::Ask => "ask",
+            DefaultEffect::Deny => "deny",
+        }
+    }
+}
+
 /// The rule layer an agent inherits from one of its creators: that creator's blocked programs
 /// and permission rules. Filled only by `sayri-core`'s `domain::agents::effective_profile`, never read from or
 /// written to a profile file. The permission engine evaluates each layer on its own and a later

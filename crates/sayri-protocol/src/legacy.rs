@@ -159,6 +159,30 @@ pub struct GatewayReport {
     pub next_retry_at: Option<f64>,
 }
 
+/// The answer to a [`GatewayReport`]: `{"ok": true}`, or the `error` event
+/// (`{"event": "error", "ok": false, "error"}`) when it was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportAnswer {
+    /// The report was taken.
+    pub ok: bool,
+    /// Why it was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ReportAnswer {
+    /// `{"ok": true}` as one NDJSON line.
+    pub fn taken_line() -> Vec<u8> {
+        let mut v = serde_json::to_vec(&ReportAnswer {
+            ok: true,
+            error: None,
+        })
+        .unwrap_or_else(|_| b"{\"ok\":true}".to_vec());
+        v.push(b'\n');
+        v
+    }
+}
+
 /// A request on the legacy socket.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LegacyRequest {

@@ -11,12 +11,15 @@
 //! ```
 
 pub mod child_secrets;
+pub mod event;
 pub mod legacy;
 pub mod level;
 pub mod message;
 pub mod names;
 pub mod ndjson;
 pub mod params;
+pub mod reply;
+pub mod shape;
 
 pub use level::SandboxLevel;
 pub use message::{ErrorCode, Event, ProtocolError, Request, Response, ServerMessage};

@@ -33,14 +33,19 @@
 
 use crate::message::ProtocolError;
 use crate::names::cmd;
-use serde::de::{self, DeserializeOwned, Visitor};
+use crate::reply;
+use serde::de::{self, DeserializeOwned};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-/// The parameters of one command: the type its handler receives, bound to its wire name.
+/// The parameters of one command: the type its handler receives, bound to its wire name and
+/// to the type of its reply.
 pub trait Params: Serialize + DeserializeOwned + Send + 'static {
     /// The command's wire name, one of [`crate::names::cmd::ALL`].
     const CMD: &'static str;
+    /// What the command answers (its `result`), from [`crate::reply`]: the daemon's handler
+    /// returns it, a client reads it with [`crate::reply::decode`].
+    type Reply: Serialize + DeserializeOwned + Send + 'static;
 }
 
 /// Parses a request's `params` object into `P`.
@@ -82,9 +87,21 @@ pub fn to_map<P: Params>(p: &P) -> Result<Map<String, Value>, serde_json::Error>
 /// The parameter names of `P`, as its `Deserialize` implementation knows them (in declaration
 /// order). Empty for a command without parameters.
 pub fn field_names<P: Params>() -> &'static [&'static str] {
-    let mut fields: &'static [&'static str] = &[];
-    let _ = P::deserialize(FieldNames(&mut fields));
-    fields
+    crate::shape::field_names::<P>()
+}
+
+/// The member names of `P`'s reply (of its items for a list; see [`crate::shape`]).
+pub fn reply_field_names<P: Params>() -> &'static [&'static str] {
+    crate::shape::field_names::<P::Reply>()
+}
+
+/// Reads `result` as `P`'s reply and writes it again (what the golden tests compare).
+///
+/// # Errors
+/// The reply does not fit `P::Reply`, as a sentence.
+pub fn reply_round_trip<P: Params>(result: Value) -> Result<Value, String> {
+    let reply = crate::reply::decode::<P>(result).map_err(|e| e.to_string())?;
+    crate::reply::encode(&reply).map_err(|e| e.to_string())
 }
 
 /// Whether `P` refuses a parameter it does not know (see the module rules).
@@ -106,6 +123,10 @@ pub struct ParamsInfo {
     pub fields: fn() -> &'static [&'static str],
     /// Whether it refuses unknown parameters ([`refuses_unknown`]).
     pub refuses_unknown: fn() -> bool,
+    /// Its reply's member names ([`reply_field_names`]).
+    pub reply_fields: fn() -> &'static [&'static str],
+    /// Reads and writes a reply again ([`reply_round_trip`]).
+    pub reply_round_trip: fn(Value) -> Result<Value, String>,
 }
 
 impl ParamsInfo {
@@ -115,6 +136,8 @@ impl ParamsInfo {
             cmd: P::CMD,
             fields: field_names::<P>,
             refuses_unknown: refuses_unknown::<P>,
+            reply_fields: reply_field_names::<P>,
+            reply_round_trip: reply_round_trip::<P>,
         }
     }
 }
@@ -207,7 +230,7 @@ pub const ALL: &[ParamsInfo] = &[
 // Commands without parameters
 
 macro_rules! no_params {
-    ($($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident = $cmd:path => $reply:ty;)*) => {$(
         $(#[$doc])*
         ///
         /// Takes no parameters; any it is sent are ignored.
@@ -216,51 +239,52 @@ macro_rules! no_params {
 
         impl Params for $name {
             const CMD: &'static str = $cmd;
+            type Reply = $reply;
         }
     )*};
 }
 
 no_params! {
     /// `skills_list` → `[{slug, name, description, state, verdict, score, source, path}]`.
-    SkillsListParams = cmd::SKILLS_LIST;
+    SkillsListParams = cmd::SKILLS_LIST => reply::skills::SkillsListReply;
     /// `plugins_list` → every plugin (gateway programs and UIs).
-    PluginsListParams = cmd::PLUGINS_LIST;
+    PluginsListParams = cmd::PLUGINS_LIST => reply::desktop::PluginsListReply;
     /// `ui_list` → every UI with whether it runs.
-    UiListParams = cmd::UI_LIST;
+    UiListParams = cmd::UI_LIST => reply::desktop::UiListReply;
     /// `ping` → `"pong"`.
-    PingParams = cmd::PING;
+    PingParams = cmd::PING => reply::runtime::PingReply;
     /// `version` → `{"version", "protocol_version"}`.
-    VersionParams = cmd::VERSION;
+    VersionParams = cmd::VERSION => reply::runtime::VersionReply;
     /// `status` → the status object.
-    StatusParams = cmd::STATUS;
+    StatusParams = cmd::STATUS => reply::runtime::StatusReply;
     /// `quit` → `{"ok": true}`, then the daemon stops.
-    QuitParams = cmd::QUIT;
+    QuitParams = cmd::QUIT => reply::runtime::QuitReply;
     /// `interrupt` → `{"interrupted"}`.
-    InterruptParams = cmd::INTERRUPT;
+    InterruptParams = cmd::INTERRUPT => reply::sessions::InterruptReply;
     /// `new_conversation` → `{"session_id"}`.
-    NewConversationParams = cmd::NEW_CONVERSATION;
+    NewConversationParams = cmd::NEW_CONVERSATION => reply::sessions::NewConversationReply;
     /// `permission_list` → `{"pending", "approvals"}`.
-    PermissionListParams = cmd::PERMISSION_LIST;
+    PermissionListParams = cmd::PERMISSION_LIST => reply::permissions::PermissionListReply;
     /// `config_list` → every setting.
-    ConfigListParams = cmd::CONFIG_LIST;
+    ConfigListParams = cmd::CONFIG_LIST => reply::config::ConfigListReply;
     /// `agents_list` → every agent.
-    AgentsListParams = cmd::AGENTS_LIST;
+    AgentsListParams = cmd::AGENTS_LIST => reply::agents::AgentsListReply;
     /// `vault_list` → every secret, masked.
-    VaultListParams = cmd::VAULT_LIST;
+    VaultListParams = cmd::VAULT_LIST => reply::vault::VaultListReply;
     /// `routines_list` → every routine.
-    RoutinesListParams = cmd::ROUTINES_LIST;
+    RoutinesListParams = cmd::ROUTINES_LIST => reply::routines::RoutinesListReply;
     /// `triggers_list` → every trigger file, invalid ones with their error.
-    TriggersListParams = cmd::TRIGGERS_LIST;
+    TriggersListParams = cmd::TRIGGERS_LIST => reply::routines::TriggersListReply;
     /// `settings_schema` → `{"sections", "plugin_sections"}`.
-    SettingsSchemaParams = cmd::SETTINGS_SCHEMA;
+    SettingsSchemaParams = cmd::SETTINGS_SCHEMA => reply::config::SettingsSchemaReply;
     /// `gateway_list` → every gateway instance with its process state.
-    GatewayListParams = cmd::GATEWAY_LIST;
+    GatewayListParams = cmd::GATEWAY_LIST => reply::gateways::GatewayListReply;
     /// `stop_listening` → `{"stopped": true}`: the microphone closes, a spoken query in
     /// flight and its speech stop.
-    StopListeningParams = cmd::STOP_LISTENING;
+    StopListeningParams = cmd::STOP_LISTENING => reply::voice::StopListeningReply;
     /// `toggle_listening` → `{"state"}`: stops listening when the microphone is on or a
     /// spoken query runs, otherwise starts listening for one query.
-    ToggleListeningParams = cmd::TOGGLE_LISTENING;
+    ToggleListeningParams = cmd::TOGGLE_LISTENING => reply::voice::ToggleListeningReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,6 +358,7 @@ impl TalkParams {
 
 impl Params for TalkParams {
     const CMD: &'static str = cmd::TALK;
+    type Reply = reply::sessions::TalkReply;
 }
 
 /// `ask {text, timeout=120, agent_id?, target_agent_id?, session_id?, new?}` → `{"text",
@@ -391,6 +416,7 @@ impl AskParams {
 
 impl Params for AskParams {
     const CMD: &'static str = cmd::ASK;
+    type Reply = reply::sessions::AskReply;
 }
 
 /// `listen {timeout=60}` → `{"text"}`: captures one utterance and returns its transcript
@@ -418,6 +444,7 @@ impl ListenParams {
 
 impl Params for ListenParams {
     const CMD: &'static str = cmd::LISTEN;
+    type Reply = reply::voice::ListenReply;
 }
 
 /// `switch_session {session_id}` → `{"session_id"}`.
@@ -431,6 +458,7 @@ pub struct SwitchSessionParams {
 
 impl Params for SwitchSessionParams {
     const CMD: &'static str = cmd::SWITCH_SESSION;
+    type Reply = reply::sessions::SwitchSessionReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -454,6 +482,7 @@ pub struct PermissionAnswerParams {
 
 impl Params for PermissionAnswerParams {
     const CMD: &'static str = cmd::PERMISSION_ANSWER;
+    type Reply = reply::permissions::PermissionAnswerReply;
 }
 
 /// `permission_forget {action?, agent_id=""}` → `{"removed"}`. Without an action (absent or
@@ -478,6 +507,7 @@ impl PermissionForgetParams {
 
 impl Params for PermissionForgetParams {
     const CMD: &'static str = cmd::PERMISSION_FORGET;
+    type Reply = reply::permissions::PermissionForgetReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,6 +543,7 @@ pub struct ClientHelloParams {
 
 impl Params for ClientHelloParams {
     const CMD: &'static str = cmd::CLIENT_HELLO;
+    type Reply = reply::runtime::ClientHelloReply;
 }
 
 fn list_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
@@ -557,6 +588,7 @@ impl ConfigGetParams {
 
 impl Params for ConfigGetParams {
     const CMD: &'static str = cmd::CONFIG_GET;
+    type Reply = reply::config::ConfigGetReply;
 }
 
 /// `config_set {key, group?, value}` → `{"group", "key", "value"}` (stored, unmasked).
@@ -583,6 +615,7 @@ impl ConfigSetParams {
 
 impl Params for ConfigSetParams {
     const CMD: &'static str = cmd::CONFIG_SET;
+    type Reply = reply::config::ConfigSetReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -599,6 +632,7 @@ pub struct AgentSwitchParams {
 
 impl Params for AgentSwitchParams {
     const CMD: &'static str = cmd::AGENT_SWITCH;
+    type Reply = reply::agents::AgentSwitchReply;
 }
 
 /// How `agent_save` treats an existing id.
@@ -751,6 +785,7 @@ pub struct AgentSaveParams {
 
 impl Params for AgentSaveParams {
     const CMD: &'static str = cmd::AGENT_SAVE;
+    type Reply = reply::agents::AgentSaveReply;
 }
 
 /// `agent_delete {agent_id}` → `{"agent_id", "deleted"}`.
@@ -764,6 +799,7 @@ pub struct AgentDeleteParams {
 
 impl Params for AgentDeleteParams {
     const CMD: &'static str = cmd::AGENT_DELETE;
+    type Reply = reply::agents::AgentDeleteReply;
 }
 
 /// `skills_install {path, slug?, confirm?}` → `{slug, installed, replaced, verdict, score,
@@ -784,6 +820,7 @@ pub struct SkillsInstallParams {
 
 impl Params for SkillsInstallParams {
     const CMD: &'static str = cmd::SKILLS_INSTALL;
+    type Reply = reply::skills::SkillsInstallReply;
 }
 
 /// `skills_uninstall {slug}` → `{slug, removed}`.
@@ -797,6 +834,7 @@ pub struct SkillsUninstallParams {
 
 impl Params for SkillsUninstallParams {
     const CMD: &'static str = cmd::SKILLS_UNINSTALL;
+    type Reply = reply::skills::SkillsUninstallReply;
 }
 
 /// `skills_search {query}` → `[{slug, name, description, state, installed}]`: the installed
@@ -811,6 +849,7 @@ pub struct SkillsSearchParams {
 
 impl Params for SkillsSearchParams {
     const CMD: &'static str = cmd::SKILLS_SEARCH;
+    type Reply = reply::skills::SkillsSearchReply;
 }
 
 /// `plugin_set_enabled {plugin_id, enabled=true}` → `{plugin_id, enabled, ok, message}`.
@@ -827,12 +866,13 @@ pub struct PluginSetEnabledParams {
 
 impl Params for PluginSetEnabledParams {
     const CMD: &'static str = cmd::PLUGIN_SET_ENABLED;
+    type Reply = reply::desktop::PluginSetEnabledReply;
 }
 
 /// Declares params structs that name one thing by its id: `{<field>}`, a non-empty string
 /// (unknown fields refused). `field` is the id's name and `what` its documentation.
 macro_rules! id_params {
-    ($field:ident, $what:literal: $($(#[$doc:meta])* $name:ident = $cmd:path;)*) => {$(
+    ($field:ident, $what:literal: $($(#[$doc:meta])* $name:ident = $cmd:path => $reply:ty;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -844,6 +884,7 @@ macro_rules! id_params {
 
         impl Params for $name {
             const CMD: &'static str = $cmd;
+            type Reply = $reply;
         }
     )*};
 }
@@ -851,11 +892,11 @@ macro_rules! id_params {
 id_params! {
     ui_id, "The UI (`orb` or `web`; `sayri-ui-orb`, `desktop` and the display name work too).":
     /// `ui_start {ui_id}` → `{ui_id, running, already_running, pid, log_file}`.
-    UiStartParams = cmd::UI_START;
+    UiStartParams = cmd::UI_START => reply::desktop::UiStartReply;
     /// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI.
-    UiStopParams = cmd::UI_STOP;
+    UiStopParams = cmd::UI_STOP => reply::desktop::UiStopReply;
     /// `ui_status {ui_id}` → `{ui_id, running, pid, state, last_error, log_file}`.
-    UiStatusParams = cmd::UI_STATUS;
+    UiStatusParams = cmd::UI_STATUS => reply::desktop::UiStatusReply;
 }
 
 /// `skills_scan {slug | path, confirm?}` → the scan report plus `admitted`.
@@ -875,6 +916,7 @@ pub struct SkillsScanParams {
 
 impl Params for SkillsScanParams {
     const CMD: &'static str = cmd::SKILLS_SCAN;
+    type Reply = reply::skills::SkillsScanReply;
 }
 
 /// `agent_detach {agent_id}` → `{"agent_id", "parent", "widened"}`: removes an agent's creator
@@ -889,6 +931,7 @@ pub struct AgentDetachParams {
 
 impl Params for AgentDetachParams {
     const CMD: &'static str = cmd::AGENT_DETACH;
+    type Reply = reply::agents::AgentDetachReply;
 }
 
 /// `sessions_list {limit=20}` → `[{id, title, agent_id, messages, updated_at}]`, newest first.
@@ -909,6 +952,7 @@ impl SessionsListParams {
 
 impl Params for SessionsListParams {
     const CMD: &'static str = cmd::SESSIONS_LIST;
+    type Reply = reply::sessions::SessionsListReply;
 }
 
 /// `session_get {session_id}` → the session with its messages.
@@ -922,6 +966,7 @@ pub struct SessionGetParams {
 
 impl Params for SessionGetParams {
     const CMD: &'static str = cmd::SESSION_GET;
+    type Reply = reply::sessions::SessionGetReply;
 }
 
 /// `session_rename {session_id, title}` → `{"session_id", "title"}`.
@@ -938,6 +983,7 @@ pub struct SessionRenameParams {
 
 impl Params for SessionRenameParams {
     const CMD: &'static str = cmd::SESSION_RENAME;
+    type Reply = reply::sessions::SessionRenameReply;
 }
 
 /// `session_delete {session_id}` → `{"session_id", "deleted"}`.
@@ -951,6 +997,7 @@ pub struct SessionDeleteParams {
 
 impl Params for SessionDeleteParams {
     const CMD: &'static str = cmd::SESSION_DELETE;
+    type Reply = reply::sessions::SessionDeleteReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -972,6 +1019,7 @@ pub struct VaultSetParams {
 
 impl Params for VaultSetParams {
     const CMD: &'static str = cmd::VAULT_SET;
+    type Reply = reply::vault::VaultSetReply;
 }
 
 /// `vault_delete {key}` → `{"key", "deleted"}`.
@@ -985,6 +1033,7 @@ pub struct VaultDeleteParams {
 
 impl Params for VaultDeleteParams {
     const CMD: &'static str = cmd::VAULT_DELETE;
+    type Reply = reply::vault::VaultDeleteReply;
 }
 
 /// `db_recover {force}` → `{database, damaged_copy, tables, summary}`: sets a corrupt session
@@ -999,6 +1048,7 @@ pub struct DbRecoverParams {
 
 impl Params for DbRecoverParams {
     const CMD: &'static str = cmd::DB_RECOVER;
+    type Reply = reply::database::DbRecoverReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1016,6 +1066,7 @@ pub struct RoutinesRunParams {
 
 impl Params for RoutinesRunParams {
     const CMD: &'static str = cmd::ROUTINES_RUN;
+    type Reply = reply::routines::RoutinesRunReply;
 }
 
 /// `routine_save {id?, name?, trigger?, time_spec?, …}` → the routine. Creates a routine, or
@@ -1084,6 +1135,7 @@ pub struct RoutineSaveParams {
 
 impl Params for RoutineSaveParams {
     const CMD: &'static str = cmd::ROUTINE_SAVE;
+    type Reply = reply::routines::RoutineSaveReply;
 }
 
 /// `routine_delete {routine_id}` → `{"routine_id", "deleted": true}` (a run in progress stops).
@@ -1097,6 +1149,7 @@ pub struct RoutineDeleteParams {
 
 impl Params for RoutineDeleteParams {
     const CMD: &'static str = cmd::ROUTINE_DELETE;
+    type Reply = reply::routines::RoutineDeleteReply;
 }
 
 /// `routine_set_enabled {routine_id, enabled=true}` → `{"routine_id", "enabled", "next_run"}`.
@@ -1118,6 +1171,7 @@ pub struct RoutineSetEnabledParams {
 
 impl Params for RoutineSetEnabledParams {
     const CMD: &'static str = cmd::ROUTINE_SET_ENABLED;
+    type Reply = reply::routines::RoutineSetEnabledReply;
 }
 
 /// `routine_next {routine_id, count=5, now?}` → `{"routine_id", "zone", "next": [RFC 3339…]}`:
@@ -1139,6 +1193,7 @@ pub struct RoutineNextParams {
 
 impl Params for RoutineNextParams {
     const CMD: &'static str = cmd::ROUTINE_NEXT;
+    type Reply = reply::routines::RoutineNextReply;
 }
 
 /// `trigger_save {trigger}` → the trigger as listed: writes `$CONFIG/triggers/<id>.json`.
@@ -1153,6 +1208,7 @@ pub struct TriggerSaveParams {
 
 impl Params for TriggerSaveParams {
     const CMD: &'static str = cmd::TRIGGER_SAVE;
+    type Reply = reply::routines::TriggerSaveReply;
 }
 
 /// `trigger_delete {trigger_id}` → `{"trigger_id", "deleted"}`: removes its file.
@@ -1166,6 +1222,7 @@ pub struct TriggerDeleteParams {
 
 impl Params for TriggerDeleteParams {
     const CMD: &'static str = cmd::TRIGGER_DELETE;
+    type Reply = reply::routines::TriggerDeleteReply;
 }
 
 // Settings forms and front-end helpers
@@ -1182,6 +1239,7 @@ pub struct SettingsSaveParams {
 
 impl Params for SettingsSaveParams {
     const CMD: &'static str = cmd::SETTINGS_SAVE;
+    type Reply = reply::config::SettingsSaveReply;
 }
 
 /// `clipboard_copy {text}` → `{"copied": true, "via"}` or `{"copied": false, "reason"}`.
@@ -1194,6 +1252,7 @@ pub struct ClipboardCopyParams {
 
 impl Params for ClipboardCopyParams {
     const CMD: &'static str = cmd::CLIPBOARD_COPY;
+    type Reply = reply::desktop::ClipboardCopyReply;
 }
 
 /// `killall {include_daemon=false, ui_id=""}` → `{"stopped", "stopped_ui", "signalled",
@@ -1215,6 +1274,7 @@ pub struct KillallParams {
 
 impl Params for KillallParams {
     const CMD: &'static str = cmd::KILLALL;
+    type Reply = reply::desktop::KillallReply;
 }
 
 /// What a front-end should do with its window (`window`'s `action`).
@@ -1256,6 +1316,7 @@ pub struct WindowParams {
 
 impl Params for WindowParams {
     const CMD: &'static str = cmd::WINDOW;
+    type Reply = reply::desktop::WindowReply;
 }
 
 /// `attach_image {path}` (or the legacy name `image_path`) → `{"path", "mime", "bytes"}`: the
@@ -1270,6 +1331,7 @@ pub struct AttachImageParams {
 
 impl Params for AttachImageParams {
     const CMD: &'static str = cmd::ATTACH_IMAGE;
+    type Reply = reply::desktop::AttachImageReply;
 }
 
 /// `plugin_settings_set {plugin_id, key, value}` → `{"ok", "plugin_id", "key", "value"}`: one
@@ -1292,6 +1354,7 @@ pub struct PluginSettingsSetParams {
 
 impl Params for PluginSettingsSetParams {
     const CMD: &'static str = cmd::PLUGIN_SETTINGS_SET;
+    type Reply = reply::config::PluginSettingsSetReply;
 }
 
 /// What `asset_download` fetches.
@@ -1366,6 +1429,7 @@ pub struct AssetDownloadParams {
 
 impl Params for AssetDownloadParams {
     const CMD: &'static str = cmd::ASSET_DOWNLOAD;
+    type Reply = reply::voice::AssetDownloadReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1435,21 +1499,22 @@ pub struct GatewaySaveParams {
 
 impl Params for GatewaySaveParams {
     const CMD: &'static str = cmd::GATEWAY_SAVE;
+    type Reply = reply::gateways::GatewaySaveReply;
 }
 
 id_params! {
     instance_id, "The gateway instance.":
     /// `gateway_start {instance_id}` → `{"started", "already_running", "instance_id",
     /// "message", "gateway"}`; a running instance is left as it is.
-    GatewayStartParams = cmd::GATEWAY_START;
+    GatewayStartParams = cmd::GATEWAY_START => reply::gateways::GatewayStartReply;
     /// `gateway_stop {instance_id}` → `{"stopped", "instance_id"}`.
-    GatewayStopParams = cmd::GATEWAY_STOP;
+    GatewayStopParams = cmd::GATEWAY_STOP => reply::gateways::GatewayStopReply;
     /// `gateway_pin {instance_id}` → `{"instance_id", "pin", "expires_at", "expires_in"}`: a
     /// new one-time pairing PIN (replacing the previous one).
-    GatewayPinParams = cmd::GATEWAY_PIN;
+    GatewayPinParams = cmd::GATEWAY_PIN => reply::gateways::GatewayPinReply;
     /// `gateway_peers {instance_id}` → `[{"peer_id", "agent_id", "authorized_at", "via",
     /// "name"}]`.
-    GatewayPeersParams = cmd::GATEWAY_PEERS;
+    GatewayPeersParams = cmd::GATEWAY_PEERS => reply::gateways::GatewayPeersReply;
 }
 
 /// `gateway_delete {instance_id, keep_secrets=false}` → `{"deleted", "instance_id",
@@ -1468,6 +1533,7 @@ pub struct GatewayDeleteParams {
 
 impl Params for GatewayDeleteParams {
     const CMD: &'static str = cmd::GATEWAY_DELETE;
+    type Reply = reply::gateways::GatewayDeleteReply;
 }
 
 /// `gateway_peer_add {instance_id, peer_id}` → `{"instance_id", "peer_id", "added"}`: the
@@ -1485,6 +1551,7 @@ pub struct GatewayPeerAddParams {
 
 impl Params for GatewayPeerAddParams {
     const CMD: &'static str = cmd::GATEWAY_PEER_ADD;
+    type Reply = reply::gateways::GatewayPeerAddReply;
 }
 
 /// `gateway_peer_remove {instance_id, peer_id}` → `{"instance_id", "peer_id", "removed"}`.
@@ -1501,6 +1568,7 @@ pub struct GatewayPeerRemoveParams {
 
 impl Params for GatewayPeerRemoveParams {
     const CMD: &'static str = cmd::GATEWAY_PEER_REMOVE;
+    type Reply = reply::gateways::GatewayPeerRemoveReply;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1647,33 +1715,6 @@ fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
         Some(Raw::Text(t)) => Some(t),
         Some(Raw::Number(n)) => Some(n.to_string()),
     })
-}
-
-/// A deserializer that only records the field list a derived `Deserialize` asks for.
-struct FieldNames<'a>(&'a mut &'static [&'static str]);
-
-impl<'de> Deserializer<'de> for FieldNames<'_> {
-    type Error = de::value::Error;
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        fields: &'static [&'static str],
-        _visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        *self.0 = fields;
-        Err(de::Error::custom("field names recorded"))
-    }
-
-    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("params types are structs"))
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
-        ignored_any
-    }
 }
 
 #[cfg(test)]

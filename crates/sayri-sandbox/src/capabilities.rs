@@ -84,6 +84,16 @@ pub fn legacy_tiocsti() -> LegacyTiocsti {
 }
 
 impl LegacyTiocsti {
+    /// The wire name (`allowed`, `refused`, `allowed_without_setting`, `unknown`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            LegacyTiocsti::Allowed => "allowed",
+            LegacyTiocsti::Refused => "refused",
+            LegacyTiocsti::AllowedWithoutSetting => "allowed_without_setting",
+            LegacyTiocsti::Unknown => "unknown",
+        }
+    }
+
     /// One line for `sayri sandbox check`: what the kernel allows and how Sayri blocks it.
     pub fn describe(&self) -> String {
         let kernel = match self {

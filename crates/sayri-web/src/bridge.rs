@@ -15,9 +15,11 @@
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures::{SinkExt, StreamExt};
-use sayri_protocol::params::AccessClass;
+use sayri_protocol::event::{self, turns, window::Ready};
+use sayri_protocol::params::{self, AccessClass, ClientHelloParams, StatusParams};
+use sayri_protocol::reply::{self, runtime::ClientHelloReply};
 use sayri_protocol::{ErrorCode, ProtocolError, Request, Response, ServerMessage, names};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -100,11 +102,11 @@ pub trait DaemonLink: Send + 'static {
 }
 
 /// The `client_hello` params the bridge sends.
-pub fn hello_params() -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("access".into(), json!(HELLO_ACCESS));
-    m.insert("allow".into(), json!(HELLO_ALLOW));
-    m
+pub fn hello() -> ClientHelloParams {
+    ClientHelloParams {
+        access: HELLO_ACCESS,
+        allow: HELLO_ALLOW.iter().map(|c| c.to_string()).collect(),
+    }
 }
 
 /// Serves one page's WebSocket until either side goes away or `shutdown` is cancelled.
@@ -123,7 +125,15 @@ pub async fn run<C: DaemonConnector>(
             return;
         }
     };
-    let ready = json!({"event": names::event::READY, "info": link.ready_info()});
+    let ready = match ready_frame(link.ready_info()) {
+        Ok(frame) => frame,
+        Err(why) => {
+            tracing::info!(%why, "web bubble: the daemon's greeting is not understood");
+            let _ = ws_tx.send(text(&error_event(&why))).await;
+            let _ = ws_tx.send(close(CLOSE_NO_DAEMON, "no daemon")).await;
+            return;
+        }
+    };
     if ws_tx.send(text(&ready)).await.is_err() {
         return;
     }
@@ -172,18 +182,44 @@ pub async fn run<C: DaemonConnector>(
     let _ = ws_tx.send(close(code, "daemon connection ended")).await;
 }
 
-/// Connects and limits the connection; the daemon must accept the limit.
+/// Connects and limits the connection; the daemon must accept the limit, and answer that it
+/// keeps exactly the limit asked for.
 async fn open_link<C: DaemonConnector>(connector: &C) -> Result<C::Link, String> {
     let mut link = connector.connect().await?;
-    link.call(names::cmd::CLIENT_HELLO, hello_params())
+    let refused = |why: String| {
+        format!(
+            "the daemon did not accept the web bubble's access limits ({why}); update Sayri so the daemon and `sayri web` are the same version"
+        )
+    };
+    let asked = hello();
+    let map = params::to_map(&asked).map_err(|e| refused(e.to_string()))?;
+    let answer = link
+        .call(names::cmd::CLIENT_HELLO, map)
         .await
-        .map_err(|e| {
-            format!(
-                "the daemon did not accept the web bubble's access limits ({}); update Sayri so the daemon and `sayri web` are the same version",
-                e.message
-            )
-        })?;
+        .map_err(|e| refused(e.message))?;
+    let kept = reply::decode::<ClientHelloParams>(answer).map_err(|e| refused(e.to_string()))?;
+    let mut allow = asked.allow.clone();
+    allow.sort();
+    if kept
+        != (ClientHelloReply {
+            access: asked.access,
+            allow,
+        })
+    {
+        return Err(refused(format!(
+            "it kept {:?} and {:?}",
+            kept.access, kept.allow
+        )));
+    }
     Ok(link)
+}
+
+/// The page's `ready` event: the daemon's greeting, read as its status type.
+fn ready_frame(info: Value) -> Result<Value, String> {
+    let info = reply::decode::<StatusParams>(info).map_err(|e| e.to_string())?;
+    event::frame(&Ready { info })
+        .and_then(|f| serde_json::to_value(&f))
+        .map_err(|e| e.to_string())
 }
 
 /// The page's response: the daemon's, with the page's id put back. `None` for a response the
@@ -256,7 +292,9 @@ fn response_value(resp: Response) -> Value {
 }
 
 fn error_event(why: &str) -> Value {
-    json!({"event": names::event::ERROR, "error": why})
+    event::frame(&turns::Error::new(why))
+        .and_then(|f| serde_json::to_value(&f))
+        .unwrap_or(Value::Null)
 }
 
 fn text(v: &Value) -> Message {
@@ -306,6 +344,6 @@ mod tests {
         let answer = parse_page_request("{\"cmd\": 1, \"id\": 3}").unwrap_err();
         assert_eq!(answer["id"], 3);
         let req = parse_page_request("{\"cmd\": \"ping\", \"id\": \"a\"}").unwrap();
-        assert_eq!((req.cmd.as_str(), &req.id), ("ping", &json!("a")));
+        assert_eq!((req.cmd.as_str(), &req.id), ("ping", &Value::from("a")));
     }
 }

@@ -1,8 +1,7 @@
-//! Events the core emits, with the names and payloads of the wire protocol (`PROTOCOL.md`), so the
-//! daemon can broadcast them 1:1: `{"event": ev.name(), ...ev.payload()}`.
+//! Events the core emits, one per event of the wire protocol (`PROTOCOL.md`): the daemon turns
+//! each into its type of `sayri_protocol::event` and broadcasts it.
 
 use sayri_protocol::names::event;
-use serde_json::{Value, json};
 
 /// The voice/activity state machine's states. The voice states are reserved for voice input,
 /// which is not built yet; text turns use `Idle` and `Thinking`.
@@ -87,35 +86,6 @@ impl CoreEvent {
             CoreEvent::ConversationStarted(_) => event::CONVERSATION_STARTED,
         }
     }
-
-    /// The payload object (without the `event` key), shaped as `PROTOCOL.md` lists it.
-    pub fn payload(&self) -> Value {
-        match self {
-            CoreEvent::State(s) => json!({ "state": s.as_str() }),
-            CoreEvent::Busy(a) => json!({ "active": a }),
-            CoreEvent::User(t) | CoreEvent::AssistantDone(t) | CoreEvent::Hint(t) => {
-                json!({ "text": t })
-            }
-            CoreEvent::AssistantDelta(d) | CoreEvent::ReasoningDelta(d) => json!({ "delta": d }),
-            CoreEvent::ToolStart(c) => json!({ "command": c }),
-            CoreEvent::ToolFinish {
-                command,
-                output,
-                exit_code,
-            } => json!({ "command": command, "output": output, "exit_code": exit_code }),
-            CoreEvent::Error(e) => json!({ "error": e }),
-            CoreEvent::ConversationStarted(s) => json!({ "session_id": s }),
-        }
-    }
-
-    /// The full wire object: `{"event": name, ...payload}`.
-    pub fn to_wire(&self) -> Value {
-        let mut v = self.payload();
-        if let Value::Object(m) = &mut v {
-            m.insert("event".into(), Value::String(self.name().into()));
-        }
-        v
-    }
 }
 
 /// Receives events. Implementations must not block (e.g. push into a broadcast channel): the
@@ -139,32 +109,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn wire_shapes_match_the_protocol() {
-        let e = CoreEvent::ToolFinish {
-            command: "ls".into(),
-            output: "a".into(),
-            exit_code: Some(0),
-        };
-        assert_eq!(
-            e.to_wire(),
-            json!({"event":"tool_finish","command":"ls","output":"a","exit_code":0})
-        );
-        assert_eq!(
-            CoreEvent::Busy(true).to_wire(),
-            json!({"event":"busy","active":true})
-        );
-        assert_eq!(
-            CoreEvent::State(CoreState::Thinking).to_wire(),
-            json!({"event":"state","state":"thinking"})
-        );
-        assert_eq!(
-            CoreEvent::AssistantDelta("x".into()).to_wire(),
-            json!({"event":"assistant_delta","delta":"x"})
-        );
-        assert_eq!(
-            CoreEvent::ConversationStarted("s".into()).to_wire(),
-            json!({"event":"conversation_started","session_id":"s"})
-        );
+    fn every_event_has_a_protocol_name() {
         for e in [
             CoreEvent::Hint(String::new()),
             CoreEvent::Error(String::new()),

@@ -22,6 +22,19 @@ pub enum Role {
     Error,
 }
 
+impl Role {
+    /// The wire name (`system`, `user`, `assistant`, `tool`, `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Error => "error",
+        }
+    }
+}
+
 /// An image sent with a user message: on the wire an OpenAI `image_url` content part holding
 /// a `data:` URL.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@ use crate::agents::FileAgents;
 use crate::brain::endpoints::AgentEndpoints;
 use crate::brain::{PROVIDER_KEY, redactor_for, settings};
 use crate::bus::Broadcaster;
+use crate::wire;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use sayri_core::domain::config::Config;
@@ -16,9 +17,11 @@ use sayri_core::ports::{
 };
 use sayri_core::sync::{lock, read, write};
 use sayri_llm::OpenAiClient;
+use sayri_protocol::event::AnyEvent;
+use sayri_protocol::event::permissions::{PermissionRequested, PermissionResolved};
 use sayri_sandbox::LinuxSandbox;
 use sayri_vault::{SharedRedactor, Vault};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::{Arc, Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
@@ -79,33 +82,32 @@ fn redact_strings(v: &mut Value, r: &sayri_vault::SecretRedactor) {
     }
 }
 
-fn as_map(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => {
-            let mut m = Map::new();
-            m.insert("value".into(), other);
-            m
-        }
-    }
-}
-
 impl BroadcastSink {
-    /// Broadcasts event `name` with `payload`, every string in it redacted (voice events: a
-    /// secret read aloud is hidden in transcripts as in typed text).
-    pub fn broadcast_redacted(&self, name: &str, mut payload: Value) {
+    /// Broadcasts `event`, every string in it redacted (voice events: a secret read aloud is
+    /// hidden in transcripts as in typed text).
+    pub fn broadcast_redacted(&self, event: &AnyEvent) {
+        let mut frame = match event.frame() {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::error!("cannot encode event {}: {e}", event.name());
+                return;
+            }
+        };
         let r = self.redactor.current();
         if !r.is_empty() {
-            redact_strings(&mut payload, &r);
+            frame
+                .payload
+                .values_mut()
+                .for_each(|v| redact_strings(v, &r));
         }
-        self.broadcaster.broadcast(name, as_map(payload));
+        self.broadcaster.send_event(&frame);
     }
 }
 
 impl EventSink for BroadcastSink {
     fn emit(&self, event: CoreEvent) {
         let turn_ended = matches!(event, CoreEvent::Busy(false));
-        self.broadcast_redacted(event.name(), event.payload());
+        self.broadcast_redacted(&wire::core_event(&event));
         if turn_ended {
             crate::footprint::release_freed_memory();
         }
@@ -114,20 +116,15 @@ impl EventSink for BroadcastSink {
 
 impl PermissionSink for BroadcastSink {
     fn permission_request(&self, request: &PermissionRequest) {
-        let mut m = Map::new();
-        m.insert(
-            "request".into(),
-            serde_json::to_value(request).unwrap_or(Value::Null),
-        );
-        self.broadcaster
-            .broadcast(sayri_protocol::names::event::PERMISSION_REQUEST, m);
+        self.broadcaster.emit(&PermissionRequested {
+            request: wire::request(request),
+        });
     }
 
     fn permission_resolved(&self, request_id: &str) {
-        let mut m = Map::new();
-        m.insert("request_id".into(), Value::String(request_id.to_string()));
-        self.broadcaster
-            .broadcast(sayri_protocol::names::event::PERMISSION_RESOLVED, m);
+        self.broadcaster.emit(&PermissionResolved {
+            request_id: request_id.to_string(),
+        });
     }
 }
 

@@ -17,9 +17,10 @@ use crate::daemon::dispatch::{Ctx, Dispatcher, Entry, Mode};
 use crate::daemon::state::DaemonState;
 use crate::daemon::status::build_status;
 use bytes::Bytes;
+use sayri_protocol::event::{self, window::Ready};
 use sayri_protocol::ndjson::{self, Frame, LineFramer};
-use sayri_protocol::{ErrorCode, Event, ProtocolError, Request, Response, names};
-use serde_json::{Map, Value};
+use sayri_protocol::{ErrorCode, ProtocolError, Request, Response};
+use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -39,12 +40,14 @@ pub async fn serve(stream: UnixStream, state: Arc<DaemonState>, dispatcher: Arc<
     // It is queued before the connection joins the broadcast list, so no event of a running
     // turn can come before it; `clients` counts this connection too.
     let mut info = build_status(&state);
-    if let Some(n) = info.get("clients").and_then(Value::as_u64) {
-        info["clients"] = Value::from(n + 1);
-    }
-    let mut payload = Map::new();
-    payload.insert("info".into(), info);
-    let greeting = encode(&Event::new(names::event::READY, payload));
+    info.clients += 1;
+    let greeting = match event::frame(&Ready { info }) {
+        Ok(frame) => encode(&frame),
+        Err(e) => encode(&Response::err(
+            ProtocolError::internal(format!("cannot encode the greeting: {e}")),
+            Value::Null,
+        )),
+    };
     let Registration {
         id,
         tx,

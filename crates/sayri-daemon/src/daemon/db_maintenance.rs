@@ -9,8 +9,7 @@
 //!   the damage is found, never once per refused write.
 
 use crate::daemon::state::DaemonState;
-use sayri_protocol::names;
-use serde_json::{Map, Value};
+use sayri_protocol::event::turns;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,14 +27,11 @@ pub async fn run(state: Arc<DaemonState>) {
         let corrupt = brain.store.corruption();
         if corrupt != told {
             if let Some(why) = &corrupt {
-                let mut m = Map::new();
-                m.insert("error".into(), Value::String(why.clone()));
-                m.insert("source".into(), Value::String("database".into()));
-                m.insert(
-                    "name".into(),
-                    Value::String(brain.store.path().display().to_string()),
-                );
-                state.broadcaster.broadcast(names::event::ERROR, m);
+                state.broadcaster.emit(&turns::Error {
+                    error: why.clone(),
+                    source: Some("database".into()),
+                    name: Some(brain.store.path().display().to_string()),
+                });
             } else if told.is_some() {
                 tracing::info!("the session database is usable again");
             }

@@ -1,8 +1,9 @@
 //! The dispatcher: the table from command name to access class, run mode and handler.
 //!
-//! A handler is `async fn(params: P, ctx: Ctx) -> Result<Value, ProtocolError>` where `P` is the
-//! command's params struct from `sayri_protocol::params` ([`Params`]). The struct names the
-//! command, so registering is one line with nothing to get out of step:
+//! A handler is `async fn(params: P, ctx: Ctx) -> Result<P::Reply, ProtocolError>` where `P` is
+//! the command's params struct from `sayri_protocol::params` ([`Params`]) and `P::Reply` its
+//! reply type from `sayri_protocol::reply`. The struct names the command and its reply, so
+//! registering is one line with nothing to get out of step:
 //!
 //! ```ignore
 //! d.register(Access::Assistant, Mode::Task, commands::agent::ask);      // own task
@@ -14,6 +15,8 @@
 //!   not for, from this table alone (no separate list to forget).
 //! * **Params** are parsed once, before the handler runs; bad params answer `invalid_params`
 //!   naming the parameter, and the handler is not called.
+//! * **Replies** are typed: the handler returns its command's reply value, and the dispatcher
+//!   encodes it (`sayri_protocol::reply::encode`), the one place a reply becomes JSON.
 //! * **Mode** ([`Mode`]) — task handlers run concurrently (a long `ask` never blocks `ping` or
 //!   `permission_answer` on the same connection); inline handlers must be quick and
 //!   non-blocking, and are answered in the order they arrived.
@@ -26,7 +29,7 @@ use crate::command_peer::Caller;
 use crate::daemon::state::DaemonState;
 use sayri_core::sync::lock;
 use sayri_protocol::params::AccessClass;
-use sayri_protocol::{ErrorCode, Params, ProtocolError, names, params};
+use sayri_protocol::{ErrorCode, Params, ProtocolError, names, params, reply};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -34,7 +37,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
-/// The boxed future a handler returns.
+/// The boxed future of a registered handler: its reply, encoded.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, ProtocolError>> + Send>>;
 /// A type-erased handler: parses the params object, then runs the typed handler.
 pub type Handler = Arc<dyn Fn(Map<String, Value>, Ctx) -> HandlerFuture + Send + Sync>;
@@ -190,11 +193,14 @@ impl Dispatcher {
     where
         P: Params,
         F: Fn(P, Ctx) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ProtocolError>> + Send + 'static,
+        Fut: Future<Output = Result<P::Reply, ProtocolError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
         let erased: Handler = Arc::new(move |raw, ctx| match params::parse::<P>(raw) {
-            Ok(p) => Box::pin(handler(p, ctx)),
+            Ok(p) => {
+                let answer = handler(p, ctx);
+                Box::pin(async move { encode_reply::<P>(&answer.await?) })
+            }
             Err(e) => Box::pin(std::future::ready(Err(e))),
         });
         self.entries.insert(
@@ -258,6 +264,19 @@ impl Dispatcher {
         }
         Ok(entry)
     }
+}
+
+/// The `result` of command `P`'s reply.
+///
+/// # Errors
+/// `internal` when the reply cannot be written as JSON (a path that is not UTF-8).
+fn encode_reply<P: Params>(answer: &P::Reply) -> Result<Value, ProtocolError> {
+    reply::encode(answer).map_err(|e| {
+        ProtocolError::internal(format!(
+            "the reply to {} cannot be written as JSON: {e}",
+            P::CMD
+        ))
+    })
 }
 
 #[cfg(test)]

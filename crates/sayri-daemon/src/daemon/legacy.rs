@@ -14,16 +14,16 @@
 //!    events, a message's streamed until its turn ends, with no time limit.
 
 use crate::command_peer;
+use crate::daemon::commands::desktop::announce_window;
 use crate::daemon::dispatch::Access;
 use crate::daemon::listener;
 use crate::daemon::state::DaemonState;
 use crate::gateways::incoming;
 use crate::gateways::peer::{self, Identity};
 use sayri_protocol::legacy::{
-    DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, ReplyEvent,
+    DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, ReplyEvent, ReportAnswer,
 };
-use sayri_protocol::names;
-use serde_json::{Map, Value};
+use sayri_protocol::params::WindowAction;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -200,16 +200,16 @@ fn class_of(r: &LegacyRequest) -> (Access, bool) {
 
 /// The answer to every request but a message.
 fn answer_simple(state: &DaemonState, who: &Identity, r: LegacyRequest) -> Vec<u8> {
-    let ui = |event: &str| {
-        state.broadcaster.broadcast(event, Map::new());
+    let ui = |action: WindowAction| {
+        announce_window(&state.broadcaster, action);
         b"OK\n".to_vec()
     };
     match r {
         LegacyRequest::Ping => format!("{DAEMON_PONG}\n").into_bytes(),
-        LegacyRequest::Toggle => ui(names::event::TOGGLE),
-        LegacyRequest::Show => ui(names::event::SHOW),
-        LegacyRequest::Hide => ui(names::event::HIDE),
-        LegacyRequest::Settings => ui(names::event::SETTINGS_REQUESTED),
+        LegacyRequest::Toggle => ui(WindowAction::Toggle),
+        LegacyRequest::Show => ui(WindowAction::Show),
+        LegacyRequest::Hide => ui(WindowAction::Hide),
+        LegacyRequest::Settings => ui(WindowAction::Settings),
         LegacyRequest::Listen => {
             b"ERROR listening by voice cannot be started through this socket; use `sayri listen`\n"
                 .to_vec()
@@ -258,24 +258,11 @@ async fn attach(state: &Arc<DaemonState>, who: &Identity, path: &str, json: bool
         .map(|v| {
             format!(
                 "attached {path} ({}, {} bytes); it goes with the next request",
-                v["mime"].as_str().unwrap_or("image"),
-                v["bytes"]
+                v.mime, v.bytes
             )
         })
         .map_err(|e| e.message);
     reply(json, result)
-}
-
-/// `{"ok":true}` and a newline.
-fn ok_line() -> Vec<u8> {
-    let mut ok = serde_json::to_vec(&Value::Object(
-        [("ok".to_string(), Value::Bool(true))]
-            .into_iter()
-            .collect(),
-    ))
-    .unwrap_or_default();
-    ok.push(b'\n');
-    ok
 }
 
 /// A gateway's report: only a gateway process may make one, for its own instance.
@@ -296,13 +283,13 @@ fn report_from(state: &DaemonState, who: &Identity, report: GatewayReport) -> Ve
                 "gateway",
                 id,
             );
-            ok_line()
+            ReportAnswer::taken_line()
         }
         "outbox" => {
             state
                 .gateways
                 .outbox_reported(id, report.pending.unwrap_or(0), report.next_retry_at);
-            ok_line()
+            ReportAnswer::taken_line()
         }
         other => ReplyEvent::error(format!(
             "unknown report {other:?}: the daemon understands delivery_failed and outbox"

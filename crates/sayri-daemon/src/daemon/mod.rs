@@ -32,8 +32,8 @@ use crate::config_file::{self, ConfigFileError};
 use listener::{DaemonLock, ListenError};
 use sayri_client::paths::{Paths, PathsError};
 use sayri_core::domain::config::Config;
-use sayri_protocol::{PROTOCOL_VERSION, names};
-use serde_json::Map;
+use sayri_protocol::PROTOCOL_VERSION;
+use sayri_protocol::event::window::Shutdown;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::UnixListener;
@@ -254,9 +254,7 @@ impl Daemon {
         if !activated {
             let _ = std::fs::remove_file(state.paths.socket());
         }
-        state
-            .broadcaster
-            .broadcast(names::event::SHUTDOWN, Map::new());
+        state.broadcaster.emit(&Shutdown {});
         state.broadcaster.unregister_all();
         state.closing.cancel();
         tracker.close();

@@ -12,8 +12,8 @@
 use super::instance_of_child;
 use crate::bus::Broadcaster;
 use crate::supervisor::{ChildState, ChildStatus, Observer};
-use sayri_protocol::names;
-use serde_json::{Map, Value};
+use sayri_protocol::event::turns::Error;
+
 use std::sync::Arc;
 
 /// The supervisor's observer: a child that enters `failed` raises an alert.
@@ -37,11 +37,11 @@ pub fn supervisor_observer(broadcaster: Broadcaster) -> Observer {
 
 /// Broadcasts `error` {`error`, `source`, `name`} and notifies the desktop.
 pub fn alert(broadcaster: &Broadcaster, summary: &str, body: &str, source: &str, name: &str) {
-    let mut m = Map::new();
-    m.insert("error".into(), Value::String(format!("{summary}: {body}")));
-    m.insert("source".into(), Value::String(source.into()));
-    m.insert("name".into(), Value::String(name.into()));
-    broadcaster.broadcast(names::event::ERROR, m);
+    broadcaster.emit(&Error {
+        error: format!("{summary}: {body}"),
+        source: Some(source.into()),
+        name: Some(name.into()),
+    });
     notify_desktop(summary, body);
 }
 

@@ -23,10 +23,10 @@ use sayri_core::domain::gateway::gate::{self, ChatCommand, Update, Verdict};
 use sayri_core::domain::gateway::{GatewayInstance, PairOutcome};
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::sync::lock;
+use sayri_protocol::event::turns::Hint;
 use sayri_protocol::legacy::{IncomingMessage, ReplyEvent};
-use sayri_protocol::names;
 use sayri_store::GatewayChat;
-use serde_json::{Map, Value};
+
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
@@ -212,16 +212,13 @@ fn pair(
                 return ReplyEvent::error("pairing could not be saved; try again with a new PIN");
             }
             tracing::info!("gateway {}: paired sender {sender} with a PIN", inst.id);
-            let mut m = Map::new();
-            m.insert(
-                "text".into(),
-                Value::String(format!(
+            state.bus().emit(&Hint {
+                text: format!(
                     "Gateway {} paired with sender {sender} ({})",
                     inst.id,
                     redacted(state, author)
-                )),
-            );
-            state.bus().broadcast(names::event::HINT, m);
+                ),
+            });
             command_done(outcome.reply(&inst.id), "pair")
         }
         PairOutcome::Locked { .. } => {

@@ -38,7 +38,7 @@ use sayri_core::domain::gateway::{GatewayInstance, PinBook, PinPolicy, ReplyLimi
 use sayri_core::ports::Clock;
 use sayri_core::sync::lock;
 use sayri_protocol::ProtocolError;
-use serde::Serialize;
+use sayri_protocol::reply::gateways::GatewayEntry;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -105,37 +105,6 @@ pub struct Gateways {
     notes: Mutex<HashMap<String, Notes>>,
     /// One turn or chat command at a time per (instance, chat).
     chats: Mutex<ChatLocks>,
-}
-
-/// One instance as `gateway_list` shows it: its settings and its process.
-#[derive(Debug, Clone, Serialize)]
-pub struct InstanceView {
-    /// The instance's settings.
-    #[serde(flatten)]
-    pub instance: GatewayInstance,
-    /// `running`, `starting`, `backoff`, `stopping`, `stopped` (also: never started) or
-    /// `failed` (the crash-loop breaker tripped, or it could not be started).
-    pub state: ChildState,
-    /// The gateway program's pid while it runs.
-    pub pid: Option<u32>,
-    /// Restarts since it was last started by request.
-    pub restarts: u32,
-    /// Why it last stopped on its own or could not start.
-    pub last_error: Option<String>,
-    /// In `backoff`: milliseconds until the next start.
-    pub restart_in_ms: Option<u64>,
-    /// Its log file.
-    pub log_file: std::path::PathBuf,
-    /// Paired peers.
-    pub peers: usize,
-    /// The last reply it could not deliver, if any since the daemon started.
-    pub last_delivery_error: Option<String>,
-    /// Replies waiting in its outbox to be delivered (as it last reported; they survive a
-    /// restart of the gateway).
-    pub pending_replies: u64,
-    /// When the next delivery attempt is due (Unix seconds), while one waits for a rate limit
-    /// or a failure to pass.
-    pub next_retry_at: Option<f64>,
 }
 
 /// Errors of gateway operations, phrased for the user.
@@ -348,7 +317,7 @@ pub async fn delete(
 ///
 /// # Errors
 /// The database failed or a row cannot be read.
-pub fn list(state: &dyn Host) -> Result<Vec<InstanceView>, GatewayError> {
+pub fn list(state: &dyn Host) -> Result<Vec<GatewayEntry>, GatewayError> {
     let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
     let instances = brain.store.gateway_instances().map_err(store_err)?;
     let peers = brain.store.peers().map_err(store_err)?;
@@ -369,15 +338,15 @@ pub fn list(state: &dyn Host) -> Result<Vec<InstanceView>, GatewayError> {
                 (Some(s), None) => (s.state, s.last_error.clone()),
                 (None, None) => (ChildState::Stopped, None),
             };
-            InstanceView {
-                instance,
-                state,
+            GatewayEntry {
+                instance: crate::wire::gateway_instance(&instance),
+                state: state.as_str().into(),
                 pid: status.as_ref().and_then(|s| s.pid),
                 restarts: status.as_ref().map_or(0, |s| s.restarts),
                 last_error,
                 restart_in_ms: status.as_ref().and_then(|s| s.restart_in_ms),
                 log_file,
-                peers,
+                peers: peers as u64,
                 last_delivery_error: note.delivery_error,
                 pending_replies: note.pending_replies,
                 next_retry_at: note.next_retry_at,

@@ -9,9 +9,9 @@ use sayri_core::domain::routines::timing::to_epoch;
 use sayri_core::domain::routines::{Decision, Routine, RoutineDraft, RunOutcome};
 use sayri_core::engine::scheduler::{Job, StartError};
 use sayri_core::sync::lock;
+use sayri_protocol::reply::routines::{self as reply, ListedRoutine};
+use sayri_protocol::reply::runtime::{NextRoutine, RoutinesStatus};
 use sayri_protocol::{ErrorCode, ProtocolError};
-use sayri_store::BrokenRoutine;
-use serde_json::{Value, json};
 
 fn store_err(e: impl std::fmt::Display) -> ProtocolError {
     ProtocolError::new(ErrorCode::Internal, e.to_string())
@@ -25,13 +25,13 @@ fn not_found(id: &str) -> ProtocolError {
 }
 
 /// `{status, summary, finished_at, session_id}`.
-pub(super) fn outcome_json(o: Option<&RunOutcome>) -> Value {
-    o.map_or(Value::Null, |o| {
-        json!({
-            "status": o.status.as_str(), "summary": o.summary,
-            "finished_at": to_epoch(o.finished_at), "session_id": o.session_id,
-        })
-    })
+pub(super) fn outcome(o: &RunOutcome) -> reply::RunOutcome {
+    reply::RunOutcome {
+        status: o.status.as_str().into(),
+        summary: o.summary.clone(),
+        finished_at: to_epoch(o.finished_at),
+        session_id: o.session_id.clone(),
+    }
 }
 
 /// The planned next fire of `job` at `now`: the slot it waits for, `now` when due.
@@ -45,7 +45,7 @@ pub(super) fn next_of(job: &Job, system: Tz, now: DateTime<Utc>) -> Option<DateT
 
 impl Routines {
     /// A routine as clients see it.
-    fn routine_json(&self, r: &Routine, system: Tz, now: DateTime<Utc>) -> Value {
+    fn routine_view(&self, r: &Routine, system: Tz, now: DateTime<Utc>) -> reply::Routine {
         let key = JobKey::Routine(r.id.clone());
         let (job, running) = {
             let inner = lock(&self.inner);
@@ -54,38 +54,50 @@ impl Routines {
         let job = job.unwrap_or_else(|| r.job());
         let zone = job.zone_in(system);
         let next = next_of(&job, system, now);
-        json!({
-            "id": r.id, "name": r.name, "description": r.description,
-            "trigger": r.schedule.trigger_name(), "time_spec": r.schedule.time_spec(),
-            "zone": r.zone.map(|z| z.name().to_string()),
-            "prompt": r.prompt, "agent_id": r.agent_id,
-            "speak_tts": r.speak_tts, "notify_desktop": r.notify_desktop, "enabled": r.enabled,
-            "catch_up": r.policy.catch_up.as_str(), "grace_minutes": r.grace_minutes(),
-            "last_run": job.timing.last_run.map_or(0.0, to_epoch),
-            "created_at": to_epoch(r.created_at), "updated_at": to_epoch(r.updated_at),
-            "next_run": next.map(to_epoch), "next_run_at": opt_time(next, zone),
-            "running": running,
-            "last_outcome": outcome_json(r.last_outcome.as_ref()),
-            "session_id": r.session_id(),
-            "error": Value::Null,
-        })
+        reply::Routine {
+            id: r.id.clone(),
+            name: r.name.clone(),
+            description: r.description.clone(),
+            trigger: r.schedule.trigger_name().into(),
+            time_spec: r.schedule.time_spec(),
+            zone: r.zone.map(|z| z.name().to_string()),
+            prompt: r.prompt.clone(),
+            agent_id: r.agent_id.clone(),
+            speak_tts: r.speak_tts,
+            notify_desktop: r.notify_desktop,
+            enabled: r.enabled,
+            catch_up: r.policy.catch_up.as_str().into(),
+            grace_minutes: r.grace_minutes(),
+            last_run: job.timing.last_run.map_or(0.0, to_epoch),
+            created_at: to_epoch(r.created_at),
+            updated_at: to_epoch(r.updated_at),
+            next_run: next.map(to_epoch),
+            next_run_at: opt_time(next, zone),
+            running,
+            last_outcome: r.last_outcome.as_ref().map(outcome),
+            session_id: r.session_id(),
+            error: None,
+        }
     }
 
     /// `routines_list`: every routine, oldest first (broken rows with their `error`).
     ///
     /// # Errors
     /// The database failing.
-    pub fn list(&self) -> Result<Value, ProtocolError> {
+    pub fn list(&self) -> Result<reply::RoutinesListReply, ProtocolError> {
         let (system, now) = (self.clock.system_zone(), self.clock.now());
         let rows = self.store.routines().map_err(store_err)?;
-        Ok(Value::Array(
-            rows.iter()
-                .map(|row| match row {
-                    Ok(r) => self.routine_json(r, system, now),
-                    Err(b) => broken_json(b),
-                })
-                .collect(),
-        ))
+        Ok(rows
+            .iter()
+            .map(|row| match row {
+                Ok(r) => ListedRoutine::Routine(Box::new(self.routine_view(r, system, now))),
+                Err(b) => ListedRoutine::Broken(reply::BrokenRoutine {
+                    id: b.id.clone(),
+                    name: b.name.clone(),
+                    error: b.error.clone(),
+                }),
+            })
+            .collect())
     }
 
     /// `routine_save`: creates or updates a routine (see [`RoutineDraft::apply`]); its agent
@@ -93,7 +105,7 @@ impl Routines {
     ///
     /// # Errors
     /// `invalid_params` for anything the draft or the agent check refuses (nothing stored).
-    pub fn save(&self, draft: &RoutineDraft) -> Result<Value, ProtocolError> {
+    pub fn save(&self, draft: &RoutineDraft) -> Result<reply::Routine, ProtocolError> {
         let now = self.clock.now();
         let r = {
             let mut inner = lock(&self.inner);
@@ -122,7 +134,7 @@ impl Routines {
         };
         tracing::info!("routine {} saved: {}", r.id, r.schedule);
         self.wake.notify_one();
-        Ok(self.routine_json(&r, self.clock.system_zone(), now))
+        Ok(self.routine_view(&r, self.clock.system_zone(), now))
     }
 
     /// `draft`, given an unused id (`r<epoch-ms>`, then `r<epoch-ms>-2`, …) when it has none:
@@ -152,7 +164,7 @@ impl Routines {
     ///
     /// # Errors
     /// `not_found`, or the database failing.
-    pub fn delete(&self, id: &str) -> Result<Value, ProtocolError> {
+    pub fn delete(&self, id: &str) -> Result<reply::RoutineDeleteReply, ProtocolError> {
         let key = JobKey::Routine(id.to_string());
         let existed = {
             let mut inner = lock(&self.inner);
@@ -167,7 +179,10 @@ impl Routines {
             return Err(not_found(id));
         }
         self.wake.notify_one();
-        Ok(json!({"routine_id": id, "deleted": true}))
+        Ok(reply::RoutineDeleteReply {
+            routine_id: id.into(),
+            deleted: true,
+        })
     }
 
     /// `routine_set_enabled`: turns a routine on or off, re-armed now (enabling never
@@ -175,7 +190,11 @@ impl Routines {
     ///
     /// # Errors
     /// `not_found`, a routine whose stored row no longer parses, or the database failing.
-    pub fn set_enabled(&self, id: &str, enabled: bool) -> Result<Value, ProtocolError> {
+    pub fn set_enabled(
+        &self,
+        id: &str,
+        enabled: bool,
+    ) -> Result<reply::RoutineSetEnabledReply, ProtocolError> {
         let key = JobKey::Routine(id.to_string());
         let now = self.clock.now();
         let job = {
@@ -203,17 +222,21 @@ impl Routines {
         };
         self.wake.notify_one();
         let system = self.clock.system_zone();
-        Ok(json!({
-            "routine_id": id, "enabled": enabled,
-            "next_run_at": opt_time(next_of(&job, system, now), job.zone_in(system)),
-        }))
+        Ok(reply::RoutineSetEnabledReply {
+            routine_id: id.into(),
+            enabled,
+            next_run_at: opt_time(next_of(&job, system, now), job.zone_in(system)),
+        })
     }
 
     /// `routines_run`: starts a run now, enabled or not.
     ///
     /// # Errors
     /// `busy` while a run of it is in progress, `not_found`.
-    pub fn run_now(self: &std::sync::Arc<Self>, id: &str) -> Result<Value, ProtocolError> {
+    pub fn run_now(
+        self: &std::sync::Arc<Self>,
+        id: &str,
+    ) -> Result<reply::RoutinesRunReply, ProtocolError> {
         let key = JobKey::Routine(id.to_string());
         let r = match self.store.routine(id).map_err(store_err)? {
             Some(Ok(r)) => r,
@@ -241,7 +264,11 @@ impl Routines {
         let next = inner.persisted.get(&key).and_then(|p| p.1);
         self.persist_timing(&mut inner, &key, next);
         self.spawn_run(&mut inner, key, "manual");
-        Ok(json!({"scheduled": true, "routine_id": id, "name": r.name}))
+        Ok(reply::RoutinesRunReply {
+            scheduled: true,
+            routine_id: id.into(),
+            name: r.name,
+        })
     }
 
     /// `routine_next`: the next `count` fires from `now` (else the clock), as the scheduler
@@ -254,7 +281,7 @@ impl Routines {
         id: &str,
         count: usize,
         now: Option<DateTime<Utc>>,
-    ) -> Result<Value, ProtocolError> {
+    ) -> Result<reply::RoutineNextReply, ProtocolError> {
         let job = self
             .job(&JobKey::Routine(id.to_string()))
             .ok_or_else(|| not_found(id))?;
@@ -266,14 +293,17 @@ impl Routines {
             .iter()
             .map(|t| t.with_timezone(&zone).to_rfc3339())
             .collect();
-        Ok(json!({
-            "routine_id": id, "zone": zone.name(), "enabled": job.enabled,
-            "trigger": job.schedule.trigger_name(), "next": next,
-        }))
+        Ok(reply::RoutineNextReply {
+            routine_id: id.into(),
+            zone: zone.name().into(),
+            enabled: job.enabled,
+            trigger: job.schedule.trigger_name().into(),
+            next,
+        })
     }
 
     /// The `routines` part of `status`.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> RoutinesStatus {
         let system = self.clock.system_zone();
         let now = self.clock.now();
         let (count, enabled, running, next, triggers) = {
@@ -306,19 +336,20 @@ impl Routines {
                 super::triggers::status(&inner),
             )
         };
-        json!({
-            "count": count, "enabled": enabled, "running": running,
-            "next": next.map(|(t, id, z)| json!({"routine_id": id, "at": t.with_timezone(&z).to_rfc3339()})),
-            "system_zone": system.name(),
-            "zone_problem": self.clock.zone_problem(),
-            "legacy_import": lock(&self.legacy_report).clone(),
-            "test_clock": self.test_clock,
-            "triggers": triggers,
-            "monitors": lock(&self.monitors).status(),
-        })
+        RoutinesStatus {
+            count: count as u64,
+            enabled: enabled as u64,
+            running,
+            next: next.map(|(t, routine_id, z)| NextRoutine {
+                routine_id,
+                at: t.with_timezone(&z).to_rfc3339(),
+            }),
+            system_zone: system.name().into(),
+            zone_problem: self.clock.zone_problem(),
+            legacy_import: lock(&self.legacy_report).clone(),
+            test_clock: self.test_clock,
+            triggers,
+            monitors: lock(&self.monitors).status(),
+        }
     }
-}
-
-fn broken_json(b: &BrokenRoutine) -> Value {
-    json!({"id": b.id, "name": b.name, "error": b.error})
 }

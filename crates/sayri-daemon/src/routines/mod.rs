@@ -47,9 +47,9 @@ use sayri_core::engine::routine_run::{self, RunPorts, RunReport, RunSpec};
 use sayri_core::engine::scheduler::{Job, Scheduler};
 use sayri_core::ports::{Notifier, Redactor, Speaker};
 use sayri_core::sync::{lock, read, write};
-use sayri_protocol::names;
+use sayri_protocol::event::routines::{RoutineFinished, RoutineStarted};
 use sayri_store::Store;
-use serde_json::{Map, Value, json};
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -462,13 +462,13 @@ impl Routines {
             spec.id,
             spec.name
         );
-        let mut m = Map::new();
-        m.insert("kind".into(), json!(key.kind()));
-        m.insert("id".into(), json!(spec.id));
-        m.insert("name".into(), json!(spec.name));
-        m.insert("session_id".into(), json!(spec.session_id));
-        m.insert("reason".into(), json!(reason));
-        self.broadcaster.broadcast(names::event::ROUTINE_STARTED, m);
+        self.broadcaster.emit(&RoutineStarted {
+            kind: key.kind().into(),
+            id: spec.id.clone(),
+            name: spec.name.clone(),
+            session_id: spec.session_id.clone(),
+            reason: reason.into(),
+        });
     }
 
     /// Stores, logs and broadcasts a run's outcome.
@@ -496,18 +496,14 @@ impl Routines {
         if let Some(e) = report.speak_error.as_ref().filter(|_| spec.speak_tts) {
             tracing::debug!("{} {}: not spoken: {e}", key.kind(), spec.id);
         }
-        let mut m = Map::new();
-        m.insert("kind".into(), json!(key.kind()));
-        m.insert("id".into(), json!(spec.id));
-        m.insert("name".into(), json!(spec.name));
-        m.insert("session_id".into(), json!(o.session_id));
-        m.insert("status".into(), json!(o.status.as_str()));
-        m.insert(
-            "summary".into(),
-            json!(self.brain.redactor.redact(&o.summary)),
-        );
-        self.broadcaster
-            .broadcast(names::event::ROUTINE_FINISHED, m);
+        self.broadcaster.emit(&RoutineFinished {
+            kind: key.kind().into(),
+            id: spec.id.clone(),
+            name: spec.name.clone(),
+            session_id: o.session_id.clone(),
+            status: o.status.as_str().into(),
+            summary: self.brain.redactor.redact(&o.summary),
+        });
     }
 
     /// The scheduler's job for `key`, if it has one.
@@ -533,6 +529,6 @@ fn stopped_report(spec: &RunSpec, now: DateTime<Utc>) -> RunReport {
 }
 
 /// A status-friendly view of a value that may be missing.
-fn opt_time(t: Option<DateTime<Utc>>, zone: chrono_tz::Tz) -> Value {
-    t.map_or(Value::Null, |t| json!(t.with_timezone(&zone).to_rfc3339()))
+fn opt_time(t: Option<DateTime<Utc>>, zone: chrono_tz::Tz) -> Option<String> {
+    t.map(|t| t.with_timezone(&zone).to_rfc3339())
 }

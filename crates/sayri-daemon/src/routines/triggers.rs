@@ -11,7 +11,7 @@
 //! * Changing a trigger's event fields re-arms it (like saving a routine); other edits keep
 //!   its timing.
 
-use super::trigger_files::{self, TriggerEntry};
+use super::trigger_files;
 use super::{Inner, JobKey, Routines, api, file_watch, opt_time};
 use crate::routines::{battery, network};
 use chrono::{DateTime, Utc};
@@ -20,8 +20,12 @@ use sayri_core::domain::routines::{Policy, Schedule, Timing};
 use sayri_core::engine::routine_run::RunSpec;
 use sayri_core::engine::scheduler::Job;
 use sayri_core::sync::lock;
+use sayri_protocol::reply::routines::{
+    AppliedTrigger, ListedTrigger, TriggerDeleteReply, TriggerEntry, TriggersListReply,
+};
+use sayri_protocol::reply::runtime::{InvalidTrigger, MonitorsStatus, TriggersStatus};
 use sayri_protocol::{ErrorCode, ProtocolError};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
@@ -54,14 +58,14 @@ impl Monitors {
         }
     }
 
-    pub(super) fn status(&self) -> Value {
-        json!({
-            "triggers_dir": self.dir.is_some(),
-            "files": self.files.keys().collect::<Vec<_>>(),
-            "battery": self.battery.is_some(),
-            "network": self.network.is_some(),
-            "problems": self.problems,
-        })
+    pub(super) fn status(&self) -> MonitorsStatus {
+        MonitorsStatus {
+            triggers_dir: self.dir.is_some(),
+            files: self.files.keys().cloned().collect(),
+            battery: self.battery.is_some(),
+            network: self.network.is_some(),
+            problems: self.problems.clone(),
+        }
     }
 }
 
@@ -115,18 +119,22 @@ pub(super) fn spec(inner: &Inner, id: &str) -> Option<RunSpec> {
 }
 
 /// The `triggers` part of the routines status.
-pub(super) fn status(inner: &Inner) -> Value {
-    let invalid: Vec<Value> = inner
+pub(super) fn status(inner: &Inner) -> TriggersStatus {
+    let invalid = inner
         .triggers
         .iter()
         .filter_map(|e| {
-            e.trigger
-                .as_ref()
-                .err()
-                .map(|err| json!({"id": e.id, "file": e.file, "error": err}))
+            e.trigger.as_ref().err().map(|err| InvalidTrigger {
+                id: e.id.clone(),
+                file: e.file.clone(),
+                error: err.clone(),
+            })
         })
         .collect();
-    json!({"count": inner.triggers.len(), "invalid": invalid})
+    TriggersStatus {
+        count: inner.triggers.len() as u64,
+        invalid,
+    }
 }
 
 fn home() -> Option<PathBuf> {
@@ -380,7 +388,7 @@ impl Routines {
     }
 
     /// `triggers_list`: every trigger file with its state.
-    pub fn triggers_list(self: &Arc<Self>) -> Value {
+    pub fn triggers_list(self: &Arc<Self>) -> TriggersListReply {
         let system = self.clock.system_zone();
         let now = self.clock.now();
         let outcomes: HashMap<String, _> = self
@@ -392,28 +400,29 @@ impl Routines {
             .collect();
         let inner = lock(&self.inner);
         let problems = lock(&self.monitors).problems.clone();
-        Value::Array(
-            inner
-                .triggers
-                .iter()
-                .map(|e| {
-                    let key = JobKey::Trigger(e.id.clone());
-                    let job = inner.sched.job(&key);
-                    let next: Option<DateTime<Utc>> =
-                        job.and_then(|j| api::next_of(j, system, now));
-                    let zone = job.map_or(system, |j| j.zone_in(system));
-                    let mut v = entry_json(e);
-                    v["next_run_at"] = opt_time(next, zone);
-                    v["running"] = json!(inner.sched.is_running(&key));
-                    v["last_outcome"] =
-                        api::outcome_json(outcomes.get(&e.id).and_then(|o| o.as_ref()));
-                    if let (Ok(_), Some(p)) = (&e.trigger, problems.get(&e.id)) {
-                        v["error"] = json!(p);
-                    }
-                    v
-                })
-                .collect(),
-        )
+        inner
+            .triggers
+            .iter()
+            .map(|e| {
+                let key = JobKey::Trigger(e.id.clone());
+                let job = inner.sched.job(&key);
+                let next: Option<DateTime<Utc>> = job.and_then(|j| api::next_of(j, system, now));
+                let zone = job.map_or(system, |j| j.zone_in(system));
+                let mut entry = entry_view(e);
+                if let (Ok(_), Some(p)) = (&e.trigger, problems.get(&e.id)) {
+                    entry.error = Some(p.clone());
+                }
+                ListedTrigger::new(
+                    entry,
+                    opt_time(next, zone),
+                    inner.sched.is_running(&key),
+                    outcomes
+                        .get(&e.id)
+                        .and_then(|o| o.as_ref())
+                        .map(api::outcome),
+                )
+            })
+            .collect()
     }
 
     /// `trigger_save`: writes a trigger file and loads it.
@@ -423,7 +432,7 @@ impl Routines {
     pub fn trigger_save(
         self: &Arc<Self>,
         fields: &Map<String, Value>,
-    ) -> Result<Value, ProtocolError> {
+    ) -> Result<TriggerEntry, ProtocolError> {
         let agent = fields
             .get("target_agent_id")
             .and_then(Value::as_str)
@@ -436,14 +445,14 @@ impl Routines {
         let entry = trigger_files::write_trigger(&self.triggers_dir(), fields)
             .map_err(ProtocolError::invalid_params)?;
         self.reload_triggers();
-        Ok(entry_json(&entry))
+        Ok(entry_view(&entry))
     }
 
     /// `trigger_delete`: removes a trigger file.
     ///
     /// # Errors
     /// `not_found`, or the removal failing.
-    pub fn trigger_delete(self: &Arc<Self>, id: &str) -> Result<Value, ProtocolError> {
+    pub fn trigger_delete(self: &Arc<Self>, id: &str) -> Result<TriggerDeleteReply, ProtocolError> {
         let existed = trigger_files::delete_trigger(&self.triggers_dir(), id)
             .map_err(|e| ProtocolError::new(ErrorCode::Internal, e))?;
         if !existed {
@@ -454,23 +463,26 @@ impl Routines {
         }
         let _ = self.store.delete_trigger_state(id);
         self.reload_triggers();
-        Ok(json!({"trigger_id": id, "deleted": true}))
+        Ok(TriggerDeleteReply {
+            trigger_id: id.into(),
+            deleted: true,
+        })
     }
 }
 
 /// A trigger file as listed: its fields, `id`, `file`, `error`.
-fn entry_json(e: &TriggerEntry) -> Value {
-    let mut v = Value::Object(e.fields.clone());
-    v["id"] = json!(e.id);
-    v["file"] = json!(e.file);
-    v["error"] = match &e.trigger {
-        Ok(t) => {
-            v["name"] = json!(t.name);
-            v["enabled"] = json!(t.enabled);
-            v["target_agent_id"] = json!(t.agent_id);
-            Value::Null
-        }
-        Err(err) => json!(err),
-    };
-    v
+fn entry_view(e: &trigger_files::TriggerEntry) -> TriggerEntry {
+    TriggerEntry::new(
+        e.id.clone(),
+        e.file.clone(),
+        e.fields.clone(),
+        match &e.trigger {
+            Ok(t) => Ok(AppliedTrigger {
+                name: t.name.clone(),
+                enabled: t.enabled,
+                target_agent_id: t.agent_id.clone(),
+            }),
+            Err(err) => Err(err.clone()),
+        },
+    )
 }

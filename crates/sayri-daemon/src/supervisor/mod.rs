@@ -232,6 +232,20 @@ pub enum ChildState {
     Failed,
 }
 
+impl ChildState {
+    /// The wire name (`starting`, `running`, `backoff`, `stopping`, `stopped`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildState::Starting => "starting",
+            ChildState::Running => "running",
+            ChildState::Backoff => "backoff",
+            ChildState::Stopping => "stopping",
+            ChildState::Stopped => "stopped",
+            ChildState::Failed => "failed",
+        }
+    }
+}
+
 /// A child as listed (`gateway_list` and friends).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChildStatus {

@@ -7,10 +7,10 @@ use crate::bus::Broadcaster;
 use sayri_core::domain::config::Config;
 use sayri_core::engine::CoreState;
 use sayri_core::sync::{read, write};
+use sayri_protocol::reply::runtime::StatusReply;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::models::ModelStore;
 use sayri_voice::plan::VoicePlan;
-use serde_json::{Map, Value};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -63,10 +63,10 @@ impl VoiceService {
     }
 
     /// The voice fields of `status` (everything not ready, saying what to rebuild).
-    pub fn status(&self) -> Map<String, Value> {
+    pub fn fill_status(&self, status: &mut StatusReply) {
         let cfg = read(&self.cfg).clone();
         let plan = VoicePlan::resolve(&cfg, &self.store);
-        status::fields(&plan, false, &LoopState::default())
+        status::fill(status, &plan, false, &LoopState::default());
     }
 
     /// No voice state.
@@ -100,16 +100,10 @@ mod tests {
             assert!(e.message.contains("built without voice"), "{}", e.message);
             assert!(e.message.contains("cargo build"), "{}", e.message);
         }
-        let st = v.status();
-        for k in ["stt_ready", "tts_ready", "wake_ready"] {
-            assert_eq!(st[k], false, "{k}");
-        }
-        assert!(
-            st["stt_missing"][0]
-                .as_str()
-                .unwrap()
-                .contains("built without voice")
-        );
-        assert_eq!(st["voice"]["built"], false);
+        let mut st = StatusReply::default();
+        v.fill_status(&mut st);
+        assert!(!st.stt_ready && !st.tts_ready && !st.wake_ready);
+        assert!(st.stt_missing[0].contains("built without voice"));
+        assert!(!st.voice.built);
     }
 }

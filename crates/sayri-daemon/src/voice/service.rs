@@ -8,11 +8,13 @@ use super::agent::CoreAgent;
 use super::status::{self, LoopState};
 use crate::brain::{Brain, BroadcastSink};
 use crate::bus::Broadcaster;
+use crate::wire;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::voice::{VoiceEvent, VoiceMode};
 use sayri_core::engine::{CoreEvent, CoreState, EventSink};
 use sayri_core::ports::audio::samples_to_ms;
 use sayri_core::sync::lock;
+use sayri_protocol::reply::runtime::StatusReply;
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_voice::audio::NullSink;
 use sayri_voice::models::ModelStore;
@@ -20,7 +22,6 @@ use sayri_voice::plan::VoicePlan;
 use sayri_voice::voice_loop::{
     Command, CommandInbox, LoopConfig, TimedEvent, VoiceHandle, VoiceLoop, command_channel,
 };
-use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -256,7 +257,7 @@ impl VoiceService {
     }
 
     /// The voice fields of `status`.
-    pub fn status(&self) -> Map<String, Value> {
+    pub fn fill_status(&self, status: &mut StatusReply) {
         let cfg = lock(&self.shared.control).cfg.clone();
         let plan = self.shared.plan(&cfg);
         let s = lock(&self.shared.snapshot);
@@ -271,7 +272,7 @@ impl VoiceService {
             mic_problem: s.mic_problem.clone(),
             mic_device: s.mic_device.clone(),
         };
-        status::fields(&plan, true, &state)
+        status::fill(status, &plan, true, &state);
     }
 
     /// The voice state machine's state while a loop runs.
@@ -546,11 +547,7 @@ impl Shared {
                 _ => {}
             }
         }
-        let mut payload = event.payload();
-        if let (VoiceEvent::Wake { .. }, Value::Object(m)) = (&event, &mut payload) {
-            m.insert("at_ms".into(), json!(samples_to_ms(timed.at)));
-        }
-        events.broadcast_redacted(event.name(), payload);
+        events.broadcast_redacted(&wire::voice_event(&event, samples_to_ms(timed.at)));
     }
 
     /// Loop `id` ended: clients learn that the microphone is off and the state idle; waiting
@@ -586,7 +583,7 @@ impl Shared {
             ),
         ] {
             if on {
-                events.broadcast_redacted(ev.name(), ev.payload());
+                events.broadcast_redacted(&wire::voice_event(&ev, 0));
             }
         }
     }

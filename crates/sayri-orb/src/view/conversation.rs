@@ -2,7 +2,7 @@
 
 use super::ViewModel;
 use crate::safe_text::visible;
-use serde_json::Value;
+use sayri_protocol::reply::sessions::SessionGetReply;
 
 /// A command the assistant ran (or tried to) during a turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,42 +175,33 @@ impl ViewModel {
 
     /// `session_get`: the stored transcript replaces the view's turns (unless a request is
     /// running, whose events are already arriving).
-    pub(super) fn load_session(&mut self, value: &Value) {
-        if value.get("id").and_then(Value::as_str) != self.session_id.as_deref() || self.busy {
+    pub(super) fn load_session(&mut self, session: &SessionGetReply) {
+        if Some(session.id.as_str()) != self.session_id.as_deref() || self.busy {
             return;
         }
         let mut turns: Vec<Turn> = Vec::new();
-        for m in value
-            .get("messages")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let content = m.get("content").and_then(Value::as_str).unwrap_or("");
-            if let Some(call) = m.get("tool_call").filter(|c| c.is_object()) {
+        for m in &session.messages {
+            let content = m.content.as_str();
+            if let Some(call) = &m.tool_call {
                 let step = ToolStep {
-                    command: visible(call.get("command").and_then(Value::as_str).unwrap_or(""))
-                        .into_owned(),
-                    output: Some(
-                        visible(call.get("output").and_then(Value::as_str).unwrap_or(""))
-                            .into_owned(),
-                    ),
-                    exit_code: call.get("exit_code").and_then(Value::as_i64),
+                    command: visible(&call.command).into_owned(),
+                    output: Some(visible(&call.output).into_owned()),
+                    exit_code: call.exit_code.map(i64::from),
                 };
                 last_turn(&mut turns).items.push(TurnItem::Step(step));
                 continue;
             }
-            match m.get("role").and_then(Value::as_str) {
-                Some("user") => turns.push(Turn {
+            match m.role.as_str() {
+                "user" => turns.push(Turn {
                     user: Some(visible(content).into_owned()),
                     done: true,
                     ..Turn::default()
                 }),
-                Some("assistant") if !content.is_empty() => last_turn(&mut turns)
+                "assistant" if !content.is_empty() => last_turn(&mut turns)
                     .items
                     .push(TurnItem::Text(content.to_string())),
                 // A stored error record: shown as the turn's failure, not as an answer.
-                Some("error") => last_turn(&mut turns).error = Some(visible(content).into_owned()),
+                "error" => last_turn(&mut turns).error = Some(visible(content).into_owned()),
                 _ => {}
             }
         }

@@ -17,8 +17,17 @@ pub use permissions::{PermissionCard, Segment};
 pub use requests::{Request, Tag};
 pub use settings::{OrbCorner, SettingRow, UiPrefs};
 
-use sayri_protocol::{ErrorCode, Event, ProtocolError, names::event};
-use serde_json::{Value, json};
+use sayri_protocol::event::AnyEvent;
+use sayri_protocol::params::{
+    AgentSwitchParams, AgentsListParams, ConfigListParams, ConfigSetParams, InterruptParams,
+    NewConversationParams, PermissionListParams, SessionDeleteParams, SessionGetParams,
+    SessionRenameParams, SessionsListParams, StatusParams, SwitchSessionParams, TalkParams,
+    ToggleListeningParams,
+};
+use sayri_protocol::reply::sessions::SessionSummary;
+use sayri_protocol::reply::{self, ReplyError, agents::ListedAgent, runtime::StatusReply};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use serde_json::Value;
 
 /// Most notices (errors) kept on the card; older ones drop off.
 pub const MAX_NOTICES: usize = 4;
@@ -211,20 +220,34 @@ pub enum Input {
     /// The connection changed.
     Link(LinkState),
     /// A (re)connection was greeted: `ready.info` (the status object).
-    Ready(Value),
+    Ready(StatusReply),
     /// A daemon event.
-    Event(Event),
-    /// The answer to a request sent with `tag`.
+    Event(AnyEvent),
+    /// The answer to a request sent with `tag`: its `result` as sent (read into the reply type
+    /// of the tag's command by [`ViewModel::apply`]) or its error.
     Response {
         /// What the request was for.
         tag: Tag,
         /// Its result or error.
         result: Result<Value, ProtocolError>,
     },
+    /// A daemon event this orb cannot read (another version of the daemon): shown as an error.
+    Unreadable(String),
     /// The person acted.
     Action(Action),
     /// Time passed (drives countdowns).
     Tick,
+}
+
+impl Input {
+    /// A daemon event frame as the view model takes it: its type of `sayri_protocol::event`,
+    /// or [`Input::Unreadable`] when it does not fit (the daemon is another version).
+    pub fn from_frame(frame: &sayri_protocol::Event) -> Input {
+        match AnyEvent::read(frame) {
+            Ok(ev) => Input::Event(ev),
+            Err(e) => Input::Unreadable(e.to_string()),
+        }
+    }
 }
 
 /// Everything the window shows. Fields are read by the widgets; change them only through
@@ -311,6 +334,10 @@ impl ViewModel {
             Input::Ready(info) => self.on_ready(&info, now_ms),
             Input::Event(ev) => self.on_event(&ev, now_ms),
             Input::Response { tag, result } => self.on_response(tag, result, now_ms),
+            Input::Unreadable(why) => {
+                self.notice(&why, true);
+                Vec::new()
+            }
             Input::Action(action) => self.on_action(action),
             Input::Tick => {
                 if !self.permissions.is_empty() {
@@ -339,48 +366,41 @@ impl ViewModel {
         Vec::new()
     }
 
-    fn on_ready(&mut self, info: &Value, now_ms: u64) -> Vec<Request> {
+    fn on_ready(&mut self, info: &StatusReply, now_ms: u64) -> Vec<Request> {
         let _ = now_ms;
         self.link = LinkState::Connected;
         self.changes.orb = true;
         self.changes.notices = true;
         self.apply_status(info);
         let mut out = vec![
-            Request::new(Tag::PermissionList, json!({})),
-            Request::new(Tag::AgentsList, json!({})),
-            Request::new(Tag::SessionsList, json!({"limit": 20})),
-            Request::new(Tag::ConfigList, json!({})),
+            Request::typed(Tag::PermissionList, &PermissionListParams {}),
+            Request::typed(Tag::AgentsList, &AgentsListParams {}),
+            sessions_list(),
+            Request::typed(Tag::ConfigList, &ConfigListParams {}),
         ];
         if let Some(id) = &self.session_id {
-            out.push(Request::new(Tag::SessionGet, json!({"session_id": id})));
+            out.push(Request::typed(
+                Tag::SessionGet,
+                &SessionGetParams {
+                    session_id: id.clone(),
+                },
+            ));
         }
         out
     }
 
     /// Takes `state`, `busy`, `session_id` and `agent` from a status object.
-    fn apply_status(&mut self, info: &Value) {
-        if let Some(s) = info
-            .get("state")
-            .and_then(Value::as_str)
-            .and_then(OrbState::from_wire)
-        {
+    fn apply_status(&mut self, info: &StatusReply) {
+        if let Some(s) = OrbState::from_wire(&info.state) {
             self.orb = s;
         }
-        if let Some(b) = info.get("busy").and_then(Value::as_bool) {
-            self.busy = b;
-        }
-        let session = info
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        if session != self.session_id {
-            self.session_id = session;
+        self.busy = info.busy;
+        if info.session_id != self.session_id {
+            self.session_id = info.session_id.clone();
             self.changes.sessions = true;
         }
-        if let Some(a) = info.get("agent").and_then(Value::as_str)
-            && self.agent_id.as_deref() != Some(a)
-        {
-            self.agent_id = Some(a.to_string());
+        if !info.agent.is_empty() && self.agent_id.as_deref() != Some(info.agent.as_str()) {
+            self.agent_id = Some(info.agent.clone());
             self.changes.agents = true;
         }
         self.changes.orb = true;
@@ -398,93 +418,85 @@ impl ViewModel {
         self.changes.notices = true;
     }
 
-    fn on_event(&mut self, ev: &Event, now_ms: u64) -> Vec<Request> {
-        let p = &ev.payload;
-        let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
-        let b = |k: &str| p.get(k).and_then(Value::as_bool).unwrap_or(false);
-        match ev.event.as_str() {
-            event::READY => {
-                let info = p.get("info").cloned().unwrap_or(Value::Null);
-                return self.on_ready(&info, now_ms);
-            }
-            event::STATE => {
-                if let Some(st) = OrbState::from_wire(s("state")) {
+    fn on_event(&mut self, ev: &AnyEvent, now_ms: u64) -> Vec<Request> {
+        match ev {
+            AnyEvent::Ready(r) => return self.on_ready(&r.info, now_ms),
+            AnyEvent::State(st) => {
+                if let Some(st) = OrbState::from_wire(&st.state) {
                     self.orb = st;
                     self.changes.orb = true;
                 }
             }
-            event::AUDIO_LEVEL => {
-                let level = p.get("level").and_then(Value::as_f64).unwrap_or(0.0);
-                self.audio_level = if level.is_finite() {
-                    level.clamp(0.0, 1.0) as f32
+            AnyEvent::AudioLevel(a) => {
+                self.audio_level = if a.level.is_finite() {
+                    a.level.clamp(0.0, 1.0)
                 } else {
                     0.0
                 };
                 self.changes.orb = true;
             }
-            event::MIC => {
-                self.mic = b("active");
+            AnyEvent::Mic(m) => {
+                self.mic = m.active;
                 self.changes.orb = true;
             }
-            event::BUSY => {
-                self.busy = b("active");
-                self.changes.orb = true;
-                if !self.busy {
-                    self.conversation_finished();
-                    return vec![
-                        Request::new(Tag::Status, json!({})),
-                        Request::new(Tag::SessionsList, json!({"limit": 20})),
-                    ];
-                }
-            }
-            event::PARTIAL => {
-                self.partial = crate::safe_text::visible(s("text")).into_owned();
+            AnyEvent::Busy(b) => return self.on_busy(b.active),
+            AnyEvent::Partial(p) => {
+                self.partial = crate::safe_text::visible(&p.text).into_owned();
                 self.changes.conversation = true;
             }
-            event::USER => self.user_turn(s("text")),
-            event::ASSISTANT_DELTA => self.delta(s("delta")),
-            event::REASONING_DELTA => self.reasoning(s("delta")),
-            event::ASSISTANT_DONE => self.done(s("text")),
-            event::TOOL_START => self.tool_start(s("command")),
-            event::TOOL_FINISH => {
-                let code = p.get("exit_code").and_then(Value::as_i64);
-                self.tool_finish(s("command"), s("output"), code);
+            AnyEvent::User(u) => self.user_turn(&u.text),
+            AnyEvent::AssistantDelta(d) => self.delta(&d.delta),
+            AnyEvent::ReasoningDelta(d) => self.reasoning(&d.delta),
+            AnyEvent::AssistantDone(d) => self.done(&d.text),
+            AnyEvent::ToolStart(t) => self.tool_start(&t.command),
+            AnyEvent::ToolFinish(t) => {
+                self.tool_finish(&t.command, &t.output, t.exit_code.map(i64::from));
             }
-            event::HINT => {
-                self.hint = Some(crate::safe_text::visible(s("text")).into_owned())
-                    .filter(|h| !h.is_empty());
+            AnyEvent::Hint(h) => {
+                self.hint =
+                    Some(crate::safe_text::visible(&h.text).into_owned()).filter(|h| !h.is_empty());
                 self.changes.notices = true;
             }
-            event::ERROR => {
-                let text = s("error").to_string();
-                self.error_in_turn(&text);
-                self.notice(&text, true);
+            AnyEvent::Error(e) => {
+                self.error_in_turn(&e.error);
+                self.notice(&e.error, true);
             }
-            event::SPEAKING => self.changes.orb = true,
-            event::SHOW => self.set_visible(true),
-            event::HIDE => self.set_visible(false),
-            event::TOGGLE => self.set_visible(!self.visible),
-            event::CONVERSATION_STARTED => {
-                self.session_id = Some(s("session_id").to_string()).filter(|s| !s.is_empty());
+            AnyEvent::Speaking(_) => self.changes.orb = true,
+            AnyEvent::Show(_) => self.set_visible(true),
+            AnyEvent::Hide(_) => self.set_visible(false),
+            AnyEvent::Toggle(_) => self.set_visible(!self.visible),
+            AnyEvent::ConversationStarted(c) => {
+                self.session_id = Some(c.session_id.clone()).filter(|s| !s.is_empty());
                 self.turns.clear();
                 self.changes.conversation = true;
                 self.changes.sessions = true;
-                return vec![Request::new(Tag::SessionsList, json!({"limit": 20}))];
+                return vec![sessions_list()];
             }
-            event::PERMISSION_REQUEST => {
-                if let Some(r) = p.get("request") {
-                    self.open_card(r, now_ms);
-                }
-            }
-            event::PERMISSION_RESOLVED => self.close_card(s("request_id")),
-            event::SETTINGS_CHANGED => self.settings_changed(p),
-            event::SHUTDOWN => {
+            AnyEvent::PermissionRequest(p) => self.open_card(&p.request, now_ms),
+            AnyEvent::PermissionResolved(r) => self.close_card(&r.request_id),
+            AnyEvent::SettingsChanged(c) => self.settings_changed(&c.values),
+            AnyEvent::Shutdown(_) => {
                 self.hint = Some("The Sayri daemon is stopping.".into());
                 self.changes.notices = true;
             }
             _ => {}
         }
         Vec::new()
+    }
+
+    /// `busy`: a request started or ended; at the end the status and the session list are
+    /// fetched again.
+    fn on_busy(&mut self, active: bool) -> Vec<Request> {
+        self.busy = active;
+        self.changes.orb = true;
+        if active {
+            return Vec::new();
+        }
+        self.conversation_finished();
+        vec![
+            Request::typed(Tag::Status, &StatusParams {}),
+            sessions_list(),
+        ]
     }
 
     fn set_visible(&mut self, v: bool) {
@@ -502,41 +514,70 @@ impl ViewModel {
             Ok(v) => v,
             Err(e) => return self.on_failure(tag, e),
         };
+        match self.apply_reply(tag, value, now_ms) {
+            Ok(requests) => requests,
+            Err(e) => {
+                self.notice(&e.to_string(), true);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Reads `value` as the reply of `tag`'s command and applies it.
+    ///
+    /// # Errors
+    /// The reply is not its command's reply type (the daemon is another version).
+    fn apply_reply(
+        &mut self,
+        tag: Tag,
+        value: Value,
+        now_ms: u64,
+    ) -> Result<Vec<Request>, ReplyError> {
         match tag {
-            Tag::Status => self.apply_status(&value),
+            Tag::Status => self.apply_status(&reply::decode::<StatusParams>(value)?),
             Tag::PermissionList => {
-                let pending = value.get("pending").and_then(Value::as_array);
-                for r in pending.into_iter().flatten() {
+                for r in &reply::decode::<PermissionListParams>(value)?.pending {
                     self.open_card(r, now_ms);
                 }
             }
-            Tag::AgentsList => self.set_agents(&value),
-            Tag::SessionsList => self.set_sessions(&value),
-            Tag::SessionGet => self.load_session(&value),
-            Tag::ConfigList => self.set_settings(&value),
-            Tag::SetConfig { key } => self.setting_stored(&key, &value),
+            Tag::AgentsList => self.set_agents(&reply::decode::<AgentsListParams>(value)?),
+            Tag::SessionsList => self.set_sessions(&reply::decode::<SessionsListParams>(value)?),
+            Tag::SessionGet => self.load_session(&reply::decode::<SessionGetParams>(value)?),
+            Tag::ConfigList => self.set_settings(reply::decode::<ConfigListParams>(value)?),
+            Tag::SetConfig { key } => {
+                self.setting_stored(&key, reply::decode::<ConfigSetParams>(value)?.value);
+            }
             Tag::AgentSwitch => {
-                if let Some(id) = value.get("agent_id").and_then(Value::as_str) {
-                    self.agent_id = Some(id.to_string());
-                    self.changes.agents = true;
-                }
+                self.agent_id = Some(reply::decode::<AgentSwitchParams>(value)?.agent_id);
+                self.changes.agents = true;
             }
-            Tag::SwitchSession | Tag::NewConversation => {
-                let id = value.get("session_id").and_then(Value::as_str);
-                if let Some(id) = id.filter(|id| self.session_id.as_deref() != Some(*id)) {
-                    self.session_id = Some(id.to_string());
-                    self.turns.clear();
-                    self.changes.conversation = true;
-                    self.changes.sessions = true;
-                    return vec![Request::new(Tag::SessionGet, json!({"session_id": id}))];
-                }
+            Tag::SwitchSession => {
+                let id = reply::decode::<SwitchSessionParams>(value)?.session_id;
+                return Ok(self.session_switched(id));
             }
-            Tag::RenameSession | Tag::DeleteSession => {
-                return vec![Request::new(Tag::SessionsList, json!({"limit": 20}))];
+            Tag::NewConversation => {
+                let id = reply::decode::<NewConversationParams>(value)?.session_id;
+                return Ok(self.session_switched(id));
             }
+            Tag::RenameSession | Tag::DeleteSession => return Ok(vec![sessions_list()]),
             Tag::Answer { .. } | Tag::Talk | Tag::ToggleListening | Tag::Interrupt => {}
         }
-        Vec::new()
+        Ok(Vec::new())
+    }
+
+    /// Another session became the active one: its transcript is fetched.
+    fn session_switched(&mut self, id: String) -> Vec<Request> {
+        if self.session_id.as_deref() == Some(id.as_str()) {
+            return Vec::new();
+        }
+        self.session_id = Some(id.clone());
+        self.turns.clear();
+        self.changes.conversation = true;
+        self.changes.sessions = true;
+        vec![Request::typed(
+            Tag::SessionGet,
+            &SessionGetParams { session_id: id },
+        )]
     }
 
     fn on_failure(&mut self, tag: Tag, e: ProtocolError) -> Vec<Request> {
@@ -572,18 +613,37 @@ impl ViewModel {
                 if text.is_empty() {
                     return Vec::new();
                 }
-                vec![Request::new(Tag::Talk, json!({"text": text}))]
+                vec![Request::typed(
+                    Tag::Talk,
+                    &TalkParams {
+                        text,
+                        ..TalkParams::default()
+                    },
+                )]
             }
             Action::Answer {
                 request_id,
                 allow,
                 remember,
             } => self.answer_card(request_id, allow, remember),
-            Action::ToggleListening => vec![Request::new(Tag::ToggleListening, json!({}))],
-            Action::Interrupt => vec![Request::new(Tag::Interrupt, json!({}))],
-            Action::NewConversation => vec![Request::new(Tag::NewConversation, json!({}))],
+            Action::ToggleListening => {
+                vec![Request::typed(
+                    Tag::ToggleListening,
+                    &ToggleListeningParams {},
+                )]
+            }
+            Action::Interrupt => vec![Request::typed(Tag::Interrupt, &InterruptParams {})],
+            Action::NewConversation => {
+                vec![Request::typed(
+                    Tag::NewConversation,
+                    &NewConversationParams {},
+                )]
+            }
             Action::SwitchSession(id) => {
-                vec![Request::new(Tag::SwitchSession, json!({"session_id": id}))]
+                vec![Request::typed(
+                    Tag::SwitchSession,
+                    &SwitchSessionParams { session_id: id },
+                )]
             }
             Action::RenameSession { id, title } => {
                 let title = title.trim().to_string();
@@ -591,16 +651,25 @@ impl ViewModel {
                     self.notice("A conversation title cannot be empty.", true);
                     return Vec::new();
                 }
-                vec![Request::new(
+                vec![Request::typed(
                     Tag::RenameSession,
-                    json!({"session_id": id, "title": title}),
+                    &SessionRenameParams {
+                        session_id: id,
+                        title,
+                    },
                 )]
             }
             Action::DeleteSession(id) => {
-                vec![Request::new(Tag::DeleteSession, json!({"session_id": id}))]
+                vec![Request::typed(
+                    Tag::DeleteSession,
+                    &SessionDeleteParams { session_id: id },
+                )]
             }
             Action::SwitchAgent(id) => {
-                vec![Request::new(Tag::AgentSwitch, json!({"agent_id": id}))]
+                vec![Request::typed(
+                    Tag::AgentSwitch,
+                    &AgentSwitchParams { agent_id: id },
+                )]
             }
             Action::SetConfig { key, value } => self.set_config(key, value),
             Action::ToggleWindow => {
@@ -622,45 +691,43 @@ impl ViewModel {
         }
     }
 
-    fn set_agents(&mut self, value: &Value) {
-        self.agents = value
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|a| {
-                let id = a.get("id").and_then(Value::as_str)?;
-                let name = a.get("name").and_then(Value::as_str).unwrap_or(id);
-                Some(AgentRow {
-                    id: id.to_string(),
-                    name: crate::safe_text::visible(name).into_owned(),
-                })
+    fn set_agents(&mut self, agents: &[ListedAgent]) {
+        self.agents = agents
+            .iter()
+            .filter(|a| !a.id().is_empty())
+            .map(|a| AgentRow {
+                id: a.id().to_string(),
+                name: crate::safe_text::visible(a.name()).into_owned(),
             })
             .collect();
         self.changes.agents = true;
     }
 
-    fn set_sessions(&mut self, value: &Value) {
-        self.sessions = value
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| {
-                let id = s.get("id").and_then(Value::as_str)?;
-                let title = s.get("title").and_then(Value::as_str).unwrap_or("").trim();
-                Some(SessionRow {
-                    id: id.to_string(),
+    fn set_sessions(&mut self, sessions: &[SessionSummary]) {
+        self.sessions = sessions
+            .iter()
+            .filter(|s| !s.id.is_empty())
+            .map(|s| {
+                let title = s.title.trim();
+                SessionRow {
+                    id: s.id.clone(),
                     title: if title.is_empty() {
                         "(untitled)".into()
                     } else {
                         crate::safe_text::visible(title).into_owned()
                     },
-                    messages: s.get("messages").and_then(Value::as_u64).unwrap_or(0),
-                    updated_at: s.get("updated_at").and_then(Value::as_f64).unwrap_or(0.0),
-                })
+                    messages: u64::from(s.messages),
+                    updated_at: s.updated_at,
+                }
             })
             .collect();
         self.changes.sessions = true;
     }
+}
+
+/// `sessions_list` of the 20 newest.
+fn sessions_list() -> Request {
+    Request::typed(Tag::SessionsList, &SessionsListParams { limit: Some(20) })
 }
 
 #[cfg(test)]

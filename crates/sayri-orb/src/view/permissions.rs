@@ -3,7 +3,8 @@
 
 use super::{Request, Tag, ViewModel};
 use crate::safe_text::visible;
-use serde_json::{Value, json};
+use sayri_protocol::params::PermissionAnswerParams;
+use sayri_protocol::reply::permissions::PermissionRequest;
 
 /// One simple command (or file/web access) the daemon judged inside the asked command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,46 +51,34 @@ impl PermissionCard {
         self.deadline_ms.saturating_sub(now_ms).div_ceil(1000)
     }
 
-    /// Parses a request object (`permission_request.request` or a `permission_list` item).
-    pub fn from_request(r: &Value, now_ms: u64) -> Option<PermissionCard> {
-        let s = |k: &str| visible(r.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
-        let id = r.get("id").and_then(Value::as_str)?.to_string();
-        if id.is_empty() {
+    /// The card of a request (`permission_request.request` or a `permission_list` item);
+    /// `None` for one without an id.
+    pub fn from_request(r: &PermissionRequest, now_ms: u64) -> Option<PermissionCard> {
+        if r.id.is_empty() {
             return None;
         }
-        let expires = r
-            .get("expires_in")
-            .and_then(Value::as_f64)
+        let s = |t: &str| visible(t).into_owned();
+        let expires = Some(r.expires_in)
             .filter(|e| e.is_finite() && *e > 0.0)
             .unwrap_or(0.0);
         let segments = r
-            .get("segments")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|seg| {
-                let g = |k: &str| {
-                    visible(seg.get(k).and_then(Value::as_str).unwrap_or("")).into_owned()
-                };
-                Segment {
-                    command: g("command"),
-                    effect: g("effect"),
-                    reason: g("reason"),
-                }
+            .segments
+            .iter()
+            .map(|seg| Segment {
+                command: s(&seg.command),
+                effect: s(&seg.effect),
+                reason: s(&seg.reason),
             })
             .collect();
         Some(PermissionCard {
-            id,
-            action: s("action"),
-            resource: s("resource"),
-            reason: s("reason"),
-            agent_name: s("agent_name"),
+            id: r.id.clone(),
+            action: s(&r.action),
+            resource: s(&r.resource),
+            reason: s(&r.reason),
+            agent_name: s(&r.agent_name),
             segments,
-            policy: r.get("policy").and_then(Value::as_bool).unwrap_or(false),
-            from_step: r
-                .get("from_step")
-                .and_then(Value::as_str)
-                .map(|s| visible(s).into_owned()),
+            policy: r.policy,
+            from_step: r.from_step.as_deref().map(s),
             deadline_ms: now_ms.saturating_add((expires.min(86_400.0) * 1000.0) as u64),
             answering: false,
             error: None,
@@ -98,7 +87,7 @@ impl PermissionCard {
 }
 
 impl ViewModel {
-    pub(super) fn open_card(&mut self, request: &Value, now_ms: u64) {
+    pub(super) fn open_card(&mut self, request: &PermissionRequest, now_ms: u64) {
         let Some(card) = PermissionCard::from_request(request, now_ms) else {
             return;
         };
@@ -152,11 +141,15 @@ impl ViewModel {
         card.answering = true;
         card.error = None;
         self.changes.permissions = true;
-        vec![Request::new(
+        vec![Request::typed(
             Tag::Answer {
                 request_id: request_id.clone(),
             },
-            json!({"request_id": request_id, "allow": allow, "remember": allow && remember}),
+            &PermissionAnswerParams {
+                request_id,
+                allow,
+                remember: allow && remember,
+            },
         )]
     }
 }

@@ -1,6 +1,7 @@
 //! Requests the view model asks to send, each tagged with what its answer is for.
 
 use sayri_protocol::names::cmd;
+use sayri_protocol::{Params, params};
 use serde_json::{Map, Value};
 
 /// What a request was for, so its response can be applied to the right part of the view.
@@ -87,6 +88,16 @@ impl Request {
             _ => Map::new(),
         };
         Request { tag, params }
+    }
+
+    /// A request for `tag` with the params struct of its command.
+    pub fn typed<P: Params>(tag: Tag, params: &P) -> Request {
+        debug_assert_eq!(tag.command(), P::CMD, "the tag sends another command");
+        Request {
+            tag,
+            // A params struct always writes an object (pinned by sayri-protocol's tests).
+            params: params::to_map(params).unwrap_or_default(),
+        }
     }
 
     /// The command name.

@@ -1,7 +1,9 @@
 //! The settings view (rows of `config_list`) and the `ui.*` preferences the window follows.
 
 use super::{Request, Tag, ViewModel};
-use serde_json::{Map, Value, json};
+use sayri_protocol::params::ConfigSetParams;
+use sayri_protocol::reply::config::ConfigRow;
+use serde_json::{Map, Value};
 
 /// One setting as the settings view shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,25 +120,18 @@ impl UiPrefs {
 }
 
 impl ViewModel {
-    pub(super) fn set_settings(&mut self, value: &Value) {
+    pub(super) fn set_settings(&mut self, rows: Vec<ConfigRow>) {
         let before = self.ui();
-        self.settings = value
-            .as_array()
+        self.settings = rows
             .into_iter()
-            .flatten()
-            .filter_map(|r| {
-                let group = r.get("group").and_then(Value::as_str)?;
-                let key = r.get("key").and_then(Value::as_str)?;
-                let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                Some(SettingRow {
-                    key: format!("{group}.{key}"),
-                    value: r.get("value").cloned().unwrap_or(Value::Null),
-                    is_secret: r.get("is_secret").and_then(Value::as_bool).unwrap_or(false),
-                    ty: s("type"),
-                    doc: s("doc"),
-                    error: None,
-                    pending: false,
-                })
+            .map(|r| SettingRow {
+                key: format!("{}.{}", r.group, r.key),
+                value: r.value,
+                is_secret: r.is_secret,
+                ty: r.ty,
+                doc: r.doc,
+                error: None,
+                pending: false,
             })
             .collect();
         self.changes.settings = true;
@@ -155,10 +150,9 @@ impl ViewModel {
     }
 
     /// `settings_changed {keys, values}` from any client.
-    pub(super) fn settings_changed(&mut self, payload: &Map<String, Value>) {
+    pub(super) fn settings_changed(&mut self, values: &Map<String, Value>) {
         let before = self.ui();
-        let values = payload.get("values").and_then(Value::as_object);
-        for (key, value) in values.into_iter().flatten() {
+        for (key, value) in values {
             if let Some(row) = self.settings.iter_mut().find(|r| &r.key == key) {
                 row.value = value.clone();
                 row.error = None;
@@ -174,23 +168,25 @@ impl ViewModel {
             row.error = None;
             self.changes.settings = true;
         }
-        vec![Request::new(
+        vec![Request::typed(
             Tag::SetConfig { key: key.clone() },
-            json!({"key": key, "value": value}),
+            &ConfigSetParams {
+                key,
+                group: None,
+                value,
+            },
         )]
     }
 
-    pub(super) fn setting_stored(&mut self, key: &str, result: &Value) {
+    pub(super) fn setting_stored(&mut self, key: &str, stored: Value) {
         let before = self.ui();
         if let Some(row) = self.settings.iter_mut().find(|r| r.key == key) {
             row.pending = false;
             row.error = None;
             // The reply carries the stored value unmasked; a secret keeps its masked form
             // until `settings_changed` brings it.
-            if !row.is_secret
-                && let Some(v) = result.get("value")
-            {
-                row.value = v.clone();
+            if !row.is_secret {
+                row.value = stored;
             }
             self.changes.settings = true;
         }

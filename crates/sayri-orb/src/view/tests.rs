@@ -1,20 +1,86 @@
 use super::*;
+use sayri_protocol::Event;
+use sayri_protocol::reply::sessions::{Message, SessionGetReply, SessionUsage, ToolCall};
 use serde_json::{Map, json};
 
-fn ev(name: &str, payload: Value) -> Input {
+/// A daemon frame as the link hands it over: typed, or unreadable.
+fn wire(name: &str, payload: Value) -> Input {
     let payload: Map<String, Value> = match payload {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    Input::Event(Event::new(name, payload))
+    Input::from_frame(&Event::new(name, payload))
+}
+
+/// A frame that must be a real event of the protocol.
+fn ev(name: &str, payload: Value) -> Input {
+    let input = wire(name, payload);
+    assert!(matches!(input, Input::Event(_)), "{input:?}");
+    input
+}
+
+/// A reply as the daemon writes it.
+fn sent(reply: &impl serde::Serialize) -> Result<Value, ProtocolError> {
+    Ok(reply::encode(reply).unwrap())
+}
+
+fn session(id: &str, title: &str, messages: u32, updated_at: f64) -> SessionSummary {
+    SessionSummary {
+        id: id.into(),
+        title: title.into(),
+        agent_id: "default".into(),
+        created_at: 1.0,
+        updated_at,
+        messages,
+        parent_id: None,
+    }
+}
+
+fn agent(id: &str, name: &str) -> ListedAgent {
+    use sayri_protocol::reply::agents::{Agent, AgentModel, AgentSandbox, UsableAgent};
+    ListedAgent::Usable(Box::new(UsableAgent {
+        agent: Agent {
+            id: id.into(),
+            name: name.into(),
+            description: String::new(),
+            system_prompt: String::new(),
+            is_builtin: id == "default",
+            model: AgentModel {
+                provider: "openai".into(),
+                model_name: "m".into(),
+                temperature: 0.7,
+                base_url: None,
+            },
+            sandbox: AgentSandbox {
+                level: sayri_protocol::SandboxLevel::ReadOnly,
+                timeout_seconds: 60,
+                allow_network: false,
+                ask_before_run: true,
+                default_effect: "ask".into(),
+            },
+            allowed_skills: Vec::new(),
+            allowed_plugins: Vec::new(),
+            allowed_tools: Vec::new(),
+            allowed_secrets: Vec::new(),
+            custom_instructions: String::new(),
+            investigation_loop: false,
+            reinforcement_learning: false,
+            parent: None,
+        },
+        narrowed: Vec::new(),
+        error: None,
+    }))
+}
+
+/// The greeting, read as the link reads it.
+fn ready(info: Value) -> Input {
+    Input::Ready(reply::decode::<StatusParams>(info).expect("a status object"))
 }
 
 fn connected() -> ViewModel {
     let mut vm = ViewModel::new();
     vm.apply(
-        Input::Ready(
-            json!({"state": "idle", "busy": false, "session_id": "s1", "agent": "default"}),
-        ),
+        ready(json!({"state": "idle", "busy": false, "session_id": "s1", "agent": "default"})),
         0,
     );
     vm.take_changes();
@@ -37,9 +103,7 @@ fn request(id: &str, expires_in: f64) -> Value {
 fn greeting_sets_status_and_fetches_everything_the_window_shows() {
     let mut vm = ViewModel::new();
     let reqs = vm.apply(
-        Input::Ready(
-            json!({"state": "thinking", "busy": true, "session_id": "abc", "agent": "builder"}),
-        ),
+        ready(json!({"state": "thinking", "busy": true, "session_id": "abc", "agent": "builder"})),
         0,
     );
     assert_eq!(vm.link, LinkState::Connected);
@@ -75,8 +139,14 @@ fn state_and_audio_level_drive_the_orb_and_bad_levels_are_clamped() {
     assert_eq!(vm.audio_level, 1.0);
     vm.apply(ev("audio_level", json!({"level": -1})), 0);
     assert_eq!(vm.audio_level, 0.0);
-    vm.apply(ev("audio_level", json!({"level": "loud"})), 0);
+    // A level that is not a number is not an `audio_level` event at all.
+    vm.apply(wire("audio_level", json!({"level": "loud"})), 0);
     assert_eq!(vm.audio_level, 0.0);
+    assert!(
+        vm.notices
+            .last()
+            .is_some_and(|n| n.error && n.text.contains("audio_level"))
+    );
 }
 
 #[test]
@@ -410,22 +480,30 @@ fn reconnect_lists_pending_cards_again_without_duplicates_and_a_lost_link_clears
 }
 
 #[test]
-fn malformed_permission_requests_are_ignored() {
+fn malformed_permission_requests_open_no_card_and_say_the_daemon_differs() {
     let mut vm = connected();
     vm.apply(
-        ev("permission_request", json!({"request": {"resource": "ls"}})),
+        wire("permission_request", json!({"request": {"resource": "ls"}})),
         0,
     );
-    vm.apply(ev("permission_request", json!({"request": {"id": ""}})), 0);
-    vm.apply(ev("permission_request", json!({})), 0);
+    vm.apply(wire("permission_request", json!({})), 0);
     assert!(vm.permissions.is_empty());
+    assert_eq!(vm.notices.len(), 2);
+    assert!(
+        vm.notices[0].error && vm.notices[0].text.contains("update both"),
+        "{:?}",
+        vm.notices
+    );
+    // A request that fits its type but has no id opens nothing; a negative expiry counts as
+    // expired.
     vm.apply(
-        ev(
-            "permission_request",
-            json!({"request": {"id": "x", "expires_in": "soon"}}),
-        ),
+        ev("permission_request", json!({"request": request("", 60.0)})),
         0,
     );
+    assert!(vm.permissions.is_empty());
+    let mut r = request("x", -5.0);
+    r["segments"] = json!([]);
+    vm.apply(ev("permission_request", json!({"request": r})), 0);
     assert_eq!(vm.permissions[0].seconds_left(0), 0);
     assert!(vm.permissions[0].segments.is_empty());
 }
@@ -488,11 +566,10 @@ fn sessions_list_switch_rename_and_delete() {
     vm.apply(
         Input::Response {
             tag: Tag::SessionsList,
-            result: Ok(json!([
-                {"id": "s2", "title": "Disk \u{1b}[31mspace", "agent_id": "default", "messages": 4, "updated_at": 20.0},
-                {"id": "s1", "title": "", "agent_id": "default", "messages": 2, "updated_at": 10.0},
-                {"title": "no id"}
-            ])),
+            result: sent(&vec![
+                session("s2", "Disk \u{1b}[31mspace", 4, 20.0),
+                session("s1", "", 2, 10.0),
+            ]),
         },
         0,
     );
@@ -534,7 +611,7 @@ fn sessions_list_switch_rename_and_delete() {
     let r = vm.apply(
         Input::Response {
             tag: Tag::RenameSession,
-            result: Ok(json!({})),
+            result: Ok(json!({"session_id": "s2", "title": "Disk"})),
         },
         0,
     );
@@ -549,12 +626,15 @@ fn session_transcript_loads_turns_with_their_steps() {
     vm.apply(
         Input::Response {
             tag: Tag::SessionGet,
-            result: Ok(json!({"id": "s1", "title": "t", "messages": [
-                {"role": "user", "content": "list files"},
-                {"role": "assistant", "content": "Running ls.\n```bash\nls\n```"},
-                {"role": "tool", "content": "[Command ls]", "tool_call": {"command": "ls", "exit_code": 0, "status": "success", "output": "a\nb", "duration_ms": 3.0}},
-                {"role": "assistant", "content": "Two files."}
-            ]})),
+            result: sent(&transcript(
+                "s1",
+                &[
+                    ("user", "list files", None),
+                    ("assistant", "Running ls.\n```bash\nls\n```", None),
+                    ("tool", "[Command ls]", Some(("ls", "a\nb"))),
+                    ("assistant", "Two files.", None),
+                ],
+            )),
         },
         0,
     );
@@ -567,11 +647,68 @@ fn session_transcript_loads_turns_with_their_steps() {
     vm.apply(
         Input::Response {
             tag: Tag::SessionGet,
-            result: Ok(json!({"id": "other", "messages": [{"role": "user", "content": "x"}]})),
+            result: sent(&transcript("other", &[("user", "x", None)])),
         },
         0,
     );
     assert_eq!(vm.turns[0].user.as_deref(), Some("list files"));
+}
+
+/// One stored message: its role, its content and, for a step, its command and output.
+type Stored<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+
+/// A `session_get` reply of `id` with these messages.
+fn transcript(id: &str, messages: &[Stored]) -> SessionGetReply {
+    SessionGetReply {
+        id: id.into(),
+        title: "t".into(),
+        agent_id: "default".into(),
+        created_at: 1.0,
+        updated_at: 2.0,
+        parent_id: None,
+        messages: messages
+            .iter()
+            .zip(1..)
+            .map(|((role, content, step), n)| Message {
+                id: n,
+                session_id: id.into(),
+                role: (*role).into(),
+                content: (*content).into(),
+                tool_call: step.map(|(command, output)| ToolCall {
+                    command: command.into(),
+                    exit_code: Some(0),
+                    status: "success".into(),
+                    output: output.into(),
+                    duration_ms: 3.0,
+                    delegated: None,
+                }),
+                usage: None,
+                reasoning: None,
+                timestamp: 1.0,
+            })
+            .collect(),
+        sub_sessions: Vec::new(),
+        usage: SessionUsage::default(),
+    }
+}
+
+#[test]
+fn a_reply_that_is_not_its_type_changes_nothing_and_says_the_daemon_differs() {
+    let mut vm = connected();
+    vm.apply(
+        Input::Response {
+            tag: Tag::SessionsList,
+            result: Ok(json!([{"title": "no id"}])),
+        },
+        0,
+    );
+    assert!(vm.sessions.is_empty());
+    assert_eq!(vm.notices.len(), 1);
+    assert!(
+        vm.notices[0].text.contains("sessions_list"),
+        "{:?}",
+        vm.notices
+    );
 }
 
 #[test]
@@ -591,9 +728,10 @@ fn agents_badge_and_switch() {
     vm.apply(
         Input::Response {
             tag: Tag::AgentsList,
-            result: Ok(
-                json!([{"id": "default", "name": "Sayri"}, {"id": "builder", "name": "Builder"}]),
-            ),
+            result: sent(&vec![
+                agent("default", "Sayri"),
+                agent("builder", "Builder"),
+            ]),
         },
         0,
     );
@@ -719,7 +857,13 @@ fn show_hide_and_toggle_events_set_visibility() {
 fn unknown_events_and_fields_change_nothing() {
     let mut vm = connected();
     let before = format!("{vm:?}");
-    let r = vm.apply(ev("asset_progress", json!({"token": "t", "percent": 5})), 0);
+    let r = vm.apply(
+        ev(
+            "asset_progress",
+            json!({"token": "t", "kind": "wake_word", "name": "w", "percent": 5}),
+        ),
+        0,
+    );
     assert!(r.is_empty());
     vm.apply(ev("brand_new_event", json!({"x": 1})), 0);
     assert_eq!(format!("{vm:?}"), before);

@@ -8,6 +8,7 @@ use sayri_orb::demo::Demo;
 use sayri_orb::ui::{OrbApp, Source};
 use sayri_orb::view::Input;
 use sayri_protocol::Event;
+use sayri_protocol::event::AnyEvent;
 use serde_json::{Map, Value, json};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -22,7 +23,8 @@ fn event(name: &str, payload: Value) -> Input {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    Input::Event(Event::new(name, payload))
+    // Read as the link reads the daemon's frames.
+    Input::Event(AnyEvent::read(&Event::new(name, payload)).expect("a protocol event"))
 }
 
 /// An orb fed by a canned event script (no daemon): a tool step whose output holds the hostile

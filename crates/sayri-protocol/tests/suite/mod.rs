@@ -1,2 +1,4 @@
+mod golden;
 mod protocol_doc;
+mod round_trip;
 mod wire;

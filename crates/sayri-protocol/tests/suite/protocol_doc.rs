@@ -1,7 +1,7 @@
 //! PROTOCOL.md documents exactly the commands and events of `names`, and each implemented
 //! command's parameters exactly as its params struct has them, so docs cannot drift.
 
-use sayri_protocol::{PROTOCOL_VERSION, names, params};
+use sayri_protocol::{PROTOCOL_VERSION, event, names, params};
 use std::collections::BTreeSet;
 
 fn doc() -> String {
@@ -113,6 +113,92 @@ fn documented_params_are_exactly_those_of_each_params_struct() {
         }
         if code.is_empty() && cells[1] != "–" {
             problems.push(format!("`{}` takes no params: write `–`", info.cmd));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every name written in code in a cell: backticked (`name`, `{id, name}`, `[{a, b}]`) or
+/// quoted ("name").
+fn quoted_names(cell: &str) -> BTreeSet<String> {
+    let quoted = |q: char| {
+        cell.split(q)
+            .skip(1)
+            .step_by(2)
+            .flat_map(|chunk| chunk.split(|c: char| !(c.is_ascii_lowercase() || c == '_')))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    quoted('`').into_iter().chain(quoted('"')).collect()
+}
+
+/// Objects a result cell names by a phrase, each defined by the paragraph that starts with the
+/// marker.
+const DEFINED_ABOVE: &[(&str, &str)] = &[("the routine", "A routine object:")];
+
+/// The paragraph of `doc` from `marker` to the next blank line.
+fn paragraph<'a>(doc: &'a str, marker: &str) -> &'a str {
+    let start = doc
+        .find(marker)
+        .unwrap_or_else(|| panic!("PROTOCOL.md has no '{marker}'"));
+    let rest = &doc[start..];
+    &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+}
+
+#[test]
+fn every_member_of_each_reply_type_is_documented_in_its_result() {
+    let doc = doc();
+    let mut problems = Vec::new();
+    for info in params::ALL {
+        let cells = row_cells(&doc, info.cmd);
+        let mut result = cells[2].clone();
+        for (phrase, marker) in DEFINED_ABOVE {
+            if result.starts_with(phrase) {
+                result.push(' ');
+                result.push_str(paragraph(&doc, marker));
+            }
+        }
+        let documented = quoted_names(&result);
+        let missing: Vec<&str> = (info.reply_fields)()
+            .iter()
+            .copied()
+            .filter(|f| !documented.contains(*f))
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "`{}`: the reply type has {missing:?}, which PROTOCOL.md's result does not name",
+                info.cmd
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_member_of_each_event_type_is_documented_in_its_payload() {
+    let doc = doc();
+    let mut problems = Vec::new();
+    for info in event::ALL {
+        let cells = row_cells(&doc, info.name);
+        let fields = (info.fields)();
+        let documented = quoted_names(&cells[1]);
+        let missing: Vec<&str> = fields
+            .iter()
+            .copied()
+            .filter(|f| !documented.contains(*f))
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "`{}`: the event type has {missing:?}, which PROTOCOL.md's payload does not name",
+                info.name
+            ));
+        }
+        if fields.is_empty() != (cells[1] == "–") {
+            problems.push(format!(
+                "`{}`: write `–` exactly when the event has no members",
+                info.name
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -201,7 +201,7 @@ pub fn describe(events: &[VoiceEvent]) -> String {
             VoiceEvent::State(s) => format!("state:{}", s.as_str()),
             VoiceEvent::Wake { .. } => "wake".into(),
             VoiceEvent::User(t) => format!("user:{t}"),
-            other => format!("{}:{}", other.name(), other.payload()),
+            other => format!("{}:{other:?}", other.name()),
         })
         .collect::<Vec<_>>()
         .join(", ")

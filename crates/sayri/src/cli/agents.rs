@@ -21,6 +21,7 @@ use sayri_daemon::agents::{FileAgents, Listed};
 use sayri_protocol::params::{
     AgentDeleteParams, AgentDetachParams, AgentSaveParams, AgentSwitchParams, RuleParam, SaveMode,
 };
+use sayri_protocol::reply::agents::Narrowing;
 use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -273,9 +274,9 @@ pub(crate) async fn run(
                 .map_err(remote)?;
             println!(
                 "active agent: {} ({}) — to make it the default for new daemons: sayri config set agent.default_agent {}",
-                str_of(&v, "agent_id"),
-                terminal_safe(str_of(&v, "name")),
-                str_of(&v, "agent_id")
+                v.agent_id,
+                terminal_safe(&v.name),
+                v.agent_id
             );
             Ok(0)
         }
@@ -304,7 +305,7 @@ pub(crate) async fn run(
                 })
                 .await
                 .map_err(remote)?;
-            if v.get("deleted") != Some(&Value::Bool(true)) {
+            if !v.deleted {
                 anyhow::bail!("agent not found: {id}");
             }
             println!("deleted agent {id}");
@@ -314,15 +315,11 @@ pub(crate) async fn run(
     }
 }
 
-fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
 fn list(files: &FileAgents, json: bool) -> anyhow::Result<i32> {
     let list = files.list();
     if json {
-        let v: Vec<Value> = list.iter().map(sayri_daemon::agents::listed_json).collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        let v: Vec<_> = list.iter().map(sayri_daemon::agents::listed_view).collect();
+        crate::cli::print_json(&v)?;
         return Ok(0);
     }
     for l in &list {
@@ -471,25 +468,19 @@ async fn save(paths: &Paths, allow_start: bool, params: AgentSaveParams) -> anyh
         .request_with(&params)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let verb = if v.get("created") == Some(&Value::Bool(true)) {
-        "created"
-    } else {
-        "saved"
-    };
-    let level = v["effective"]["sandbox"]["level"].as_str().unwrap_or("?");
+    let verb = if v.created { "created" } else { "saved" };
     println!(
-        "{verb} agent {} (effective level {level})",
-        str_of(&v, "id")
+        "{verb} agent {} (effective level {})",
+        v.id, v.effective.sandbox.level
     );
     print_narrowed(
-        &v["narrowed"],
+        &v.narrowed,
         "its creators limit it (as written → in effect):",
     );
     Ok(0)
 }
 
-fn print_narrowed(v: &Value, heading: &str) {
-    let items = v.as_array().cloned().unwrap_or_default();
+fn print_narrowed(items: &[Narrowing], heading: &str) {
     if items.is_empty() {
         return;
     }
@@ -497,9 +488,9 @@ fn print_narrowed(v: &Value, heading: &str) {
     for n in items {
         println!(
             "  {}: {} → {}",
-            str_of(&n, "field"),
-            terminal_safe(str_of(&n, "written")),
-            terminal_safe(str_of(&n, "effective"))
+            n.field,
+            terminal_safe(&n.written),
+            terminal_safe(&n.effective)
         );
     }
 }
@@ -575,6 +566,6 @@ async fn detach(
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    println!("detached {id} from {}", str_of(&v, "parent"));
+    println!("detached {id} from {}", v.parent);
     Ok(0)
 }

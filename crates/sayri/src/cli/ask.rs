@@ -7,10 +7,9 @@ use sayri_client::autostart::connect_or_start;
 use sayri_client::client::{Client, ClientError};
 use sayri_client::paths::Paths;
 use sayri_client::terminal_text::terminal_safe;
-use sayri_protocol::message::Event;
-use sayri_protocol::names::event;
+use sayri_protocol::event::AnyEvent;
 use sayri_protocol::params::{AskParams, InterruptParams, NewConversationParams};
-use serde_json::Value;
+use sayri_protocol::reply::sessions::AskReply;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
@@ -40,28 +39,26 @@ fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-/// Prints one event of a running turn; returns true when the answer text streamed something.
-fn show_event(ev: &Event, json_mode: bool, streamed: &mut bool) {
-    let p = &ev.payload;
+/// Prints one event of a running turn; sets `streamed` when the answer text streamed something.
+fn show_event(ev: &AnyEvent, json_mode: bool, streamed: &mut bool) {
     // Everything here comes from the model or its commands: never raw to the terminal.
-    let s = |k: &str| terminal_safe(p.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
+    let safe = |s: &str| terminal_safe(s).into_owned();
     let mut err = std::io::stderr();
-    match ev.event.as_str() {
-        event::ASSISTANT_DELTA if !json_mode => {
-            print!("{}", s("delta"));
+    match ev {
+        AnyEvent::AssistantDelta(d) if !json_mode => {
+            print!("{}", safe(&d.delta));
             let _ = std::io::stdout().flush();
             *streamed = true;
         }
-        event::TOOL_START => {
-            let _ = writeln!(err, "$ {}", s("command"));
+        AnyEvent::ToolStart(t) => {
+            let _ = writeln!(err, "$ {}", safe(&t.command));
         }
-        event::TOOL_FINISH => {
-            let code = p.get("exit_code").and_then(Value::as_i64);
-            let out = s("output");
+        AnyEvent::ToolFinish(t) => {
+            let out = safe(&t.output);
             let _ = writeln!(
                 err,
                 "  → exit {}{}",
-                code.map_or("?".into(), |c| c.to_string()),
+                t.exit_code.map_or("?".into(), |c| c.to_string()),
                 if out.trim().is_empty() {
                     String::new()
                 } else {
@@ -69,17 +66,14 @@ fn show_event(ev: &Event, json_mode: bool, streamed: &mut bool) {
                 }
             );
         }
-        event::PERMISSION_REQUEST => {
-            let r = p.get("request").cloned().unwrap_or(Value::Null);
-            let g = |k: &str| {
-                terminal_safe(r.get(k).and_then(Value::as_str).unwrap_or("")).into_owned()
-            };
+        AnyEvent::PermissionRequest(p) => {
+            let r = &p.request;
             let _ = writeln!(
                 err,
                 "? permission needed for `{}` ({}) — answer in the Sayri app, or: sayri permissions answer {} --allow",
-                g("resource"),
-                g("reason"),
-                g("id")
+                safe(&r.resource),
+                safe(&r.reason),
+                safe(&r.id)
             );
         }
         // `error` events are not printed: the turn's result carries the same error, printed once.
@@ -98,13 +92,13 @@ fn params(text: &str, o: &AskOptions) -> AskParams {
     }
 }
 
-/// Runs one turn on `client`; prints as it streams. Returns the result object.
+/// Runs one turn on `client`; prints as it streams. Returns the reply.
 async fn turn(
     client: &mut Client,
     text: &str,
     o: &AskOptions,
     json_mode: bool,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<AskReply> {
     let mut streamed = false;
     let wait = Duration::from_secs_f64(o.timeout.max(1.0) + 30.0);
     let result = client
@@ -117,7 +111,7 @@ async fn turn(
             other => anyhow::anyhow!("{other}"),
         })?;
     if !json_mode {
-        let answer = result.get("text").and_then(Value::as_str).unwrap_or("");
+        let answer = result.text.as_str();
         if !streamed && !answer.is_empty() {
             print!("{}", terminal_safe(answer));
         }
@@ -162,9 +156,9 @@ pub(crate) async fn run_ask(
         }
     };
     if json_mode {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        crate::cli::print_json(&result)?;
     }
-    match result.get("error").and_then(Value::as_str) {
+    match result.error.as_deref() {
         Some(e) if !e.is_empty() => anyhow::bail!("{e}"),
         _ => Ok(0),
     }
@@ -174,7 +168,7 @@ pub(crate) async fn run_ask(
 pub(crate) async fn run_interrupt(paths: &Paths) -> anyhow::Result<()> {
     let mut c = connect_or_start(paths, false).await?;
     let r = c.request_with(&InterruptParams {}).await?;
-    if r.get("interrupted") == Some(&Value::Bool(true)) {
+    if r.interrupted {
         println!("interrupted");
     } else {
         println!("nothing was running");
@@ -212,10 +206,7 @@ pub(crate) async fn run_chat(
             }
             "/new" => {
                 let r = client.request_with(&NewConversationParams {}).await?;
-                eprintln!(
-                    "new conversation {}",
-                    r.get("session_id").and_then(Value::as_str).unwrap_or("")
-                );
+                eprintln!("new conversation {}", r.session_id);
                 opts.new = false;
                 opts.session = None;
                 continue;
@@ -224,19 +215,12 @@ pub(crate) async fn run_chat(
         }
         match turn(&mut client, line, &opts, false).await {
             Ok(r) => {
-                if let Some(e) = r
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .filter(|e| !e.is_empty())
-                {
+                if let Some(e) = r.error.as_deref().filter(|e| !e.is_empty()) {
                     eprintln!("sayri: {e}");
                 }
                 // Later lines continue the same conversation.
                 opts.new = false;
-                opts.session = r
-                    .get("session_id")
-                    .and_then(Value::as_str)
-                    .map(String::from);
+                opts.session = Some(r.session_id);
             }
             Err(e) => eprintln!("sayri: {e}"),
         }

@@ -24,8 +24,9 @@ use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
 use sayri_client::paths::{Paths, ensure_private_dir};
 use sayri_core::domain::config::Config;
 use sayri_daemon::config_file;
-use sayri_daemon::config_values::{list_json, set_in_file, shown_value};
+use sayri_daemon::config_values::{config_rows, set_in_file, shown_value};
 use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
+use sayri_protocol::reply::config::ConfigRow;
 use serde_json::Value;
 
 /// `sayri config` actions.
@@ -161,7 +162,7 @@ async fn run_through_daemon(mut client: Client, action: ConfigAction) -> anyhow:
             let r = client
                 .request_with(&ConfigGetParams { key, group: None })
                 .await?;
-            println!("{}", text(r.get("value").unwrap_or(&Value::Null)));
+            println!("{}", text(&r.value));
         }
         ConfigAction::Set { key, value } => {
             let value = Config::parse_text(&key, value.as_deref().unwrap_or_default())?;
@@ -172,12 +173,7 @@ async fn run_through_daemon(mut client: Client, action: ConfigAction) -> anyhow:
                     value,
                 })
                 .await?;
-            println!(
-                "{}.{} = {}",
-                text(r.get("group").unwrap_or(&Value::Null)),
-                text(r.get("key").unwrap_or(&Value::Null)),
-                r.get("value").unwrap_or(&Value::Null)
-            );
+            println!("{}.{} = {}", r.group, r.key, r.value);
         }
         ConfigAction::List { json } => {
             let r = client.request_with(&ConfigListParams {}).await?;
@@ -206,7 +202,7 @@ fn run_on_file(paths: &Paths, action: ConfigAction) -> anyhow::Result<()> {
         }
         ConfigAction::List { json } => {
             let (cfg, _) = config_file::load(&paths.config_file())?;
-            print_list(&list_json(&cfg, false), json)?;
+            print_list(&config_rows(&cfg, false), json)?;
         }
         ConfigAction::Reference => {
             print!("{}", sayri_core::domain::config::reference_markdown());
@@ -215,16 +211,12 @@ fn run_on_file(paths: &Paths, action: ConfigAction) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_list(list: &Value, json: bool) -> anyhow::Result<()> {
+fn print_list(list: &[ConfigRow], json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(list)?);
-    } else if let Value::Array(items) = list {
-        for it in items {
-            let g = text(it.get("group").unwrap_or(&Value::Null));
-            let k = text(it.get("key").unwrap_or(&Value::Null));
-            let v = it.get("value").unwrap_or(&Value::Null);
-            println!("{g}.{k} = {v}");
-        }
+        return crate::cli::print_json(&list);
+    }
+    for it in list {
+        println!("{}.{} = {}", it.group, it.key, it.value);
     }
     Ok(())
 }

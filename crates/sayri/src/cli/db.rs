@@ -8,8 +8,8 @@ use clap::Subcommand;
 use sayri_client::client::{CONNECT_TIMEOUT, Client, ClientError};
 use sayri_client::paths::Paths;
 use sayri_protocol::params::{DbRecoverParams, StatusParams};
-use sayri_store::{DatabaseStatus, Store};
-use serde_json::Value;
+use sayri_protocol::reply::database::{DatabaseState, DatabaseStatus};
+use sayri_store::Store;
 
 /// `sayri db …`
 #[derive(Debug, Subcommand)]
@@ -46,27 +46,23 @@ pub async fn run(paths: &Paths, action: DbAction) -> anyhow::Result<i32> {
 }
 
 async fn status(paths: &Paths, daemon: Option<Client>, json: bool) -> anyhow::Result<i32> {
-    let value = match daemon {
-        Some(mut c) => c
-            .request_with(&StatusParams {})
-            .await?
-            .get("database")
-            .cloned()
-            .unwrap_or(Value::Null),
-        None => serde_json::to_value(local_store(paths)?.status())?,
+    let db = match daemon {
+        Some(mut c) => c.request_with(&StatusParams {}).await?.database,
+        None => Some(sayri_daemon::wire::database(&local_store(paths)?.status())),
+    };
+    let Some(db) = db else {
+        anyhow::bail!("the daemon has not opened the session database yet; try again in a moment");
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else if let Some(line) = status_line(Some(&value)) {
+        println!("{}", serde_json::to_string_pretty(&db)?);
+    } else if let Some(line) = status_line(&db) {
         println!("{}", sayri_client::terminal_text::terminal_safe(&line));
     }
-    Ok(
-        if value.get("state").and_then(Value::as_str) == Some("corrupt") {
-            1
-        } else {
-            0
-        },
-    )
+    Ok(if db.state == DatabaseState::Corrupt {
+        1
+    } else {
+        0
+    })
 }
 
 fn local_store(paths: &Paths) -> anyhow::Result<Store> {
@@ -93,19 +89,16 @@ async fn recover(
     } else {
         print!(
             "{}",
-            sayri_client::terminal_text::terminal_safe(
-                report.get("summary").and_then(Value::as_str).unwrap_or("")
-            )
+            sayri_client::terminal_text::terminal_safe(&report.summary)
         );
     }
     Ok(0)
 }
 
 /// One line for `sayri status` and `sayri db status` from the status object's `database`.
-pub fn status_line(db: Option<&Value>) -> Option<String> {
-    let db: DatabaseStatus = serde_json::from_value(db?.clone()).ok()?;
-    if let Some(e) = db.error {
-        return Some(e);
+pub fn status_line(db: &DatabaseStatus) -> Option<String> {
+    if let Some(e) = &db.error {
+        return Some(e.clone());
     }
     let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0));
     let mut line = format!(

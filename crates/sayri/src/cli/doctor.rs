@@ -24,9 +24,9 @@ use sayri_daemon::agents::FileAgents;
 use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::StatusParams;
+use sayri_protocol::reply::runtime::StatusReply;
 use sayri_vault::{KeySource, Vault, VaultError, VaultPaths};
 use serde::Serialize;
-use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
@@ -264,13 +264,13 @@ fn agents(paths: &Paths, cfg: &Config, out: &mut Vec<Finding>) -> Option<Sandbox
 }
 
 /// Whether the daemon answers; its status object when it does.
-async fn daemon(paths: &Paths, out: &mut Vec<Finding>) -> Option<Value> {
+async fn daemon(paths: &Paths, out: &mut Vec<Finding>) -> Option<StatusReply> {
     let socket = paths.socket();
     match Client::connect(&socket, CHECK_TIMEOUT).await {
         Ok(mut c) => match c.request_with(&StatusParams {}).await {
             Ok(status) => {
-                let version = status.get("version").and_then(Value::as_str).unwrap_or("?");
-                let pid = status.get("pid").map(Value::to_string).unwrap_or_default();
+                let version = status.version.as_str();
+                let pid = status.pid;
                 let mine = env!("CARGO_PKG_VERSION");
                 let (st, fix) = if version == mine {
                     (Status::Ok, None)
@@ -293,6 +293,19 @@ async fn daemon(paths: &Paths, out: &mut Vec<Finding>) -> Option<Value> {
                     fix,
                 ));
                 Some(status)
+            }
+            Err(ClientError::Reply(e)) => {
+                out.push(finding(
+                    "daemon",
+                    "daemon",
+                    Status::Fail,
+                    format!("running, but {e}"),
+                    Some(format!(
+                        "restart it so it runs this version ({}): `sayri quit`, then any `sayri` command",
+                        env!("CARGO_PKG_VERSION")
+                    )),
+                ));
+                None
             }
             Err(e) => {
                 out.push(finding(
@@ -410,7 +423,7 @@ async fn model(
     paths: &Paths,
     cfg: &Config,
     key: Option<String>,
-    daemon: Option<&Value>,
+    daemon: Option<&StatusReply>,
     out: &mut Vec<Finding>,
 ) {
     if !cfg.provider.local_model.is_empty() {
@@ -428,10 +441,10 @@ async fn model(
             )),
             Ok(()) => {
                 let served = daemon
-                    .and_then(|s| s.get("local_model"))
-                    .and_then(|l| l.get("state"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("not started (the daemon is not running)");
+                    .and_then(|s| s.local_model.as_ref())
+                    .map_or("not started (the daemon is not running)", |l| {
+                        l.state.as_str()
+                    });
                 let failed = served == "failed";
                 out.push(finding(
                     "model_endpoint",
@@ -627,28 +640,43 @@ fn voice(cfg: &Config, out: &mut Vec<Finding>) {
     }
     let store = sayri_voice::models::ModelStore::open_default();
     let plan = sayri_voice::plan::VoicePlan::resolve(cfg, &store);
-    let fields = sayri_daemon::voice::status::fields(
+    let mut fields = StatusReply::default();
+    sayri_daemon::voice::status::fill(
+        &mut fields,
         &plan,
         sayri_daemon::voice::BUILT,
         &sayri_daemon::voice::status::LoopState::default(),
     );
-    let ready = |k: &str| fields.get(k) == Some(&Value::Bool(true));
-    let missing = |k: &str| sayri_daemon::voice::status::string_list(&fields, k);
     let mut parts = Vec::new();
     let mut fixes = Vec::new();
-    for (key, what, needed) in [
-        ("stt", "speech to text", listening),
-        ("wake", "wake word", cfg.stt.mode == "wakeword"),
-        ("tts", "speech output", cfg.tts.enabled),
+    for (ready, missing, what, needed) in [
+        (
+            fields.stt_ready,
+            &fields.stt_missing,
+            "speech to text",
+            listening,
+        ),
+        (
+            fields.wake_ready,
+            &fields.wake_missing,
+            "wake word",
+            cfg.stt.mode == "wakeword",
+        ),
+        (
+            fields.tts_ready,
+            &fields.tts_missing,
+            "speech output",
+            cfg.tts.enabled,
+        ),
     ] {
         if !needed {
             continue;
         }
-        if ready(&format!("{key}_ready")) {
+        if ready {
             parts.push(format!("{what} ready"));
         } else {
             parts.push(format!("{what} not ready"));
-            fixes.extend(missing(&format!("{key}_missing")));
+            fixes.extend(missing.iter().cloned());
         }
     }
     // The same fix (a rebuild, one setup command) often answers several parts: say it once.

@@ -6,8 +6,9 @@
 
 use super::doctor::{Finding, Status};
 use sayri_client::paths::Paths;
-use sayri_store::{DatabaseState, DatabaseStatus, LockKind, WAL_LIMIT_BYTES, lock_holders};
-use serde_json::Value;
+use sayri_protocol::reply::database::{DatabaseState, DatabaseStatus};
+use sayri_protocol::reply::runtime::StatusReply;
+use sayri_store::{LockKind, WAL_LIMIT_BYTES, lock_holders};
 
 /// Free space below which the database check fails: the room the write-ahead log may take.
 pub const MIN_DB_FREE_BYTES: u64 = WAL_LIMIT_BYTES;
@@ -54,10 +55,8 @@ fn from_files(paths: &Paths) -> Option<DatabaseStatus> {
 }
 
 /// The check (see the module notes).
-pub fn check(paths: &Paths, daemon_status: Option<&Value>) -> Finding {
-    let reported = daemon_status
-        .and_then(|s| s.get("database"))
-        .and_then(|d| serde_json::from_value::<DatabaseStatus>(d.clone()).ok());
+pub fn check(paths: &Paths, daemon_status: Option<&StatusReply>) -> Finding {
+    let reported = daemon_status.and_then(|s| s.database.clone());
     let title = "session database";
     let Some(db) = reported.or_else(|| from_files(paths)) else {
         return super::doctor::finding(

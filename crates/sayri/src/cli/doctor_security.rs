@@ -4,7 +4,7 @@
 
 use super::doctor::{Finding, Status, finding};
 use sayri_core::domain::config::Config;
-use serde_json::Value;
+use sayri_protocol::reply::runtime::StatusReply;
 
 /// The Yama ptrace scope: `ok` when it limits attaching (1–3), `off` when the kernel has none
 /// or it is 0. Sayri's own processes are non-dumpable either way.
@@ -96,19 +96,16 @@ pub fn wildcard_listener(port: u16) -> Option<String> {
 }
 
 /// The daemon's warnings about the sockets the service manager passed it (from `status`).
-pub fn passed_sockets(daemon: Option<&Value>, out: &mut Vec<Finding>) {
-    let Some(warnings) = daemon
-        .and_then(|s| s.get("socket_warnings"))
-        .and_then(Value::as_array)
-    else {
+pub fn passed_sockets(daemon: Option<&StatusReply>, out: &mut Vec<Finding>) {
+    let Some(status) = daemon else {
         return;
     };
-    for w in warnings.iter().filter_map(Value::as_str) {
+    for w in &status.socket_warnings {
         out.push(finding(
             "daemon.socket",
             "daemon socket",
             Status::Warn,
-            w.to_string(),
+            w.clone(),
             Some(
                 "`sayri install --user --socket-activation` rewrites the socket units with SocketMode=0600 and their names; then `systemctl --user daemon-reload` and restart sayri.socket"
                     .into(),

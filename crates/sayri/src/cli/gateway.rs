@@ -14,7 +14,7 @@ use sayri_protocol::params::{
     GatewayPeerRemoveParams, GatewayPeersParams, GatewayPinParams, GatewaySaveParams,
     GatewayStartParams, GatewayStopParams, SaveMode, VaultSetParams,
 };
-use serde_json::Value;
+use sayri_protocol::reply::gateways::GatewayEntry;
 use std::collections::BTreeMap;
 
 /// The secret a known plugin needs: (environment variable, what to call it).
@@ -229,8 +229,8 @@ pub(crate) async fn run(
                 })
                 .await
                 .map_err(remote)?;
-            if v["already_running"] == Value::Bool(true) {
-                let pid = v["gateway"]["pid"].as_u64();
+            if v.already_running {
+                let pid = v.gateway.pid;
                 let pid = pid.map_or_else(String::new, |p| format!(" (pid {p})"));
                 println!(
                     "gateway {id} is already running{pid}; nothing changed (`sayri gateway stop {id}` stops it, `sayri gateway edit` restarts it with new settings)"
@@ -247,7 +247,7 @@ pub(crate) async fn run(
                 })
                 .await
                 .map_err(remote)?;
-            if v["stopped"] == Value::Bool(true) {
+            if v.stopped {
                 println!("stopped gateway {id}");
             } else {
                 println!("gateway {id} was not running");
@@ -263,8 +263,8 @@ pub(crate) async fn run(
                 .await
                 .map_err(remote)?;
             println!("deleted gateway {id} and its peers");
-            for k in v["secrets_deleted"].as_array().into_iter().flatten() {
-                println!("deleted secret {} from the vault", k.as_str().unwrap_or(""));
+            for k in &v.secrets_deleted {
+                println!("deleted secret {k} from the vault");
             }
             Ok(())
         }
@@ -279,37 +279,37 @@ async fn list(c: &mut Client, json: bool) -> anyhow::Result<()> {
         .await
         .map_err(remote)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
+        return crate::cli::print_json(&v);
     }
-    let list = v.as_array().cloned().unwrap_or_default();
+    let list = v;
     if list.is_empty() {
         println!(
             "no gateways yet — create one with: sayri gateway create telegram --name home --agent default --level-cap 1"
         );
         return Ok(());
     }
-    let s = |g: &Value, k: &str| terminal_safe(g[k].as_str().unwrap_or("")).into_owned();
+    let s = |t: &str| terminal_safe(t).into_owned();
     for g in &list {
-        let pid = g["pid"].as_u64().map_or("-".to_string(), |p| p.to_string());
+        let i = &g.instance;
+        let pid = g.pid.map_or("-".to_string(), |p| p.to_string());
         println!(
             "{}  {}  agent {}  cap {}  {}  pid {pid}  restarts {}  peers {}",
-            s(g, "id"),
-            s(g, "plugin"),
-            s(g, "agent"),
-            s(g, "level_cap"),
-            s(g, "state"),
-            g["restarts"].as_u64().unwrap_or(0),
-            g["peers"].as_u64().unwrap_or(0),
+            s(&i.id),
+            s(&i.plugin),
+            s(&i.agent),
+            i.level_cap,
+            s(&g.state),
+            g.restarts,
+            g.peers,
         );
         if let Some(line) = pending_line(g) {
             println!("    {line}");
         }
-        for (k, label) in [
-            ("last_error", "last error"),
-            ("last_delivery_error", "last undelivered reply"),
+        for (e, label) in [
+            (&g.last_error, "last error"),
+            (&g.last_delivery_error, "last undelivered reply"),
         ] {
-            if let Some(e) = g[k].as_str() {
+            if let Some(e) = e {
                 println!("    {label}: {}", terminal_safe(e));
             }
         }
@@ -319,13 +319,13 @@ async fn list(c: &mut Client, json: bool) -> anyhow::Result<()> {
 
 /// `2 replies waiting to be delivered; next attempt in 35 s` for an instance with a non-empty
 /// outbox.
-fn pending_line(g: &Value) -> Option<String> {
-    let n = g["pending_replies"].as_u64().filter(|n| *n > 0)?;
+fn pending_line(g: &GatewayEntry) -> Option<String> {
+    let n = Some(g.pending_replies).filter(|n| *n > 0)?;
     let mut line = format!(
         "{n} repl{} waiting to be delivered",
         if n == 1 { "y" } else { "ies" }
     );
-    if let Some(at) = g["next_retry_at"].as_f64() {
+    if let Some(at) = g.next_retry_at {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
@@ -381,11 +381,10 @@ async fn create(
             anyhow::bail!("the token could not be stored, so gateway {id} was not created: {e}");
         }
     }
-    let inst = &v["instance"];
+    let inst = &v.instance;
     println!(
         "created gateway {id} ({plugin}, agent {}, level cap {})",
-        inst["agent"].as_str().unwrap_or(""),
-        inst["level_cap"].as_str().unwrap_or("")
+        inst.agent, inst.level_cap
     );
     if auto_start {
         c.request_with(&GatewayStartParams {
@@ -423,23 +422,18 @@ async fn edit(
         .request_with(&GatewayListParams {})
         .await
         .map_err(remote)?;
-    let Some(existing) = current
-        .as_array()
-        .and_then(|l| l.iter().find(|g| g["id"] == id))
-        .cloned()
-    else {
+    let Some(existing) = current.into_iter().find(|g| g.instance.id == id) else {
         anyhow::bail!("no gateway instance {id} (see `sayri gateway list`)");
     };
     let mut options = None;
     if let Some(new) = parse_options(flags)? {
-        let mut merged: BTreeMap<String, String> =
-            serde_json::from_value(existing["options"].clone()).unwrap_or_default();
+        let mut merged = existing.instance.options.clone();
         merged.extend(new);
         options = Some(merged);
     }
     let mut secrets = None;
     if let Some(token) = token {
-        let plugin = existing["plugin"].as_str().unwrap_or("");
+        let plugin = existing.instance.plugin.as_str();
         let Some((env, _)) = plugin_token(plugin) else {
             anyhow::bail!("--token: the {plugin} gateway takes no bot token");
         };
@@ -451,8 +445,7 @@ async fn edit(
         })
         .await
         .map_err(remote)?;
-        let mut merged: BTreeMap<String, String> =
-            serde_json::from_value(existing["secrets"].clone()).unwrap_or_default();
+        let mut merged = existing.instance.secrets.clone();
         merged.insert(env.to_string(), key);
         secrets = Some(merged);
     }
@@ -480,11 +473,7 @@ async fn edit(
         .map_err(remote)?;
     println!(
         "saved gateway {id}{}",
-        if v["restarted"] == Value::Bool(true) {
-            " (restarted)"
-        } else {
-            ""
-        }
+        if v.restarted { " (restarted)" } else { "" }
     );
     Ok(())
 }
@@ -496,8 +485,8 @@ async fn pin(c: &mut Client, id: &str) -> anyhow::Result<()> {
         })
         .await
         .map_err(remote)?;
-    let pin = v["pin"].as_str().unwrap_or("");
-    let minutes = v["expires_in"].as_i64().unwrap_or(0).div_euclid(60);
+    let pin = &v.pin;
+    let minutes = v.expires_in.div_euclid(60);
     println!("Pairing PIN for gateway {id}: {pin} (one use, valid for {minutes} minutes)");
     println!("Send this to the bot in a private chat from the account to pair:");
     println!("  /pair {pin}");
@@ -514,10 +503,9 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
                 .await
                 .map_err(remote)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
-                return Ok(());
+                return crate::cli::print_json(&v);
             }
-            let list = v.as_array().cloned().unwrap_or_default();
+            let list = v;
             if list.is_empty() {
                 println!(
                     "nobody is paired with gateway {id} — run `sayri gateway pin {id}`, or `sayri gateway peers add {id} SENDER_ID`"
@@ -526,9 +514,9 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
             for p in list {
                 println!(
                     "{}  via {}  {}",
-                    terminal_safe(p["peer_id"].as_str().unwrap_or("")),
-                    terminal_safe(p["via"].as_str().unwrap_or("")),
-                    terminal_safe(p["name"].as_str().unwrap_or(""))
+                    terminal_safe(&p.peer_id),
+                    terminal_safe(&p.via),
+                    terminal_safe(&p.name)
                 );
             }
         }
@@ -540,7 +528,7 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
                 })
                 .await
                 .map_err(remote)?;
-            if v["added"] == Value::Bool(true) {
+            if v.added {
                 println!("paired sender {peer} with gateway {id}");
             } else {
                 println!("sender {peer} was already paired with gateway {id}");
@@ -554,7 +542,7 @@ async fn peers(c: &mut Client, action: PeersAction) -> anyhow::Result<()> {
                 })
                 .await
                 .map_err(remote)?;
-            if v["removed"] == Value::Bool(true) {
+            if v.removed {
                 println!("unpaired sender {peer} from gateway {id}");
             } else {
                 anyhow::bail!("sender {peer} was not paired with gateway {id}");

@@ -506,11 +506,7 @@ fn write_man_pages(layout: &Layout, changes: &mut Changes) -> anyhow::Result<()>
 }
 
 /// Writes and enables both socket units (`on`), or stops and removes them, noting each change.
-fn socket_units(
-    layout: &Layout,
-    on: bool,
-    changes: &mut Changes,
-) -> anyhow::Result<()> {
+fn socket_units(layout: &Layout, on: bool, changes: &mut Changes) -> anyhow::Result<()> {
     let units = [
         (
             &layout.socket,
@@ -530,7 +526,9 @@ fn socket_units(
             let did = write_if_changed(unit, text.as_bytes(), 0o644)?;
             changes.note(did, || format!("wrote {}", unit.display()));
             let did = ensure_link(link, Path::new(&format!("../{name}")))?;
-            changes.note(did, || format!("enabled {name} (socket activation) at login"));
+            changes.note(did, || {
+                format!("enabled {name} (socket activation) at login")
+            });
         } else {
             if unit.exists() {
                 systemctl_stop(name);

@@ -443,3 +443,13 @@ fn block_on<T>(f: impl std::future::Future<Output = anyhow::Result<T>>) -> anyho
         .build()?
         .block_on(f)
 }
+
+/// Prints a reply (or any value) as pretty JSON for `--json`, with object members sorted by
+/// name as the daemon writes them (a typed reply's fields are declared in another order).
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::to_value(value)?)?
+    );
+    Ok(())
+}

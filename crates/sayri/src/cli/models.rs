@@ -9,6 +9,7 @@ use sayri_core::ports::NoSecrets;
 use sayri_daemon::brain::PROVIDER_KEY;
 use sayri_daemon::local_model::{self, InstalledModel};
 use sayri_protocol::params::StatusParams;
+use sayri_protocol::reply::runtime::LocalModelStatus;
 use sayri_vault::{KeySource, Vault, VaultPaths};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -55,13 +56,13 @@ pub(crate) async fn run(paths: &Paths, action: ModelsAction) -> anyhow::Result<i
 }
 
 /// The local model section of a running daemon's status (`None` when no daemon runs; this
-/// listing never starts one).
-async fn served(paths: &Paths) -> Option<Value> {
+/// listing never starts one; `Some(None)` before the daemon's core is up).
+async fn served(paths: &Paths) -> Option<Option<LocalModelStatus>> {
     let mut c = Client::connect(&paths.socket(), CONNECT_TIMEOUT)
         .await
         .ok()?;
     let status = c.request_with(&StatusParams {}).await.ok()?;
-    status.get("local_model").cloned()
+    Some(status.local_model)
 }
 
 async fn list_local(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
@@ -88,7 +89,7 @@ async fn list_local(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
                 let in_use = chosen.as_ref() == Some(&m.path);
                 json!({
                     "name": m.name, "path": m.path, "bytes": m.bytes, "configured": in_use,
-                    "served": if in_use { served.clone().unwrap_or(Value::Null) } else { Value::Null },
+                    "served": if in_use { served.clone().flatten() } else { None },
                 })
             })
             .collect();
@@ -139,19 +140,19 @@ async fn list_local(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
 }
 
 /// `served: ready on 127.0.0.1:PORT`, `starting`, … or that no daemon runs.
-fn served_note(served: Option<&Value>) -> String {
+fn served_note(served: Option<&Option<LocalModelStatus>>) -> String {
     let Some(s) = served else {
         return "not served (the daemon is not running; `sayri status` starts it)".into();
     };
-    match s.get("state").and_then(Value::as_str) {
-        Some("ready") => format!(
-            "served on 127.0.0.1:{}",
-            s.get("port").and_then(Value::as_u64).unwrap_or(0)
-        ),
-        Some("starting") => "server starting".into(),
-        Some("failed") => format!(
+    let Some(s) = s else {
+        return "not served".into();
+    };
+    match s.state.as_str() {
+        "ready" => format!("served on 127.0.0.1:{}", s.port.unwrap_or(0)),
+        "starting" => "server starting".into(),
+        "failed" => format!(
             "server failed: {}",
-            terminal_safe(s.get("error").and_then(Value::as_str).unwrap_or(""))
+            terminal_safe(s.error.as_deref().unwrap_or(""))
         ),
         _ => "not served".into(),
     }

@@ -118,7 +118,7 @@ pub(crate) async fn answer(
             remember: args.allow && args.always,
         })
         .await?;
-    if reply.get("delivered").and_then(serde_json::Value::as_bool) != Some(true) {
+    if !reply.delivered {
         anyhow::bail!(
             "no open permission question has id {:?} (already answered, expired, unknown, or \
              asked before Sayri restarted); use the id of the latest permission request, or ask \

@@ -8,6 +8,6 @@ use sayri_protocol::params::PingParams;
 pub(crate) async fn run(paths: &Paths, allow_start: bool) -> anyhow::Result<()> {
     let mut client = connect_or_start(paths, allow_start).await?;
     let result = client.request_with(&PingParams {}).await?;
-    println!("{}", result.as_str().unwrap_or("pong"));
+    println!("{result}");
     Ok(())
 }

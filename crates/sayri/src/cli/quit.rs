@@ -22,8 +22,7 @@ pub(crate) async fn restart(paths: &Paths) -> anyhow::Result<()> {
     let was_running = stop(paths).await?;
     let mut client = sayri_client::autostart::connect_or_start(paths, true).await?;
     let status = client.request_with(&StatusParams {}).await?;
-    let pid = status.get("pid").and_then(serde_json::Value::as_u64);
-    let pid = pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+    let pid = format!(" (pid {})", status.pid);
     if was_running {
         println!("Sayri daemon restarted{pid}.");
     } else {

@@ -12,7 +12,7 @@ use sayri_protocol::params::{
     RoutineDeleteParams, RoutineNextParams, RoutineSaveParams, RoutineSetEnabledParams,
     RoutinesListParams, RoutinesRunParams, TriggersListParams,
 };
-use serde_json::Value;
+use sayri_protocol::reply::routines::{ListedRoutine, ListedTrigger, Routine, RoutineNextReply};
 
 /// `sayri routines …`.
 #[derive(Debug, clap::Subcommand)]
@@ -210,24 +210,7 @@ pub(crate) async fn run(
     let mut c = connect_or_start(paths, allow_start).await?;
     let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
     match action {
-        RoutinesAction::List { json } => {
-            let routines = c
-                .request_with(&RoutinesListParams {})
-                .await
-                .map_err(remote)?;
-            let triggers = c
-                .request_with(&TriggersListParams {})
-                .await
-                .map_err(remote)?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"routines": routines, "triggers": triggers})
-                );
-            } else {
-                print_list(&routines, &triggers);
-            }
-        }
+        RoutinesAction::List { json } => list(&mut c, json).await?,
         RoutinesAction::Add {
             name,
             prompt,
@@ -237,7 +220,7 @@ pub(crate) async fn run(
             let when = schedule(when.daily_at, when.every_hours, when.cron, when.on_login);
             let p = save_params(None, Some(name), Some(prompt), when, fields);
             let v = c.request_with(&p).await.map_err(remote)?;
-            println!("{}", v["id"].as_str().unwrap_or_default());
+            println!("{}", v.id);
         }
         RoutinesAction::Edit {
             id,
@@ -251,8 +234,8 @@ pub(crate) async fn run(
             let v = c.request_with(&p).await.map_err(remote)?;
             println!(
                 "saved routine {} (next run: {})",
-                terminal_safe(v["id"].as_str().unwrap_or_default()),
-                next_text(&v)
+                terminal_safe(&v.id),
+                next_text(v.next_run_at.as_deref())
             );
         }
         RoutinesAction::Run { id } => {
@@ -262,9 +245,9 @@ pub(crate) async fn run(
                 .map_err(remote)?;
             println!(
                 "started routine {} ({}); its result goes to session routine-{}",
-                terminal_safe(v["routine_id"].as_str().unwrap_or_default()),
-                terminal_safe(v["name"].as_str().unwrap_or_default()),
-                terminal_safe(v["routine_id"].as_str().unwrap_or_default()),
+                terminal_safe(&v.routine_id),
+                terminal_safe(&v.name),
+                terminal_safe(&v.routine_id),
             );
         }
         RoutinesAction::Enable { id } => set_enabled(&mut c, id, true).await?,
@@ -291,19 +274,40 @@ pub(crate) async fn run(
                 })
                 .await
                 .map_err(remote)?;
-            let next = v["next"].as_array().cloned().unwrap_or_default();
             if json {
-                println!("{}", Value::Array(next));
-            } else if next.is_empty() {
+                println!("{}", serde_json::to_string(&v.next)?);
+            } else if v.next.is_empty() {
                 println!("{}", no_next_reason(&v));
             } else {
-                for t in next {
-                    println!("{}", t.as_str().unwrap_or_default());
+                for t in &v.next {
+                    println!("{t}");
                 }
             }
         }
     }
     Ok(0)
+}
+
+/// `sayri routines list [--json]`: the routines, then the trigger files.
+async fn list(c: &mut sayri_client::client::Client, json: bool) -> anyhow::Result<()> {
+    let remote = |e: sayri_client::client::ClientError| anyhow::anyhow!("{e}");
+    let routines = c
+        .request_with(&RoutinesListParams {})
+        .await
+        .map_err(remote)?;
+    let triggers = c
+        .request_with(&TriggersListParams {})
+        .await
+        .map_err(remote)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"routines": routines, "triggers": triggers})
+        );
+    } else {
+        print_list(&routines, &triggers);
+    }
+    Ok(())
 }
 
 async fn set_enabled(
@@ -322,85 +326,93 @@ async fn set_enabled(
     println!(
         "routine {} {state} (next run: {})",
         terminal_safe(&id),
-        next_text(&v)
+        next_text(v.next_run_at.as_deref())
     );
     Ok(())
 }
 
 /// `next_run_at`, or "none".
-fn next_text(v: &Value) -> String {
-    v["next_run_at"]
-        .as_str()
-        .map_or_else(|| "none".to_string(), |s| terminal_safe(s).into_owned())
+fn next_text(next_run_at: Option<&str>) -> String {
+    next_run_at.map_or_else(|| "none".to_string(), |s| terminal_safe(s).into_owned())
 }
 
 /// Why `routine_next` listed nothing.
-fn no_next_reason(v: &Value) -> &'static str {
-    if v["enabled"] == Value::Bool(false) {
+fn no_next_reason(v: &RoutineNextReply) -> &'static str {
+    if !v.enabled {
         "no scheduled runs: the routine is disabled (`sayri routines enable ID`)"
-    } else if v["trigger"] == "on_login" {
+    } else if v.trigger == "on_login" {
         "no scheduled runs: it runs at the first daemon start of each login session"
     } else {
         "no scheduled runs"
     }
 }
 
-fn print_list(routines: &Value, triggers: &Value) {
-    let t = |v: &Value| terminal_safe(v.as_str().unwrap_or_default()).into_owned();
-    let routines = routines.as_array().cloned().unwrap_or_default();
+fn print_list(routines: &[ListedRoutine], triggers: &[ListedTrigger]) {
+    let t = |v: &str| terminal_safe(v).into_owned();
     if routines.is_empty() {
         println!("no routines (add one with `sayri routines add`)");
     }
-    for r in &routines {
-        if !r["error"].is_null() {
-            println!("{}  INVALID: {}", t(&r["id"]), t(&r["error"]));
+    for r in routines {
+        let r = match r {
+            ListedRoutine::Broken(b) => {
+                println!("{}  INVALID: {}", t(&b.id), t(&b.error));
+                continue;
+            }
+            ListedRoutine::Routine(r) => r,
+        };
+        if let Some(e) = &r.error {
+            println!("{}  INVALID: {}", t(&r.id), t(e));
             continue;
         }
-        let when = match r["trigger"].as_str() {
-            Some("daily_at") => format!("daily at {}", t(&r["time_spec"])),
-            Some("hourly") => format!("every {} h", t(&r["time_spec"])),
-            Some("cron") => format!("cron {}", t(&r["time_spec"])),
-            _ => "on login".to_string(),
-        };
-        let zone = r["zone"]
-            .as_str()
-            .map(|z| format!(" ({z})"))
-            .unwrap_or_default();
-        let state = match (r["enabled"].as_bool(), r["running"].as_bool()) {
-            (_, Some(true)) => "running",
-            (Some(false), _) => "disabled",
-            _ => "enabled",
-        };
-        let last = r["last_outcome"]["status"].as_str().unwrap_or("never run");
-        println!(
-            "{}  {}  [{when}{}; {state}; agent {}] next: {}; last: {last}",
-            t(&r["id"]),
-            t(&r["name"]),
-            terminal_safe(&zone),
-            t(&r["agent_id"]),
-            next_text(r),
-        );
+        println!("{}", routine_line(r));
     }
-    for tr in triggers.as_array().cloned().unwrap_or_default() {
-        if !tr["error"].is_null() {
-            println!(
-                "trigger {}  INVALID ({}): {}",
-                t(&tr["id"]),
-                t(&tr["file"]),
-                t(&tr["error"])
-            );
-        } else {
-            println!(
+    for tr in triggers {
+        let e = &tr.entry;
+        let file = e.file.display().to_string();
+        match &e.error {
+            Some(error) => println!("trigger {}  INVALID ({}): {}", t(&e.id), t(&file), t(error)),
+            None => println!(
                 "trigger {}  {}  [{}; {}]",
-                t(&tr["id"]),
-                t(&tr["name"]),
-                t(&tr["event_type"]),
-                if tr["enabled"] == Value::Bool(false) {
-                    "disabled"
-                } else {
-                    "enabled"
-                }
-            );
+                t(&e.id),
+                t(e.name().unwrap_or_default()),
+                t(e.event_type().unwrap_or_default()),
+                if e.enabled() { "enabled" } else { "disabled" }
+            ),
         }
     }
+}
+
+/// One routine of `sayri routines list`.
+fn routine_line(r: &Routine) -> String {
+    let t = |v: &str| terminal_safe(v).into_owned();
+    let when = match r.trigger.as_str() {
+        "daily_at" => format!("daily at {}", t(&r.time_spec)),
+        "hourly" => format!("every {} h", t(&r.time_spec)),
+        "cron" => format!("cron {}", t(&r.time_spec)),
+        _ => "on login".to_string(),
+    };
+    let zone = r
+        .zone
+        .as_deref()
+        .map(|z| format!(" ({z})"))
+        .unwrap_or_default();
+    let state = if r.running {
+        "running"
+    } else if !r.enabled {
+        "disabled"
+    } else {
+        "enabled"
+    };
+    let last = r
+        .last_outcome
+        .as_ref()
+        .map_or("never run", |o| o.status.as_str());
+    format!(
+        "{}  {}  [{when}{}; {state}; agent {}] next: {}; last: {last}",
+        t(&r.id),
+        t(&r.name),
+        terminal_safe(&zone),
+        t(&r.agent_id),
+        next_text(r.next_run_at.as_deref()),
+    )
 }

@@ -6,7 +6,9 @@ use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::params::{
     SessionDeleteParams, SessionGetParams, SessionRenameParams, SessionsListParams,
 };
-use serde_json::Value;
+use sayri_protocol::reply::sessions::{
+    Delegated, SessionGetReply, SessionSummary, ToolCall, Usage,
+};
 
 /// `sayri sessions …`.
 #[derive(Debug, clap::Subcommand)]
@@ -51,19 +53,17 @@ struct TurnUsage {
 }
 
 impl TurnUsage {
-    fn add(&mut self, usage: &Value) {
-        let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-        self.prompt += n("prompt_tokens");
-        self.completion += n("completion_tokens");
+    fn add(&mut self, usage: &Usage) {
+        self.prompt += u64::from(usage.prompt_tokens);
+        self.completion += u64::from(usage.completion_tokens);
         self.calls += 1;
     }
 
     /// Adds what a delegation recorded with its step (its sub-agent's calls and tokens).
-    fn add_delegated(&mut self, d: &Value) {
-        let n = |k: &str| d.get(k).and_then(Value::as_u64).unwrap_or(0);
-        self.prompt += n("prompt_tokens");
-        self.completion += n("completion_tokens");
-        self.calls += n("model_calls");
+    fn add_delegated(&mut self, d: &Delegated) {
+        self.prompt += d.prompt_tokens;
+        self.completion += d.completion_tokens;
+        self.calls += d.model_calls;
     }
 
     fn line(&self, what: &str) -> String {
@@ -80,11 +80,8 @@ impl TurnUsage {
 /// Prints a `session_get` result: the title, every message (command steps with their exit
 /// code and stored output; a delegation with its sub-agent's session and what it spent), the
 /// provider-reported token usage after each turn and in total, sub-agents included.
-fn print_session(v: &Value) {
-    println!(
-        "{}",
-        terminal_safe(v.get("title").and_then(Value::as_str).unwrap_or(""))
-    );
+fn print_session(v: &SessionGetReply) {
+    println!("{}", terminal_safe(&v.title));
     let mut turn = TurnUsage::default();
     let mut total = TurnUsage::default();
     let flush = |turn: &mut TurnUsage| {
@@ -93,39 +90,32 @@ fn print_session(v: &Value) {
         }
         *turn = TurnUsage::default();
     };
-    for m in v
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-        let content = m.get("content").and_then(Value::as_str).unwrap_or("");
+    for m in &v.messages {
+        let role = m.role.as_str();
         if role == "user" {
             flush(&mut turn);
         }
-        if let Some(tc) = m.get("tool_call").filter(|t| !t.is_null()) {
+        if let Some(tc) = &m.tool_call {
             println!(
                 "[{role}] $ {} → {}",
-                terminal_safe(tc.get("command").and_then(Value::as_str).unwrap_or("")),
+                terminal_safe(&tc.command),
                 step_result(tc)
             );
-            let output = tc.get("output").and_then(Value::as_str).unwrap_or("");
-            for line in output.lines() {
+            for line in tc.output.lines() {
                 println!("    {}", terminal_safe(line));
             }
-            if let Some(d) = tc.get("delegated").filter(|d| d.is_object()) {
+            if let Some(d) = &tc.delegated {
                 println!("    {}", delegated_line(d));
                 turn.add_delegated(d);
                 total.add_delegated(d);
             }
         } else if role == "error" {
             // A failed request: an event, not something Sayri said.
-            println!("[error] ✗ {}", terminal_safe(content));
+            println!("[error] ✗ {}", terminal_safe(&m.content));
         } else {
-            println!("[{}] {}", terminal_safe(role), terminal_safe(content));
+            println!("[{}] {}", terminal_safe(role), terminal_safe(&m.content));
         }
-        if let Some(u) = m.get("usage").filter(|u| !u.is_null()) {
+        if let Some(u) = &m.usage {
             turn.add(u);
             total.add(u);
         }
@@ -138,49 +128,39 @@ fn print_session(v: &Value) {
 
 /// The line under a delegation step: the sub-agent, its session (shown with `sessions show`),
 /// and what it spent.
-fn delegated_line(d: &Value) -> String {
-    let s = |k: &str| terminal_safe(d.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
-    let n = |k: &str| d.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let calls = n("model_calls");
+fn delegated_line(d: &Delegated) -> String {
+    let calls = d.model_calls;
     format!(
         "↳ sub-agent {}, session {}: {} prompt + {} completion tokens over {calls} model call{}",
-        s("agent_id"),
-        s("session_id"),
-        n("prompt_tokens"),
-        n("completion_tokens"),
+        terminal_safe(&d.agent_id),
+        terminal_safe(&d.session_id),
+        d.prompt_tokens,
+        d.completion_tokens,
         if calls == 1 { "" } else { "s" }
     )
 }
 
 /// Prints a `sessions_list` result, each sub-agent's session under the session that delegated
 /// to it (when both are listed).
-fn print_list(list: &[Value]) {
-    let id = |s: &Value| {
-        s.get("id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let parent = |s: &Value| {
-        s.get("parent_id")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let listed: Vec<String> = list.iter().map(id).collect();
-    let line = |s: &Value, indent: &str| {
+fn print_list(list: &[SessionSummary]) {
+    let listed: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
+    let line = |s: &SessionSummary, indent: &str| {
         println!(
             "{indent}{}  {:>3} msgs  {}",
-            id(s),
-            s.get("messages").and_then(Value::as_u64).unwrap_or(0),
-            terminal_safe(s.get("title").and_then(Value::as_str).unwrap_or(""))
+            s.id,
+            s.messages,
+            terminal_safe(&s.title)
         );
     };
     for s in list {
-        if parent(s).is_some_and(|p| listed.contains(&p)) {
+        if s.parent_id.as_deref().is_some_and(|p| listed.contains(&p)) {
             continue;
         }
         line(s, "");
-        for child in list.iter().filter(|c| parent(c).as_deref() == Some(&id(s))) {
+        for child in list
+            .iter()
+            .filter(|c| c.parent_id.as_deref() == Some(&s.id))
+        {
             line(child, "  ↳ ");
         }
     }
@@ -201,12 +181,12 @@ pub(crate) async fn run(
                 .await
                 .map_err(remote)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else if let Some(list) = v.as_array() {
-                if list.is_empty() {
+                crate::cli::print_json(&v)?;
+            } else {
+                if v.is_empty() {
                     println!("no conversations yet — start one with: sayri ask \"…\"");
                 }
-                print_list(list);
+                print_list(&v);
             }
         }
         SessionsAction::Show { id, json } => {
@@ -215,8 +195,7 @@ pub(crate) async fn run(
                 .await
                 .map_err(remote)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
-                return Ok(());
+                return crate::cli::print_json(&v);
             }
             print_session(&v);
         }
@@ -236,7 +215,7 @@ pub(crate) async fn run(
                 })
                 .await
                 .map_err(remote)?;
-            if v.get("deleted") == Some(&Value::Bool(true)) {
+            if v.deleted {
                 println!("deleted");
             } else {
                 anyhow::bail!("session not found: {id}");
@@ -248,13 +227,13 @@ pub(crate) async fn run(
 
 /// How a stored command step ended, for `sessions show`: `exit N`, or its status when it has no
 /// exit code (`interrupted (not completed)` after a crash, `killed`).
-fn step_result(tool_call: &Value) -> String {
-    match tool_call.get("exit_code").and_then(Value::as_i64) {
+fn step_result(tool_call: &ToolCall) -> String {
+    match tool_call.exit_code {
         Some(code) => format!("exit {code}"),
-        None => match tool_call.get("status").and_then(Value::as_str) {
-            Some("interrupted") => "interrupted (not completed, not run again)".into(),
-            Some(s) => terminal_safe(s).into_owned(),
-            None => "no exit code".into(),
+        None => match tool_call.status.as_str() {
+            "interrupted" => "interrupted (not completed, not run again)".into(),
+            "" => "no exit code".into(),
+            s => terminal_safe(s).into_owned(),
         },
     }
 }

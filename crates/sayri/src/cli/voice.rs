@@ -15,10 +15,10 @@ use sayri_client::client::{Client, ClientError};
 use sayri_client::paths::Paths;
 use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::voice::speakable_text;
-use sayri_daemon::voice::status::{LoopState, fields, not_built};
-use sayri_protocol::message::Event;
-use sayri_protocol::names::event;
+use sayri_daemon::voice::status::{LoopState, fill, not_built};
+use sayri_protocol::event::AnyEvent;
 use sayri_protocol::params::{ListenParams, StatusParams};
+use sayri_protocol::reply::runtime::{StatusReply, VoiceStatus};
 use sayri_voice::models::ModelStore;
 use sayri_voice::plan::VoicePlan;
 use serde_json::{Value, json};
@@ -90,10 +90,9 @@ pub(crate) async fn listen(
     if live {
         eprint!("Listening… (Ctrl-C to stop)");
     }
-    let show = |ev: &Event| {
-        if live && ev.event == event::PARTIAL {
-            let text = ev.payload.get("text").and_then(Value::as_str).unwrap_or("");
-            eprint!("\r\x1b[K… {}", terminal_safe(text));
+    let show = |ev: &AnyEvent| {
+        if live && let AnyEvent::Partial(p) = ev {
+            eprint!("\r\x1b[K… {}", terminal_safe(&p.text));
         }
     };
     let params = ListenParams {
@@ -117,8 +116,7 @@ pub(crate) async fn listen(
         ClientError::Remote(p) => anyhow::anyhow!("{}", p.message),
         other => anyhow::anyhow!("{other}"),
     })?;
-    let text = result.get("text").and_then(Value::as_str).unwrap_or("");
-    report_transcript(text, args.json, json!({ "text": text }))
+    report_transcript(&result.text, args.json, json!({ "text": result.text }))
 }
 
 fn report_transcript(text: &str, json_mode: bool, object: Value) -> anyhow::Result<i32> {
@@ -358,21 +356,64 @@ pub(crate) async fn status(paths: &Paths, json_mode: bool) -> anyhow::Result<()>
         Ok(mut c) => c.request_with(&StatusParams {}).await.ok(),
         Err(_) => None,
     };
-    let mut local = fields(&plan, sayri_daemon::voice::BUILT, &LoopState::default());
+    let mut local = StatusReply::default();
+    fill(
+        &mut local,
+        &plan,
+        sayri_daemon::voice::BUILT,
+        &LoopState::default(),
+    );
     if json_mode {
-        local.insert("daemon".into(), daemon.unwrap_or(Value::Null));
-        local.insert("input_devices".into(), json!(devices(true)));
-        local.insert("output_devices".into(), json!(devices(false)));
-        println!("{}", serde_json::to_string_pretty(&Value::Object(local))?);
-        return Ok(());
+        return crate::cli::print_json(&LocalVoice::new(local, daemon));
     }
     print_status(&plan, &local, daemon.as_ref());
     Ok(())
 }
 
-fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Option<&Value>) {
-    let list = |k: &str| sayri_daemon::voice::status::string_list(f, k);
-    let ready = |k: &str| f.get(k) == Some(&Value::Bool(true));
+/// What `sayri voice status --json` prints: the voice members of `status` as this process
+/// sees them, the running daemon's whole status, and the sound devices.
+#[derive(serde::Serialize)]
+struct LocalVoice {
+    stt_ready: bool,
+    stt_missing: Vec<String>,
+    tts_ready: bool,
+    tts_missing: Vec<String>,
+    wake_ready: bool,
+    wake_missing: Vec<String>,
+    stt_mode: String,
+    mic_on: bool,
+    armed: bool,
+    speaking: bool,
+    wake_phrase: Option<String>,
+    voice: VoiceStatus,
+    daemon: Option<StatusReply>,
+    input_devices: Vec<String>,
+    output_devices: Vec<String>,
+}
+
+impl LocalVoice {
+    fn new(s: StatusReply, daemon: Option<StatusReply>) -> LocalVoice {
+        LocalVoice {
+            stt_ready: s.stt_ready,
+            stt_missing: s.stt_missing,
+            tts_ready: s.tts_ready,
+            tts_missing: s.tts_missing,
+            wake_ready: s.wake_ready,
+            wake_missing: s.wake_missing,
+            stt_mode: s.stt_mode,
+            mic_on: s.mic_on,
+            armed: s.armed,
+            speaking: s.speaking,
+            wake_phrase: s.wake_phrase,
+            voice: s.voice,
+            daemon,
+            input_devices: devices(true),
+            output_devices: devices(false),
+        }
+    }
+}
+
+fn print_status(plan: &VoicePlan, f: &StatusReply, daemon: Option<&StatusReply>) {
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
@@ -398,20 +439,20 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
     line(
         &mut out,
         "speech to text:",
-        ready("stt_ready"),
+        f.stt_ready,
         format!(
             "whisper {} (language {})",
             plan.whisper.name.as_deref().unwrap_or(&plan.whisper.wanted),
             plan.language
         ),
-        list("stt_missing"),
+        f.stt_missing.clone(),
     );
     line(
         &mut out,
         "speech output:",
-        ready("tts_ready"),
+        f.tts_ready,
         plan.tts_engine().unwrap_or_else(|| "no voice".into()),
-        list("tts_missing"),
+        f.tts_missing.clone(),
     );
     let phrase = plan
         .wake_phrase
@@ -420,13 +461,13 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
     line(
         &mut out,
         "wake word:",
-        ready("wake_ready"),
+        f.wake_ready,
         format!(
             "{phrase} ({}, threshold {})",
             plan.wake.name.as_deref().unwrap_or(&plan.wake.wanted),
             plan.loop_config.wake_threshold
         ),
-        list("wake_missing"),
+        f.wake_missing.clone(),
     );
     let _ = writeln!(
         out,
@@ -454,23 +495,15 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
     }
     match daemon {
         Some(s) => {
-            let g = |k: &str| {
-                s.get(k)
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| "-".into())
-            };
             let _ = writeln!(
                 out,
                 "daemon:         state {}, microphone {}, speaking {}{}",
-                s.get("state").and_then(Value::as_str).unwrap_or("-"),
-                if s.get("mic_on") == Some(&Value::Bool(true)) {
-                    "on"
-                } else {
-                    "off"
-                },
-                g("speaking"),
-                s.pointer("/voice/error")
-                    .and_then(Value::as_str)
+                s.state,
+                if s.mic_on { "on" } else { "off" },
+                s.speaking,
+                s.voice
+                    .error
+                    .as_deref()
                     .map(|e| format!(" — {e}"))
                     .unwrap_or_default()
             );
@@ -483,12 +516,9 @@ fn print_status(plan: &VoicePlan, f: &serde_json::Map<String, Value>, daemon: Op
 }
 
 /// `microphone: DEVICE: PROBLEM` while the daemon's microphone has one.
-fn mic_problem_line(s: &Value, out: &mut impl std::io::Write) {
-    if let Some(p) = s.pointer("/voice/mic_problem").and_then(Value::as_str) {
-        let device = s
-            .pointer("/voice/mic_device")
-            .and_then(Value::as_str)
-            .unwrap_or("the microphone");
+fn mic_problem_line(s: &StatusReply, out: &mut impl std::io::Write) {
+    if let Some(p) = &s.voice.mic_problem {
+        let device = s.voice.mic_device.as_deref().unwrap_or("the microphone");
         let _ = writeln!(out, "microphone:     {device}: {p}");
     }
 }

@@ -55,7 +55,7 @@ pub(crate) async fn run(paths: &Paths, action: WindowAction) -> anyhow::Result<(
     };
     let result = client.request_with(&WindowParams { action }).await?;
     // The daemon counts this client among those it told.
-    let others = result["clients"].as_u64().unwrap_or(0).saturating_sub(1);
+    let others = result.clients.saturating_sub(1);
     if others == 0 {
         eprintln!("sayri: no front-end is connected to the daemon; nothing to show or hide");
     }

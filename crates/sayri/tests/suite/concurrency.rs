@@ -6,8 +6,11 @@ use sayri_client::client::Client;
 use sayri_client::paths::Paths;
 use sayri_daemon::daemon::dispatch::{Access, Mode};
 use sayri_daemon::daemon::{Daemon, default_dispatcher};
+use sayri_protocol::event::permissions::PermissionRequested;
 use sayri_protocol::names::{cmd, event};
 use sayri_protocol::params::{AskParams, PermissionAnswerParams};
+use sayri_protocol::reply::permissions::{PermissionAnswerReply, PermissionRequest};
+use sayri_protocol::reply::sessions::AskReply;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,11 +30,27 @@ async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
     d.register(Access::Assistant, Mode::Task, move |_: AskParams, ctx| {
         let wait = wait.clone();
         async move {
-            let mut p = Map::new();
-            p.insert("request".into(), json!({"id": "abc123"}));
-            ctx.broadcaster().broadcast(event::PERMISSION_REQUEST, p);
+            ctx.broadcaster().emit(&PermissionRequested {
+                request: PermissionRequest {
+                    id: "abc123".into(),
+                    action: "shell".into(),
+                    resource: "true".into(),
+                    reason: "a test".into(),
+                    agent_id: "default".into(),
+                    agent_name: "Default".into(),
+                    session_id: "s".into(),
+                    policy: false,
+                    expires_in: 60.0,
+                    segments: Vec::new(),
+                    from_step: None,
+                },
+            });
             wait.notified().await;
-            Ok(json!({"text": "done"}))
+            Ok(AskReply {
+                text: "done".into(),
+                error: None,
+                session_id: "s".into(),
+            })
         }
     });
     let notify = answered.clone();
@@ -42,7 +61,11 @@ async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
             let notify = notify.clone();
             async move {
                 notify.notify_one();
-                Ok(json!({"delivered": true, "request_id": p.request_id}))
+                Ok(PermissionAnswerReply {
+                    delivered: true,
+                    request_id: p.request_id,
+                    allow: p.allow,
+                })
             }
         },
     );

@@ -3,7 +3,9 @@
 //! parameter of a wrong type, each parameter missing) a well-formed refusal naming the
 //! parameter; no command answers `not_implemented`. A front-end watching meanwhile sees every
 //! event the daemon produces, each of its documented shape (the voice loop's own events are
-//! produced and checked in `voice_daemon`).
+//! produced and checked in `voice_daemon`). Every reply and event is also exactly its type of
+//! `sayri_protocol` (read into it and written again, the same bytes), so a handler whose reply
+//! drifts from its declared type fails here.
 
 use super::scripted_turns::{Model, setup, start_model, wait_event, wait_response};
 use super::support::*;
@@ -618,6 +620,10 @@ fn call_valid(env: &Env, c: &mut RawClient, cmd: &str, ids: &Ids, id: u64) -> Va
         Expect::Ok(shape) => {
             assert_eq!(r["ok"], true, "{cmd}: {r}");
             check_shape(cmd, &r["result"], &shape);
+            // Exactly its declared reply type: a handler that drifts from it fails here.
+            if let Err(e) = sayri_protocol::reply::conforms(cmd, &r["result"]) {
+                panic!("{e}");
+            }
         }
         Expect::Refused(code) => {
             assert_eq!(r["ok"], false, "{cmd}: {r}");
@@ -698,7 +704,7 @@ fn fixtures(env: &Env) -> Ids {
 }
 
 #[test]
-fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_has_its_shape() {
+fn every_command_answers_its_documented_shape_and_reply_type_and_every_event_its_event_type() {
     let env = Env::new();
     let marker_dir = super::scripted_turns::marker_dir();
     let marker = marker_dir.path().join("touched");
@@ -801,6 +807,8 @@ fn every_command_answers_valid_params_with_its_documented_shape_and_every_event_
         let Some(name) = v["event"].as_str() else {
             continue;
         };
+        // Exactly its declared event type.
+        assert_typed(&line);
         let (members, exact) = event_members(name);
         let payload: Map<String, Value> = v
             .as_object()

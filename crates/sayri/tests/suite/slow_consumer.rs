@@ -5,7 +5,8 @@
 use super::support::*;
 use sayri_client::paths::Paths;
 use sayri_daemon::daemon::{Daemon, default_dispatcher};
-use serde_json::{Map, Value, json};
+use sayri_protocol::event::turns::{AssistantDelta, AssistantDone};
+use serde_json::{Value, json};
 use std::io::{BufRead, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -144,9 +145,9 @@ async fn twenty_thousand_deltas_reach_the_reader_while_the_stuck_client_is_dropp
         tokio::time::sleep(Duration::from_millis(1)).await; // A, B and C are registered
     }
     for i in 0..N {
-        let mut p = Map::new();
-        p.insert("delta".into(), json!(i.to_string()));
-        bc.broadcast("assistant_delta", p);
+        bc.emit(&AssistantDelta {
+            delta: i.to_string(),
+        });
         if (i + 1) % 500 == 0 {
             let deadline = Instant::now() + Duration::from_secs(30);
             while seen.load(Ordering::SeqCst) < i + 1 || c_seen.load(Ordering::SeqCst) < i + 1 {
@@ -159,7 +160,9 @@ async fn twenty_thousand_deltas_reach_the_reader_while_the_stuck_client_is_dropp
             }
         }
     }
-    bc.broadcast("assistant_done", Map::new());
+    bc.emit(&AssistantDone {
+        text: String::new(),
+    });
     tokio::task::spawn_blocking(move || b_thread.join().unwrap())
         .await
         .unwrap();
@@ -181,9 +184,9 @@ async fn twenty_thousand_deltas_reach_the_reader_while_the_stuck_client_is_dropp
     let a2 = UnixStream::connect(&socket).unwrap();
     shrink_rcvbuf(&a2);
     for i in 0..600 {
-        let mut p = Map::new();
-        p.insert("delta".into(), json!(i.to_string()));
-        bc.broadcast("assistant_delta", p);
+        bc.emit(&AssistantDelta {
+            delta: i.to_string(),
+        });
     }
     state.request_shutdown();
     tokio::time::timeout(Duration::from_secs(5), server)

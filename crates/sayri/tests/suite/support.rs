@@ -293,6 +293,22 @@ impl Drop for Daemon {
     }
 }
 
+/// Every event the daemon sends is exactly its type of `sayri_protocol::event` (read into it and
+/// written again, the same text): every socket test that reads through [`RawClient`] checks it
+/// on every event it sees, and [`RawClient::call`] does the same for every successful reply
+/// with its command's reply type.
+pub fn assert_typed(line: &str) {
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return;
+    };
+    if v.get("event").is_some_and(Value::is_string) {
+        let frame: sayri_protocol::Event = serde_json::from_value(v).unwrap();
+        if let Err(e) = sayri_protocol::event::conforms(&frame) {
+            panic!("{e}");
+        }
+    }
+}
+
 /// A blocking client speaking raw NDJSON, for byte-level tests.
 pub struct RawClient {
     pub reader: BufReader<UnixStream>,
@@ -320,6 +336,7 @@ impl RawClient {
         }
         let greeting: Value = serde_json::from_str(&line).map_err(std::io::Error::other)?;
         assert_eq!(greeting["event"], "ready", "{greeting}");
+        assert_typed(&line);
         Ok(c)
     }
     pub fn connect(socket: &Path) -> RawClient {
@@ -334,6 +351,7 @@ impl RawClient {
         let n = self.reader.read_line(&mut line).unwrap();
         assert!(n > 0, "connection closed");
         assert!(line.ends_with('\n'), "partial line: {line:?}");
+        assert_typed(&line);
         line
     }
     pub fn read_value(&mut self) -> Value {
@@ -358,6 +376,11 @@ impl RawClient {
         self.write(line.as_bytes());
         let r = self.read_response();
         assert_eq!(r["id"], id, "{r}");
+        if r["ok"] == true
+            && let Err(e) = sayri_protocol::reply::conforms(cmd, &r["result"])
+        {
+            panic!("{e}");
+        }
         r
     }
     /// Reads until EOF; returns everything read.

@@ -8,7 +8,8 @@
 //! in every front-end with its checks, and no second list of settings exists.
 
 use super::{Check, Config, ConfigError, ConfigValue, KEYS, KeySpec, ValueType, mask_value};
-use serde_json::{Map, Value as Json, json};
+use sayri_protocol::reply::config::{Choice, SettingsField, SettingsSection};
+use serde_json::{Map, Number, Value as Json};
 
 /// A group of fields shown together in a settings form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,32 +143,41 @@ pub fn kind(spec: &KeySpec) -> &'static str {
 /// `max`, `step` and `unit` (one where 0 means something else adds `zero`, what 0 means, and
 /// `lowest`, the smallest other value), a choice `options` (`[{value, label}]`),
 /// `ui.default_ui` `dynamic_options: "ui_list"`.
-pub fn field(spec: &KeySpec, value: &ConfigValue) -> Json {
+pub fn field(spec: &KeySpec, value: &ConfigValue) -> SettingsField {
     let secret = spec.is_secret();
     let shown = if secret {
         mask_value(value)
     } else {
         value.clone()
     };
-    let mut f = json!({
-        "key": spec.full_name(),
-        "label": spec.form.label,
-        "hint": spec.doc,
-        "kind": kind(spec),
-        "save": "section",
-        "type": spec.ty.name(),
-        "expected": spec.expected(),
-        "secret": secret,
-        "restart": spec.form.restart,
-        "value": shown.to_json(),
-    });
-    let step = |default: f64| spec.form.step.unwrap_or(default);
+    let mut f = SettingsField {
+        key: spec.full_name(),
+        label: spec.form.label.into(),
+        hint: spec.doc.into(),
+        kind: kind(spec).into(),
+        save: "section".into(),
+        ty: spec.ty.name().into(),
+        expected: spec.expected(),
+        secret,
+        restart: spec.form.restart,
+        value: shown.to_json(),
+        min: None,
+        max: None,
+        step: None,
+        unit: None,
+        zero: None,
+        lowest: None,
+        options: None,
+        dynamic_options: None,
+        asset: None,
+    };
+    let step = |default: f64| Some(spec.form.step.unwrap_or(default));
     match spec.check {
         Check::Int { min, max, unit } => {
-            f["min"] = json!(min);
-            f["max"] = json!(max);
-            f["step"] = json!(step(1.0));
-            f["unit"] = json!(unit);
+            f.min = Some(min.into());
+            f.max = Some(max.into());
+            f.step = step(1.0);
+            f.unit = Some(unit.into());
         }
         Check::IntOrZero {
             min,
@@ -176,51 +186,60 @@ pub fn field(spec: &KeySpec, value: &ConfigValue) -> Json {
             zero,
         } => {
             // 0 is offered too; `expected` says that 1 to `min - 1` is not.
-            f["min"] = json!(0);
-            f["max"] = json!(max);
-            f["step"] = json!(step(1.0));
-            f["unit"] = json!(unit);
-            f["zero"] = json!(zero);
-            f["lowest"] = json!(min);
+            f.min = Some(0.into());
+            f.max = Some(max.into());
+            f.step = step(1.0);
+            f.unit = Some(unit.into());
+            f.zero = Some(zero.into());
+            f.lowest = Some(min.into());
         }
         Check::Float { min, max, unit } => {
-            f["min"] = json!(min);
-            f["max"] = json!(max);
-            f["step"] = json!(step(0.1));
-            f["unit"] = json!(unit);
+            f.min = Number::from_f64(min);
+            f.max = Number::from_f64(max);
+            f.step = step(0.1);
+            f.unit = Some(unit.into());
         }
         Check::Choice(words) => {
-            let options: Vec<Json> = words
-                .iter()
-                .map(|w| json!({"value": w, "label": w}))
-                .collect();
-            f["options"] = Json::Array(options);
+            f.options = Some(
+                words
+                    .iter()
+                    .map(|w| Choice {
+                        value: w.to_string(),
+                        label: w.to_string(),
+                    })
+                    .collect(),
+            );
         }
         _ => {}
     }
     if spec.group == "ui" && spec.key == "default_ui" {
-        f["dynamic_options"] = json!("ui_list");
+        f.dynamic_options = Some("ui_list".into());
     }
     f
 }
 
 /// The `sections` of `settings_schema` for `cfg`: `[{id, title, subtitle, save_label, fields}]`
 /// in form order, every key of the table in exactly one section except hidden ones.
-pub fn schema(cfg: &Config) -> Json {
-    let sections = Section::SHOWN.iter().map(|&section| {
-        let fields: Vec<Json> = cfg
-            .entries()
-            .into_iter()
-            .filter(|(spec, _)| spec.form.section == section)
-            .map(|(spec, v)| field(spec, &v))
-            .collect();
-        let (title, subtitle) = section.titles();
-        json!({
-            "id": section.id(), "title": title, "subtitle": subtitle, "save_label": "Save",
-            "fields": fields,
+pub fn schema(cfg: &Config) -> Vec<SettingsSection> {
+    Section::SHOWN
+        .iter()
+        .map(|&section| {
+            let fields = cfg
+                .entries()
+                .into_iter()
+                .filter(|(spec, _)| spec.form.section == section)
+                .map(|(spec, v)| field(spec, &v))
+                .collect();
+            let (title, subtitle) = section.titles();
+            SettingsSection {
+                id: section.id().into(),
+                title: title.into(),
+                subtitle: subtitle.into(),
+                save_label: "Save".into(),
+                fields,
+            }
         })
-    });
-    Json::Array(sections.collect())
+        .collect()
 }
 
 /// Whether a secret field's value from a form means "keep the current value": empty (the form
@@ -287,11 +306,12 @@ pub fn masked_values(cfg: &Config, keys: &[String]) -> Map<String, Json> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn every_shown_key_is_in_exactly_one_section_with_its_checks_range_and_choices() {
         let cfg = Config::default();
-        let sections = schema(&cfg);
+        let sections = serde_json::to_value(schema(&cfg)).unwrap();
         let mut seen = Vec::new();
         for s in sections.as_array().unwrap() {
             for f in s["fields"].as_array().unwrap() {
@@ -332,7 +352,7 @@ mod tests {
             &json!(["Authorization: Bearer abcdefghijk"]),
         )
         .unwrap();
-        let text = schema(&cfg).to_string();
+        let text = serde_json::to_string(&schema(&cfg)).unwrap();
         assert!(!text.contains("abcdef123456") && !text.contains("abcdefghijk"));
         assert!(text.contains("sk-...456"), "{text}");
     }

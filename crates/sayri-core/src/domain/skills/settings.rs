@@ -34,6 +34,7 @@
 //! shown (the form sees `***` when one is set) and never put in the model's prompt: it lives in
 //! the vault under [`vault_key`], and only commands of agents allowed that secret receive it.
 
+use sayri_protocol::reply::config::{Choice, PluginField};
 use serde_json::{Map, Value, json};
 
 /// Most settings one skill may declare.
@@ -410,34 +411,39 @@ impl SettingSpec {
     /// The form field: `{key, label, hint, kind, save, secret, expected, value, default}` plus
     /// `options` (`[{value, label}]`) for a choice and `min`/`max`/`step` for a number. `value`
     /// is the stored value, else the default (a secret: [`MASK`] when set, else `""`).
-    pub fn field(&self, stored: Option<&Value>, secret_set: bool) -> Value {
+    pub fn field(&self, stored: Option<&Value>, secret_set: bool) -> PluginField {
         let value = if self.secret {
-            json!(if secret_set { MASK } else { "" })
+            Value::from(if secret_set { MASK } else { "" })
         } else {
             stored
                 .cloned()
                 .or_else(|| self.default.clone())
                 .unwrap_or(Value::Null)
         };
-        let mut f = json!({
-            "key": self.key, "label": self.label, "hint": self.hint, "kind": self.kind.name(),
-            "save": "now", "secret": self.secret, "expected": self.expected(), "value": value,
-            "default": self.default,
-        });
-        if self.kind == SettingKind::Choice {
-            f["options"] = Value::Array(
+        let number = self.kind == SettingKind::Number;
+        PluginField {
+            key: self.key.clone(),
+            label: self.label.clone(),
+            hint: self.hint.clone(),
+            kind: self.kind.name().into(),
+            save: "now".into(),
+            secret: self.secret,
+            expected: self.expected(),
+            value,
+            default: self.default.clone(),
+            options: (self.kind == SettingKind::Choice).then(|| {
                 self.options
                     .iter()
-                    .map(|(v, l)| json!({"value": v, "label": l}))
-                    .collect(),
-            );
+                    .map(|(v, l)| Choice {
+                        value: v.clone(),
+                        label: l.clone(),
+                    })
+                    .collect()
+            }),
+            min: number.then_some(self.min),
+            max: number.then_some(self.max),
+            step: number.then_some(self.step),
         }
-        if self.kind == SettingKind::Number {
-            f["min"] = json!(self.min);
-            f["max"] = json!(self.max);
-            f["step"] = json!(self.step);
-        }
-        f
     }
 }
 
@@ -545,8 +551,9 @@ mod tests {
             !e.contains("secret-value"),
             "a secret is never repeated: {e}"
         );
-        assert_eq!(s[4].field(None, true)["value"], json!(MASK));
-        assert_eq!(s[4].field(None, false)["value"], json!(""));
-        assert_eq!(s[2].field(None, false)["options"][0]["label"], json!("A"));
+        assert_eq!(s[4].field(None, true).value, json!(MASK));
+        assert_eq!(s[4].field(None, false).value, json!(""));
+        let options = s[2].field(None, false).options.unwrap();
+        assert_eq!(options[0].label, "A");
     }
 }

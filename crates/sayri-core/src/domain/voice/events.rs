@@ -3,10 +3,9 @@
 
 use crate::engine::events::CoreState;
 use sayri_protocol::names::event;
-use serde_json::{Value, json};
 
-/// One voice event. [`VoiceEvent::name`] is the protocol event name; [`VoiceEvent::payload`]
-/// the object beside `"event"`.
+/// One voice event. [`VoiceEvent::name`] is the protocol event name; the daemon writes it as
+/// that event's type of `sayri_protocol::event`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum VoiceEvent {
     /// `state` — `{"state"}`.
@@ -70,38 +69,6 @@ impl VoiceEvent {
             VoiceEvent::Transcript(_) => event::TRANSCRIPT,
         }
     }
-
-    /// The payload object (without the `event` key).
-    pub fn payload(&self) -> Value {
-        match self {
-            VoiceEvent::State(s) => json!({ "state": s.as_str() }),
-            VoiceEvent::AudioLevel(l) => json!({ "level": l }),
-            VoiceEvent::Mic(a) | VoiceEvent::Busy(a) | VoiceEvent::Speaking(a) => {
-                json!({ "active": a })
-            }
-            VoiceEvent::Partial(t)
-            | VoiceEvent::User(t)
-            | VoiceEvent::Hint(t)
-            | VoiceEvent::Transcript(t) => json!({ "text": t }),
-            VoiceEvent::Error(e) => json!({ "error": e }),
-            VoiceEvent::MicStatus {
-                active,
-                device,
-                problem,
-            } => json!({ "active": active, "device": device, "problem": problem }),
-            VoiceEvent::Show => json!({}),
-            VoiceEvent::Wake { phrase, score } => json!({ "phrase": phrase, "score": score }),
-        }
-    }
-
-    /// The wire object `{"event": name, ...payload}`.
-    pub fn to_wire(&self) -> Value {
-        let mut v = self.payload();
-        if let Value::Object(m) = &mut v {
-            m.insert("event".into(), Value::String(self.name().into()));
-        }
-        v
-    }
 }
 
 #[cfg(test)]
@@ -109,19 +76,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_use_protocol_names_and_payloads() {
-        assert_eq!(
-            VoiceEvent::State(CoreState::Activated).to_wire(),
-            json!({"event": "state", "state": "activated"})
-        );
-        assert_eq!(
-            VoiceEvent::Speaking(true).to_wire(),
-            json!({"event": "speaking", "active": true})
-        );
-        assert_eq!(
-            VoiceEvent::Partial(String::new()).to_wire(),
-            json!({"event": "partial", "text": ""})
-        );
+    fn events_use_protocol_names() {
+        assert_eq!(VoiceEvent::State(CoreState::Activated).name(), "state");
+        assert_eq!(VoiceEvent::Speaking(true).name(), "speaking");
+        assert_eq!(VoiceEvent::Partial(String::new()).name(), "partial");
         assert_eq!(VoiceEvent::AudioLevel(0.5).name(), "audio_level");
         assert_eq!(VoiceEvent::Mic(false).name(), "mic");
     }

@@ -4,13 +4,18 @@
 
 use crate::command_peer::Caller;
 use crate::daemon::dispatch::{Access, Ctx};
+use crate::wire;
 use sayri_core::assistant::CoreError;
 use sayri_protocol::params::{
     AskParams, InterruptParams, NewConversationParams, SessionDeleteParams, SessionGetParams,
     SessionRenameParams, SessionsListParams, SwitchSessionParams, TalkParams, TurnTarget,
 };
+use sayri_protocol::reply::sessions::{
+    AskReply, DelegatedUsage, InterruptReply, NewConversationReply, SessionDeleteReply,
+    SessionGetReply, SessionRenameReply, SessionUsage, SessionsListReply, SwitchSessionReply,
+    TalkReply,
+};
 use sayri_protocol::{ErrorCode, ProtocolError, names};
-use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Maps a core error to a protocol error with a fitting code.
@@ -86,17 +91,21 @@ fn stop_spoken_answer(ctx: &Ctx) {
 }
 
 /// `talk {text}` → `{"sent":true,"text","session_id"}`; the turn runs in the background.
-pub async fn talk(p: TalkParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn talk(p: TalkParams, ctx: Ctx) -> Result<TalkReply, ProtocolError> {
     enter_target(p.target(), &ctx)?;
     stop_spoken_answer(&ctx);
     let session_id = ctx.daemon.brain()?.core.talk(&p.text).map_err(core_err)?;
-    Ok(json!({"sent": true, "text": p.text, "session_id": session_id}))
+    Ok(TalkReply {
+        sent: true,
+        text: p.text,
+        session_id,
+    })
 }
 
 /// `ask {text, timeout=120, agent_id?, session_id?, new?}` → `{"text","error","session_id"}`
 /// when the turn ends. On timeout the turn is interrupted and `error` says so. If the asking
 /// client disconnects the turn keeps running (other clients may be watching).
-pub async fn ask(p: AskParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn ask(p: AskParams, ctx: Ctx) -> Result<AskReply, ProtocolError> {
     let timeout = p.timeout_secs();
     enter_target(p.target(), &ctx)?;
     stop_spoken_answer(&ctx);
@@ -104,47 +113,65 @@ pub async fn ask(p: AskParams, ctx: Ctx) -> Result<Value, ProtocolError> {
     let turn = tokio::spawn(async move { brain.core.ask(&p.text).await });
     let brain = ctx.daemon.brain()?.clone();
     match tokio::time::timeout(Duration::from_secs_f64(timeout.min(86_400.0)), turn).await {
-        Ok(Ok(Ok(result))) => {
-            serde_json::to_value(result).map_err(|e| ProtocolError::internal(e.to_string()))
-        }
+        Ok(Ok(Ok(result))) => Ok(AskReply {
+            text: result.text,
+            error: result.error,
+            session_id: result.session_id,
+        }),
         Ok(Ok(Err(e))) => Err(core_err(e)),
         Ok(Err(e)) => Err(ProtocolError::internal(format!("the request failed: {e}"))),
         Err(_) => {
             brain.core.interrupt();
-            Ok(json!({
-                "text": "",
-                "error": format!("no answer within {timeout} s — the request was interrupted"),
-                "session_id": brain.core.status().session_id,
-            }))
+            Ok(AskReply {
+                text: String::new(),
+                error: Some(format!(
+                    "no answer within {timeout} s — the request was interrupted"
+                )),
+                session_id: brain.core.status().session_id,
+            })
         }
     }
 }
 
 /// `interrupt` → `{"interrupted": bool}` (true when a turn was running); a spoken answer
 /// stops too.
-pub async fn interrupt(_: InterruptParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn interrupt(_: InterruptParams, ctx: Ctx) -> Result<InterruptReply, ProtocolError> {
     ctx.daemon.voice.interrupt();
     let brain = ctx.daemon.brain()?;
     let session = brain.core.status().session_id;
     brain.broker.cancel_session(&session);
-    Ok(json!({"interrupted": brain.core.interrupt()}))
+    Ok(InterruptReply {
+        interrupted: brain.core.interrupt(),
+    })
 }
 
 /// `new_conversation` → `{"session_id"}`.
-pub async fn new_conversation(_: NewConversationParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    Ok(json!({"session_id": ctx.daemon.brain()?.core.new_conversation()}))
+pub async fn new_conversation(
+    _: NewConversationParams,
+    ctx: Ctx,
+) -> Result<NewConversationReply, ProtocolError> {
+    Ok(NewConversationReply {
+        session_id: ctx.daemon.brain()?.core.new_conversation(),
+    })
 }
 
 /// `switch_session {session_id}` → `{"session_id"}`; unknown ids are an error (not ignored).
-pub async fn switch_session(p: SwitchSessionParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn switch_session(
+    p: SwitchSessionParams,
+    ctx: Ctx,
+) -> Result<SwitchSessionReply, ProtocolError> {
     let core = &ctx.daemon.brain()?.core;
     let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
     let active = core.switch_session(&id).map_err(core_err)?;
-    Ok(json!({"session_id": active}))
+    Ok(SwitchSessionReply { session_id: active })
 }
 
-/// `sessions_list {limit=20}` → `[{id,title,agent_id,messages,updated_at}]`, newest first.
-pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+/// `sessions_list {limit=20}` → `[{id, title, agent_id, messages, created_at, updated_at,
+/// parent_id}]`, newest first.
+pub async fn sessions_list(
+    p: SessionsListParams,
+    ctx: Ctx,
+) -> Result<SessionsListReply, ProtocolError> {
     let limit = p.limit();
     let list = ctx
         .daemon
@@ -152,7 +179,7 @@ pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, Pro
         .core
         .sessions_list(limit)
         .map_err(core_err)?;
-    serde_json::to_value(list).map_err(|e| ProtocolError::internal(e.to_string()))
+    Ok(list.iter().map(wire::session).collect())
 }
 
 /// `session_get {session_id}` → the session with its messages (tool steps included),
@@ -160,61 +187,73 @@ pub async fn sessions_list(p: SessionsListParams, ctx: Ctx) -> Result<Value, Pro
 /// provider-reported token totals of its model calls and of the delegations its steps record
 /// (`{prompt_tokens, completion_tokens, model_calls, delegated: {…the delegations' share}}`;
 /// calls whose server reported nothing are not counted).
-pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn session_get(p: SessionGetParams, ctx: Ctx) -> Result<SessionGetReply, ProtocolError> {
     let core = &ctx.daemon.brain()?.core;
     let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
     let d = core.session_get(&id).map_err(core_err)?;
-    let mut v = to_value(&d.info)?;
-    if let Value::Object(m) = &mut v {
-        m.insert("messages".into(), to_value(&d.messages)?);
-        m.insert("sub_sessions".into(), to_value(&d.sub_sessions)?);
-        m.insert("usage".into(), session_usage(&d.messages));
-    }
-    Ok(v)
-}
-
-fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, ProtocolError> {
-    serde_json::to_value(v).map_err(|e| ProtocolError::internal(e.to_string()))
+    Ok(SessionGetReply {
+        id: d.info.id.clone(),
+        title: d.info.title.clone(),
+        agent_id: d.info.agent_id.clone(),
+        created_at: d.info.created_at,
+        updated_at: d.info.updated_at,
+        parent_id: d.info.parent_id.clone(),
+        messages: d.messages.iter().map(wire::message).collect(),
+        sub_sessions: d.sub_sessions.iter().map(wire::session).collect(),
+        usage: session_usage(&d.messages),
+    })
 }
 
 /// Token totals of `messages`: their own reported usage plus what the delegations recorded
 /// with their steps spent (shown apart as `delegated` too).
-fn session_usage(messages: &[sayri_core::ports::StoredMessage]) -> Value {
-    let (mut prompt, mut completion, mut calls) = (0u64, 0u64, 0u64);
+fn session_usage(messages: &[sayri_core::ports::StoredMessage]) -> SessionUsage {
+    let mut own = DelegatedUsage::default();
     for u in messages.iter().filter_map(|m| m.usage) {
-        prompt += u64::from(u.prompt_tokens);
-        completion += u64::from(u.completion_tokens);
-        calls += 1;
+        own.prompt_tokens += u64::from(u.prompt_tokens);
+        own.completion_tokens += u64::from(u.completion_tokens);
+        own.model_calls += 1;
     }
-    let (mut dp, mut dc, mut dn) = (0u64, 0u64, 0u64);
+    let mut delegated = DelegatedUsage::default();
     for d in messages
         .iter()
         .filter_map(|m| m.tool_call.as_ref()?.delegated.as_ref())
     {
-        dp += d.prompt_tokens;
-        dc += d.completion_tokens;
-        dn += d.model_calls;
+        delegated.prompt_tokens += d.prompt_tokens;
+        delegated.completion_tokens += d.completion_tokens;
+        delegated.model_calls += d.model_calls;
     }
-    json!({
-        "prompt_tokens": prompt + dp,
-        "completion_tokens": completion + dc,
-        "model_calls": calls + dn,
-        "delegated": {"prompt_tokens": dp, "completion_tokens": dc, "model_calls": dn},
-    })
+    SessionUsage {
+        prompt_tokens: own.prompt_tokens + delegated.prompt_tokens,
+        completion_tokens: own.completion_tokens + delegated.completion_tokens,
+        model_calls: own.model_calls + delegated.model_calls,
+        delegated,
+    }
 }
 
 /// `session_rename {session_id, title}` → `{"session_id","title"}`.
-pub async fn session_rename(p: SessionRenameParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn session_rename(
+    p: SessionRenameParams,
+    ctx: Ctx,
+) -> Result<SessionRenameReply, ProtocolError> {
     let core = &ctx.daemon.brain()?.core;
     let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
     core.session_rename(&id, &p.title).map_err(core_err)?;
-    Ok(json!({"session_id": id, "title": p.title}))
+    Ok(SessionRenameReply {
+        session_id: id,
+        title: p.title,
+    })
 }
 
 /// `session_delete {session_id}` → `{"session_id","deleted"}`.
-pub async fn session_delete(p: SessionDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn session_delete(
+    p: SessionDeleteParams,
+    ctx: Ctx,
+) -> Result<SessionDeleteReply, ProtocolError> {
     let core = &ctx.daemon.brain()?.core;
     let id = core.resolve_session_id(&p.session_id).map_err(core_err)?;
     let deleted = core.session_delete(&id).map_err(core_err)?;
-    Ok(json!({"session_id": id, "deleted": deleted}))
+    Ok(SessionDeleteReply {
+        session_id: id,
+        deleted,
+    })
 }

@@ -3,9 +3,10 @@
 //! agent may do is always its effective profile (its file bound by its creators' current
 //! profiles), which is what these commands report next to the file's own values.
 
-use crate::agents::{agent_json, listed_json};
+use crate::agents::{agent_view, listed_view};
 use crate::daemon::commands::agent::core_err;
 use crate::daemon::dispatch::Ctx;
+use crate::wire;
 use sayri_core::domain::agents::{self, Narrowing};
 use sayri_core::domain::profile::{AgentProfile, valid_agent_id};
 use sayri_permissions::AgentRules;
@@ -14,25 +15,33 @@ use sayri_protocol::params::{
     AgentDeleteParams, AgentDetachParams, AgentSaveParams, AgentSwitchParams, AgentsListParams,
     SaveMode,
 };
+use sayri_protocol::reply::agents::{
+    AgentDeleteReply, AgentDetachReply, AgentSaveReply, AgentSwitchReply, AgentsListReply,
+};
 use sayri_protocol::{ErrorCode, ProtocolError, SandboxLevel};
-use serde_json::{Value, json};
 
 /// `agents_list` → every agent, `default` first: its effective profile, or its `error` when its
 /// file (or a creator's) is invalid.
-pub async fn agents_list(_: AgentsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn agents_list(_: AgentsListParams, ctx: Ctx) -> Result<AgentsListReply, ProtocolError> {
     let list = ctx.daemon.brain()?.agents.list();
-    Ok(Value::Array(list.iter().map(listed_json).collect()))
+    Ok(list.iter().map(listed_view).collect())
 }
 
 /// `agent_switch {agent_id}` → `{"agent_id","name"}`.
-pub async fn agent_switch(p: AgentSwitchParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn agent_switch(
+    p: AgentSwitchParams,
+    ctx: Ctx,
+) -> Result<AgentSwitchReply, ProtocolError> {
     let a = ctx
         .daemon
         .brain()?
         .core
         .agent_switch(&p.agent_id)
         .map_err(core_err)?;
-    Ok(json!({"agent_id": a.id, "name": a.name}))
+    Ok(AgentSwitchReply {
+        agent_id: a.id.clone(),
+        name: a.name.clone(),
+    })
 }
 
 fn invalid(message: impl Into<String>) -> ProtocolError {
@@ -104,7 +113,7 @@ fn apply(a: &mut AgentProfile, p: &AgentSaveParams) -> Result<(), ProtocolError>
             .map_err(|e| invalid(e.to_string()))?;
     }
     if let Some(d) = &p.default_effect {
-        a.sandbox.default_effect = serde_json::from_value(json!(d.trim())).map_err(|_| {
+        a.sandbox.default_effect = serde_json::from_value(d.trim().into()).map_err(|_| {
             invalid(format!(
                 "unknown default_effect {d:?}: use allow, read_only, ask or deny"
             ))
@@ -176,7 +185,7 @@ fn apply_parent(a: &mut AgentProfile, p: &AgentSaveParams) -> Result<(), Protoco
 /// `agent_save {…}` → `{"id", "name", "created", "parent", "effective", "narrowed"}`. Omitted
 /// fields keep their stored value. The file keeps what was asked; `effective` is what the agent
 /// may do under its creators, and `narrowed` lists every difference.
-pub async fn agent_save(p: AgentSaveParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn agent_save(p: AgentSaveParams, ctx: Ctx) -> Result<AgentSaveReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let files = &brain.agents;
     let id = save_id(&p)?;
@@ -223,14 +232,17 @@ pub async fn agent_save(p: AgentSaveParams, ctx: Ctx) -> Result<Value, ProtocolE
         files.save(&profile)
     };
     written.map_err(invalid)?;
-    Ok(json!({
-        "id": profile.id,
-        "name": profile.name,
-        "created": created,
-        "parent": profile.parent,
-        "effective": agent_json(&effective),
-        "narrowed": agents::narrowings(&profile, &effective),
-    }))
+    Ok(AgentSaveReply {
+        narrowed: agents::narrowings(&profile, &effective)
+            .iter()
+            .map(wire::narrowing)
+            .collect(),
+        effective: agent_view(&effective),
+        id: profile.id,
+        name: profile.name,
+        created,
+        parent: profile.parent,
+    })
 }
 
 fn now() -> f64 {
@@ -241,7 +253,10 @@ fn now() -> f64 {
 
 /// `agent_delete {agent_id}` → `{"agent_id", "deleted"}`. `default` and agents with sub-agents
 /// are refused. Deleting the active agent makes `default` active.
-pub async fn agent_delete(p: AgentDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn agent_delete(
+    p: AgentDeleteParams,
+    ctx: Ctx,
+) -> Result<AgentDeleteReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let deleted = brain
         .agents
@@ -250,13 +265,19 @@ pub async fn agent_delete(p: AgentDeleteParams, ctx: Ctx) -> Result<Value, Proto
     if deleted && brain.core.active_agent().id == p.agent_id {
         brain.core.agent_switch("default").map_err(core_err)?;
     }
-    Ok(json!({"agent_id": p.agent_id, "deleted": deleted}))
+    Ok(AgentDeleteReply {
+        agent_id: p.agent_id,
+        deleted,
+    })
 }
 
 /// `agent_detach {agent_id}` → `{"agent_id", "detached", "parent", "widened"}`: removes the
 /// creator link, so the agent's own file applies unbound. `widened` lists what its creators
 /// took away until now (`effective` = before, `written` = from now on).
-pub async fn agent_detach(p: AgentDetachParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn agent_detach(
+    p: AgentDetachParams,
+    ctx: Ctx,
+) -> Result<AgentDetachReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let files = &brain.agents;
     let mut written = files.stored(&p.agent_id).map_err(invalid)?.ok_or_else(|| {
@@ -281,10 +302,10 @@ pub async fn agent_detach(p: AgentDetachParams, ctx: Ctx) -> Result<Value, Proto
         .unwrap_or_default();
     files.save(&written).map_err(invalid)?;
     tracing::info!("agent {} detached from its creator {parent}", p.agent_id);
-    Ok(json!({
-        "agent_id": p.agent_id,
-        "detached": true,
-        "parent": parent,
-        "widened": widened,
-    }))
+    Ok(AgentDetachReply {
+        agent_id: p.agent_id,
+        detached: true,
+        parent,
+        widened: widened.iter().map(wire::narrowing).collect(),
+    })
 }

@@ -12,10 +12,12 @@ use crate::assets::{self, Asset};
 use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use sayri_core::domain::config::Config;
+use sayri_protocol::ProtocolError;
+use sayri_protocol::event::settings::AssetProgress;
 use sayri_protocol::params::{AssetDownloadParams, AssetKind, AssetParams};
-use sayri_protocol::{ProtocolError, names};
+use sayri_protocol::reply::config::{AssetDescriptor, SettingsSection};
+use sayri_protocol::reply::voice::AssetDownloadReply;
 use sayri_voice::models::{Downloaded, Event, ModelError, ModelKind, ModelStore, Request};
-use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 /// `asset_download {kind, params}` → `{"started": true, "token", "kind", "name"}`, or
@@ -24,15 +26,28 @@ use std::sync::Arc;
 /// # Errors
 /// `invalid_params` naming what is missing or wrong in `params` (an unknown size or language,
 /// a model without a known checksum and no `sha256`, a bad name or URL).
-pub async fn asset_download(p: AssetDownloadParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn asset_download(
+    p: AssetDownloadParams,
+    ctx: Ctx,
+) -> Result<AssetDownloadReply, ProtocolError> {
     let asset = assets::resolve(p.kind, &p.params)
         .map_err(|e| ProtocolError::invalid_params(format!("asset_download: {e}")))?;
     let Some(claim) = ctx.daemon.assets.claim(&asset.token) else {
-        return Ok(json!({"started": false, "already_running": true, "token": asset.token}));
+        return Ok(AssetDownloadReply {
+            started: false,
+            token: asset.token,
+            already_running: Some(true),
+            kind: None,
+            name: None,
+        });
     };
-    let answer = json!({
-        "started": true, "token": asset.token, "kind": asset.kind.name(), "name": asset.name,
-    });
+    let answer = AssetDownloadReply {
+        started: true,
+        token: asset.token.clone(),
+        already_running: None,
+        kind: Some(asset.kind.name().into()),
+        name: Some(asset.name.clone()),
+    };
     let daemon = ctx.daemon.clone();
     tokio::spawn(async move {
         run(&daemon, &asset).await;
@@ -41,30 +56,53 @@ pub async fn asset_download(p: AssetDownloadParams, ctx: Ctx) -> Result<Value, P
     Ok(answer)
 }
 
-/// Broadcasts one `asset_progress` event for `asset` with `fields`.
-fn progress_event(daemon: &DaemonState, asset: &Asset, fields: Value) {
-    let mut payload = Map::new();
-    payload.insert("token".into(), json!(asset.token));
-    payload.insert("kind".into(), json!(asset.kind.name()));
-    payload.insert("name".into(), json!(asset.name));
-    if let Value::Object(m) = fields {
-        payload.extend(m);
+/// The `asset_progress` event of `asset` at `percent`; the caller adds what else it knows.
+fn progress(asset: &Asset, percent: u8) -> AssetProgress {
+    AssetProgress {
+        token: asset.token.clone(),
+        kind: asset.kind.name().into(),
+        name: asset.name.clone(),
+        percent,
+        bytes: None,
+        total: None,
+        done: None,
+        path: None,
+        error: None,
+        waiting: None,
+        resumed_from: None,
+        already_installed: None,
     }
-    daemon
-        .broadcaster
-        .broadcast(names::event::ASSET_PROGRESS, payload);
+}
+
+/// `asset_progress` while the file arrives: `bytes` received of `total` (null when unknown).
+fn arriving(asset: &Asset, percent: u8, bytes: u64, total: Option<u64>) -> AssetProgress {
+    AssetProgress {
+        bytes: Some(bytes),
+        total: Some(total),
+        ..progress(asset, percent)
+    }
+}
+
+/// The last `asset_progress`: failed (`done: false`) with `error`; nothing was installed.
+fn failed(asset: &Asset, percent: u8, error: String) -> AssetProgress {
+    AssetProgress {
+        done: Some(false),
+        error: Some(error),
+        ..progress(asset, percent)
+    }
 }
 
 /// Who the daemon's downloads are, as a download of the same model elsewhere is told.
 const HOLDER: &str = "the Sayri daemon (asset_download)";
 
-/// The `asset_progress` fields of one download event, when it is one to send: each whole
+/// The `asset_progress` event of one download event, when it is one to send: each whole
 /// percent once, growing; a wait for another download of the same model; a continuation.
-fn event_fields(
+fn event_progress(
+    asset: &Asset,
     e: Event,
     last: &mut Option<u8>,
     last_bytes: &mut (u64, Option<u64>),
-) -> Option<Value> {
+) -> Option<AssetProgress> {
     match e {
         Event::Progress(p) => {
             *last_bytes = (p.done, p.total);
@@ -73,16 +111,20 @@ fn event_fields(
                 return None;
             }
             *last = Some(pct);
-            Some(json!({"percent": pct, "bytes": p.done, "total": p.total}))
+            Some(arriving(asset, pct, p.done, p.total))
         }
-        Event::Waiting { holder } => Some(json!({
-            "percent": last.unwrap_or(0), "waiting": format!("another download of it runs ({holder}); this one starts when it ends"),
-        })),
+        Event::Waiting { holder } => Some(AssetProgress {
+            waiting: Some(format!(
+                "another download of it runs ({holder}); this one starts when it ends"
+            )),
+            ..progress(asset, last.unwrap_or(0))
+        }),
         Event::Resuming { from, total } => {
             *last_bytes = (from, total);
-            Some(
-                json!({"percent": last.unwrap_or(0), "bytes": from, "total": total, "resumed_from": from}),
-            )
+            Some(AssetProgress {
+                resumed_from: Some(from),
+                ..arriving(asset, last.unwrap_or(0), from, total)
+            })
         }
         Event::Restarting { kept, why } => {
             tracing::info!(
@@ -98,15 +140,11 @@ async fn run(daemon: &Arc<DaemonState>, asset: &Asset) {
     let store = ModelStore::open_default();
     let mut last: Option<u8> = None;
     let mut last_bytes = (0u64, None);
-    progress_event(
-        daemon,
-        asset,
-        json!({"percent": 0, "bytes": 0, "total": null}),
-    );
+    daemon.broadcaster.emit(&arriving(asset, 0, 0, None));
     let result = {
         let mut on_event = |e: Event| {
-            if let Some(fields) = event_fields(e, &mut last, &mut last_bytes) {
-                progress_event(daemon, asset, fields);
+            if let Some(progress) = event_progress(asset, e, &mut last, &mut last_bytes) {
+                daemon.broadcaster.emit(&progress);
             }
         };
         let req = Request::new(
@@ -147,87 +185,97 @@ fn report(
                     ""
                 }
             );
-            progress_event(
-                daemon,
-                asset,
-                json!({"percent": 100, "done": true, "path": m.path, "bytes": m.bytes,
-                       "total": total, "already_installed": d.already_installed}),
-            );
+            daemon.broadcaster.emit(&AssetProgress {
+                done: Some(true),
+                path: Some(m.path.clone()),
+                already_installed: Some(d.already_installed),
+                ..arriving(asset, 100, m.bytes, total)
+            });
             // A setting that waited for this model (or `auto`) takes it now.
             daemon.voice.reconfigure(&daemon.config());
         }
         Some(Err(e)) => {
             tracing::warn!("asset_download {}: {e}", asset.token);
-            progress_event(
-                daemon,
-                asset,
-                json!({"percent": percent, "done": false, "error": e.to_string()}),
-            );
+            daemon
+                .broadcaster
+                .emit(&failed(asset, percent, e.to_string()));
         }
-        None => progress_event(
-            daemon,
-            asset,
-            json!({"percent": percent, "done": false,
-                   "error": "the daemon stopped before the download finished; nothing was installed (what arrived is kept: asking again continues it)"}),
-        ),
+        None => {
+            daemon.broadcaster.emit(&failed(
+                asset,
+                percent,
+                "the daemon stopped before the download finished; nothing was installed (what arrived is kept: asking again continues it)".into(),
+            ));
+        }
     }
 }
 
 /// Adds an `asset` descriptor to the voice model fields of `settings_schema` (`stt.model_size`
 /// → `whisper_model`, `tts.voice` → `piper_voice`, `stt.wake_model` → `wake_word`):
-/// `{kind, params, name, label, downloaded, path, size}` — `params` is what `asset_download`
-/// takes for the model the current settings name, `size` megabytes when known.
-pub fn describe(sections: &mut Value, cfg: &Config) {
+/// `{kind, params, name, label, downloaded, path, size, needs}` — `params` is what
+/// `asset_download` takes for the model the current settings name, `size` megabytes when known.
+pub fn describe(sections: &mut [SettingsSection], cfg: &Config) {
     let store = ModelStore::open_default();
     let language = if cfg.stt.language == "auto" {
         "multi"
     } else {
         cfg.stt.language.as_str()
     };
-    for field in sections
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s["fields"].as_array_mut())
-        .flatten()
-    {
-        let (kind, model_kind, params, name) = match field["key"].as_str() {
-            Some("stt.model_size") => (
+    let given = |v: &str| Some(v.to_string());
+    for field in sections.iter_mut().flat_map(|s| s.fields.iter_mut()) {
+        let (kind, model_kind, params, name) = match field.key.as_str() {
+            "stt.model_size" => (
                 AssetKind::WhisperModel,
                 ModelKind::Whisper,
-                json!({"model_size": cfg.stt.model_size, "language": language}),
+                AssetParams {
+                    model_size: given(&cfg.stt.model_size),
+                    language: given(language),
+                    ..AssetParams::default()
+                },
                 assets::whisper_name(&cfg.stt.model_size, language),
             ),
-            Some("tts.voice") => (
+            "tts.voice" => (
                 AssetKind::PiperVoice,
                 ModelKind::PiperVoice,
-                json!({"language": cfg.tts.language, "voice": cfg.tts.voice,
-                       "quality": cfg.tts.quality}),
+                AssetParams {
+                    language: given(&cfg.tts.language),
+                    voice: given(&cfg.tts.voice),
+                    quality: given(&cfg.tts.quality),
+                    ..AssetParams::default()
+                },
                 format!("{}-{}-{}", cfg.tts.language, cfg.tts.voice, cfg.tts.quality),
             ),
-            Some("stt.wake_model") if cfg.stt.wake_model != "auto" => (
+            "stt.wake_model" if cfg.stt.wake_model != "auto" => (
                 AssetKind::WakeWord,
                 ModelKind::WakeWord,
-                json!({"name": cfg.stt.wake_model}),
+                AssetParams {
+                    name: given(&cfg.stt.wake_model),
+                    ..AssetParams::default()
+                },
                 cfg.stt.wake_model.clone(),
             ),
             _ => continue,
         };
-        let Ok(parsed) = serde_json::from_value::<AssetParams>(params.clone()) else {
+        let Ok(serde_json::Value::Object(wire_params)) = serde_json::to_value(&params) else {
             continue;
         };
-        let resolved = assets::resolve(kind, &parsed);
+        let resolved = assets::resolve(kind, &params);
         let path = store.path(model_kind, &name);
         let size = resolved.as_ref().ok().and_then(|a| a.megabytes);
         let label = match size {
             Some(mb) => format!("{name} ({mb} MB)"),
             None => name.clone(),
         };
-        field["asset"] = json!({
-            "kind": kind.name(), "params": params, "name": name, "label": label,
-            "downloaded": path.is_file(), "path": path, "size": size,
+        field.asset = Some(AssetDescriptor {
+            kind: kind.name().into(),
+            params: wire_params,
+            name,
+            label,
+            downloaded: path.is_file(),
+            path,
+            size,
             // What `asset_download` needs besides these params (e.g. a sha256), when anything.
-            "needs": resolved.err(),
+            needs: resolved.err(),
         });
     }
 }

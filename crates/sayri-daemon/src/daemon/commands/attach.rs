@@ -15,9 +15,10 @@ use sayri_core::domain::image::{MAX_IMAGE_BYTES, check_image};
 use sayri_core::engine::gate::{GateRequest, GateVerdict, PermissionGate};
 use sayri_core::ports::ChatImage;
 use sayri_permissions::Action;
+use sayri_protocol::event::turns::AttachImage;
 use sayri_protocol::params::AttachImageParams;
-use sayri_protocol::{ErrorCode, ProtocolError, names};
-use serde_json::{Map, Value, json};
+use sayri_protocol::reply::desktop::AttachImageReply;
+use sayri_protocol::{ErrorCode, ProtocolError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
@@ -30,7 +31,10 @@ use tokio_util::sync::CancellationToken;
 /// `invalid_params` for a relative path, a file that is not an image or is too large, or when
 /// four images wait already; `not_found` when the file cannot be opened; `denied` when the read
 /// rules refuse it.
-pub async fn attach_image(p: AttachImageParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn attach_image(
+    p: AttachImageParams,
+    ctx: Ctx,
+) -> Result<AttachImageReply, ProtocolError> {
     attach(&ctx.daemon, &p.path, ctx.client_gone.clone()).await
 }
 
@@ -44,7 +48,7 @@ pub async fn attach(
     daemon: &Arc<DaemonState>,
     path: &str,
     cancel: CancellationToken,
-) -> Result<Value, ProtocolError> {
+) -> Result<AttachImageReply, ProtocolError> {
     let brain = daemon.brain()?;
     let given = PathBuf::from(path);
     if !given.is_absolute() {
@@ -104,12 +108,15 @@ pub async fn attach(
             sayri_core::assistant::MAX_ATTACHED_IMAGES
         ))
     })?;
-    let mut payload = Map::new();
-    payload.insert("path".into(), json!(path));
-    daemon
-        .broadcaster
-        .broadcast(names::event::ATTACH_IMAGE, payload);
-    Ok(json!({"path": path, "mime": mime, "bytes": bytes.len(), "waiting": waiting}))
+    daemon.broadcaster.emit(&AttachImage {
+        path: path.to_string(),
+    });
+    Ok(AttachImageReply {
+        path: path.to_string(),
+        mime: mime.to_string(),
+        bytes: bytes.len() as u64,
+        waiting: waiting as u64,
+    })
 }
 
 /// Whether the active agent's commands may read `path`; a question goes to the person as a

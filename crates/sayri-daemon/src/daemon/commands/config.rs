@@ -10,12 +10,14 @@
 //! `settings_changed {keys: ["g.k"], values: {"g.k": masked value}}`.
 
 use crate::config_file::ConfigFileError;
-use crate::config_values::{list_json, set_in_file, shown_value};
+use crate::config_values::{config_rows, set_in_file, shown_value};
 use crate::daemon::dispatch::Ctx;
 use sayri_core::domain::config::{Config, ConfigError, ConfigValue};
+use sayri_protocol::event::settings::SettingsChanged;
 use sayri_protocol::params::{ConfigGetParams, ConfigListParams, ConfigSetParams};
-use sayri_protocol::{ErrorCode, ProtocolError, names};
-use serde_json::{Map, Value, json};
+use sayri_protocol::reply::config::{ConfigGetReply, ConfigListReply, ConfigSetReply};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use serde_json::{Map, Value};
 
 fn config_err(e: ConfigError) -> ProtocolError {
     let code = match e {
@@ -42,16 +44,20 @@ pub fn change_err(name: &str, e: ConfigFileError) -> ProtocolError {
 }
 
 /// `config_get {key}` → `{"group","key","value"(masked)}`.
-pub async fn config_get(p: ConfigGetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn config_get(p: ConfigGetParams, ctx: Ctx) -> Result<ConfigGetReply, ProtocolError> {
     let name = p.setting();
     let spec = Config::spec(&name).map_err(config_err)?;
     let value = shown_value(&name, &ctx.daemon.config()).map_err(config_err)?;
     let value = vault_aware(&name, value, &ctx);
-    Ok(json!({"group": spec.group, "key": spec.key, "value": value}))
+    Ok(ConfigGetReply {
+        group: spec.group.into(),
+        key: spec.key.into(),
+        value,
+    })
 }
 
 /// `config_set {key, value}` → `{"group","key","value"}` (stored value, unmasked).
-pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<ConfigSetReply, ProtocolError> {
     let name = p.setting();
     let spec = Config::spec(&name).map_err(config_err)?;
     let value = p.value;
@@ -75,7 +81,12 @@ pub async fn config_set(p: ConfigSetParams, ctx: Ctx) -> Result<Value, ProtocolE
     let mut values = Map::new();
     values.insert(name.clone(), masked);
     applied(&ctx, &cfg, &[name], values);
-    Ok(json!({"group": spec.group, "key": spec.key, "value": stored.to_json()}))
+    Ok(ConfigSetReply {
+        group: spec.group.into(),
+        key: spec.key.into(),
+        value: stored.to_json(),
+        stored_in: None,
+    })
 }
 
 /// After a change was written: the brain takes the new settings (provider client, engine,
@@ -102,31 +113,33 @@ pub fn applied(ctx: &Ctx, cfg: &Config, keys: &[String], values: Map<String, Val
 
 /// Broadcasts `settings_changed {keys, values}`.
 fn announce(ctx: &Ctx, keys: &[String], values: Map<String, Value>) {
-    let mut payload = Map::new();
-    payload.insert("keys".into(), json!(keys));
-    payload.insert("values".into(), Value::Object(values));
-    ctx.broadcaster()
-        .broadcast(names::event::SETTINGS_CHANGED, payload);
+    ctx.broadcaster().emit(&SettingsChanged {
+        keys: keys.to_vec(),
+        values,
+    });
 }
 
 /// `config_list` → `[{"group","key","value"(masked),"is_secret","type","doc"}]` in table order.
-pub async fn config_list(_: ConfigListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn config_list(_: ConfigListParams, ctx: Ctx) -> Result<ConfigListReply, ProtocolError> {
     let in_vault = ctx.daemon.brain().is_ok_and(|b| b.provider_key().is_some());
-    Ok(list_json(&ctx.daemon.config(), in_vault))
+    Ok(config_rows(&ctx.daemon.config(), in_vault))
 }
 
 /// `provider.api_key` lives in the vault (`PROVIDER_API_KEY`), never in `sayri.toml`. Returns
 /// `None` when there is no vault to hold it (the key then goes to the file as before).
-fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, ProtocolError> {
+fn set_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<ConfigSetReply>, ProtocolError> {
     let Some(shown) = store_provider_key(value, ctx)? else {
         return Ok(None);
     };
     let mut values = Map::new();
     values.insert("provider.api_key".into(), shown.clone());
     announce(ctx, &["provider.api_key".to_string()], values);
-    Ok(Some(
-        json!({"group": "provider", "key": "api_key", "value": shown, "stored_in": "vault"}),
-    ))
+    Ok(Some(ConfigSetReply {
+        group: "provider".into(),
+        key: "api_key".into(),
+        value: shown,
+        stored_in: Some("vault".into()),
+    }))
 }
 
 /// Stores `provider.api_key` in the vault (an empty value or `null` deletes it) and lets the
@@ -174,17 +187,13 @@ pub fn store_provider_key(value: &Value, ctx: &Ctx) -> Result<Option<Value>, Pro
     if !key.is_empty() {
         brain.spawn_rewrite_stored_secrets();
     }
-    Ok(Some(if key.is_empty() {
-        json!("")
-    } else {
-        json!("***")
-    }))
+    Ok(Some(Value::from(if key.is_empty() { "" } else { "***" })))
 }
 
 /// `provider.api_key` is shown as `***` when the vault holds it (the file then holds none).
 pub fn vault_aware(name: &str, value: Value, ctx: &Ctx) -> Value {
     if name == "provider.api_key" && ctx.daemon.brain().is_ok_and(|b| b.provider_key().is_some()) {
-        return json!("***");
+        return Value::from("***");
     }
     value
 }

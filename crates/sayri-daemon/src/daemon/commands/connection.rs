@@ -9,18 +9,23 @@
 use crate::daemon::dispatch::{Access, Ctx, SelfLimit};
 use sayri_protocol::ProtocolError;
 use sayri_protocol::params::ClientHelloParams;
-use serde_json::{Value, json};
+use sayri_protocol::reply::runtime::ClientHelloReply;
 
 /// `client_hello {access, allow}` → `{"access", "allow"}` (the limit just added).
-pub async fn client_hello(p: ClientHelloParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn client_hello(
+    p: ClientHelloParams,
+    ctx: Ctx,
+) -> Result<ClientHelloReply, ProtocolError> {
     let ceiling = Access::from(p.access);
     let limit = SelfLimit {
         ceiling,
         also: p.allow.into_iter().collect(),
     };
     tracing::debug!(client = ctx.client, ceiling = ceiling.name(), also = ?limit.also, "connection limited itself");
-    let also: Vec<&String> = limit.also.iter().collect();
-    let answer = json!({"access": ceiling.name(), "allow": also});
+    let answer = ClientHelloReply {
+        access: p.access,
+        allow: limit.also.iter().cloned().collect(),
+    };
     ctx.limits.add(limit);
     Ok(answer)
 }

@@ -3,12 +3,12 @@
 
 use crate::daemon::dispatch::Ctx;
 use sayri_protocol::params::DbRecoverParams;
+use sayri_protocol::reply::database::DbRecoverReply;
 use sayri_protocol::{ErrorCode, ProtocolError};
-use serde_json::Value;
 
 /// `db_recover {force}` → `{database, damaged_copy, tables, summary}` (see
 /// [`crate::database::recover`]).
-pub async fn db_recover(p: DbRecoverParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn db_recover(p: DbRecoverParams, ctx: Ctx) -> Result<DbRecoverReply, ProtocolError> {
     let store = ctx.daemon.brain()?.store.clone();
     tokio::task::spawn_blocking(move || crate::database::recover(&store, p.force))
         .await

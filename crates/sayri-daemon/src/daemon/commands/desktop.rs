@@ -10,11 +10,13 @@
 //!   front-end can react (`sayri --show` and friends send it).
 
 use super::runtime::shutdown_soon;
+use crate::bus::Broadcaster;
 use crate::daemon::dispatch::Ctx;
 use crate::supervisor::ChildState;
 use sayri_protocol::ProtocolError;
-use sayri_protocol::params::{ClipboardCopyParams, KillallParams, WindowParams};
-use serde_json::{Map, Value, json};
+use sayri_protocol::event::window::{Hide, SettingsRequested, Show, Toggle};
+use sayri_protocol::params::{ClipboardCopyParams, KillallParams, WindowAction, WindowParams};
+use sayri_protocol::reply::desktop::{ClipboardCopyReply, KillallReply, WindowReply};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,11 +37,20 @@ const REASON_BYTES: usize = 300;
 
 /// `clipboard_copy {text}` → `{"copied": true, "via": "xclip"}`, or `{"copied": false,
 /// "reason": "wl-copy: …; xclip: …; xsel: …"}` naming why each program failed.
-pub async fn clipboard_copy(p: ClipboardCopyParams, _: Ctx) -> Result<Value, ProtocolError> {
+pub async fn clipboard_copy(
+    p: ClipboardCopyParams,
+    _: Ctx,
+) -> Result<ClipboardCopyReply, ProtocolError> {
     let mut reasons = Vec::new();
     for (tool, args) in CLIPBOARD_TOOLS {
         match copy_with(tool, args, p.text.as_bytes()).await {
-            Ok(()) => return Ok(json!({"copied": true, "via": tool})),
+            Ok(()) => {
+                return Ok(ClipboardCopyReply {
+                    copied: true,
+                    via: Some(tool.into()),
+                    reason: None,
+                });
+            }
             Err(why) => reasons.push(format!("{tool}: {why}")),
         }
     }
@@ -47,7 +58,11 @@ pub async fn clipboard_copy(p: ClipboardCopyParams, _: Ctx) -> Result<Value, Pro
         "{}; install wl-clipboard (Wayland) or xclip (X11), and run the daemon inside your graphical session",
         reasons.join("; ")
     );
-    Ok(json!({"copied": false, "reason": reason}))
+    Ok(ClipboardCopyReply {
+        copied: false,
+        via: None,
+        reason: Some(reason),
+    })
 }
 
 /// What a clipboard program gets of the daemon's environment: how to find programs and the
@@ -136,7 +151,7 @@ async fn copy_with(tool: &str, args: &[&str], text: &[u8]) -> Result<(), String>
 /// waits until each is gone; `stopped_ui` lists the UIs among them. Then, with
 /// `include_daemon`, the daemon stops after answering. `signalled` stays empty: this daemon
 /// never signals processes found by name.
-pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<KillallReply, ProtocolError> {
     let supervisor = &ctx.daemon.supervisor;
     let keep = p.ui_id.trim();
     let mut stopped = Vec::new();
@@ -161,16 +176,32 @@ pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<Value, ProtocolError>
     if p.include_daemon {
         shutdown_soon(&ctx.daemon);
     }
-    Ok(json!({
-        "stopped": stopped, "stopped_ui": stopped_ui, "signalled": [], "errors": errors,
-        "daemon_stopped": p.include_daemon,
-    }))
+    Ok(KillallReply {
+        stopped,
+        stopped_ui,
+        signalled: Vec::new(),
+        errors,
+        daemon_stopped: p.include_daemon,
+    })
 }
 
 /// `window {action}` → `{"event", "clients"}`: broadcasts the action's event (`show`, `hide`,
 /// `toggle`, `settings_requested`) to every connected client.
-pub async fn window(p: WindowParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    let event = p.action.event();
-    let clients = ctx.broadcaster().broadcast(event, Map::new());
-    Ok(json!({"event": event, "clients": clients}))
+pub async fn window(p: WindowParams, ctx: Ctx) -> Result<WindowReply, ProtocolError> {
+    let clients = announce_window(ctx.broadcaster(), p.action);
+    Ok(WindowReply {
+        event: p.action.event().into(),
+        clients: clients as u64,
+    })
+}
+
+/// Broadcasts the event of a window action (`show`, `hide`, `toggle`, `settings_requested`);
+/// returns how many clients it reached.
+pub fn announce_window(broadcaster: &Broadcaster, action: WindowAction) -> usize {
+    match action {
+        WindowAction::Show => broadcaster.emit(&Show {}),
+        WindowAction::Hide => broadcaster.emit(&Hide {}),
+        WindowAction::Toggle => broadcaster.emit(&Toggle {}),
+        WindowAction::Settings => broadcaster.emit(&SettingsRequested {}),
+    }
 }

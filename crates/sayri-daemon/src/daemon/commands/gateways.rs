@@ -3,15 +3,19 @@
 
 use crate::daemon::dispatch::Ctx;
 use crate::gateways::{self, GatewayError};
+use crate::wire;
 use sayri_core::domain::gateway::GatewayInstance;
 use sayri_protocol::params::{
     GatewayDeleteParams, GatewayListParams, GatewayPeerAddParams, GatewayPeerRemoveParams,
     GatewayPeersParams, GatewayPinParams, GatewaySaveParams, GatewayStartParams, GatewayStopParams,
     SaveMode,
 };
+use sayri_protocol::reply::gateways::{
+    GatewayDeleteReply, GatewayListReply, GatewayPeer, GatewayPeerAddReply, GatewayPeerRemoveReply,
+    GatewayPeersReply, GatewayPinReply, GatewaySaveReply, GatewayStartReply, GatewayStopReply,
+};
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_store::InstanceSave;
-use serde_json::{Value, json};
 
 fn gw_err(e: GatewayError) -> ProtocolError {
     let code = match &e {
@@ -24,19 +28,21 @@ fn gw_err(e: GatewayError) -> ProtocolError {
     ProtocolError::new(code, e.to_string())
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, ProtocolError> {
-    serde_json::to_value(v).map_err(|e| ProtocolError::internal(e.to_string()))
-}
-
 /// `gateway_list` → every instance with `state`, `pid`, `restarts`, `last_error`,
 /// `restart_in_ms`, `log_file`, `peers`, `last_delivery_error`.
-pub async fn gateway_list(_: GatewayListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    to_value(&gateways::list(&*ctx.daemon).map_err(gw_err)?)
+pub async fn gateway_list(
+    _: GatewayListParams,
+    ctx: Ctx,
+) -> Result<GatewayListReply, ProtocolError> {
+    gateways::list(&*ctx.daemon).map_err(gw_err)
 }
 
 /// `gateway_save {instance, mode?}` → `{saved, instance_id, created, instance, restarted}`. The
 /// agents it names must exist; a running instance is restarted with the new settings.
-pub async fn gateway_save(p: GatewaySaveParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn gateway_save(
+    p: GatewaySaveParams,
+    ctx: Ctx,
+) -> Result<GatewaySaveReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let id = p.instance.id.trim().to_string();
     let existing = brain
@@ -74,15 +80,21 @@ pub async fn gateway_save(p: GatewaySaveParams, ctx: Ctx) -> Result<Value, Proto
     if running {
         gateways::restart(&*ctx.daemon, &id).await.map_err(gw_err)?;
     }
-    Ok(json!({
-        "saved": true, "instance_id": id, "created": created,
-        "instance": to_value(&inst)?, "restarted": running,
-    }))
+    Ok(GatewaySaveReply {
+        saved: true,
+        instance_id: id,
+        created,
+        instance: wire::gateway_instance(&inst),
+        restarted: running,
+    })
 }
 
 /// `gateway_start {instance_id}` → `{started, already_running, instance_id, message,
 /// gateway}`; a running instance is left as it is (`started` false, `already_running` true).
-pub async fn gateway_start(p: GatewayStartParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn gateway_start(
+    p: GatewayStartParams,
+    ctx: Ctx,
+) -> Result<GatewayStartReply, ProtocolError> {
     let (status, already_running) = gateways::start(&*ctx.daemon, &p.instance_id)
         .await
         .map_err(gw_err)?;
@@ -97,46 +109,64 @@ pub async fn gateway_start(p: GatewayStartParams, ctx: Ctx) -> Result<Value, Pro
     } else {
         format!("Started gateway instance '{id}'")
     };
-    Ok(json!({
-        "started": !already_running,
-        "already_running": already_running,
-        "instance_id": id,
-        "message": message,
-        "gateway": to_value(&status)?,
-    }))
+    Ok(GatewayStartReply {
+        started: !already_running,
+        already_running,
+        message,
+        instance_id: p.instance_id,
+        gateway: wire::child(&status),
+    })
 }
 
 /// `gateway_stop {instance_id}` → `{stopped, instance_id}` (`stopped` false when it was not
 /// running).
-pub async fn gateway_stop(p: GatewayStopParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn gateway_stop(
+    p: GatewayStopParams,
+    ctx: Ctx,
+) -> Result<GatewayStopReply, ProtocolError> {
     let stopped = gateways::stop(&*ctx.daemon, &p.instance_id)
         .await
         .map_err(gw_err)?;
-    Ok(json!({"stopped": stopped, "instance_id": p.instance_id}))
+    Ok(GatewayStopReply {
+        stopped,
+        instance_id: p.instance_id,
+    })
 }
 
 /// `gateway_delete {instance_id, keep_secrets}` → `{deleted, instance_id, secrets_deleted}`.
-pub async fn gateway_delete(p: GatewayDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn gateway_delete(
+    p: GatewayDeleteParams,
+    ctx: Ctx,
+) -> Result<GatewayDeleteReply, ProtocolError> {
     let secrets = gateways::delete(&*ctx.daemon, &p.instance_id, p.keep_secrets)
         .await
         .map_err(gw_err)?;
-    Ok(json!({"deleted": true, "instance_id": p.instance_id, "secrets_deleted": secrets}))
+    Ok(GatewayDeleteReply {
+        deleted: true,
+        instance_id: p.instance_id,
+        secrets_deleted: secrets,
+    })
 }
 
 /// `gateway_pin {instance_id}` → `{instance_id, pin, expires_at, expires_in}`.
-pub async fn gateway_pin(p: GatewayPinParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn gateway_pin(p: GatewayPinParams, ctx: Ctx) -> Result<GatewayPinReply, ProtocolError> {
     gateways::load(&*ctx.daemon, &p.instance_id).map_err(gw_err)?;
     let now = gateways::now();
     let (pin, expires_at) = ctx.daemon.gateways.issue_pin(&p.instance_id, now);
     tracing::info!("gateway {}: a new pairing PIN was made", p.instance_id);
-    Ok(json!({
-        "instance_id": p.instance_id, "pin": pin, "expires_at": expires_at,
-        "expires_in": (expires_at - now).round() as i64,
-    }))
+    Ok(GatewayPinReply {
+        instance_id: p.instance_id,
+        pin,
+        expires_at,
+        expires_in: (expires_at - now).round() as i64,
+    })
 }
 
 /// `gateway_peers {instance_id}` → `[{peer_id, agent_id, authorized_at, via, name}]`.
-pub async fn gateway_peers(p: GatewayPeersParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn gateway_peers(
+    p: GatewayPeersParams,
+    ctx: Ctx,
+) -> Result<GatewayPeersReply, ProtocolError> {
     gateways::load(&*ctx.daemon, &p.instance_id).map_err(gw_err)?;
     let peers = ctx
         .daemon
@@ -144,21 +174,25 @@ pub async fn gateway_peers(p: GatewayPeersParams, ctx: Ctx) -> Result<Value, Pro
         .store
         .peers_of(&p.instance_id)
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
-    Ok(Value::Array(
-        peers
-            .into_iter()
-            .filter(|p| p.authorized)
-            .map(|p| {
-                json!({"peer_id": p.peer_id, "agent_id": p.agent_id,
-                       "authorized_at": p.authorized_at, "via": p.via, "name": p.name})
-            })
-            .collect(),
-    ))
+    Ok(peers
+        .into_iter()
+        .filter(|p| p.authorized)
+        .map(|p| GatewayPeer {
+            peer_id: p.peer_id,
+            agent_id: p.agent_id,
+            authorized_at: p.authorized_at,
+            via: p.via,
+            name: p.name,
+        })
+        .collect())
 }
 
 /// `gateway_peer_add {instance_id, peer_id}` → `{instance_id, peer_id, added}` (`added` false
 /// when it was paired already).
-pub async fn gateway_peer_add(p: GatewayPeerAddParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn gateway_peer_add(
+    p: GatewayPeerAddParams,
+    ctx: Ctx,
+) -> Result<GatewayPeerAddReply, ProtocolError> {
     let inst = gateways::load(&*ctx.daemon, &p.instance_id).map_err(gw_err)?;
     let added = ctx
         .daemon
@@ -178,14 +212,18 @@ pub async fn gateway_peer_add(p: GatewayPeerAddParams, ctx: Ctx) -> Result<Value
         inst.id,
         p.peer_id
     );
-    Ok(json!({"instance_id": inst.id, "peer_id": p.peer_id, "added": added}))
+    Ok(GatewayPeerAddReply {
+        instance_id: inst.id,
+        peer_id: p.peer_id,
+        added,
+    })
 }
 
 /// `gateway_peer_remove {instance_id, peer_id}` → `{instance_id, peer_id, removed}`.
 pub async fn gateway_peer_remove(
     p: GatewayPeerRemoveParams,
     ctx: Ctx,
-) -> Result<Value, ProtocolError> {
+) -> Result<GatewayPeerRemoveReply, ProtocolError> {
     let inst = gateways::load(&*ctx.daemon, &p.instance_id).map_err(gw_err)?;
     let removed = ctx
         .daemon
@@ -193,5 +231,9 @@ pub async fn gateway_peer_remove(
         .store
         .revoke_peer(&p.peer_id, &inst.id)
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
-    Ok(json!({"instance_id": inst.id, "peer_id": p.peer_id, "removed": removed}))
+    Ok(GatewayPeerRemoveReply {
+        instance_id: inst.id,
+        peer_id: p.peer_id,
+        removed,
+    })
 }

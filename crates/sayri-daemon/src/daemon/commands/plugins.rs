@@ -9,9 +9,11 @@ use crate::daemon::dispatch::Ctx;
 use crate::skills::{Skills, SkillsError};
 use sayri_core::domain::skills::settings::{MASK, SettingSpec, vault_key};
 use sayri_core::domain::skills::valid_slug;
+use sayri_protocol::event::settings::PluginSettingsChanged;
 use sayri_protocol::params::PluginSettingsSetParams;
-use sayri_protocol::{ErrorCode, ProtocolError, names};
-use serde_json::{Map, Value, json};
+use sayri_protocol::reply::config::{PluginSection, PluginSettingsSetReply};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use serde_json::Value;
 use std::sync::Arc;
 
 fn library(ctx: &Ctx) -> Skills {
@@ -26,14 +28,14 @@ fn secret_set(brain: Option<&Arc<Brain>>, key: &str) -> bool {
 /// The `plugin_sections` of `settings_schema`: one section per installed skill that declares
 /// settings — `{id: "plugin:<slug>", plugin_id, title, subtitle, save_label, state, fields,
 /// error}`; a skill whose declaration cannot be used has no fields and an `error` saying why.
-pub async fn plugin_sections(ctx: &Ctx) -> Value {
+pub async fn plugin_sections(ctx: &Ctx) -> Vec<PluginSection> {
     let lib = library(ctx);
     let brain = ctx.daemon.brain().ok().cloned();
-    let built = tokio::task::spawn_blocking(move || -> Result<Vec<Value>, SkillsError> {
+    let built = tokio::task::spawn_blocking(move || -> Result<Vec<PluginSection>, SkillsError> {
         let mut out = Vec::new();
         for d in lib.with_settings()? {
             let stored = lib.stored_settings(&d.slug);
-            let (fields, error): (Vec<Value>, Value) = match &d.settings {
+            let (fields, error) = match &d.settings {
                 Ok(specs) => (
                     specs
                         .iter()
@@ -43,28 +45,33 @@ pub async fn plugin_sections(ctx: &Ctx) -> Value {
                             s.field(stored.get(&s.key), set)
                         })
                         .collect(),
-                    Value::Null,
+                    None,
                 ),
-                Err(e) => (Vec::new(), json!(e)),
+                Err(e) => (Vec::new(), Some(e.to_string())),
             };
-            out.push(json!({
-                "id": format!("plugin:{}", d.slug), "plugin_id": d.slug, "title": d.name,
-                "subtitle": d.description, "save_label": "Save", "state": d.state,
-                "fields": fields, "error": error,
-            }));
+            out.push(PluginSection {
+                id: format!("plugin:{}", d.slug),
+                title: d.name,
+                subtitle: d.description,
+                save_label: "Save".into(),
+                state: d.state.to_string(),
+                fields,
+                error,
+                plugin_id: d.slug,
+            });
         }
         Ok(out)
     })
     .await;
     match built {
-        Ok(Ok(sections)) => Value::Array(sections),
+        Ok(Ok(sections)) => sections,
         Ok(Err(e)) => {
             tracing::warn!("settings_schema: skill settings not listed: {e}");
-            json!([])
+            Vec::new()
         }
         Err(e) => {
             tracing::warn!("settings_schema: skill settings not listed: {e}");
-            json!([])
+            Vec::new()
         }
     }
 }
@@ -107,7 +114,7 @@ fn find_setting(lib: &Skills, slug: &str, key: &str) -> Result<SettingSpec, Prot
 pub async fn plugin_settings_set(
     p: PluginSettingsSetParams,
     ctx: Ctx,
-) -> Result<Value, ProtocolError> {
+) -> Result<PluginSettingsSetReply, ProtocolError> {
     let slug = p
         .plugin_id
         .strip_prefix("plugin:")
@@ -144,13 +151,17 @@ pub async fn plugin_settings_set(
             .map_err(|e| ProtocolError::internal(e.to_string()))?;
         shown
     };
-    let mut payload = Map::new();
-    payload.insert("plugin_id".into(), json!(slug));
-    payload.insert("key".into(), json!(spec.key));
-    payload.insert("value".into(), shown.clone());
-    ctx.broadcaster()
-        .broadcast(names::event::PLUGIN_SETTINGS_CHANGED, payload);
-    Ok(json!({"ok": true, "plugin_id": slug, "key": spec.key, "value": shown}))
+    ctx.broadcaster().emit(&PluginSettingsChanged {
+        plugin_id: slug.clone(),
+        key: spec.key.clone(),
+        value: shown.clone(),
+    });
+    Ok(PluginSettingsSetReply {
+        ok: true,
+        plugin_id: slug,
+        key: spec.key,
+        value: shown,
+    })
 }
 
 /// Stores (or clears) a secret setting in the vault; the value as shown (`***` or `""`).
@@ -166,7 +177,7 @@ async fn set_secret(
     let clear = matches!(sent, Value::Null) || sent.as_str() == Some("");
     if sent.as_str() == Some(MASK) {
         // The form sent back what it was shown: nothing changes.
-        return Ok(json!(if secret_set(Some(brain), &key) {
+        return Ok(Value::from(if secret_set(Some(brain), &key) {
             MASK
         } else {
             ""
@@ -203,5 +214,5 @@ async fn set_secret(
     if value.is_some() {
         super::vault::rewrite_stored(brain).await;
     }
-    Ok(json!(if value.is_some() { MASK } else { "" }))
+    Ok(Value::from(if value.is_some() { MASK } else { "" }))
 }

@@ -11,20 +11,32 @@ use sayri_protocol::params::{
     RoutinesListParams, RoutinesRunParams, TriggerDeleteParams, TriggerSaveParams,
     TriggersListParams,
 };
-use serde_json::Value;
+use sayri_protocol::reply::routines::{
+    RoutineDeleteReply, RoutineNextReply, RoutineSaveReply, RoutineSetEnabledReply,
+    RoutinesListReply, RoutinesRunReply, TriggerDeleteReply, TriggerSaveReply, TriggersListReply,
+};
 
 /// `routines_list` → every routine.
-pub async fn routines_list(_: RoutinesListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn routines_list(
+    _: RoutinesListParams,
+    ctx: Ctx,
+) -> Result<RoutinesListReply, ProtocolError> {
     ctx.daemon.routines()?.list()
 }
 
 /// `routines_run {routine_id}` → `{scheduled, routine_id, name}`.
-pub async fn routines_run(p: RoutinesRunParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn routines_run(
+    p: RoutinesRunParams,
+    ctx: Ctx,
+) -> Result<RoutinesRunReply, ProtocolError> {
     ctx.daemon.routines()?.run_now(p.routine_id.trim())
 }
 
 /// `routine_save {…}` → the routine.
-pub async fn routine_save(p: RoutineSaveParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn routine_save(
+    p: RoutineSaveParams,
+    ctx: Ctx,
+) -> Result<RoutineSaveReply, ProtocolError> {
     let draft = RoutineDraft {
         id: p.id,
         name: p.name,
@@ -44,7 +56,10 @@ pub async fn routine_save(p: RoutineSaveParams, ctx: Ctx) -> Result<Value, Proto
 }
 
 /// `routine_delete {routine_id}` → `{routine_id, deleted}`.
-pub async fn routine_delete(p: RoutineDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn routine_delete(
+    p: RoutineDeleteParams,
+    ctx: Ctx,
+) -> Result<RoutineDeleteReply, ProtocolError> {
     ctx.daemon.routines()?.delete(p.routine_id.trim())
 }
 
@@ -52,14 +67,17 @@ pub async fn routine_delete(p: RoutineDeleteParams, ctx: Ctx) -> Result<Value, P
 pub async fn routine_set_enabled(
     p: RoutineSetEnabledParams,
     ctx: Ctx,
-) -> Result<Value, ProtocolError> {
+) -> Result<RoutineSetEnabledReply, ProtocolError> {
     ctx.daemon
         .routines()?
         .set_enabled(p.routine_id.trim(), p.enabled.unwrap_or(true))
 }
 
 /// `routine_next {routine_id, count, now}` → `{routine_id, zone, next}`.
-pub async fn routine_next(p: RoutineNextParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn routine_next(
+    p: RoutineNextParams,
+    ctx: Ctx,
+) -> Result<RoutineNextReply, ProtocolError> {
     let now = match p.now.as_deref().map(str::trim) {
         Some(s) => Some(
             DateTime::parse_from_rfc3339(s)
@@ -77,16 +95,25 @@ pub async fn routine_next(p: RoutineNextParams, ctx: Ctx) -> Result<Value, Proto
 }
 
 /// `triggers_list` → every trigger file.
-pub async fn triggers_list(_: TriggersListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn triggers_list(
+    _: TriggersListParams,
+    ctx: Ctx,
+) -> Result<TriggersListReply, ProtocolError> {
     Ok(ctx.daemon.routines()?.triggers_list())
 }
 
 /// `trigger_save {trigger}` → the trigger.
-pub async fn trigger_save(p: TriggerSaveParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn trigger_save(
+    p: TriggerSaveParams,
+    ctx: Ctx,
+) -> Result<TriggerSaveReply, ProtocolError> {
     ctx.daemon.routines()?.trigger_save(&p.trigger)
 }
 
 /// `trigger_delete {trigger_id}` → `{trigger_id, deleted}`.
-pub async fn trigger_delete(p: TriggerDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn trigger_delete(
+    p: TriggerDeleteParams,
+    ctx: Ctx,
+) -> Result<TriggerDeleteReply, ProtocolError> {
     ctx.daemon.routines()?.trigger_delete(p.trigger_id.trim())
 }

@@ -4,30 +4,33 @@ use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use crate::daemon::status::build_status;
 use sayri_protocol::params::{PingParams, QuitParams, StatusParams, VersionParams};
+use sayri_protocol::reply::runtime::{PingReply, QuitReply, StatusReply, VersionReply};
 use sayri_protocol::{PROTOCOL_VERSION, ProtocolError};
-use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// `ping` → `"pong"` (params ignored).
-pub async fn ping(_: PingParams, _: Ctx) -> Result<Value, ProtocolError> {
-    Ok(json!("pong"))
+pub async fn ping(_: PingParams, _: Ctx) -> Result<PingReply, ProtocolError> {
+    Ok("pong".into())
 }
 
 /// `version` → `{"version": "0.1.0", "protocol_version": 1}`.
-pub async fn version(_: VersionParams, _: Ctx) -> Result<Value, ProtocolError> {
-    Ok(json!({"version": env!("CARGO_PKG_VERSION"), "protocol_version": PROTOCOL_VERSION}))
+pub async fn version(_: VersionParams, _: Ctx) -> Result<VersionReply, ProtocolError> {
+    Ok(VersionReply {
+        version: env!("CARGO_PKG_VERSION").into(),
+        protocol_version: PROTOCOL_VERSION,
+    })
 }
 
 /// `status` → the status object.
-pub async fn status(_: StatusParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn status(_: StatusParams, ctx: Ctx) -> Result<StatusReply, ProtocolError> {
     Ok(build_status(&ctx.daemon))
 }
 
 /// `quit` → `{"ok": true}`; the daemon stops right after the reply is queued.
-pub async fn quit(_: QuitParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn quit(_: QuitParams, ctx: Ctx) -> Result<QuitReply, ProtocolError> {
     shutdown_soon(&ctx.daemon);
-    Ok(json!({"ok": true}))
+    Ok(QuitReply { ok: true })
 }
 
 /// Asks the daemon to stop right after the current reply is queued.

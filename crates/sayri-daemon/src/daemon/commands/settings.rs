@@ -15,29 +15,29 @@ use crate::settings_check;
 use sayri_core::domain::config::{Config, ConfigValue, form};
 use sayri_protocol::ProtocolError;
 use sayri_protocol::params::{SettingsSaveParams, SettingsSchemaParams};
-use serde_json::{Map, Value, json};
+use sayri_protocol::reply::config::{SettingsSaveReply, SettingsSchemaReply};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// `settings_schema` → `{"sections": [{id, title, subtitle, save_label, fields}],
 /// "plugin_sections": [...]}`; secret values masked. The voice model fields carry an `asset`
 /// descriptor (what `asset_download` fetches for them); `plugin_sections` has one section per
 /// installed skill that declares settings.
-pub async fn settings_schema(_: SettingsSchemaParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn settings_schema(
+    _: SettingsSchemaParams,
+    ctx: Ctx,
+) -> Result<SettingsSchemaReply, ProtocolError> {
     let cfg = ctx.daemon.config();
     let mut sections = form::schema(&cfg);
-    for field in sections
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s["fields"].as_array_mut())
-        .flatten()
-    {
-        if let Some(key) = field["key"].as_str().map(String::from) {
-            field["value"] = vault_aware(&key, field["value"].take(), &ctx);
-        }
+    for field in sections.iter_mut().flat_map(|s| s.fields.iter_mut()) {
+        field.value = vault_aware(&field.key, field.value.take(), &ctx);
     }
     super::assets::describe(&mut sections, &cfg);
     let plugin_sections = super::plugins::plugin_sections(&ctx).await;
-    Ok(json!({"sections": sections, "plugin_sections": plugin_sections}))
+    Ok(SettingsSchemaReply {
+        sections,
+        plugin_sections,
+    })
 }
 
 /// The fields of one `settings_save` call, sorted out before anything is written.
@@ -46,7 +46,7 @@ struct Sorted {
     /// Checked values to write, by `"group.key"`.
     valid: Vec<(String, ConfigValue)>,
     /// `"group.key"` → why the field was refused.
-    errors: Map<String, Value>,
+    errors: BTreeMap<String, String>,
 }
 
 /// Checks every sent field against the current settings (the key's check only; what the value
@@ -58,20 +58,19 @@ fn sort_fields(p: &SettingsSaveParams, cfg: &Config, ctx: &Ctx, saved: &mut Vec<
         let spec = match Config::spec(name) {
             Ok(s) => s,
             Err(e) => {
-                out.errors.insert(name.clone(), json!(e.to_string()));
+                out.errors.insert(name.clone(), e.to_string());
                 continue;
             }
         };
         let current = cfg.get(name).unwrap_or(ConfigValue::Bool(false));
-        let in_vault =
-            name == "provider.api_key" && vault_aware(name, Value::Null, ctx) == json!("***");
+        let in_vault = name == "provider.api_key" && vault_aware(name, Value::Null, ctx) == "***";
         if form::keeps_secret(spec, &current, sent) || (in_vault && sent.as_str() == Some("***")) {
             continue;
         }
         let value = match form::form_value(spec, sent) {
             Ok(v) => v,
             Err(e) => {
-                out.errors.insert(name.clone(), json!(e.to_string()));
+                out.errors.insert(name.clone(), e.to_string());
                 continue;
             }
         };
@@ -83,7 +82,7 @@ fn sort_fields(p: &SettingsSaveParams, cfg: &Config, ctx: &Ctx, saved: &mut Vec<
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    out.errors.insert(name.clone(), json!(e.message));
+                    out.errors.insert(name.clone(), e.message);
                     continue;
                 }
             }
@@ -97,7 +96,7 @@ fn sort_fields(p: &SettingsSaveParams, cfg: &Config, ctx: &Ctx, saved: &mut Vec<
 struct Written {
     cfg: Config,
     keys: Vec<String>,
-    refused: Map<String, Value>,
+    refused: BTreeMap<String, String>,
 }
 
 /// Writes the checked values in one edit of `sayri.toml`; a value that cannot work here
@@ -106,7 +105,7 @@ fn write_fields(ctx: &Ctx, valid: Vec<(String, ConfigValue)>) -> Result<Written,
     let paths = ctx.daemon.paths.clone();
     let (cfg, (written, refused)) = config_file::update(&paths.config_file(), |c| {
         let mut written = Vec::new();
-        let mut refused = Map::new();
+        let mut refused = BTreeMap::new();
         for (name, value) in valid {
             let before = c.clone();
             let checked = c
@@ -117,7 +116,7 @@ fn write_fields(ctx: &Ctx, valid: Vec<(String, ConfigValue)>) -> Result<Written,
                 Ok(()) => written.push(name),
                 Err(e) => {
                     *c = before;
-                    refused.insert(name, json!(e.to_string()));
+                    refused.insert(name, e.to_string());
                 }
             }
         }
@@ -136,7 +135,10 @@ fn write_fields(ctx: &Ctx, valid: Vec<(String, ConfigValue)>) -> Result<Written,
 /// # Errors
 /// `config_invalid` when `sayri.toml` is not valid (nothing is saved), `busy` when another
 /// writer holds the file too long, `internal` when it cannot be written.
-pub async fn settings_save(p: SettingsSaveParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn settings_save(
+    p: SettingsSaveParams,
+    ctx: Ctx,
+) -> Result<SettingsSaveReply, ProtocolError> {
     let guard = ctx.daemon.config_file_lock.lock().await;
     let mut saved = Vec::new();
     let sorted = sort_fields(&p, &ctx.daemon.config(), &ctx, &mut saved);
@@ -162,12 +164,16 @@ pub async fn settings_save(p: SettingsSaveParams, ctx: Ctx) -> Result<Value, Pro
     if !saved.is_empty() {
         applied(&ctx, &cfg, &saved, values.clone());
     }
-    let restart: Vec<&String> = saved
+    let restart_required = saved
         .iter()
         .filter(|k| Config::spec(k).is_ok_and(|s| s.form.restart))
+        .cloned()
         .collect();
-    Ok(json!({
-        "ok": errors.is_empty(), "saved": saved, "values": values, "errors": errors,
-        "restart_required": restart,
-    }))
+    Ok(SettingsSaveReply {
+        ok: errors.is_empty(),
+        saved,
+        values,
+        errors,
+        restart_required,
+    })
 }

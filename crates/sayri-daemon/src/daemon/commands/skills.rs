@@ -8,8 +8,11 @@ use sayri_protocol::params::{
     SkillsInstallParams, SkillsListParams, SkillsScanParams, SkillsSearchParams,
     SkillsUninstallParams,
 };
+use sayri_protocol::reply::skills::{
+    Finding, FoundSkill, InstalledSkill, ScanReport, SkillsInstallReply, SkillsListReply,
+    SkillsScanReply, SkillsSearchReply, SkillsUninstallReply,
+};
 use sayri_protocol::{ErrorCode, ProtocolError};
-use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn library(ctx: &Ctx) -> Skills {
@@ -24,12 +27,27 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ProtocolError::new(ErrorCode::Internal, format!("skills task failed: {e}")))
 }
 
-fn report_json(r: &Report) -> Value {
-    json!({
-        "verdict": r.verdict.name(), "score": r.score, "explanation": r.explanation,
-        "findings": r.findings, "files_scanned": r.files_scanned, "bytes_scanned": r.bytes_scanned,
-        "scanner_version": r.scanner_version,
-    })
+fn report(r: &Report) -> ScanReport {
+    ScanReport {
+        verdict: r.verdict.name().into(),
+        score: r.score,
+        explanation: r.explanation.clone(),
+        findings: r
+            .findings
+            .iter()
+            .map(|f| Finding {
+                kind: f.kind.name().into(),
+                weight: f.weight,
+                file: f.file.clone(),
+                line: f.line as u64,
+                excerpt: f.excerpt.clone(),
+                detail: f.detail.clone(),
+            })
+            .collect(),
+        files_scanned: r.files_scanned as u64,
+        bytes_scanned: r.bytes_scanned,
+        scanner_version: r.scanner_version,
+    }
 }
 
 fn to_protocol(e: SkillsError) -> ProtocolError {
@@ -56,91 +74,120 @@ fn absolute(path: &str) -> Result<PathBuf, ProtocolError> {
 }
 
 /// `skills_list` → every installed skill with its state.
-pub async fn skills_list(_p: SkillsListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn skills_list(_p: SkillsListParams, ctx: Ctx) -> Result<SkillsListReply, ProtocolError> {
     let lib = library(&ctx);
     let list = blocking(move || lib.list()).await?.map_err(to_protocol)?;
-    Ok(json!(list))
+    Ok(list
+        .into_iter()
+        .map(|s| InstalledSkill {
+            slug: s.slug,
+            name: s.name,
+            description: s.description,
+            state: s.state.into(),
+            verdict: s.verdict,
+            score: s.score,
+            source: s.source,
+            path: s.path,
+        })
+        .collect())
 }
 
 /// `skills_search {query}` → `[{slug, name, description, state, installed}]`: the installed
 /// skills whose slug, name or description contain every word of `query` (case-insensitive),
 /// in slug order. Sayri has no skill registry: skills are installed from a folder or archive.
-pub async fn skills_search(p: SkillsSearchParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn skills_search(
+    p: SkillsSearchParams,
+    ctx: Ctx,
+) -> Result<SkillsSearchReply, ProtocolError> {
     let lib = library(&ctx);
     let list = blocking(move || lib.list()).await?.map_err(to_protocol)?;
     let words: Vec<String> = p.query.split_whitespace().map(str::to_lowercase).collect();
-    let found: Vec<Value> = list
+    Ok(list
         .into_iter()
         .filter(|s| {
             let text = format!("{} {} {}", s.slug, s.name, s.description).to_lowercase();
             words.iter().all(|w| text.contains(w.as_str()))
         })
-        .map(|s| {
-            json!({"slug": s.slug, "name": s.name, "description": s.description,
-                   "state": s.state, "installed": true})
+        .map(|s| FoundSkill {
+            slug: s.slug,
+            name: s.name,
+            description: s.description,
+            state: s.state.into(),
+            installed: true,
         })
-        .collect();
-    Ok(Value::Array(found))
+        .collect())
 }
 
 /// `skills_install {path, slug?, confirm?}` → the outcome with the report. A refused install
 /// is a result (`installed:false`, the verdict and findings), not an error.
-pub async fn skills_install(p: SkillsInstallParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn skills_install(
+    p: SkillsInstallParams,
+    ctx: Ctx,
+) -> Result<SkillsInstallReply, ProtocolError> {
     let lib = library(&ctx);
     let path = absolute(&p.path)?;
     let slug = p.slug.clone();
     let out =
         blocking(move || skills::install_path(&lib, &path, slug.as_deref(), p.confirm)).await?;
     match out {
-        Ok(done) => {
-            let mut v = report_json(&done.report);
-            v["slug"] = json!(done.slug);
-            v["installed"] = json!(true);
-            v["replaced"] = json!(done.replaced);
-            v["message"] = json!(format!("installed {}", done.slug));
-            Ok(v)
-        }
-        Err(SkillsError::Refused { report, message }) => {
-            let mut v = report_json(&report);
-            v["slug"] = json!(p.slug);
-            v["installed"] = json!(false);
-            v["replaced"] = json!(false);
-            v["message"] = json!(message);
-            Ok(v)
-        }
+        Ok(done) => Ok(SkillsInstallReply {
+            message: format!("installed {}", done.slug),
+            report: report(&done.report),
+            slug: Some(done.slug),
+            installed: true,
+            replaced: done.replaced,
+        }),
+        Err(SkillsError::Refused {
+            report: refused,
+            message,
+        }) => Ok(SkillsInstallReply {
+            slug: p.slug,
+            installed: false,
+            replaced: false,
+            message,
+            report: report(&refused),
+        }),
         Err(e) => Err(to_protocol(e)),
     }
 }
 
 /// `skills_uninstall {slug}` → `{slug, removed}`.
-pub async fn skills_uninstall(p: SkillsUninstallParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn skills_uninstall(
+    p: SkillsUninstallParams,
+    ctx: Ctx,
+) -> Result<SkillsUninstallReply, ProtocolError> {
     let lib = library(&ctx);
     let slug = p.slug.clone();
     match blocking(move || lib.uninstall(&slug)).await? {
-        Ok(()) => Ok(json!({"slug": p.slug, "removed": true})),
+        Ok(()) => Ok(SkillsUninstallReply {
+            slug: p.slug,
+            removed: true,
+        }),
         Err(SkillsError::Invalid(m)) => Err(ProtocolError::new(ErrorCode::NotFound, m)),
         Err(e) => Err(to_protocol(e)),
     }
 }
 
 /// `skills_scan {slug | path, confirm?}` → the report and whether it was admitted.
-pub async fn skills_scan(p: SkillsScanParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn skills_scan(p: SkillsScanParams, ctx: Ctx) -> Result<SkillsScanReply, ProtocolError> {
     let lib = library(&ctx);
     match (p.slug.clone(), p.path.clone()) {
         (Some(slug), None) => {
             let out = blocking(move || lib.rescan(&slug, p.confirm, &skills::now())).await?;
             match out {
-                Ok(done) => {
-                    let mut v = report_json(&done.report);
-                    v["admitted"] = json!(true);
-                    Ok(v)
-                }
-                Err(SkillsError::Refused { report, message }) => {
-                    let mut v = report_json(&report);
-                    v["admitted"] = json!(false);
-                    v["message"] = json!(message);
-                    Ok(v)
-                }
+                Ok(done) => Ok(SkillsScanReply {
+                    admitted: true,
+                    message: None,
+                    report: report(&done.report),
+                }),
+                Err(SkillsError::Refused {
+                    report: refused,
+                    message,
+                }) => Ok(SkillsScanReply {
+                    admitted: false,
+                    message: Some(message),
+                    report: report(&refused),
+                }),
                 Err(e) => Err(to_protocol(e)),
             }
         }
@@ -149,9 +196,11 @@ pub async fn skills_scan(p: SkillsScanParams, ctx: Ctx) -> Result<Value, Protoco
             let r = blocking(move || skills::scan_path(&path))
                 .await?
                 .map_err(to_protocol)?;
-            let mut v = report_json(&r);
-            v["admitted"] = json!(false);
-            Ok(v)
+            Ok(SkillsScanReply {
+                admitted: false,
+                message: None,
+                report: report(&r),
+            })
         }
         _ => Err(ProtocolError::new(
             ErrorCode::InvalidParams,

@@ -21,8 +21,11 @@ use sayri_protocol::params::{
     PluginSetEnabledParams, PluginsListParams, UiListParams, UiStartParams, UiStatusParams,
     UiStopParams,
 };
+use sayri_protocol::reply::Never;
+use sayri_protocol::reply::desktop::{
+    Plugin, PluginsListReply, UiEntry, UiListReply, UiStartReply, UiStatusReply, UiStopReply,
+};
 use sayri_protocol::{ErrorCode, ProtocolError};
-use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// One front-end Sayri can run.
@@ -179,29 +182,30 @@ pub fn front_end_keepers(state: &DaemonState) -> Vec<i32> {
 }
 
 /// A UI as listed: `{id, name, version, description, kind, running, pid, is_default, state,
-/// log_file}` (`state`, `pid`, `log_file` null when it was never started).
-fn describe(state: &DaemonState, ui: &Ui) -> Value {
+/// last_error, log_file}` (`state`, `pid`, `log_file` null when it was never started).
+fn describe(state: &DaemonState, ui: &Ui) -> UiEntry {
     let status = state.supervisor.status(&child_name(ui));
     let default = state.config().ui.default_ui;
     let is_default =
         find(&default).is_some_and(|d| d.id == ui.id) || (default.is_empty() && ui.id == "orb");
-    json!({
-        "id": ui.id, "name": ui.name, "version": env!("CARGO_PKG_VERSION"),
-        "description": ui.description, "kind": ui.kind,
-        "running": status.as_ref().is_some_and(is_running),
-        "pid": status.as_ref().and_then(|s| s.pid),
-        "state": status.as_ref().map(|s| s.state),
-        "last_error": status.as_ref().and_then(|s| s.last_error.clone()),
-        "log_file": status.as_ref().map(|s| s.log_file.clone()),
-        "is_default": is_default,
-    })
+    UiEntry {
+        id: ui.id.into(),
+        name: ui.name.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        description: ui.description.into(),
+        kind: ui.kind.into(),
+        running: status.as_ref().is_some_and(is_running),
+        pid: status.as_ref().and_then(|s| s.pid),
+        state: status.as_ref().map(|s| s.state.as_str().to_string()),
+        last_error: status.as_ref().and_then(|s| s.last_error.clone()),
+        log_file: status.as_ref().map(|s| s.log_file.clone()),
+        is_default,
+    }
 }
 
 /// `ui_list` → every UI with whether it runs.
-pub async fn ui_list(_: UiListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
-    Ok(Value::Array(
-        UIS.iter().map(|u| describe(&ctx.daemon, u)).collect(),
-    ))
+pub async fn ui_list(_: UiListParams, ctx: Ctx) -> Result<UiListReply, ProtocolError> {
+    Ok(UIS.iter().map(|u| describe(&ctx.daemon, u)).collect())
 }
 
 /// `ui_start {ui_id}` → `{ui_id, running, already_running, pid, log_file}` (`already_running`
@@ -210,14 +214,17 @@ pub async fn ui_list(_: UiListParams, ctx: Ctx) -> Result<Value, ProtocolError> 
 /// # Errors
 /// `not_found` for an unknown UI or a missing program; `invalid_params` for the orb without a
 /// graphical session.
-pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<UiStartReply, ProtocolError> {
     let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
     let name = child_name(&ui);
     if let Some(s) = ctx.daemon.supervisor.status(&name).filter(is_running) {
-        return Ok(
-            json!({"ui_id": ui.id, "running": true, "already_running": true,
-                         "pid": s.pid, "log_file": s.log_file}),
-        );
+        return Ok(UiStartReply {
+            ui_id: ui.id.into(),
+            running: true,
+            already_running: true,
+            pid: s.pid,
+            log_file: s.log_file,
+        });
     }
     let spec = spec_for(&ctx.daemon, &ui)?;
     let s = ctx
@@ -225,10 +232,13 @@ pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<Value, ProtocolError
         .supervisor
         .start(spec)
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
-    Ok(
-        json!({"ui_id": ui.id, "running": is_running(&s), "already_running": false,
-              "pid": s.pid, "log_file": s.log_file}),
-    )
+    Ok(UiStartReply {
+        ui_id: ui.id.into(),
+        running: is_running(&s),
+        already_running: false,
+        pid: s.pid,
+        log_file: s.log_file,
+    })
 }
 
 /// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI (and waits until it is gone);
@@ -236,7 +246,7 @@ pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<Value, ProtocolError
 ///
 /// # Errors
 /// `not_found` for an unknown UI.
-pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<UiStopReply, ProtocolError> {
     let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
     let name = child_name(&ui);
     let was = ctx
@@ -251,20 +261,27 @@ pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<Value, ProtocolError> 
             .await
             .map_err(|e| ProtocolError::internal(e.to_string()))?;
     }
-    Ok(json!({"ui_id": ui.id, "stopped": was}))
+    Ok(UiStopReply {
+        ui_id: ui.id.into(),
+        stopped: was,
+    })
 }
 
 /// `ui_status {ui_id}` → `{ui_id, running, pid, state, last_error, log_file}`.
 ///
 /// # Errors
 /// `not_found` for an unknown UI.
-pub async fn ui_status(p: UiStatusParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn ui_status(p: UiStatusParams, ctx: Ctx) -> Result<UiStatusReply, ProtocolError> {
     let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
     let d = describe(&ctx.daemon, &ui);
-    Ok(
-        json!({"ui_id": ui.id, "running": d["running"], "pid": d["pid"], "state": d["state"],
-              "last_error": d["last_error"], "log_file": d["log_file"]}),
-    )
+    Ok(UiStatusReply {
+        ui_id: ui.id.into(),
+        running: d.running,
+        pid: d.pid,
+        state: d.state,
+        last_error: d.last_error,
+        log_file: d.log_file,
+    })
 }
 
 /// The gateway programs found (`sayri-gateway-<id>` beside `sayri`, then on `PATH`), by id.
@@ -307,38 +324,59 @@ fn gateway_plugins() -> Vec<(String, PathBuf)> {
 
 /// `plugins_list` → `[{id, name, description, version, type, auth_mode, required_secrets, path,
 /// has_service, service_enabled, service_running}]`: the gateway programs found, then the UIs.
-pub async fn plugins_list(_: PluginsListParams, _ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn plugins_list(
+    _: PluginsListParams,
+    _ctx: Ctx,
+) -> Result<PluginsListReply, ProtocolError> {
     let gateways = tokio::task::spawn_blocking(gateway_plugins)
         .await
         .map_err(|e| ProtocolError::internal(format!("plugins_list stopped: {e}")))?;
-    let mut out: Vec<Value> = gateways
-        .into_iter()
-        .map(|(id, path)| {
-            let telegram = id == "telegram";
-            json!({
-                "id": id, "name": if telegram { "Telegram".to_string() } else { id.clone() },
-                "description": if telegram {
+    let version = || Some(env!("CARGO_PKG_VERSION").to_string());
+    let mut out: Vec<Plugin> =
+        gateways
+            .into_iter()
+            .map(|(id, path)| {
+                let telegram = id == "telegram";
+                Plugin {
+                name: if telegram { "Telegram".to_string() } else { id.clone() },
+                description: if telegram {
                     "Answers paired Telegram chats (a gateway instance runs it; see gateway_save)."
                 } else {
                     "A channel gateway program (a gateway instance with this plugin runs it)."
+                }
+                .into(),
+                version: if telegram { version() } else { None },
+                kind: "gateway".into(),
+                auth_mode: "pairing_otp".into(),
+                required_secrets: if telegram {
+                    vec!["TELEGRAM_BOT_TOKEN".into()]
+                } else {
+                    Vec::new()
                 },
-                "version": if telegram { json!(env!("CARGO_PKG_VERSION")) } else { Value::Null },
-                "type": "gateway", "auth_mode": "pairing_otp",
-                "required_secrets": if telegram { json!(["TELEGRAM_BOT_TOKEN"]) } else { json!([]) },
-                "path": path, "has_service": false, "service_enabled": null,
-                "service_running": null,
+                path: Some(path),
+                has_service: false,
+                service_enabled: None,
+                service_running: None,
+                id,
+            }
             })
-        })
-        .collect();
+            .collect();
     for ui in &UIS {
-        out.push(json!({
-            "id": ui.id, "name": ui.name, "description": ui.description,
-            "version": env!("CARGO_PKG_VERSION"), "type": "ui", "auth_mode": "none",
-            "required_secrets": [], "path": null, "has_service": false,
-            "service_enabled": null, "service_running": null,
-        }));
+        out.push(Plugin {
+            id: ui.id.into(),
+            name: ui.name.into(),
+            description: ui.description.into(),
+            version: version(),
+            kind: "ui".into(),
+            auth_mode: "none".into(),
+            required_secrets: Vec::new(),
+            path: None,
+            has_service: false,
+            service_enabled: None,
+            service_running: None,
+        });
     }
-    Ok(Value::Array(out))
+    Ok(out)
 }
 
 /// `plugin_set_enabled {plugin_id, enabled}`: turns a plugin's background service on or off.
@@ -350,14 +388,9 @@ pub async fn plugins_list(_: PluginsListParams, _ctx: Ctx) -> Result<Value, Prot
 pub async fn plugin_set_enabled(
     p: PluginSetEnabledParams,
     ctx: Ctx,
-) -> Result<Value, ProtocolError> {
+) -> Result<Never, ProtocolError> {
     let listed = plugins_list(PluginsListParams {}, ctx).await?;
-    let known = listed
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|v| v["id"] == p.plugin_id.as_str())
-        .cloned();
+    let known = listed.into_iter().find(|v| v.id == p.plugin_id);
     match known {
         None => Err(ProtocolError::new(
             ErrorCode::NotFound,
@@ -370,7 +403,7 @@ pub async fn plugin_set_enabled(
             "{} has no background service to {}; {}",
             p.plugin_id,
             if p.enabled { "enable" } else { "disable" },
-            if v["type"] == "ui" {
+            if v.kind == "ui" {
                 "start or stop the UI with ui_start / ui_stop"
             } else {
                 "start or stop a gateway instance with gateway_start / gateway_stop"

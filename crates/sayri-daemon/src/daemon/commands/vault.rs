@@ -2,9 +2,10 @@
 
 use crate::brain::Brain;
 use crate::daemon::dispatch::Ctx;
+use crate::wire;
 use sayri_protocol::params::{VaultDeleteParams, VaultListParams, VaultSetParams};
+use sayri_protocol::reply::vault::{VaultDeleteReply, VaultListReply, VaultSetReply};
 use sayri_protocol::{ErrorCode, ProtocolError};
-use serde_json::{Value, json};
 use std::sync::Arc;
 
 fn unavailable(ctx: &Ctx) -> ProtocolError {
@@ -34,7 +35,7 @@ pub(crate) async fn rewrite_stored(brain: &Arc<Brain>) -> usize {
 /// `vault_list` → `[{key, masked, description, updated_at}]`. When the file changed on disk
 /// (the `sayri vault` CLI), the redactor and the provider client are rebuilt from it too, and
 /// stored rows holding a new secret are rewritten.
-pub async fn vault_list(_: VaultListParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn vault_list(_: VaultListParams, ctx: Ctx) -> Result<VaultListReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let (list, reloaded) = {
         let mut guard = brain.vault();
@@ -46,12 +47,12 @@ pub async fn vault_list(_: VaultListParams, ctx: Ctx) -> Result<Value, ProtocolE
         brain.secrets_changed(&ctx.daemon.config());
         rewrite_stored(brain).await;
     }
-    serde_json::to_value(list).map_err(|e| ProtocolError::internal(e.to_string()))
+    Ok(list.iter().map(wire::secret).collect())
 }
 
 /// `vault_set {key, value, description}` → `{"key","saved":true,"rewritten"}`: `rewritten` is
 /// the number of stored rows that held the value (or another secret) and were redacted now.
-pub async fn vault_set(p: VaultSetParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn vault_set(p: VaultSetParams, ctx: Ctx) -> Result<VaultSetReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let stored = {
         let mut guard = brain.vault();
@@ -62,11 +63,18 @@ pub async fn vault_set(p: VaultSetParams, ctx: Ctx) -> Result<Value, ProtocolErr
     };
     brain.secrets_changed(&ctx.daemon.config());
     let rewritten = rewrite_stored(brain).await;
-    Ok(json!({"key": stored, "saved": true, "rewritten": rewritten}))
+    Ok(VaultSetReply {
+        key: stored,
+        saved: true,
+        rewritten: rewritten as u64,
+    })
 }
 
 /// `vault_delete {key}` → `{"key","deleted"}`.
-pub async fn vault_delete(p: VaultDeleteParams, ctx: Ctx) -> Result<Value, ProtocolError> {
+pub async fn vault_delete(
+    p: VaultDeleteParams,
+    ctx: Ctx,
+) -> Result<VaultDeleteReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
     let deleted = {
         let mut guard = brain.vault();
@@ -76,5 +84,8 @@ pub async fn vault_delete(p: VaultDeleteParams, ctx: Ctx) -> Result<Value, Proto
             .map_err(|e| ProtocolError::internal(e.to_string()))?
     };
     brain.secrets_changed(&ctx.daemon.config());
-    Ok(json!({"key": p.key, "deleted": deleted}))
+    Ok(VaultDeleteReply {
+        key: p.key,
+        deleted,
+    })
 }
