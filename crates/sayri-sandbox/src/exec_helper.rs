@@ -234,6 +234,9 @@ fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
     let env: HelperEnv = spec_pipe::read_json(STATUS_FD)?;
     let prepared = prepare(&env, &spec.command)?;
     drop(env);
+    if spec.stdio {
+        spec_pipe::receive_stdin(STATUS_FD)?;
+    }
     let mut writable = vec![PathBuf::from("/tmp")];
     if spec.level == SandboxLevel::IsolatedDev {
         match &spec.workspace {
@@ -287,7 +290,12 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     };
     let prepared = match spec_pipe::read_json::<HelperEnv>(STATUS_FD)
         .and_then(|env| prepare(&env, &command))
-    {
+        .and_then(|p| {
+            if spec.stdio {
+                spec_pipe::receive_stdin(STATUS_FD)?;
+            }
+            Ok(p)
+        }) {
         Ok(p) => p,
         Err(e) => return refuse(e),
     };

@@ -213,6 +213,7 @@ impl LinuxSandbox {
                 }
                 _ => None,
             },
+            stdio: false,
         };
         Ok((spec, env))
     }

@@ -31,6 +31,7 @@ pub mod seccomp;
 pub mod settings;
 pub mod spec;
 pub mod spec_pipe;
+pub mod stdio;
 
 pub use capabilities::{CapabilityReport, KernelFeatures, LevelSupport};
 pub use exec_helper::{EXEC_HELPER_ARG, exec_helper_main};

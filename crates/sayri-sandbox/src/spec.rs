@@ -43,6 +43,12 @@ pub struct HelperSpec {
     /// ABI (the helper's environment is cleared, so it comes here); `None`: the kernel's.
     #[serde(default)]
     pub landlock_abi_cap: Option<i32>,
+    /// A stdio program (an MCP server): after the environment frame the launcher passes one
+    /// more descriptor on the socket (`SCM_RIGHTS`, see [`crate::spec_pipe::send_fd`]), the read
+    /// end of a pipe that becomes the command's stdin; the command's stdout and stderr are the
+    /// helper's. `false`: stdin is `/dev/null`.
+    #[serde(default)]
+    pub stdio: bool,
 }
 
 /// The command's complete environment (already filtered by the environment policy, with the

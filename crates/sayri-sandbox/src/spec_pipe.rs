@@ -121,6 +121,66 @@ pub fn send_frames(
     Ok(read)
 }
 
+/// Sends one descriptor over the launcher's end of the socket (`SCM_RIGHTS` with a single byte
+/// of data), after the frames: a stdio command's stdin (see [`crate::spec::HelperSpec::stdio`]).
+///
+/// # Errors
+/// The socket is closed or the kernel refuses the message.
+pub fn send_fd(sock: RawFd, fd: RawFd) -> io::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let fds = [fd];
+    let data = [b'F'];
+    let iov = [std::io::IoSlice::new(&data)];
+    sendmsg::<()>(
+        sock,
+        &iov,
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::MSG_NOSIGNAL,
+        None,
+    )
+    .map(|_| ())
+    .map_err(io::Error::from)
+}
+
+/// Receives the descriptor [`send_fd`] sent and puts it on stdin (the original closed). The
+/// helper calls it after reading its frames, which it reads by exact length, so the byte that
+/// carries the descriptor is still in the socket.
+///
+/// # Errors
+/// The socket ends first, or the message carries no descriptor.
+pub fn receive_stdin(sock: RawFd) -> Result<(), String> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut data = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut data)];
+    let mut space = nix::cmsg_space!([RawFd; 1]);
+    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)
+        .map_err(|e| format!("cannot receive the program's stdin: {e}"))?;
+    let mut got = None;
+    for c in msg
+        .cmsgs()
+        .map_err(|e| format!("cannot read the program's stdin: {e}"))?
+    {
+        if let ControlMessageOwned::ScmRights(fds) = c {
+            for fd in fds {
+                // SAFETY: the kernel just installed `fd` in this process; it is owned here.
+                let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+                if got.is_none() {
+                    got = Some(owned);
+                }
+            }
+        }
+    }
+    let fd = got.ok_or("the launcher sent no stdin for the program (internal error)")?;
+    // SAFETY: dup2 of an open descriptor onto stdin (dup2 clears close-on-exec on the copy).
+    if unsafe { libc::dup2(fd.as_raw_fd(), 0) } < 0 {
+        return Err(format!(
+            "cannot put the program's stdin in place: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// Puts `/dev/null` on stdin, after the socket was moved elsewhere.
 ///
 /// # Errors

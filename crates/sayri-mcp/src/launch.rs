@@ -1,0 +1,193 @@
+//! How a stdio server is started: the sandbox request built from its definition.
+//!
+//! The server runs as `exec PROGRAM ARGS…` under the exec helper at its level (default 2, with
+//! a workspace of its own, `$STATE/mcp/<name>`), network off unless declared, with the
+//! environment of [`crate::env`] and its declared secrets from the vault, and descriptors 0–2
+//! only (pipes to Sayri). A level the kernel cannot give refuses the server; it is never
+//! started on the host instead.
+
+use crate::servers::{ServerDef, Transport};
+use sayri_core::ports::ExecRequest;
+use sayri_protocol::SandboxLevel;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use zeroize::Zeroizing;
+
+/// What the caller settles before a stdio server starts.
+pub struct Launch {
+    /// The server's own workspace (level 2: its only writable place and its `HOME`).
+    pub workspace: PathBuf,
+    /// The declared secrets' values, by variable name, resolved from the vault.
+    pub secrets: Vec<(String, Zeroizing<String>)>,
+    /// How long the server may run in all (the sandbox kills its tree after that).
+    pub lifetime: Duration,
+    /// How long the handshake may take.
+    pub handshake_timeout: Duration,
+}
+
+impl Launch {
+    /// A launch for `def` with its workspace under `state_dir` (`$STATE/mcp/<name>`), no
+    /// secrets, a lifetime of an hour and a handshake of 30 s.
+    pub fn new(state_dir: &Path, def: &ServerDef) -> Self {
+        Launch {
+            workspace: workspace_for(state_dir, &def.name),
+            secrets: Vec::new(),
+            lifetime: Duration::from_secs(3600),
+            handshake_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A server's workspace: `$STATE/mcp/<name>`.
+pub fn workspace_for(state_dir: &Path, name: &str) -> PathBuf {
+    state_dir.join("mcp").join(name)
+}
+
+/// The declared secrets of `def`, each looked up by its vault key with `lookup`.
+///
+/// # Errors
+/// A key is not in the vault; the message names the variable, the key and the fix.
+pub fn resolve_secrets(
+    def: &ServerDef,
+    lookup: impl Fn(&str) -> Option<Zeroizing<String>>,
+) -> Result<Vec<(String, Zeroizing<String>)>, String> {
+    let mut out = Vec::new();
+    for (var, key) in &def.secrets {
+        let Some(v) = lookup(key) else {
+            return Err(format!(
+                "MCP server {} needs the vault secret {key} (given to it as {var}), which is not in the vault; set it with `sayri vault set {key}`",
+                def.name
+            ));
+        };
+        out.push((var.clone(), v));
+    }
+    Ok(out)
+}
+
+/// The sandbox level of a level number 1–3.
+///
+/// # Errors
+/// Any other number.
+pub fn level_of(n: u8) -> Result<SandboxLevel, String> {
+    match n {
+        1 => Ok(SandboxLevel::ReadOnly),
+        2 => Ok(SandboxLevel::IsolatedDev),
+        3 => Ok(SandboxLevel::HostUser),
+        other => Err(format!(
+            "level {other} is not offered to MCP servers; choose 1, 2 or 3"
+        )),
+    }
+}
+
+/// The shell text that replaces `bash` with the program: `exec -- 'PROGRAM' 'ARG'…`.
+///
+/// # Errors
+/// An argument holds a NUL byte.
+pub fn command_text(command: &str, args: &[String]) -> Result<String, String> {
+    let mut words = vec!["exec".to_string(), "--".to_string()];
+    for a in std::iter::once(command).chain(args.iter().map(String::as_str)) {
+        let q = shlex::try_quote(a).map_err(|_| format!("argument {a:?} holds a NUL byte"))?;
+        words.push(q.into_owned());
+    }
+    Ok(words.join(" "))
+}
+
+/// The sandbox request that runs the stdio server `def`.
+///
+/// # Errors
+/// `def` is not a stdio server, is invalid, or a read path lies in a place `protected` hides.
+pub fn exec_request(def: &ServerDef, launch: &Launch) -> Result<ExecRequest, String> {
+    def.validate()?;
+    let Transport::Stdio { command, args } = &def.transport else {
+        return Err("not a stdio server".into());
+    };
+    let level = level_of(def.level)?;
+    let mut env: Vec<(String, String)> = def
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (k, v) in &launch.secrets {
+        env.push((k.clone(), v.as_str().to_string()));
+    }
+    Ok(ExecRequest {
+        command: command_text(command, args)?,
+        level,
+        agent_id: format!("mcp-{}", def.name),
+        workspace: Some(launch.workspace.clone()),
+        timeout: launch.lifetime,
+        allow_network: def.network,
+        env,
+        output_limit: 0,
+    })
+}
+
+/// The first of `def`'s read paths the sandbox hides (`protected`: its deny-read list), as the
+/// refusal reason: such a server cannot do its job at a sandboxed level.
+pub fn hidden_read_path(def: &ServerDef, protected: &[PathBuf]) -> Option<String> {
+    if def.level >= 3 {
+        return None;
+    }
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    for r in &def.read {
+        let r = canon(r);
+        if let Some(d) = protected
+            .iter()
+            .map(|d| canon(d))
+            .find(|d| r.starts_with(d))
+        {
+            return Some(format!(
+                "read path {} lies inside {}, which the sandbox hides at level {}; choose another path",
+                r.display(),
+                d.display(),
+                def.level
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_text_execs_the_program_with_each_argument_quoted() {
+        let t = command_text("mcp-server-time", &["--tz".into(), "it's; rm -rf ~".into()]).unwrap();
+        assert_eq!(t, r#"exec -- mcp-server-time --tz "it's; rm -rf ~""#);
+        assert!(command_text("x", &["a\0b".into()]).is_err());
+    }
+
+    #[test]
+    fn the_request_carries_level_network_workspace_and_only_declared_variables() {
+        let mut def = ServerDef::stdio("notes", "python3", vec!["srv.py".into()]);
+        def.env.insert("NOTES_DIR".into(), "/tmp/notes".into());
+        def.secrets
+            .insert("NOTES_TOKEN".into(), "NOTES_TOKEN".into());
+        let mut launch = Launch::new(Path::new("/state"), &def);
+        launch.secrets = resolve_secrets(&def, |k| {
+            (k == "NOTES_TOKEN").then(|| Zeroizing::new("tok".to_string()))
+        })
+        .unwrap();
+        let r = exec_request(&def, &launch).unwrap();
+        assert_eq!(r.level, SandboxLevel::IsolatedDev);
+        assert!(!r.allow_network);
+        assert_eq!(r.workspace.as_deref(), Some(Path::new("/state/mcp/notes")));
+        let mut names: Vec<&str> = r.env.iter().map(|(k, _)| k.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["NOTES_DIR", "NOTES_TOKEN"]);
+        assert!(!r.command.contains("tok"), "no secret in argv");
+        let missing = resolve_secrets(&def, |_| None).unwrap_err();
+        assert!(missing.contains("sayri vault set NOTES_TOKEN"), "{missing}");
+    }
+
+    #[test]
+    fn a_read_path_the_sandbox_hides_is_named() {
+        let mut def = ServerDef::stdio("fs", "srv", vec![]);
+        def.read.push("/home/u/.ssh/keys".into());
+        let why = hidden_read_path(&def, &["/home/u/.ssh".into()]).unwrap();
+        assert!(why.contains(".ssh"), "{why}");
+        def.level = 3;
+        assert!(hidden_read_path(&def, &["/home/u/.ssh".into()]).is_none());
+    }
+}

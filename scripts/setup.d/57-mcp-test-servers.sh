@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The MCP client's test tools (only with --tests):
+#   ~/.cache/sayri/mcp/conformance/node_modules/@modelcontextprotocol/conformance
+#       the official MCP conformance suite (npm; the Node.js that runs it is named in
+#       ~/.cache/sayri/mcp/node-path), whose client scenarios drive Sayri's client
+#       (crates/sayri-mcp/tests/conformance.rs);
+#   ~/.cache/sayri/mcp/venv/bin/mcp-server-time
+#       a real stdio MCP server from PyPI for `sayri mcp test` and the sandbox tests.
+# Idempotent: each part is skipped when it is already installed.
+set -euo pipefail
+[[ " $* " == *" --tests "* ]] || exit 0
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=node.bash
+source "$here/node.bash"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/sayri"
+mcp="$cache/mcp"
+conformance_version="0.1.16"
+time_version="2026.10.19"
+mkdir -p "$mcp"
+
+suite="$mcp/conformance"
+# The suite needs Node.js 22 (fs.globSync): Debian 12's is 18, so usually the PyPI build.
+node="$(sayri_node "$cache/test-models" 22)"
+printf '%s\n' "$node" >"$mcp/node-path"
+if [[ ! -f "$suite/node_modules/@modelcontextprotocol/conformance/package.json" ]]; then
+    echo "[57-mcp-test-servers] installing @modelcontextprotocol/conformance@$conformance_version from npm…"
+    mkdir -p "$suite"
+    [[ -f "$suite/package.json" ]] || printf '{ "name": "sayri-mcp-conformance", "private": true }\n' >"$suite/package.json"
+    if ! (cd "$suite" && sayri_npm "$node" install --no-audit --no-fund --loglevel=error \
+        -E "@modelcontextprotocol/conformance@$conformance_version") >"$suite/npm.log" 2>&1; then
+        cat "$suite/npm.log" >&2
+        echo "setup: npm could not install @modelcontextprotocol/conformance into $suite (log above)" >&2
+        exit 1
+    fi
+    rm -f "$suite/npm.log"
+fi
+
+venv="$mcp/venv"
+if [[ ! -x "$venv/bin/mcp-server-time" ]]; then
+    echo "[57-mcp-test-servers] installing mcp-server-time==$time_version from PyPI into $venv…"
+    python3 -m venv "$venv" || { echo "setup: python3 -m venv failed (install python3-venv)" >&2; exit 1; }
+    if ! "$venv/bin/pip" install --disable-pip-version-check -q "mcp-server-time==$time_version" >"$mcp/pip.log" 2>&1; then
+        cat "$mcp/pip.log" >&2
+        echo "setup: pip could not install mcp-server-time into $venv (log above)" >&2
+        exit 1
+    fi
+    rm -f "$mcp/pip.log"
+fi
