@@ -1,7 +1,7 @@
 //! How a stdio server is started: the sandbox request built from its definition.
 //!
 //! The server runs as `exec PROGRAM ARGS…` under the exec helper at its level (default 2, with
-//! a workspace of its own, `$STATE/mcp/<name>`), network off unless declared, with the
+//! a workspace of its own, `$STATE/sandboxes/mcp-<name>`), network off unless declared, with the
 //! environment of [`crate::env`] and its declared secrets from the vault, and descriptors 0–2
 //! only (pipes to Sayri). A level the kernel cannot give refuses the server; it is never
 //! started on the host instead.
@@ -26,7 +26,7 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// A launch for `def` with its workspace under `state_dir` (`$STATE/mcp/<name>`), no
+    /// A launch for `def` with its workspace under `state_dir` (see [`workspace_for`]), no
     /// secrets, a lifetime of an hour and a handshake of 30 s.
     pub fn new(state_dir: &Path, def: &ServerDef) -> Self {
         Launch {
@@ -38,9 +38,10 @@ impl Launch {
     }
 }
 
-/// A server's workspace: `$STATE/mcp/<name>`.
+/// A server's workspace: `$STATE/sandboxes/mcp-<name>`, beside the agents' workspaces (the
+/// sandbox hides the rest of the state directory from every level-1/2 program).
 pub fn workspace_for(state_dir: &Path, name: &str) -> PathBuf {
-    state_dir.join("mcp").join(name)
+    state_dir.join("sandboxes").join(format!("mcp-{name}"))
 }
 
 /// The declared secrets of `def`, each looked up by its vault key with `lookup`.
@@ -172,7 +173,10 @@ mod tests {
         let r = exec_request(&def, &launch).unwrap();
         assert_eq!(r.level, SandboxLevel::IsolatedDev);
         assert!(!r.allow_network);
-        assert_eq!(r.workspace.as_deref(), Some(Path::new("/state/mcp/notes")));
+        assert_eq!(
+            r.workspace.as_deref(),
+            Some(Path::new("/state/sandboxes/mcp-notes"))
+        );
         let mut names: Vec<&str> = r.env.iter().map(|(k, _)| k.as_str()).collect();
         names.sort();
         assert_eq!(names, ["NOTES_DIR", "NOTES_TOKEN"]);
