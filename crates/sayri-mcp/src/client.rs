@@ -13,7 +13,9 @@ use crate::servers::{ServerDef, Transport};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService,
+};
 use sayri_sandbox::LinuxSandbox;
 use sayri_sandbox::stdio::{StdioEnd, StdioProgram};
 use std::sync::{Arc, Mutex};
@@ -220,6 +222,12 @@ impl Connection {
             // A legacy server that answers the discover probe with something other than an
             // error (an empty result, say) is spoken to with `initialize` on a fresh
             // connection: HTTP requests are independent, so nothing of the probe remains.
+            Err(ClientInitializeError::TransportError { error, .. }) => {
+                return Err(connect(format!(
+                    "cannot reach {url}: {}; is the server running, and is the URL right?",
+                    error_chain(&*error.error)
+                )));
+            }
             Err(first) if lifecycle == Lifecycle::Auto => attempt(Lifecycle::Initialize)
                 .await
                 .map_err(|_| timed_out())?
@@ -422,6 +430,20 @@ fn with_tail(message: &str, tail: &StderrTail) -> String {
             lines.join("\n  ")
         )
     }
+}
+
+/// An error with its causes, `a: b: c`.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = c.source();
+    }
+    parts.join(": ")
 }
 
 /// A one-line stand-in for a content block that is not text (`[image image/png]`).

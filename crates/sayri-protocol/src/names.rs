@@ -47,6 +47,10 @@ pub mod cmd {
         ROUTINE_NEXT = "routine_next", TRIGGERS_LIST = "triggers_list",
         TRIGGER_SAVE = "trigger_save", TRIGGER_DELETE = "trigger_delete",
         VAULT_LIST = "vault_list", VAULT_SET = "vault_set", VAULT_DELETE = "vault_delete",
+        // MCP servers (Sayri's additions).
+        MCP_LIST = "mcp_list", MCP_SHOW = "mcp_show", MCP_ADD = "mcp_add",
+        MCP_REMOVE = "mcp_remove", MCP_ENABLE = "mcp_enable", MCP_DISABLE = "mcp_disable",
+        MCP_TEST = "mcp_test",
         // The session database (Sayri's additions).
         DB_RECOVER = "db_recover",
         // Connection: a client narrowing what its own connection may do (the web bubble's bridge).

@@ -37,6 +37,7 @@ use crate::reply;
 use serde::de::{self, DeserializeOwned};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 /// The parameters of one command: the type its handler receives, bound to its wire name and
 /// to the type of its reply.
@@ -187,6 +188,14 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<GatewayPeersParams>(),
     ParamsInfo::of::<GatewayPeerAddParams>(),
     ParamsInfo::of::<GatewayPeerRemoveParams>(),
+    // MCP servers
+    ParamsInfo::of::<McpListParams>(),
+    ParamsInfo::of::<McpShowParams>(),
+    ParamsInfo::of::<McpAddParams>(),
+    ParamsInfo::of::<McpRemoveParams>(),
+    ParamsInfo::of::<McpEnableParams>(),
+    ParamsInfo::of::<McpDisableParams>(),
+    ParamsInfo::of::<McpTestParams>(),
     // Connection
     ParamsInfo::of::<ClientHelloParams>(),
     // Routines and triggers
@@ -277,6 +286,8 @@ no_params! {
     TriggersListParams = cmd::TRIGGERS_LIST => reply::routines::TriggersListReply;
     /// `settings_schema` → `{"sections", "plugin_sections"}`.
     SettingsSchemaParams = cmd::SETTINGS_SCHEMA => reply::config::SettingsSchemaReply;
+    /// `mcp_list` → every MCP server the user added.
+    McpListParams = cmd::MCP_LIST => reply::mcp::McpListReply;
     /// `gateway_list` → every gateway instance with its process state.
     GatewayListParams = cmd::GATEWAY_LIST => reply::gateways::GatewayListReply;
     /// `stop_listening` → `{"stopped": true}`: the microphone closes, a spoken query in
@@ -897,6 +908,64 @@ id_params! {
     UiStopParams = cmd::UI_STOP => reply::desktop::UiStopReply;
     /// `ui_status {ui_id}` → `{ui_id, running, pid, state, last_error, log_file}`.
     UiStatusParams = cmd::UI_STATUS => reply::desktop::UiStatusReply;
+}
+
+id_params! {
+    name, "The MCP server's name.":
+    /// `mcp_show {name}` → the server (variables with where each value comes from; no
+    /// secret values).
+    McpShowParams = cmd::MCP_SHOW => reply::mcp::McpShowReply;
+    /// `mcp_remove {name}` → `{name, removed}`.
+    McpRemoveParams = cmd::MCP_REMOVE => reply::mcp::McpRemoveReply;
+    /// `mcp_enable {name}` → the server, enabled.
+    McpEnableParams = cmd::MCP_ENABLE => reply::mcp::McpEnableReply;
+    /// `mcp_disable {name}` → the server, disabled (kept in the file).
+    McpDisableParams = cmd::MCP_DISABLE => reply::mcp::McpEnableReply;
+    /// `mcp_test {name}` → `{name, protocol_version, server_name, server_version, tools}`:
+    /// connects (a stdio server inside the sandbox at its level), lists the tools, disconnects.
+    McpTestParams = cmd::MCP_TEST => reply::mcp::McpTestReply;
+}
+
+/// `mcp_add {name, command | url, …}` → the server as saved. Refused: an existing name unless
+/// `replace`, loader variables in `env`/`secrets`, secret references in `args`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpAddParams {
+    /// The server's name (1–64 of `a–z A–Z 0–9 _ -`).
+    #[serde(deserialize_with = "non_empty")]
+    pub name: String,
+    /// A stdio server's program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A Streamable HTTP server's endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Sandbox level (1–3; default `LEVEL_2_ISOLATED_DEV`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<crate::level::SandboxLevel>,
+    /// Levels 1–2: keep the network.
+    #[serde(default, deserialize_with = "bool_or_null")]
+    pub network: bool,
+    /// Extra paths it is meant to read (absolute).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
+    /// Literal variables, `{NAME: value}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Variables from the vault, `{NAME: vault key}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, String>,
+    /// Replace a server of the same name.
+    #[serde(default, deserialize_with = "bool_or_null")]
+    pub replace: bool,
+}
+
+impl Params for McpAddParams {
+    const CMD: &'static str = cmd::MCP_ADD;
+    type Reply = reply::mcp::McpAddReply;
 }
 
 /// `skills_scan {slug | path, confirm?}` → the scan report plus `admitted`.

@@ -30,6 +30,7 @@ pub mod config;
 pub mod database;
 pub mod desktop;
 pub mod gateways;
+pub mod mcp;
 pub mod permissions;
 pub mod routines;
 pub mod runtime;

@@ -17,6 +17,7 @@ pub(crate) mod gateway;
 pub(crate) mod generate;
 pub(crate) mod install;
 pub(crate) mod local;
+pub(crate) mod mcp;
 pub(crate) mod model_checks;
 pub(crate) mod models;
 pub(crate) mod permissions;
@@ -161,6 +162,13 @@ pub(crate) enum Command {
         /// What to do.
         #[command(subcommand)]
         action: gateway::GatewayAction,
+    },
+    /// MCP servers: add, list, show, remove, enable, disable, test (their tools are not given
+    /// to any agent yet).
+    Mcp {
+        /// What to do.
+        #[command(subcommand)]
+        action: mcp::McpAction,
     },
     /// The session database: its state, or rebuilding it when it is corrupt.
     Db {
@@ -394,6 +402,7 @@ fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<
             Command::Models { action } => models::run(&paths, action).await,
             Command::Routines { action } => routines::run(&paths, start, action).await,
             Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
+            Command::Mcp { action } => done(mcp::run(&paths, start, action).await),
             Command::Listen(args) => voice::listen(&paths, start, &args).await,
             Command::Voice {
                 action: voice::VoiceAction::Status { json },

@@ -387,6 +387,16 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
             json!({"instance_id": "acc", "keep_secrets": false}),
             Obj(&["deleted", "instance_id", "secrets_deleted"]),
         ),
+        // MCP servers: one whose program exits at once, so `mcp_test` is the documented
+        // failure (the handshake fails, the reason names how the server ended).
+        "mcp_add" => (
+            json!({"name": "acc", "command": "/bin/false", "args": ["x"], "env": {"A": "1"}}),
+            Obj(MCP_SERVER),
+        ),
+        "mcp_list" => (json!({}), ArrOf(MCP_SERVER)),
+        "mcp_show" | "mcp_enable" | "mcp_disable" => (json!({"name": "acc"}), Obj(MCP_SERVER)),
+        "mcp_test" => return (json!({"name": "acc"}), Expect::Refused("unavailable")),
+        "mcp_remove" => (json!({"name": "acc"}), Obj(&["name", "removed"])),
         "trigger_save" => (
             json!({"trigger": {"id": "acc_t", "event_type": "on_file_changed", "name": "T",
                                "prompt": "notes changed", "path": ids.watched, "glob": "*.md"}}),
@@ -494,6 +504,21 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
 
 /// The order the valid calls run in (settings and skills first, turns next so that sessions
 /// and cards exist, `routines_run` after the scripted replies are used up, `quit` last).
+/// The members of an MCP server in the `mcp_*` replies.
+const MCP_SERVER: &[&str] = &[
+    "name",
+    "transport",
+    "command",
+    "args",
+    "url",
+    "enabled",
+    "level",
+    "network",
+    "read",
+    "env",
+    "workspace",
+];
+
 const ORDER: &[&str] = &[
     "ping",
     "version",
@@ -543,6 +568,13 @@ const ORDER: &[&str] = &[
     "gateway_start",
     "gateway_stop",
     "gateway_delete",
+    "mcp_add",
+    "mcp_list",
+    "mcp_show",
+    "mcp_disable",
+    "mcp_enable",
+    "mcp_test",
+    "mcp_remove",
     "trigger_save",
     "triggers_list",
     "trigger_delete",

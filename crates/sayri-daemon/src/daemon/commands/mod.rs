@@ -16,6 +16,7 @@ pub mod connection;
 pub mod database;
 pub mod desktop;
 pub mod gateways;
+pub mod mcp;
 pub mod permissions;
 pub mod plugins;
 pub mod routines;
@@ -98,6 +99,14 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Task, gateways::gateway_peers)
         .register(Management, Task, gateways::gateway_peer_add)
         .register(Management, Task, gateways::gateway_peer_remove);
+    // MCP servers: adding one or connecting to it starts third-party code (in the sandbox).
+    d.register(ReadOnly, Task, mcp::mcp_list)
+        .register(ReadOnly, Task, mcp::mcp_show)
+        .register(Management, Task, mcp::mcp_add)
+        .register(Management, Task, mcp::mcp_remove)
+        .register(Management, Task, mcp::mcp_enable)
+        .register(Management, Task, mcp::mcp_disable)
+        .register(Management, Task, mcp::mcp_test);
     // Skills
     d.register(ReadOnly, Task, skills::skills_list)
         .register(Management, Task, skills::skills_install)
