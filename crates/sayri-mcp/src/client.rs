@@ -3,7 +3,9 @@
 //! Protocol revisions: a connection first asks `server/discover` (the stateless revision
 //! 2026-07-28) and falls back to the `initialize` handshake (2025-11-25, or an older revision
 //! the server answers with) when the server does not know it ([`Lifecycle::Auto`], rmcp's
-//! `ClientLifecycleMode::Auto`). [`Lifecycle::Initialize`] skips the probe.
+//! `ClientLifecycleMode::Auto` over HTTP; over stdio the probe gets the whole handshake time
+//! and a server that does not speak it is started afresh for `initialize`).
+//! [`Lifecycle::Initialize`] skips the probe.
 //!
 //! A stdio server is started inside the sandbox ([`crate::launch`]); an HTTP server is reached
 //! over Streamable HTTP with Sayri's TLS set-up (the system's certificates).
@@ -168,15 +170,32 @@ impl Connection {
                     });
                 }
                 let request = launch::exec_request(def, launch).map_err(connect)?;
-                let program =
+                let start = || async {
                     sandbox
                         .spawn_stdio(&request)
                         .await
                         .map_err(|reason| McpError::Refused {
                             server: def.name.clone(),
                             reason,
-                        })?;
-                Self::over_stdio(&def.name, program, lifecycle, launch.handshake_timeout).await
+                        })
+                };
+                let wait = launch.handshake_timeout;
+                if lifecycle != Lifecycle::Auto {
+                    return Self::over_stdio(&def.name, start().await?, lifecycle, wait).await;
+                }
+                // The probe gets the whole handshake time (rmcp's own fallback waits 10 s and
+                // then mistakes a slow server's late answer for a conflicting one); a server
+                // that does not speak it is started afresh and spoken to with `initialize`.
+                let probe = start().await?;
+                match Self::over_stdio(&def.name, probe, Lifecycle::Discover, wait).await {
+                    Ok(c) => Ok(c),
+                    Err(e @ McpError::Refused { .. }) => Err(e),
+                    Err(first) => {
+                        tracing::debug!("{first}; trying initialize");
+                        let program = start().await?;
+                        Self::over_stdio(&def.name, program, Lifecycle::Initialize, wait).await
+                    }
+                }
             }
         }
     }

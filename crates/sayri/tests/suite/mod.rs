@@ -32,6 +32,7 @@ mod injected_commands;
 mod leak_guard;
 mod local_model;
 mod management_access;
+mod mcp_cli;
 mod model_downloads;
 mod observation_frames;
 mod open_card_lifecycle;
