@@ -51,6 +51,43 @@ pub struct AwkEffects {
 pub fn analyse(name: &str, args: &[Word], out: &mut Unwrapped) {
     let p = parse(args, OPTIONS, Order::InOrder);
     let sandbox = p.has(&["-S", "--sandbox"]);
+    let (mut sources, from_option) = option_effects(name, &p, args, sandbox, out);
+    let mut operands = p.operand_words(args).into_iter();
+    if !from_option {
+        match operands.next() {
+            Some(w) if w.dynamic => out.opaque.push(format!(
+                "the `{name}` program `{}` is computed at run time",
+                w.raw
+            )),
+            Some(w) => sources.push(w.text.clone()),
+            None => return,
+        }
+    }
+    for w in operands {
+        let assignment = w.text.split_once('=').is_some_and(|(n, _)| {
+            !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_')
+        });
+        if !assignment && w.text != "-" {
+            out.targets
+                .push(ArgTarget::from_word(Action::Read, w, name));
+        }
+    }
+    if sandbox || sources.is_empty() {
+        return;
+    }
+    report_program(name, program_effects(&sources.join("\n")), out);
+}
+
+/// Reports what awk's options do (a program read from a file, a loaded extension, the debugger,
+/// dump and profile files written) and collects the program texts given with `-e`; `true` with
+/// them when the program comes from an option rather than the first operand.
+fn option_effects(
+    name: &str,
+    p: &Parsed,
+    args: &[Word],
+    sandbox: bool,
+    out: &mut Unwrapped,
+) -> (Vec<String>, bool) {
     let mut sources = Vec::new();
     let mut from_option = false;
     for o in &p.options {
@@ -110,30 +147,11 @@ pub fn analyse(name: &str, args: &[Word], out: &mut Unwrapped) {
             _ => {}
         }
     }
-    let mut operands = p.operand_words(args).into_iter();
-    if !from_option {
-        match operands.next() {
-            Some(w) if w.dynamic => out.opaque.push(format!(
-                "the `{name}` program `{}` is computed at run time",
-                w.raw
-            )),
-            Some(w) => sources.push(w.text.clone()),
-            None => return,
-        }
-    }
-    for w in operands {
-        let assignment = w.text.split_once('=').is_some_and(|(n, _)| {
-            !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_')
-        });
-        if !assignment && w.text != "-" {
-            out.targets
-                .push(ArgTarget::from_word(Action::Read, w, name));
-        }
-    }
-    if sandbox || sources.is_empty() {
-        return;
-    }
-    let effects = program_effects(&sources.join("\n"));
+    (sources, from_option)
+}
+
+/// Reports the commands, piped-into programs, written and read files of an awk program.
+fn report_program(name: &str, effects: AwkEffects, out: &mut Unwrapped) {
     for c in effects.commands {
         out.scripts
             .push(Script::literal(&c, &format!("{name} system")));

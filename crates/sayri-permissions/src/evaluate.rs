@@ -638,6 +638,10 @@ fn describe_subject(s: &Subject) -> String {
     }
 }
 
+/// The decision on one subject: the agent's layers (rule, then default), a remembered approval
+/// of an ask, the system policies (deny and ask override; an allow lifts a default deny), and a
+/// doubt (a run-time value that may match a stricter rule) raising it to ask. `None` when no
+/// layer has a say and nothing raised it.
 fn judge(
     s: &Subject,
     agent: &AgentRules,
@@ -725,7 +729,19 @@ fn judge(
         ),
         (None, _) => default_reason(s, say.as_ref(), level, effect),
     };
-    Some(SubjectDecision {
+    Some(decision(s, effect, reason, rule, origin))
+}
+
+/// The decision on subject `s`: its command as shown (an action other than shell is named
+/// first) and the form an approval of it would allow.
+fn decision(
+    s: &Subject,
+    effect: Effect,
+    reason: String,
+    rule: Option<Rule>,
+    origin: Origin,
+) -> SubjectDecision {
+    SubjectDecision {
         command: if s.action == Action::Shell {
             s.display.clone()
         } else {
@@ -737,7 +753,7 @@ fn judge(
         value: Some(s.allow_forms[0].clone()),
         rule,
         origin,
-    })
+    }
 }
 
 /// Why a subject no rule matched got the default `effect` of the layer `say` (the agent's
