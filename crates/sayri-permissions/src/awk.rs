@@ -265,7 +265,21 @@ fn regex_may_follow(prev: Option<&Tok>) -> bool {
     }
 }
 
-fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
+/// Where an awk program cannot be split into tokens.
+#[derive(Debug, thiserror::Error)]
+enum TokenError {
+    /// A character that starts no token.
+    #[error("unexpected `{0}`")]
+    Unexpected(char),
+    /// A `string` or `regex` literal with a line break inside.
+    #[error("a {0} broken by a newline")]
+    Broken(&'static str),
+    /// A `string` or `regex` literal that never closes.
+    #[error("an unterminated {0}")]
+    Unterminated(&'static str),
+}
+
+fn tokenize(src: &str) -> Result<Vec<Tok>, TokenError> {
     let chars: Vec<char> = src.chars().collect();
     let mut toks: Vec<Tok> = Vec::new();
     let mut i = 0;
@@ -312,7 +326,7 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
                 let op = OPS
                     .iter()
                     .find(|op| rest.starts_with(**op))
-                    .ok_or_else(|| format!("unexpected `{c}`"))?;
+                    .ok_or(TokenError::Unexpected(c))?;
                 toks.push(Tok::Op(op));
                 i += op.chars().count();
             }
@@ -322,7 +336,7 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
 }
 
 /// A string literal's value (escapes resolved) and the index after its closing quote.
-fn string(chars: &[char], mut i: usize) -> Result<(String, usize), String> {
+fn string(chars: &[char], mut i: usize) -> Result<(String, usize), TokenError> {
     let mut s = String::new();
     while i < chars.len() {
         match chars[i] {
@@ -354,18 +368,18 @@ fn string(chars: &[char], mut i: usize) -> Result<(String, usize), String> {
                 }
                 i += 1;
             }
-            '\n' => return Err("a string broken by a newline".into()),
+            '\n' => return Err(TokenError::Broken("string")),
             c => {
                 s.push(c);
                 i += 1;
             }
         }
     }
-    Err("an unterminated string".into())
+    Err(TokenError::Unterminated("string"))
 }
 
 /// The index after a regex literal's closing `/` (brackets may hold `/`).
-fn regex_end(chars: &[char], mut i: usize) -> Result<usize, String> {
+fn regex_end(chars: &[char], mut i: usize) -> Result<usize, TokenError> {
     let mut bracket = false;
     while i < chars.len() {
         match chars[i] {
@@ -382,12 +396,12 @@ fn regex_end(chars: &[char], mut i: usize) -> Result<usize, String> {
             }
             ']' if bracket => bracket = false,
             '/' if !bracket => return Ok(i + 1),
-            '\n' => return Err("a regex broken by a newline".into()),
+            '\n' => return Err(TokenError::Broken("regex")),
             _ => {}
         }
         i += 1;
     }
-    Err("an unterminated regex".into())
+    Err(TokenError::Unterminated("regex"))
 }
 
 /// Tokens that end an expression (where a command string or file name stops).

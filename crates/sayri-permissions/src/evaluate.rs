@@ -327,18 +327,34 @@ impl EvalContext {
     /// Whether an `ask` can be put to a person here: only at levels 3–4 (the levels that ask)
     /// and only when an approver is available. `Err` says why not and what to do instead, to
     /// be appended to the refusal's reason. The one place this rule lives.
-    pub fn can_ask(&self) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// [`CannotAsk`]: the level does not ask, or nobody can answer.
+    pub fn can_ask(&self) -> Result<(), CannotAsk> {
         if !matches!(self.level, SandboxLevel::HostUser | SandboxLevel::HostRoot) {
-            return Err(format!(
-                "needs approval in the Sayri app, but {} does not ask; add an allow rule to the agent or run it at level 3",
-                self.level
-            ));
+            return Err(CannotAsk::LevelDoesNotAsk(self.level));
         }
         if !self.approver_available {
-            return Err("needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule".into());
+            return Err(CannotAsk::NoApprover);
         }
         Ok(())
     }
+}
+
+/// Why an `ask` cannot be put to a person; the message continues a refusal's reason
+/// ("it needs approval …") and says what to do instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CannotAsk {
+    /// The command would run at a level that does not ask (0–2).
+    #[error(
+        "needs approval in the Sayri app, but {0} does not ask; add an allow rule to the agent or run it at level 3"
+    )]
+    LevelDoesNotAsk(SandboxLevel),
+    /// Nobody can answer on this path (a gateway or routine turn).
+    #[error(
+        "needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule"
+    )]
+    NoApprover,
 }
 
 /// Where a subject's effect came from.
