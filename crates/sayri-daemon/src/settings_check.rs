@@ -34,7 +34,7 @@ pub fn check_change(paths: &Paths, cfg: &Config, key: &str) -> Result<(), Config
         "permissions.policy_files" => policies::load_for(cfg).map(drop).map_err(|e| {
             unusable(
                 "policy files that load (a file that does not exist yet is skipped)",
-                e,
+                e.to_string(),
             )
         }),
         "agent.default_agent" => default_agent_exists(paths, &cfg.agent.default_agent)
