@@ -46,7 +46,7 @@ pub fn check_change(paths: &Paths, cfg: &Config, key: &str) -> Result<(), Config
             crate::local_model::check_setting(paths, &cfg.provider.local_model).map_err(|e| {
                 unusable(
                     "a model file that exists and an installed local model server",
-                    e,
+                    e.to_string(),
                 )
             })
         }
