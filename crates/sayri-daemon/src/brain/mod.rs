@@ -137,7 +137,7 @@ impl Brain {
                 .with_timeout(settings::ask_timeout(cfg))
                 .with_redactor(redactor_port.clone()),
         );
-        let policies = policies::load_for(cfg).map_err(BrainError::Other)?;
+        let policies = policies::load_for(cfg).map_err(|e| BrainError::Other(e.to_string()))?;
         let gate = Arc::new(RulesGate::new(
             policies,
             store.clone(),

@@ -66,14 +66,6 @@ pub enum ListenError {
 /// The held singleton lock; released when dropped (or when the process dies).
 pub struct DaemonLock {
     _file: File,
-    path: PathBuf,
-}
-
-impl DaemonLock {
-    /// The lock file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 /// Takes the singleton lock at `path` and writes our pid into it.
@@ -110,10 +102,7 @@ pub fn acquire_lock(path: &Path) -> Result<DaemonLock, ListenError> {
     file.set_len(0)
         .map_err(|e| io_err("truncate lock file", e))?;
     writeln!(file, "{}", std::process::id()).map_err(|e| io_err("write lock file", e))?;
-    Ok(DaemonLock {
-        _file: file,
-        path: path.to_path_buf(),
-    })
+    Ok(DaemonLock { _file: file })
 }
 
 /// Binds `path` as a 0600 listening socket, replacing a stale file. Call with the lock held.

@@ -14,22 +14,23 @@
 //!
 //! The routines and their scheduler live in [`crate::routines`] (started by [`Daemon::bind`]).
 
-pub mod activation;
+pub(crate) mod activation;
 pub(crate) mod commands;
-pub mod connection;
-pub mod db_maintenance;
+pub(crate) mod connection;
+pub(crate) mod db_maintenance;
 pub mod dispatch;
-pub mod legacy;
-pub mod listener;
-pub mod recovery;
-pub mod state;
-pub mod status;
+pub(crate) mod legacy;
+pub(crate) mod listener;
+pub(crate) mod recovery;
+pub(crate) mod state;
+pub(crate) mod status;
 
 pub use dispatch::{Ctx, Dispatcher, Mode};
+pub use listener::ListenError;
 pub use state::DaemonState;
 
 use crate::config_file::{self, ConfigFileError};
-use listener::{DaemonLock, ListenError};
+use listener::DaemonLock;
 use sayri_client::paths::{Paths, PathsError};
 use sayri_core::domain::config::Config;
 use sayri_protocol::PROTOCOL_VERSION;
