@@ -34,6 +34,7 @@ use crate::bus::Broadcaster;
 use crate::supervisor::{ChildState, ChildStatus, Supervisor, SupervisorError};
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
+use sayri_core::domain::gateway::instance::DEFAULT_ID;
 use sayri_core::domain::gateway::{GatewayInstance, PinBook, PinPolicy, ReplyLimiter};
 use sayri_core::ports::Clock;
 use sayri_core::sync::lock;
@@ -193,7 +194,8 @@ fn store_err(e: impl std::fmt::Display) -> GatewayError {
     GatewayError::Store(e.to_string())
 }
 
-/// The instance `id` from the store.
+/// The instance `id` from the store; `default` exists unsaved as
+/// [`GatewayInstance::implicit_default`] (original-wire messages off).
 ///
 /// # Errors
 /// Unknown id, or the database failed.
@@ -203,6 +205,7 @@ pub fn load(state: &dyn Host, id: &str) -> Result<GatewayInstance, GatewayError>
         .store
         .gateway_instance(id)
         .map_err(store_err)?
+        .or_else(|| (id == DEFAULT_ID).then(GatewayInstance::implicit_default))
         .ok_or_else(|| GatewayError::Unknown(id.to_string()))
 }
 

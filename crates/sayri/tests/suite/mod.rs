@@ -35,6 +35,7 @@ mod management_access;
 mod model_downloads;
 mod observation_frames;
 mod open_card_lifecycle;
+mod original_clients;
 mod peer_cred;
 mod permission_cards;
 pub mod permission_rig;

@@ -48,7 +48,11 @@ pub async fn gateway_save(
     let existing = brain
         .store
         .gateway_instance(&id)
-        .map_err(|e| ProtocolError::internal(e.to_string()))?;
+        .map_err(|e| ProtocolError::internal(e.to_string()))?
+        .or_else(|| {
+            (id == sayri_core::domain::gateway::instance::DEFAULT_ID)
+                .then(GatewayInstance::implicit_default)
+        });
     let inst = GatewayInstance::from_params(&p.instance, existing.as_ref())
         .map_err(|e| ProtocolError::invalid_params(e.to_string()))?;
     for agent in inst.allowed_agents() {
