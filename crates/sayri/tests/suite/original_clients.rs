@@ -159,6 +159,7 @@ fn with_a_runtime_dir_the_daemon_also_answers_at_the_original_paths_and_removes_
     assert_eq!(answer, "DAEMON\n");
 
     // Another uid is refused at the original paths too, even where file modes let it in.
+    // SAFETY: geteuid takes no arguments, touches no memory and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         for (p, m) in [(env.dir.path(), 0o711), (&env.state_dir(), 0o711)] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
