@@ -216,3 +216,42 @@ impl ApprovalStore for OffloadedStore {
         self.call("forget_approvals", |s| s.forget_approvals(action, agent_id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_blocking_call_on_the_only_worker_leaves_the_other_tasks_running() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let slow = tokio::spawn(async {
+                blocking(|| std::thread::sleep(Duration::from_millis(1500)));
+            });
+            // Let the slow task take the only worker first.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let start = Instant::now();
+            let quick = tokio::spawn(async { Instant::now() }).await.unwrap();
+            let waited = quick - start;
+            assert!(
+                waited < Duration::from_millis(1000),
+                "a task waited {waited:?} behind the blocking call"
+            );
+            slow.await.unwrap();
+        });
+    }
+
+    #[test]
+    fn outside_a_multi_thread_runtime_a_blocking_call_simply_runs() {
+        assert_eq!(blocking(|| 7), 7);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(rt.block_on(async { blocking(|| 8) }), 8);
+    }
+}
