@@ -593,6 +593,7 @@ impl AgentEngine {
             timeout: Duration::from_secs(profile.sandbox.timeout_seconds.max(1)),
             allow_network: profile.sandbox.allow_network,
             env: settings.command_env,
+            allowed_secrets: profile.allowed_secrets.clone(),
             output_limit: settings.output_limit,
         };
         self.ports.sandbox.run(exec, cancel.clone()).await

@@ -136,8 +136,7 @@ async fn answer(
     let person = update.person();
     let paired = person.is_some_and(|p| {
         brain
-            .store
-            .is_peer_authorized(p, &inst.id)
+            .db(|s| s.is_peer_authorized(p, &inst.id))
             .unwrap_or_else(|e| {
                 tracing::error!(
                     "gateway {}: cannot read its peers ({e}); not answering",
@@ -291,8 +290,7 @@ fn pair(
     match outcome {
         PairOutcome::Paired => {
             let stored = state.brain().map_err(|e| e.message).and_then(|b| {
-                b.store
-                    .authorize_peer(sender, &inst.id, &inst.agent, at, "pin", author)
+                b.db(|s| s.authorize_peer(sender, &inst.id, &inst.agent, at, "pin", author))
                     .map_err(|e| e.to_string())
             });
             if let Err(e) = stored {
@@ -338,7 +336,7 @@ fn chat_state(state: &dyn Host, inst: &GatewayInstance, chat_id: &str) -> Gatewa
     let stored = state
         .brain()
         .ok()
-        .and_then(|b| b.store.gateway_chat(&inst.id, chat_id).ok().flatten());
+        .and_then(|b| b.db(|s| s.gateway_chat(&inst.id, chat_id)).ok().flatten());
     match stored {
         Some(c) if inst.allows_agent(&c.agent_id) => c,
         _ => GatewayChat {
@@ -350,7 +348,7 @@ fn chat_state(state: &dyn Host, inst: &GatewayInstance, chat_id: &str) -> Gatewa
 
 fn save_chat(state: &dyn Host, inst: &GatewayInstance, chat_id: &str, chat: &GatewayChat) {
     if let Ok(b) = state.brain()
-        && let Err(e) = b.store.set_gateway_chat(&inst.id, chat_id, chat, now())
+        && let Err(e) = b.db(|s| s.set_gateway_chat(&inst.id, chat_id, chat, now()))
     {
         tracing::error!("gateway {}: the chat's session was not saved: {e}", inst.id);
     }
