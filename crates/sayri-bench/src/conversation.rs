@@ -157,43 +157,7 @@ pub fn run(
     economy.extend(request_rows("\"Say hi\", turn 1", &first, PEERS));
     economy.extend(request_rows("\"Say hi\", turn 2", &second, ""));
 
-    let mut session = r.ask(None, "Say hi 1")?;
-    for i in 2..=20 {
-        session = r.ask(Some(&session), &format!("Say hi {i}"))?;
-    }
-    let chat = r.new_requests();
-    let nanobot = nanobot_20_turns();
-    economy.extend(request_rows(
-        "20-turn \"Say hi N\" chat, total",
-        &chat,
-        &format!(
-            "nanobot ≈ {:.1} k (derived: 8.0 k per request + 77 B per earlier turn); target ≤ 5 % = {:.1} k",
-            nanobot / 1000.0,
-            nanobot * 0.05 / 1000.0
-        ),
-    ));
-    if chat.len() >= 2 {
-        let growth =
-            (chat[chat.len() - 1].bytes as f64 - chat[0].bytes as f64) / (chat.len() - 1) as f64;
-        economy.push(
-            Row::new(
-                "20-turn \"Say hi N\" chat: growth per extra turn",
-                Some(Stat::exact(growth)),
-                "B",
-            )
-            .decimals(0)
-            .reference("nanobot +77 B per extra short turn"),
-        );
-    }
-    economy.push(
-        Row::new(
-            "20-turn \"Say hi N\" chat: prompt tokens the daemon recorded",
-            r.stored_prompt_tokens(&session).map(Stat::exact),
-            "tokens",
-        )
-        .decimals(0)
-        .note("`sayri sessions show --json` → usage.prompt_tokens (provider-reported)"),
-    );
+    short_chat(&mut r, &mut economy)?;
     let footprint = footprint_after_chat(&daemon, install, &mut smaps);
 
     let mut s = r.ask(None, "Turn 1: how much disk space is free?")?;
@@ -234,6 +198,49 @@ pub fn run(
         footprint,
         smaps,
     })
+}
+
+/// The 20-turn "Say hi N" chat: its requests' total, their growth per extra turn and the
+/// prompt tokens the daemon recorded, as rows of `economy`.
+fn short_chat(r: &mut Runner<'_>, economy: &mut Vec<Row>) -> Result<(), String> {
+    let mut session = r.ask(None, "Say hi 1")?;
+    for i in 2..=20 {
+        session = r.ask(Some(&session), &format!("Say hi {i}"))?;
+    }
+    let chat = r.new_requests();
+    let nanobot = nanobot_20_turns();
+    economy.extend(request_rows(
+        "20-turn \"Say hi N\" chat, total",
+        &chat,
+        &format!(
+            "nanobot ≈ {:.1} k (derived: 8.0 k per request + 77 B per earlier turn); target ≤ 5 % = {:.1} k",
+            nanobot / 1000.0,
+            nanobot * 0.05 / 1000.0
+        ),
+    ));
+    if chat.len() >= 2 {
+        let growth =
+            (chat[chat.len() - 1].bytes as f64 - chat[0].bytes as f64) / (chat.len() - 1) as f64;
+        economy.push(
+            Row::new(
+                "20-turn \"Say hi N\" chat: growth per extra turn",
+                Some(Stat::exact(growth)),
+                "B",
+            )
+            .decimals(0)
+            .reference("nanobot +77 B per extra short turn"),
+        );
+    }
+    economy.push(
+        Row::new(
+            "20-turn \"Say hi N\" chat: prompt tokens the daemon recorded",
+            r.stored_prompt_tokens(&session).map(Stat::exact),
+            "tokens",
+        )
+        .decimals(0)
+        .note("`sayri sessions show --json` → usage.prompt_tokens (provider-reported)"),
+    );
+    Ok(())
 }
 
 /// RSS after the 20-turn chat, and whether an exact tokenizer is resident (from `status`).

@@ -117,6 +117,7 @@ async fn sandboxed(sandbox: &LinuxSandbox, level: SandboxLevel) -> Result<Durati
         timeout: Duration::from_secs(10),
         allow_network: false,
         env: vec![],
+        allowed_secrets: vec![],
         output_limit: 0,
     };
     let t = Instant::now();

@@ -161,8 +161,9 @@ fn speak(install: &Install, text: &str, wav: &Path) -> Result<Vec<i16>, String> 
 
 /// CPU seconds (user + system) this process has used so far, all threads.
 fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
+    // SAFETY: rusage is plain integers, for which all-zero is a valid value.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the live struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(u.ru_utime) + tv(u.ru_stime)

@@ -132,7 +132,7 @@ fn unit_dirs() -> Vec<std::path::PathBuf> {
 /// [`UNIT_NAME`] when a systemd user manager of this user answers and knows the unit, and
 /// this client uses the daemon the service would run (no `SAYRI_CONFIG_DIR`,
 /// `SAYRI_STATE_DIR` of its own).
-pub fn installed_unit() -> Option<&'static str> {
+pub(crate) fn installed_unit() -> Option<&'static str> {
     let own_dirs = ["SAYRI_CONFIG_DIR", "SAYRI_STATE_DIR"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
@@ -191,7 +191,7 @@ async fn start_unit(paths: &Paths, unit: &str) -> anyhow::Result<Option<Client>>
 
 /// The variable that may hold a passphrase vault's passphrase for the `sayri vault` commands
 /// (`sayri_vault::cli::PASSPHRASE_ENV`); an autostarted daemon does not inherit it.
-pub const VAULT_PASSPHRASE_ENV: &str = "SAYRI_VAULT_PASSPHRASE";
+pub(crate) const VAULT_PASSPHRASE_ENV: &str = "SAYRI_VAULT_PASSPHRASE";
 
 fn spawn_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
     ensure_private_dir(&paths.state_dir)?;

@@ -103,7 +103,7 @@ pub enum ClientError {
 /// daemon's own lines carry model text (an answer, a proposed command) that is bounded only by
 /// the model stream cap (128 MiB in `sayri-llm`) and JSON escaping, and the peer was checked
 /// to be our own uid.
-pub const MAX_DAEMON_LINE_BYTES: usize = 512 << 20;
+pub(crate) const MAX_DAEMON_LINE_BYTES: usize = 512 << 20;
 
 /// A connected client.
 pub struct Client {

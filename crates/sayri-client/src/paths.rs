@@ -6,7 +6,9 @@
 //! * state dir: `$SAYRI_STATE_DIR`, else `~/.local/share/sayri` — `daemon.log`, databases,
 //!   `logs/` of supervised children, `children/` records of running children.
 //! * runtime dir: `$XDG_RUNTIME_DIR/sayri` when `XDG_RUNTIME_DIR` is set (absolute), else the
-//!   state dir — `sayri-daemon.sock`, its lock file, and later the legacy `sayri.sock`.
+//!   state dir — `sayri-daemon.sock`, its lock file, and the legacy `sayri.sock`. When it is
+//!   not the state dir the daemon also answers at the original paths in the state dir
+//!   ([`Paths::original_socket`], [`Paths::original_legacy_socket`]).
 //!
 //! Every directory is created with mode 0700 and re-chmodded 0700 when the daemon starts; a
 //! directory owned by another user is refused (fail closed). Computing paths never creates
@@ -18,8 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// File name of the daemon control socket.
 pub const DAEMON_SOCKET: &str = "sayri-daemon.sock";
-/// File name of the legacy gateway socket (the original plain-text gateway protocol), not
-/// served yet.
+/// File name of the legacy gateway socket (the original gateway protocol).
 pub const LEGACY_SOCKET: &str = "sayri.sock";
 /// File name of the lock that makes the daemon a singleton.
 pub const DAEMON_LOCK: &str = "sayri-daemon.lock";
@@ -136,9 +137,19 @@ impl Paths {
     pub fn socket(&self) -> PathBuf {
         self.runtime_dir.join(DAEMON_SOCKET)
     }
-    /// `runtime/sayri.sock` (legacy gateway socket; not served yet).
+    /// `runtime/sayri.sock` (the legacy gateway socket).
     pub fn legacy_socket(&self) -> PathBuf {
         self.runtime_dir.join(LEGACY_SOCKET)
+    }
+    /// `state/sayri-daemon.sock`, where the original clients look for the control socket, when
+    /// it is not [`Paths::socket`] (the runtime dir is elsewhere); the daemon answers there too.
+    pub fn original_socket(&self) -> Option<PathBuf> {
+        (self.runtime_dir != self.state_dir).then(|| self.state_dir.join(DAEMON_SOCKET))
+    }
+    /// `state/sayri.sock`, where the original gateways look for the legacy socket, when it is
+    /// not [`Paths::legacy_socket`]; the daemon answers there too.
+    pub fn original_legacy_socket(&self) -> Option<PathBuf> {
+        (self.runtime_dir != self.state_dir).then(|| self.state_dir.join(LEGACY_SOCKET))
     }
     /// `runtime/sayri-daemon.lock`.
     pub fn lock_file(&self) -> PathBuf {

@@ -3,6 +3,9 @@
 //! error naming the command or event and saying to update both sides; one that is its type
 //! arrives as the type.
 
+// Test code: a step that cannot be set up panics, and the panic is the test's report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use sayri_client::client::{Client, ClientError};
 use sayri_protocol::event::AnyEvent;
 use sayri_protocol::params::{InterruptParams, StatusParams};

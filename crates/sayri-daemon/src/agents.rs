@@ -260,19 +260,21 @@ impl FileAgents {
     }
 }
 
+/// The core's port: every call reads or writes files, so each runs off the async worker
+/// threads ([`crate::offload::blocking`]; in the CLI it simply runs).
 impl AgentDirectory for FileAgents {
     fn stored(&self, id: &str) -> Result<Option<AgentProfile>, String> {
-        FileAgents::stored(self, id)
+        crate::offload::blocking(|| FileAgents::stored(self, id))
     }
 
     fn ids(&self) -> Vec<String> {
         let mut ids = vec!["default".to_string()];
-        ids.extend(self.stems());
+        ids.extend(crate::offload::blocking(|| self.stems()));
         ids
     }
 
     fn create(&self, profile: &AgentProfile) -> Result<(), String> {
-        FileAgents::create(self, profile).map(|_| ())
+        crate::offload::blocking(|| FileAgents::create(self, profile)).map(|_| ())
     }
 }
 

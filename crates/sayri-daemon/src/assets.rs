@@ -97,72 +97,7 @@ pub fn resolve(kind: AssetKind, p: &AssetParams) -> Result<Asset, String> {
         AssetKind::PiperVoice => ModelKind::PiperVoice,
         AssetKind::WakeWord => ModelKind::WakeWord,
     };
-    let (name, default_url) = match kind {
-        AssetKind::WhisperModel => match (given(&p.name), given(&p.model_size)) {
-            (Some(n), _) => (n.to_string(), None),
-            (None, Some(size)) if whisper_sizes().contains(&size) => {
-                (whisper_name(size, given(&p.language).unwrap_or("en")), None)
-            }
-            (None, Some(size)) => {
-                return Err(format!(
-                    "unknown whisper model: {size} (params.model_size is one of {})",
-                    whisper_sizes().join(", ")
-                ));
-            }
-            (None, None) => {
-                return Err(format!(
-                    "params.model_size is missing: give one of {} (or params.name)",
-                    whisper_sizes().join(", ")
-                ));
-            }
-        },
-        AssetKind::PiperVoice => match given(&p.name) {
-            Some(n) => (n.to_string(), None),
-            None => {
-                let language = given(&p.language).ok_or(
-                    "params.language is missing: give the voice's language key, e.g. en_US",
-                )?;
-                let lang_ok = language.split_once('_').is_some_and(|(l, c)| {
-                    (2..=3).contains(&l.len())
-                        && l.chars().all(|x| x.is_ascii_lowercase())
-                        && c.len() == 2
-                        && c.chars().all(|x| x.is_ascii_uppercase())
-                });
-                if !lang_ok {
-                    return Err(format!(
-                        "unknown voice language: {language} (params.language is a key like en_US or es_ES)"
-                    ));
-                }
-                let voice = given(&p.voice)
-                    .ok_or("params.voice is missing: give the voice's name, e.g. joe")?;
-                if !word(voice) {
-                    return Err(format!(
-                        "params.voice {voice:?} is not a voice name (letters, digits, _ and -)"
-                    ));
-                }
-                let quality = given(&p.quality).unwrap_or("medium");
-                if !["x_low", "low", "medium", "high"].contains(&quality) {
-                    return Err(format!(
-                        "params.quality {quality:?} is not one of x_low, low, medium, high"
-                    ));
-                }
-                let name = format!("{language}-{voice}-{quality}");
-                let lang2 = language.split('_').next().unwrap_or(language);
-                let url =
-                    format!("{PIPER_VOICES}/{lang2}/{language}/{voice}/{quality}/{name}.onnx");
-                (name, Some(url))
-            }
-        },
-        AssetKind::WakeWord => match given(&p.name) {
-            Some(n) => (n.to_string(), None),
-            None => {
-                return Err(
-                    "params.name is missing: give the wake-word model's name, e.g. hey_jarvis_v0.1"
-                        .into(),
-                );
-            }
-        },
-    };
+    let (name, default_url) = requested_name(kind, p)?;
     if !valid_name(&name) {
         return Err(format!(
             "bad model name {name:?}: use letters, digits, '.', '_' and '-' only"
@@ -213,6 +148,79 @@ pub fn resolve(kind: AssetKind, p: &AssetParams) -> Result<Asset, String> {
         sha256,
         megabytes: entry.map(|e| e.megabytes),
     })
+}
+
+/// The model name an `asset_download` request names, with the URL it is published at when
+/// Sayri builds one (Piper voices) rather than taking it from the catalog or `params.url`.
+fn requested_name(kind: AssetKind, p: &AssetParams) -> Result<(String, Option<String>), String> {
+    Ok(match kind {
+        AssetKind::WhisperModel => match (given(&p.name), given(&p.model_size)) {
+            (Some(n), _) => (n.to_string(), None),
+            (None, Some(size)) if whisper_sizes().contains(&size) => {
+                (whisper_name(size, given(&p.language).unwrap_or("en")), None)
+            }
+            (None, Some(size)) => {
+                return Err(format!(
+                    "unknown whisper model: {size} (params.model_size is one of {})",
+                    whisper_sizes().join(", ")
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "params.model_size is missing: give one of {} (or params.name)",
+                    whisper_sizes().join(", ")
+                ));
+            }
+        },
+        AssetKind::PiperVoice => match given(&p.name) {
+            Some(n) => (n.to_string(), None),
+            None => piper_voice(p)?,
+        },
+        AssetKind::WakeWord => match given(&p.name) {
+            Some(n) => (n.to_string(), None),
+            None => {
+                return Err(
+                    "params.name is missing: give the wake-word model's name, e.g. hey_jarvis_v0.1"
+                        .into(),
+                );
+            }
+        },
+    })
+}
+
+/// A Piper voice named by `language`, `voice` and `quality`, each checked, with its URL in the
+/// Piper voices repository.
+fn piper_voice(p: &AssetParams) -> Result<(String, Option<String>), String> {
+    let language = given(&p.language)
+        .ok_or("params.language is missing: give the voice's language key, e.g. en_US")?;
+    let lang_ok = language.split_once('_').is_some_and(|(l, c)| {
+        (2..=3).contains(&l.len())
+            && l.chars().all(|x| x.is_ascii_lowercase())
+            && c.len() == 2
+            && c.chars().all(|x| x.is_ascii_uppercase())
+    });
+    if !lang_ok {
+        return Err(format!(
+            "unknown voice language: {language} (params.language is a key like en_US or es_ES)"
+        ));
+    }
+    let voice =
+        given(&p.voice).ok_or("params.voice is missing: give the voice's name, e.g. joe")?;
+    if !word(voice) {
+        return Err(format!(
+            "params.voice {voice:?} is not a voice name (letters, digits, _ and -)"
+        ));
+    }
+    let quality = given(&p.quality).unwrap_or("medium");
+    if !["x_low", "low", "medium", "high"].contains(&quality) {
+        return Err(format!(
+            "params.quality {quality:?} is not one of x_low, low, medium, high"
+        ));
+    }
+    let name = format!("{language}-{voice}-{quality}");
+    let lang2 = language.split('_').next().unwrap_or(language);
+    let url = format!("{PIPER_VOICES}/{lang2}/{language}/{voice}/{quality}/{name}.onnx");
+    Ok((name, Some(url)))
 }
 
 /// The downloads running now, by token. One asset downloads at most once at a time.

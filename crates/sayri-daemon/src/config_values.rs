@@ -20,8 +20,9 @@ pub fn shown_value(name: &str, cfg: &Config) -> Result<Value, ConfigError> {
     Ok(if spec.is_secret() { mask_value(&v) } else { v }.to_json())
 }
 
-/// Sets `name` to `value` in the file at `paths` (checked by its key's check and by
-/// [`settings_check::check_change`]); the one change path of `config_set` and of
+/// Sets `name` to `value` in the file at `paths` (converted only where exact, see
+/// [`sayri_core::domain::config::KeySpec::value_from_client`]; checked by its key's check and
+/// by [`settings_check::check_change`]); the one change path of `config_set` and of
 /// `sayri config set` without a daemon.
 ///
 /// # Errors
@@ -32,7 +33,7 @@ pub fn set_in_file(
     value: &Value,
 ) -> Result<(Config, ConfigValue), ConfigFileError> {
     config_file::update(&paths.config_file(), |c| {
-        let stored = c.set_json(name, value)?;
+        let stored = c.set_from_client(name, value)?;
         settings_check::check_change(paths, c, name)?;
         Ok(stored)
     })

@@ -3,8 +3,9 @@
 //! What may import what (a module imports only what its layer and the layers below hold):
 //!
 //! 1. Below everything: the event bus [`bus`] (every event goes to every connected client),
-//!    the [`supervisor`] of child programs and [`command_peer`] (who is on the other end of a
-//!    socket). They import nothing of this crate.
+//!    the [`supervisor`] of child programs, [`command_peer`] (who is on the other end of a
+//!    socket) and [`offload`] (SQLite calls and file reads off the async worker threads; every
+//!    layer above uses it). They import nothing of this crate.
 //! 2. The brain and the loaders: [`brain`] (the core wired to its adapters) with
 //!    [`config_file`], [`config_values`], [`agents`], [`policies`], [`skills`],
 //!    [`stored_secrets`], [`settings_check`], [`local_model`], [`notify`], [`footprint`],
@@ -31,16 +32,17 @@ pub mod config_values;
 pub mod daemon;
 pub mod database;
 pub mod desktop_tools;
-pub mod footprint;
+pub(crate) mod footprint;
 pub mod gateways;
 pub mod local_model;
 pub mod notify;
+pub mod offload;
 pub mod owned_port;
 pub mod policies;
 pub mod routines;
 pub mod settings_check;
 pub mod skills;
-pub mod store_health;
+pub(crate) mod store_health;
 pub mod stored_secrets;
 pub mod supervisor;
 pub mod voice;

@@ -27,8 +27,8 @@
 //!   its log.
 
 use crate::brain::adapters::build_model;
-use crate::owned_port::{OwnedPort, bind_loopback};
-use crate::supervisor::{ChildSpec, ChildState, Supervisor};
+use crate::owned_port::{OwnedPort, PortError, bind_loopback};
+use crate::supervisor::{ChildSpec, ChildState, Supervisor, SupervisorError};
 use futures::StreamExt;
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
@@ -116,12 +116,51 @@ pub fn installed(paths: &Paths) -> Vec<InstalledModel> {
     v
 }
 
+/// Why the local model cannot run; the message says what is missing and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalModelError {
+    /// The model file a `provider.local_model` value names does not exist.
+    #[error("{} does not exist; {installed}", path.display())]
+    NoModelFile {
+        /// Where the file was looked for.
+        path: PathBuf,
+        /// The models that are installed, or how to install one.
+        installed: String,
+    },
+    /// The server's runtime (`node-llama-cpp`) is not installed.
+    #[error(
+        "the local model server is not installed ({} is missing) — run `./scripts/setup --model` from Sayri's source tree",
+        package.display()
+    )]
+    NoRuntime {
+        /// The runtime's `package.json` that is missing.
+        package: PathBuf,
+    },
+    /// The server's script could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Script {
+        /// The script's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The daemon's loopback port for the server could not be made.
+    #[error(transparent)]
+    Port(#[from] PortError),
+    /// The supervisor refused to start the server.
+    #[error(transparent)]
+    Supervisor(#[from] SupervisorError),
+    /// No random bytes for the server's token.
+    #[error("cannot read /dev/urandom for the local model's token: {0}")]
+    Token(std::io::Error),
+}
+
 /// The model file a `provider.local_model` value names: an absolute path as it is, a name as
 /// `$STATE/models/<name>.gguf` (`.gguf` may be part of the name).
 ///
 /// # Errors
 /// The file does not exist, with what to do.
-pub fn resolve(paths: &Paths, value: &str) -> Result<PathBuf, String> {
+pub fn resolve(paths: &Paths, value: &str) -> Result<PathBuf, LocalModelError> {
     let path = if value.starts_with('/') {
         PathBuf::from(value)
     } else {
@@ -136,7 +175,7 @@ pub fn resolve(paths: &Paths, value: &str) -> Result<PathBuf, String> {
         return Ok(path);
     }
     let names: Vec<String> = installed(paths).into_iter().map(|m| m.name).collect();
-    let have = if names.is_empty() {
+    let installed = if names.is_empty() {
         format!(
             "no model is installed in {} — `./scripts/setup --model` installs a small one, or `sayri models install FILE.gguf` adds yours",
             paths.models_dir().display()
@@ -144,7 +183,7 @@ pub fn resolve(paths: &Paths, value: &str) -> Result<PathBuf, String> {
     } else {
         format!("installed: {}", names.join(", "))
     };
-    Err(format!("{} does not exist; {have}", path.display()))
+    Err(LocalModelError::NoModelFile { path, installed })
 }
 
 /// The model's name as the server reports it: its file name without `.gguf`.
@@ -169,17 +208,14 @@ pub fn node_program(paths: &Paths) -> PathBuf {
 ///
 /// # Errors
 /// What is missing and the command that installs it.
-pub fn runtime_installed(paths: &Paths) -> Result<(), String> {
+pub fn runtime_installed(paths: &Paths) -> Result<(), LocalModelError> {
     let pkg = paths
         .llm_server_dir()
         .join("node_modules/node-llama-cpp/package.json");
     if pkg.is_file() {
         Ok(())
     } else {
-        Err(format!(
-            "the local model server is not installed ({} is missing) — run `./scripts/setup --model` from Sayri's source tree",
-            pkg.display()
-        ))
+        Err(LocalModelError::NoRuntime { package: pkg })
     }
 }
 
@@ -187,7 +223,7 @@ pub fn runtime_installed(paths: &Paths) -> Result<(), String> {
 ///
 /// # Errors
 /// As [`resolve`] and [`runtime_installed`].
-pub fn check_setting(paths: &Paths, value: &str) -> Result<(), String> {
+pub fn check_setting(paths: &Paths, value: &str) -> Result<(), LocalModelError> {
     if value.is_empty() {
         return Ok(());
     }
@@ -314,7 +350,9 @@ impl LocalModel {
         let _ = self.state.send(match &resolved {
             None => LocalState::Off,
             Some(Ok(_)) => LocalState::Starting,
-            Some(Err(e)) => LocalState::Failed { error: e.clone() },
+            Some(Err(e)) => LocalState::Failed {
+                error: e.to_string(),
+            },
         });
         let this = self.clone();
         let changes = self.changes.clone();
@@ -330,17 +368,21 @@ impl LocalModel {
             }
             if let Err(e) = this.start(&model) {
                 tracing::error!("local model {}: {e}", model.display());
-                let _ = this.state.send(LocalState::Failed { error: e });
+                let _ = this.state.send(LocalState::Failed {
+                    error: e.to_string(),
+                });
             }
         });
     }
 
     /// Writes the script, binds the daemon's port, starts the child and its watcher.
-    fn start(self: &Arc<Self>, model: &Path) -> Result<(), String> {
+    fn start(self: &Arc<Self>, model: &Path) -> Result<(), LocalModelError> {
         let dir = self.paths.llm_server_dir();
         let script = dir.join("server.mjs");
-        write_if_changed(&script, SERVER_SCRIPT)
-            .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+        write_if_changed(&script, SERVER_SCRIPT).map_err(|source| LocalModelError::Script {
+            path: script.clone(),
+            source,
+        })?;
         let port = bind_loopback()?;
         let tokens = self.token.clone();
         let spec = ChildSpec::new(CHILD_NAME, node_program(&self.paths))
@@ -349,7 +391,7 @@ impl LocalModel {
             .arg("0")
             .pass_fd(LISTEN_FD_ENV, port.fd.clone())
             .fresh_secrets(Arc::new(move || {
-                let token = fresh_token()?;
+                let token = fresh_token().map_err(|e| e.to_string())?;
                 let mut slot = lock(&tokens);
                 *slot = (slot.0 + 1, Some(token.clone()));
                 Ok(vec![(TOKEN_NAME.to_string(), token)])
@@ -360,7 +402,7 @@ impl LocalModel {
         };
         let number = port.port;
         lock(&self.inner).port = Some(port);
-        self.supervisor.start(spec).map_err(|e| e.to_string())?;
+        self.supervisor.start(spec)?;
         tracing::info!(
             "local model server starting for {} on 127.0.0.1:{number}",
             model.display()
@@ -399,11 +441,11 @@ impl LocalModel {
 }
 
 /// A token of 32 hex characters (128 bits) from the kernel's random source.
-fn fresh_token() -> Result<Zeroizing<String>, String> {
+fn fresh_token() -> Result<Zeroizing<String>, LocalModelError> {
     let mut buf = Zeroizing::new([0u8; 16]);
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, buf.as_mut_slice()))
-        .map_err(|e| format!("cannot read /dev/urandom for the local model's token: {e}"))?;
+        .map_err(LocalModelError::Token)?;
     let mut out = Zeroizing::new(String::with_capacity(32));
     for b in buf.iter() {
         out.push_str(&format!("{b:02x}"));

@@ -24,18 +24,24 @@ pub struct OwnedPort {
     pub fd: Arc<OwnedFd>,
 }
 
+/// The loopback socket could not be made; says which step failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {what} the local model server's loopback socket: {source}")]
+pub struct PortError {
+    what: &'static str,
+    source: nix::Error,
+}
+
 /// Binds and listens on `127.0.0.1:0`.
 ///
 /// # Errors
-/// What failed, for the local model's state.
-pub fn bind_loopback() -> Result<OwnedPort, String> {
+/// [`PortError`]: the step that failed, for the local model's state.
+pub fn bind_loopback() -> Result<OwnedPort, PortError> {
     use nix::sys::socket::{
         AddressFamily, Backlog, SockFlag, SockType, SockaddrIn, bind, getsockname, listen, socket,
     };
     use std::os::fd::AsRawFd;
-    let fail = |what: &str, e: nix::Error| {
-        format!("cannot {what} the local model server's loopback socket: {e}")
-    };
+    let fail = |what: &'static str, source: nix::Error| PortError { what, source };
     let fd = socket(
         AddressFamily::Inet,
         SockType::Stream,

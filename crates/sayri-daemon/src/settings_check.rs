@@ -34,7 +34,7 @@ pub fn check_change(paths: &Paths, cfg: &Config, key: &str) -> Result<(), Config
         "permissions.policy_files" => policies::load_for(cfg).map(drop).map_err(|e| {
             unusable(
                 "policy files that load (a file that does not exist yet is skipped)",
-                e,
+                e.to_string(),
             )
         }),
         "agent.default_agent" => default_agent_exists(paths, &cfg.agent.default_agent)
@@ -46,7 +46,7 @@ pub fn check_change(paths: &Paths, cfg: &Config, key: &str) -> Result<(), Config
             crate::local_model::check_setting(paths, &cfg.provider.local_model).map_err(|e| {
                 unusable(
                     "a model file that exists and an installed local model server",
-                    e,
+                    e.to_string(),
                 )
             })
         }

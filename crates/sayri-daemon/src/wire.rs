@@ -201,6 +201,9 @@ pub fn gateway_instance(i: &GatewayInstance) -> gateways::GatewayInstance {
         options: i.options.clone(),
         allowed_groups: i.allowed_groups.clone(),
         auto_start: i.auto_start,
+        legacy: i.legacy,
+        legacy_authors: i.legacy_authors.clone(),
+        legacy_chats: i.legacy_chats.clone(),
     }
 }
 

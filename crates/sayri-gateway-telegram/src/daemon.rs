@@ -80,6 +80,8 @@ impl DaemonLink {
     ) -> Result<ReplyEvent, LinkError> {
         let mut line = serde_json::to_value(msg).map_err(|e| LinkError(e.to_string()))?;
         line["type"] = "INCOMING_MSG".into();
+        // The turn's events are wanted as they come (`typing…`), not only the final one.
+        line["stream"] = true.into();
         let mut reader = self.request(line).await?;
         let mut buf = String::new();
         loop {

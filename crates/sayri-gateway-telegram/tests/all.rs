@@ -6,6 +6,9 @@
 //! gateway stops (delivered once by the next run from its outbox), and `409 Conflict` while
 //! polling (growing pauses).
 
+// Test code: a step that cannot be set up panics, and the panic is the test's report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use sayri_gateway_telegram::bot_api::BotApi;
 use sayri_gateway_telegram::deliver::deliver_from;
 use sayri_gateway_telegram::run::{Settings, run};

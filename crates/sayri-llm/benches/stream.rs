@@ -3,6 +3,9 @@
 //! `cargo bench -p sayri-llm --bench stream` — parser/decoder and loopback end to end.
 //! Add `-- --real` to also time the real SmolLM2 server (needs `./scripts/setup --tests`).
 
+// A benchmark run by developers: a setup step that fails panics, and the panic is its report.
+#![allow(clippy::expect_used)]
+
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;

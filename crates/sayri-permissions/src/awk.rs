@@ -51,6 +51,43 @@ pub struct AwkEffects {
 pub fn analyse(name: &str, args: &[Word], out: &mut Unwrapped) {
     let p = parse(args, OPTIONS, Order::InOrder);
     let sandbox = p.has(&["-S", "--sandbox"]);
+    let (mut sources, from_option) = option_effects(name, &p, args, sandbox, out);
+    let mut operands = p.operand_words(args).into_iter();
+    if !from_option {
+        match operands.next() {
+            Some(w) if w.dynamic => out.opaque.push(format!(
+                "the `{name}` program `{}` is computed at run time",
+                w.raw
+            )),
+            Some(w) => sources.push(w.text.clone()),
+            None => return,
+        }
+    }
+    for w in operands {
+        let assignment = w.text.split_once('=').is_some_and(|(n, _)| {
+            !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_')
+        });
+        if !assignment && w.text != "-" {
+            out.targets
+                .push(ArgTarget::from_word(Action::Read, w, name));
+        }
+    }
+    if sandbox || sources.is_empty() {
+        return;
+    }
+    report_program(name, program_effects(&sources.join("\n")), out);
+}
+
+/// Reports what awk's options do (a program read from a file, a loaded extension, the debugger,
+/// dump and profile files written) and collects the program texts given with `-e`; `true` with
+/// them when the program comes from an option rather than the first operand.
+fn option_effects(
+    name: &str,
+    p: &Parsed,
+    args: &[Word],
+    sandbox: bool,
+    out: &mut Unwrapped,
+) -> (Vec<String>, bool) {
     let mut sources = Vec::new();
     let mut from_option = false;
     for o in &p.options {
@@ -110,30 +147,11 @@ pub fn analyse(name: &str, args: &[Word], out: &mut Unwrapped) {
             _ => {}
         }
     }
-    let mut operands = p.operand_words(args).into_iter();
-    if !from_option {
-        match operands.next() {
-            Some(w) if w.dynamic => out.opaque.push(format!(
-                "the `{name}` program `{}` is computed at run time",
-                w.raw
-            )),
-            Some(w) => sources.push(w.text.clone()),
-            None => return,
-        }
-    }
-    for w in operands {
-        let assignment = w.text.split_once('=').is_some_and(|(n, _)| {
-            !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_')
-        });
-        if !assignment && w.text != "-" {
-            out.targets
-                .push(ArgTarget::from_word(Action::Read, w, name));
-        }
-    }
-    if sandbox || sources.is_empty() {
-        return;
-    }
-    let effects = program_effects(&sources.join("\n"));
+    (sources, from_option)
+}
+
+/// Reports the commands, piped-into programs, written and read files of an awk program.
+fn report_program(name: &str, effects: AwkEffects, out: &mut Unwrapped) {
     for c in effects.commands {
         out.scripts
             .push(Script::literal(&c, &format!("{name} system")));
@@ -247,7 +265,21 @@ fn regex_may_follow(prev: Option<&Tok>) -> bool {
     }
 }
 
-fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
+/// Where an awk program cannot be split into tokens.
+#[derive(Debug, thiserror::Error)]
+enum TokenError {
+    /// A character that starts no token.
+    #[error("unexpected `{0}`")]
+    Unexpected(char),
+    /// A `string` or `regex` literal with a line break inside.
+    #[error("a {0} broken by a newline")]
+    Broken(&'static str),
+    /// A `string` or `regex` literal that never closes.
+    #[error("an unterminated {0}")]
+    Unterminated(&'static str),
+}
+
+fn tokenize(src: &str) -> Result<Vec<Tok>, TokenError> {
     let chars: Vec<char> = src.chars().collect();
     let mut toks: Vec<Tok> = Vec::new();
     let mut i = 0;
@@ -294,7 +326,7 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
                 let op = OPS
                     .iter()
                     .find(|op| rest.starts_with(**op))
-                    .ok_or_else(|| format!("unexpected `{c}`"))?;
+                    .ok_or(TokenError::Unexpected(c))?;
                 toks.push(Tok::Op(op));
                 i += op.chars().count();
             }
@@ -304,7 +336,7 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, String> {
 }
 
 /// A string literal's value (escapes resolved) and the index after its closing quote.
-fn string(chars: &[char], mut i: usize) -> Result<(String, usize), String> {
+fn string(chars: &[char], mut i: usize) -> Result<(String, usize), TokenError> {
     let mut s = String::new();
     while i < chars.len() {
         match chars[i] {
@@ -336,18 +368,18 @@ fn string(chars: &[char], mut i: usize) -> Result<(String, usize), String> {
                 }
                 i += 1;
             }
-            '\n' => return Err("a string broken by a newline".into()),
+            '\n' => return Err(TokenError::Broken("string")),
             c => {
                 s.push(c);
                 i += 1;
             }
         }
     }
-    Err("an unterminated string".into())
+    Err(TokenError::Unterminated("string"))
 }
 
 /// The index after a regex literal's closing `/` (brackets may hold `/`).
-fn regex_end(chars: &[char], mut i: usize) -> Result<usize, String> {
+fn regex_end(chars: &[char], mut i: usize) -> Result<usize, TokenError> {
     let mut bracket = false;
     while i < chars.len() {
         match chars[i] {
@@ -364,12 +396,12 @@ fn regex_end(chars: &[char], mut i: usize) -> Result<usize, String> {
             }
             ']' if bracket => bracket = false,
             '/' if !bracket => return Ok(i + 1),
-            '\n' => return Err("a regex broken by a newline".into()),
+            '\n' => return Err(TokenError::Broken("regex")),
             _ => {}
         }
         i += 1;
     }
-    Err("an unterminated regex".into())
+    Err(TokenError::Unterminated("regex"))
 }
 
 /// Tokens that end an expression (where a command string or file name stops).

@@ -327,18 +327,34 @@ impl EvalContext {
     /// Whether an `ask` can be put to a person here: only at levels 3–4 (the levels that ask)
     /// and only when an approver is available. `Err` says why not and what to do instead, to
     /// be appended to the refusal's reason. The one place this rule lives.
-    pub fn can_ask(&self) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// [`CannotAsk`]: the level does not ask, or nobody can answer.
+    pub fn can_ask(&self) -> Result<(), CannotAsk> {
         if !matches!(self.level, SandboxLevel::HostUser | SandboxLevel::HostRoot) {
-            return Err(format!(
-                "needs approval in the Sayri app, but {} does not ask; add an allow rule to the agent or run it at level 3",
-                self.level
-            ));
+            return Err(CannotAsk::LevelDoesNotAsk(self.level));
         }
         if !self.approver_available {
-            return Err("needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule".into());
+            return Err(CannotAsk::NoApprover);
         }
         Ok(())
     }
+}
+
+/// Why an `ask` cannot be put to a person; the message continues a refusal's reason
+/// ("it needs approval …") and says what to do instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CannotAsk {
+    /// The command would run at a level that does not ask (0–2).
+    #[error(
+        "needs approval in the Sayri app, but {0} does not ask; add an allow rule to the agent or run it at level 3"
+    )]
+    LevelDoesNotAsk(SandboxLevel),
+    /// Nobody can answer on this path (a gateway or routine turn).
+    #[error(
+        "needs approval in the Sayri app; nobody can answer on this path, so run it from the Sayri app or add an allow rule"
+    )]
+    NoApprover,
 }
 
 /// Where a subject's effect came from.
@@ -638,6 +654,10 @@ fn describe_subject(s: &Subject) -> String {
     }
 }
 
+/// The decision on one subject: the agent's layers (rule, then default), a remembered approval
+/// of an ask, the system policies (deny and ask override; an allow lifts a default deny), and a
+/// doubt (a run-time value that may match a stricter rule) raising it to ask. `None` when no
+/// layer has a say and nothing raised it.
 fn judge(
     s: &Subject,
     agent: &AgentRules,
@@ -725,7 +745,19 @@ fn judge(
         ),
         (None, _) => default_reason(s, say.as_ref(), level, effect),
     };
-    Some(SubjectDecision {
+    Some(decision(s, effect, reason, rule, origin))
+}
+
+/// The decision on subject `s`: its command as shown (an action other than shell is named
+/// first) and the form an approval of it would allow.
+fn decision(
+    s: &Subject,
+    effect: Effect,
+    reason: String,
+    rule: Option<Rule>,
+    origin: Origin,
+) -> SubjectDecision {
+    SubjectDecision {
         command: if s.action == Action::Shell {
             s.display.clone()
         } else {
@@ -737,7 +769,7 @@ fn judge(
         value: Some(s.allow_forms[0].clone()),
         rule,
         origin,
-    })
+    }
 }
 
 /// Why a subject no rule matched got the default `effect` of the layer `say` (the agent's

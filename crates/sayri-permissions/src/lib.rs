@@ -27,8 +27,8 @@ pub mod wrappers;
 
 pub use approval::{Approval, ApprovalPlan, approval_rules, narrowest_pattern, plan_approvals};
 pub use evaluate::{
-    AgentRules, Decision, EvalContext, Origin, SubjectDecision, evaluate, evaluate_with_approvals,
-    rule_label,
+    AgentRules, CannotAsk, Decision, EvalContext, Origin, SubjectDecision, evaluate,
+    evaluate_with_approvals, rule_label,
 };
 pub use policy::{PolicyError, PolicySet, parse_policy_file};
 pub use profile::{CreatorRules, DefaultEffect, ProfileRules, RawRule};

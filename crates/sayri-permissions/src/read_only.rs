@@ -830,17 +830,9 @@ fn git_reads(args: &[Word]) -> bool {
     {
         return false;
     }
-    // The global options before the subcommand.
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        match w.text.as_str() {
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" => i += 2,
-            "-c" | "--config-env" | "-p" | "--paginate" => return false,
-            t if t.starts_with("--exec-path") || t.starts_with("--config-env") => return false,
-            t if t.starts_with('-') => i += 1,
-            _ => break,
-        }
-    }
+    let Some(i) = git_subcommand_index(args) else {
+        return false;
+    };
     let Some(sub) = args.get(i).map(|w| w.text.as_str()) else {
         return false;
     };
@@ -848,22 +840,48 @@ fn git_reads(args: &[Word]) -> bool {
     if !GIT_READS.contains(&sub) {
         return false;
     }
+    git_subcommand_reads(sub, rest)
+}
+
+/// Where the subcommand sits after git's global options; `None` when a global option sets
+/// configuration, a pager or the exec path (each can run a program).
+fn git_subcommand_index(args: &[Word]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        match w.text.as_str() {
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" => i += 2,
+            "-c" | "--config-env" | "-p" | "--paginate" => return None,
+            t if t.starts_with("--exec-path") || t.starts_with("--config-env") => return None,
+            t if t.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    Some(i)
+}
+
+/// Whether git's subcommand arguments `rest` run an external diff, a text conversion or a pager,
+/// or write an output file.
+fn runs_or_writes(rest: &[Word]) -> bool {
+    rest.iter().any(|w| {
+        matches!(
+            w.text.as_str(),
+            "--ext-diff" | "--textconv" | "--output" | "-O" | "--open-files-in-pager"
+        ) || w.text.starts_with("-O")
+            || w.text.starts_with("--output")
+    })
+}
+
+/// Whether the arguments `rest` of the listed read-only subcommand `sub` only read: no external
+/// diff, text conversion, output file or pager, and for the subcommands that also write (branch,
+/// tag, remote, config, stash, reflog, worktree, submodule) only their listing forms.
+fn git_subcommand_reads(sub: &str, rest: &[Word]) -> bool {
     let has = |names: &[&str]| rest.iter().any(|w| names.contains(&w.text.as_str()));
     let ops: Vec<&str> = rest
         .iter()
         .map(|w| w.text.as_str())
         .filter(|t| !t.starts_with('-'))
         .collect();
-    if has(&[
-        "--ext-diff",
-        "--textconv",
-        "--output",
-        "-O",
-        "--open-files-in-pager",
-    ]) || rest
-        .iter()
-        .any(|w| w.text.starts_with("-O") || w.text.starts_with("--output"))
-    {
+    if runs_or_writes(rest) {
         return false;
     }
     match sub {

@@ -131,6 +131,39 @@ fn download_outputs(cmd: &SimpleCommand) -> Vec<String> {
     out
 }
 
+/// What `name` (an interpreter reading its program from standard input) runs when `cmd` sits
+/// in pipelines: a refusal for each stage whose upstream downloads or decodes, else a note that
+/// the piped program cannot be analysed. Gives (refusals, notes).
+fn piped_program(a: &Analysis, cmd: &SimpleCommand, name: &str) -> (Vec<String>, Vec<String>) {
+    let (mut denied, mut opaque) = (Vec::new(), Vec::new());
+    for &(pipeline, stage) in &cmd.pipes {
+        if stage == 0 {
+            continue;
+        }
+        let upstream: Vec<&SimpleCommand> = a
+            .commands
+            .iter()
+            .filter(|c| c.pipes.iter().any(|&(p, s)| p == pipeline && s < stage))
+            .collect();
+        if upstream.iter().any(|c| downloads(c)) {
+            denied.push(format!(
+                "remote script execution: downloaded content is piped into `{name}` in `{}`",
+                cmd.text
+            ));
+        } else if upstream.iter().any(|c| decodes(c)) {
+            denied.push(format!(
+                "a decoded payload is piped into `{name}` in `{}`",
+                cmd.text
+            ));
+        } else {
+            opaque.push(format!(
+                "`{name}` runs a program read from a pipe, which cannot be analysed"
+            ));
+        }
+    }
+    (denied, opaque)
+}
+
 /// Looks for remote-script execution in an analysed command.
 pub fn findings(a: &Analysis) -> Findings {
     let mut f = Findings::default();
@@ -193,31 +226,9 @@ pub fn findings(a: &Analysis) -> Findings {
                     deny(format!("`{}` feeds a network stream to {name}", cmd.text));
                 }
                 Stdin::Inherited => {
-                    for &(pipeline, stage) in &cmd.pipes {
-                        if stage == 0 {
-                            continue;
-                        }
-                        let upstream: Vec<&SimpleCommand> = a
-                            .commands
-                            .iter()
-                            .filter(|c| c.pipes.iter().any(|&(p, s)| p == pipeline && s < stage))
-                            .collect();
-                        if upstream.iter().any(|c| downloads(c)) {
-                            deny(format!(
-                                "remote script execution: downloaded content is piped into `{name}` in `{}`",
-                                cmd.text
-                            ));
-                        } else if upstream.iter().any(|c| decodes(c)) {
-                            deny(format!(
-                                "a decoded payload is piped into `{name}` in `{}`",
-                                cmd.text
-                            ));
-                        } else {
-                            opaque.push(format!(
-                                "`{name}` runs a program read from a pipe, which cannot be analysed"
-                            ));
-                        }
-                    }
+                    let (denied, unknown) = piped_program(a, cmd, &name);
+                    denied.into_iter().for_each(&mut deny);
+                    opaque.extend(unknown);
                 }
                 _ => {}
             },

@@ -122,6 +122,44 @@ pub fn analyse(args: &[Word], out: &mut Unwrapped) {
     out.opaque.extend(effects.unknown);
 }
 
+/// Where a `sed` script cannot be read; the message names the place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SedError {
+    /// An address with no command after it.
+    #[error("an address without a command")]
+    AddressWithoutCommand,
+    /// A `\c…c` address with nothing after the backslash.
+    #[error("a `\\` address without a delimiter")]
+    AddressWithoutDelimiter,
+    /// A regex or replacement whose closing delimiter never comes.
+    #[error("an unterminated `{0}` expression")]
+    Unterminated(char),
+    /// The script ends in a backslash.
+    #[error("a script ending in `\\`")]
+    TrailingBackslash,
+    /// A line break inside a delimited expression.
+    #[error("a newline inside a `{0}` expression")]
+    NewlineInExpression(char),
+    /// Text after a command that takes none.
+    #[error("unexpected `{0}` after a command")]
+    AfterCommand(char),
+    /// `r`, `R`, `w` or `W` with no file name.
+    #[error("`{0}` without a file name")]
+    NoFileName(char),
+    /// `s` or `y` with nothing after it.
+    #[error("`{0}` without a delimiter")]
+    NoDelimiter(char),
+    /// A command letter GNU `sed` does not have.
+    #[error("unknown command `{0}`")]
+    UnknownCommand(char),
+    /// `s` followed by a backslash or a line break.
+    #[error("`s` with an invalid delimiter")]
+    InvalidDelimiter,
+    /// `s///w` with no file name.
+    #[error("`s///w` without a file name")]
+    SubstituteWithoutFileName,
+}
+
 /// Reads a GNU `sed` script and lists what it runs, writes and reads.
 ///
 /// ```
@@ -133,9 +171,9 @@ pub fn analyse(args: &[Word], out: &mut Unwrapped) {
 /// ```
 ///
 /// # Errors
-/// A description of the first place the script cannot be read (GNU `sed` would refuse it, or
-/// it uses a form this reader does not follow).
-pub fn script_effects(script: &str) -> Result<SedEffects, String> {
+/// The first place the script cannot be read (GNU `sed` would refuse it, or it uses a form this
+/// reader does not follow), as a [`SedError`].
+pub fn script_effects(script: &str) -> Result<SedEffects, SedError> {
     let mut r = Reader {
         chars: script.chars().collect(),
         pos: 0,
@@ -180,7 +218,7 @@ impl Reader {
         s
     }
 
-    fn script(&mut self) -> Result<(), String> {
+    fn script(&mut self) -> Result<(), SedError> {
         loop {
             while matches!(self.peek(), Some(' ' | '\t' | '\n' | ';')) {
                 self.pos += 1;
@@ -201,7 +239,7 @@ impl Reader {
                 self.skip_blanks();
             }
             let Some(cmd) = self.next() else {
-                return Err("an address without a command".into());
+                return Err(SedError::AddressWithoutCommand);
             };
             self.command(cmd)?;
         }
@@ -209,7 +247,7 @@ impl Reader {
 
     /// One address: a line number (with `~step`), `$`, `+N`/`~N`, or a regex (`/re/`, `\cREc`)
     /// with its `I`/`M` flags. Nothing when none is written.
-    fn address(&mut self) -> Result<(), String> {
+    fn address(&mut self) -> Result<(), SedError> {
         match self.peek() {
             Some(c) if c.is_ascii_digit() || c == '+' || c == '~' => {
                 self.pos += 1;
@@ -225,7 +263,7 @@ impl Reader {
             }
             Some('\\') => {
                 self.pos += 1;
-                let delim = self.next().ok_or("a `\\` address without a delimiter")?;
+                let delim = self.next().ok_or(SedError::AddressWithoutDelimiter)?;
                 self.delimited(delim)?;
                 self.regex_flags();
             }
@@ -242,14 +280,14 @@ impl Reader {
 
     /// Text up to the unescaped `delim` (consumed). A backslash escapes the next character;
     /// `\n` is a newline. Returns the text with escapes of the delimiter resolved.
-    fn delimited(&mut self, delim: char) -> Result<String, String> {
+    fn delimited(&mut self, delim: char) -> Result<String, SedError> {
         let mut s = String::new();
         loop {
             match self.next() {
-                None => return Err(format!("an unterminated `{delim}` expression")),
+                None => return Err(SedError::Unterminated(delim)),
                 Some(c) if c == delim => return Ok(s),
                 Some('\\') => match self.next() {
-                    None => return Err("a script ending in `\\`".into()),
+                    None => return Err(SedError::TrailingBackslash),
                     Some(c) if c == delim => s.push(c),
                     Some('\n') => s.push('\n'),
                     Some(c) => {
@@ -258,7 +296,7 @@ impl Reader {
                     }
                 },
                 Some('\n') if delim != '\n' => {
-                    return Err(format!("a newline inside a `{delim}` expression"));
+                    return Err(SedError::NewlineInExpression(delim));
                 }
                 Some(c) => s.push(c),
             }
@@ -266,15 +304,15 @@ impl Reader {
     }
 
     /// After a command: blanks, then `;`, a newline, `}`, `#` or the end.
-    fn end_of_command(&mut self) -> Result<(), String> {
+    fn end_of_command(&mut self) -> Result<(), SedError> {
         self.skip_blanks();
         match self.peek() {
             None | Some(';' | '\n' | '}' | '#') => Ok(()),
-            Some(c) => Err(format!("unexpected `{c}` after a command")),
+            Some(c) => Err(SedError::AfterCommand(c)),
         }
     }
 
-    fn command(&mut self, cmd: char) -> Result<(), String> {
+    fn command(&mut self, cmd: char) -> Result<(), SedError> {
         match cmd {
             '{' | '}' => Ok(()),
             '#' => {
@@ -310,7 +348,7 @@ impl Reader {
                 self.skip_blanks();
                 let file = self.rest_of_line();
                 if file.is_empty() {
-                    return Err(format!("`{cmd}` without a file name"));
+                    return Err(SedError::NoFileName(cmd));
                 }
                 if matches!(cmd, 'w' | 'W') {
                     self.write(file);
@@ -337,12 +375,12 @@ impl Reader {
             }
             's' => self.substitute(),
             'y' => {
-                let delim = self.next().ok_or("`y` without a delimiter")?;
+                let delim = self.next().ok_or(SedError::NoDelimiter('y'))?;
                 self.delimited(delim)?;
                 self.delimited(delim)?;
                 self.end_of_command()
             }
-            c => Err(format!("unknown command `{c}`")),
+            c => Err(SedError::UnknownCommand(c)),
         }
     }
 
@@ -381,10 +419,10 @@ impl Reader {
     /// `s/REGEX/REPLACEMENT/FLAGS`. With the `e` flag the pattern space after the substitution
     /// is run: it is the replacement itself only when the regex takes the whole pattern space
     /// and the replacement holds no reference to the match.
-    fn substitute(&mut self) -> Result<(), String> {
-        let delim = self.next().ok_or("`s` without a delimiter")?;
+    fn substitute(&mut self) -> Result<(), SedError> {
+        let delim = self.next().ok_or(SedError::NoDelimiter('s'))?;
         if delim == '\n' || delim == '\\' {
-            return Err("`s` with an invalid delimiter".into());
+            return Err(SedError::InvalidDelimiter);
         }
         let regex = self.delimited(delim)?;
         let replacement = self.delimited(delim)?;
@@ -407,7 +445,7 @@ impl Reader {
                     self.skip_blanks();
                     let file = self.rest_of_line();
                     if file.is_empty() {
-                        return Err("`s///w` without a file name".into());
+                        return Err(SedError::SubstituteWithoutFileName);
                     }
                     self.write(file);
                     break;

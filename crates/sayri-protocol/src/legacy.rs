@@ -1,8 +1,10 @@
 //! The legacy gateway protocol of `sayri.sock`: what channel gateways (and the original Sayri's
 //! desktop shortcuts) send, and what the daemon streams back.
 //!
-//! One request per connection: the client writes one line (ended by `\n`, or by closing its
-//! write side) of at most [`MAX_REQUEST_BYTES`], then reads the answer until the daemon closes.
+//! One request per connection: the client writes one request of at most [`MAX_REQUEST_BYTES`],
+//! ended by `\n`, by closing its write side, or by falling quiet for [`QUIET_END`] once what it
+//! sent is a whole request ([`is_whole_request`]); then it reads the answer until the daemon
+//! closes.
 //!
 //! * **Plain text** requests ([`LegacyRequest::parse`]): `sayri-gui-ping` (answered `DAEMON`),
 //!   `toggle`, `show`, `hide`, `settings`, `listen`, `quit`, `attach <path>`; answered with one
@@ -10,9 +12,14 @@
 //! * **JSON** requests (text starting with `{`): a message for the assistant
 //!   (`type` `INCOMING_MSG` or `remote_message`: [`IncomingMessage`]), an image
 //!   (`ATTACH_IMAGE`/`attach`), or a gateway's own report (`GATEWAY_REPORT`:
-//!   [`GatewayReport`]). A message is answered with NDJSON [`ReplyEvent`]s as the turn runs —
-//!   `start`, `delta`, `tool_start`, `tool_finish`, then `done` or `error` (or `ignored` when
-//!   the daemon decided not to answer) — with no time limit.
+//!   [`GatewayReport`]). A message is answered, when the turn ends, with one line: `done`
+//!   (`{"event": "done", "ok": true, "text"}`, the original daemon's answer), `error`, or
+//!   `ignored` when the daemon decided not to answer. A message with `"stream": true` gets the
+//!   turn's NDJSON [`ReplyEvent`]s as it runs — `start`, `delta`, `tool_start`, `tool_finish`
+//!   — before that final line. No time limit either way.
+//!
+//! A message without `sender_id` is the original wire: the daemon authorises it by its
+//! instance's `legacy_authors` / `legacy_chats`, never by pairing.
 //!
 //! Gateways give the raw facts of an update (who sent it, in which chat, what kind of update);
 //! the daemon alone decides whether it is answered.
@@ -24,6 +31,9 @@ use serde_json::{Value, json};
 
 /// Longest request line, in bytes (1 MiB), not counting the `\n`.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+/// How long a client may fall quiet after sending a whole request without a newline before
+/// it is taken (the original daemon took whatever one read returned).
+pub const QUIET_END: std::time::Duration = std::time::Duration::from_millis(300);
 /// The plain-text ping of the original desktop app.
 pub const GUI_PING: &str = "sayri-gui-ping";
 /// The daemon's answer to [`GUI_PING`].
@@ -124,6 +134,11 @@ pub struct IncomingMessage {
         deserialize_with = "opt_text"
     )]
     pub chat_type: Option<String>,
+    /// Stream the turn as it runs *(new)*: `start`, `delta`, `tool_start`, `tool_finish`, then
+    /// the final event. Without it the answer is that final event alone, one line, as the
+    /// original daemon sent it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stream: bool,
     /// The channel's id of this update (Telegram: `update_id`) *(new)*. A message sent again
     /// with the same id (a gateway restarted before it could deliver) gets the answer of the
     /// first time, without a second turn.
@@ -133,6 +148,14 @@ pub struct IncomingMessage {
         deserialize_with = "opt_id"
     )]
     pub update_id: Option<String>,
+}
+
+impl IncomingMessage {
+    /// Whether this is a message of the original wire: no sender id, no chat acting for a
+    /// sender. The daemon authorises it by its instance's legacy lists, never by pairing.
+    pub fn is_original_wire(&self) -> bool {
+        self.sender_id.is_none() && self.sender_chat_id.is_none()
+    }
 }
 
 /// What a gateway reports about itself (`GATEWAY_REPORT`), answered `{"ok": true}`.
@@ -211,6 +234,20 @@ pub enum LegacyRequest {
     Message(Box<IncomingMessage>),
     /// A gateway's report.
     Report(GatewayReport),
+}
+
+/// Whether `bytes` (a request received so far, without a newline) is a whole request: text
+/// that does not start with `{`, or JSON that parses. Used to end a request when the client
+/// falls quiet ([`QUIET_END`]).
+pub fn is_whole_request(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return false;
+    }
+    !text.starts_with('{') || serde_json::from_str::<Value>(text).is_ok()
 }
 
 /// Why a request line was not understood; the sentence is sent back.

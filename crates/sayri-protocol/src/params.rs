@@ -1552,6 +1552,28 @@ pub struct GatewayInstanceParams {
         deserialize_with = "flag"
     )]
     pub auto_start: Option<bool>,
+    /// Take messages of the original gateway wire (without a sender id) from the authors and
+    /// chats named below.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub legacy: Option<bool>,
+    /// Authors whose original-wire messages are answered; array or comma string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub legacy_authors: Option<Vec<String>>,
+    /// Chat ids whose original-wire messages are answered; array or comma string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "list_or_csv"
+    )]
+    pub legacy_chats: Option<Vec<String>>,
 }
 
 /// `gateway_save {instance, mode?}` → `{"saved", "instance_id", "created", "instance",

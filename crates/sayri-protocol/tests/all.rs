@@ -1,2 +1,5 @@
 //! Integration tests of the protocol crate.
+
+// Test code: a step that cannot be set up panics, and the panic is the test's report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod suite;

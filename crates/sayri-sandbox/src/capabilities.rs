@@ -195,7 +195,7 @@ pub fn probe_here() -> KernelFeatures {
     let level1_dry_run = in_child(|| {
         namespaces::enter(false)?;
         in_child(|| {
-            mounts::setup(None, &[], 1 << 20, false)?;
+            mounts::setup(None, &[], 1 << 20, false).map_err(|e| e.to_string())?;
             privileges::set_no_new_privs()?;
             privileges::drop_all_capabilities()?;
             landlock::restrict(&["/tmp".into()], true)?;

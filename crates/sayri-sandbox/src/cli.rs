@@ -109,6 +109,7 @@ pub async fn run_cli(cmd: SandboxCommand, settings: LinuxSandboxSettings) -> i32
                 timeout: Duration::from_secs_f64(a.timeout),
                 allow_network: a.network && !a.no_network,
                 env,
+                allowed_secrets: Vec::new(),
                 output_limit: a.output_limit,
             };
             let cancel = CancellationToken::new();

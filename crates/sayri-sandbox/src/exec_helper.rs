@@ -269,7 +269,8 @@ fn isolate_and_exec(spec: &HelperSpec, plan: &SandboxPlan) -> Result<String, Str
         &spec.deny_read,
         spec.limits.tmp_size_bytes,
         spec.allow_network,
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     enter_working_directory(spec)?;
     rlimits::apply(&spec.limits, cpu_seconds(spec), spec.limits.processes)?;
     privileges::set_no_new_privs()?;

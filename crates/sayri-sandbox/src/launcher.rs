@@ -521,6 +521,18 @@ fn refused(level: SandboxLevel, reason: &str, start: Instant) -> ExecResult {
     }
 }
 
+/// Ends `output` (the part of a timed-out command's output that is kept last) with the note that
+/// the command timed out and its process tree was killed, on a line of its own.
+fn append_timeout_note(end: &mut String, timeout: Duration) {
+    if !end.is_empty() && !end.ends_with('\n') {
+        end.push('\n');
+    }
+    end.push_str(&format!(
+        "[timed out after {:.1} s; the whole process tree was killed]",
+        timeout.as_secs_f64()
+    ));
+}
+
 /// Turns the helper's reports and how it ended into the result. A `Refused` report wins over
 /// everything; otherwise the last report decides. Without one (the helper died, was cancelled or
 /// killed at the backstop, or `pkexec` refused) the launcher's own view and the helper's exit code
@@ -613,13 +625,7 @@ fn interpret(
         } else {
             &mut output_tail
         };
-        if !end.is_empty() && !end.ends_with('\n') {
-            end.push('\n');
-        }
-        end.push_str(&format!(
-            "[timed out after {:.1} s; the whole process tree was killed]",
-            timeout.as_secs_f64()
-        ));
+        append_timeout_note(end, timeout);
     }
     result.output = output;
     result.output_tail = output_tail;

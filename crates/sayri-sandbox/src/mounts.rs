@@ -22,6 +22,57 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+/// Why the filesystem view could not be built; each names the failing step and path.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    /// `mount(2)` on `target` failed.
+    #[error("mount on {} failed: {source}", target.display())]
+    Mount {
+        /// Where the mount was made.
+        target: PathBuf,
+        /// The kernel's answer.
+        source: nix::errno::Errno,
+    },
+    /// A path held before anything is hidden could not be opened.
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A mount point, directory or `/dev` symlink could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The blank file bound over deny-read files could not be created or removed.
+    #[error("cannot {action} the blank file: {source}")]
+    BlankFile {
+        /// `create` or `remove`.
+        action: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A path to change the mount attributes of holds a NUL byte.
+    #[error("{} contains a NUL byte", path.display())]
+    NulByte {
+        /// The path.
+        path: PathBuf,
+    },
+    /// `mount_setattr(2)` failed (it needs Linux 5.12 or later).
+    #[error("cannot change the mount attributes of {}: {source} (needs Linux 5.12+)", path.display())]
+    SetAttr {
+        /// The mount's path.
+        path: PathBuf,
+        /// The kernel's answer.
+        source: std::io::Error,
+    },
+}
+
 /// Device nodes bound into the private `/dev`.
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
@@ -31,17 +82,22 @@ fn mnt(
     fstype: Option<&str>,
     flags: MsFlags,
     data: Option<&str>,
-) -> Result<(), String> {
-    mount(src, target, fstype, flags, data)
-        .map_err(|e| format!("mount on {} failed: {e}", target.display()))
+) -> Result<(), MountError> {
+    mount(src, target, fstype, flags, data).map_err(|source| MountError::Mount {
+        target: target.to_path_buf(),
+        source,
+    })
 }
 
-fn open_path(p: &Path) -> Result<File, String> {
+fn open_path(p: &Path) -> Result<File, MountError> {
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
         .open(p)
-        .map_err(|e| format!("cannot open {}: {e}", p.display()))
+        .map_err(|source| MountError::Open {
+            path: p.to_path_buf(),
+            source,
+        })
 }
 
 fn fd_path(f: &File) -> PathBuf {
@@ -49,13 +105,16 @@ fn fd_path(f: &File) -> PathBuf {
 }
 
 /// Builds the filesystem view (see the module docs). Runs as pid 1 of the new pid namespace,
-/// with full capabilities inside the new user namespace. Errors name the failing step.
+/// with full capabilities inside the new user namespace.
+///
+/// # Errors
+/// The failing step, with its path ([`MountError`]).
 pub fn setup(
     workspace: Option<&Path>,
     deny_read: &[PathBuf],
     tmp_size_bytes: u64,
     keep_resolv_conf: bool,
-) -> Result<(), String> {
+) -> Result<(), MountError> {
     mnt(
         None,
         Path::new("/"),
@@ -115,7 +174,7 @@ struct HeldPaths {
 }
 
 impl HeldPaths {
-    fn open(workspace: Option<&Path>, keep_resolv_conf: bool) -> Result<Self, String> {
+    fn open(workspace: Option<&Path>, keep_resolv_conf: bool) -> Result<Self, MountError> {
         let workspace = workspace.map(open_path).transpose()?;
         let mut devices = Vec::new();
         for d in DEVICES {
@@ -141,7 +200,7 @@ impl HeldPaths {
 }
 
 /// A fresh, size-limited tmpfs on `/tmp` (world-writable with the sticky bit).
-fn mount_private_tmp(tmp_size_bytes: u64) -> Result<(), String> {
+fn mount_private_tmp(tmp_size_bytes: u64) -> Result<(), MountError> {
     mnt(
         Some("tmpfs"),
         Path::new("/tmp"),
@@ -153,7 +212,7 @@ fn mount_private_tmp(tmp_size_bytes: u64) -> Result<(), String> {
 
 /// Empty tmpfs over `/run` and a real `/var/run` (hiding the host's sockets), then the held
 /// `resolv.conf` target bound back at its own path.
-fn hide_runtime_sockets(resolv_conf: Option<&(PathBuf, File)>) -> Result<(), String> {
+fn hide_runtime_sockets(resolv_conf: Option<&(PathBuf, File)>) -> Result<(), MountError> {
     for run in ["/run", "/var/run"] {
         let p = Path::new(run);
         match std::fs::symlink_metadata(p) {
@@ -171,7 +230,10 @@ fn hide_runtime_sockets(resolv_conf: Option<&(PathBuf, File)>) -> Result<(), Str
         if let Some(parent) = path.parent() {
             mkdirs(parent)?;
         }
-        File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        File::create(path).map_err(|source| MountError::Create {
+            path: path.clone(),
+            source,
+        })?;
         mnt(fd_path(f).to_str(), path, None, MsFlags::MS_BIND, None)?;
     }
     Ok(())
@@ -179,7 +241,7 @@ fn hide_runtime_sockets(resolv_conf: Option<&(PathBuf, File)>) -> Result<(), Str
 
 /// A small tmpfs on `/dev` with the held device nodes bound in and the `fd`, `stdin`, `stdout`,
 /// `stderr` symlinks.
-fn mount_minimal_dev(devices: &[(PathBuf, File)]) -> Result<(), String> {
+fn mount_minimal_dev(devices: &[(PathBuf, File)]) -> Result<(), MountError> {
     mnt(
         Some("tmpfs"),
         Path::new("/dev"),
@@ -188,7 +250,10 @@ fn mount_minimal_dev(devices: &[(PathBuf, File)]) -> Result<(), String> {
         Some("size=64k,mode=755"),
     )?;
     for (p, f) in devices {
-        File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+        File::create(p).map_err(|source| MountError::Create {
+            path: p.clone(),
+            source,
+        })?;
         mnt(fd_path(f).to_str(), p, None, MsFlags::MS_BIND, None)?;
     }
     for (name, target) in [
@@ -197,8 +262,9 @@ fn mount_minimal_dev(devices: &[(PathBuf, File)]) -> Result<(), String> {
         ("stdout", "/proc/self/fd/1"),
         ("stderr", "/proc/self/fd/2"),
     ] {
-        std::os::unix::fs::symlink(target, Path::new("/dev").join(name))
-            .map_err(|e| format!("cannot create /dev/{name}: {e}"))?;
+        let link = Path::new("/dev").join(name);
+        std::os::unix::fs::symlink(target, &link)
+            .map_err(|source| MountError::Create { path: link, source })?;
     }
     Ok(())
 }
@@ -207,14 +273,20 @@ fn mount_minimal_dev(devices: &[(PathBuf, File)]) -> Result<(), String> {
 /// it contains the workspace so the workspace stays reachable), a file with an empty, read-only,
 /// mode-000 file. Returns the covered directories, which are made read-only once the workspace is
 /// bound back.
-fn hide_deny_read(deny_read: &[PathBuf], workspace: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+fn hide_deny_read(
+    deny_read: &[PathBuf],
+    workspace: Option<&Path>,
+) -> Result<Vec<PathBuf>, MountError> {
     let blank = Path::new("/tmp/.sayri-denied");
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o000)
         .open(blank)
-        .map_err(|e| format!("cannot create the blank file: {e}"))?;
+        .map_err(|source| MountError::BlankFile {
+            action: "create",
+            source,
+        })?;
     let mut hidden_dirs = Vec::new();
     for p in deny_read {
         let Ok(meta) = std::fs::metadata(p) else {
@@ -244,7 +316,10 @@ fn hide_deny_read(deny_read: &[PathBuf], workspace: Option<&Path>) -> Result<Vec
             )?;
         }
     }
-    std::fs::remove_file(blank).map_err(|e| format!("cannot remove the blank file: {e}"))?;
+    std::fs::remove_file(blank).map_err(|source| MountError::BlankFile {
+        action: "remove",
+        source,
+    })?;
     Ok(hidden_dirs)
 }
 
@@ -261,9 +336,12 @@ struct MountAttr {
 }
 
 /// `mount_setattr(2)` on the mount at `path` (and below it when `recursive`).
-fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), String> {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), MountError> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+        MountError::NulByte {
+            path: path.to_path_buf(),
+        }
+    })?;
     let attr = MountAttr {
         attr_set: set,
         attr_clr: clear,
@@ -283,19 +361,21 @@ fn set_attr(path: &Path, recursive: bool, set: u64, clear: u64) -> Result<(), St
         )
     };
     if rc != 0 {
-        return Err(format!(
-            "cannot change the mount attributes of {}: {} (needs Linux 5.12+)",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
+        return Err(MountError::SetAttr {
+            path: path.to_path_buf(),
+            source: std::io::Error::last_os_error(),
+        });
     }
     Ok(())
 }
 
-fn mkdirs(p: &Path) -> Result<(), String> {
+fn mkdirs(p: &Path) -> Result<(), MountError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o711)
         .create(p)
-        .map_err(|e| format!("cannot create {}: {e}", p.display()))
+        .map_err(|source| MountError::Create {
+            path: p.to_path_buf(),
+            source,
+        })
 }

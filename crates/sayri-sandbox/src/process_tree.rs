@@ -125,6 +125,8 @@ pub fn has_children() -> bool {
     // SAFETY: siginfo_t is plain data (all-zero is valid); waitid gets a valid buffer, and
     // WNOWAIT leaves any exited child unreaped.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a live, writable siginfo_t; waitid only writes into it, and WNOWAIT
+    // leaves any exited child unreaped.
     let rc = unsafe {
         libc::waitid(
             libc::P_ALL,

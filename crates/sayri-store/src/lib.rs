@@ -10,7 +10,8 @@
 //! [`SessionStore`](sayri_core::ports::SessionStore) and
 //! [`ApprovalStore`](sayri_core::ports::ApprovalStore) ports. It is `Send + Sync`: one
 //! connection behind a mutex, every write one transaction, so it can be shared through an
-//! `Arc` by async code (each call is a short local write; no call waits on anything else).
+//! `Arc`. Every call blocks on SQLite and the disk: async code makes it off its worker threads
+//! (the daemon through `sayri_daemon::offload`).
 
 mod approvals;
 mod failure;

@@ -17,6 +17,10 @@
 //! # let _ = base_url; Ok(()) }
 //! ```
 
+// Test support only (a dev-dependency of every crate but the benchmark, which is run by
+// developers): a fixture that cannot be set up panics, and that panic is the test's report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod fakes;
 pub mod file_server;
 pub mod procs;

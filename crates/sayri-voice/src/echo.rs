@@ -40,6 +40,8 @@ impl Speex {
     fn new() -> Speex {
         // SAFETY: plain constructor; it returns an owned state or null (out of memory).
         let raw = unsafe { aec_rs_sys::speex_echo_state_init(BLOCK as i32, TAPS as i32) };
+        // Null only when out of memory, where Rust's own allocations abort the process too.
+        #[allow(clippy::expect_used)]
         let state = std::ptr::NonNull::new(raw).expect("memory for the echo canceller");
         // speexdsp assumes 8 kHz unless told the rate. Left so at 16 kHz, its DC filter cuts
         // everything below ~250 Hz and its adaptation is mistuned: a person talking over the

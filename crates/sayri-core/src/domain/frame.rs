@@ -22,6 +22,7 @@
 //! the model, so a new source of outside text (a new tool) gets the same rules by calling it.
 
 use crate::domain::skills::scanner::hidden::is_hidden;
+use crate::static_regex::static_regex;
 use regex::Regex;
 use std::sync::OnceLock;
 use unicode_normalization::UnicodeNormalization;
@@ -222,7 +223,7 @@ fn pattern() -> &'static Regex {
         let p = format!(
             r"(?m)(?P<token><\s*\|[^<>\n]{{0,48}}?\|\s*>)|(?P<tag><<\s*/?\s*sys\s*>>|<\s*/?\s*(?:{TAG_NAMES})\s*/?\s*>)|(?P<bracket>\[\s*/?\s*(?:{BRACKET_NAMES})\s*\])|(?P<marker>\[\s*(?:{MARKERS})\b)|(?P<line>^[ \t]*(?:[#*_\-]+[ \t]*)?(?:(?:{ROLES})[ \t*_]*:|(?:{FOOTERS})))"
         );
-        Regex::new(&p).expect("frame pattern compiles")
+        static_regex(&p)
     })
 }
 

@@ -33,6 +33,7 @@
 use crate::domain::profile::AgentProfile;
 use crate::domain::skills::scanner::decode::{as_text, base64_text, unescape};
 use crate::domain::skills::scanner::hidden::is_hidden;
+use crate::static_regex::static_regex;
 use regex::Regex;
 use sayri_permissions::shell::{self, Analysis, Stdin};
 use sayri_permissions::{Action, AgentRules, Effect, EvalContext, PolicySet, evaluate};
@@ -420,16 +421,12 @@ fn decode_token(token: &str) -> Option<String> {
 fn patterns() -> &'static (Regex, Regex, Regex) {
     static P: OnceLock<(Regex, Regex, Regex)> = OnceLock::new();
     P.get_or_init(|| {
-        let url = Regex::new(
+        let url = static_regex(
             r#"(?i)\b[a-z][a-z0-9+.\-]{0,15}://(?:[^\s/@'"]*@)?(\[[^\]\s]+\]|[^\s/:'"?#)\]\\]+)"#,
         );
-        let dev_tcp = Regex::new(r"/dev/(?:tcp|udp)/([^/\s'\x22]+)/");
-        let ipv4 = Regex::new(r"(?:^|[^\d.])((?:\d{1,3}\.){3}\d{1,3})(?:[^\d.]|\.?$)");
-        (
-            url.expect("url pattern compiles"),
-            dev_tcp.expect("/dev/tcp pattern compiles"),
-            ipv4.expect("ipv4 pattern compiles"),
-        )
+        let dev_tcp = static_regex(r"/dev/(?:tcp|udp)/([^/\s'\x22]+)/");
+        let ipv4 = static_regex(r"(?:^|[^\d.])((?:\d{1,3}\.){3}\d{1,3})(?:[^\d.]|\.?$)");
+        (url, dev_tcp, ipv4)
     })
 }
 

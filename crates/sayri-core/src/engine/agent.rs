@@ -593,6 +593,7 @@ impl AgentEngine {
             timeout: Duration::from_secs(profile.sandbox.timeout_seconds.max(1)),
             allow_network: profile.sandbox.allow_network,
             env: settings.command_env,
+            allowed_secrets: profile.allowed_secrets.clone(),
             output_limit: settings.output_limit,
         };
         self.ports.sandbox.run(exec, cancel.clone()).await
@@ -1041,31 +1042,9 @@ impl<'a> Turn<'a> {
             return Some(self.out_of_budget(call, why));
         }
         self.out.model_calls += 1;
-        let step = match self
-            .engine
-            .stream_step(
-                self.chat.as_ref(),
-                request,
-                &self.sink,
-                &self.req.cancel,
-                self.streamed_any,
-            )
-            .await
-        {
-            StepEnd::Done(s) => s,
-            StepEnd::Cancelled => return Some(self.cancelled()),
-            StepEnd::Failed(e) => {
-                let e = image_refusal(e, !self.req.images.is_empty());
-                let msg = match &e {
-                    ChatError::Unreachable { url } => format!(
-                        "Provider error: {e} — {}",
-                        hints::unreachable(&self.profile, url)
-                    ),
-                    _ => format!("Provider error: {e}"),
-                };
-                let now = self.now();
-                return Some(self.fail(Some(error_row(&msg, now)), msg));
-            }
+        let step = match self.call_model(request).await {
+            Ok(s) => s,
+            Err(out) => return Some(out),
         };
         self.streamed_any |= !step.answer.trim().is_empty();
         let estimate = self
@@ -1126,6 +1105,37 @@ impl<'a> Turn<'a> {
             };
         }
         Some(self.final_answer(step, reasoning, now))
+    }
+
+    /// Streams one model call; the turn's outcome when it was cancelled or the provider failed
+    /// (with a hint when the provider cannot be reached).
+    async fn call_model(&mut self, request: ChatRequest) -> Result<Step, TurnOutcome> {
+        match self
+            .engine
+            .stream_step(
+                self.chat.as_ref(),
+                request,
+                &self.sink,
+                &self.req.cancel,
+                self.streamed_any,
+            )
+            .await
+        {
+            StepEnd::Done(s) => Ok(s),
+            StepEnd::Cancelled => Err(self.cancelled()),
+            StepEnd::Failed(e) => {
+                let e = image_refusal(e, !self.req.images.is_empty());
+                let msg = match &e {
+                    ChatError::Unreachable { url } => format!(
+                        "Provider error: {e} — {}",
+                        hints::unreachable(&self.profile, url)
+                    ),
+                    _ => format!("Provider error: {e}"),
+                };
+                let now = self.now();
+                Err(self.fail(Some(error_row(&msg, now)), msg))
+            }
+        }
     }
 
     /// The request of the next model call, within the model's context. Redacted with the

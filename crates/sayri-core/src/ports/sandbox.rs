@@ -23,8 +23,13 @@ pub struct ExecRequest {
     pub timeout: Duration,
     /// Whether the command may use the network (levels 1–2 only; 3–4 always have it).
     pub allow_network: bool,
-    /// Extra environment variables (e.g. the secrets an agent may use).
+    /// Extra environment variables (the adapter adds the values of
+    /// [`ExecRequest::allowed_secrets`] here just before the command starts).
     pub env: Vec<(String, String)>,
+    /// Names of the vault secrets the command may hold in its environment: the running agent's
+    /// `allowed_secrets` as the engine holds its profile for this turn (the sandbox adapter
+    /// never re-reads the profile; an agent file edited mid-turn changes the next turn).
+    pub allowed_secrets: Vec<String>,
     /// Cap on captured output in bytes (stdout and stderr interleaved).
     pub output_limit: usize,
 }
@@ -39,6 +44,7 @@ impl std::fmt::Debug for ExecRequest {
             .field("timeout", &self.timeout)
             .field("allow_network", &self.allow_network)
             .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("allowed_secrets", &self.allowed_secrets)
             .field("output_limit", &self.output_limit)
             .finish()
     }
@@ -168,6 +174,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             allow_network: false,
             env: vec![("API_TOKEN".into(), "s3cr3t-value-9f2".into())],
+            allowed_secrets: vec!["API_TOKEN".into()],
             output_limit: 10,
         };
         let shown = format!("{req:?}");

@@ -2,8 +2,9 @@
 //! preferences. `sayri-store` implements it on SQLite.
 //!
 //! Calls are synchronous: the adapter does short local writes (one transaction each). The engine
-//! calls them from async code between awaits; an adapter must therefore never block for long
-//! (no network, no user interaction).
+//! calls them from async code between awaits, so an adapter whose calls can wait (SQLite, a slow
+//! disk) takes that wait off the runtime's worker threads itself — the daemon's adapter runs
+//! every call through `sayri_daemon::offload` — and never waits on the network or a person.
 
 use super::approvals::StoreError;
 use super::chat::{ChatImage, Role, Usage};

@@ -238,6 +238,8 @@ async fn a_delegated_turn_runs_with_the_sub_agents_effective_profile_and_answers
         (runs[0].agent_id.as_str(), runs[0].level),
         ("scout", SandboxLevel::IsolatedDev)
     );
+    // The secrets it may hold travel in the request, from the profile the turn runs with.
+    assert_eq!(runs[0].allowed_secrets, ["TOKEN"]);
     let asked = r.gate.asked.lock().unwrap().clone();
     assert_eq!(asked[0].agent.id, "scout");
     assert_eq!(asked[0].agent.allowed_secrets, ["TOKEN"]);

@@ -1,7 +1,6 @@
 //! The adapters the brain plugs into the core's ports: wall clock, event fan-out, the provider
 //! client slot, and the sandbox that hands an agent its allowed secrets.
 
-use crate::agents::FileAgents;
 use crate::brain::endpoints::AgentEndpoints;
 use crate::brain::{PROVIDER_KEY, redactor_for, settings};
 use crate::bus::Broadcaster;
@@ -256,21 +255,21 @@ pub fn build_model(
     })
 }
 
-/// Adds to every command the secrets its agent may use (`allowed_secrets`), as environment
-/// variables. Nothing else is inherited: the sandbox's environment policy starts from an
-/// allow-list.
+/// Adds to every command the secrets its agent may use, as environment variables: the names
+/// travel in the request ([`ExecRequest::allowed_secrets`], from the profile the engine holds
+/// for the turn — the profile is never re-read here), the values come from the vault. Nothing
+/// else is inherited: the sandbox's environment policy starts from an allow-list.
 ///
 /// Before every command the vault is re-read when another process (the `sayri vault` CLI)
 /// changed it, and the redactor is rebuilt from it at once: a secret is never handed to a
-/// command before the redactor knows it. Stored rows are then rewritten in the background.
+/// command before the redactor knows it. Stored rows are then rewritten in the background. The
+/// vault's file is read off the async worker threads ([`crate::offload::blocking`]).
 ///
 /// While the vault cannot be opened, a command that names an allowed secret is refused and the
 /// others run with a note (see [`super::locked_vault`]).
 pub struct SecretsSandbox {
     /// The real sandbox.
     pub inner: Arc<LinuxSandbox>,
-    /// Where each agent's `allowed_secrets` comes from.
-    pub agents: Arc<FileAgents>,
     /// The vault slot (`None` when unavailable: no secrets are added).
     pub vault: Arc<Mutex<Option<Vault>>>,
     /// Why the vault is unavailable (when the slot is `None`).
@@ -281,60 +280,85 @@ pub struct SecretsSandbox {
     pub store: Arc<sayri_store::Store>,
 }
 
+/// What the vault gives a command (see [`SecretsSandbox::with_secrets`]).
+enum VaultAnswer {
+    /// Run it (its allowed secrets, if any, are in its environment).
+    Run,
+    /// The vault is locked: run it with a note saying why its secrets are missing.
+    RunWithNote(String),
+    /// The vault is locked and the command names an allowed secret: refuse it with this.
+    Refuse(ExecResult),
+}
+
+impl SecretsSandbox {
+    /// Re-reads the vault if it changed on disk, then adds the values of the request's allowed
+    /// secrets to its environment. Blocks on the vault's file: call it through
+    /// [`crate::offload::blocking`].
+    fn with_secrets(&self, request: &mut ExecRequest) -> VaultAnswer {
+        let allowed = &request.allowed_secrets;
+        let mut guard = lock(&self.vault);
+        let Some(vault) = guard.as_mut() else {
+            if allowed.is_empty() {
+                return VaultAnswer::Run;
+            }
+            let reason = self
+                .vault_error
+                .clone()
+                .unwrap_or_else(|| "it could not be opened".into());
+            let named = super::locked_vault::named_in(&request.command, allowed);
+            if named.is_empty() {
+                return VaultAnswer::RunWithNote(reason);
+            }
+            tracing::warn!(
+                "refused a command of agent {} that needs {} while the vault is locked",
+                request.agent_id,
+                named.join(", ")
+            );
+            return VaultAnswer::Refuse(super::locked_vault::refusal(&named, &reason));
+        };
+        match vault.refresh() {
+            Ok(true) => {
+                let key = vault.get(PROVIDER_KEY);
+                self.redactor
+                    .replace(redactor_for(Some(vault), key.as_deref().map(|k| &**k)));
+                crate::stored_secrets::spawn_rewrite(
+                    self.store.clone(),
+                    self.vault.clone(),
+                    self.redactor.clone(),
+                    false,
+                );
+            }
+            Ok(false) => {}
+            Err(e) => tracing::error!("vault not re-read, secrets unchanged: {e}"),
+        }
+        let values: Vec<(String, String)> = vault
+            .env_for(allowed)
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        request.env.extend(values);
+        VaultAnswer::Run
+    }
+}
+
 impl Sandbox for SecretsSandbox {
     fn run(
         &self,
         mut request: ExecRequest,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, ExecResult> {
-        let allowed = match self.agents.load(&request.agent_id) {
-            Ok(Some(profile)) => profile.allowed_secrets,
-            _ => Vec::new(),
-        };
-        {
-            let mut guard = lock(&self.vault);
-            if let Some(vault) = guard.as_mut() {
-                match vault.refresh() {
-                    Ok(true) => {
-                        let key = vault.get(PROVIDER_KEY);
-                        self.redactor
-                            .replace(redactor_for(Some(vault), key.as_deref().map(|k| &**k)));
-                        crate::stored_secrets::spawn_rewrite(
-                            self.store.clone(),
-                            self.vault.clone(),
-                            self.redactor.clone(),
-                            false,
-                        );
-                    }
-                    Ok(false) => {}
-                    Err(e) => tracing::error!("vault not re-read, secrets unchanged: {e}"),
-                }
-                for (k, v) in vault.env_for(&allowed) {
-                    request.env.push((k, v.to_string()));
-                }
-            } else if !allowed.is_empty() {
-                let reason = self
-                    .vault_error
-                    .clone()
-                    .unwrap_or_else(|| "it could not be opened".into());
-                let named = super::locked_vault::named_in(&request.command, &allowed);
-                if !named.is_empty() {
-                    tracing::warn!(
-                        "refused a command of agent {} that needs {} while the vault is locked",
-                        request.agent_id,
-                        named.join(", ")
-                    );
-                    let refused = super::locked_vault::refusal(&named, &reason);
-                    return Box::pin(async move { refused });
-                }
+        match crate::offload::blocking(|| self.with_secrets(&mut request)) {
+            VaultAnswer::Run => self.inner.run(request, cancel),
+            VaultAnswer::Refuse(refused) => Box::pin(async move { refused }),
+            VaultAnswer::RunWithNote(reason) => {
+                let allowed = request.allowed_secrets.clone();
                 let run = self.inner.run(request, cancel);
-                return Box::pin(async move {
+                Box::pin(async move {
                     let mut result = run.await;
                     super::locked_vault::add_note(&mut result, &allowed, &reason);
                     result
-                });
+                })
             }
         }
-        self.inner.run(request, cancel)
     }
 }

@@ -31,6 +31,7 @@ pub mod settings;
 use crate::agents::FileAgents;
 use crate::bus::Broadcaster;
 use crate::local_model::LocalModel;
+use crate::offload::OffloadedStore;
 use crate::policies;
 use crate::stored_secrets;
 use crate::supervisor::Supervisor;
@@ -132,15 +133,17 @@ impl Brain {
         )));
         let sink = BroadcastSink::new(broadcaster, secrets.redactor.clone());
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        // The core reaches the database only through this: every call off the async threads.
+        let offloaded = Arc::new(OffloadedStore(store.clone()));
         let broker = Arc::new(
-            PermissionBroker::new(Arc::new(sink.clone()), store.clone(), clock.clone())
+            PermissionBroker::new(Arc::new(sink.clone()), offloaded.clone(), clock.clone())
                 .with_timeout(settings::ask_timeout(cfg))
                 .with_redactor(redactor_port.clone()),
         );
-        let policies = policies::load_for(cfg).map_err(BrainError::Other)?;
+        let policies = policies::load_for(cfg).map_err(|e| BrainError::Other(e.to_string()))?;
         let gate = Arc::new(RulesGate::new(
             policies,
-            store.clone(),
+            offloaded.clone(),
             broker.clone(),
             clock.clone(),
         ));
@@ -149,7 +152,6 @@ impl Brain {
                 model: model.clone(),
                 sandbox: Arc::new(SecretsSandbox {
                     inner: sandbox.clone(),
-                    agents: agents.clone(),
                     vault: vault.clone(),
                     vault_error: secrets.vault_error.clone(),
                     redactor: secrets.redactor.clone(),
@@ -157,7 +159,7 @@ impl Brain {
                 }),
                 gate: gate.clone(),
                 redactor: redactor_port,
-                store: store.clone(),
+                store: offloaded,
                 clock,
                 entropy: Arc::new(adapters::OsEntropy),
             },
@@ -189,6 +191,12 @@ impl Brain {
             local_model,
         };
         Ok((brain, secrets.migrated))
+    }
+
+    /// Runs `f` with the store off the async worker threads ([`crate::offload::blocking`]):
+    /// the way handlers and services call the store (`brain.db(|s| s.routines())`).
+    pub fn db<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        crate::offload::store(&self.store, f)
     }
 
     /// Locks the vault slot.

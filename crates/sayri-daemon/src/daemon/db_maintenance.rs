@@ -37,7 +37,7 @@ pub async fn run(state: Arc<DaemonState>) {
             }
             told = corrupt;
         }
-        if told.is_none() && brain.store.wal_bytes() > 0 {
+        if told.is_none() && brain.db(|s| s.wal_bytes()) > 0 {
             let store = brain.store.clone();
             let _ = tokio::task::spawn_blocking(move || store.maintain()).await;
         }

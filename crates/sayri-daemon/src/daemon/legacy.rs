@@ -8,10 +8,14 @@
 //!    is refused management requests; the person's own programs may do everything. Access
 //!    classes are those of the IPC commands: `sayri-gui-ping` is read-only; `toggle`, `show`,
 //!    `hide`, `settings`, `listen`, `attach` and messages are assistant; `quit` is management.
-//! 3. One request per connection: one line of any length up to 1 MiB, ended by `\n` or by the
-//!    client closing its write side, read within [`REQUEST_TIMEOUT`].
-//! 4. Plain-text requests get one line (`DAEMON`, `OK` or `ERROR …`); JSON requests get NDJSON
-//!    events, a message's streamed until its turn ends, with no time limit.
+//! 3. One request per connection, up to 1 MiB, read within [`REQUEST_TIMEOUT`]: it ends at the
+//!    first `\n`, when the client closes its write side, or when the client has sent a whole
+//!    request (plain text, or JSON that parses) and then stays quiet for [`QUIET_END`] (300 ms;
+//!    the original gateways send one request without a newline and wait for the answer).
+//! 4. Plain-text requests get one line (`DAEMON`, `OK` or `ERROR …`); `ATTACH_IMAGE` gets `OK`
+//!    (or one `error` event) as the original did; a message gets one final event line when
+//!    its turn ends (`{"event": "done", "ok": true, "text"}`), or, when it asks for `stream`,
+//!    the turn's events as they come before it; no time limit.
 
 use crate::command_peer;
 use crate::daemon::commands::desktop::announce_window;
@@ -21,7 +25,8 @@ use crate::daemon::state::DaemonState;
 use crate::gateways::incoming;
 use crate::gateways::peer::{self, Identity};
 use sayri_protocol::legacy::{
-    DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, ReplyEvent, ReportAnswer,
+    DAEMON_PONG, GatewayReport, LegacyRequest, MAX_REQUEST_BYTES, QUIET_END, ReplyEvent,
+    ReportAnswer, is_whole_request,
 };
 use sayri_protocol::params::WindowAction;
 use std::sync::Arc;
@@ -53,7 +58,37 @@ pub async fn serve(
     tracker: TaskTracker,
     owned: bool,
 ) {
-    listener::accept_until(&listener, &state.shutdown, "legacy socket: ", |stream| {
+    accept(&listener, &state, &tracker, "legacy socket: ").await;
+    drop(listener);
+    if owned {
+        let _ = std::fs::remove_file(state.paths.legacy_socket());
+    }
+}
+
+/// Serves the legacy socket at the original path (`$STATE/sayri.sock`) exactly as
+/// [`serve`] does, then removes it if it is still the socket this daemon made.
+pub async fn serve_alias(
+    alias: listener::AliasSocket,
+    state: Arc<DaemonState>,
+    tracker: TaskTracker,
+) {
+    accept(
+        &alias.listener,
+        &state,
+        &tracker,
+        "legacy socket (original path): ",
+    )
+    .await;
+    alias.remove();
+}
+
+async fn accept(
+    listener: &UnixListener,
+    state: &Arc<DaemonState>,
+    tracker: &TaskTracker,
+    label: &str,
+) {
+    listener::accept_until(listener, &state.shutdown, label, |stream| {
         let state = state.clone();
         tracker.spawn(async move {
             tokio::select! {
@@ -63,10 +98,6 @@ pub async fn serve(
         });
     })
     .await;
-    drop(listener);
-    if owned {
-        let _ = std::fs::remove_file(state.paths.legacy_socket());
-    }
 }
 
 /// The identity of a connection's peer.
@@ -78,48 +109,53 @@ fn identify(state: &DaemonState, stream: &UnixStream) -> Identity {
     }
 }
 
-/// Reads the request line: bytes up to the first `\n` or the end of input.
+/// Reads the request (module rule 3): bytes up to the first `\n`, the end of input, or a
+/// quiet [`QUIET_END`] after a whole request.
 ///
 /// # Errors
 /// A sentence for the client: too long, not UTF-8, too slow, or a read error.
 async fn read_request(stream: &mut UnixStream) -> Result<String, String> {
+    let too_long = || {
+        format!(
+            "the request is longer than {MAX_REQUEST_BYTES} bytes (1 MiB); send a shorter message"
+        )
+    };
+    let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
-    let read = async {
-        loop {
-            let n = stream
-                .read(&mut chunk)
-                .await
-                .map_err(|e| format!("cannot read the request: {e}"))?;
-            if n == 0 {
-                return Ok(());
-            }
-            let part = &chunk[..n];
-            if let Some(end) = part.iter().position(|b| *b == b'\n') {
-                buf.extend_from_slice(&part[..end]);
-                return Ok(());
-            }
-            buf.extend_from_slice(part);
-            if buf.len() > MAX_REQUEST_BYTES {
+    loop {
+        let whole = is_whole_request(&buf);
+        let until = if whole {
+            (tokio::time::Instant::now() + QUIET_END).min(deadline)
+        } else {
+            deadline
+        };
+        let n = match tokio::time::timeout_at(until, stream.read(&mut chunk)).await {
+            Err(_) if whole => break,
+            Err(_) => {
                 return Err(format!(
-                    "the request is longer than {MAX_REQUEST_BYTES} bytes (1 MiB); send a shorter message"
+                    "no complete request within {} s; send one line ended by a newline",
+                    REQUEST_TIMEOUT.as_secs()
                 ));
             }
+            Ok(Err(e)) => return Err(format!("cannot read the request: {e}")),
+            Ok(Ok(n)) => n,
+        };
+        if n == 0 {
+            break;
         }
-    };
-    match tokio::time::timeout(REQUEST_TIMEOUT, read).await {
-        Err(_) => {
-            return Err(format!(
-                "no complete request within {} s; send one line ended by a newline",
-                REQUEST_TIMEOUT.as_secs()
-            ));
+        let part = &chunk[..n];
+        if let Some(end) = part.iter().position(|b| *b == b'\n') {
+            buf.extend_from_slice(&part[..end]);
+            break;
         }
-        Ok(r) => r?,
+        buf.extend_from_slice(part);
+        if buf.len() > MAX_REQUEST_BYTES {
+            return Err(too_long());
+        }
     }
     if buf.len() > MAX_REQUEST_BYTES {
-        return Err(format!(
-            "the request is longer than {MAX_REQUEST_BYTES} bytes (1 MiB); send a shorter message"
-        ));
+        return Err(too_long());
     }
     if buf.last() == Some(&b'\r') {
         buf.pop();
@@ -228,10 +264,11 @@ fn answer_simple(state: &DaemonState, who: &Identity, r: LegacyRequest) -> Vec<u
     }
 }
 
-/// The answer to a request: plain text `OK` / `ERROR …`, or one JSON `done`/`error` event.
+/// The answer to a request: `OK` on success (as the original answered `ATTACH_IMAGE` too);
+/// a failure as `ERROR …`, or as one JSON `error` event for a JSON request.
 fn reply(json: bool, result: Result<String, String>) -> Vec<u8> {
     match (json, result) {
-        (true, Ok(text)) => ReplyEvent::done(text).to_line(),
+        (true, Ok(_)) => b"OK\n".to_vec(),
         (true, Err(e)) => ReplyEvent::error(e).to_line(),
         (false, Ok(_)) => b"OK\n".to_vec(),
         (false, Err(e)) => format!("ERROR {}\n", e.replace(['\n', '\r'], " ")).into_bytes(),

@@ -13,6 +13,16 @@
 //! `SocketMode=` said) and ours, before the first `accept`; step 4 applies unchanged.
 //!
 //! The same functions serve the legacy gateway socket `sayri.sock`.
+//!
+//! **Original paths.** When the sockets live in `$XDG_RUNTIME_DIR/sayri`, the daemon also
+//! answers at the paths the original clients look in, `$STATE/sayri-daemon.sock` and
+//! `$STATE/sayri.sock` ([`bind_alias`]): second listeners, bound 0600 like the first and
+//! served by the same accept loop (peer uid, gateway ancestry), removed at exit only while the
+//! path is still the socket this daemon bound. A path that holds anything else is never
+//! followed, replaced or removed: not a socket (a file, a directory, a symlink — whatever it
+//! points to), a socket of another uid, or a live socket (another program answers on it);
+//! only a socket file of ours that refuses connections (its daemon died) is replaced. Each
+//! refusal is a warning in the log and in `status`.
 
 use sayri_client::paths::{MAX_SOCKET_PATH, euid};
 use std::fs::File;
@@ -66,14 +76,6 @@ pub enum ListenError {
 /// The held singleton lock; released when dropped (or when the process dies).
 pub struct DaemonLock {
     _file: File,
-    path: PathBuf,
-}
-
-impl DaemonLock {
-    /// The lock file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 /// Takes the singleton lock at `path` and writes our pid into it.
@@ -110,10 +112,7 @@ pub fn acquire_lock(path: &Path) -> Result<DaemonLock, ListenError> {
     file.set_len(0)
         .map_err(|e| io_err("truncate lock file", e))?;
     writeln!(file, "{}", std::process::id()).map_err(|e| io_err("write lock file", e))?;
-    Ok(DaemonLock {
-        _file: file,
-        path: path.to_path_buf(),
-    })
+    Ok(DaemonLock { _file: file })
 }
 
 /// Binds `path` as a 0600 listening socket, replacing a stale file. Call with the lock held.
@@ -191,4 +190,96 @@ pub async fn accept_until(
             }
         }
     }
+}
+
+/// A listener at an original path ([`bind_alias`]) and the file it made there.
+pub struct AliasSocket {
+    /// The listener.
+    pub listener: UnixListener,
+    /// Where it is bound.
+    pub path: PathBuf,
+    /// Device and inode of the socket file this daemon made, to remove only that file.
+    id: (u64, u64),
+}
+
+impl AliasSocket {
+    /// Removes the socket file if the path still holds the one this daemon made.
+    pub fn remove(&self) {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if (m.dev(), m.ino()) == self.id => {
+                let _ = std::fs::remove_file(&self.path);
+            }
+            Ok(_) => tracing::info!(
+                "left {} in place: it is no longer the socket this daemon made",
+                self.path.display()
+            ),
+            Err(_) => {}
+        }
+    }
+}
+
+/// Binds a second listener at `path`, an original client's path (see the module rules): 0600,
+/// replacing only a stale socket file of ours. `Err` is the warning saying why nothing was
+/// bound (the path is left as it was).
+pub fn bind_alias(path: &Path) -> Result<AliasSocket, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    if path.as_os_str().as_bytes().len() > MAX_SOCKET_PATH {
+        return Err(format!(
+            "original clients cannot reach Sayri at {}: the path is longer than {MAX_SOCKET_PATH} bytes",
+            path.display()
+        ));
+    }
+    let left = |why: String| {
+        format!(
+            "original clients cannot reach Sayri at {}: {why}; Sayri left it alone (remove it if it is not yours and restart the daemon)",
+            path.display()
+        )
+    };
+    let mut replaced = false;
+    loop {
+        match bind_new(path) {
+            Ok(listener) => {
+                let meta = std::fs::symlink_metadata(path)
+                    .map_err(|e| left(format!("cannot inspect the new socket: {e}")))?;
+                return Ok(AliasSocket {
+                    listener,
+                    path: path.to_path_buf(),
+                    id: (meta.dev(), meta.ino()),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && !replaced => {}
+            Err(e) => return Err(left(format!("cannot bind it: {e}"))),
+        }
+        // Something is there. Only a socket file of ours that nobody answers on is replaced.
+        let meta =
+            std::fs::symlink_metadata(path).map_err(|e| left(format!("cannot inspect it: {e}")))?;
+        if !meta.file_type().is_socket() {
+            return Err(left(
+                "it is not a socket (a file, directory or symlink is there)".into(),
+            ));
+        }
+        if meta.uid() != euid() {
+            return Err(left(format!("it is a socket of uid {}", meta.uid())));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(left("another program answers on it".into()));
+        }
+        std::fs::remove_file(path)
+            .map_err(|e| left(format!("cannot remove the stale socket: {e}")))?;
+        tracing::info!("removed stale socket {}", path.display());
+        replaced = true;
+    }
+}
+
+/// Binds `path` (which must not exist) under umask 0177 and chmods it 0600.
+fn bind_new(path: &Path) -> io::Result<UnixListener> {
+    // SAFETY: umask only swaps the process file-mode mask; no memory is involved.
+    let old = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(path);
+    // SAFETY: as above, restoring the previous mask.
+    unsafe { libc::umask(old) };
+    let listener = bound?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
 }

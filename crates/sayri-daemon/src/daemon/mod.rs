@@ -14,22 +14,23 @@
 //!
 //! The routines and their scheduler live in [`crate::routines`] (started by [`Daemon::bind`]).
 
-pub mod activation;
+pub(crate) mod activation;
 pub(crate) mod commands;
-pub mod connection;
-pub mod db_maintenance;
+pub(crate) mod connection;
+pub(crate) mod db_maintenance;
 pub mod dispatch;
-pub mod legacy;
-pub mod listener;
-pub mod recovery;
-pub mod state;
-pub mod status;
+pub(crate) mod legacy;
+pub(crate) mod listener;
+pub(crate) mod recovery;
+pub(crate) mod state;
+pub(crate) mod status;
 
 pub use dispatch::{Ctx, Dispatcher, Mode};
+pub use listener::ListenError;
 pub use state::DaemonState;
 
 use crate::config_file::{self, ConfigFileError};
-use listener::{DaemonLock, ListenError};
+use listener::DaemonLock;
 use sayri_client::paths::{Paths, PathsError};
 use sayri_core::domain::config::Config;
 use sayri_protocol::PROTOCOL_VERSION;
@@ -75,6 +76,36 @@ pub struct Daemon {
     activated: bool,
     /// The same for the legacy socket.
     legacy_activated: bool,
+    /// The control and legacy sockets at the original clients' paths in the state dir, when
+    /// the runtime dir is elsewhere (see [`listener::bind_alias`]).
+    aliases: Aliases,
+}
+
+/// Second listeners at the original paths.
+#[derive(Default)]
+struct Aliases {
+    control: Option<listener::AliasSocket>,
+    legacy: Option<listener::AliasSocket>,
+}
+
+impl Aliases {
+    /// Binds what `paths` asks for; each path that cannot be bound is a warning.
+    fn bind(paths: &Paths, warnings: &mut Vec<String>) -> Aliases {
+        let mut one = |p: Option<std::path::PathBuf>| {
+            p.and_then(|p| match listener::bind_alias(&p) {
+                Ok(a) => Some(a),
+                Err(w) => {
+                    tracing::warn!("{w}");
+                    warnings.push(w);
+                    None
+                }
+            })
+        };
+        Aliases {
+            control: one(paths.original_socket()),
+            legacy: one(paths.original_legacy_socket()),
+        }
+    }
 }
 
 /// The command table with every command this build implements.
@@ -121,11 +152,13 @@ impl Daemon {
         let passed_legacy = adopted.legacy;
         // Only the lock holder may clean up, and before it starts a child of its own.
         recovery::kill_leftovers(&paths);
+        let mut warnings = adopted.warnings;
+        let aliases = Aliases::bind(&paths, &mut warnings);
         let state = DaemonState::new(paths, config);
         *state
             .socket_warnings
             .lock()
-            .unwrap_or_else(|p| p.into_inner()) = adopted.warnings;
+            .unwrap_or_else(|p| p.into_inner()) = warnings;
         let cfg = state.config();
         let (brain, migrated_key) = crate::brain::Brain::build(
             &state.paths,
@@ -173,6 +206,7 @@ impl Daemon {
             dispatcher: Arc::new(dispatcher),
             activated,
             legacy_activated,
+            aliases,
         })
     }
 
@@ -192,8 +226,12 @@ impl Daemon {
             dispatcher,
             activated,
             legacy_activated,
+            aliases,
         } = self;
         let tracker = TaskTracker::new();
+        if let Some(alias) = aliases.legacy {
+            tracker.spawn(legacy::serve_alias(alias, state.clone(), tracker.clone()));
+        }
         if let Some(legacy) = legacy {
             tracker.spawn(legacy::serve(
                 legacy,
@@ -202,6 +240,19 @@ impl Daemon {
                 !legacy_activated,
             ));
             tokio::spawn(crate::gateways::auto_start(state.clone()));
+        }
+        if let Some(alias) = aliases.control {
+            let (state, dispatcher, inner) = (state.clone(), dispatcher.clone(), tracker.clone());
+            tracker.spawn(async move {
+                listener::accept_until(
+                    &alias.listener,
+                    &state.shutdown,
+                    "control socket (original path): ",
+                    |stream| accept_control(stream, &state, &dispatcher, &inner),
+                )
+                .await;
+                alias.remove();
+            });
         }
         tokio::spawn(db_maintenance::run(state.clone()));
         tracing::info!(
@@ -224,15 +275,7 @@ impl Daemon {
             tracing::warn!("cannot tell the service manager that the daemon is ready: {e}");
         }
         listener::accept_until(&listener, &state.shutdown, "", |stream| {
-            let pid = stream.peer_cred().ok().and_then(|c| c.pid());
-            if let Some(id) = crate::gateways::peer::instance_of_process(&*state, pid) {
-                // A gateway speaks through `sayri.sock` for its own instance only.
-                tracing::warn!(
-                    "refused a connection from the process tree of gateway {id} to the control socket"
-                );
-                return;
-            }
-            tracker.spawn(connection::serve(stream, state.clone(), dispatcher.clone()));
+            accept_control(stream, &state, &dispatcher, &tracker);
         })
         .await;
         tracing::info!("shutting down");
@@ -269,6 +312,24 @@ impl Daemon {
         drop(lock);
         tracing::info!("stopped");
     }
+}
+
+/// Serves one accepted control-socket connection (at either path), unless its peer belongs to
+/// a gateway's process tree: a gateway speaks through `sayri.sock` for its own instance only.
+fn accept_control(
+    stream: tokio::net::UnixStream,
+    state: &Arc<DaemonState>,
+    dispatcher: &Arc<Dispatcher>,
+    tracker: &TaskTracker,
+) {
+    let pid = stream.peer_cred().ok().and_then(|c| c.pid());
+    if let Some(id) = crate::gateways::peer::instance_of_process(&**state, pid) {
+        tracing::warn!(
+            "refused a connection from the process tree of gateway {id} to the control socket"
+        );
+        return;
+    }
+    tracker.spawn(connection::serve(stream, state.clone(), dispatcher.clone()));
 }
 
 /// Runs the daemon in the foreground until `quit`, SIGTERM or SIGINT. Returns a one-line error

@@ -15,11 +15,25 @@
 //!    stream to the gateway, redacted, until the turn ends; one turn at a time per chat.
 //! 6. **The record**: the final answer to an update with an `update_id` is kept
 //!    ([`super::replayed`]); the same update sent again gets it back without a second turn.
+//!
+//! A message of the original wire (no `sender_id`, see
+//! [`IncomingMessage::is_original_wire`]) skips steps 2–4: it is answered only when its
+//! instance takes such messages and names its author or chat
+//! ([`GatewayInstance::accepts_original_wire`]), else `ignored`; its text is never a chat
+//! command or a pairing; without `instance_id` it is for instance `default`; a `session_id`
+//! of another instance is not continued. Its turn is step 5 unchanged: at most the instance's
+//! cap, nobody can approve anything.
+//!
+//! Nobody inside a command of a turn sends messages (it could otherwise claim a paired sender
+//! or a named author and run a turn above its own level). The answer is the final event alone,
+//! one line, unless the message asks for `stream`.
 
 use super::peer::Identity;
 use super::{GatewayError, Host, now, redacted};
+use crate::command_peer::Caller;
 use sayri_core::assistant::{CoreError, RemoteRequest};
 use sayri_core::domain::gateway::gate::{self, ChatCommand, Update, Verdict};
+use sayri_core::domain::gateway::instance::DEFAULT_ID;
 use sayri_core::domain::gateway::{GatewayInstance, PairOutcome};
 use sayri_core::engine::{CoreEvent, EventSink};
 use sayri_core::sync::lock;
@@ -35,11 +49,17 @@ use tokio::sync::mpsc;
 struct Out {
     stream: UnixStream,
     gone: bool,
+    /// The client asked for the turn's events; otherwise only the final one is written.
+    streaming: bool,
 }
 
 impl Out {
-    /// Writes one event; after the first failure (the client left) nothing more is written.
+    /// Writes one event (a non-final one only when streaming); after the first failure (the
+    /// client left) nothing more is written.
     async fn send(&mut self, ev: &ReplyEvent) -> bool {
+        if !self.streaming && !ev.is_final() {
+            return !self.gone;
+        }
         if !self.gone && self.stream.write_all(&ev.to_line()).await.is_err() {
             self.gone = true;
         }
@@ -52,8 +72,12 @@ pub async fn handle(state: &dyn Host, who: &Identity, msg: IncomingMessage, stre
     let mut out = Out {
         stream,
         gone: false,
+        streaming: msg.stream,
     };
     let reply = match instance_for(state, who, &msg) {
+        Ok(inst) if msg.is_original_wire() => {
+            Some(original_wire(state, &inst, &msg, &mut out).await)
+        }
         Ok(inst) => answer(state, &inst, &msg, &mut out).await,
         Err(e) => Some(ReplyEvent::error(e)),
     };
@@ -70,6 +94,12 @@ fn instance_for(
     msg: &IncomingMessage,
 ) -> Result<GatewayInstance, String> {
     let id = match (who, msg.instance_id.as_deref()) {
+        (Identity::Local(Caller::Command), _) => {
+            tracing::warn!("a program inside a command of a turn sent a gateway message; refused");
+            return Err(
+                "a program running inside a command of Sayri cannot send gateway messages".into(),
+            );
+        }
         (Identity::Gateway(own), Some(named)) if named != own => {
             tracing::warn!("gateway {own} sent a message for instance {named}; refused");
             return Err(format!(
@@ -78,6 +108,7 @@ fn instance_for(
         }
         (Identity::Gateway(own), _) => own.clone(),
         (Identity::Local(_), Some(named)) => named.to_string(),
+        (Identity::Local(_), None) if msg.is_original_wire() => DEFAULT_ID.to_string(),
         (Identity::Local(_), None) => {
             return Err(
                 "name the gateway instance in `instance_id` (see `sayri gateway list`)".into(),
@@ -105,8 +136,7 @@ async fn answer(
     let person = update.person();
     let paired = person.is_some_and(|p| {
         brain
-            .store
-            .is_peer_authorized(p, &inst.id)
+            .db(|s| s.is_peer_authorized(p, &inst.id))
             .unwrap_or_else(|e| {
                 tracing::error!(
                     "gateway {}: cannot read its peers ({e}); not answering",
@@ -167,6 +197,63 @@ async fn answer(
     }
 }
 
+/// An original-wire message (see the module rules): the final event.
+async fn original_wire(
+    state: &dyn Host,
+    inst: &GatewayInstance,
+    msg: &IncomingMessage,
+    out: &mut Out,
+) -> ReplyEvent {
+    if !inst.accepts_original_wire(&msg.author, msg.chat_id.as_deref()) {
+        let reason = if inst.legacy {
+            format!(
+                "gateway instance {} does not accept this author or chat; add it to the instance's legacy_authors or legacy_chats",
+                inst.id
+            )
+        } else {
+            format!(
+                "gateway instance {} does not take messages without a sender id; turn on its `legacy` and name the accepted `legacy_authors` or `legacy_chats` (gateway_save)",
+                inst.id
+            )
+        };
+        tracing::warn!(
+            "gateway {}: ignored a message without sender id from author {:?}: {reason}",
+            inst.id,
+            redacted(state, &msg.author)
+        );
+        return ReplyEvent::Ignored { reason };
+    }
+    if msg.text.trim().is_empty() {
+        return ReplyEvent::done(gate::ONLY_TEXT);
+    }
+    let chat = original_chat_key(msg);
+    let chat_lock = state.gateways().chat_lock(&inst.id, &chat);
+    let _held = chat_lock.lock().await;
+    turn(state, inst, msg, &chat, out).await
+}
+
+/// The chat an original-wire message belongs to: its `chat_id`, else one per author
+/// (`author-<name>`, characters other than letters, digits, `-` and `_` as `_`).
+fn original_chat_key(msg: &IncomingMessage) -> String {
+    if let Some(c) = msg.chat_id.as_deref().filter(|c| !c.is_empty()) {
+        return c.to_string();
+    }
+    let name: String = msg
+        .author
+        .trim()
+        .chars()
+        .take(40)
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("author-{name}")
+}
+
 fn command_done(text: impl Into<String>, command: &str) -> ReplyEvent {
     ReplyEvent::Done {
         ok: true,
@@ -203,8 +290,7 @@ fn pair(
     match outcome {
         PairOutcome::Paired => {
             let stored = state.brain().map_err(|e| e.message).and_then(|b| {
-                b.store
-                    .authorize_peer(sender, &inst.id, &inst.agent, at, "pin", author)
+                b.db(|s| s.authorize_peer(sender, &inst.id, &inst.agent, at, "pin", author))
                     .map_err(|e| e.to_string())
             });
             if let Err(e) = stored {
@@ -250,7 +336,7 @@ fn chat_state(state: &dyn Host, inst: &GatewayInstance, chat_id: &str) -> Gatewa
     let stored = state
         .brain()
         .ok()
-        .and_then(|b| b.store.gateway_chat(&inst.id, chat_id).ok().flatten());
+        .and_then(|b| b.db(|s| s.gateway_chat(&inst.id, chat_id)).ok().flatten());
     match stored {
         Some(c) if inst.allows_agent(&c.agent_id) => c,
         _ => GatewayChat {
@@ -262,7 +348,7 @@ fn chat_state(state: &dyn Host, inst: &GatewayInstance, chat_id: &str) -> Gatewa
 
 fn save_chat(state: &dyn Host, inst: &GatewayInstance, chat_id: &str, chat: &GatewayChat) {
     if let Ok(b) = state.brain()
-        && let Err(e) = b.store.set_gateway_chat(&inst.id, chat_id, chat, now())
+        && let Err(e) = b.db(|s| s.set_gateway_chat(&inst.id, chat_id, chat, now()))
     {
         tracing::error!("gateway {}: the chat's session was not saved: {e}", inst.id);
     }
@@ -400,13 +486,21 @@ fn plan_turn(
     })?;
     let level = inst.level_for(msg.sandbox_level, agent.sandbox.level);
     if let Some(s) = &msg.session_id {
-        if !s.starts_with(&format!("remote-{}-", inst.id)) {
+        let own = s.starts_with(&format!("remote-{}-", inst.id));
+        if !own && msg.is_original_wire() {
+            // The original gateways name sessions of their own: the chat's session is used.
+            tracing::info!(
+                "gateway {}: session {s} is not one of this instance; the chat's session is used",
+                inst.id
+            );
+        } else if !own {
             return Err(format!(
                 "session {s} does not belong to gateway {}; leave session_id out",
                 inst.id
             ));
+        } else {
+            chat.session_id = s.clone();
         }
-        chat.session_id = s.clone();
     }
     save_chat(state, inst, chat_id, &chat);
     Ok(TurnPlan {

@@ -1,7 +1,8 @@
 //! How an instance is started: which program, with which arguments, environment and secrets.
 //!
 //! * **Program**: `sayri-gateway-<plugin>`, looked up next to the `sayri` executable first (an
-//!   installation puts them side by side), then in the daemon's `PATH`.
+//!   installation puts them side by side), then in the daemon's `PATH`. Plugin `legacy` has
+//!   none: its gateway is run by the person and cannot be started.
 //! * **Arguments**: the instance's `options`, as `--NAME VALUE` — visible to every local user,
 //!   which is why options never hold secrets.
 //! * **Environment**: what the supervisor passes to every child (`PATH`, `HOME`, locale, …), plus
@@ -17,6 +18,7 @@
 use super::{Host, child_name};
 use crate::supervisor::ChildSpec;
 use sayri_core::domain::gateway::GatewayInstance;
+use sayri_core::domain::gateway::instance::LEGACY_PLUGIN;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -71,6 +73,13 @@ pub fn state_dir(paths: &sayri_client::paths::Paths, id: &str) -> PathBuf {
 /// # Errors
 /// Its program is missing, the vault is unavailable, or a secret it lists is not in the vault.
 pub fn spec_for(state: &dyn Host, inst: &GatewayInstance) -> Result<ChildSpec, String> {
+    if inst.plugin == LEGACY_PLUGIN {
+        return Err(format!(
+            "gateway instance {} has no program to start: it takes messages from a gateway you run yourself, on {}",
+            inst.id,
+            state.paths().legacy_socket().display()
+        ));
+    }
     let program = program_for(&inst.plugin)?;
     let mut spec = ChildSpec::new(child_name(&inst.id), program)
         .env("SAYRI_GATEWAY_INSTANCE_ID", &inst.id)

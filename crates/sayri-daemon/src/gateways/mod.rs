@@ -34,6 +34,7 @@ use crate::bus::Broadcaster;
 use crate::supervisor::{ChildState, ChildStatus, Supervisor, SupervisorError};
 use sayri_client::paths::Paths;
 use sayri_core::domain::config::Config;
+use sayri_core::domain::gateway::instance::DEFAULT_ID;
 use sayri_core::domain::gateway::{GatewayInstance, PinBook, PinPolicy, ReplyLimiter};
 use sayri_core::ports::Clock;
 use sayri_core::sync::lock;
@@ -193,16 +194,17 @@ fn store_err(e: impl std::fmt::Display) -> GatewayError {
     GatewayError::Store(e.to_string())
 }
 
-/// The instance `id` from the store.
+/// The instance `id` from the store; `default` exists unsaved as
+/// [`GatewayInstance::implicit_default`] (original-wire messages off).
 ///
 /// # Errors
 /// Unknown id, or the database failed.
 pub fn load(state: &dyn Host, id: &str) -> Result<GatewayInstance, GatewayError> {
     let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
     brain
-        .store
-        .gateway_instance(id)
+        .db(|s| s.gateway_instance(id))
         .map_err(store_err)?
+        .or_else(|| (id == DEFAULT_ID).then(GatewayInstance::implicit_default))
         .ok_or_else(|| GatewayError::Unknown(id.to_string()))
 }
 
@@ -290,10 +292,13 @@ pub async fn delete(
     let inst = load(state, id)?;
     let _ = state.supervisor().remove(&child_name(id)).await;
     let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
-    brain.store.delete_gateway_instance(id).map_err(store_err)?;
+    brain
+        .db(|s| s.delete_gateway_instance(id))
+        .map_err(store_err)?;
     state.gateways().forget(id);
     // Replies it had not delivered go with it.
-    let _ = std::fs::remove_dir_all(launch::state_dir(state.paths(), id));
+    let dir = launch::state_dir(state.paths(), id);
+    crate::offload::blocking(|| std::fs::remove_dir_all(dir)).ok();
     let mut deleted = Vec::new();
     if !keep_secrets {
         let prefix = GatewayInstance::own_secret_prefix(&inst.id);
@@ -319,8 +324,9 @@ pub async fn delete(
 /// The database failed or a row cannot be read.
 pub fn list(state: &dyn Host) -> Result<Vec<GatewayEntry>, GatewayError> {
     let brain = state.brain().map_err(|e| GatewayError::Store(e.message))?;
-    let instances = brain.store.gateway_instances().map_err(store_err)?;
-    let peers = brain.store.peers().map_err(store_err)?;
+    let (instances, peers) = brain
+        .db(|s| Ok::<_, sayri_store::StoreError>((s.gateway_instances()?, s.peers()?)))
+        .map_err(store_err)?;
     let notes = lock(&state.gateways().notes).clone();
     Ok(instances
         .into_iter()
@@ -359,7 +365,7 @@ pub fn list(state: &dyn Host) -> Result<Vec<GatewayEntry>, GatewayError> {
 /// `gateway_list`.
 pub async fn auto_start(state: Arc<dyn Host>) {
     let Ok(brain) = state.brain() else { return };
-    let instances = match brain.store.gateway_instances() {
+    let instances = match brain.db(|s| s.gateway_instances()) {
         Ok(i) => i,
         Err(e) => {
             crate::store_health::log_store_error(&brain.store, "gateways were not started", &e);

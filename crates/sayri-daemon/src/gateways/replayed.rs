@@ -15,7 +15,10 @@ pub fn recorded(
 ) -> Option<ReplyEvent> {
     let update = msg.update_id.as_deref()?;
     let brain = state.brain().ok()?;
-    let stored = brain.store.gateway_reply(&inst.id, update).ok().flatten()?;
+    let stored = brain
+        .db(|s| s.gateway_reply(&inst.id, update))
+        .ok()
+        .flatten()?;
     let ev = serde_json::from_str::<ReplyEvent>(&stored).ok()?;
     tracing::info!(
         "gateway {}: update {update} was sent again (the gateway restarted); it gets the answer recorded the first time",
@@ -39,9 +42,7 @@ pub fn record(state: &dyn Host, inst: &GatewayInstance, msg: &IncomingMessage, e
         return;
     };
     let chat = msg.chat_id.as_deref().unwrap_or("");
-    if let Err(e) = brain
-        .store
-        .save_gateway_reply(&inst.id, update, chat, &json, super::now())
+    if let Err(e) = brain.db(|s| s.save_gateway_reply(&inst.id, update, chat, &json, super::now()))
     {
         crate::store_health::log_store_error(
             &brain.store,

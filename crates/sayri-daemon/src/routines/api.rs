@@ -86,7 +86,7 @@ impl Routines {
     /// The database failing.
     pub fn list(&self) -> Result<reply::RoutinesListReply, ProtocolError> {
         let (system, now) = (self.clock.system_zone(), self.clock.now());
-        let rows = self.store.routines().map_err(store_err)?;
+        let rows = self.db(|s| s.routines()).map_err(store_err)?;
         Ok(rows
             .iter()
             .map(|row| match row {
@@ -111,7 +111,7 @@ impl Routines {
             let mut inner = lock(&self.inner);
             let draft = &self.with_free_id(draft, now)?;
             let existing = match &draft.id {
-                Some(id) => match self.store.routine(id.trim()).map_err(store_err)? {
+                Some(id) => match self.db(|s| s.routine(id.trim())).map_err(store_err)? {
                     Some(Ok(r)) => Some(r),
                     _ => None,
                 },
@@ -128,7 +128,7 @@ impl Routines {
                     other => other.to_string(),
                 }));
             }
-            self.store.save_routine(&r).map_err(store_err)?;
+            self.db(|s| s.save_routine(&r)).map_err(store_err)?;
             inner.sched.upsert(JobKey::Routine(r.id.clone()), r.job());
             r
         };
@@ -151,7 +151,7 @@ impl Routines {
         let base = format!("r{}", now.timestamp_millis());
         let mut id = base.clone();
         for n in 2.. {
-            if self.store.routine(&id).map_err(store_err)?.is_none() {
+            if self.db(|s| s.routine(&id)).map_err(store_err)?.is_none() {
                 break;
             }
             id = format!("{base}-{n}");
@@ -173,7 +173,7 @@ impl Routines {
             }
             inner.sched.remove(&key);
             inner.persisted.remove(&key);
-            self.store.delete_routine(id).map_err(store_err)?
+            self.db(|s| s.delete_routine(id)).map_err(store_err)?
         };
         if !existed {
             return Err(not_found(id));
@@ -200,7 +200,7 @@ impl Routines {
         let job = {
             let mut inner = lock(&self.inner);
             let Some(mut job) = inner.sched.job(&key).cloned() else {
-                return Err(match self.store.routine(id).map_err(store_err)? {
+                return Err(match self.db(|s| s.routine(id)).map_err(store_err)? {
                     Some(Err(b)) => ProtocolError::invalid_params(format!(
                         "routine {id} cannot be used: {} — save it again with valid fields, or delete it",
                         b.error
@@ -209,8 +209,7 @@ impl Routines {
                 });
             };
             if !self
-                .store
-                .set_routine_enabled(id, enabled, now)
+                .db(|s| s.set_routine_enabled(id, enabled, now))
                 .map_err(store_err)?
             {
                 return Err(not_found(id));
@@ -238,7 +237,7 @@ impl Routines {
         id: &str,
     ) -> Result<reply::RoutinesRunReply, ProtocolError> {
         let key = JobKey::Routine(id.to_string());
-        let r = match self.store.routine(id).map_err(store_err)? {
+        let r = match self.db(|s| s.routine(id)).map_err(store_err)? {
             Some(Ok(r)) => r,
             Some(Err(b)) => {
                 return Err(ProtocolError::invalid_params(format!(

@@ -176,7 +176,7 @@ impl Routines {
         me.load_routines();
         me.reload_triggers();
         let session = login::current_session();
-        if login::is_new_session(&me.store, &session) {
+        if me.db(|s| login::is_new_session(s, &session)) {
             me.run_login_work();
         }
         let looped = me.clone();
@@ -203,10 +203,15 @@ impl Routines {
         }
     }
 
+    /// Runs `f` with the store, off the async worker threads (see [`crate::offload`]).
+    fn db<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        crate::offload::store(&self.store, f)
+    }
+
     /// The original `$CONFIG/routines.json`, once: routines not in the database yet are
     /// added, the file stays as it is.
     fn import_legacy(&self) {
-        match self.store.scheduler_meta(LEGACY_META) {
+        match self.db(|s| s.scheduler_meta(LEGACY_META)) {
             Ok(Some(done)) => {
                 *lock(&self.legacy_report) = Some(done);
                 return;
@@ -221,7 +226,7 @@ impl Routines {
             }
         }
         let file = self.config_dir.join("routines.json");
-        let Ok(text) = std::fs::read_to_string(&file) else {
+        let Ok(text) = crate::offload::blocking(|| std::fs::read_to_string(&file)) else {
             return;
         };
         let report = match parse_legacy(&text, self.clock.now()) {
@@ -229,8 +234,8 @@ impl Routines {
             Ok(got) => {
                 let mut added = 0;
                 for r in &got.routines {
-                    if matches!(self.store.routine(&r.id), Ok(None))
-                        && self.store.save_routine(r).is_ok()
+                    if matches!(self.db(|s| s.routine(&r.id)), Ok(None))
+                        && self.db(|s| s.save_routine(r)).is_ok()
                     {
                         added += 1;
                     }
@@ -243,7 +248,7 @@ impl Routines {
             }
         };
         tracing::info!("{report}");
-        if let Err(e) = self.store.set_scheduler_meta(LEGACY_META, &report) {
+        if let Err(e) = self.db(|s| s.set_scheduler_meta(LEGACY_META, &report)) {
             tracing::error!("could not record the routines.json import ({e}); it may run again");
         }
         *lock(&self.legacy_report) = Some(report);
@@ -252,7 +257,7 @@ impl Routines {
     /// Puts every stored routine into the scheduler (rows that no longer parse are logged and
     /// never run).
     fn load_routines(&self) {
-        let rows = match self.store.routines() {
+        let rows = match self.db(|s| s.routines()) {
             Ok(r) => r,
             Err(e) => {
                 return crate::store_health::log_store_error(
@@ -277,7 +282,7 @@ impl Routines {
 
     /// Runs every enabled `on_login` routine and trigger once.
     fn run_login_work(self: &Arc<Self>) {
-        let routines: Vec<String> = match self.store.routines() {
+        let routines: Vec<String> = match self.db(|s| s.routines()) {
             Ok(rows) => rows
                 .into_iter()
                 .filter_map(Result::ok)
@@ -354,8 +359,8 @@ impl Routines {
             return;
         }
         let written = match key {
-            JobKey::Routine(id) => self.store.set_routine_timing(id, &timing, next),
-            JobKey::Trigger(id) => self.store.set_trigger_timing(id, &timing, next),
+            JobKey::Routine(id) => self.db(|s| s.set_routine_timing(id, &timing, next)),
+            JobKey::Trigger(id) => self.db(|s| s.set_trigger_timing(id, &timing, next)),
         };
         match written {
             Ok(()) => {
@@ -394,7 +399,7 @@ impl Routines {
     /// What `key` runs, from its current definition.
     fn spec_for(&self, inner: &Inner, key: &JobKey) -> Option<RunSpec> {
         match key {
-            JobKey::Routine(id) => match self.store.routine(id) {
+            JobKey::Routine(id) => match self.db(|s| s.routine(id)) {
                 Ok(Some(Ok(r))) => Some(RunSpec {
                     kind: "routine",
                     id: r.id.clone(),
@@ -475,8 +480,8 @@ impl Routines {
     fn record(&self, key: &JobKey, spec: &RunSpec, report: &RunReport) {
         let o = &report.outcome;
         let saved = match key {
-            JobKey::Routine(id) => self.store.set_routine_outcome(id, o),
-            JobKey::Trigger(id) => self.store.set_trigger_outcome(id, o),
+            JobKey::Routine(id) => self.db(|s| s.set_routine_outcome(id, o)),
+            JobKey::Trigger(id) => self.db(|s| s.set_trigger_outcome(id, o)),
         };
         if let Err(e) = saved {
             tracing::error!("{} {}: outcome not saved: {e}", key.kind(), spec.id);

@@ -160,10 +160,10 @@ impl Routines {
 
     /// Loads the triggers directory again and brings the jobs and monitors in line with it.
     pub(super) fn reload_triggers(self: &Arc<Self>) {
-        let entries = trigger_files::load_dir(&self.triggers_dir());
+        let dir = self.triggers_dir();
+        let entries = crate::offload::blocking(|| trigger_files::load_dir(&dir));
         let states: HashMap<String, Timing> = self
-            .store
-            .trigger_states()
+            .db(|s| s.trigger_states())
             .unwrap_or_default()
             .into_iter()
             .map(|s| (s.id, s.timing))
@@ -392,8 +392,7 @@ impl Routines {
         let system = self.clock.system_zone();
         let now = self.clock.now();
         let outcomes: HashMap<String, _> = self
-            .store
-            .trigger_states()
+            .db(|s| s.trigger_states())
             .unwrap_or_default()
             .into_iter()
             .map(|s| (s.id, s.last_outcome))
@@ -442,7 +441,8 @@ impl Routines {
                 "agent not found: {agent} (create it with `sayri agents create`, or use `default`)"
             )));
         }
-        let entry = trigger_files::write_trigger(&self.triggers_dir(), fields)
+        let dir = self.triggers_dir();
+        let entry = crate::offload::blocking(|| trigger_files::write_trigger(&dir, fields))
             .map_err(ProtocolError::invalid_params)?;
         self.reload_triggers();
         Ok(entry_view(&entry))
@@ -453,7 +453,8 @@ impl Routines {
     /// # Errors
     /// `not_found`, or the removal failing.
     pub fn trigger_delete(self: &Arc<Self>, id: &str) -> Result<TriggerDeleteReply, ProtocolError> {
-        let existed = trigger_files::delete_trigger(&self.triggers_dir(), id)
+        let dir = self.triggers_dir();
+        let existed = crate::offload::blocking(|| trigger_files::delete_trigger(&dir, id))
             .map_err(|e| ProtocolError::new(ErrorCode::Internal, e))?;
         if !existed {
             return Err(ProtocolError::new(
@@ -461,7 +462,7 @@ impl Routines {
                 format!("trigger not found: {id} (`sayri routines list` shows them)"),
             ));
         }
-        let _ = self.store.delete_trigger_state(id);
+        let _ = self.db(|s| s.delete_trigger_state(id));
         self.reload_triggers();
         Ok(TriggerDeleteReply {
             trigger_id: id.into(),

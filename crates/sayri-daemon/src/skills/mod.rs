@@ -394,9 +394,11 @@ impl Skills {
     }
 }
 
+/// The core's port: both calls read the skills' files, so they run off the async worker
+/// threads ([`crate::offload::blocking`]).
 impl SkillLibrary for Skills {
     fn offered(&self) -> Vec<SkillSummary> {
-        self.list()
+        crate::offload::blocking(|| self.list())
             .unwrap_or_default()
             .into_iter()
             .filter(|s| s.state == SkillState::Ready.name())
@@ -409,8 +411,10 @@ impl SkillLibrary for Skills {
     }
 
     fn read(&self, id: &str) -> Result<String, String> {
-        let text = self.read_ready(id).map_err(|e| e.to_string())?;
-        Ok(text + &self.settings_for_model(id))
+        crate::offload::blocking(|| {
+            let text = self.read_ready(id).map_err(|e| e.to_string())?;
+            Ok(text + &self.settings_for_model(id))
+        })
     }
 }
 

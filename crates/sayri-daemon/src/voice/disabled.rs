@@ -1,5 +1,7 @@
-//! The voice service of a build without the `voice` feature: every command answers what to
-//! rebuild; `status` still shows which models are installed.
+//! The voice service of a build without the `voice` feature: `listen` answers what to rebuild;
+//! stopping (`stop_listening`, and `toggle_listening`, which can only stop here) succeeds with
+//! nothing changed, as there is never a microphone to close; `status` still shows which models
+//! are installed.
 
 use super::status::{self, LoopState};
 use crate::brain::Brain;
@@ -41,14 +43,26 @@ impl VoiceService {
         Err(refused())
     }
 
-    /// Refused: no voice in this build.
+    /// Nothing listens, so nothing to stop: succeeds with nothing changed.
+    ///
+    /// # Errors
+    /// None.
     pub fn stop_listening(&self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+
+    /// Refused: no voice in this build. The command handler answers `toggle_listening`
+    /// without calling this when [`VoiceService::available`] is false.
+    ///
+    /// # Errors
+    /// Always: listening cannot start.
+    pub fn toggle(&self) -> Result<CoreState, ProtocolError> {
         Err(refused())
     }
 
-    /// Refused: no voice in this build.
-    pub fn toggle(&self) -> Result<CoreState, ProtocolError> {
-        Err(refused())
+    /// Whether this build has voice (never here).
+    pub fn available(&self) -> bool {
+        false
     }
 
     /// Nothing to interrupt.
@@ -88,11 +102,13 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn every_voice_command_says_the_build_lacks_voice_and_how_to_rebuild() {
+    async fn listening_says_the_build_lacks_voice_and_stopping_changes_nothing() {
         let v = VoiceService::new(&Config::default(), Broadcaster::default());
+        assert!(!v.available());
+        assert!(v.stop_listening().is_ok());
+        assert_eq!(v.state(), None);
         let errors = [
             v.listen(Duration::from_secs(1)).await.unwrap_err(),
-            v.stop_listening().unwrap_err(),
             v.toggle().unwrap_err(),
         ];
         for e in errors {

@@ -275,6 +275,11 @@ impl VoiceService {
         status::fill(status, &plan, true, &state);
     }
 
+    /// Whether this build has voice (always true here).
+    pub fn available(&self) -> bool {
+        true
+    }
+
     /// The voice state machine's state while a loop runs.
     pub fn state(&self) -> Option<CoreState> {
         let s = lock(&self.shared.snapshot);

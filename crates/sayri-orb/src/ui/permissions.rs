@@ -56,6 +56,28 @@ fn build(card: &PermissionCard, sink: &ActionSink) -> CardWidgets {
         .css_classes(["permission"])
         .build();
     root.update_property(&[gtk::accessible::Property::Label("Permission question")]);
+    append_details(&root, card);
+    let countdown = text_label("", &["dim-label", "countdown"]);
+    countdown.set_selectable(false);
+    countdown.set_widget_name("permission-countdown");
+    root.append(&countdown);
+    let (row, buttons) = answer_row(card, sink);
+    root.append(&row);
+    let error = text_label("", &["error"]);
+    error.set_visible(false);
+    root.append(&error);
+    CardWidgets {
+        id: card.id.clone(),
+        root,
+        countdown,
+        buttons,
+        error,
+    }
+}
+
+/// Appends what the card asks about to `root`: who asks, the command, each judged segment,
+/// the step whose output the command came from, and why it asks.
+fn append_details(root: &gtk::Box, card: &PermissionCard) {
     let who = if card.agent_name.is_empty() {
         "The assistant".to_string()
     } else {
@@ -98,10 +120,10 @@ fn build(card: &PermissionCard, sink: &ActionSink) -> CardWidgets {
     let why = text_label(&format!("Why: {}", card.reason), &["dim-label"]);
     why.set_widget_name("permission-reason");
     root.append(&why);
-    let countdown = text_label("", &["dim-label", "countdown"]);
-    countdown.set_selectable(false);
-    countdown.set_widget_name("permission-countdown");
-    root.append(&countdown);
+}
+
+/// The row of answer buttons (Allow, Allow always, Deny) and the buttons, in that order.
+fn answer_row(card: &PermissionCard, sink: &ActionSink) -> (gtk::Box, Vec<gtk::Button>) {
     let row = gtk::Box::new(gtk::Orientation::Horizontal, 6);
     let allow = answer_button(
         "_Allow",
@@ -145,17 +167,7 @@ fn build(card: &PermissionCard, sink: &ActionSink) -> CardWidgets {
     for b in [&allow, &always, &deny] {
         row.append(b);
     }
-    root.append(&row);
-    let error = text_label("", &["error"]);
-    error.set_visible(false);
-    root.append(&error);
-    CardWidgets {
-        id: card.id.clone(),
-        root,
-        countdown,
-        buttons: vec![allow, always, deny],
-        error,
-    }
+    (row, vec![allow, always, deny])
 }
 
 fn refresh(w: &CardWidgets, card: &PermissionCard, now_ms: u64) {

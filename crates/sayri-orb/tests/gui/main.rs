@@ -17,6 +17,9 @@
 //!
 //! `cargo test -p sayri-orb --test gui -- NAME` runs the tests whose name contains NAME.
 
+// Test code: a step that cannot be set up panics, and the panic is the test's report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod acceptance;
 mod case49;
 mod harness;

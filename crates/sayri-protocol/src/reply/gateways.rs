@@ -33,6 +33,16 @@ pub struct GatewayInstance {
     pub allowed_groups: Vec<String>,
     /// Started with the daemon.
     pub auto_start: bool,
+    /// Takes messages of the original gateway wire (without a sender id) from the authors and
+    /// chats named in `legacy_authors` / `legacy_chats` *(extension)*.
+    #[serde(default)]
+    pub legacy: bool,
+    /// Authors whose original-wire messages are answered *(extension)*.
+    #[serde(default)]
+    pub legacy_authors: Vec<String>,
+    /// Chat ids whose original-wire messages are answered *(extension)*.
+    #[serde(default)]
+    pub legacy_chats: Vec<String>,
 }
 
 /// `gateway_list` → every instance with its process.

@@ -10,18 +10,31 @@ pub struct ListenReply {
     pub text: String,
 }
 
-/// `stop_listening` → `{stopped: true}`.
+/// `stop_listening` → `{stopped: true, voice_available}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopListeningReply {
     /// Always true.
     pub stopped: bool,
+    /// Whether this daemon was built with voice *(extension)*; without it nothing was
+    /// listening and nothing changed.
+    #[serde(default = "yes")]
+    pub voice_available: bool,
 }
 
-/// `toggle_listening` → `{state}`: the state it leads to (`idle` or `activated`).
+/// `toggle_listening` → `{state, voice_available}`: the state it leads to (`idle` or
+/// `activated`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToggleListeningReply {
-    /// `idle` when it stopped listening, `activated` when it started.
+    /// `idle` when it stopped listening, `activated` when it started; without voice the
+    /// current state, unchanged.
     pub state: String,
+    /// Whether this daemon was built with voice *(extension)*.
+    #[serde(default = "yes")]
+    pub voice_available: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `asset_download` → `{started: true, token, kind, name}`, or `{started: false,

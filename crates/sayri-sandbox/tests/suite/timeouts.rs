@@ -143,6 +143,7 @@ fn request(level: SandboxLevel, command: &str) -> ExecRequest {
         timeout: Duration::from_secs(10),
         allow_network: false,
         env: vec![],
+        allowed_secrets: vec![],
         output_limit: 0,
     }
 }

@@ -47,7 +47,33 @@ struct Base<'t> {
     origin: Option<Vec<u32>>,
 }
 
-impl Base<'_> {
+impl<'t> Base<'t> {
+    /// The base of `raw`: without its line breaks when `strip`, with each byte's offset in `raw`
+    /// recorded when `strip` and `map`.
+    fn new(raw: &'t [u8], strip: bool, map: bool) -> Self {
+        if strip {
+            let mut bytes = Vec::with_capacity(raw.len());
+            let mut origin = Vec::with_capacity(if map { raw.len() } else { 0 });
+            for (i, &c) in raw.iter().enumerate() {
+                if c != b'\n' && c != b'\r' {
+                    bytes.push(c);
+                    if map {
+                        origin.push(i as u32);
+                    }
+                }
+            }
+            Base {
+                bytes: std::borrow::Cow::Owned(bytes),
+                origin: map.then_some(origin),
+            }
+        } else {
+            Base {
+                bytes: std::borrow::Cow::Borrowed(raw),
+                origin: None,
+            }
+        }
+    }
+
     fn origin(&self, i: usize) -> u32 {
         match &self.origin {
             Some(o) => o[i],
@@ -148,28 +174,7 @@ pub(crate) fn build_view(
 /// Decodes `text` (line breaks stripped when `strip`); with `map`, records where each decoded
 /// byte came from (else `start`, `end` and `units` stay empty).
 fn decode(text: &str, strip: bool, decoding: Decoding, partial: bool, map: bool) -> View {
-    let raw = text.as_bytes();
-    let base = if strip {
-        let mut bytes = Vec::with_capacity(raw.len());
-        let mut origin = Vec::with_capacity(if map { raw.len() } else { 0 });
-        for (i, &c) in raw.iter().enumerate() {
-            if c != b'\n' && c != b'\r' {
-                bytes.push(c);
-                if map {
-                    origin.push(i as u32);
-                }
-            }
-        }
-        Base {
-            bytes: std::borrow::Cow::Owned(bytes),
-            origin: map.then_some(origin),
-        }
-    } else {
-        Base {
-            bytes: std::borrow::Cow::Borrowed(raw),
-            origin: None,
-        }
-    };
+    let base = Base::new(text.as_bytes(), strip, map);
     let cap = if map { base.bytes.len() } else { 0 };
     let mut view = View {
         bytes: Vec::with_capacity(base.bytes.len()),

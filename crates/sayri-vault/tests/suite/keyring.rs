@@ -199,6 +199,7 @@ fn reachable_session_bus() -> Option<PathBuf> {
             vec![PathBuf::from(path)]
         }
         Err(_) => {
+            // SAFETY: getuid/geteuid take no arguments, touch no memory and cannot fail.
             let uid = unsafe { libc::getuid() };
             let mut v = vec![PathBuf::from(format!("/run/user/{uid}/bus"))];
             if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR") {

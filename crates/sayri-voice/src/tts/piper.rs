@@ -114,11 +114,11 @@ impl PiperTts {
     }
 
     fn take_warm(&self) -> Result<Child, SpeechError> {
-        let mut spare = self.spare.lock().ok().and_then(|mut s| s.take());
-        if let Some(child) = spare.as_mut()
+        let spare = self.spare.lock().ok().and_then(|mut s| s.take());
+        if let Some(mut child) = spare
             && matches!(child.try_wait(), Ok(None))
         {
-            return Ok(spare.take().expect("checked"));
+            return Ok(child);
         }
         self.spawn()
     }

@@ -203,6 +203,11 @@ pub enum VoiceError {
     /// A worker waited on by an offline run never answered.
     #[error("{0}")]
     Stalled(String),
+    /// The loop could not start its speech-to-text thread.
+    #[error(
+        "the voice loop could not start its speech-to-text thread: {0} (the system is out of threads or memory; close some programs and turn voice on again)"
+    )]
+    NoThread(std::io::Error),
 }
 
 /// A configured voice loop, ready to [`VoiceLoop::run`].

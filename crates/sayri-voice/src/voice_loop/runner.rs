@@ -74,6 +74,8 @@ pub struct Runner {
     playback_wake: Option<Box<dyn WakeWord>>,
     tts: Option<Arc<dyn TextToSpeech>>,
     stt_tx: Sender<SttJob>,
+    /// Why the speech-to-text thread did not start, if it did not.
+    no_stt_thread: Option<std::io::Error>,
     work_tx: Sender<Work>,
     work_rx: Receiver<Work>,
     commands: Receiver<Command>,
@@ -130,7 +132,11 @@ impl Runner {
         aec: EchoCanceller,
     ) -> Runner {
         let (work_tx, work_rx) = channel();
-        let stt_tx = spawn_stt(engines.stt, work_tx.clone());
+        // Without its thread the loop cannot transcribe; `run` reports why before it starts.
+        let (stt_tx, no_stt_thread) = match spawn_stt(engines.stt, work_tx.clone()) {
+            Ok(tx) => (tx, None),
+            Err(e) => (channel().0, Some(e)),
+        };
         Runner {
             machine: VoiceMachine::new(cfg.settings.clone()),
             segmenter: Segmenter::new(cfg.segmenter.clone()),
@@ -140,6 +146,7 @@ impl Runner {
             playback_wake: engines.playback_wake,
             tts: engines.tts,
             stt_tx,
+            no_stt_thread,
             work_tx,
             work_rx,
             commands,
@@ -181,6 +188,9 @@ impl Runner {
     }
 
     pub fn run(mut self) -> Result<LoopStats, VoiceError> {
+        if let Some(e) = self.no_stt_thread.take() {
+            return Err(VoiceError::NoThread(e));
+        }
         let settings = self.cfg.settings.clone();
         if settings.mode.mic_always_on() && settings.stt_ready {
             let actions = self.machine.reconfigure(settings);

@@ -56,7 +56,13 @@ pub enum Work {
 }
 
 /// Starts the transcription thread; jobs go in through the returned sender.
-pub fn spawn_stt(mut stt: Box<dyn SpeechToText>, out: Sender<Work>) -> Sender<SttJob> {
+///
+/// # Errors
+/// The system refused a new thread (out of threads or memory).
+pub fn spawn_stt(
+    mut stt: Box<dyn SpeechToText>,
+    out: Sender<Work>,
+) -> std::io::Result<Sender<SttJob>> {
     let (tx, rx): (Sender<SttJob>, Receiver<SttJob>) = channel();
     std::thread::Builder::new()
         .name("sayri-stt".into())
@@ -77,9 +83,8 @@ pub fn spawn_stt(mut stt: Box<dyn SpeechToText>, out: Sender<Work>) -> Sender<St
                     return;
                 }
             }
-        })
-        .expect("spawn the speech-to-text thread");
-    tx
+        })?;
+    Ok(tx)
 }
 
 /// Runs one agent turn on its own thread.

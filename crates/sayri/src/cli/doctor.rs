@@ -427,39 +427,7 @@ async fn model(
     out: &mut Vec<Finding>,
 ) {
     if !cfg.provider.local_model.is_empty() {
-        let name = &cfg.provider.local_model;
-        match sayri_daemon::local_model::check_setting(paths, name) {
-            Err(e) => out.push(finding(
-                "model_endpoint",
-                "model",
-                Status::Fail,
-                format!("provider.local_model is {name}: {e}"),
-                Some(
-                    "install it (`sayri models install FILE.gguf`, or `./scripts/setup --model`), or `sayri setup` to use a model server instead"
-                        .into(),
-                ),
-            )),
-            Ok(()) => {
-                let served = daemon
-                    .and_then(|s| s.local_model.as_ref())
-                    .map_or("not started (the daemon is not running)", |l| {
-                        l.state.as_str()
-                    });
-                let failed = served == "failed";
-                out.push(finding(
-                    "model_endpoint",
-                    "model",
-                    if failed { Status::Fail } else { Status::Ok },
-                    format!("local model {name}, served by Sayri: {served}"),
-                    failed.then(|| {
-                        format!(
-                            "see {}/local-model.log; `sayri status` shows the error",
-                            paths.logs_dir().display()
-                        )
-                    }),
-                ));
-            }
-        }
+        local_model(paths, &cfg.provider.local_model, daemon, out);
         return;
     }
     let url = cfg.provider.base_url.clone();
@@ -514,7 +482,49 @@ async fn model(
         format!("{url} answers ({} model(s))", models.len()),
         None,
     ));
-    let wanted = &cfg.provider.model;
+    served_model(&url, &cfg.provider.model, &models, out);
+}
+
+/// The local model Sayri serves itself (`provider.local_model` = `name`): installed, and how the
+/// daemon's supervisor reports it.
+fn local_model(paths: &Paths, name: &str, daemon: Option<&StatusReply>, out: &mut Vec<Finding>) {
+    match sayri_daemon::local_model::check_setting(paths, name) {
+            Err(e) => out.push(finding(
+                "model_endpoint",
+                "model",
+                Status::Fail,
+                format!("provider.local_model is {name}: {e}"),
+                Some(
+                    "install it (`sayri models install FILE.gguf`, or `./scripts/setup --model`), or `sayri setup` to use a model server instead"
+                        .into(),
+                ),
+            )),
+            Ok(()) => {
+                let served = daemon
+                    .and_then(|s| s.local_model.as_ref())
+                    .map_or("not started (the daemon is not running)", |l| {
+                        l.state.as_str()
+                    });
+                let failed = served == "failed";
+                out.push(finding(
+                    "model_endpoint",
+                    "model",
+                    if failed { Status::Fail } else { Status::Ok },
+                    format!("local model {name}, served by Sayri: {served}"),
+                    failed.then(|| {
+                        format!(
+                            "see {}/local-model.log; `sayri status` shows the error",
+                            paths.logs_dir().display()
+                        )
+                    }),
+                ));
+            }
+        }
+}
+
+/// Whether the endpoint at `url` serves `wanted` (`provider.model`) among the `models` it lists;
+/// a server that lists none is not checked.
+fn served_model(url: &str, wanted: &str, models: &[String], out: &mut Vec<Finding>) {
     if models.is_empty() || models.iter().any(|m| m == wanted) {
         out.push(finding(
             "model",

@@ -355,6 +355,7 @@ async fn create(
         options: parse_options(flags)?,
         allowed_groups: (!flags.groups.is_empty()).then(|| flags.groups.clone()),
         auto_start: Some(auto_start),
+        ..Default::default()
     };
     let v = c
         .request_with(&GatewaySaveParams {

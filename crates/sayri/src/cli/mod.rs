@@ -38,6 +38,7 @@ pub(crate) mod window;
 
 use clap::{Parser, Subcommand};
 use sayri_client::paths::Paths;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 /// Exit status of `sayri daemon` when `sayri.toml` is invalid (`EX_CONFIG` of `sysexits.h`), so
@@ -326,10 +327,27 @@ fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<
         let action = cli.window.action();
         return block_on(window::run(&paths, action)).map(|()| 0);
     };
-    match command {
+    match run_local(command, &paths, passed)? {
+        ControlFlow::Break(code) => Ok(code),
+        ControlFlow::Continue(command) => {
+            let start = !cli.no_start;
+            block_on(run_client(command, paths, start))
+        }
+    }
+}
+
+/// Runs the commands that need no daemon connection (the daemon itself, local files, the vault,
+/// installation, generated completions and man pages): `Break` with the exit code, or `Continue`
+/// with a command that talks to the daemon.
+fn run_local(
+    command: Command,
+    paths: &Paths,
+    passed: Vec<(std::os::fd::OwnedFd, String)>,
+) -> anyhow::Result<ControlFlow<i32, Command>> {
+    let code = match command {
         Command::Daemon => {
             sayri_client::logging::init("info");
-            return match sayri_daemon::daemon::run_foreground(paths, passed) {
+            match sayri_daemon::daemon::run_foreground(paths.clone(), passed) {
                 Ok(()) => Ok(0),
                 Err(e @ sayri_daemon::daemon::DaemonError::Config(_)) => {
                     // A service manager does not restart a daemon that exits with EX_CONFIG.
@@ -337,36 +355,34 @@ fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<
                     Ok(EX_CONFIG)
                 }
                 Err(e) => Err(e.into()),
-            };
+            }
         }
-        Command::Prompt { action } => return local::prompt(&paths, action).map(|()| 0),
-        Command::Agents { action } if action.is_local() => {
-            return agents::run_local(&paths, *action);
-        }
-        Command::Pref { action } => return local::pref(&paths, action).map(|()| 0),
+        Command::Prompt { action } => local::prompt(paths, action).map(|()| 0),
+        Command::Agents { action } if action.is_local() => agents::run_local(paths, *action),
+        Command::Pref { action } => local::pref(paths, action).map(|()| 0),
         Command::Permissions { action } if !action.needs_daemon() => {
             paths.ensure_dirs()?;
             let store = sayri_store::Store::open(paths.database())?;
-            return Ok(permissions::run(&action, &paths, &store));
+            Ok(permissions::run(&action, paths, &store))
         }
-        Command::Skills { action } => return skills::run(&paths, action),
-        Command::Listen(args) if args.file.is_some() => return voice::listen_file(&paths, &args),
-        Command::Say(args) => return voice::say(&paths, &args),
-        Command::Wake { action } => return wake::run(&paths, &action),
+        Command::Skills { action } => skills::run(paths, action),
+        Command::Listen(args) if args.file.is_some() => voice::listen_file(paths, &args),
+        Command::Say(args) => voice::say(paths, &args),
+        Command::Wake { action } => wake::run(paths, &action),
         Command::Install(args) => {
             let socket = match (args.socket_activation, args.no_socket_activation) {
                 (true, _) => Some(true),
                 (_, true) => Some(false),
                 _ => None,
             };
-            return install::install(&paths, socket).map(|()| 0);
+            install::install(paths, socket).map(|()| 0)
         }
-        Command::Uninstall(args) => return install::uninstall(&paths, args.purge).map(|()| 0),
+        Command::Uninstall(args) => install::uninstall(paths, args.purge).map(|()| 0),
         Command::Completions { shell } => {
             generate::completions(shell);
-            return Ok(0);
+            Ok(0)
         }
-        Command::Man { dir } => return generate::man(dir.as_deref()).map(|()| 0),
+        Command::Man { dir } => generate::man(dir.as_deref()).map(|()| 0),
         Command::Vault { action } => {
             paths.ensure_dirs()?;
             let changed = sayri_vault::cli::run(
@@ -374,75 +390,78 @@ fn run(cli: Cli, passed: Vec<(std::os::fd::OwnedFd, String)>) -> anyhow::Result<
                 &sayri_vault::VaultPaths::new(&paths.config_dir, &paths.state_dir),
             )?;
             if let Some(vault) = changed {
-                vault::after_change(&paths, &vault);
+                vault::after_change(paths, &vault);
             }
-            return Ok(0);
+            Ok(0)
         }
-        _ => {}
+        other => return Ok(ControlFlow::Continue(other)),
+    };
+    code.map(ControlFlow::Break)
+}
+
+/// Runs a command through the daemon (started first when `start` and it is not running) and
+/// gives its exit code.
+async fn run_client(command: Command, paths: Paths, start: bool) -> anyhow::Result<i32> {
+    let done = |r: anyhow::Result<()>| r.map(|()| 0);
+    match command {
+        Command::Ping => done(ping::run(&paths, start).await),
+        Command::Status { json } => done(status::run(&paths, start, json).await),
+        Command::Config { action } => done(config::run(&paths, start, action).await),
+        Command::Quit => done(quit::run(&paths).await),
+        Command::Restart => done(quit::restart(&paths).await),
+        Command::Ask {
+            text,
+            options,
+            json,
+        } => ask::run_ask(&paths, start, &text.join(" "), &options, json).await,
+        Command::Interrupt => done(ask::run_interrupt(&paths).await),
+        Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
+        Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
+        Command::Db { action } => db::run(&paths, action).await,
+        Command::Agents { action } => agents::run(&paths, start, *action).await,
+        Command::Models { action } => models::run(&paths, action).await,
+        Command::Routines { action } => routines::run(&paths, start, action).await,
+        Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
+        Command::Mcp { action } => done(mcp::run(&paths, start, action).await),
+        Command::Listen(args) => voice::listen(&paths, start, &args).await,
+        Command::Voice {
+            action: voice::VoiceAction::Status { json },
+        } => done(voice::status(&paths, json).await),
+        Command::Permissions {
+            action: permissions::PermissionsCommand::Answer(args),
+        } => done(permissions::answer(&paths, &args).await),
+        Command::Web(args) => done(web::run(&paths, start, &args).await),
+        Command::Setup(args) => setup::run(&paths, args).await,
+        Command::Doctor {
+            fix_apparmor: true,
+            yes,
+            ..
+        } => fix_apparmor::run(yes),
+        Command::Doctor { json, .. } => doctor::run(&paths, json).await,
+        Command::Lookup(args) => desktop_tools::lookup(&paths, &args).await,
+        Command::Screenshot(args) => desktop_tools::screenshot(&paths, &args).await,
+        Command::Notify { title, body } => desktop_tools::notify(&title, body.as_deref()).await,
+        Command::Sandbox { action } => {
+            let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
+            Ok(sayri_sandbox::cli::run_cli(
+                action,
+                sayri_daemon::brain::settings::sandbox_settings(&paths, &cfg),
+            )
+            .await)
+        }
+        Command::Daemon
+        | Command::Prompt { .. }
+        | Command::Pref { .. }
+        | Command::Permissions { .. }
+        | Command::Vault { .. }
+        | Command::Skills { .. }
+        | Command::Say(_)
+        | Command::Wake { .. }
+        | Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Completions { .. }
+        | Command::Man { .. } => Ok(0),
     }
-    let start = !cli.no_start;
-    block_on(async move {
-        let done = |r: anyhow::Result<()>| r.map(|()| 0);
-        match command {
-            Command::Ping => done(ping::run(&paths, start).await),
-            Command::Status { json } => done(status::run(&paths, start, json).await),
-            Command::Config { action } => done(config::run(&paths, start, action).await),
-            Command::Quit => done(quit::run(&paths).await),
-            Command::Restart => done(quit::restart(&paths).await),
-            Command::Ask {
-                text,
-                options,
-                json,
-            } => ask::run_ask(&paths, start, &text.join(" "), &options, json).await,
-            Command::Interrupt => done(ask::run_interrupt(&paths).await),
-            Command::Chat { options } => done(ask::run_chat(&paths, start, &options).await),
-            Command::Sessions { action } => done(sessions::run(&paths, start, action).await),
-            Command::Db { action } => db::run(&paths, action).await,
-            Command::Agents { action } => agents::run(&paths, start, *action).await,
-            Command::Models { action } => models::run(&paths, action).await,
-            Command::Routines { action } => routines::run(&paths, start, action).await,
-            Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
-            Command::Mcp { action } => done(mcp::run(&paths, start, action).await),
-            Command::Listen(args) => voice::listen(&paths, start, &args).await,
-            Command::Voice {
-                action: voice::VoiceAction::Status { json },
-            } => done(voice::status(&paths, json).await),
-            Command::Permissions {
-                action: permissions::PermissionsCommand::Answer(args),
-            } => done(permissions::answer(&paths, &args).await),
-            Command::Web(args) => done(web::run(&paths, start, &args).await),
-            Command::Setup(args) => setup::run(&paths, args).await,
-            Command::Doctor {
-                fix_apparmor: true,
-                yes,
-                ..
-            } => fix_apparmor::run(yes),
-            Command::Doctor { json, .. } => doctor::run(&paths, json).await,
-            Command::Lookup(args) => desktop_tools::lookup(&paths, &args).await,
-            Command::Screenshot(args) => desktop_tools::screenshot(&paths, &args).await,
-            Command::Notify { title, body } => desktop_tools::notify(&title, body.as_deref()).await,
-            Command::Sandbox { action } => {
-                let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
-                Ok(sayri_sandbox::cli::run_cli(
-                    action,
-                    sayri_daemon::brain::settings::sandbox_settings(&paths, &cfg),
-                )
-                .await)
-            }
-            Command::Daemon
-            | Command::Prompt { .. }
-            | Command::Pref { .. }
-            | Command::Permissions { .. }
-            | Command::Vault { .. }
-            | Command::Skills { .. }
-            | Command::Say(_)
-            | Command::Wake { .. }
-            | Command::Install(_)
-            | Command::Uninstall(_)
-            | Command::Completions { .. }
-            | Command::Man { .. } => Ok(0),
-        }
-    })
 }
 
 /// Runs a client future on a single-threaded runtime.

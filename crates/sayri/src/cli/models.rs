@@ -123,6 +123,7 @@ async fn list_local(paths: &Paths, as_json: bool) -> anyhow::Result<()> {
             terminal_safe(&configured),
             local_model::resolve(paths, &configured)
                 .err()
+                .map(|e| e.to_string())
                 .unwrap_or_default()
         );
     }

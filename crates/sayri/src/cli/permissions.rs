@@ -221,10 +221,13 @@ fn load_inputs(args: &CheckArgs, paths: &Paths) -> Result<(AgentProfile, PolicyS
         }
     };
     let policy_files = match &args.policies {
-        Some(dir) => policies::files_in_dir(dir)?,
+        Some(dir) => policies::files_in_dir(dir).map_err(|e| e.to_string())?,
         None => policies::files_for(&cfg),
     };
-    Ok((profile, policies::load(&policy_files)?))
+    Ok((
+        profile,
+        policies::load(&policy_files).map_err(|e| e.to_string())?,
+    ))
 }
 
 fn check(

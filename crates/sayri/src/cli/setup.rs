@@ -629,6 +629,38 @@ async fn ask(
 ) -> anyhow::Result<Option<Plan>> {
     println!("Sayri setup. Nothing is written until you confirm the summary at the end;");
     println!("Ctrl-D cancels at any question.\n");
+    let (source, api_key) = ask_source(paths, cfg, p).await?;
+    let model = ask_model(&source, cfg, args, p)?;
+    let level = ask_level(paths, cfg, current_level, p).await?;
+    let voice = ask_voice(cfg, p)?;
+    let plan = Plan {
+        source,
+        model,
+        api_key,
+        level,
+        voice,
+    };
+    println!();
+    print_summary(&plan);
+    println!("  settings file:  {}", paths.config_file().display());
+    loop {
+        let a = p.line("Write these settings? [Y/n]: ")?;
+        match a.to_ascii_lowercase().as_str() {
+            "" | "y" | "yes" => return Ok(Some(plan)),
+            "n" | "no" => return Ok(None),
+            _ => println!("answer y or n"),
+        }
+    }
+}
+
+/// Question 1: where the answers come from — a detected server, an installed local model or a
+/// typed address (checked by listing its models, with an API key asked for when the server wants
+/// one or is not on this computer). Asks again until a source answers.
+async fn ask_source(
+    paths: &Paths,
+    cfg: &Config,
+    p: &mut Prompter,
+) -> anyhow::Result<(Source, Option<Zeroizing<String>>)> {
     println!("1. Where the answers come from");
     println!("Looking for model servers on this computer…");
     let found = detect(&cfg.provider.base_url).await;
@@ -700,7 +732,18 @@ async fn ask(
             }
         }
     };
-    let model = match &source {
+    Ok((source, api_key))
+}
+
+/// Question 2: the model of a server source (`None` for Sayri's own local model, which names
+/// its model already). The default is `--model`, else the configured model, when the server lists it.
+fn ask_model(
+    source: &Source,
+    cfg: &Config,
+    args: &SetupArgs,
+    p: &mut Prompter,
+) -> anyhow::Result<Option<String>> {
+    let model = match source {
         Source::Local { name } => {
             println!("\n2. Model\n{name}, which Sayri runs for you.");
             None
@@ -741,6 +784,17 @@ async fn ask(
             )
         }
     };
+    Ok(model)
+}
+
+/// Question 3: the sandbox level, each marked with what this machine lacks for it; an empty
+/// answer keeps `current_level`.
+async fn ask_level(
+    paths: &Paths,
+    cfg: &Config,
+    current_level: SandboxLevel,
+    p: &mut Prompter,
+) -> anyhow::Result<SandboxLevel> {
     println!("\n3. What may the assistant do on this computer?");
     let missing = unavailable_levels(paths, cfg).await;
     for l in SandboxLevel::ALL {
@@ -763,6 +817,11 @@ async fn ask(
             Err(e) => println!("{e}"),
         }
     };
+    Ok(level)
+}
+
+/// Question 4 (optional): whether to download the offered speech-to-text model now.
+fn ask_voice(cfg: &Config, p: &mut Prompter) -> anyhow::Result<VoiceStep> {
     println!("\n4. Voice (optional)");
     let mut voice = VoiceStep::resolve(cfg);
     voice.explain();
@@ -779,24 +838,7 @@ async fn ask(
             }
         };
     }
-    let plan = Plan {
-        source,
-        model,
-        api_key,
-        level,
-        voice,
-    };
-    println!();
-    print_summary(&plan);
-    println!("  settings file:  {}", paths.config_file().display());
-    loop {
-        let a = p.line("Write these settings? [Y/n]: ")?;
-        match a.to_ascii_lowercase().as_str() {
-            "" | "y" | "yes" => return Ok(Some(plan)),
-            "n" | "no" => return Ok(None),
-            _ => println!("answer y or n"),
-        }
-    }
+    Ok(voice)
 }
 
 fn print_summary(plan: &Plan) {

@@ -493,6 +493,11 @@ fn print_status(plan: &VoicePlan, f: &StatusReply, daemon: Option<&StatusReply>)
     for n in plan.notes() {
         let _ = writeln!(out, "note:           {n}");
     }
+    daemon_lines(daemon, &mut out);
+}
+
+/// The daemon's voice state (or that it is not running) and its microphone's problem.
+fn daemon_lines(daemon: Option<&StatusReply>, out: &mut std::io::Stdout) {
     match daemon {
         Some(s) => {
             let _ = writeln!(
@@ -507,7 +512,7 @@ fn print_status(plan: &VoicePlan, f: &StatusReply, daemon: Option<&StatusReply>)
                     .map(|e| format!(" — {e}"))
                     .unwrap_or_default()
             );
-            mic_problem_line(s, &mut out);
+            mic_problem_line(s, out);
         }
         None => {
             let _ = writeln!(out, "daemon:         not running");

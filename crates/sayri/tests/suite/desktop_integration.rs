@@ -1024,6 +1024,7 @@ fn a_socket_activated_daemon_serves_the_cli_on_the_passed_socket_at_0600_and_onl
         inode,
         "the daemon bound a socket of its own instead of the passed one"
     );
+    // SAFETY: getuid/geteuid take no arguments, touch no memory and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         // Another uid that file modes let through is still cut off by the peer check.
         use std::os::unix::fs::PermissionsExt;

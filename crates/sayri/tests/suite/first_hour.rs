@@ -181,6 +181,7 @@ fn the_prompt_names_the_user_commands_run_as() {
     let o = env.run(&["prompt", "show"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
+    // SAFETY: getuid/geteuid take no arguments, touch no memory and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     assert_eq!(text.contains("as root"), root, "{text}");
     assert_eq!(text.contains("(not root)"), !root, "{text}");

@@ -27,7 +27,7 @@ def ask(line):
 
 def msg(text, **extra):
     m = {"type": "INCOMING_MSG", "text": text, "author": "Ada", "sender_id": 1001,
-         "chat_id": 1001, "chat_type": "private"}
+         "chat_id": 1001, "chat_type": "private", "stream": True}
     m.update(extra)
     return json.dumps(m)
 

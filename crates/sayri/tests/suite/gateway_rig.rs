@@ -126,10 +126,11 @@ impl Legacy {
     }
 }
 
-/// An `INCOMING_MSG` of a private chat from `sender` to instance `id`.
+/// An `INCOMING_MSG` of a private chat from `sender` to instance `id`, asking for the turn's
+/// events as they come (`stream`).
 pub fn private_msg(id: &str, sender: i64, text: &str) -> Value {
     json!({"type": "INCOMING_MSG", "instance_id": id, "text": text, "author": "Ada",
-           "sender_id": sender, "chat_id": sender, "chat_type": "private"})
+           "sender_id": sender, "chat_id": sender, "chat_type": "private", "stream": true})
 }
 
 /// The final event (`done`, `error` or `ignored`) of `events`.

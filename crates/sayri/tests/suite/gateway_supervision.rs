@@ -111,6 +111,7 @@ fn a_killed_gateway_comes_back_its_token_stays_off_command_lines_and_environment
     let secret = TOKEN.split(':').nth(1).unwrap();
     assert!(processes_with(secret).is_empty());
 
+    // SAFETY: kill takes plain integers and touches no memory of this process.
     unsafe { libc::kill(pids[0], libc::SIGKILL) };
     wait_for("the gateway was restarted", Duration::from_secs(20), || {
         let row = listed(&s.env, "tg");

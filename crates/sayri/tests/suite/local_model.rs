@@ -111,6 +111,7 @@ fn http_status_line_with(port: u16, path: &str, extra: &str) -> String {
 }
 
 fn alive(pid: u64) -> bool {
+    // SAFETY: kill takes plain integers and touches no memory of this process.
     unsafe { libc::kill(pid as i32, 0) == 0 }
 }
 
@@ -150,6 +151,7 @@ fn the_daemon_serves_the_local_model_on_loopback_restarts_it_and_stops_it_with_i
     );
 
     // Killed: restarted by the supervisor, on a new pid, and usable again.
+    // SAFETY: kill takes plain integers and touches no memory of this process.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let (_, new_pid, child) = wait_ready(&env, Some(pid));
     assert_ne!(new_pid, pid);
@@ -504,6 +506,7 @@ fn a_killed_local_model_servers_port_is_never_free_and_a_stranger_receives_nothi
         }
         last_port = port;
         let stranger = Stranger::start(port);
+        // SAFETY: kill takes plain integers and touches no memory of this process.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         assert!(
             eventually(Duration::from_secs(5), || !alive(pid)),

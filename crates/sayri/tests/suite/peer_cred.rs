@@ -12,6 +12,7 @@ fn chmod(p: &std::path::Path, mode: u32) {
 
 #[test]
 fn a_peer_with_another_uid_is_refused() {
+    // SAFETY: getuid/geteuid take no arguments, touch no memory and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root to run a helper as uid 65534 (setpriv)");
         return;

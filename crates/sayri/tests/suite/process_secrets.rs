@@ -278,6 +278,7 @@ fn segv_twice(d: &mut Daemon) -> Option<i32> {
     let pid = d.pid() as i32;
     let mut child = d.child.take().unwrap();
     for _ in 0..2 {
+        // SAFETY: kill takes plain integers and touches no memory of this process.
         unsafe { libc::kill(pid, libc::SIGSEGV) };
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -369,6 +370,7 @@ fn a_level_3_command_of_the_same_unprivileged_user_cannot_read_or_trace_the_daem
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: kill takes plain integers and touches no memory of this process.
         unsafe { libc::kill(ctl.id() as i32, libc::SIGSEGV) };
         let _ = ctl.wait();
         assert!(

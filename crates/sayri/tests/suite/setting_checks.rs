@@ -12,10 +12,11 @@ const FIXTURE: &[u8] = include_bytes!("../fixtures/config-save-integrity.toml");
 /// phrase the refusal must contain besides the key and what the key expects.
 fn refused_over_ipc() -> Vec<(&'static str, Value, &'static str)> {
     vec![
+        // A number for a text setting is its decimal text, then checked like any text.
         (
             "provider.base_url",
             json!(5),
-            "a number where a string is needed",
+            "got \"5\" (does not start with http:// or https://)",
         ),
         (
             "provider.base_url",
@@ -34,16 +35,12 @@ fn refused_over_ipc() -> Vec<(&'static str, Value, &'static str)> {
             json!("a".repeat(1000)),
             "1002 characters",
         ),
-        (
-            "provider.model",
-            json!(5),
-            "a number where a string is needed",
-        ),
         ("provider.strip_patterns", json!("(((("), "unclosed group"),
+        // Text for a list setting is comma-separated entries, each checked.
         (
             "sandbox.deny_read",
             json!("notalist"),
-            "a string where a list",
+            "commas and line breaks separate entries",
         ),
         (
             "permissions.policy_files",

@@ -25,6 +25,7 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
         ),
         ("provider.model", json!("qwen2.5"), json!("qwen2.5")),
         ("provider.temperature", json!("0.25"), json!(0.25)),
+        ("provider.local_temperature", json!(0.3), json!(0.3)),
         ("provider.max_tokens", json!(2048), json!(2048)),
         ("provider.stream", json!("off"), json!(false)),
         ("provider.timeout", json!(30), json!(30)),

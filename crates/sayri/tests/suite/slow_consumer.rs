@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 fn shrink_rcvbuf(s: &UnixStream) {
     let size: libc::c_int = 4096;
+    // SAFETY: `size` is a live c_int whose length is passed with it; the descriptor is `s`'s, open for the call.
     let rc = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),

@@ -323,6 +323,7 @@ async fn fresh_secrets_are_made_again_for_every_start_of_a_child() {
             .await
     );
     let first = rig.sup.status("fresh").unwrap().pid.unwrap();
+    // SAFETY: kill takes plain integers and touches no memory of this process.
     unsafe { libc::kill(first as i32, libc::SIGKILL) };
     let deadline = Instant::now() + Duration::from_secs(15);
     while count(&rig.log("fresh"), "stdin (") < 2 {

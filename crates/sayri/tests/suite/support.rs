@@ -252,6 +252,7 @@ impl Daemon {
     /// Sends SIGTERM and waits up to `limit` for the exit status.
     pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let mut child = self.child.take()?;
+        // SAFETY: kill takes plain integers and touches no memory of this process.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + limit;
         loop {

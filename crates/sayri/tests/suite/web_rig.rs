@@ -114,6 +114,7 @@ impl WebProc {
         let Some(mut child) = self.child.take() else {
             return true;
         };
+        // SAFETY: kill takes plain integers and touches no memory of this process.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
@@ -313,6 +314,7 @@ impl Drop for Chrome {
 fn stop_group(child: &mut Option<Child>) {
     let Some(mut c) = child.take() else { return };
     let pgid = c.id() as i32;
+    // SAFETY: kill takes plain integers and touches no memory of this process.
     unsafe { libc::kill(-pgid, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
@@ -322,6 +324,7 @@ fn stop_group(child: &mut Option<Child>) {
         std::thread::sleep(Duration::from_millis(20));
     }
     // Helpers of the group that outlive the leader go too.
+    // SAFETY: kill takes plain integers and touches no memory of this process.
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
     let _ = c.wait();
 }

@@ -300,6 +300,54 @@ pub fn narrowings(written: &AgentProfile, effective: &AgentProfile) -> Vec<Narro
             });
         }
     };
+    for (field, w, e) in sandbox_pairs(written, effective) {
+        add(field, w, e);
+    }
+    add(
+        "allowed_secrets",
+        list(&written.allowed_secrets, "none"),
+        list(&effective.allowed_secrets, "none"),
+    );
+    for (field, w, e) in [
+        (
+            "allowed_skills",
+            &written.allowed_skills,
+            &effective.allowed_skills,
+        ),
+        (
+            "allowed_plugins",
+            &written.allowed_plugins,
+            &effective.allowed_plugins,
+        ),
+        (
+            "allowed_tools",
+            &written.allowed_tools,
+            &effective.allowed_tools,
+        ),
+    ] {
+        add(field, list(w, "all"), list(e, "all"));
+    }
+    let url = |u: &Option<String>| u.clone().unwrap_or_else(|| "(the provider's)".into());
+    add(
+        "model.base_url",
+        url(&written.model.base_url),
+        url(&effective.model.base_url),
+    );
+    add(
+        "model.model_name",
+        written.model.model_name.clone(),
+        effective.model.model_name.clone(),
+    );
+    out
+}
+
+/// The sandbox dimensions of [`narrowings`], each as (field, written, effective), equal or not.
+fn sandbox_pairs(
+    written: &AgentProfile,
+    effective: &AgentProfile,
+) -> Vec<(&'static str, String, String)> {
+    let mut pairs = Vec::new();
+    let mut add = |field: &'static str, w: String, e: String| pairs.push((field, w, e));
     let (ws, es) = (&written.sandbox, &effective.sandbox);
     add("sandbox.level", ws.level.to_string(), es.level.to_string());
     add(
@@ -354,42 +402,7 @@ pub fn narrowings(written: &AgentProfile, effective: &AgentProfile) -> Vec<Narro
             ),
         );
     }
-    add(
-        "allowed_secrets",
-        list(&written.allowed_secrets, "none"),
-        list(&effective.allowed_secrets, "none"),
-    );
-    for (field, w, e) in [
-        (
-            "allowed_skills",
-            &written.allowed_skills,
-            &effective.allowed_skills,
-        ),
-        (
-            "allowed_plugins",
-            &written.allowed_plugins,
-            &effective.allowed_plugins,
-        ),
-        (
-            "allowed_tools",
-            &written.allowed_tools,
-            &effective.allowed_tools,
-        ),
-    ] {
-        add(field, list(w, "all"), list(e, "all"));
-    }
-    let url = |u: &Option<String>| u.clone().unwrap_or_else(|| "(the provider's)".into());
-    add(
-        "model.base_url",
-        url(&written.model.base_url),
-        url(&effective.model.base_url),
-    );
-    add(
-        "model.model_name",
-        written.model.model_name.clone(),
-        effective.model.model_name.clone(),
-    );
-    out
+    pairs
 }
 
 /// `read_only`, `ask`, … as profile files spell it.

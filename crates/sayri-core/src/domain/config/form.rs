@@ -119,7 +119,7 @@ impl Form {
 
 /// The input a form uses for a key, from its check: `toggle`, `choice`, `number`, `password`
 /// (credentials), `textarea` (multi-line text, regex lists), `list` (a list of strings: a JSON
-/// array, or text with one entry per line), `text`.
+/// array, or text whose entries are separated by commas or line breaks), `text`.
 pub fn kind(spec: &KeySpec) -> &'static str {
     match spec.check {
         Check::Flag => "toggle",
@@ -260,22 +260,18 @@ pub fn keeps_secret(spec: &KeySpec, current: &ConfigValue, sent: &Json) -> bool 
 /// Reads the value a form sends for `spec` and checks it: a JSON value of the key's type, or
 /// the text an input holds, parsed by the key's type as `sayri config set` parses it (`"140"` for
 /// an integer, `"on"` for a toggle; `"2.5"` for an integer is refused, never truncated); a list
-/// also takes text with one entry per line. Nothing is clamped: a value out of range is an
-/// error.
+/// also takes text whose entries are separated by commas or line breaks, and a text key a
+/// number as its decimal text ([`KeySpec::value_from_client`]). Nothing is clamped: a value out
+/// of range is an error.
 ///
 /// # Errors
 /// [`ConfigError::BadValue`] naming the key and what it expects.
 pub fn form_value(spec: &KeySpec, sent: &Json) -> Result<ConfigValue, ConfigError> {
     let json = match (spec.ty, sent) {
-        (ValueType::Str, _) | (_, Json::Bool(_) | Json::Number(_) | Json::Array(_)) => sent.clone(),
-        (ValueType::StrList, Json::String(text)) if !text.trim_start().starts_with('[') => {
-            Json::from(
-                text.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>(),
-            )
+        (ValueType::StrList, Json::String(_)) | (ValueType::Str, Json::Number(_)) => {
+            return spec.value_from_client(sent);
         }
+        (ValueType::Str, _) | (_, Json::Bool(_) | Json::Number(_) | Json::Array(_)) => sent.clone(),
         (_, Json::String(text)) => spec.json_from_text(text)?,
         _ => sent.clone(),
     };
@@ -386,6 +382,39 @@ mod tests {
             Ok(ConfigValue::StrList(vec!["/srv/a".into(), "/srv/b".into()]))
         );
         assert!(form_value(spec("sandbox.deny_read"), &json!("srv")).is_err());
+    }
+
+    #[test]
+    fn comma_text_becomes_a_list_only_when_every_entry_passes_and_a_number_becomes_text() {
+        let spec = |k| Config::spec(k).unwrap();
+        assert_eq!(
+            form_value(spec("sandbox.deny_read"), &json!("/tmp/a, /tmp/b,")),
+            Ok(ConfigValue::StrList(vec!["/tmp/a".into(), "/tmp/b".into()]))
+        );
+        assert_eq!(
+            form_value(spec("provider.extra_headers"), &json!("X-A: 1,X-B: 2")),
+            Ok(ConfigValue::StrList(vec!["X-A: 1".into(), "X-B: 2".into()]))
+        );
+        assert_eq!(
+            form_value(spec("sandbox.deny_read"), &json!("")),
+            Ok(ConfigValue::StrList(vec![]))
+        );
+        for (k, v) in [
+            ("sandbox.deny_read", json!("/tmp/a,relative")),
+            ("permissions.policy_files", json!("/etc/a.json,b.json")),
+            ("provider.extra_headers", json!("Accept: a, b")),
+            ("provider.model", json!(true)),
+            ("provider.model", json!(1e300)),
+        ] {
+            match form_value(spec(k), &v) {
+                Err(ConfigError::BadValue { key, .. }) => assert_eq!(key, k),
+                other => panic!("{k} {v}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            form_value(spec("provider.model"), &json!(8080)),
+            Ok(ConfigValue::Str("8080".into()))
+        );
     }
 
     #[test]

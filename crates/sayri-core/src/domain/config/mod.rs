@@ -343,6 +343,62 @@ impl KeySpec {
         Ok(value)
     }
 
+    /// Converts a value a client sent (`config_set`, `settings_save`) to this key's type, then
+    /// runs its [`Check`]. Only two conversions are made, both exact:
+    ///
+    /// * **Text for a list** (not starting with `[`): commas and line breaks separate the
+    ///   entries, each trimmed; blank entries are dropped, so `""` empties the list. Every entry
+    ///   must then pass the key's check, else the whole value is refused (an entry that itself
+    ///   contains a comma must be sent as a JSON array). Text starting with `[` is read as a
+    ///   JSON array of strings.
+    /// * **A number for a text key**: its decimal text (`8080` → `"8080"`, `0.5` → `"0.5"`);
+    ///   a number written with an exponent is refused.
+    ///
+    /// Any other value of the wrong JSON type is refused naming the key, as by
+    /// [`KeySpec::value_from_json`].
+    ///
+    /// # Errors
+    /// [`ConfigError::BadValue`] naming the key, what it expects and what is wrong.
+    pub fn value_from_client(&self, v: &Json) -> Result<ConfigValue, ConfigError> {
+        match (self.ty, v) {
+            (ValueType::StrList, Json::String(text)) if text.trim_start().starts_with('[') => {
+                self.value_from_json(&self.json_from_text(text)?)
+            }
+            (ValueType::StrList, Json::String(text)) => {
+                let entries: Vec<&str> = text
+                    .split([',', '\n'])
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .collect();
+                self.value_from_json(&Json::from(entries))
+                    .map_err(|e| match e {
+                        ConfigError::BadValue { detail, .. } => self.refuse(
+                            v,
+                            Some(format!(
+                                "{}; commas and line breaks separate entries, so send an entry that contains a comma as a JSON array",
+                                detail.unwrap_or_else(|| "an entry is refused".into())
+                            )),
+                        ),
+                        other => other,
+                    })
+            }
+            (ValueType::Str, Json::Number(n)) => {
+                let text = n.to_string();
+                if text.contains(['e', 'E']) {
+                    return Err(self.refuse(
+                        v,
+                        Some(
+                            "a number with an exponent where text is needed; send it as text"
+                                .into(),
+                        ),
+                    ));
+                }
+                self.value_from_json(&Json::String(text))
+            }
+            _ => self.value_from_json(v),
+        }
+    }
+
     /// Runs this key's [`Check`] on a value of its type.
     ///
     /// # Errors
@@ -739,6 +795,21 @@ impl Config {
     pub fn set_json(&mut self, name: &str, value: &Json) -> Result<ConfigValue, ConfigError> {
         let spec = Self::spec(name)?;
         let v = spec.value_from_json(value)?;
+        self.put(spec.group, spec.key, v.clone());
+        Ok(v)
+    }
+
+    /// Sets `"group.key"` from a value a client sent ([`KeySpec::value_from_client`]).
+    ///
+    /// # Errors
+    /// [`ConfigError::UnknownKey`]; [`ConfigError::BadValue`] naming the key.
+    pub fn set_from_client(
+        &mut self,
+        name: &str,
+        value: &Json,
+    ) -> Result<ConfigValue, ConfigError> {
+        let spec = Self::spec(name)?;
+        let v = spec.value_from_client(value)?;
         self.put(spec.group, spec.key, v.clone());
         Ok(v)
     }

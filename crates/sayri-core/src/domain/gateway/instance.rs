@@ -13,6 +13,14 @@
 //!   vault key), and `options` as `--NAME VALUE` arguments — arguments are visible to every
 //!   local user, so `options` never hold secrets.
 //! * Group chats are off unless `allowed_groups` names them.
+//! * Messages of the original gateway wire (no sender id, so no pairing) are refused unless
+//!   `legacy` is on, and then answered only when their `author` is one of `legacy_authors` or
+//!   their `chat_id` one of `legacy_chats` (both empty: none). They run like any message of the
+//!   instance: at most at its cap, never approving anything.
+//! * Instance [`DEFAULT_ID`] exists without being saved ([`GatewayInstance::implicit_default`]):
+//!   the one original gateways name. It has no program ([`LEGACY_PLUGIN`]), takes original-wire
+//!   messages only once the person turns `legacy` on and names who is accepted, and is capped
+//!   at level 1 until the person raises the cap.
 
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::GatewayInstanceParams;
@@ -21,6 +29,11 @@ use std::collections::BTreeMap;
 
 /// Longest instance id.
 pub const MAX_ID_CHARS: usize = 32;
+/// The instance original gateways name (`instance_id` defaulted to it).
+pub const DEFAULT_ID: &str = "default";
+/// The plugin of an instance without a program: its gateway is run by the person, outside
+/// Sayri's supervisor, and speaks the original wire on `sayri.sock`.
+pub const LEGACY_PLUGIN: &str = "legacy";
 
 /// One gateway instance, as stored and listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +60,16 @@ pub struct GatewayInstance {
     pub allowed_groups: Vec<String>,
     /// Started with the daemon.
     pub auto_start: bool,
+    /// Takes messages of the original gateway wire (without a sender id) from the authors and
+    /// chats named below.
+    #[serde(default)]
+    pub legacy: bool,
+    /// Authors (as original gateways send `author`) whose original-wire messages are answered.
+    #[serde(default)]
+    pub legacy_authors: Vec<String>,
+    /// Chat ids whose original-wire messages are answered.
+    #[serde(default)]
+    pub legacy_chats: Vec<String>,
 }
 
 /// Why an instance is invalid; the message says what to change.
@@ -97,7 +120,28 @@ impl GatewayInstance {
             options: BTreeMap::new(),
             allowed_groups: Vec::new(),
             auto_start: true,
+            legacy: false,
+            legacy_authors: Vec::new(),
+            legacy_chats: Vec::new(),
         }
+    }
+
+    /// Instance [`DEFAULT_ID`] as it is before the person saves it: no program, agent
+    /// `default`, level 1, not started, original-wire messages off.
+    pub fn implicit_default() -> Self {
+        GatewayInstance {
+            auto_start: false,
+            ..GatewayInstance::new(DEFAULT_ID, LEGACY_PLUGIN)
+        }
+    }
+
+    /// Whether an original-wire message from `author` in chat `chat_id` is answered (see the
+    /// module rules).
+    pub fn accepts_original_wire(&self, author: &str, chat_id: Option<&str>) -> bool {
+        let author = author.trim();
+        self.legacy
+            && ((!author.is_empty() && self.legacy_authors.iter().any(|a| a.trim() == author))
+                || chat_id.is_some_and(|c| self.legacy_chats.iter().any(|x| x == c)))
     }
 
     /// The vault key prefix of secrets made for this instance (`GATEWAY_<ID>_`): they are
@@ -159,6 +203,15 @@ impl GatewayInstance {
         if let Some(v) = p.auto_start {
             inst.auto_start = v;
         }
+        if let Some(v) = p.legacy {
+            inst.legacy = v;
+        }
+        if let Some(v) = &p.legacy_authors {
+            inst.legacy_authors = v.iter().map(|a| a.trim().to_string()).collect();
+        }
+        if let Some(v) = &p.legacy_chats {
+            inst.legacy_chats = v.iter().map(|c| c.trim().to_string()).collect();
+        }
         inst.validate()?;
         Ok(inst)
     }
@@ -213,6 +266,13 @@ impl GatewayInstance {
             if g.trim().is_empty() || g.contains(char::is_whitespace) {
                 return Err(err(format!(
                     "invalid group id {g:?}: give the chat id as the channel shows it (Telegram: a negative number)"
+                )));
+            }
+        }
+        for a in self.legacy_authors.iter().chain(&self.legacy_chats) {
+            if a.trim().is_empty() || a.contains(['\0', '\n', '\r']) {
+                return Err(err(format!(
+                    "invalid legacy author or chat {a:?}: give it as the gateway sends it, without line breaks"
                 )));
             }
         }
@@ -320,6 +380,24 @@ mod tests {
             ..Default::default()
         };
         assert!(GatewayInstance::from_params(&p, Some(&i)).is_err());
+    }
+
+    #[test]
+    fn original_wire_messages_are_off_until_turned_on_and_then_only_from_named_authors_or_chats() {
+        let mut d = GatewayInstance::implicit_default();
+        assert_eq!(d.level_cap, SandboxLevel::ReadOnly);
+        assert!(!d.auto_start);
+        assert!(!d.accepts_original_wire("Ada", Some("7")));
+        d.legacy = true;
+        assert!(!d.accepts_original_wire("Ada", Some("7")), "nobody named");
+        d.legacy_authors = vec!["Ada".into()];
+        d.legacy_chats = vec!["42".into()];
+        assert!(d.accepts_original_wire(" Ada ", None));
+        assert!(d.accepts_original_wire("Bob", Some("42")));
+        assert!(!d.accepts_original_wire("Bob", Some("7")));
+        assert!(!d.accepts_original_wire("", None));
+        d.legacy_authors = vec!["a\nb".into()];
+        assert!(d.validate().is_err());
     }
 
     #[test]

@@ -190,35 +190,16 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
     let Value::Object(m) = item else {
         return Err("write it as fields (`key: …`, `label: …`)".into());
     };
-    let text = |name: &str| -> Result<Option<String>, String> {
-        match m.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(Value::Bool(_)) => Err(format!(
-                "`{name}` must be text (quote it: YAML reads a bare yes, no, on, off, y or n as true or false)"
-            )),
-            Some(_) => Err(format!("`{name}` must be text")),
-        }
-    };
-    let number = |name: &str| -> Result<Option<f64>, String> {
-        match m.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_f64()
-                .filter(|f| f.is_finite())
-                .map(Some)
-                .ok_or_else(|| format!("`{name}` must be a number")),
-            Some(_) => Err(format!("`{name}` must be a number")),
-        }
-    };
-    let key = text("key")?.unwrap_or_default();
+    let key = field_text(m, "key")?.unwrap_or_default();
     if !valid_key(&key) {
         return Err(format!(
             "key {key:?} is not a setting key: use 1–64 of a–z, 0–9 and _, starting with a letter"
         ));
     }
-    let kind = match text("kind")?.or(text("type")?).or(text("t")?) {
+    let kind = match field_text(m, "kind")?
+        .or(field_text(m, "type")?)
+        .or(field_text(m, "t")?)
+    {
         None => SettingKind::Text,
         Some(k) => SettingKind::parse(&k).ok_or_else(|| {
             format!(
@@ -237,7 +218,80 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
     } else {
         kind
     };
-    let options = match m.get("options") {
+    let options = options_of(m, &key)?;
+    if kind == SettingKind::Choice && options.is_empty() {
+        return Err(format!("{key}: a choice needs `options`"));
+    }
+    let (min, max) = (field_number(m, "min")?, field_number(m, "max")?);
+    if let (Some(lo), Some(hi)) = (min, max)
+        && lo > hi
+    {
+        return Err(format!("{key}: `min` ({lo}) is above `max` ({hi})"));
+    }
+    let mut spec = SettingSpec {
+        label: field_text(m, "label")?
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| key.clone()),
+        hint: field_text(m, "hint")?
+            .or(field_text(m, "description")?)
+            .unwrap_or_default(),
+        key,
+        kind,
+        secret,
+        default: None,
+        options,
+        min,
+        max,
+        step: field_number(m, "step")?,
+    };
+    match m.get("default") {
+        None | Some(Value::Null) => {}
+        Some(_) if spec.secret => {
+            return Err(format!(
+                "{}: a secret cannot have a default (it would sit in SKILL.md for anyone to read)",
+                spec.key
+            ));
+        }
+        Some(d) => {
+            let checked = spec
+                .check(d)
+                .map_err(|e| format!("its default is refused: {e}"))?;
+            spec.default = Some(checked);
+        }
+    }
+    Ok(spec)
+}
+
+/// A text field of a declared setting (a number is read as its text); `None` when absent.
+fn field_text(m: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(Value::Bool(_)) => Err(format!(
+            "`{name}` must be text (quote it: YAML reads a bare yes, no, on, off, y or n as true or false)"
+        )),
+        Some(_) => Err(format!("`{name}` must be text")),
+    }
+}
+
+/// A finite number field of a declared setting; `None` when absent.
+fn field_number(m: &Map<String, Value>, name: &str) -> Result<Option<f64>, String> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|f| f.is_finite())
+            .map(Some)
+            .ok_or_else(|| format!("`{name}` must be a number")),
+        Some(_) => Err(format!("`{name}` must be a number")),
+    }
+}
+
+/// The `options` of setting `key` as (value, label) pairs: each written as text, a number or
+/// `{value, label}` (the label defaults to the value).
+fn options_of(m: &Map<String, Value>, key: &str) -> Result<Vec<(String, String)>, String> {
+    Ok(match m.get("options") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a
             .iter()
@@ -258,46 +312,7 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
             })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(format!("{key}: `options` must be a list")),
-    };
-    if kind == SettingKind::Choice && options.is_empty() {
-        return Err(format!("{key}: a choice needs `options`"));
-    }
-    let (min, max) = (number("min")?, number("max")?);
-    if let (Some(lo), Some(hi)) = (min, max)
-        && lo > hi
-    {
-        return Err(format!("{key}: `min` ({lo}) is above `max` ({hi})"));
-    }
-    let mut spec = SettingSpec {
-        label: text("label")?
-            .filter(|l| !l.is_empty())
-            .unwrap_or_else(|| key.clone()),
-        hint: text("hint")?.or(text("description")?).unwrap_or_default(),
-        key,
-        kind,
-        secret,
-        default: None,
-        options,
-        min,
-        max,
-        step: number("step")?,
-    };
-    match m.get("default") {
-        None | Some(Value::Null) => {}
-        Some(_) if spec.secret => {
-            return Err(format!(
-                "{}: a secret cannot have a default (it would sit in SKILL.md for anyone to read)",
-                spec.key
-            ));
-        }
-        Some(d) => {
-            let checked = spec
-                .check(d)
-                .map_err(|e| format!("its default is refused: {e}"))?;
-            spec.default = Some(checked);
-        }
-    }
-    Ok(spec)
+    })
 }
 
 impl SettingSpec {

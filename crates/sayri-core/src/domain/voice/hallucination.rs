@@ -3,6 +3,7 @@
 //! is dropped as a hallucination only when it is such a phrase **and** the audio held little
 //! speech; a clearly spoken "thank you" is kept.
 
+use crate::static_regex::static_regex;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -79,7 +80,7 @@ const GHOST_WHOLE: &[&str] = &[
 ];
 
 static ANNOTATION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪+").expect("static regex"));
+    LazyLock::new(|| static_regex(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪+"));
 
 /// Cleans a raw transcript: removes `[…]`, `(…)`, `*…*` and `♪` annotations, squeezes
 /// spaces, collapses a decoder repetition loop (see [`collapse_repetition`]) and trims

@@ -3,6 +3,7 @@
 //! reply into speakable sentences as soon as each one is complete, so speech can start before
 //! the reply ends.
 
+use crate::static_regex::static_regex;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -26,7 +27,7 @@ struct Rules {
 }
 
 static RULES: LazyLock<Rules> = LazyLock::new(|| {
-    let r = |p: &str| Regex::new(p).expect("static regex");
+    let r = |p: &str| static_regex(p);
     Rules {
         think: r(r"(?s)<(think|thought)>.*?</(think|thought)>|<(think|thought)>.*$"),
         fence: r(r"(?s)```.*?```|~~~.*?~~~"),

@@ -3,9 +3,10 @@
 //! agent may do is always its effective profile (its file bound by its creators' current
 //! profiles), which is what these commands report next to the file's own values.
 
-use crate::agents::{agent_view, listed_view};
+use crate::agents::{FileAgents, agent_view, listed_view};
 use crate::daemon::commands::agent::core_err;
 use crate::daemon::dispatch::Ctx;
+use crate::offload;
 use crate::wire;
 use sayri_core::domain::agents::{self, Narrowing};
 use sayri_core::domain::profile::{AgentProfile, valid_agent_id};
@@ -23,7 +24,8 @@ use sayri_protocol::{ErrorCode, ProtocolError, SandboxLevel};
 /// `agents_list` → every agent, `default` first: its effective profile, or its `error` when its
 /// file (or a creator's) is invalid.
 pub async fn agents_list(_: AgentsListParams, ctx: Ctx) -> Result<AgentsListReply, ProtocolError> {
-    let list = ctx.daemon.brain()?.agents.list();
+    let agents = &ctx.daemon.brain()?.agents;
+    let list = offload::blocking(|| agents.list());
     Ok(list.iter().map(listed_view).collect())
 }
 
@@ -186,9 +188,13 @@ fn apply_parent(a: &mut AgentProfile, p: &AgentSaveParams) -> Result<(), Protoco
 /// fields keep their stored value. The file keeps what was asked; `effective` is what the agent
 /// may do under its creators, and `narrowed` lists every difference.
 pub async fn agent_save(p: AgentSaveParams, ctx: Ctx) -> Result<AgentSaveReply, ProtocolError> {
-    let brain = ctx.daemon.brain()?;
-    let files = &brain.agents;
-    let id = save_id(&p)?;
+    let files = &ctx.daemon.brain()?.agents;
+    offload::blocking(|| save_agent(files, &p))
+}
+
+/// [`agent_save`]'s work on the files (blocking).
+fn save_agent(files: &FileAgents, p: &AgentSaveParams) -> Result<AgentSaveReply, ProtocolError> {
+    let id = save_id(p)?;
     if id == "default" {
         return Err(ProtocolError::new(
             ErrorCode::Denied,
@@ -221,7 +227,7 @@ pub async fn agent_save(p: AgentSaveParams, ctx: Ctx) -> Result<AgentSaveReply, 
         created_at: now(),
         ..AgentProfile::default()
     });
-    apply(&mut profile, &p)?;
+    apply(&mut profile, p)?;
     let creators =
         agents::creators_of(&profile, |i| files.stored(i)).map_err(|e| invalid(e.to_string()))?;
     let effective = agents::effective_profile(&profile, &creators);
@@ -258,9 +264,7 @@ pub async fn agent_delete(
     ctx: Ctx,
 ) -> Result<AgentDeleteReply, ProtocolError> {
     let brain = ctx.daemon.brain()?;
-    let deleted = brain
-        .agents
-        .delete(&p.agent_id)
+    let deleted = offload::blocking(|| brain.agents.delete(&p.agent_id))
         .map_err(|e| ProtocolError::new(ErrorCode::Denied, e))?;
     if deleted && brain.core.active_agent().id == p.agent_id {
         brain.core.agent_switch("default").map_err(core_err)?;
@@ -278,8 +282,15 @@ pub async fn agent_detach(
     p: AgentDetachParams,
     ctx: Ctx,
 ) -> Result<AgentDetachReply, ProtocolError> {
-    let brain = ctx.daemon.brain()?;
-    let files = &brain.agents;
+    let files = &ctx.daemon.brain()?.agents;
+    offload::blocking(|| detach_agent(files, p))
+}
+
+/// [`agent_detach`]'s work on the files (blocking).
+fn detach_agent(
+    files: &FileAgents,
+    p: AgentDetachParams,
+) -> Result<AgentDetachReply, ProtocolError> {
     let mut written = files.stored(&p.agent_id).map_err(invalid)?.ok_or_else(|| {
         ProtocolError::new(
             ErrorCode::NotFound,

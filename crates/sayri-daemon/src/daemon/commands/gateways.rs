@@ -46,9 +46,12 @@ pub async fn gateway_save(
     let brain = ctx.daemon.brain()?;
     let id = p.instance.id.trim().to_string();
     let existing = brain
-        .store
-        .gateway_instance(&id)
-        .map_err(|e| ProtocolError::internal(e.to_string()))?;
+        .db(|s| s.gateway_instance(&id))
+        .map_err(|e| ProtocolError::internal(e.to_string()))?
+        .or_else(|| {
+            (id == sayri_core::domain::gateway::instance::DEFAULT_ID)
+                .then(GatewayInstance::implicit_default)
+        });
     let inst = GatewayInstance::from_params(&p.instance, existing.as_ref())
         .map_err(|e| ProtocolError::invalid_params(e.to_string()))?;
     for agent in inst.allowed_agents() {
@@ -64,8 +67,7 @@ pub async fn gateway_save(
         None => InstanceSave::Upsert,
     };
     let created = brain
-        .store
-        .save_gateway_instance(&inst, mode, gateways::now())
+        .db(|s| s.save_gateway_instance(&inst, mode, gateways::now()))
         .map_err(|e| ProtocolError::invalid_params(e.to_string()))?;
     let running = ctx
         .daemon
@@ -171,8 +173,7 @@ pub async fn gateway_peers(
     let peers = ctx
         .daemon
         .brain()?
-        .store
-        .peers_of(&p.instance_id)
+        .db(|s| s.peers_of(&p.instance_id))
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
     Ok(peers
         .into_iter()
@@ -197,15 +198,16 @@ pub async fn gateway_peer_add(
     let added = ctx
         .daemon
         .brain()?
-        .store
-        .authorize_peer(
-            &p.peer_id,
-            &inst.id,
-            &inst.agent,
-            gateways::now(),
-            "desktop",
-            "",
-        )
+        .db(|s| {
+            s.authorize_peer(
+                &p.peer_id,
+                &inst.id,
+                &inst.agent,
+                gateways::now(),
+                "desktop",
+                "",
+            )
+        })
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
     tracing::info!(
         "gateway {}: sender {} added at the desktop",
@@ -228,8 +230,7 @@ pub async fn gateway_peer_remove(
     let removed = ctx
         .daemon
         .brain()?
-        .store
-        .revoke_peer(&p.peer_id, &inst.id)
+        .db(|s| s.revoke_peer(&p.peer_id, &inst.id))
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
     Ok(GatewayPeerRemoveReply {
         instance_id: inst.id,

@@ -8,6 +8,7 @@
 //! same as a literal one.
 
 use super::{Collector, Kind, Labels};
+use crate::static_regex::{static_regex, static_regex_set};
 use regex::{Regex, RegexSet};
 use std::sync::OnceLock;
 
@@ -174,20 +175,17 @@ fn compiled() -> &'static Compiled {
     static C: OnceLock<Compiled> = OnceLock::new();
     C.get_or_init(|| {
         let pats: Vec<String> = RULES.iter().map(|r| format!("(?i){}", r.pattern)).collect();
-        let re = |p: &str| Regex::new(&format!("(?i){p}")).expect("code rule compiles");
+        let re = |p: &str| static_regex(&format!("(?i){p}"));
         Compiled {
-            set: RegexSet::new(&pats).expect("code rules compile"),
-            each: pats
-                .iter()
-                .map(|p| Regex::new(p).expect("code rule compiles"))
-                .collect(),
-            assigned_secret: Regex::new(ASSIGNED_SECRET).expect("secret rule compiles"),
-            placeholder: Regex::new(PLACEHOLDER).expect("placeholder rule compiles"),
+            set: static_regex_set(&pats),
+            each: pats.iter().map(|p| static_regex(p)).collect(),
+            assigned_secret: static_regex(ASSIGNED_SECRET),
+            placeholder: static_regex(PLACEHOLDER),
             exec_call: re(EXEC_CALL),
             decode_or_fetch: re(DECODE_OR_FETCH),
             socket_connect: re(SOCKET_CONNECT),
             shell_wiring: re(SHELL_WIRING),
-            joiners: Regex::new(r#"['"`]\s*(\+|,|\.\.|\.)\s*['"`]"#).expect("joiner compiles"),
+            joiners: static_regex(r#"['"`]\s*(\+|,|\.\.|\.)\s*['"`]"#),
         }
     })
 }

@@ -4,6 +4,7 @@
 //! with the decoded text shown.
 
 use super::{Collector, Kind, Labels, MAX_DECODE_DEPTH, hidden, scan_text};
+use crate::static_regex::static_regex;
 use base64::Engine;
 use regex::Regex;
 use std::sync::OnceLock;
@@ -23,18 +24,14 @@ struct Compiled {
 fn compiled() -> &'static Compiled {
     static C: OnceLock<Compiled> = OnceLock::new();
     C.get_or_init(|| Compiled {
-        base64: Regex::new(r"[A-Za-z0-9+/_-]{16,}={0,2}").expect("base64 pattern compiles"),
-        hex: Regex::new(r"\b(?:[0-9a-fA-F]{2}){10,}\b").expect("hex pattern compiles"),
-        escapes: Regex::new(r"(?:\\x[0-9a-fA-F]{2}|\\u00[0-9a-fA-F]{2}|\\[0-7]{3}){6,}")
-            .expect("escape pattern compiles"),
-        char_codes: Regex::new(
+        base64: static_regex(r"[A-Za-z0-9+/_-]{16,}={0,2}"),
+        hex: static_regex(r"\b(?:[0-9a-fA-F]{2}){10,}\b"),
+        escapes: static_regex(r"(?:\\x[0-9a-fA-F]{2}|\\u00[0-9a-fA-F]{2}|\\[0-7]{3}){6,}"),
+        char_codes: static_regex(
             r"(?:fromCharCode|chr|bytes|bytearray|\[)\(?\s*((?:\d{2,3}\s*,\s*){5,}\d{2,3})",
-        )
-        .expect("char code pattern compiles"),
-        chr_chain: Regex::new(r"(?:chr\(\s*\d{2,3}\s*\)\s*\+?\s*){5,}")
-            .expect("chr chain compiles"),
-        data_uri: Regex::new(r"data:(image|font|audio|video)/[\w.+-]+;base64,")
-            .expect("data uri compiles"),
+        ),
+        chr_chain: static_regex(r"(?:chr\(\s*\d{2,3}\s*\)\s*\+?\s*){5,}"),
+        data_uri: static_regex(r"data:(image|font|audio|video)/[\w.+-]+;base64,"),
     })
 }
 

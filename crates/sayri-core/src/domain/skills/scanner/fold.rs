@@ -23,6 +23,7 @@
 //!    decoded `curl … | sh` blocks), and the obfuscation counts on top of it.
 
 use super::{Collector, Kind, Labels, MAX_DECODE_DEPTH, decode, hidden};
+use crate::static_regex::static_regex;
 use base64::Engine;
 use regex::Regex;
 use std::collections::BTreeSet;
@@ -63,7 +64,7 @@ struct Compiled {
 fn compiled() -> &'static Compiled {
     static C: OnceLock<Compiled> = OnceLock::new();
     C.get_or_init(|| {
-        let re = |p: &str| Regex::new(p).expect("fold pattern compiles");
+        let re = |p: &str| static_regex(p);
         Compiled {
             decoder: re(r#"(?i)[\w\])]\s*\^\s*[\w(\[]|\^=|b64decode|a2b_base64|base64\.\w*decode|\batob\s*\(|Buffer\.from\([^)]*['"](base64|hex)['"]|bytes\.fromhex|unhexlify|\[::-1\]|\.reverse\(\)|(^|\|)\s*rev\s*($|\|)|fromCharCode|\bchr\s*\(|rot_?13|codecs\.decode|base64\s+(-d|--decode|-D)\b|xxd\s+-r|FromBase64String"#),
             runner: re(r#"(?i)shell\s*=\s*True|\bos\.(system|popen|exec[lv]p?e?)\s*\(|\bsubprocess\.\w+\s*\(|\bcommands\.getoutput|(^|[^.\w])(exec|eval)\s*\(|\bnew\s+Function\s*\(|\bFunction\s*\(|child_process['"]\)\.(exec|execSync|spawn)\b|\bexecSync\s*\(|\bspawn(Sync)?\s*\(|Runtime\.getRuntime\(\)\.exec|(^|[^.\w])(system|popen|shell_exec|passthru|proc_open)\s*\(|`[^`]*(\$\{|#\{|\$\w)|\|\s*(sudo\s+)?(/usr)?(/bin/)?(ba|z|da|k)?sh\b|\b(ba|z|da)?sh\s+-c\b|(^|[;&|]\s*)eval\s|\bInvoke-Expression\b|\biex\b|\bIO\.popen|%x\{"#),

@@ -6,6 +6,7 @@
 //! a comment in a script speaks to the model just as well.
 
 use super::{Collector, FileRole, Kind, Labels};
+use crate::static_regex::{static_regex, static_regex_set};
 use regex::{Regex, RegexSet};
 use std::sync::OnceLock;
 
@@ -90,14 +91,10 @@ fn compiled() -> &'static Compiled {
             .map(|p| format!("(?i){}", p.pattern))
             .collect();
         Compiled {
-            set: RegexSet::new(&pats).expect("phrase patterns compile"),
-            each: pats
-                .iter()
-                .map(|p| Regex::new(p).expect("phrase pattern compiles"))
-                .collect(),
-            comment_words: Regex::new(&format!("(?i){COMMENT_VOCABULARY}"))
-                .expect("comment vocabulary compiles"),
-            hidden_markup: Regex::new(HIDDEN_MARKUP).expect("hidden markup compiles"),
+            set: static_regex_set(&pats),
+            each: pats.iter().map(|p| static_regex(p)).collect(),
+            comment_words: static_regex(&format!("(?i){COMMENT_VOCABULARY}")),
+            hidden_markup: static_regex(HIDDEN_MARKUP),
         }
     })
 }

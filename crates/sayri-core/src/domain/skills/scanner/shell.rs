@@ -8,6 +8,7 @@
 //! reads, writes and fetches) become scanner findings.
 
 use super::{Collector, FileRole, Kind, Labels};
+use crate::static_regex::static_regex;
 use regex::Regex;
 use sayri_permissions::rule::Action;
 use sayri_permissions::{detach, recursive_delete, remote_exec, shell, targets};
@@ -45,14 +46,12 @@ struct Compiled {
 fn compiled() -> &'static Compiled {
     static C: OnceLock<Compiled> = OnceLock::new();
     C.get_or_init(|| Compiled {
-        command: Regex::new(&format!("(?i){COMMAND_WORDS}")).expect("command words compile"),
-        literal: Regex::new(r#""((?:[^"\\]|\\.){6,})"|'((?:[^'\\]|\\.){6,})'|`([^`]{6,})`"#)
-            .expect("literal pattern compiles"),
-        inline: Regex::new(r"`([^`]+)`").expect("inline pattern compiles"),
-        dynamic_feeder: Regex::new(
+        command: static_regex(&format!("(?i){COMMAND_WORDS}")),
+        literal: static_regex(r#""((?:[^"\\]|\\.){6,})"|'((?:[^'\\]|\\.){6,})'|`([^`]{6,})`"#),
+        inline: static_regex(r"`([^`]+)`"),
+        dynamic_feeder: static_regex(
             r"(?m)(?:^|[;&|(]\s*)\$\{?\w+\}?[^|\n]*\|\s*(?:\S*/)?(?:ba|z|da|k)?sh\b",
-        )
-        .expect("dynamic feeder pattern compiles"),
+        ),
     })
 }
 
@@ -201,27 +200,8 @@ fn judge(labels: &Labels<'_>, n: usize, text: &str, c: &mut Collector) {
         );
     }
     for d in detach::findings(&a) {
-        let lower = d.to_lowercase();
-        let kind = if [
-            "cron",
-            "systemd",
-            "unit",
-            "autostart",
-            "login",
-            "linger",
-            "at ",
-            "rc",
-            "profile",
-        ]
-        .iter()
-        .any(|w| lower.contains(w))
-        {
-            Kind::Persistence
-        } else {
-            Kind::Background
-        };
         c.add(
-            kind,
+            detach_kind(&d),
             labels.path,
             n,
             text,
@@ -252,6 +232,30 @@ fn judge(labels: &Labels<'_>, n: usize, text: &str, c: &mut Collector) {
     }
 }
 
+/// A detach finding `d` is persistence when it names a scheduler, a unit, autostart, a login
+/// hook, lingering or a shell profile; otherwise it only runs in the background.
+fn detach_kind(d: &str) -> Kind {
+    let lower = d.to_lowercase();
+    if [
+        "cron",
+        "systemd",
+        "unit",
+        "autostart",
+        "login",
+        "linger",
+        "at ",
+        "rc",
+        "profile",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
+        Kind::Persistence
+    } else {
+        Kind::Background
+    }
+}
+
 /// The first public IPv4 address written in `text` (loopback, private, link-local and
 /// unspecified addresses do not count; documentation ranges do, as stand-ins for real hosts).
 ///
@@ -263,9 +267,7 @@ fn judge(labels: &Labels<'_>, n: usize, text: &str, c: &mut Collector) {
 /// ```
 pub fn public_ip_in(text: &str) -> Option<String> {
     static IP: OnceLock<Regex> = OnceLock::new();
-    let re = IP.get_or_init(|| {
-        Regex::new(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b").expect("ip pattern compiles")
-    });
+    let re = IP.get_or_init(|| static_regex(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b"));
     for cap in re.captures_iter(text) {
         let o: Vec<u32> = (1..=4).filter_map(|k| cap[k].parse::<u32>().ok()).collect();
         if o.len() != 4 || o.iter().any(|x| *x > 255) {
@@ -289,8 +291,7 @@ pub fn public_ip_in(text: &str) -> Option<String> {
 pub fn raw_ip(labels: &Labels<'_>, n: usize, line: &str, c: &mut Collector) {
     static CTX: OnceLock<Regex> = OnceLock::new();
     let re = CTX.get_or_init(|| {
-        Regex::new(r#"(?i)\b(https?|ftp|tcp|udp|wss?)://\d|/dev/(tcp|udp)/\d|connect\(\s*\(?\s*['"]\d|['"]\d{1,3}(\.\d{1,3}){3}['"]\s*,\s*\d{2,5}"#)
-            .expect("raw ip context compiles")
+        static_regex(r#"(?i)\b(https?|ftp|tcp|udp|wss?)://\d|/dev/(tcp|udp)/\d|connect\(\s*\(?\s*['"]\d|['"]\d{1,3}(\.\d{1,3}){3}['"]\s*,\s*\d{2,5}"#)
     });
     if re.is_match(line)
         && let Some(ip) = public_ip_in(line)
