@@ -119,6 +119,9 @@ pub fn exec_request(def: &ServerDef, launch: &Launch) -> Result<ExecRequest, Str
         timeout: launch.lifetime,
         allow_network: def.network,
         env,
+        // The server's secrets were read from the vault by name above and are in `env`; no
+        // agent profile is involved.
+        allowed_secrets: Vec::new(),
         output_limit: 0,
     })
 }

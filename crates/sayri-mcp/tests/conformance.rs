@@ -8,6 +8,9 @@
 //! capability and declines every elicitation request, so the scenario's checks fail by design)
 //! and the `auth/*` scenarios (no OAuth yet).
 
+// Test code: a step that cannot be set up panics, and the panic is the test's report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::process::Command;
 

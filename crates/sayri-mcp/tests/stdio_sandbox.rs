@@ -9,6 +9,9 @@
 //! variables, the vault holds three secrets, and each server must see only the base set and
 //! what it declared.
 
+// Test code: a step that cannot be set up panics, and the panic is the test's report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
