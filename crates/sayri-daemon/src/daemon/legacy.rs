@@ -88,9 +88,10 @@ async fn accept(
     tracker: &TaskTracker,
     label: &str,
 ) {
-    listener::accept_until(listener, &state.shutdown, label, |stream| {
+    listener::accept_until(listener, &state.shutdown, label, |stream, slot| {
         let state = state.clone();
         tracker.spawn(async move {
+            let _slot = slot;
             tokio::select! {
                 _ = state.terminate.cancelled() => {}
                 () = connection(stream, &state) => {}

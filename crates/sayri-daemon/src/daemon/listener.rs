@@ -163,16 +163,31 @@ pub fn peer_is_us(stream: &UnixStream) -> bool {
     }
 }
 
+/// Most connections one listening socket serves at once. Every client the daemon has (CLI,
+/// orb, web bubble, gateways, original clients) needs one or two; the cap keeps a flood of
+/// half-open connections on one socket from taking every descriptor the daemon may open
+/// (SQLite, the sandbox's pipes and the other sockets keep theirs).
+pub const MAX_CONNECTIONS_PER_SOCKET: usize = 256;
+
+/// A connection's place in its socket's [`MAX_CONNECTIONS_PER_SOCKET`]: held by the task that
+/// serves the connection, freed when it is dropped.
+#[derive(Debug)]
+pub struct Slot(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+
 /// The accept loop of both sockets: accepts connections on `listener` until `shutdown` is
-/// cancelled and hands each one whose peer is of our uid ([`peer_is_us`]) to `serve`; others
-/// are closed unread. A failed accept (out of descriptors, …) is logged with `label` and
-/// retried after 50 ms.
+/// cancelled and hands each one whose peer is of our uid ([`peer_is_us`]) to `serve` with its
+/// [`Slot`]; others are closed unread. A connection beyond [`MAX_CONNECTIONS_PER_SOCKET`] is
+/// closed at once, unread (the peer sees the end of the stream, or a reset when it had sent
+/// bytes), and that is logged at most once a minute. A failed accept (out of descriptors, …)
+/// is logged with `label` and retried after 50 ms.
 pub async fn accept_until(
     listener: &UnixListener,
     shutdown: &tokio_util::sync::CancellationToken,
     label: &str,
-    mut serve: impl FnMut(UnixStream),
+    mut serve: impl FnMut(UnixStream, Slot),
 ) {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS_PER_SOCKET));
+    let mut last_full_warning: Option<std::time::Instant> = None;
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -180,8 +195,19 @@ pub async fn accept_until(
         };
         match accepted {
             Ok((stream, _)) => {
-                if peer_is_us(&stream) {
-                    serve(stream);
+                if !peer_is_us(&stream) {
+                    continue;
+                }
+                match slots.clone().try_acquire_owned() {
+                    Ok(permit) => serve(stream, Slot(permit)),
+                    Err(_) => {
+                        if last_full_warning.is_none_or(|t| t.elapsed().as_secs() >= 60) {
+                            last_full_warning = Some(std::time::Instant::now());
+                            tracing::warn!(
+                                "{label}{MAX_CONNECTIONS_PER_SOCKET} connections are open; new ones are closed until some end (a program of this user opens connections and leaves them)"
+                            );
+                        }
+                    }
                 }
             }
             Err(e) => {

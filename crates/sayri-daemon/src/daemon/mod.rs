@@ -248,7 +248,7 @@ impl Daemon {
                     &alias.listener,
                     &state.shutdown,
                     "control socket (original path): ",
-                    |stream| accept_control(stream, &state, &dispatcher, &inner),
+                    |stream, slot| accept_control(stream, slot, &state, &dispatcher, &inner),
                 )
                 .await;
                 alias.remove();
@@ -274,8 +274,8 @@ impl Daemon {
         ]) {
             tracing::warn!("cannot tell the service manager that the daemon is ready: {e}");
         }
-        listener::accept_until(&listener, &state.shutdown, "", |stream| {
-            accept_control(stream, &state, &dispatcher, &tracker);
+        listener::accept_until(&listener, &state.shutdown, "", |stream, slot| {
+            accept_control(stream, slot, &state, &dispatcher, &tracker);
         })
         .await;
         tracing::info!("shutting down");
@@ -318,6 +318,7 @@ impl Daemon {
 /// a gateway's process tree: a gateway speaks through `sayri.sock` for its own instance only.
 fn accept_control(
     stream: tokio::net::UnixStream,
+    slot: listener::Slot,
     state: &Arc<DaemonState>,
     dispatcher: &Arc<Dispatcher>,
     tracker: &TaskTracker,
@@ -329,7 +330,11 @@ fn accept_control(
         );
         return;
     }
-    tracker.spawn(connection::serve(stream, state.clone(), dispatcher.clone()));
+    let (state, dispatcher) = (state.clone(), dispatcher.clone());
+    tracker.spawn(async move {
+        let _slot = slot;
+        connection::serve(stream, state, dispatcher).await;
+    });
 }
 
 /// Runs the daemon in the foreground until `quit`, SIGTERM or SIGINT. Returns a one-line error

@@ -9,6 +9,7 @@ mod concurrency;
 mod config;
 mod config_save_integrity;
 mod config_values_property;
+mod connection_limits;
 mod context_budget;
 mod crash_safety;
 mod database_faults;
