@@ -4,10 +4,9 @@
 //! Needs `./scripts/setup --tests`: `mcp-server-time` and the official Python SDK in
 //! `~/.cache/sayri/mcp/venv`. The process report server is `fixtures/process_report_server.py`.
 //!
-//! The `case53_*` tests are case 53 (an MCP server gets the environment it was configured
-//! with, not the daemon's): the launcher's own environment carries canaries and loader
-//! variables, the vault holds three secrets, and each server must see only the base set and
-//! what it declared.
+//! The `case53_*` tests pin that an MCP server gets the environment it was configured with,
+//! not the daemon's: the launcher's own environment carries canaries and loader variables, the
+//! vault holds three secrets, and each server must see only the base set and what it declared.
 
 // Test code: a step that cannot be set up panics, and the panic is the test's report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -151,7 +150,7 @@ fn socket_path(install: &Install) -> PathBuf {
     p
 }
 
-/// The launcher's ("daemon's") environment additions of case 53.
+/// What the launcher's ("daemon's") own environment adds: canaries no server may see.
 const DAEMON_ENV: &[(&str, &str)] = &[
     ("OPENAI_API_KEY", "sy-test-openai-53a1b2c3d4e5f60718293a4b"),
     (
