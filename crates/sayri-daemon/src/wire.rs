@@ -15,7 +15,7 @@ use sayri_core::ports::{Delegated, SessionInfo, StoredMessage, ToolCallRecord, U
 use sayri_permissions::Approval;
 use sayri_protocol::event::{self, AnyEvent};
 use sayri_protocol::reply::{agents, database, gateways, permissions, runtime, sessions, vault};
-use sayri_store::{DatabaseState, DatabaseStatus, RecoveryReport};
+use sayri_store::RecoveryReport;
 use sayri_vault::SecretInfo;
 
 /// A permission question as clients see it.
@@ -139,33 +139,6 @@ pub fn child(c: &ChildStatus) -> runtime::SupervisedChild {
         last_error: c.last_error.clone(),
         restart_in_ms: c.restart_in_ms,
         log_file: c.log_file.clone(),
-    }
-}
-
-/// The session database as `status` shows it.
-pub fn database(d: &DatabaseStatus) -> database::DatabaseStatus {
-    database::DatabaseStatus {
-        path: d.path.clone(),
-        state: match d.state {
-            DatabaseState::Ok => database::DatabaseState::Ok,
-            DatabaseState::Corrupt => database::DatabaseState::Corrupt,
-        },
-        error: d.error.clone(),
-        fix: d.fix.clone(),
-        size_bytes: d.size_bytes,
-        wal_bytes: d.wal_bytes,
-        wal_limit_bytes: d.wal_limit_bytes,
-        free_bytes: d.free_bytes,
-        readers: d.readers.clone(),
-        writers: d.writers.clone(),
-        last_checkpoint: d.last_checkpoint.as_ref().map(|c| database::Checkpoint {
-            at: c.at,
-            wal_frames: c.wal_frames,
-            checkpointed_frames: c.checkpointed_frames,
-            truncated: c.truncated,
-            held_back: c.held_back,
-            wal_bytes_after: c.wal_bytes_after,
-        }),
     }
 }
 

@@ -12,10 +12,9 @@
 use crate::Store;
 use crate::failure::{corrupt_message, free_bytes};
 use crate::lock_holders::{LockKind, lock_holders};
-use crate::wal::{Checkpoint, WAL_LIMIT_BYTES};
+use crate::wal::WAL_LIMIT_BYTES;
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::MutexGuard;
 
 /// Whether the file may be used.
@@ -30,42 +29,9 @@ pub enum Health {
     },
 }
 
-/// The state shown in `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DatabaseState {
-    /// In use.
-    Ok,
-    /// Refused until `sayri db recover`.
-    Corrupt,
-}
-
-/// The database as `status` (`database`) and `sayri doctor` show it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DatabaseStatus {
-    /// The file.
-    pub path: PathBuf,
-    /// In use, or refused as corrupt.
-    pub state: DatabaseState,
-    /// While corrupt: the message every call gets (names the file and the command).
-    pub error: Option<String>,
-    /// While corrupt: the command that recovers it.
-    pub fix: Option<String>,
-    /// Size of the file, bytes.
-    pub size_bytes: u64,
-    /// Size of its write-ahead log (`-wal`), bytes.
-    pub wal_bytes: u64,
-    /// The size the log is brought back to once no reader holds it.
-    pub wal_limit_bytes: u64,
-    /// Free space on its file system, bytes.
-    pub free_bytes: Option<u64>,
-    /// Other processes reading a snapshot in the log: a checkpoint cannot pass them.
-    pub readers: Vec<u32>,
-    /// Other processes holding the write lock.
-    pub writers: Vec<u32>,
-    /// The last checkpoint, if one ran since start.
-    pub last_checkpoint: Option<Checkpoint>,
-}
+/// The database as `status` (`database`) and `sayri doctor` show it, and whether it may be
+/// used: the protocol's types, so the daemon sends what the store made.
+pub use sayri_protocol::reply::database::{DatabaseState, DatabaseStatus};
 
 /// `PRAGMA quick_check`: `Err` with the first problems found (or the error that stopped it).
 pub(crate) fn quick_check(conn: &Connection) -> Result<(), String> {

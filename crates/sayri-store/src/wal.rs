@@ -17,29 +17,14 @@
 use crate::Store;
 use crate::health::file_size;
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The size the log file is brought back to (and the most it keeps once no reader holds it):
 /// 4 MiB, about SQLite's automatic checkpoint interval (1000 pages of 4 KiB).
 pub const WAL_LIMIT_BYTES: u64 = 4 << 20;
 
-/// What one checkpoint did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// When it ran, Unix seconds.
-    pub at: f64,
-    /// Frames in the log before it.
-    pub wal_frames: i64,
-    /// Frames copied back into the file.
-    pub checkpointed_frames: i64,
-    /// The log file was emptied.
-    pub truncated: bool,
-    /// Another process's read transaction kept part of the log (or its truncation) back.
-    pub held_back: bool,
-    /// Size of the log file afterwards, bytes.
-    pub wal_bytes_after: u64,
-}
+/// What one checkpoint did: the protocol's type, so `status` shows it as the store made it.
+pub use sayri_protocol::reply::database::Checkpoint;
 
 /// `PRAGMA wal_checkpoint(MODE)`: `(busy, frames in the log, frames checkpointed)`.
 fn wal_checkpoint(conn: &Connection, mode: &str) -> rusqlite::Result<(i64, i64, i64)> {

@@ -45,7 +45,7 @@ pub fn build_status(state: &DaemonState) -> StatusReply {
             Some(Err(e)) => SandboxStatus::Failed { error: e.clone() },
             Some(Ok(r)) => probed(r),
         }),
-        database: brain.map(|b| wire::database(&b.db(|s| s.status()))),
+        database: brain.map(|b| b.db(|s| s.status())),
         vault: brain.map(|b| VaultStatus {
             available: b.vault_error.is_none(),
             error: b.vault_error.clone(),

@@ -48,7 +48,7 @@ pub async fn run(paths: &Paths, action: DbAction) -> anyhow::Result<i32> {
 async fn status(paths: &Paths, daemon: Option<Client>, json: bool) -> anyhow::Result<i32> {
     let db = match daemon {
         Some(mut c) => c.request_with(&StatusParams {}).await?.database,
-        None => Some(sayri_daemon::wire::database(&local_store(paths)?.status())),
+        None => Some(local_store(paths)?.status()),
     };
     let Some(db) = db else {
         anyhow::bail!("the daemon has not opened the session database yet; try again in a moment");
