@@ -107,14 +107,19 @@ async fn a_long_request_does_not_block_later_ones_on_the_same_connection() {
         "the permission_request event arrived before the answer's reply"
     );
     // Now the ask completes.
-    let ask = loop {
-        match c.next_message().await.unwrap() {
-            sayri_protocol::ServerMessage::Response(r) if r.id() == &Value::from(ask_id) => {
-                break r;
+    // Bounded: a reply that never comes fails the test instead of hanging the suite.
+    let ask = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match c.next_message().await.unwrap() {
+                sayri_protocol::ServerMessage::Response(r) if r.id() == &Value::from(ask_id) => {
+                    break r;
+                }
+                _ => continue,
             }
-            _ => continue,
         }
-    };
+    })
+    .await
+    .expect("the ask's reply arrives within 30 s of its answer");
     assert_eq!(ask.into_result().unwrap()["text"], "done");
 
     state.request_shutdown();
