@@ -5,8 +5,10 @@
 //! * GTK-free: [`view`] (the view model and its reducer), [`markdown`] (the reply's blocks),
 //!   [`safe_text`] (how untrusted text is shown), [`link`] (the socket, reconnects, starting the
 //!   daemon), [`demo`] (canned event scripts).
-//! * GTK: [`ui`] (window, orb drawing, card, settings, tray, screenshots).
+//! * GTK: [`ui`] (window, orb drawing, card, settings, tray, screenshots) and [`app`] (the
+//!   program's entry point).
 
+pub mod app;
 pub mod demo;
 pub mod link;
 pub mod markdown;

@@ -68,6 +68,7 @@ pub fn build_status(state: &DaemonState) -> StatusReply {
         socket: state.paths.socket(),
         pid: std::process::id(),
         clients: state.broadcaster.client_count() as u64,
+        ui_visible: state.broadcaster.client_count() > 0,
         uptime_ms: u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         supervised: state.supervisor.list().iter().map(wire::child).collect(),
         routines: state.routines.get().map(|r| r.status()),

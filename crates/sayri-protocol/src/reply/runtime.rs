@@ -80,6 +80,9 @@ pub struct StatusReply {
     pub pid: u32,
     /// Connected clients.
     pub clients: u64,
+    /// A front-end is connected to show what Sayri does (the original's field; while none is,
+    /// a wake word makes the daemon ask front-ends to `show`).
+    pub ui_visible: bool,
     /// Milliseconds since the daemon started.
     pub uptime_ms: u64,
     /// The child programs the daemon runs.

@@ -38,6 +38,7 @@ mod model_downloads;
 mod observation_frames;
 mod open_card_lifecycle;
 mod original_clients;
+mod original_commands;
 mod peer_cred;
 mod permission_cards;
 pub mod permission_rig;

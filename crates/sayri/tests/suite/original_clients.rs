@@ -35,7 +35,7 @@ fn runtime(env: &Env) -> PathBuf {
 
 /// Starts `sayri daemon` with `XDG_RUNTIME_DIR` set and waits until its runtime-dir socket
 /// greets.
-fn start_with_runtime(env: &Env) -> Daemon {
+pub(super) fn start_with_runtime(env: &Env) -> Daemon {
     let run = runtime(env);
     let log = std::fs::File::create(env.daemon_log()).unwrap();
     let child = env
@@ -63,13 +63,13 @@ fn start_with_runtime(env: &Env) -> Daemon {
 }
 
 /// A client of the original control socket, written from its description.
-struct OriginalClient {
+pub(super) struct OriginalClient {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
 }
 
 impl OriginalClient {
-    fn connect(path: &Path) -> OriginalClient {
+    pub(super) fn connect(path: &Path) -> OriginalClient {
         let s = UnixStream::connect(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         OriginalClient {
@@ -79,7 +79,7 @@ impl OriginalClient {
     }
 
     /// Sends `{"cmd", "params", "id"}` and returns the response with that id, skipping events.
-    fn request(&mut self, cmd: &str, params: Value, id: u64) -> Value {
+    pub(super) fn request(&mut self, cmd: &str, params: Value, id: u64) -> Value {
         let line = format!("{}\n", json!({"cmd": cmd, "params": params, "id": id}));
         self.writer.write_all(line.as_bytes()).unwrap();
         loop {

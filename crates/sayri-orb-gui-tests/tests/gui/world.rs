@@ -17,7 +17,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// Environment variable that makes this executable act as `sayri`.
+/// Environment variable that makes this executable act as `sayri` (value `sayri`) or as
+/// `sayri-orb` (value `orb`).
 pub const ROLE_VAR: &str = "SAYRI_ORB_TEST_ROLE";
 
 /// The streamed answer's pieces and their concatenation.

@@ -1,4 +1,5 @@
-//! `sayri-orb --screenshot PATH --demo STATE` (the real binary) writes PNGs that are not blank
+//! `sayri-orb --screenshot PATH --demo STATE` (the program's entry point, run as this
+//! executable's `orb` role) writes PNGs that are not blank
 //! and differ per scene. They are kept under `target/tmp/orb-screenshots/` as test artefacts.
 
 use gtk::gdk;
@@ -24,7 +25,8 @@ pub fn screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ() {
     for scene in ["idle", "streaming", "permission"] {
         let path = dir.join(format!("orb-{scene}.png"));
         let _ = std::fs::remove_file(&path);
-        let out = Command::new(env!("CARGO_BIN_EXE_sayri-orb"))
+        let out = Command::new(std::env::current_exe().expect("test executable"))
+            .env(crate::world::ROLE_VAR, "orb")
             .args(["--demo", scene, "--after-ms", "500", "--screenshot"])
             .arg(&path)
             .output()

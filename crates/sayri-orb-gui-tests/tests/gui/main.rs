@@ -1,21 +1,23 @@
 //! GUI tests of the orb under a private X server and D-Bus session, against a real daemon.
 //!
 //! This is a `harness = false` test: GTK must run on the process's main thread, one test at a
-//! time, so `main` is the runner. It does four jobs, picked by how it was started:
+//! time, so `main` is the runner. The executable plays every program a test needs, so the
+//! daemon, CLI, sandbox and orb are the real code without this package naming another
+//! package's binaries. It does five jobs, picked by how it was started:
 //!
 //! 1. `__sandbox-exec …` — the sandbox's exec helper, the same entry point the `sayri-exec`
-//!    program calls (this package cannot name the `sayri-exec` binary of another package, so
-//!    the daemon below runs commands by re-executing this very executable in that mode).
-//! 2. `SAYRI_ORB_TEST_ROLE=sayri` — the `sayri` command line itself (`sayri::main`, the
-//!    same entry point the `sayri` binary calls), told to use (1) as its exec helper.
-//!    Integration tests of this package cannot name the `sayri` binary of another package, so
-//!    the tests get a real daemon (and the real CLI) by running this very executable in that
-//!    role: the daemon code, socket, sandbox and database are the real ones.
-//! 3. Without `SAYRI_ORB_TEST_BUS`: re-executes itself inside `dbus-run-session`, so GTK, the
+//!    program calls: the daemon below runs commands by re-executing this executable that way.
+//! 2. `SAYRI_ORB_TEST_ROLE=sayri` — the `sayri` command line itself (`sayri::main`, the same
+//!    entry point the `sayri` binary calls), told to use (1) as its exec helper: a real daemon
+//!    (socket, sandbox and database included) and the real CLI.
+//! 3. `SAYRI_ORB_TEST_ROLE=orb` — the `sayri-orb` program (`sayri_orb::app::run`, the only thing
+//!    the `sayri-orb` binary calls), with the rest of the command line as its arguments.
+//! 4. Without `SAYRI_ORB_TEST_BUS`: re-executes itself inside `dbus-run-session`, so GTK, the
 //!    accessibility bus and the tray find a private session bus.
-//! 4. Otherwise: starts `Xvfb` on a free display, initialises GTK and runs the tests.
+//! 5. Otherwise: starts `Xvfb` on a free display, initialises GTK and runs the tests.
 //!
-//! `cargo test -p sayri-orb --test gui -- NAME` runs the tests whose name contains NAME.
+//! `cargo test -p sayri-orb-gui-tests --test gui -- NAME` runs the tests whose name contains
+//! NAME.
 
 // Test code: a step that cannot be set up panics, and the panic is the test's report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -47,6 +49,9 @@ fn main() -> ExitCode {
             );
         }
         return sayri::main();
+    }
+    if std::env::var_os(world::ROLE_VAR).is_some_and(|r| r == "orb") {
+        return sayri_orb::app::run();
     }
     harness::run(&[
         (
