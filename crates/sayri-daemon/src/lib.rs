@@ -45,5 +45,6 @@ pub mod skills;
 pub(crate) mod store_health;
 pub mod stored_secrets;
 pub mod supervisor;
+pub mod ui_plugins;
 pub mod voice;
 pub mod wire;
