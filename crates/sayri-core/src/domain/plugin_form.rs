@@ -128,7 +128,11 @@ fn one(node: &Value) -> Result<Option<SettingSpec>, String> {
     if kind == SettingKind::Choice && options.is_empty() {
         return Err(format!("{key}: a select needs `options`"));
     }
-    let number = |name: &str| m.get(name).and_then(Value::as_f64).filter(|f| f.is_finite());
+    let number = |name: &str| {
+        m.get(name)
+            .and_then(Value::as_f64)
+            .filter(|f| f.is_finite())
+    };
     let text = |name: &str| {
         m.get(name)
             .and_then(Value::as_str)

@@ -55,15 +55,10 @@ pub fn spec(
     if plugin.entrypoint.runner == Runner::Python && python().is_none() {
         return Err(LaunchError::NoPython(plugin.id.clone()));
     }
-    let mut spec = run::child_spec(
-        plugin.child_name(),
-        &plugin.plugin,
-        &plugin.entrypoint,
-        &[],
-    )
-    .env("SAYRI_CONFIG_DIR", paths.config_dir.to_string_lossy())
-    .env("SAYRI_STATE_DIR", paths.state_dir.to_string_lossy())
-    .pid_file(plugin.pid_file(&paths.state_dir));
+    let mut spec = run::child_spec(plugin.child_name(), &plugin.plugin, &plugin.entrypoint, &[])
+        .env("SAYRI_CONFIG_DIR", paths.config_dir.to_string_lossy())
+        .env("SAYRI_STATE_DIR", paths.state_dir.to_string_lossy())
+        .pid_file(plugin.pid_file(&paths.state_dir));
     if let Some(lib) = shared_lib {
         spec = spec.env("PYTHONPATH", lib.to_string_lossy());
     }

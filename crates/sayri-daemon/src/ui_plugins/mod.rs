@@ -120,7 +120,11 @@ pub fn of(found: &Discovery) -> UiPlugins {
     for b in &found.broken {
         out.unusable.push((
             b.id.clone(),
-            format!("the plugin in {} cannot be used: {}", b.dir.display(), b.reason),
+            format!(
+                "the plugin in {} cannot be used: {}",
+                b.dir.display(),
+                b.reason
+            ),
         ));
     }
     out
@@ -135,7 +139,10 @@ pub fn discover(paths: &Paths) -> UiPlugins {
 /// original companions import Sayri's Python library from.
 pub fn shared_lib(paths: &Paths) -> Option<PathBuf> {
     let system = PluginDirs::from_env(paths).system;
-    system.parent().map(|p| p.join("lib")).filter(|l| l.is_dir())
+    system
+        .parent()
+        .map(|p| p.join("lib"))
+        .filter(|l| l.is_dir())
 }
 
 /// `id` without the `sayri-ui-` or `sayri-` the original ids start with.
@@ -202,30 +209,46 @@ impl UiPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use std::os::unix::fs::PermissionsExt;
 
-    fn plugin(id: &str, name: &str) -> UiPlugin {
-        UiPlugin {
-            id: id.into(),
-            name: name.into(),
-            description: String::new(),
-            version: "1.0.0".into(),
-            author: String::new(),
-            kind: "desktop".into(),
-            xui_renderer: None,
-            scope: Scope::User,
-            dir: PathBuf::from("/p").join(id),
-            entrypoint: PathBuf::from("/p").join(id).join("main.py"),
-            settings: Ok(Vec::new()),
-            settings_file: None,
+    /// Plugin folders under a fresh user plugins folder, each `(folder, manifest)`, with a
+    /// `main.py`; what the loader makes of them.
+    fn found(plugins: &[(&str, serde_json::Value)]) -> (tempfile::TempDir, UiPlugins) {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("plugins");
+        for (folder, manifest) in plugins {
+            let dir = user.join(folder);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+            std::fs::write(dir.join("main.py"), "print('hi')\n").unwrap();
+            for p in [dir.clone(), dir.join("manifest.json"), dir.join("main.py")] {
+                let mode = if p.is_dir() { 0o755 } else { 0o644 };
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
         }
+        let dirs = PluginDirs {
+            user,
+            system: tmp.path().join("no-system-plugins"),
+        };
+        let out = of(&crate::plugins::discover(&dirs));
+        (tmp, out)
     }
 
     #[test]
     fn a_plugin_is_found_by_id_short_id_original_prefixes_or_display_name() {
-        let all = [
-            plugin("sayri-ui-clippy", "Classic Companions"),
-            plugin("bonzi", "Bonzi"),
-        ];
+        let (_t, all) = found(&[
+            (
+                "sayri-ui-clippy",
+                json!({"type": "ui", "name": "Classic Companions", "entrypoint": "main.py",
+                       "ui": {"kind": "character", "settings": [{"t": "check", "key": "sound_effects"}]}}),
+            ),
+            (
+                "bonzi",
+                json!({"type": "ui", "name": "Bonzi", "entrypoint": "main.py"}),
+            ),
+        ]);
+        let all = &all.plugins;
         for wanted in [
             "sayri-ui-clippy",
             "clippy",
@@ -233,17 +256,43 @@ mod tests {
             "classic companions",
         ] {
             assert_eq!(
-                find(&all, wanted).map(|p| p.id.as_str()),
+                find(all, wanted).map(|p| p.id.as_str()),
                 Some("sayri-ui-clippy"),
                 "{wanted}"
             );
         }
         assert_eq!(
-            find(&all, "sayri-ui-bonzi").map(|p| p.id.as_str()),
+            find(all, "sayri-ui-bonzi").map(|p| p.id.as_str()),
             Some("bonzi")
         );
         for wanted in ["", "../sayri-ui-clippy", "clip", "sayri-ui-"] {
-            assert!(find(&all, wanted).is_none(), "{wanted}");
+            assert!(find(all, wanted).is_none(), "{wanted}");
         }
+        let clippy = find(all, "clippy").unwrap();
+        assert_eq!(clippy.kind, "character");
+        assert_eq!(clippy.declared().len(), 1);
+        assert_eq!(
+            find(all, "bonzi").unwrap().kind,
+            "desktop",
+            "the default kind"
+        );
+    }
+
+    #[test]
+    fn a_ui_plugin_without_an_entry_point_or_a_refused_folder_says_why() {
+        let (_t, all) = found(&[
+            ("sayri-ui-empty", json!({"type": "ui"})),
+            (
+                "sayri-ui-climber",
+                json!({"type": "ui", "entrypoint": "main.py", "ui": {"settings_file": "../x.json"}}),
+            ),
+            ("sayri-gateway-x", json!({"type": "gateway"})),
+        ]);
+        assert!(all.plugins.is_empty(), "{:?}", all.plugins);
+        let why = all.why_unusable("empty").unwrap();
+        assert!(why.contains("names no `entrypoint`"), "{why}");
+        let why = all.why_unusable("sayri-ui-climber").unwrap();
+        assert!(why.contains("settings file"), "{why}");
+        assert!(all.why_unusable("../sayri-ui-climber").is_none());
     }
 }

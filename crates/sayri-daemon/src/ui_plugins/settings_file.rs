@@ -95,7 +95,9 @@ fn plain_name(declared: &str) -> Result<&str, String> {
     }
     let p = Path::new(declared);
     if p.is_absolute() {
-        return Err("it is an absolute path, which may lead outside the configuration folder".into());
+        return Err(
+            "it is an absolute path, which may lead outside the configuration folder".into(),
+        );
     }
     let mut parts = p.components();
     match (parts.next(), parts.next()) {
@@ -110,7 +112,8 @@ fn plain_name(declared: &str) -> Result<&str, String> {
 /// Whether `name` (a file directly in `$CONFIG`) is one of Sayri's own.
 fn reserved(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    RESERVED_NAMES.contains(&lower.as_str()) || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p))
+    RESERVED_NAMES.contains(&lower.as_str())
+        || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p))
 }
 
 impl SettingsFile {
@@ -176,7 +179,10 @@ impl SettingsFile {
         }
         match std::fs::symlink_metadata(&self.path) {
             Ok(m) if m.file_type().is_file() => Ok(true),
-            Ok(_) => Err(self.io("use", "it is not a plain file (a symbolic link or a folder)")),
+            Ok(_) => Err(self.io(
+                "use",
+                "it is not a plain file (a symbolic link or a folder)",
+            )),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(self.io("read", e)),
         }
@@ -362,9 +368,7 @@ mod tests {
             json!(false),
             "an existing file is not rewritten with defaults"
         );
-        let after = f
-            .set(&specs(), "character", Some(json!("Merlin")))
-            .unwrap();
+        let after = f.set(&specs(), "character", Some(json!("Merlin"))).unwrap();
         let on_disk: Value = serde_json::from_slice(&std::fs::read(f.path()).unwrap()).unwrap();
         assert_eq!(
             on_disk,

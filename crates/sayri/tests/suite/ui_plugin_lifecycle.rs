@@ -30,10 +30,15 @@ fn install(env: &Env, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let src = fixture(PLUGIN);
     std::fs::copy(src.join("main.py"), dir.join("main.py")).unwrap();
     let mut manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(src.join("manifest.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(src.join("manifest.json")).unwrap()).unwrap();
     edit(&mut manifest);
     std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    // The loader runs only a plugin that no one else can change.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for f in ["main.py", "manifest.json"] {
+        std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
     dir
 }
 
@@ -97,8 +102,7 @@ fn files_under(dir: &Path) -> Vec<String> {
 }
 
 #[test]
-fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_time_and_stopped()
-{
+fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_time_and_stopped() {
     let env = Env::new();
     let plugin_dir = install(&env, PLUGIN, |_| {}).canonicalize().unwrap();
     // A preload the daemon itself runs with never reaches a UI plugin.
@@ -119,8 +123,15 @@ fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_
     assert_eq!(e["xui_renderer"], "speech-bubble", "{e}");
     assert_eq!(e["scope"], "user", "{e}");
     assert_eq!(e["path"], plugin_dir.to_str().unwrap(), "{e}");
-    assert_eq!(e["entrypoint"], plugin_dir.join("main.py").to_str().unwrap(), "{e}");
-    assert_eq!((e["running"].clone(), e["pid"].clone()), (json!(false), Value::Null));
+    assert_eq!(
+        e["entrypoint"],
+        plugin_dir.join("main.py").to_str().unwrap(),
+        "{e}"
+    );
+    assert_eq!(
+        (e["running"].clone(), e["pid"].clone()),
+        (json!(false), Value::Null)
+    );
     assert_eq!(entry(&listed, "orb")["scope"], "builtin");
 
     // Reading the settings writes nothing.
@@ -166,7 +177,10 @@ fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_
         json!({"character": "Clippy", "sound_effects": true})
     );
     assert!(
-        seen["listed_ids"].as_array().unwrap().contains(&json!(PLUGIN)),
+        seen["listed_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(PLUGIN)),
         "{seen}"
     );
     assert_eq!(seen["ld_preload"], Value::Null, "{seen}");
@@ -179,7 +193,10 @@ fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_
     assert_eq!(pid_in(&pid_file), Some(pid), "the pid file names it");
     let again = c.call("ui_start", json!({"ui_id": "Test Pal"}), 5);
     assert_eq!(again["result"]["already_running"], true, "{again}");
-    assert_eq!(entry(&c.call("ui_list", json!({}), 6), PLUGIN)["running"], true);
+    assert_eq!(
+        entry(&c.call("ui_list", json!({}), 6), PLUGIN)["running"],
+        true
+    );
 
     // The plugin keeps a key of its own in the file; a change merges one key and keeps it.
     std::fs::write(
@@ -187,7 +204,13 @@ fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_
         r#"{"character": "Clippy", "sound_effects": true, "window": [40, 60]}"#,
     )
     .unwrap();
-    let r = set(&mut c, &format!("plugin:{PLUGIN}"), "character", json!("Merlin"), 7);
+    let r = set(
+        &mut c,
+        &format!("plugin:{PLUGIN}"),
+        "character",
+        json!("Merlin"),
+        7,
+    );
     assert_eq!(
         r["result"],
         json!({"ok": true, "plugin_id": PLUGIN, "key": "character", "value": "Merlin"}),
@@ -214,12 +237,20 @@ fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_
         ("volume", json!(3), "has no setting \"volume\""),
         ("sound_effects", json!("maybe"), "expected true or false"),
         ("character", json!(5), "expected one of Clippy, Merlin"),
-        ("character", json!("Bonzi"), "expected one of Clippy, Merlin"),
+        (
+            "character",
+            json!("Bonzi"),
+            "expected one of Clippy, Merlin",
+        ),
     ] {
         let r = set(&mut c, PLUGIN, key, value.clone(), 10);
         assert_eq!(r["code"], "invalid_params", "{key}={value}: {r}");
         assert!(r["error"].as_str().unwrap().contains(says), "{r}");
-        assert_eq!(std::fs::read(&settings_file).unwrap(), before, "{key}={value}");
+        assert_eq!(
+            std::fs::read(&settings_file).unwrap(),
+            before,
+            "{key}={value}"
+        );
     }
 
     // A crash: the supervisor starts it again and the pid file follows the new pid.
@@ -240,7 +271,11 @@ fn a_ui_plugin_is_listed_started_with_its_default_settings_changed_one_key_at_a_
     assert_eq!(st["result"]["pid"], new_pid, "{st}");
 
     let r = c.call("ui_stop", json!({"ui_id": "sayri-testpal"}), 12);
-    assert_eq!(r["result"], json!({"ui_id": PLUGIN, "stopped": true}), "{r}");
+    assert_eq!(
+        r["result"],
+        json!({"ui_id": PLUGIN, "stopped": true}),
+        "{r}"
+    );
     assert!(!alive(new_pid), "ui_stop waits until it is gone");
     assert!(!pid_file.exists(), "the pid file is removed");
     let st = c.call("ui_status", json!({"ui_id": PLUGIN}), 13);
@@ -281,9 +316,14 @@ fn hostile_ui_plugin_ids_and_settings_files_outside_the_config_folder_are_refuse
         .ok();
     let config_before = files_under(&env.config_dir());
 
-    for (n, id) in ["../sayri-ui-testpal", "../../etc/passwd", "sayri-ui-testpal/../x", "/tmp"]
-        .iter()
-        .enumerate()
+    for (n, id) in [
+        "../sayri-ui-testpal",
+        "../../etc/passwd",
+        "sayri-ui-testpal/../x",
+        "/tmp",
+    ]
+    .iter()
+    .enumerate()
     {
         let n = n as u64 * 10;
         for (cmd, m) in [("ui_start", 1), ("ui_status", 2), ("ui_stop", 3)] {
@@ -294,7 +334,10 @@ fn hostile_ui_plugin_ids_and_settings_files_outside_the_config_folder_are_refuse
         let r = set(&mut c, id, "character", json!("Merlin"), n + 4);
         assert_eq!(r["code"], "not_found", "{id}: {r}");
         assert!(
-            r["error"].as_str().unwrap().contains("no skill or UI plugin"),
+            r["error"]
+                .as_str()
+                .unwrap()
+                .contains("no skill or UI plugin"),
             "{r}"
         );
     }
@@ -303,9 +346,17 @@ fn hostile_ui_plugin_ids_and_settings_files_outside_the_config_folder_are_refuse
     // plugin loader: the plugin is not listed, and naming it says why.
     let listed = c.call("ui_list", json!({}), 100);
     let schema = c.call("settings_schema", json!({}), 101);
-    for id in ["sayri-ui-climber", "sayri-ui-absolute", "sayri-ui-config-eater"] {
+    for id in [
+        "sayri-ui-climber",
+        "sayri-ui-absolute",
+        "sayri-ui-config-eater",
+    ] {
         assert!(
-            !listed["result"].as_array().unwrap().iter().any(|u| u["id"] == id),
+            !listed["result"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|u| u["id"] == id),
             "{id} is listed: {listed}"
         );
         assert!(
@@ -322,7 +373,10 @@ fn hostile_ui_plugin_ids_and_settings_files_outside_the_config_folder_are_refuse
         ] {
             assert_eq!(r["code"], "invalid_params", "{id}: {r}");
             let msg = r["error"].as_str().unwrap();
-            assert!(msg.contains("settings file") && msg.contains("plain file name"), "{msg}");
+            assert!(
+                msg.contains("settings file") && msg.contains("plain file name"),
+                "{msg}"
+            );
         }
     }
     // One the loader lets through but that names the original's vault: listed, its settings
@@ -330,10 +384,22 @@ fn hostile_ui_plugin_ids_and_settings_files_outside_the_config_folder_are_refuse
     let s = section(&schema, "sayri-ui-vault-eater");
     assert_eq!(s["fields"], json!([]), "{s}");
     let error = s["error"].as_str().unwrap_or_else(|| panic!("{s}"));
-    assert!(error.contains("Sayri's own files") && error.contains("ui.settings_file"), "{error}");
-    let r = set(&mut c, "sayri-ui-vault-eater", "character", json!("Merlin"), 104);
+    assert!(
+        error.contains("Sayri's own files") && error.contains("ui.settings_file"),
+        "{error}"
+    );
+    let r = set(
+        &mut c,
+        "sayri-ui-vault-eater",
+        "character",
+        json!("Merlin"),
+        104,
+    );
     assert_eq!(r["code"], "invalid_params", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("Sayri's own files"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("Sayri's own files"),
+        "{r}"
+    );
     let r = c.call("ui_start", json!({"ui_id": "sayri-ui-vault-eater"}), 105);
     assert_eq!(r["code"], "invalid_params", "{r}");
     assert_eq!(
@@ -343,11 +409,13 @@ fn hostile_ui_plugin_ids_and_settings_files_outside_the_config_folder_are_refuse
     assert!(!env.config_dir().join("vault.json").exists());
     assert!(!outside.exists(), "nothing written above the config folder");
     assert!(!absolute.exists(), "nothing written at the absolute path");
-    assert!(!env.config_dir().join("routines.json").exists() || {
-        // The daemon's own routines file, if it made one, is still its own.
-        let v = read_json(&env.config_dir().join("routines.json"));
-        v.get("character").is_none()
-    });
+    assert!(
+        !env.config_dir().join("routines.json").exists() || {
+            // The daemon's own routines file, if it made one, is still its own.
+            let v = read_json(&env.config_dir().join("routines.json"));
+            v.get("character").is_none()
+        }
+    );
     assert!(!env.state_dir().join(format!("{PLUGIN}.pid")).exists());
     assert_eq!(
         files_under(&env.config_dir()),

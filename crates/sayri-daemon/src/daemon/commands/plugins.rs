@@ -15,9 +15,9 @@
 //! plugin of the same name: the skill's settings are the ones set.
 
 use crate::brain::Brain;
+use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use crate::skills::{Skills, SkillsError};
-use crate::daemon::DaemonState;
 use crate::supervisor::ChildSpec;
 use crate::ui_plugins::UiPlugin;
 use crate::ui_plugins::settings_file::SettingsFileError;
@@ -128,7 +128,13 @@ fn ui_plugin_section(
         .map_err(ToString::to_string)
         .and_then(|f| f.read().map_err(|e| e.to_string()));
     let (fields, error) = match (&plugin.settings, stored) {
-        (Err(e), _) => (Vec::new(), Some(format!("{}: {e}", plugin.dir.join("manifest.json").display()))),
+        (Err(e), _) => (
+            Vec::new(),
+            Some(format!(
+                "{}: {e}",
+                plugin.dir.join("manifest.json").display()
+            )),
+        ),
         (Ok(_), Err(e)) => (Vec::new(), Some(e)),
         (Ok(specs), Ok(stored)) => {
             let stored = stored.unwrap_or_default();
@@ -264,7 +270,15 @@ pub async fn plugin_settings_set(
     };
     let shown = if spec.secret {
         let owner = format!("skill {slug}");
-        set_secret(&ctx, &vault_key(&slug, &spec.key), &owner, &spec, &p.value, refused).await?
+        set_secret(
+            &ctx,
+            &vault_key(&slug, &spec.key),
+            &owner,
+            &spec,
+            &p.value,
+            refused,
+        )
+        .await?
     } else {
         let value = match &p.value {
             Value::Null => None,

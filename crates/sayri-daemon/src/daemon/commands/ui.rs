@@ -303,7 +303,7 @@ fn describe(state: &DaemonState, target: &Target, plugins: &[UiPlugin]) -> UiEnt
             entry.xui_renderer.clone_from(&p.xui_renderer);
             entry.scope = p.scope.as_str().into();
             entry.path = Some(p.dir.clone());
-            entry.entrypoint = Some(p.entrypoint.clone());
+            entry.entrypoint = Some(p.entrypoint.path.clone());
         }
     }
     entry
@@ -330,14 +330,16 @@ pub async fn ui_list(_: UiListParams, ctx: Ctx) -> Result<UiListReply, ProtocolE
 /// defaults when it has none yet (the original companions cannot start without it).
 async fn plugin_spec(state: &DaemonState, plugin: &UiPlugin) -> Result<ChildSpec, ProtocolError> {
     if !plugin.declared().is_empty() {
-        let file = plugin
-            .settings_file(&state.paths.config_dir)
-            .map_err(|e| ProtocolError::invalid_params(format!("cannot start {}: {e}", plugin.id)))?;
+        let file = plugin.settings_file(&state.paths.config_dir).map_err(|e| {
+            ProtocolError::invalid_params(format!("cannot start {}: {e}", plugin.id))
+        })?;
         let specs = plugin.declared().to_vec();
         tokio::task::spawn_blocking(move || file.ensure(&specs))
             .await
             .map_err(|e| ProtocolError::internal(format!("ui_start stopped: {e}")))?
-            .map_err(|e| ProtocolError::invalid_params(format!("cannot start {}: {e}", plugin.id)))?;
+            .map_err(|e| {
+                ProtocolError::invalid_params(format!("cannot start {}: {e}", plugin.id))
+            })?;
     }
     let shared_lib = crate::ui_plugins::shared_lib(&state.paths);
     let spec = crate::ui_plugins::launch::spec(plugin, &state.paths, shared_lib.as_deref())
