@@ -9,7 +9,8 @@
 //! 2. The brain and the loaders: [`brain`] (the core wired to its adapters) with
 //!    [`config_file`], [`config_values`], [`agents`], [`policies`], [`skills`],
 //!    [`stored_secrets`], [`settings_check`], [`local_model`], [`notify`], [`footprint`],
-//!    [`assets`], [`desktop_tools`], [`database`], [`store_health`]. The `sayri` CLI calls the
+//!    [`assets`], [`desktop_tools`], [`database`], [`store_health`], [`plugins`] (plugin
+//!    folders and their manifests). The `sayri` CLI calls the
 //!    same loaders the handlers do. [`wire`] turns the daemon's values into the protocol's
 //!    reply and event types.
 //! 3. The services: [`voice`], [`routines`], [`gateways`] — each gets the brain, the bus and
@@ -38,6 +39,7 @@ pub mod local_model;
 pub mod notify;
 pub mod offload;
 pub mod owned_port;
+pub mod plugins;
 pub mod policies;
 pub mod routines;
 pub mod settings_check;
@@ -45,5 +47,6 @@ pub mod skills;
 pub(crate) mod store_health;
 pub mod stored_secrets;
 pub mod supervisor;
+pub mod ui_plugins;
 pub mod voice;
 pub mod wire;

@@ -1404,15 +1404,16 @@ impl Params for AttachImageParams {
 }
 
 /// `plugin_settings_set {plugin_id, key, value}` → `{"ok", "plugin_id", "key", "value"}`: one
-/// setting of an installed skill that declares settings (`value` masked when secret);
-/// broadcasts `plugin_settings_changed`.
+/// setting of an installed skill or a UI plugin that declares settings (`value` masked when
+/// secret); broadcasts `plugin_settings_changed`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSettingsSetParams {
-    /// The skill's slug (`plugin:<slug>` is accepted too, as `plugin_sections` names it).
+    /// The skill's slug or the UI plugin's id (`plugin:<id>` is accepted too, as
+    /// `plugin_sections` names it).
     #[serde(deserialize_with = "non_empty")]
     pub plugin_id: String,
-    /// The setting's key, as the skill declares it.
+    /// The setting's key, as the skill or the UI plugin's manifest declares it.
     #[serde(deserialize_with = "non_empty")]
     pub key: String,
     /// The new value: of the setting's kind (a boolean for a toggle, a number for a number, a

@@ -10,6 +10,7 @@ pub mod hints;
 pub mod history;
 pub mod image;
 pub mod observation;
+pub mod plugin_form;
 pub mod profile;
 pub mod prompt;
 pub mod provenance;

@@ -37,6 +37,8 @@
 //! * **A built environment**: [`INHERITED_ENV`] from the daemon plus the spec's own variables;
 //!   nothing else of the daemon's environment, and descriptors 0–2 plus the ones the spec passes
 //!   ([`ChildSpec::pass_fd`], numbered from 3 and named by an environment variable) only.
+//! * **A pid file** when the spec asks for one ([`ChildSpec::pid_file`]): the program's pid
+//!   while it runs, for programs that find each other by pid file.
 //! * **A record** in `$STATE/children/` while it runs, so the next daemon kills it should it
 //!   have survived a crash.
 //!
@@ -47,6 +49,7 @@
 mod backoff;
 mod child;
 mod log;
+mod pid_file;
 
 pub use backoff::{AfterCrash, CrashHistory, RestartPolicy};
 pub use child::{INHERITED_ENV, Launcher};
@@ -102,6 +105,9 @@ pub struct ChildSpec {
     pub stop_grace: Duration,
     /// Log size limits.
     pub log: LogLimits,
+    /// A file that holds the program's pid while it runs (`None`: none); see
+    /// [`ChildSpec::pid_file`].
+    pub pid_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ChildSpec {
@@ -119,6 +125,7 @@ impl std::fmt::Debug for ChildSpec {
             .field("fds", &self.fds.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .field("stdin", &self.stdin.as_ref().map(|b| b.len()))
             .field("cwd", &self.cwd)
+            .field("pid_file", &self.pid_file)
             .finish_non_exhaustive()
     }
 }
@@ -139,6 +146,7 @@ impl ChildSpec {
             restart: RestartPolicy::default(),
             stop_grace: DEFAULT_STOP_GRACE,
             log: LogLimits::default(),
+            pid_file: None,
         }
     }
 
@@ -170,6 +178,13 @@ impl ChildSpec {
     /// Passes `fd` to the program (a duplicate at each start), announced as `env_name=N`.
     pub fn pass_fd(mut self, env_name: impl Into<String>, fd: Arc<OwnedFd>) -> Self {
         self.fds.push((env_name.into(), fd));
+        self
+    }
+
+    /// Keeps the program's pid in `path` while it runs: written at each start once the
+    /// program runs, removed when that run ends (only while the file still holds its pid).
+    pub fn pid_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.pid_file = Some(path.into());
         self
     }
 
@@ -589,11 +604,20 @@ impl RunLoop {
             s.keeper_pid = Some(running.keeper_pid);
         });
         let started = Instant::now();
+        let pid_file = match &self.spec.pid_file {
+            Some(path) => pid_file::write(path, running.keeper_pid)
+                .await
+                .map(|pid| (path.as_path(), pid)),
+            None => None,
+        };
         let exit = tokio::select! {
             st = running.wait() => st,
             _ = self.slot.stop.cancelled() => {
                 self.update(|s| s.state = ChildState::Stopping);
                 let st = running.stop(self.spec.stop_grace).await;
+                if let Some((path, pid)) = pid_file {
+                    pid_file::remove(path, pid);
+                }
                 let how = child::describe_exit(&st, &self.spec, "this log");
                 child::note(log, &format!("stopped on request ({how})"));
                 self.update(|s| {
@@ -603,6 +627,9 @@ impl RunLoop {
                 return RunEnd::Stopped;
             }
         };
+        if let Some((path, pid)) = pid_file {
+            pid_file::remove(path, pid);
+        }
         let reason = child::describe_exit(&exit, &self.spec, &self.log_file.display().to_string());
         RunEnd::Crashed(started.elapsed(), reason)
     }

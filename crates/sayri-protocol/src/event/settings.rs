@@ -18,7 +18,7 @@ pub struct SettingsChanged {
 /// `plugin_settings_changed` → `{plugin_id, key, value}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PluginSettingsChanged {
-    /// The skill's slug.
+    /// The skill's slug, or the UI plugin's id.
     pub plugin_id: String,
     /// The setting.
     pub key: String,

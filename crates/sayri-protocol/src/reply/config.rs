@@ -62,7 +62,7 @@ pub struct ConfigRow {
 pub struct SettingsSchemaReply {
     /// The sections of Sayri's own settings, in form order.
     pub sections: Vec<SettingsSection>,
-    /// One section per installed skill that declares settings.
+    /// One section per installed skill, then per UI plugin, that declares settings.
     pub plugin_sections: Vec<PluginSection>,
 }
 
@@ -165,28 +165,33 @@ pub struct AssetDescriptor {
     pub needs: Option<String>,
 }
 
-/// The settings section of an installed skill.
+/// The settings section of an installed skill or of a UI plugin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PluginSection {
-    /// `plugin:<slug>`.
+    /// `plugin:<slug>` or `plugin:<UI plugin id>`.
     pub id: String,
-    /// The skill's slug.
+    /// The skill's slug, or the UI plugin's id.
     pub plugin_id: String,
-    /// The skill's name.
+    /// `skill` or `ui` (a UI plugin's manifest declares the settings).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The skill's or the plugin's name.
     pub title: String,
     /// Its description.
     pub subtitle: String,
     /// The label of its save button.
     pub save_label: String,
-    /// The skill's state (as in `skills_list`).
+    /// The skill's state (as in `skills_list`); `installed` for a UI plugin.
     pub state: String,
+    /// A UI plugin's settings file, which the plugin reads (`null` for a skill).
+    pub settings_file: Option<PathBuf>,
     /// Its fields (none when the declaration cannot be used).
     pub fields: Vec<PluginField>,
     /// Why the declaration cannot be used (names the file and the setting), or `null`.
     pub error: Option<String>,
 }
 
-/// One setting a skill declares.
+/// One setting a skill or a UI plugin declares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PluginField {
     /// The setting's key.
@@ -253,7 +258,7 @@ pub struct SettingsSaveReply {
 pub struct PluginSettingsSetReply {
     /// Always true.
     pub ok: bool,
-    /// The skill's slug.
+    /// The skill's slug, or the UI plugin's id.
     pub plugin_id: String,
     /// The setting.
     pub key: String,

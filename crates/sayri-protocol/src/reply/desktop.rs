@@ -42,13 +42,15 @@ pub struct Plugin {
 /// `not_found`.
 pub type PluginSetEnabledReply = Never;
 
-/// `ui_list` → every UI.
+/// `ui_list` → every UI: Sayri's own (`orb`, `web`), then the UI plugins found (the user's,
+/// then the system's).
 pub type UiListReply = Vec<UiEntry>;
 
-/// One front-end Sayri can run.
+/// One front-end Sayri can run: one of its own, or a UI plugin (a plugin folder whose manifest
+/// is of type `ui`, run as `python3 <entrypoint>`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UiEntry {
-    /// `orb` or `web`.
+    /// `orb`, `web`, or the plugin's id (`sayri-ui-clippy`).
     pub id: String,
     /// Its display name.
     pub name: String,
@@ -56,8 +58,19 @@ pub struct UiEntry {
     pub version: String,
     /// What it is.
     pub description: String,
-    /// `orb` or `web`.
+    /// Who made it (`Sayri` for Sayri's own).
+    pub author: String,
+    /// `orb`, `web`, or a plugin's `ui.kind` (`character`, `desktop`, `orb`, `custom`).
     pub kind: String,
+    /// A plugin's `ui.xui_renderer` (`speech-bubble`, `cajita-gtk`, …), when it declares one.
+    pub xui_renderer: Option<String>,
+    /// `builtin` (Sayri's own), `user` (`$CONFIG/plugins`) or `system` (the shared plugins
+    /// folder).
+    pub scope: String,
+    /// A plugin's folder (`null` for Sayri's own).
+    pub path: Option<PathBuf>,
+    /// A plugin's entry point, an absolute path inside its folder (`null` for Sayri's own).
+    pub entrypoint: Option<PathBuf>,
     /// It runs (started with `ui_start`).
     pub running: bool,
     /// Its pid while it runs.

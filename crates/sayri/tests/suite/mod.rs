@@ -75,6 +75,7 @@ pub mod test_child;
 mod token_accounting;
 mod turn_concurrency;
 mod typed_params;
+mod ui_plugin_lifecycle;
 mod ui_plugins;
 mod vault_canary;
 mod vault_locked;

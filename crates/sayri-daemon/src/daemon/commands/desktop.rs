@@ -13,6 +13,7 @@ use super::runtime::shutdown_soon;
 use crate::bus::Broadcaster;
 use crate::daemon::dispatch::Ctx;
 use crate::supervisor::ChildState;
+use crate::ui_plugins;
 use sayri_protocol::ProtocolError;
 use sayri_protocol::event::window::{Hide, SettingsRequested, Show, Toggle};
 use sayri_protocol::params::{ClipboardCopyParams, KillallParams, WindowAction, WindowParams};
@@ -147,7 +148,8 @@ async fn copy_with(tool: &str, args: &[&str], text: &[u8]) -> Result<(), String>
 
 /// `killall {include_daemon=false, ui_id=""}` → `{"stopped": [names], "stopped_ui": [ids],
 /// "signalled": [], "errors", "daemon_stopped"}`. Stops every running supervised program (model
-/// server, gateways, UIs) except the one named `ui_id` (a UI's id or a program's name), and
+/// server, gateways, UIs) except the one named `ui_id` (a UI's id, with or without the
+/// original's `sayri-ui-`/`sayri-` prefix, or a program's name), and
 /// waits until each is gone; `stopped_ui` lists the UIs among them. Then, with
 /// `include_daemon`, the daemon stops after answering. `signalled` stays empty: this daemon
 /// never signals processes found by name.
@@ -159,7 +161,9 @@ pub async fn killall(p: KillallParams, ctx: Ctx) -> Result<KillallReply, Protoco
     let mut errors = Vec::new();
     for child in supervisor.list() {
         let ui = child.name.strip_prefix("ui-");
-        let kept = !keep.is_empty() && (child.name == keep || ui == Some(keep));
+        let kept = !keep.is_empty()
+            && (child.name == keep
+                || ui.is_some_and(|u| u == keep || ui_plugins::bare(u) == ui_plugins::bare(keep)));
         if kept || matches!(child.state, ChildState::Stopped | ChildState::Failed) {
             continue;
         }

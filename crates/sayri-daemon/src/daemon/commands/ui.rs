@@ -4,7 +4,9 @@
 //! * **UIs.** Sayri's own front-ends: `orb` (the GTK4 orb, program `sayri-orb`; also reached
 //!   as `desktop`, `sayri-ui-orb`, `legacy`) and `web` (the web bubble, `sayri web --port 0
 //!   --login-file-only`: a free loopback port, its login address in `$RUNTIME/sayri-web.url`
-//!   and nowhere else, never in its log). A started UI is a
+//!   and nowhere else, never in its log); then the UI plugins found (`crate::ui_plugins`: a
+//!   plugin folder of type `ui`, run as `python3 <entrypoint>`, its pid in `$STATE/<id>.pid`
+//!   while it runs). Sayri's own win over a plugin of the same name. A started UI is a
 //!   supervised program named `ui-<id>` (log `$STATE/logs/ui-<id>.log`, restarted after a
 //!   crash, stopped with the daemon); `ui_stop` stops exactly that one, `killall` keeps the
 //!   one it names. Nothing is ever found or signalled by its process name. Its connections
@@ -17,6 +19,7 @@
 use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use crate::supervisor::{ChildSpec, ChildState, ChildStatus};
+use crate::ui_plugins::{UiPlugin, UiPlugins};
 use sayri_protocol::params::{
     PluginSetEnabledParams, PluginsListParams, UiListParams, UiStartParams, UiStatusParams,
     UiStopParams,
@@ -70,13 +73,18 @@ fn find(id: &str) -> Option<Ui> {
         .copied()
 }
 
-fn unknown_ui(id: &str) -> ProtocolError {
-    let ids: Vec<&str> = UIS.iter().map(|u| u.id).collect();
+fn unknown_ui(id: &str, plugins: &[UiPlugin], user_dir: &std::path::Path) -> ProtocolError {
+    let ids: Vec<&str> = UIS
+        .iter()
+        .map(|u| u.id)
+        .chain(plugins.iter().map(|p| p.id.as_str()))
+        .collect();
     ProtocolError::new(
         ErrorCode::NotFound,
         format!(
-            "no UI named {id:?}; the UIs are {} (`ui_list` shows them)",
-            ids.join(", ")
+            "no UI named {id:?}; the UIs are {} (`ui_list` shows them; a UI plugin is a folder with a manifest.json of type \"ui\" in {})",
+            ids.join(", "),
+            user_dir.display()
         ),
     )
 }
@@ -169,8 +177,8 @@ fn spec_for(state: &DaemonState, ui: &Ui) -> Result<ChildSpec, ProtocolError> {
 }
 
 /// The keeper pids of the UIs running now: a process of their trees is the person's front-end
-/// (see `command_peer::peer_is_command_outside`), so the orb or the web bubble started with
-/// `ui_start` may answer permission cards like one the person started.
+/// (see `command_peer::peer_is_command_outside`), so the orb, the web bubble or a UI plugin
+/// started with `ui_start` may answer permission cards like one the person started.
 pub fn front_end_keepers(state: &DaemonState) -> Vec<i32> {
     state
         .supervisor
@@ -181,31 +189,162 @@ pub fn front_end_keepers(state: &DaemonState) -> Vec<i32> {
         .collect()
 }
 
-/// A UI as listed: `{id, name, version, description, kind, running, pid, is_default, state,
-/// last_error, log_file}` (`state`, `pid`, `log_file` null when it was never started).
-fn describe(state: &DaemonState, ui: &Ui) -> UiEntry {
-    let status = state.supervisor.status(&child_name(ui));
+/// A UI `ui_*` can name: one of Sayri's own or a UI plugin.
+enum Target {
+    Own(Ui),
+    Plugin(Box<UiPlugin>),
+}
+
+impl Target {
+    fn id(&self) -> &str {
+        match self {
+            Target::Own(u) => u.id,
+            Target::Plugin(p) => &p.id,
+        }
+    }
+
+    fn child_name(&self) -> String {
+        match self {
+            Target::Own(u) => child_name(u),
+            Target::Plugin(p) => p.child_name(),
+        }
+    }
+}
+
+/// The UI plugins found now, without those whose id names one of Sayri's own UIs (the
+/// original's `sayri-ui-orb` is the orb: Sayri's own wins).
+pub(crate) async fn ui_plugins(state: &DaemonState) -> UiPlugins {
+    let paths = state.paths.clone();
+    let found = tokio::task::spawn_blocking(move || crate::ui_plugins::discover(&paths)).await;
+    match found {
+        Ok(mut found) => {
+            found.plugins.retain(|p| find(&p.id).is_none());
+            found
+        }
+        Err(e) => {
+            tracing::warn!("UI plugins not listed: {e}");
+            UiPlugins::default()
+        }
+    }
+}
+
+/// The UI `id` names: Sayri's own first, then the UI plugins.
+///
+/// # Errors
+/// `invalid_params` naming why, for a plugin folder of that id that cannot be used;
+/// `not_found` listing the UIs otherwise.
+async fn target(state: &DaemonState, id: &str) -> Result<Target, ProtocolError> {
+    if let Some(ui) = find(id) {
+        return Ok(Target::Own(ui));
+    }
+    let found = ui_plugins(state).await;
+    if let Some(p) = crate::ui_plugins::find(&found.plugins, id) {
+        return Ok(Target::Plugin(Box::new(p.clone())));
+    }
+    if let Some(why) = found.why_unusable(id) {
+        return Err(ProtocolError::invalid_params(why.to_string()));
+    }
+    Err(unknown_ui(
+        id,
+        &found.plugins,
+        &state.paths.config_dir.join("plugins"),
+    ))
+}
+
+/// Whether the `ui.default_ui` setting names `target`.
+fn is_default(state: &DaemonState, target: &Target, plugins: &[UiPlugin]) -> bool {
     let default = state.config().ui.default_ui;
-    let is_default =
-        find(&default).is_some_and(|d| d.id == ui.id) || (default.is_empty() && ui.id == "orb");
-    UiEntry {
-        id: ui.id.into(),
-        name: ui.name.into(),
+    match (find(&default), target) {
+        (Some(d), Target::Own(u)) => d.id == u.id,
+        (None, Target::Own(u)) => default.is_empty() && u.id == "orb",
+        (Some(_), Target::Plugin(_)) => false,
+        (None, Target::Plugin(p)) => {
+            crate::ui_plugins::find(plugins, &default).is_some_and(|d| d.id == p.id)
+        }
+    }
+}
+
+/// A UI as listed: `{id, name, version, description, author, kind, xui_renderer, scope, path,
+/// entrypoint, running, pid, is_default, state, last_error, log_file}` (`state`, `pid`,
+/// `log_file` null when it was never started).
+fn describe(state: &DaemonState, target: &Target, plugins: &[UiPlugin]) -> UiEntry {
+    let status = state.supervisor.status(&target.child_name());
+    let mut entry = UiEntry {
+        id: target.id().into(),
+        name: String::new(),
         version: env!("CARGO_PKG_VERSION").into(),
-        description: ui.description.into(),
-        kind: ui.kind.into(),
+        description: String::new(),
+        author: "Sayri".into(),
+        kind: String::new(),
+        xui_renderer: None,
+        scope: "builtin".into(),
+        path: None,
+        entrypoint: None,
         running: status.as_ref().is_some_and(is_running),
         pid: status.as_ref().and_then(|s| s.pid),
         state: status.as_ref().map(|s| s.state.as_str().to_string()),
         last_error: status.as_ref().and_then(|s| s.last_error.clone()),
         log_file: status.as_ref().map(|s| s.log_file.clone()),
-        is_default,
+        is_default: is_default(state, target, plugins),
+    };
+    match target {
+        Target::Own(ui) => {
+            entry.name = ui.name.into();
+            entry.description = ui.description.into();
+            entry.kind = ui.kind.into();
+            entry.xui_renderer = (ui.id == "orb").then(|| "cajita-gtk".to_string());
+        }
+        Target::Plugin(p) => {
+            entry.name.clone_from(&p.name);
+            entry.version.clone_from(&p.version);
+            entry.description.clone_from(&p.description);
+            entry.author.clone_from(&p.author);
+            entry.kind.clone_from(&p.kind);
+            entry.xui_renderer.clone_from(&p.xui_renderer);
+            entry.scope = p.scope.as_str().into();
+            entry.path = Some(p.dir.clone());
+            entry.entrypoint = Some(p.entrypoint.path.clone());
+        }
     }
+    entry
 }
 
-/// `ui_list` → every UI with whether it runs.
+/// `ui_list` → Sayri's own UIs, then the UI plugins found, with whether each runs.
 pub async fn ui_list(_: UiListParams, ctx: Ctx) -> Result<UiListReply, ProtocolError> {
-    Ok(UIS.iter().map(|u| describe(&ctx.daemon, u)).collect())
+    let plugins = ui_plugins(&ctx.daemon).await.plugins;
+    let mut out: Vec<UiEntry> = UIS
+        .iter()
+        .map(|u| describe(&ctx.daemon, &Target::Own(*u), &plugins))
+        .collect();
+    for p in &plugins {
+        out.push(describe(
+            &ctx.daemon,
+            &Target::Plugin(Box::new(p.clone())),
+            &plugins,
+        ));
+    }
+    Ok(out)
+}
+
+/// The supervised program of a UI plugin, after creating its settings file with the declared
+/// defaults when it has none yet (the original companions cannot start without it).
+async fn plugin_spec(state: &DaemonState, plugin: &UiPlugin) -> Result<ChildSpec, ProtocolError> {
+    if !plugin.declared().is_empty() {
+        let file = plugin.settings_file(&state.paths.config_dir).map_err(|e| {
+            ProtocolError::invalid_params(format!("cannot start {}: {e}", plugin.id))
+        })?;
+        let specs = plugin.declared().to_vec();
+        tokio::task::spawn_blocking(move || file.ensure(&specs))
+            .await
+            .map_err(|e| ProtocolError::internal(format!("ui_start stopped: {e}")))?
+            .map_err(|e| {
+                ProtocolError::invalid_params(format!("cannot start {}: {e}", plugin.id))
+            })?;
+    }
+    let shared_lib = crate::ui_plugins::shared_lib(&state.paths);
+    let spec = crate::ui_plugins::launch::spec(plugin, &state.paths, shared_lib.as_deref())
+        .map_err(|e| ProtocolError::new(ErrorCode::NotFound, e.to_string()))?;
+    Ok(super::plugins::with_ui_plugin_secrets(state, plugin, spec))
 }
 
 /// `ui_start {ui_id}` → `{ui_id, running, already_running, pid, log_file}` (`already_running`
@@ -213,27 +352,31 @@ pub async fn ui_list(_: UiListParams, ctx: Ctx) -> Result<UiListReply, ProtocolE
 ///
 /// # Errors
 /// `not_found` for an unknown UI or a missing program; `invalid_params` for the orb without a
-/// graphical session.
+/// graphical session, or a UI plugin that cannot be used (its folder refused by the loader, its
+/// settings file refused).
 pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<UiStartReply, ProtocolError> {
-    let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
-    let name = child_name(&ui);
+    let target = target(&ctx.daemon, &p.ui_id).await?;
+    let name = target.child_name();
     if let Some(s) = ctx.daemon.supervisor.status(&name).filter(is_running) {
         return Ok(UiStartReply {
-            ui_id: ui.id.into(),
+            ui_id: target.id().into(),
             running: true,
             already_running: true,
             pid: s.pid,
             log_file: s.log_file,
         });
     }
-    let spec = spec_for(&ctx.daemon, &ui)?;
+    let spec = match &target {
+        Target::Own(ui) => spec_for(&ctx.daemon, ui)?,
+        Target::Plugin(plugin) => plugin_spec(&ctx.daemon, plugin).await?,
+    };
     let s = ctx
         .daemon
         .supervisor
         .start(spec)
         .map_err(|e| ProtocolError::internal(e.to_string()))?;
     Ok(UiStartReply {
-        ui_id: ui.id.into(),
+        ui_id: target.id().into(),
         running: is_running(&s),
         already_running: false,
         pid: s.pid,
@@ -241,14 +384,14 @@ pub async fn ui_start(p: UiStartParams, ctx: Ctx) -> Result<UiStartReply, Protoc
     })
 }
 
-/// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI (and waits until it is gone);
-/// `stopped` is false when it was not running.
+/// `ui_stop {ui_id}` → `{ui_id, stopped}`: stops exactly that UI (and waits until it is gone;
+/// a UI plugin's pid file is removed); `stopped` is false when it was not running.
 ///
 /// # Errors
 /// `not_found` for an unknown UI.
 pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<UiStopReply, ProtocolError> {
-    let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
-    let name = child_name(&ui);
+    let target = target(&ctx.daemon, &p.ui_id).await?;
+    let name = target.child_name();
     let was = ctx
         .daemon
         .supervisor
@@ -262,7 +405,7 @@ pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<UiStopReply, ProtocolE
             .map_err(|e| ProtocolError::internal(e.to_string()))?;
     }
     Ok(UiStopReply {
-        ui_id: ui.id.into(),
+        ui_id: target.id().into(),
         stopped: was,
     })
 }
@@ -272,10 +415,10 @@ pub async fn ui_stop(p: UiStopParams, ctx: Ctx) -> Result<UiStopReply, ProtocolE
 /// # Errors
 /// `not_found` for an unknown UI.
 pub async fn ui_status(p: UiStatusParams, ctx: Ctx) -> Result<UiStatusReply, ProtocolError> {
-    let ui = find(&p.ui_id).ok_or_else(|| unknown_ui(&p.ui_id))?;
-    let d = describe(&ctx.daemon, &ui);
+    let target = target(&ctx.daemon, &p.ui_id).await?;
+    let d = describe(&ctx.daemon, &target, &[]);
     Ok(UiStatusReply {
-        ui_id: ui.id.into(),
+        ui_id: target.id().into(),
         running: d.running,
         pid: d.pid,
         state: d.state,
