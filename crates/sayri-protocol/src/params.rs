@@ -813,20 +813,82 @@ impl Params for AgentDeleteParams {
     type Reply = reply::agents::AgentDeleteReply;
 }
 
-/// `skills_install {path, slug?, confirm?}` → `{slug, installed, replaced, verdict, score,
-/// explanation, findings, message}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SkillsInstallParams {
+/// Where `skills_install` takes a skill from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkillSource {
     /// A skill folder or a `.zip`/`.tar.gz`/`.tgz` archive on this machine (absolute path).
-    #[serde(deserialize_with = "non_empty")]
-    pub path: String,
-    /// Folder name to install as (letters, digits, `-`, `_`); default from the frontmatter.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slug: Option<String>,
+    Path(String),
+    /// A skill of the registry set in `skills.registry_url`, by its slug (`weather-brief`,
+    /// `@owner/weather-brief`).
+    Slug(String),
+}
+
+/// `skills_install {path | slug, install_as?, confirm?}` → `{slug, installed, replaced, verdict,
+/// score, explanation, findings, message, sha256?, download_url?}`. Exactly one of `path` and
+/// `slug` is given; both or neither is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "SkillsInstallWire", into = "SkillsInstallWire")]
+pub struct SkillsInstallParams {
+    /// The folder, archive or registry slug.
+    pub source: SkillSource,
+    /// Folder name to install as (letters, digits, `-`, `_`); default: from the frontmatter for
+    /// a path, the sanitised slug for a slug.
+    pub install_as: Option<String>,
     /// Accept a `WARN` verdict (a `BLOCK` is never accepted).
-    #[serde(default)]
     pub confirm: bool,
+}
+
+/// [`SkillsInstallParams`] as the wire has them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillsInstallWire {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    slug: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    install_as: Option<String>,
+    #[serde(default)]
+    confirm: bool,
+}
+
+impl TryFrom<SkillsInstallWire> for SkillsInstallParams {
+    type Error = String;
+
+    fn try_from(w: SkillsInstallWire) -> Result<Self, String> {
+        let source = match (w.path, w.slug) {
+            (Some(p), None) if !p.trim().is_empty() => SkillSource::Path(p),
+            (None, Some(s)) if !s.trim().is_empty() => SkillSource::Slug(s),
+            (Some(_), None) => return Err("`path` is empty: give a skill folder or archive".into()),
+            (None, Some(_)) => return Err("`slug` is empty: give a registry skill's slug".into()),
+            (path, _) => {
+                let what = if path.is_some() { "both" } else { "neither" };
+                return Err(format!(
+                    "{what} of `path` and `slug` given: give exactly one — `path`, a skill folder or archive on this machine, or `slug`, a skill of the registry set in skills.registry_url (to choose the folder name, use `install_as`)"
+                ));
+            }
+        };
+        Ok(SkillsInstallParams {
+            source,
+            install_as: w.install_as,
+            confirm: w.confirm,
+        })
+    }
+}
+
+impl From<SkillsInstallParams> for SkillsInstallWire {
+    fn from(p: SkillsInstallParams) -> Self {
+        let (path, slug) = match p.source {
+            SkillSource::Path(x) => (Some(x), None),
+            SkillSource::Slug(x) => (None, Some(x)),
+        };
+        SkillsInstallWire {
+            path,
+            slug,
+            install_as: p.install_as,
+            confirm: p.confirm,
+        }
+    }
 }
 
 impl Params for SkillsInstallParams {
@@ -848,14 +910,19 @@ impl Params for SkillsUninstallParams {
     type Reply = reply::skills::SkillsUninstallReply;
 }
 
-/// `skills_search {query}` → `[{slug, name, description, state, installed}]`: the installed
-/// skills whose slug, name or description contain every word of `query`.
+/// `skills_search {query, detailed?}` → `[{slug, name, description, state, installed, source,
+/// …}]`: the installed skills, then the configured registry's, whose text contains every word
+/// of `query`; with `detailed`, `{results, warnings}` (why the registry was not searched).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SkillsSearchParams {
     /// Words to look for (case-insensitive; blank is refused).
     #[serde(deserialize_with = "non_blank")]
     pub query: String,
+    /// Answer `{results, warnings}` instead of the bare list, so a registry that could not be
+    /// asked is said (the list alone is the original's shape).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub detailed: bool,
 }
 
 impl Params for SkillsSearchParams {
@@ -1861,6 +1928,36 @@ mod tests {
         assert!(e.message.contains("acton"), "{e}");
         let e = parse::<SessionGetParams>(map(json!({"session_id": ""}))).unwrap_err();
         assert!(e.message.contains("`session_id`"), "{e}");
+    }
+
+    #[test]
+    fn skills_install_takes_exactly_one_of_path_and_slug() {
+        let p: SkillsInstallParams = parse(map(json!({"slug": "@alice/weather"}))).unwrap();
+        assert_eq!(p.source, SkillSource::Slug("@alice/weather".into()));
+        let p: SkillsInstallParams =
+            parse(map(json!({"path": "/x.zip", "install_as": "w", "confirm": true}))).unwrap();
+        assert_eq!(p.source, SkillSource::Path("/x.zip".into()));
+        assert_eq!((p.install_as.as_deref(), p.confirm), (Some("w"), true));
+        for (bad, says) in [
+            (json!({"path": "/x", "slug": "w"}), "both"),
+            (json!({}), "neither"),
+            (json!({"slug": null, "path": null}), "neither"),
+            (json!({"slug": "  "}), "`slug` is empty"),
+            (json!({"path": ""}), "`path` is empty"),
+        ] {
+            let e = parse::<SkillsInstallParams>(map(bad.clone())).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParams);
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
+        assert_eq!(field_names::<SkillsInstallParams>(), ["path", "slug", "install_as", "confirm"]);
+        assert!(refuses_unknown::<SkillsInstallParams>());
+        let sent = to_map(&SkillsInstallParams {
+            source: SkillSource::Slug("w".into()),
+            install_as: None,
+            confirm: false,
+        })
+        .unwrap();
+        assert_eq!(Value::Object(sent), json!({"slug": "w", "confirm": false}));
     }
 
     #[test]

@@ -104,6 +104,10 @@ pub fn near(check: Check) -> BoxedStrategy<Json> {
         Check::HttpUrl => strings(
             "https?://[a-z0-9-]{1,10}(\\.[a-z]{2,4})?(:[0-9]{1,5})?(/[a-z0-9]{0,6}){0,2}".boxed(),
         ),
+        Check::SecureUrl => strings(
+            "|https?://(127\\.0\\.0\\.1|localhost|[a-z0-9-]{1,10}\\.[a-z]{2,4})(:[0-9]{1,5})?(/[a-z0-9.]{0,10}){0,2}"
+                .boxed(),
+        ),
         Check::Line { .. } | Check::Paragraph { .. } | Check::Credential { .. } => {
             strings("[A-Za-z0-9 ._:-]{0,20}".boxed())
         }

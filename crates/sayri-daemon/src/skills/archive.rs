@@ -35,6 +35,27 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// The kind of an archive from its first bytes (`PK\x03\x04` for a zip, the gzip magic
+    /// for a `.tar.gz`), or `None`.
+    ///
+    /// ```
+    /// use sayri_daemon::skills::archive::Kind;
+    /// assert_eq!(Kind::sniff(b"PK\x03\x04rest"), Some(Kind::Zip));
+    /// assert_eq!(Kind::sniff(b"\x1f\x8b\x08"), Some(Kind::TarGz));
+    /// assert_eq!(Kind::sniff(b"---\nname: x"), None);
+    /// ```
+    pub fn sniff(head: &[u8]) -> Option<Kind> {
+        if head.starts_with(b"PK\x03\x04") {
+            Some(Kind::Zip)
+        } else if head.starts_with(&[0x1f, 0x8b]) {
+            Some(Kind::TarGz)
+        } else {
+            None
+        }
+    }
+}
+
 /// The safe relative path for an entry named `name`.
 ///
 /// # Errors
@@ -155,6 +176,14 @@ pub fn unpack(archive: &Path) -> Result<(tempfile::TempDir, PathBuf), SkillsErro
             archive.display()
         ))
     })?;
+    unpack_as(archive, kind)
+}
+
+/// As [`unpack`], for an archive of `kind` whatever its file name (a download).
+///
+/// # Errors
+/// As [`unpack`].
+pub fn unpack_as(archive: &Path, kind: Kind) -> Result<(tempfile::TempDir, PathBuf), SkillsError> {
     let tmp = tempfile::Builder::new()
         .prefix("sayri-skill-")
         .tempdir()

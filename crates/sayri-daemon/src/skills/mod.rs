@@ -14,10 +14,13 @@
 //! * Settings a skill declares in its frontmatter are stored beside it ([`settings`]), never
 //!   inside its folder, so setting one keeps the scan approval; the model reads their values
 //!   after `SKILL.md`, never a secret's.
+//! * A slug is installed from the configured registry ([`registry`]): downloaded within one
+//!   deadline and a size cap, then installed through [`Skills::install_dir`] like any folder.
 //! * Sources are read without following symlinks; special files, symlinks and hard links in a
 //!   source folder are refused. Archives go through [`archive::unpack`].
 
 pub mod archive;
+pub mod registry;
 pub mod settings;
 
 use sayri_core::domain::prompt::SkillSummary;
@@ -55,6 +58,9 @@ pub enum SkillsError {
     /// A file could not be read or written.
     #[error("{0}")]
     Io(String),
+    /// The skills registry could not give the skill.
+    #[error(transparent)]
+    Registry(#[from] registry::RegistryError),
 }
 
 impl SkillsError {

@@ -76,6 +76,12 @@ pub struct SkillsInstallReply {
     pub replaced: bool,
     /// What happened, in a sentence.
     pub message: String,
+    /// For an install by slug: the SHA-256 (lowercase hex) of what was downloaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// For an install by slug: where it was downloaded from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download_url: Option<String>,
     /// The scan.
     #[serde(flatten)]
     pub report: ScanReport,
@@ -103,20 +109,46 @@ pub struct SkillsScanReply {
     pub report: ScanReport,
 }
 
-/// `skills_search` → the installed skills matching every word of the query.
-pub type SkillsSearchReply = Vec<FoundSkill>;
+/// `skills_search` → the matching skills: the bare list, or with `detailed` the list and the
+/// warnings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SkillsSearchReply {
+    /// The results (the original's shape).
+    List(Vec<FoundSkill>),
+    /// `{results, warnings}`.
+    Detailed(SkillsSearchDetail),
+}
+
+/// `skills_search {detailed: true}` → the results and why part of the search could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillsSearchDetail {
+    /// The results, installed skills first.
+    pub results: Vec<FoundSkill>,
+    /// Why the registry was not searched (unreachable, too slow, not an index), each a
+    /// sentence; empty when everything was searched.
+    pub warnings: Vec<String>,
+}
 
 /// One result of `skills_search`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FoundSkill {
-    /// Its folder name.
+    /// Its folder name (for a registry skill: the slug to install it by).
     pub slug: String,
     /// Its name.
     pub name: String,
     /// Its description.
     pub description: String,
-    /// Its state (as in `skills_list`).
+    /// Its state (as in `skills_list`), or `available` for a registry skill not installed.
     pub state: String,
-    /// Always true (Sayri has no skill registry).
+    /// Whether a skill of this slug is installed.
     pub installed: bool,
+    /// `installed` (found among the installed skills) or `registry` (found in the registry).
+    pub source: String,
+    /// A registry skill's author.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// A registry skill's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }

@@ -75,6 +75,9 @@ fn refused_skill_installs_and_scans_say_why() {
     install["replaced"] = json!(false);
     install["slug"] = Value::Null;
     install["message"] = json!("refused: BLOCK");
+    reply_round_trips("skills_install", install.clone());
+    install["sha256"] = json!("ab".repeat(32));
+    install["download_url"] = json!("https://skills.example.org/w.zip");
     reply_round_trips("skills_install", install);
     let mut scan = report;
     scan["admitted"] = json!(false);
@@ -96,5 +99,16 @@ fn a_failed_copy_an_invalid_trigger_and_a_vault_key_round_trip() {
     reply_round_trips(
         "config_set",
         json!({"group": "provider", "key": "api_key", "stored_in": "vault", "value": "***"}),
+    );
+}
+
+#[test]
+fn skill_searches_round_trip_as_a_list_and_detailed() {
+    let found = json!([{"description": "d", "installed": false, "name": "w", "owner": "alice",
+        "slug": "w", "source": "registry", "state": "available", "version": "1.0.0"}]);
+    reply_round_trips("skills_search", found.clone());
+    reply_round_trips(
+        "skills_search",
+        json!({"results": found, "warnings": ["the skills registry was not searched"]}),
     );
 }

@@ -1,15 +1,22 @@
-//! `sayri skills list|scan|install|update|remove|read`: the skills directory through the
-//! daemon's own loader ([`sayri_daemon::skills::Skills`]); no daemon needed (a running one sees the
-//! change at its next prompt, as it re-checks skills on every use).
+//! `sayri skills list|search|scan|install|update|remove|read`: the skills directory through the
+//! daemon's own loader ([`sayri_daemon::skills::Skills`]) and registry client
+//! ([`sayri_daemon::skills::registry`]); no daemon needed (a running one sees the change at its
+//! next prompt, as it re-checks skills on every use).
+//!
+//! `install SOURCE` takes a folder or archive when SOURCE is an existing path or looks like one
+//! (it starts with `/`, `./`, `../` or `~`, or ends in `.zip`, `.tar.gz` or `.tgz`); anything
+//! else is a slug of the registry set in `skills.registry_url`.
 //!
 //! Exit codes of `scan` and `install`/`update`: 0 `ALLOW` (or admitted), 3 `WARN` (not
 //! confirmed), 4 `BLOCK`, 1 for any other error.
 
 use clap::Subcommand;
 use sayri_client::paths::Paths;
+use sayri_client::terminal_text::terminal_safe;
 use sayri_core::domain::skills::{Report, Verdict};
+use sayri_daemon::skills::registry::{self, Registry};
 use sayri_daemon::skills::{self, Skills, SkillsError};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Exit code for a `WARN` verdict that was not confirmed.
 pub(crate) const EXIT_WARN: i32 = 3;
@@ -37,10 +44,20 @@ pub(crate) enum SkillsAction {
         #[arg(long)]
         accept_warnings: bool,
     },
-    /// Install a skill from a folder or a .zip/.tar.gz archive (scanned first).
+    /// Search the installed skills and the skills registry (every word must match).
+    Search {
+        /// Words to look for.
+        #[arg(required = true)]
+        query: Vec<String>,
+        /// Print JSON (`{results, warnings}`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install a skill from a folder, a .zip/.tar.gz archive, or the skills registry by slug
+    /// (scanned first; a download's SHA-256 is printed).
     Install {
-        /// The folder or archive.
-        source: PathBuf,
+        /// The folder, the archive, or a registry slug (`weather-brief`, `@owner/weather-brief`).
+        source: String,
         /// Folder name to install as (default: from the skill's name).
         #[arg(long)]
         name: Option<String>,
@@ -89,6 +106,7 @@ pub(crate) fn run(paths: &Paths, action: SkillsAction) -> anyhow::Result<i32> {
             json,
             accept_warnings,
         } => scan(&lib, &target, json, accept_warnings),
+        SkillsAction::Search { query, json } => search(paths, lib, &query.join(" "), json),
         SkillsAction::Install {
             source,
             name,
@@ -96,7 +114,15 @@ pub(crate) fn run(paths: &Paths, action: SkillsAction) -> anyhow::Result<i32> {
             json,
         } => {
             paths.ensure_dirs()?;
-            let out = skills::install_path(&lib, &source, name.as_deref(), accept_warnings);
+            if !looks_like_path(&source) {
+                return install_slug(paths, &lib, &source, name.as_deref(), accept_warnings, json);
+            }
+            let out = skills::install_path(
+                &lib,
+                &PathBuf::from(source),
+                name.as_deref(),
+                accept_warnings,
+            );
             installed(out, json)
         }
         SkillsAction::Update {
@@ -135,6 +161,97 @@ pub(crate) fn run(paths: &Paths, action: SkillsAction) -> anyhow::Result<i32> {
     }
 }
 
+/// Whether `install SOURCE` means a folder or archive (see the module notes).
+fn looks_like_path(source: &str) -> bool {
+    let lower = source.to_ascii_lowercase();
+    Path::new(source).exists()
+        || ["/", "./", "../", "~"].iter().any(|p| source.starts_with(p))
+        || [".zip", ".tar.gz", ".tgz"].iter().any(|x| lower.ends_with(x))
+}
+
+/// The registry of the configuration file, and a runtime to ask it on.
+fn registry_and_runtime(
+    paths: &Paths,
+) -> anyhow::Result<(
+    Result<Option<Registry>, SkillsError>,
+    tokio::runtime::Runtime,
+)> {
+    let cfg = sayri_daemon::config_file::load(&paths.config_file())?.0;
+    let registry = Registry::from_config(&cfg).map_err(SkillsError::from);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    Ok((registry, rt))
+}
+
+fn install_slug(
+    paths: &Paths,
+    lib: &Skills,
+    slug: &str,
+    name: Option<&str>,
+    accept: bool,
+    json: bool,
+) -> anyhow::Result<i32> {
+    let (configured, rt) = registry_and_runtime(paths)?;
+    let done = configured.and_then(|reg| {
+        rt.block_on(registry::install(lib, reg.as_ref(), slug, name, accept))
+    });
+    match done {
+        Ok(done) => {
+            let line = format!(
+                "downloaded {} ({} bytes), sha256 {}",
+                done.download.url, done.download.bytes, done.download.sha256
+            );
+            if json {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
+            installed(done.outcome, json)
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            Ok(1)
+        }
+    }
+}
+
+fn search(paths: &Paths, lib: Skills, query: &str, json: bool) -> anyhow::Result<i32> {
+    let (configured, rt) = registry_and_runtime(paths)?;
+    let found = match rt.block_on(registry::search_all(lib, configured, query)) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(1);
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+        return Ok(0);
+    }
+    for why in &found.warnings {
+        eprintln!("warning: {why}");
+    }
+    if found.results.is_empty() {
+        println!("no skill matches {query:?}");
+    }
+    for s in &found.results {
+        let origin = match (&s.owner, &s.version) {
+            (Some(o), Some(v)) => format!("{} by {o}, {v}", s.source),
+            (Some(o), None) => format!("{} by {o}", s.source),
+            (None, Some(v)) => format!("{}, {v}", s.source),
+            (None, None) => s.source.clone(),
+        };
+        println!(
+            "{:<24} {:<9} [{origin}] {}",
+            terminal_safe(&s.slug),
+            s.state,
+            terminal_safe(&s.description)
+        );
+    }
+    Ok(0)
+}
+
 fn list(lib: &Skills, json: bool) -> anyhow::Result<i32> {
     let all = lib.list()?;
     if json {
@@ -142,7 +259,7 @@ fn list(lib: &Skills, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if all.is_empty() {
-        println!("no skills installed (install one with `sayri skills install FOLDER|ARCHIVE`)");
+        println!("no skills installed (install one with `sayri skills install FOLDER|ARCHIVE|SLUG`)");
     }
     for s in all {
         let verdict = s.verdict.unwrap_or_else(|| "-".into());

@@ -60,6 +60,7 @@ mod setting_checks;
 mod settings_form;
 mod singleton;
 mod skills;
+mod skills_registry;
 mod slow_consumer;
 mod slow_store;
 mod socket_activation;

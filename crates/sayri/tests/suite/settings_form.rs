@@ -106,6 +106,12 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
             json!(["/nonexistent/team-policies.json"]),
         ),
         (
+            "skills.registry_url",
+            json!("https://skills.example.org/index.json"),
+            json!("https://skills.example.org/index.json"),
+        ),
+        ("skills.registry_timeout", json!("45"), json!(45)),
+        (
             "sandbox.deny_read",
             json!("/srv/private\n/srv/other"),
             json!(["/srv/private", "/srv/other"]),

@@ -102,7 +102,7 @@ fn an_update_that_turns_malicious_is_refused_everywhere_and_v1_stays_byte_identi
     let mut c = RawClient::connect(&env.socket());
     let r = c.call(
         "skills_install",
-        json!({"path": case("45-skill-v2"), "slug": "note-helper", "confirm": true}),
+        json!({"path": case("45-skill-v2"), "install_as": "note-helper", "confirm": true}),
         1,
     );
     assert_eq!(r["ok"], true, "{r}");

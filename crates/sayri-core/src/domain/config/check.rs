@@ -64,6 +64,10 @@ pub enum Check {
     /// An `http://` or `https://` URL with a host, a valid port, no spaces, no query or
     /// fragment, at most [`MAX_URL_LEN`] characters.
     HttpUrl,
+    /// `""` (none), or a URL as [`Check::HttpUrl`] that is `https://`, or `http://` only to
+    /// this machine (`127.0.0.0/8`, `::1`, `localhost`): what is downloaded from it is
+    /// installed, so it must not travel unencrypted over a network.
+    SecureUrl,
     /// One line of text: no control characters, no leading or trailing space, at most `max`
     /// characters; empty only when `empty` is true.
     Line {
@@ -124,6 +128,7 @@ impl Check {
                 | (
                     Check::Choice(_)
                         | Check::HttpUrl
+                        | Check::SecureUrl
                         | Check::Line { .. }
                         | Check::Paragraph { .. }
                         | Check::Name
@@ -172,6 +177,9 @@ impl Check {
             Check::HttpUrl => {
                 "an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434/v1".into()
             }
+            Check::SecureUrl => "\"\" (none), or an https:// URL (http:// only to 127.0.0.1, ::1 \
+                or localhost), e.g. https://skills.example.org/index.json"
+                .into(),
             Check::Line { max, empty: true } => {
                 format!("one line of text of at most {max} characters (may be empty)")
             }
@@ -230,6 +238,7 @@ impl Check {
                 }
             }
             (Check::HttpUrl, ConfigValue::Str(s)) => http_url(s),
+            (Check::SecureUrl, ConfigValue::Str(s)) => secure_url(s),
             (Check::Line { max, empty }, ConfigValue::Str(s)) => line(s, *max, *empty),
             (Check::Paragraph { max }, ConfigValue::Str(s)) => paragraph(s, *max),
             (Check::Name, ConfigValue::Str(s)) => name(s),
@@ -290,6 +299,36 @@ fn http_url(s: &str) -> Result<(), String> {
         return Err("a base URL cannot have a query (?…) or a fragment (#…)".into());
     }
     Ok(())
+}
+
+fn secure_url(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Ok(());
+    }
+    http_url(s)?;
+    let url = url::Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+    if url.scheme() == "https" || is_loopback(&url) {
+        Ok(())
+    } else {
+        Err("plain http:// is allowed only to this machine (127.0.0.1, ::1, localhost); use https://".into())
+    }
+}
+
+/// Whether `url`'s host is this machine: `localhost`, an address of `127.0.0.0/8`, or `::1`.
+///
+/// ```
+/// use sayri_core::domain::config::check::is_loopback;
+/// let host = |s: &str| is_loopback(&url::Url::parse(s).unwrap());
+/// assert!(host("http://127.0.0.2:8/x") && host("http://[::1]/") && host("http://LOCALHOST/"));
+/// assert!(!host("http://127.0.0.1.example.org/") && !host("http://10.0.0.1/"));
+/// ```
+pub fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
 }
 
 fn line(s: &str, max: usize, empty_ok: bool) -> Result<(), String> {

@@ -129,6 +129,7 @@ pub fn kind(spec: &KeySpec) -> &'static str {
         Check::Paragraph { .. } | Check::Patterns => "textarea",
         Check::Headers | Check::AbsolutePaths { .. } => "list",
         Check::HttpUrl
+        | Check::SecureUrl
         | Check::Line { .. }
         | Check::Name
         | Check::Language

@@ -755,6 +755,13 @@ config_keys! {
             Form::new(Assistant, "Linux wiki source"),
             "MediaWiki API asked third with `opensearch` (ArchWiki).";
     }
+    skills => SkillsConfig, "`[skills]`: where `skills_install {slug}` and `skills_search` look for skills." {
+        registry_url: String = "", Check::SecureUrl, Form::new(Assistant, "Skills registry"),
+            "The index of a skills registry (a JSON document `{\"packages\": [...]}`), e.g. https://skills.example.org/index.json; \"\" = none: skills are installed from a folder or archive only. https:// only (http:// to this machine only).";
+        registry_timeout: i64 = 30, Check::Int { min: 1, max: 600, unit: "seconds" },
+            Form::new(Assistant, "Skills registry timeout"),
+            "Longest a registry search or install may take, index and download together, seconds.";
+    }
     sandbox => SandboxSettings, "`[sandbox]`: isolation for levels 1–2." {
         deny_read: Vec<String> = &[], Check::AbsolutePaths { example: "/srv/private" },
             Form::new(Security, "Paths sandboxed commands may not read").restart(),

@@ -8,6 +8,7 @@
 //! * [`install`] — install records, [`install::admit`] (may a report replace the installed
 //!   copy) and [`install::state_of`] (may an installed skill be used now).
 //! * [`settings`] — settings a skill declares in its frontmatter, and how values are checked.
+//! * [`registry`] — a skills registry's index: the package a slug names, search results.
 //! * [`hash`] — content hashes: one per file and one for the whole skill. An approval (an
 //!   install record) holds for exactly the content it was given for.
 //! * [`valid_slug`], [`display_text`] — names and the text shown to the model.
@@ -15,6 +16,7 @@
 pub mod frontmatter;
 pub mod hash;
 pub mod install;
+pub mod registry;
 pub mod scanner;
 pub mod settings;
 

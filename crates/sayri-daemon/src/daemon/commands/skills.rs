@@ -1,15 +1,17 @@
-//! Skills: `skills_list`, `skills_install`, `skills_uninstall`, `skills_scan`. File work runs
-//! off the async threads.
+//! Skills: `skills_list`, `skills_install`, `skills_uninstall`, `skills_scan`,
+//! `skills_search`. File work runs off the async threads; registry work
+//! ([`crate::skills::registry`]) is bounded by `skills.registry_timeout`.
 
 use crate::daemon::dispatch::Ctx;
+use crate::skills::registry::{self, Registry, RegistryError};
 use crate::skills::{self, Skills, SkillsError};
 use sayri_core::domain::skills::Report;
 use sayri_protocol::params::{
-    SkillsInstallParams, SkillsListParams, SkillsScanParams, SkillsSearchParams,
+    SkillSource, SkillsInstallParams, SkillsListParams, SkillsScanParams, SkillsSearchParams,
     SkillsUninstallParams,
 };
 use sayri_protocol::reply::skills::{
-    Finding, FoundSkill, InstalledSkill, ScanReport, SkillsInstallReply, SkillsListReply,
+    Finding, InstalledSkill, ScanReport, SkillsInstallReply, SkillsListReply,
     SkillsScanReply, SkillsSearchReply, SkillsUninstallReply,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
@@ -51,10 +53,24 @@ fn report(r: &Report) -> ScanReport {
 }
 
 fn to_protocol(e: SkillsError) -> ProtocolError {
-    match e {
-        SkillsError::Io(m) => ProtocolError::new(ErrorCode::Internal, m),
-        other => ProtocolError::new(ErrorCode::InvalidParams, other.to_string()),
-    }
+    let code = match &e {
+        SkillsError::Io(_) => ErrorCode::Internal,
+        SkillsError::Registry(r) => match r {
+            RegistryError::NotConfigured(_) | RegistryError::Unreachable(_) => {
+                ErrorCode::Unavailable
+            }
+            RegistryError::NotFound(_) => ErrorCode::NotFound,
+            RegistryError::TimedOut(_) => ErrorCode::Timeout,
+            RegistryError::Slug(_) | RegistryError::Refused(_) => ErrorCode::InvalidParams,
+        },
+        SkillsError::Refused { .. } | SkillsError::Invalid(_) => ErrorCode::InvalidParams,
+    };
+    ProtocolError::new(code, e.to_string())
+}
+
+/// The registry the configuration names (`None`: none is set).
+fn configured_registry(ctx: &Ctx) -> Result<Option<Registry>, SkillsError> {
+    Ok(Registry::from_config(&ctx.daemon.config())?)
 }
 
 /// The absolute path of a `path` parameter (relative paths are refused: the daemon's working
@@ -67,7 +83,7 @@ fn absolute(path: &str) -> Result<PathBuf, ProtocolError> {
         Err(ProtocolError::new(
             ErrorCode::InvalidParams,
             format!(
-                "path must be absolute (got {path:?}); registry slugs and URLs are not supported yet"
+                "path must be absolute (got {path:?}); to install from the skills registry give `slug` instead"
             ),
         ))
     }
@@ -92,60 +108,106 @@ pub async fn skills_list(_p: SkillsListParams, ctx: Ctx) -> Result<SkillsListRep
         .collect())
 }
 
-/// `skills_search {query}` → `[{slug, name, description, state, installed}]`: the installed
-/// skills whose slug, name or description contain every word of `query` (case-insensitive),
-/// in slug order. Sayri has no skill registry: skills are installed from a folder or archive.
+/// `skills_search {query, detailed?}` → the installed skills whose slug, name or description
+/// contain every word of `query` (case-insensitive, slug order), then the configured
+/// registry's matching skills (index order) not already listed. A registry that cannot be
+/// asked leaves its part out and is said in `warnings` (with `detailed`) and in the log; it
+/// is never an error.
 pub async fn skills_search(
     p: SkillsSearchParams,
     ctx: Ctx,
 ) -> Result<SkillsSearchReply, ProtocolError> {
-    let lib = library(&ctx);
-    let list = blocking(move || lib.list()).await?.map_err(to_protocol)?;
-    let words: Vec<String> = p.query.split_whitespace().map(str::to_lowercase).collect();
-    Ok(list
-        .into_iter()
-        .filter(|s| {
-            let text = format!("{} {} {}", s.slug, s.name, s.description).to_lowercase();
-            words.iter().all(|w| text.contains(w.as_str()))
-        })
-        .map(|s| FoundSkill {
-            slug: s.slug,
-            name: s.name,
-            description: s.description,
-            state: s.state.into(),
-            installed: true,
-        })
-        .collect())
+    let reg = configured_registry(&ctx);
+    let found = registry::search_all(library(&ctx), reg, &p.query)
+        .await
+        .map_err(to_protocol)?;
+    for why in &found.warnings {
+        tracing::warn!("skills_search: {why}");
+    }
+    Ok(if p.detailed {
+        SkillsSearchReply::Detailed(found)
+    } else {
+        SkillsSearchReply::List(found.results)
+    })
 }
 
-/// `skills_install {path, slug?, confirm?}` → the outcome with the report. A refused install
-/// is a result (`installed:false`, the verdict and findings), not an error.
+/// `skills_install {path | slug, install_as?, confirm?}` → the outcome with the report (and,
+/// for a slug, the download's `sha256` and `download_url`). A refused install is a result
+/// (`installed:false`, the verdict and findings), not an error.
 pub async fn skills_install(
     p: SkillsInstallParams,
     ctx: Ctx,
 ) -> Result<SkillsInstallReply, ProtocolError> {
     let lib = library(&ctx);
-    let path = absolute(&p.path)?;
-    let slug = p.slug.clone();
-    let out =
-        blocking(move || skills::install_path(&lib, &path, slug.as_deref(), p.confirm)).await?;
-    match out {
+    let (outcome, download) = match &p.source {
+        SkillSource::Path(path) => {
+            let path = absolute(path)?;
+            let slug = p.install_as.clone();
+            let out =
+                blocking(move || skills::install_path(&lib, &path, slug.as_deref(), p.confirm))
+                    .await?;
+            (out, None)
+        }
+        SkillSource::Slug(given) => {
+            let reg = configured_registry(&ctx).map_err(to_protocol)?;
+            let done = registry::install(
+                &lib,
+                reg.as_ref(),
+                given,
+                p.install_as.as_deref(),
+                p.confirm,
+            )
+            .await
+            .map_err(to_protocol)?;
+            tracing::info!(
+                "skills_install: downloaded {} ({} bytes, sha256 {}) for {}",
+                done.download.url,
+                done.download.bytes,
+                done.download.sha256,
+                done.slug
+            );
+            let slug = done.slug;
+            let outcome = done.outcome.map_err(|e| match e {
+                SkillsError::Refused { report, message } => SkillsError::Refused {
+                    report,
+                    message: format!("{message} Nothing was installed."),
+                },
+                other => other,
+            });
+            (outcome, Some((slug, done.download)))
+        }
+    };
+    let (sha256, download_url) = match &download {
+        Some((_, d)) => (Some(d.sha256.clone()), Some(d.url.clone())),
+        None => (None, None),
+    };
+    let asked = download
+        .map(|(slug, _)| slug)
+        .or_else(|| p.install_as.clone());
+    match outcome {
         Ok(done) => Ok(SkillsInstallReply {
-            message: format!("installed {}", done.slug),
+            message: match &sha256 {
+                Some(h) => format!("installed {} (downloaded, sha256 {h})", done.slug),
+                None => format!("installed {}", done.slug),
+            },
             report: report(&done.report),
             slug: Some(done.slug),
             installed: true,
             replaced: done.replaced,
+            sha256,
+            download_url,
         }),
         Err(SkillsError::Refused {
             report: refused,
             message,
         }) => Ok(SkillsInstallReply {
-            slug: p.slug,
+            slug: asked,
             installed: false,
             replaced: false,
             message,
             report: report(&refused),
+            sha256,
+            download_url,
         }),
         Err(e) => Err(to_protocol(e)),
     }
