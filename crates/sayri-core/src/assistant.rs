@@ -18,6 +18,7 @@
 //!   what the voice side says ([`SayriCore::set_rest_state`]: `listening` while the microphone
 //!   waits for speech in `always` mode).
 
+use crate::domain::agents::ChainError;
 use crate::domain::profile::AgentProfile;
 use crate::engine::agent::{AgentEngine, TurnOutcome, TurnRequest};
 use crate::engine::events::{CoreEvent, CoreState, EventSink};
@@ -42,9 +43,9 @@ pub enum CoreError {
     /// Unknown agent id.
     #[error("agent not found: {0}")]
     UnknownAgent(String),
-    /// An agent file exists but is invalid.
-    #[error("{0}")]
-    BadAgent(String),
+    /// An agent file exists but is invalid, or its creators cannot be resolved.
+    #[error(transparent)]
+    BadAgent(ChainError),
     /// Unknown session id.
     #[error("session not found: {0} (`sayri sessions list` shows the ids)")]
     UnknownSession(String),

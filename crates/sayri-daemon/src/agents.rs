@@ -18,7 +18,7 @@
 use sayri_core::domain::agents::{self, Narrowing};
 use sayri_core::domain::profile::AgentProfile;
 pub use sayri_core::domain::profile::valid_agent_id;
-use sayri_core::ports::{AgentDirectory, effective_agent};
+use sayri_core::ports::{AgentDirError, AgentDirectory, effective_agent};
 use sayri_protocol::reply::agents::{
     Agent, AgentModel, AgentSandbox, BrokenAgent, ListedAgent, UsableAgent,
 };
@@ -121,7 +121,7 @@ impl FileAgents {
     /// there is no such agent; `Err` naming the file and field (its own or a creator's), or the
     /// missing creator.
     pub fn load(&self, id: &str) -> Result<Option<AgentProfile>, String> {
-        effective_agent(self, id)
+        effective_agent(self, id).map_err(|e| e.to_string())
     }
 
     /// The stems of the `*.json` files, sorted, without `default`.
@@ -263,8 +263,8 @@ impl FileAgents {
 /// The core's port: every call reads or writes files, so each runs off the async worker
 /// threads ([`crate::offload::blocking`]; in the CLI it simply runs).
 impl AgentDirectory for FileAgents {
-    fn stored(&self, id: &str) -> Result<Option<AgentProfile>, String> {
-        crate::offload::blocking(|| FileAgents::stored(self, id))
+    fn stored(&self, id: &str) -> Result<Option<AgentProfile>, AgentDirError> {
+        crate::offload::blocking(|| FileAgents::stored(self, id)).map_err(AgentDirError::Invalid)
     }
 
     fn ids(&self) -> Vec<String> {
@@ -273,8 +273,10 @@ impl AgentDirectory for FileAgents {
         ids
     }
 
-    fn create(&self, profile: &AgentProfile) -> Result<(), String> {
-        crate::offload::blocking(|| FileAgents::create(self, profile)).map(|_| ())
+    fn create(&self, profile: &AgentProfile) -> Result<(), AgentDirError> {
+        crate::offload::blocking(|| FileAgents::create(self, profile))
+            .map(|_| ())
+            .map_err(AgentDirError::NotCreated)
     }
 }
 

@@ -6,7 +6,7 @@
 //! what to do; the daemon logs it and goes on.
 
 use futures::future::BoxFuture;
-use sayri_core::ports::Notifier;
+use sayri_core::ports::{Notifier, NotifyError};
 
 /// The application name notifications carry.
 pub const APP_NAME: &str = "Sayri";
@@ -98,7 +98,16 @@ fn no_bus(e: impl std::fmt::Display) -> String {
 }
 
 impl Notifier for DesktopNotifier {
-    fn notify<'a>(&'a self, title: &'a str, body: &'a str) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move { self.show(title, body).await.map(|_| ()) })
+    fn notify<'a>(
+        &'a self,
+        title: &'a str,
+        body: &'a str,
+    ) -> BoxFuture<'a, Result<(), NotifyError>> {
+        Box::pin(async move {
+            self.show(title, body)
+                .await
+                .map(|_| ())
+                .map_err(NotifyError::Failed)
+        })
     }
 }

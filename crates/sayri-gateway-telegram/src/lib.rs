@@ -102,7 +102,7 @@ pub fn passed_secrets() -> Result<std::collections::BTreeMap<String, String>, St
     std::fs::File::from(dup)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the secrets on descriptor {fd}: {e}"))?;
-    let out = decode(&bytes);
+    let out = decode(&bytes).map_err(|e| e.to_string());
     bytes.iter_mut().for_each(|b| *b = 0);
     out
 }

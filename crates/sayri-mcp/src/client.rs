@@ -149,7 +149,7 @@ impl Connection {
             server: def.name.clone(),
             message,
         };
-        def.validate().map_err(connect)?;
+        def.validate().map_err(|e| connect(e.to_string()))?;
         if !def.enabled {
             return Err(connect(format!(
                 "it is disabled; enable it with `sayri mcp enable {}`",
@@ -169,14 +169,15 @@ impl Connection {
                         reason,
                     });
                 }
-                let request = launch::exec_request(def, launch).map_err(connect)?;
+                let request =
+                    launch::exec_request(def, launch).map_err(|e| connect(e.to_string()))?;
                 let start = || async {
                     sandbox
                         .spawn_stdio(&request)
                         .await
                         .map_err(|reason| McpError::Refused {
                             server: def.name.clone(),
-                            reason,
+                            reason: reason.to_string(),
                         })
                 };
                 let wait = launch.handshake_timeout;

@@ -91,25 +91,32 @@ pub fn is_loader_variable(name: &str) -> bool {
 /// Checks a declared variable's name: a shell-style name, and none of Sayri's own (`SAYRI_*`).
 ///
 /// # Errors
-/// The name is empty, not of `A–Z a–z 0–9 _` starting with a letter or `_`, or starts with
-/// `SAYRI_`.
-pub fn check_variable_name(name: &str) -> Result<(), String> {
+/// [`VariableNameError`]: the name is empty, not of `A–Z a–z 0–9 _` starting with a letter or
+/// `_`, or starts with `SAYRI_`.
+pub fn check_variable_name(name: &str) -> Result<(), VariableNameError> {
     let plain = name
         .chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !plain {
-        return Err(format!(
-            "variable name {name:?} must be letters, digits and _, not starting with a digit"
-        ));
+        return Err(VariableNameError::NotPlain(name.to_string()));
     }
     if name.to_ascii_uppercase().starts_with("SAYRI_") {
-        return Err(format!(
-            "variable {name} is reserved for Sayri's own programs"
-        ));
+        return Err(VariableNameError::Reserved(name.to_string()));
     }
     Ok(())
+}
+
+/// A declared variable name that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VariableNameError {
+    /// Not a shell-style name.
+    #[error("variable name {0:?} must be letters, digits and _, not starting with a digit")]
+    NotPlain(String),
+    /// One of Sayri's own (`SAYRI_*`).
+    #[error("variable {0} is reserved for Sayri's own programs")]
+    Reserved(String),
 }
 
 #[cfg(test)]

@@ -47,47 +47,77 @@ pub fn workspace_for(state_dir: &Path, name: &str) -> PathBuf {
 /// The declared secrets of `def`, each looked up by its vault key with `lookup`.
 ///
 /// # Errors
-/// A key is not in the vault; the message names the variable, the key and the fix.
+/// [`MissingSecret`]: a key is not in the vault.
 pub fn resolve_secrets(
     def: &ServerDef,
     lookup: impl Fn(&str) -> Option<Zeroizing<String>>,
-) -> Result<Vec<(String, Zeroizing<String>)>, String> {
+) -> Result<Vec<(String, Zeroizing<String>)>, MissingSecret> {
     let mut out = Vec::new();
     for (var, key) in &def.secrets {
         let Some(v) = lookup(key) else {
-            return Err(format!(
-                "MCP server {} needs the vault secret {key} (given to it as {var}), which is not in the vault; set it with `sayri vault set {key}`",
-                def.name
-            ));
+            return Err(MissingSecret {
+                server: def.name.clone(),
+                key: key.clone(),
+                variable: var.clone(),
+            });
         };
         out.push((var.clone(), v));
     }
     Ok(out)
 }
 
+/// A declared secret the vault does not hold; the server is not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "MCP server {server} needs the vault secret {key} (given to it as {variable}), which is not in the vault; set it with `sayri vault set {key}`"
+)]
+pub struct MissingSecret {
+    /// The server.
+    pub server: String,
+    /// The vault key.
+    pub key: String,
+    /// The variable the server gets it as.
+    pub variable: String,
+}
+
+/// Why a stdio server's sandbox request cannot be made; the server is not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// The definition is invalid.
+    #[error(transparent)]
+    Invalid(#[from] crate::servers::InvalidServer),
+    /// The server is an HTTP server.
+    #[error("not a stdio server")]
+    NotStdio,
+    /// Its level is not 1–3.
+    #[error("level {0} is not offered to MCP servers; choose 1, 2 or 3")]
+    Level(u8),
+    /// An argument holds a NUL byte.
+    #[error("argument {0:?} holds a NUL byte")]
+    NulArgument(String),
+}
+
 /// The sandbox level of a level number 1–3.
 ///
 /// # Errors
-/// Any other number.
-pub fn level_of(n: u8) -> Result<SandboxLevel, String> {
+/// [`LaunchError::Level`]: any other number.
+pub fn level_of(n: u8) -> Result<SandboxLevel, LaunchError> {
     match n {
         1 => Ok(SandboxLevel::ReadOnly),
         2 => Ok(SandboxLevel::IsolatedDev),
         3 => Ok(SandboxLevel::HostUser),
-        other => Err(format!(
-            "level {other} is not offered to MCP servers; choose 1, 2 or 3"
-        )),
+        other => Err(LaunchError::Level(other)),
     }
 }
 
 /// The shell text that replaces `bash` with the program: `exec -- 'PROGRAM' 'ARG'…`.
 ///
 /// # Errors
-/// An argument holds a NUL byte.
-pub fn command_text(command: &str, args: &[String]) -> Result<String, String> {
+/// [`LaunchError::NulArgument`]: an argument holds a NUL byte.
+pub fn command_text(command: &str, args: &[String]) -> Result<String, LaunchError> {
     let mut words = vec!["exec".to_string(), "--".to_string()];
     for a in std::iter::once(command).chain(args.iter().map(String::as_str)) {
-        let q = shlex::try_quote(a).map_err(|_| format!("argument {a:?} holds a NUL byte"))?;
+        let q = shlex::try_quote(a).map_err(|_| LaunchError::NulArgument(a.to_string()))?;
         words.push(q.into_owned());
     }
     Ok(words.join(" "))
@@ -96,11 +126,11 @@ pub fn command_text(command: &str, args: &[String]) -> Result<String, String> {
 /// The sandbox request that runs the stdio server `def`.
 ///
 /// # Errors
-/// `def` is not a stdio server, is invalid, or a read path lies in a place `protected` hides.
-pub fn exec_request(def: &ServerDef, launch: &Launch) -> Result<ExecRequest, String> {
+/// [`LaunchError`]: `def` is not a stdio server or is invalid.
+pub fn exec_request(def: &ServerDef, launch: &Launch) -> Result<ExecRequest, LaunchError> {
     def.validate()?;
     let Transport::Stdio { command, args } = &def.transport else {
-        return Err("not a stdio server".into());
+        return Err(LaunchError::NotStdio);
     };
     let level = level_of(def.level)?;
     let mut env: Vec<(String, String)> = def
@@ -184,7 +214,7 @@ mod tests {
         names.sort();
         assert_eq!(names, ["NOTES_DIR", "NOTES_TOKEN"]);
         assert!(!r.command.contains("tok"), "no secret in argv");
-        let missing = resolve_secrets(&def, |_| None).unwrap_err();
+        let missing = resolve_secrets(&def, |_| None).unwrap_err().to_string();
         assert!(missing.contains("sayri vault set NOTES_TOKEN"), "{missing}");
     }
 

@@ -111,7 +111,7 @@ impl ServerDef {
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Err(e) = check_name(&self.name) {
-            out.push(e);
+            out.push(e.to_string());
         }
         match &self.transport {
             Transport::Stdio { command, args } => {
@@ -134,7 +134,7 @@ impl ServerDef {
             }
             Transport::Http { url } => {
                 if let Err(e) = check_url(url) {
-                    out.push(e);
+                    out.push(e.to_string());
                 }
                 if !self.env.is_empty() || !self.secrets.is_empty() {
                     out.push(
@@ -165,7 +165,7 @@ impl ServerDef {
                 continue;
             }
             if let Err(e) = crate::env::check_variable_name(n) {
-                out.push(e);
+                out.push(e.to_string());
             }
         }
         for n in self.env.keys().filter(|n| self.secrets.contains_key(*n)) {
@@ -197,22 +197,67 @@ impl ServerDef {
     /// `Ok` when the definition is valid, else every problem in one message.
     ///
     /// # Errors
-    /// The definition has at least one problem (see [`ServerDef::problems`]).
-    pub fn validate(&self) -> Result<(), String> {
-        let p = self.problems();
-        if p.is_empty() {
+    /// [`InvalidServer`]: the definition has at least one problem (see
+    /// [`ServerDef::problems`]).
+    pub fn validate(&self) -> Result<(), InvalidServer> {
+        let problems = self.problems();
+        if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!("MCP server {:?}: {}", self.name, p.join("; ")))
+            Err(InvalidServer {
+                name: self.name.clone(),
+                problems,
+            })
         }
     }
+}
+
+/// A server definition with at least one problem; nothing is saved or started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server {name:?}: {}", problems.join("; "))]
+pub struct InvalidServer {
+    /// The server's name.
+    pub name: String,
+    /// Every problem, each a sentence that says what to change.
+    pub problems: Vec<String>,
+}
+
+/// A server name outside `[A-Za-z0-9][A-Za-z0-9_-]{0,63}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "server name {0:?} must be 1–64 characters of a–z, A–Z, 0–9, _ and -, starting with a letter or digit"
+)]
+pub struct BadName(pub String);
+
+/// An HTTP server's URL that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    /// Not a URL.
+    #[error("URL {url:?} is not valid: {source}")]
+    Invalid {
+        /// The URL as written.
+        url: String,
+        /// The parser's reason.
+        source: url::ParseError,
+    },
+    /// Another scheme than http or https.
+    #[error("URL {url:?}: scheme {scheme:?} is not http or https")]
+    Scheme {
+        /// The URL as written.
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// A user name or password in the URL.
+    #[error("URL {0:?} holds credentials; remove them (authentication is not supported yet)")]
+    Credentials(String),
 }
 
 /// Checks a server name.
 ///
 /// # Errors
-/// The name is empty, too long, or has other characters than `a–z A–Z 0–9 _ -`.
-pub fn check_name(name: &str) -> Result<(), String> {
+/// [`BadName`]: the name is empty, too long, or has other characters than `a–z A–Z 0–9 _ -`.
+pub fn check_name(name: &str) -> Result<(), BadName> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -225,26 +270,26 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "server name {name:?} must be 1–64 characters of a–z, A–Z, 0–9, _ and -, starting with a letter or digit"
-        ))
+        Err(BadName(name.to_string()))
     }
 }
 
-fn check_url(url: &str) -> Result<(), String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("URL {url:?} is not valid: {e}"))?;
+fn check_url(url: &str) -> Result<(), UrlError> {
+    let parsed = url::Url::parse(url).map_err(|source| UrlError::Invalid {
+        url: url.to_string(),
+        source,
+    })?;
     match parsed.scheme() {
         "http" | "https" => {}
         other => {
-            return Err(format!(
-                "URL {url:?}: scheme {other:?} is not http or https"
-            ));
+            return Err(UrlError::Scheme {
+                url: url.to_string(),
+                scheme: other.to_string(),
+            });
         }
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(format!(
-            "URL {url:?} holds credentials; remove them (authentication is not supported yet)"
-        ));
+        return Err(UrlError::Credentials(url.to_string()));
     }
     Ok(())
 }
@@ -362,9 +407,9 @@ impl ServersFile {
     pub fn save(&self, servers: &[ServerDef]) -> Result<(), ServersFileError> {
         let mut form = FileForm::default();
         for s in servers {
-            s.validate().map_err(|message| ServersFileError::Invalid {
+            s.validate().map_err(|e| ServersFileError::Invalid {
                 path: self.path.clone(),
-                message,
+                message: e.to_string(),
             })?;
             if form.servers.insert(s.name.clone(), entry_of(s)).is_some() {
                 return Err(ServersFileError::Invalid {
@@ -523,7 +568,7 @@ mod tests {
         for n in ["LD_PRELOAD", "NODE_OPTIONS", "BASH_ENV"] {
             rogue.env.insert(n.into(), "/tmp/x".into());
         }
-        let e = rogue.validate().unwrap_err();
+        let e = rogue.validate().unwrap_err().to_string();
         for n in ["LD_PRELOAD", "NODE_OPTIONS", "BASH_ENV"] {
             assert!(e.contains(n), "{e}");
         }
@@ -535,6 +580,7 @@ mod tests {
         assert!(
             argv.validate()
                 .unwrap_err()
+                .to_string()
                 .contains("never in its arguments")
         );
         let mut literal = ServerDef::stdio("notes", "srv", vec![]);
@@ -562,7 +608,7 @@ mod tests {
         }
         let mut s = ServerDef::stdio("t", "x", vec![]);
         s.level = 4;
-        assert!(s.validate().unwrap_err().contains("level 4"));
+        assert!(s.validate().unwrap_err().to_string().contains("level 4"));
         s.level = 0;
         assert!(s.validate().is_err());
         assert!(ServerDef::http("h", "ftp://x").validate().is_err());

@@ -163,8 +163,19 @@ fn setting(key: &str, value: &str, dynamic: bool, via: &str, out: &mut Unwrapped
             .scripts
             .push(Script::literal(&command, &format!("{via} {key}"))),
         Ok(None) => {}
-        Err(reason) => out.opaque.push(reason),
+        Err(reason) => out.opaque.push(reason.to_string()),
     }
+}
+
+/// A git setting that runs or loads code from a place the analyser cannot read (a hooks
+/// directory, a template); the command is then opaque and needs a person's answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` makes git run or load code from `{value}`, which is not known here")]
+pub struct CodeElsewhere {
+    /// The setting.
+    pub key: String,
+    /// Its value.
+    pub value: String,
 }
 
 /// The shell command git runs because of the setting `key = value`: `Ok(None)` when it runs
@@ -176,15 +187,16 @@ fn setting(key: &str, value: &str, dynamic: bool, via: &str, out: &mut Unwrapped
 /// assert_eq!(command_of_setting("core.fsmonitor", "true"), Ok(None));
 /// assert!(command_of_setting("core.hooksPath", "/tmp/h").is_err());
 /// ```
-pub fn command_of_setting(key: &str, value: &str) -> Result<Option<String>, String> {
+pub fn command_of_setting(key: &str, value: &str) -> Result<Option<String>, CodeElsewhere> {
     let Some(kind) = key_kind(key) else {
         return Ok(None);
     };
     let command = match kind {
         KeyKind::Elsewhere => {
-            return Err(format!(
-                "`{key}` makes git run or load code from `{value}`, which is not known here"
-            ));
+            return Err(CodeElsewhere {
+                key: key.to_string(),
+                value: value.to_string(),
+            });
         }
         KeyKind::CommandOrBool if is_bool(value) => return Ok(None),
         KeyKind::Command | KeyKind::CommandOrBool => value.to_string(),

@@ -330,7 +330,7 @@ impl Walker {
                     depth,
                 ),
                 Ok(None) => {}
-                Err(reason) => self.opaque_once(&reason),
+                Err(reason) => self.opaque_once(&reason.to_string()),
             }
         }
     }

@@ -30,9 +30,13 @@ pub fn encode(pairs: &[(String, String)]) -> Vec<u8> {
 /// The names and values in `bytes` (what [`encode`] wrote).
 ///
 /// # Errors
-/// The bytes are not a JSON object of strings.
-pub fn decode(bytes: &[u8]) -> Result<BTreeMap<String, String>, String> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        format!("the secrets on {SECRETS_FD_ENV} are not a JSON object of strings: {e}")
-    })
+/// [`DecodeError`]: the bytes are not a JSON object of strings.
+pub fn decode(bytes: &[u8]) -> Result<BTreeMap<String, String>, DecodeError> {
+    serde_json::from_slice(bytes).map_err(DecodeError)
 }
+
+/// The passed secrets are not a JSON object of strings (the daemon and the child are then
+/// probably different versions of Sayri).
+#[derive(Debug, thiserror::Error)]
+#[error("the secrets on {SECRETS_FD_ENV} are not a JSON object of strings: {0}")]
+pub struct DecodeError(pub serde_json::Error);

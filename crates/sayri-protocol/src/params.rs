@@ -33,7 +33,7 @@
 
 use crate::message::ProtocolError;
 use crate::names::cmd;
-use crate::reply;
+use crate::reply::{self, Nonconforming};
 use serde::de::{self, DeserializeOwned};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -99,10 +99,10 @@ pub fn reply_field_names<P: Params>() -> &'static [&'static str] {
 /// Reads `result` as `P`'s reply and writes it again (what the golden tests compare).
 ///
 /// # Errors
-/// The reply does not fit `P::Reply`, as a sentence.
-pub fn reply_round_trip<P: Params>(result: Value) -> Result<Value, String> {
-    let reply = crate::reply::decode::<P>(result).map_err(|e| e.to_string())?;
-    crate::reply::encode(&reply).map_err(|e| e.to_string())
+/// [`Nonconforming`]: the reply does not fit `P::Reply`.
+pub fn reply_round_trip<P: Params>(result: Value) -> Result<Value, Nonconforming> {
+    let reply = crate::reply::decode::<P>(result)?;
+    Ok(crate::reply::encode(&reply)?)
 }
 
 /// Whether `P` refuses a parameter it does not know (see the module rules).
@@ -127,7 +127,7 @@ pub struct ParamsInfo {
     /// Its reply's member names ([`reply_field_names`]).
     pub reply_fields: fn() -> &'static [&'static str],
     /// Reads and writes a reply again ([`reply_round_trip`]).
-    pub reply_round_trip: fn(Value) -> Result<Value, String>,
+    pub reply_round_trip: fn(Value) -> Result<Value, Nonconforming>,
 }
 
 impl ParamsInfo {
@@ -1934,8 +1934,10 @@ mod tests {
     fn skills_install_takes_exactly_one_of_path_and_slug() {
         let p: SkillsInstallParams = parse(map(json!({"slug": "@alice/weather"}))).unwrap();
         assert_eq!(p.source, SkillSource::Slug("@alice/weather".into()));
-        let p: SkillsInstallParams =
-            parse(map(json!({"path": "/x.zip", "install_as": "w", "confirm": true}))).unwrap();
+        let p: SkillsInstallParams = parse(map(
+            json!({"path": "/x.zip", "install_as": "w", "confirm": true}),
+        ))
+        .unwrap();
         assert_eq!(p.source, SkillSource::Path("/x.zip".into()));
         assert_eq!((p.install_as.as_deref(), p.confirm), (Some("w"), true));
         for (bad, says) in [
@@ -1949,7 +1951,10 @@ mod tests {
             assert_eq!(e.code, ErrorCode::InvalidParams);
             assert!(e.message.contains(says), "{bad}: {}", e.message);
         }
-        assert_eq!(field_names::<SkillsInstallParams>(), ["path", "slug", "install_as", "confirm"]);
+        assert_eq!(
+            field_names::<SkillsInstallParams>(),
+            ["path", "slug", "install_as", "confirm"]
+        );
         assert!(refuses_unknown::<SkillsInstallParams>());
         let sent = to_map(&SkillsInstallParams {
             source: SkillSource::Slug("w".into()),

@@ -5,6 +5,7 @@
 //! filesystem view, `no_new_privs`, capability drop, Landlock and seccomp — and reports the first
 //! step that failed.
 
+use crate::exec_helper::StepError;
 use crate::guarantees::{self, Guarantee};
 use crate::host_restrictions::{self as host, HostFacts};
 use crate::{landlock, mounts, namespaces, privileges, seccomp};
@@ -146,7 +147,9 @@ pub struct CapabilityReport {
     pub levels: Vec<LevelSupport>,
 }
 
-fn in_child(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+/// Runs `f` in a forked child. `Err` is the text of the child's error as it came back over a
+/// pipe (the probe's report carries it as text).
+fn in_child<E: std::fmt::Display>(f: impl FnOnce() -> Result<(), E>) -> Result<(), String> {
     let (r, w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
     // SAFETY: called only from the single-threaded helper.
     match unsafe { fork() } {
@@ -156,7 +159,7 @@ fn in_child(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
             let code = match f() {
                 Ok(()) => 0,
                 Err(e) => {
-                    let _ = w.write_all(e.as_bytes());
+                    let _ = w.write_all(e.to_string().as_bytes());
                     1
                 }
             };
@@ -182,7 +185,7 @@ fn in_child(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 pub fn probe_here() -> KernelFeatures {
     let (landlock_abi, landlock_error, landlock_abi_cap) =
         match (landlock::abi_cap_from_env(), landlock::kernel_abi()) {
-            (Err(e), _) | (Ok(_), Err(e)) => (None, Some(e), None),
+            (Err(e), _) | (Ok(_), Err(e)) => (None, Some(e.to_string()), None),
             (Ok(cap), Ok(v)) => (
                 Some(cap.map_or(v, |c| v.min(c))),
                 None,
@@ -193,13 +196,13 @@ pub fn probe_here() -> KernelFeatures {
     let seccomp_filter = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
     let namespaces = in_child(|| namespaces::enter(false));
     let level1_dry_run = in_child(|| {
-        namespaces::enter(false)?;
-        in_child(|| {
-            mounts::setup(None, &[], 1 << 20, false).map_err(|e| e.to_string())?;
+        namespaces::enter(false).map_err(|e| e.to_string())?;
+        in_child(|| -> Result<(), StepError> {
+            mounts::setup(None, &[], 1 << 20, false)?;
             privileges::set_no_new_privs()?;
             privileges::drop_all_capabilities()?;
             landlock::restrict(&["/tmp".into()], true)?;
-            seccomp::install(&seccomp::build()?)
+            Ok(seccomp::install(&seccomp::build()?)?)
         })
     });
     let root = nix::unistd::getuid().is_root();

@@ -103,18 +103,77 @@ fn refuse(reason: String) -> i32 {
     126
 }
 
+/// A setup step of the helper or the sandbox's pid 1 that failed; its text is the refusal
+/// reported to the launcher (the command did not run).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StepError {
+    /// No bash to run the command with.
+    #[error("bash is not installed (looked for /bin/bash and /usr/bin/bash)")]
+    NoBash,
+    /// The command or an environment entry holds a NUL byte.
+    #[error("{0:?} contains a NUL byte")]
+    Nul(String),
+    /// Level 2 without a workspace.
+    #[error("level 2 needs a workspace (internal error)")]
+    NoWorkspace,
+    /// A foreground command could not be tied to its helper.
+    #[error("cannot tie the command to its helper: {0}")]
+    TieToHelper(std::io::Error),
+    /// A background launch could not be detached.
+    #[error("cannot open /dev/null: {0}")]
+    DevNull(std::io::Error),
+    /// The pids cgroup could not be joined.
+    #[error("cannot join the pids cgroup that bounds the process count: {0}")]
+    PidsCgroup(std::io::Error),
+    /// The working directory could not be entered.
+    #[error("cannot enter the working directory {}: {source}", path.display())]
+    WorkingDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Reading the instructions or the program's stdin.
+    #[error(transparent)]
+    SpecPipe(#[from] spec_pipe::SpecPipeError),
+    /// The dumpable flag.
+    #[error(transparent)]
+    Dumpable(#[from] nondumpable::DumpableError),
+    /// The parent-death signal.
+    #[error(transparent)]
+    Arm(#[from] crate::parent_death::ArmError),
+    /// The namespaces or the hostname.
+    #[error(transparent)]
+    Namespace(#[from] namespaces::NamespaceError),
+    /// The private filesystem view.
+    #[error(transparent)]
+    Mount(#[from] mounts::MountError),
+    /// A resource limit.
+    #[error(transparent)]
+    Rlimit(#[from] rlimits::RlimitError),
+    /// `no_new_privs` or the capability drop.
+    #[error(transparent)]
+    Privilege(#[from] privileges::PrivilegeError),
+    /// Landlock.
+    #[error(transparent)]
+    Landlock(#[from] landlock::LandlockError),
+    /// seccomp.
+    #[error(transparent)]
+    Seccomp(#[from] seccomp::SeccompError),
+}
+
 struct Prepared {
     bash: CString,
     argv: Vec<CString>,
     envp: Vec<CString>,
 }
 
-fn prepare(env: &HelperEnv, command: &str) -> Result<Prepared, String> {
+fn prepare(env: &HelperEnv, command: &str) -> Result<Prepared, StepError> {
     let bash = ["/bin/bash", "/usr/bin/bash"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
-        .ok_or("bash is not installed (looked for /bin/bash and /usr/bin/bash)")?;
-    let c = |s: &str| CString::new(s).map_err(|_| format!("{s:?} contains a NUL byte"));
+        .ok_or(StepError::NoBash)?;
+    let c = |s: &str| CString::new(s).map_err(|_| StepError::Nul(s.to_string()));
     Ok(Prepared {
         bash: c(bash)?,
         argv: vec![c("bash")?, c("-c")?, c(command)?],
@@ -154,7 +213,7 @@ fn run_exec() -> i32 {
         return refuse("the helper spec names no launcher (internal error)".into());
     }
     if let Err(e) = crate::parent_death::arm_self(spec.parent_pid, libc::SIGTERM) {
-        return refuse(e);
+        return refuse(e.to_string());
     }
     let _ = nix::unistd::setsid();
     let mut blocked = SigSet::empty();
@@ -191,7 +250,7 @@ struct SandboxPlan {
 fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     let plan = match plan_sandbox(spec) {
         Ok(p) => p,
-        Err(e) => return refuse(e),
+        Err(e) => return refuse(e.to_string()),
     };
     // SAFETY: the helper is single-threaded, so the child may allocate.
     match unsafe { fork() } {
@@ -203,20 +262,15 @@ fn sandboxed(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
 
 /// Checks what levels 1–2 need (bash, seccomp filters, the Landlock ABI), joins the pids cgroup
 /// (root only) and enters the new namespaces. Errors are refusal reasons.
-fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
+fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, StepError> {
     let filters = seccomp::build()?;
     let abi = landlock::usable_abi(spec.landlock_abi_cap)?;
     if abi < landlock::REQUIRED_ABI {
-        let offered = match spec.landlock_abi_cap {
-            Some(cap) if cap == abi => {
-                format!("{} lowers Landlock to ABI {abi}", landlock::MAX_ABI_VAR)
-            }
-            _ => format!("the kernel offers Landlock ABI {abi}"),
-        };
-        return Err(format!(
-            "{offered}, this level needs ABI >= {} (Linux 6.7+)",
-            landlock::REQUIRED_ABI
-        ));
+        return Err(landlock::LandlockError::TooOld {
+            abi,
+            lowered: spec.landlock_abi_cap == Some(abi),
+        }
+        .into());
     }
     let cgroup = if nix::unistd::getuid().is_root() {
         join_pids_cgroup(spec)?
@@ -241,7 +295,7 @@ fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
     if spec.level == SandboxLevel::IsolatedDev {
         match &spec.workspace {
             Some(ws) => writable.push(ws.clone()),
-            None => return Err("level 2 needs a workspace (internal error)".into()),
+            None => return Err(StepError::NoWorkspace),
         }
     }
     Ok(SandboxPlan {
@@ -255,7 +309,7 @@ fn plan_sandbox(spec: &HelperSpec) -> Result<SandboxPlan, String> {
 /// In the sandbox's pid 1: the private filesystem view, working directory, rlimits,
 /// `no_new_privs`, capability drop, Landlock, seccomp, then `exec`. Returns only on failure: `Ok`
 /// with the `exec` error, `Err` with the step that failed (see [`exit_child`]).
-fn isolate_and_exec(spec: &HelperSpec, plan: &SandboxPlan) -> Result<String, String> {
+fn isolate_and_exec(spec: &HelperSpec, plan: &SandboxPlan) -> Result<String, StepError> {
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     namespaces::set_hostname("sayri-sandbox")?;
@@ -269,8 +323,7 @@ fn isolate_and_exec(spec: &HelperSpec, plan: &SandboxPlan) -> Result<String, Str
         &spec.deny_read,
         spec.limits.tmp_size_bytes,
         spec.allow_network,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     enter_working_directory(spec)?;
     rlimits::apply(&spec.limits, cpu_seconds(spec), spec.limits.processes)?;
     privileges::set_no_new_privs()?;
@@ -289,16 +342,9 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     } else {
         spec.command.clone()
     };
-    let prepared = match spec_pipe::read_json::<HelperEnv>(STATUS_FD)
-        .and_then(|env| prepare(&env, &command))
-        .and_then(|p| {
-            if spec.stdio {
-                spec_pipe::receive_stdin(STATUS_FD)?;
-            }
-            Ok(p)
-        }) {
+    let prepared = match host_prepare(spec, &command) {
         Ok(p) => p,
-        Err(e) => return refuse(e),
+        Err(e) => return refuse(e.to_string()),
     };
     let uid = nix::unistd::getuid().as_raw();
     let root = uid == 0;
@@ -312,12 +358,12 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     let mut cgroup = None;
     if !spec.background {
         if let Err(e) = process_tree::become_subreaper() {
-            return refuse(e);
+            return refuse(e.to_string());
         }
         if root {
             match join_pids_cgroup(spec) {
                 Ok(cg) => cgroup = cg,
-                Err(e) => return refuse(e),
+                Err(e) => return refuse(e.to_string()),
             }
         }
     }
@@ -333,6 +379,17 @@ fn host(spec: &HelperSpec, deadline: Instant, blocked: &SigSet) -> i32 {
     }
 }
 
+/// Levels 3–4 before the fork: the environment, the command's argv and (for a stdio program)
+/// its stdin, from the launcher's socket.
+fn host_prepare(spec: &HelperSpec, command: &str) -> Result<Prepared, StepError> {
+    let env = spec_pipe::read_json::<HelperEnv>(STATUS_FD)?;
+    let prepared = prepare(&env, command)?;
+    if spec.stdio {
+        spec_pipe::receive_stdin(STATUS_FD)?;
+    }
+    Ok(prepared)
+}
+
 /// In the forked host child: detach a background launch (or, for a foreground command, die with
 /// the helper), rlimits, working directory, `no_new_privs` (level 3; level 4 must keep the
 /// privileges `pkexec` granted), then `exec`. Returns only on failure, like [`isolate_and_exec`].
@@ -341,10 +398,9 @@ fn host_exec(
     prepared: &Prepared,
     nproc: u64,
     helper: libc::pid_t,
-) -> Result<String, String> {
+) -> Result<String, StepError> {
     if !spec.background {
-        crate::parent_death::arm_in_child(helper, libc::SIGKILL)
-            .map_err(|e| format!("cannot tie the command to its helper: {e}"))?;
+        crate::parent_death::arm_in_child(helper, libc::SIGKILL).map_err(StepError::TieToHelper)?;
     }
     if spec.background {
         detach_from_launcher()?;
@@ -363,13 +419,13 @@ fn host_exec(
 
 /// A background launch gets its own session and `/dev/null` as stdin, stdout and stderr, so it
 /// holds none of the launcher's pipes open.
-fn detach_from_launcher() -> Result<(), String> {
+fn detach_from_launcher() -> Result<(), StepError> {
     let _ = nix::unistd::setsid();
     let null = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")
-        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+        .map_err(StepError::DevNull)?;
     for fd in 0..3 {
         // SAFETY: dup2 onto the standard descriptors.
         unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
@@ -399,22 +455,19 @@ fn watch_background_launch(child: Pid, deadline: Instant) -> i32 {
 /// Creates a pids cgroup capping the command's processes (the budget plus the helper and the
 /// sandbox's pid 1, with room to spare) and moves the helper into it; `Ok(None)` when no pids
 /// hierarchy is writable. Only used as root, where `RLIMIT_NPROC` does not apply.
-fn join_pids_cgroup(spec: &HelperSpec) -> Result<Option<cgroup::PidsCgroup>, String> {
+fn join_pids_cgroup(spec: &HelperSpec) -> Result<Option<cgroup::PidsCgroup>, StepError> {
     let Some(cg) = cgroup::PidsCgroup::create(spec.limits.processes + 4) else {
         return Ok(None);
     };
-    cg.join_self()
-        .map_err(|e| format!("cannot join the pids cgroup that bounds the process count: {e}"))?;
+    cg.join_self().map_err(StepError::PidsCgroup)?;
     Ok(Some(cg))
 }
 
 /// Changes to the command's working directory.
-fn enter_working_directory(spec: &HelperSpec) -> Result<(), String> {
-    std::env::set_current_dir(&spec.cwd).map_err(|e| {
-        format!(
-            "cannot enter the working directory {}: {e}",
-            spec.cwd.display()
-        )
+fn enter_working_directory(spec: &HelperSpec) -> Result<(), StepError> {
+    std::env::set_current_dir(&spec.cwd).map_err(|source| StepError::WorkingDirectory {
+        path: spec.cwd.clone(),
+        source,
     })
 }
 
@@ -426,15 +479,17 @@ fn cpu_seconds(spec: &HelperSpec) -> u64 {
 /// Ends a forked child whose setup returned `setup`: `Ok` carries the error of an `exec` that
 /// failed (printed to stderr, exit 127), `Err` a step that could not be applied (reported as
 /// `Refused`, exit 126, so the command counts as not run).
-fn exit_child(setup: Result<String, String>) -> ! {
+fn exit_child(setup: Result<String, StepError>) -> ! {
     match setup {
         Ok(exec_error) => {
             eprintln!("sayri sandbox: {exec_error}");
             // SAFETY: immediate exit of the forked child.
             unsafe { libc::_exit(127) }
         }
-        Err(reason) => {
-            report(&HelperReport::Refused { reason });
+        Err(step) => {
+            report(&HelperReport::Refused {
+                reason: step.to_string(),
+            });
             // SAFETY: immediate exit of the forked child.
             unsafe { libc::_exit(126) }
         }

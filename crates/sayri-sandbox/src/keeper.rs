@@ -110,18 +110,29 @@ pub fn keeper_main() -> i32 {
     }
 }
 
-fn setup_failed(reason: &str) -> i32 {
+fn setup_failed(reason: &dyn std::fmt::Display) -> i32 {
     eprintln!("sayri keeper: {reason}");
     EXIT_SETUP
 }
 
+/// Why the program's argv cannot be built.
+#[derive(Debug, thiserror::Error)]
+enum ArgvError {
+    /// An argument holds a NUL byte.
+    #[error("{0:?} contains a NUL byte")]
+    Nul(String),
+    /// The program path is not UTF-8.
+    #[error("program path {0:?} is not UTF-8")]
+    NotUtf8(std::path::PathBuf),
+}
+
 /// The program's argv as C strings (`argv[0]` is the program as given).
-fn program_argv(spec: &KeeperSpec) -> Result<Vec<CString>, String> {
-    let c = |s: &str| CString::new(s).map_err(|_| format!("{s:?} contains a NUL byte"));
+fn program_argv(spec: &KeeperSpec) -> Result<Vec<CString>, ArgvError> {
+    let c = |s: &str| CString::new(s).map_err(|_| ArgvError::Nul(s.to_string()));
     let program = spec
         .program
         .to_str()
-        .ok_or_else(|| format!("program path {:?} is not UTF-8", spec.program))?;
+        .ok_or_else(|| ArgvError::NotUtf8(spec.program.clone()))?;
     std::iter::once(program)
         .chain(spec.args.iter().map(String::as_str))
         .map(c)

@@ -69,6 +69,88 @@ fn helper_hint(e: &std::io::Error) -> &'static str {
     }
 }
 
+/// Why a request is refused before the helper starts (the command did not run); each says what
+/// to change.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestRefused {
+    /// Level 0 never executes.
+    #[error(
+        "LEVEL_0_NO_EXEC: this agent may not execute commands. Raise the agent's sandbox level to run commands."
+    )]
+    NoExec,
+    /// The agent id cannot name a workspace directory.
+    #[error("agent id {0:?} cannot name a workspace directory; use a plain name")]
+    AgentId(String),
+    /// The workspace is a relative path.
+    #[error("workspace {} must be an absolute path", .0.display())]
+    RelativeWorkspace(PathBuf),
+    /// The workspace cannot be created.
+    #[error("cannot create workspace {}: {source}", path.display())]
+    CreateWorkspace {
+        /// The workspace.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The workspace cannot be resolved.
+    #[error("cannot resolve workspace {}: {source}", path.display())]
+    ResolveWorkspace {
+        /// The workspace.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The workspace holds a path levels 1–2 must not read.
+    #[error(
+        "workspace {} contains the protected path {}; choose a dedicated directory",
+        workspace.display(),
+        protected.display()
+    )]
+    ContainsProtected {
+        /// The workspace (resolved).
+        workspace: PathBuf,
+        /// The protected path inside it.
+        protected: PathBuf,
+    },
+    /// The workspace lies inside a protected path.
+    #[error(
+        "workspace {} lies inside the protected path {}; choose another directory",
+        workspace.display(),
+        protected.display()
+    )]
+    InsideProtected {
+        /// The workspace (resolved).
+        workspace: PathBuf,
+        /// The protected path around it.
+        protected: PathBuf,
+    },
+    /// The Landlock test override is unreadable.
+    #[error(transparent)]
+    Landlock(#[from] crate::landlock::LandlockError),
+}
+
+/// Why the helper could not be started (the command did not run).
+#[derive(Debug, thiserror::Error)]
+enum SpawnError {
+    /// The status socket or output pipe.
+    #[error("cannot create the helper's pipes: {0}")]
+    Pipes(std::io::Error),
+    /// The output pipe's copy for stderr.
+    #[error("cannot duplicate a pipe: {0}")]
+    Duplicate(std::io::Error),
+    /// The helper program.
+    #[error(
+        "cannot start the sandbox helper {program}: {source}; the command did not run ({})",
+        helper_hint(source)
+    )]
+    Start {
+        /// The helper program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// Runs commands at levels 0–4 on Linux. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct LinuxSandbox {
@@ -119,59 +201,57 @@ impl LinuxSandbox {
         Ok(capabilities::assess(&k))
     }
 
-    /// Turns `req` into the helper's spec and the command's environment, or the reason it is
-    /// refused.
-    pub fn helper_spec(&self, req: &ExecRequest) -> Result<(HelperSpec, HelperEnv), String> {
+    /// Turns `req` into the helper's spec and the command's environment.
+    ///
+    /// # Errors
+    /// [`RequestRefused`]: the reason it is refused.
+    pub fn helper_spec(
+        &self,
+        req: &ExecRequest,
+    ) -> Result<(HelperSpec, HelperEnv), RequestRefused> {
         let s = &self.settings;
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let deny_read: Vec<PathBuf> = s.deny_read_paths().iter().map(|p| canon(p)).collect();
         let sandboxes_root = canon(&s.sandboxes_root());
         let level = req.level;
         let workspace = match level {
-            SandboxLevel::NoExec => {
-                return Err(
-                    "LEVEL_0_NO_EXEC: this agent may not execute commands. Raise the \
-                            agent's sandbox level to run commands."
-                        .into(),
-                );
-            }
+            SandboxLevel::NoExec => return Err(RequestRefused::NoExec),
             SandboxLevel::ReadOnly => None,
             SandboxLevel::IsolatedDev => {
                 let ws = match &req.workspace {
                     Some(w) => w.clone(),
-                    None => s.default_workspace(&req.agent_id).ok_or_else(|| {
-                        format!(
-                            "agent id {:?} cannot name a workspace directory; use a plain name",
-                            req.agent_id
-                        )
-                    })?,
+                    None => s
+                        .default_workspace(&req.agent_id)
+                        .ok_or_else(|| RequestRefused::AgentId(req.agent_id.clone()))?,
                 };
                 if !ws.is_absolute() {
-                    return Err(format!(
-                        "workspace {} must be an absolute path",
-                        ws.display()
-                    ));
+                    return Err(RequestRefused::RelativeWorkspace(ws));
                 }
                 std::fs::DirBuilder::new()
                     .recursive(true)
                     .create(&ws)
-                    .map_err(|e| format!("cannot create workspace {}: {e}", ws.display()))?;
-                let ws = std::fs::canonicalize(&ws)
-                    .map_err(|e| format!("cannot resolve workspace {}: {e}", ws.display()))?;
+                    .map_err(|source| RequestRefused::CreateWorkspace {
+                        path: ws.clone(),
+                        source,
+                    })?;
+                let ws = std::fs::canonicalize(&ws).map_err(|source| {
+                    RequestRefused::ResolveWorkspace {
+                        path: ws.clone(),
+                        source,
+                    }
+                })?;
                 for d in &deny_read {
                     if d.starts_with(&ws) {
-                        return Err(format!(
-                            "workspace {} contains the protected path {}; choose a dedicated directory",
-                            ws.display(),
-                            d.display()
-                        ));
+                        return Err(RequestRefused::ContainsProtected {
+                            workspace: ws,
+                            protected: d.clone(),
+                        });
                     }
                     if ws.starts_with(d) && !ws.starts_with(&sandboxes_root) {
-                        return Err(format!(
-                            "workspace {} lies inside the protected path {}; choose another directory",
-                            ws.display(),
-                            d.display()
-                        ));
+                        return Err(RequestRefused::InsideProtected {
+                            workspace: ws,
+                            protected: d.clone(),
+                        });
                     }
                 }
                 Some(ws)
@@ -256,7 +336,7 @@ impl LinuxSandbox {
         let start = Instant::now();
         let (spec, env) = match self.helper_spec(&req) {
             Ok(s) => s,
-            Err(reason) => return denied(reason, start),
+            Err(reason) => return denied(reason.to_string(), start),
         };
         if cancel.is_cancelled() {
             return ExecResult {
@@ -275,7 +355,7 @@ impl LinuxSandbox {
         let mut helper = match RunningHelper::spawn(&program, &args, frames, self.settings()).await
         {
             Ok(h) => h,
-            Err(reason) => return denied(reason, start),
+            Err(reason) => return denied(reason.to_string(), start),
         };
         let end = helper
             .supervise(self.output_limit(&req), req.timeout, &cancel)
@@ -334,22 +414,18 @@ impl RunningHelper {
     /// between fork and exec, so the standard library starts the helper with `posix_spawn` (a
     /// `vfork`: no copy of the daemon's page tables per command), from the long-lived spawner
     /// thread; the helper arms its own parent-death signal against this process's pid (see
-    /// [`crate::parent_death`]). Errors are the refusal text for the caller.
+    /// [`crate::parent_death`]). Errors are the refusal for the caller.
     async fn spawn(
         program: &OsString,
         args: &[OsString],
         frames: Vec<zeroize::Zeroizing<Vec<u8>>>,
         settings: &LinuxSandboxSettings,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SpawnError> {
         let ((out_r, out_w), (st_r, st_w)) = match (pipe_pair(), spec_pipe::socket_pair()) {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => {
-                return Err(format!("cannot create the helper's pipes: {e}"));
-            }
+            (Err(e), _) | (_, Err(e)) => return Err(SpawnError::Pipes(e)),
         };
-        let out_w2 = out_w
-            .try_clone()
-            .map_err(|e| format!("cannot duplicate a pipe: {e}"))?;
+        let out_w2 = out_w.try_clone().map_err(SpawnError::Duplicate)?;
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args)
             .env_clear()
@@ -359,12 +435,9 @@ impl RunningHelper {
         // The spawner thread drops `cmd` after the spawn, closing this process's copies of the
         // pipes' write ends.
         let spawned = crate::parent_death::spawn_self_arming(cmd).await;
-        let child = spawned.map_err(|e| {
-            format!(
-                "cannot start the sandbox helper {}: {e}; the command did not run ({})",
-                program.to_string_lossy(),
-                helper_hint(&e)
-            )
+        let child = spawned.map_err(|source| SpawnError::Start {
+            program: program.to_string_lossy().into_owned(),
+            source,
         })?;
         let pid = child.id().map(|p| p as i32);
         let record = record_helper(settings, pid);

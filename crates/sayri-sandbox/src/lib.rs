@@ -35,5 +35,5 @@ pub mod stdio;
 
 pub use capabilities::{CapabilityReport, KernelFeatures, LevelSupport};
 pub use exec_helper::{EXEC_HELPER_ARG, exec_helper_main};
-pub use launcher::LinuxSandbox;
+pub use launcher::{LinuxSandbox, RequestRefused};
 pub use settings::{LinuxSandboxSettings, ResourceLimits};

@@ -25,11 +25,27 @@ use std::io;
 /// The kernel's Yama ptrace setting.
 pub const YAMA_PTRACE_SCOPE: &str = "/proc/sys/kernel/yama/ptrace_scope";
 
+/// What could not be set; the process should then refuse to handle secrets.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpableError {
+    /// `PR_SET_DUMPABLE` failed.
+    #[error("prctl(PR_SET_DUMPABLE, {}) failed: {source}", u8::from(*.on))]
+    Flag {
+        /// The value asked for.
+        on: bool,
+        /// The kernel's answer.
+        source: io::Error,
+    },
+    /// `RLIMIT_CORE` could not be set to 0.
+    #[error("cannot set the core size limit to 0: {0}")]
+    CoreLimit(io::Error),
+}
+
 /// Makes the calling process non-dumpable and sets its core limit to 0 (see the module rules).
 ///
 /// # Errors
-/// What failed; the process should then refuse to handle secrets.
-pub fn protect() -> Result<(), String> {
+/// [`DumpableError`]: what failed; the process should then refuse to handle secrets.
+pub fn protect() -> Result<(), DumpableError> {
     set_dumpable(false)?;
     let none = libc::rlimit {
         rlim_cur: 0,
@@ -37,10 +53,7 @@ pub fn protect() -> Result<(), String> {
     };
     // SAFETY: setrlimit with a valid struct.
     if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) } != 0 {
-        return Err(format!(
-            "cannot set the core size limit to 0: {}",
-            io::Error::last_os_error()
-        ));
+        return Err(DumpableError::CoreLimit(io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -48,15 +61,14 @@ pub fn protect() -> Result<(), String> {
 /// Turns the dumpable flag on or off for the calling process.
 ///
 /// # Errors
-/// The `prctl` error.
-pub fn set_dumpable(on: bool) -> Result<(), String> {
+/// [`DumpableError::Flag`]: the `prctl` error.
+pub fn set_dumpable(on: bool) -> Result<(), DumpableError> {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, libc::c_ulong::from(on), 0, 0, 0) } != 0 {
-        return Err(format!(
-            "prctl(PR_SET_DUMPABLE, {}) failed: {}",
-            u8::from(on),
-            io::Error::last_os_error()
-        ));
+        return Err(DumpableError::Flag {
+            on,
+            source: io::Error::last_os_error(),
+        });
     }
     Ok(())
 }

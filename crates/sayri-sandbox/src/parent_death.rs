@@ -30,7 +30,7 @@ const SPAWNER_STACK: usize = 256 * 1024;
 /// The long-lived spawner thread's queue, started on first use. `None` when the thread could
 /// not be created (then every [`spawn_tied`] fails with that error).
 fn spawner() -> Result<&'static mpsc::Sender<Job>, io::Error> {
-    static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
+    static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, io::Error>> = OnceLock::new();
     let slot = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
@@ -43,7 +43,6 @@ fn spawner() -> Result<&'static mpsc::Sender<Job>, io::Error> {
                 }
             })
             .map(|_| tx)
-            .map_err(|e| e.to_string())
     });
     slot.as_ref().map_err(|e| {
         io::Error::other(format!(
@@ -138,19 +137,27 @@ pub fn arm_in_child(expected_parent: libc::pid_t, signal: libc::c_int) -> io::Re
 /// the check (the caller does not know its parent).
 ///
 /// # Errors
-/// What to report: `prctl` failed, or the parent is gone.
-pub fn arm_self(expected_parent: u32, signal: libc::c_int) -> Result<(), String> {
+/// [`ArmError`]: `prctl` failed, or the parent is gone.
+pub fn arm_self(expected_parent: u32, signal: libc::c_int) -> Result<(), ArmError> {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(format!(
-            "prctl(PR_SET_PDEATHSIG) failed: {}",
-            io::Error::last_os_error()
-        ));
+        return Err(ArmError::Prctl(io::Error::last_os_error()));
     }
     if expected_parent != 0 && !parent_is(expected_parent) {
-        return Err("the process that started this one has exited".into());
+        return Err(ArmError::ParentGone);
     }
     Ok(())
+}
+
+/// Why [`arm_self`] could not tie the process to its parent; the process should exit.
+#[derive(Debug, thiserror::Error)]
+pub enum ArmError {
+    /// `PR_SET_PDEATHSIG` failed.
+    #[error("prctl(PR_SET_PDEATHSIG) failed: {0}")]
+    Prctl(io::Error),
+    /// The parent exited before the signal was armed.
+    #[error("the process that started this one has exited")]
+    ParentGone,
 }
 
 /// Whether the calling process's parent is `pid`.

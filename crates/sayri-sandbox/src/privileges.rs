@@ -2,15 +2,31 @@
 //! working, so `sudo`, `su`, `pkexec` cannot elevate) and dropping every capability the helper
 //! holds inside its user namespace.
 
+/// A privilege step the kernel refused; the command is then not run.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivilegeError {
+    /// `PR_SET_NO_NEW_PRIVS` failed.
+    #[error("prctl(PR_SET_NO_NEW_PRIVS) failed: {0}")]
+    NoNewPrivs(std::io::Error),
+    /// One step of dropping the capabilities failed.
+    #[error("{step} failed: {source}")]
+    Capabilities {
+        /// The step, e.g. `locking the securebits`.
+        step: &'static str,
+        /// The kernel's answer.
+        source: std::io::Error,
+    },
+}
+
 /// Sets `PR_SET_NO_NEW_PRIVS`; irreversible for the process and its descendants.
-pub fn set_no_new_privs() -> Result<(), String> {
+///
+/// # Errors
+/// [`PrivilegeError::NoNewPrivs`].
+pub fn set_no_new_privs() -> Result<(), PrivilegeError> {
     // SAFETY: prctl with integer arguments.
     let rc = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
     if rc != 0 {
-        return Err(format!(
-            "prctl(PR_SET_NO_NEW_PRIVS) failed: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(PrivilegeError::NoNewPrivs(std::io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -26,8 +42,14 @@ const SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED: libc::c_ulong = 1 << 7;
 /// Drops all capabilities for good: clears the ambient set, empties the bounding set, locks the
 /// securebits so uid 0 inside the namespace gains nothing at `exec`, and empties the effective,
 /// permitted and inheritable sets. Needs `CAP_SETPCAP` (held inside a fresh user namespace).
-pub fn drop_all_capabilities() -> Result<(), String> {
-    let err = |what: &str| format!("{what} failed: {}", std::io::Error::last_os_error());
+///
+/// # Errors
+/// [`PrivilegeError::Capabilities`] naming the step.
+pub fn drop_all_capabilities() -> Result<(), PrivilegeError> {
+    let err = |step: &'static str| PrivilegeError::Capabilities {
+        step,
+        source: std::io::Error::last_os_error(),
+    };
     // SAFETY: prctl/syscall calls with integer or properly sized struct arguments.
     unsafe {
         if libc::prctl(

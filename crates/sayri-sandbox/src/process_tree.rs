@@ -7,15 +7,20 @@ use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 use std::collections::HashMap;
 
+/// `PR_SET_CHILD_SUBREAPER` failed: orphans could not be found, so the command is not run.
+#[derive(Debug, thiserror::Error)]
+#[error("prctl(PR_SET_CHILD_SUBREAPER) failed: {0}")]
+pub struct SubreaperError(pub std::io::Error);
+
 /// Makes the calling process a child subreaper.
-pub fn become_subreaper() -> Result<(), String> {
+///
+/// # Errors
+/// [`SubreaperError`].
+pub fn become_subreaper() -> Result<(), SubreaperError> {
     // SAFETY: prctl with integer arguments.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     if rc != 0 {
-        return Err(format!(
-            "prctl(PR_SET_CHILD_SUBREAPER) failed: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(SubreaperError(std::io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -3,12 +3,30 @@
 use crate::settings::ResourceLimits;
 use nix::sys::resource::{Resource, setrlimit};
 
+/// A resource limit the kernel refused; the command is then not run.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set {name} to {value}: {source}")]
+pub struct RlimitError {
+    /// The limit, e.g. `RLIMIT_AS`.
+    pub name: &'static str,
+    /// The value asked for.
+    pub value: u64,
+    /// The kernel's answer.
+    pub source: nix::errno::Errno,
+}
+
 /// Applies `limits` to the calling process. `cpu_seconds` bounds CPU time (`RLIMIT_CPU`);
 /// `nproc` is the absolute `RLIMIT_NPROC` value (see [`nproc_for_host_user`] for level 3).
-/// Errors name the limit that could not be set.
-pub fn apply(limits: &ResourceLimits, cpu_seconds: u64, nproc: u64) -> Result<(), String> {
-    let set = |r: Resource, v: u64, name: &str| {
-        setrlimit(r, v, v).map_err(|e| format!("cannot set {name} to {v}: {e}"))
+///
+/// # Errors
+/// [`RlimitError`] naming the limit that could not be set.
+pub fn apply(limits: &ResourceLimits, cpu_seconds: u64, nproc: u64) -> Result<(), RlimitError> {
+    let set = |r: Resource, value: u64, name: &'static str| {
+        setrlimit(r, value, value).map_err(|source| RlimitError {
+            name,
+            value,
+            source,
+        })
     };
     set(Resource::RLIMIT_AS, limits.address_space_bytes, "RLIMIT_AS")?;
     set(

@@ -78,42 +78,64 @@ const NS_FLAGS: [u64; 7] = [
     libc::CLONE_NEWCGROUP as u64,
 ];
 
-fn arch() -> Result<TargetArch, String> {
-    TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|e| format!("seccomp filters are not available for this CPU architecture: {e}"))
+/// Why the seccomp filters cannot be built or installed; levels 1–2 then refuse to run.
+#[derive(Debug, thiserror::Error)]
+pub enum SeccompError {
+    /// seccompiler has no filters for this CPU.
+    #[error("seccomp filters are not available for this CPU architecture: {0}")]
+    Arch(seccompiler::BackendError),
+    /// A rule or condition is malformed (a bug in the table).
+    #[error(transparent)]
+    Rule(seccompiler::BackendError),
+    /// A filter is malformed (a bug in the table).
+    #[error("seccomp filter invalid: {0}")]
+    Filter(seccompiler::BackendError),
+    /// A filter does not compile to BPF.
+    #[error("seccomp filter does not compile: {0}")]
+    Compile(seccompiler::BackendError),
+    /// The kernel refused a filter.
+    #[error("seccomp filter could not be installed: {0}")]
+    Install(seccompiler::Error),
+}
+
+fn arch() -> Result<TargetArch, SeccompError> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(SeccompError::Arch)
 }
 
 /// A condition on the low 32 bits of argument `arg` (`Dword`: the upper half is not looked at,
 /// as the kernel ignores it for the flags and requests compared here).
-fn cond(arg: u8, op: SeccompCmpOp, v: u64) -> Result<SeccompCondition, String> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(|e| e.to_string())
+fn cond(arg: u8, op: SeccompCmpOp, v: u64) -> Result<SeccompCondition, SeccompError> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(SeccompError::Rule)
 }
 
 /// One rule per [`TERMINAL_INJECTION`] request, on the request's low 32 bits.
-fn terminal_injection_rules() -> Result<Vec<SeccompRule>, String> {
+fn terminal_injection_rules() -> Result<Vec<SeccompRule>, SeccompError> {
     TERMINAL_INJECTION
         .iter()
         .map(|(_, request)| rule(vec![cond(1, SeccompCmpOp::Eq, *request & 0xffff_ffff)?]))
         .collect()
 }
 
-fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
-    SeccompRule::new(conds).map_err(|e| e.to_string())
+fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, SeccompError> {
+    SeccompRule::new(conds).map_err(SeccompError::Rule)
 }
 
-fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, String> {
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, SeccompError> {
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(errno as u32),
         arch()?,
     )
-    .map_err(|e| format!("seccomp filter invalid: {e}"))?;
-    BpfProgram::try_from(filter).map_err(|e| format!("seccomp filter does not compile: {e}"))
+    .map_err(SeccompError::Filter)?;
+    BpfProgram::try_from(filter).map_err(SeccompError::Compile)
 }
 
 /// Builds the filters (see the module docs), in installation order.
-pub fn build() -> Result<Vec<BpfProgram>, String> {
+///
+/// # Errors
+/// [`SeccompError`]: no filters for this CPU, or a malformed table.
+pub fn build() -> Result<Vec<BpfProgram>, SeccompError> {
     let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (_, nr) in DENIED_SYSCALLS {
         eperm.insert(*nr, vec![]);
@@ -198,10 +220,12 @@ fn x32_filter() -> BpfProgram {
 }
 
 /// Installs `progs` on the calling thread (requires `no_new_privs`).
-pub fn install(progs: &[BpfProgram]) -> Result<(), String> {
+///
+/// # Errors
+/// [`SeccompError::Install`]: the kernel refused a filter.
+pub fn install(progs: &[BpfProgram]) -> Result<(), SeccompError> {
     for p in progs {
-        seccompiler::apply_filter(p)
-            .map_err(|e| format!("seccomp filter could not be installed: {e}"))?;
+        seccompiler::apply_filter(p).map_err(SeccompError::Install)?;
     }
     Ok(())
 }

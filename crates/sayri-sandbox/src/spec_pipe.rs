@@ -61,28 +61,59 @@ pub fn frame_json<T: serde::Serialize>(value: &T) -> io::Result<Zeroizing<Vec<u8
     frame(&json)
 }
 
+/// Why the helper could not take its instructions or its stdin from the launcher's socket; the
+/// command is then not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecPipeError {
+    /// The socket ended before any frame.
+    #[error("no instructions arrived on stdin (internal error)")]
+    NoInstructions,
+    /// Reading a frame's length failed.
+    #[error("cannot read the instructions on stdin: {0}")]
+    Read(io::Error),
+    /// A frame announces more than [`MAX_FRAME`] bytes.
+    #[error("the instructions announce {0} bytes, more than {MAX_FRAME} (internal error)")]
+    TooLong(usize),
+    /// A frame ends before its announced length.
+    #[error("the instructions on stdin end early: {0} (internal error)")]
+    Truncated(io::Error),
+    /// A frame is not the JSON expected.
+    #[error("invalid instructions: {0}")]
+    Json(serde_json::Error),
+    /// `recvmsg` for the program's stdin failed.
+    #[error("cannot receive the program's stdin: {0}")]
+    ReceiveStdin(nix::errno::Errno),
+    /// The message carrying the program's stdin cannot be read.
+    #[error("cannot read the program's stdin: {0}")]
+    StdinMessage(nix::errno::Errno),
+    /// The message carries no descriptor.
+    #[error("the launcher sent no stdin for the program (internal error)")]
+    NoStdin,
+    /// `dup2` onto stdin failed.
+    #[error("cannot put the program's stdin in place: {0}")]
+    PlaceStdin(io::Error),
+}
+
 /// Reads one frame's body from `fd` (blocking), reading no byte past it: what follows in the
 /// stream (the next frame, or a supervised program's stdin) stays for its reader.
 ///
 /// # Errors
-/// The stream ended early, the length exceeds [`MAX_FRAME`], or the read failed.
-pub fn read_frame(fd: RawFd) -> Result<Zeroizing<Vec<u8>>, String> {
+/// [`SpecPipeError`]: the stream ended early, the length exceeds [`MAX_FRAME`], or the read
+/// failed.
+pub fn read_frame(fd: RawFd) -> Result<Zeroizing<Vec<u8>>, SpecPipeError> {
     // SAFETY: `fd` is open for the caller's lifetime; ManuallyDrop never closes it.
     let mut f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
     let mut len = [0u8; 4];
     f.read_exact(&mut len).map_err(|e| match e.kind() {
-        io::ErrorKind::UnexpectedEof => "no instructions arrived on stdin (internal error)".into(),
-        _ => format!("cannot read the instructions on stdin: {e}"),
+        io::ErrorKind::UnexpectedEof => SpecPipeError::NoInstructions,
+        _ => SpecPipeError::Read(e),
     })?;
     let len = u32::from_be_bytes(len) as usize;
     if len > MAX_FRAME {
-        return Err(format!(
-            "the instructions announce {len} bytes, more than {MAX_FRAME} (internal error)"
-        ));
+        return Err(SpecPipeError::TooLong(len));
     }
     let mut body = Zeroizing::new(vec![0u8; len]);
-    f.read_exact(&mut body)
-        .map_err(|e| format!("the instructions on stdin end early: {e} (internal error)"))?;
+    f.read_exact(&mut body).map_err(SpecPipeError::Truncated)?;
     Ok(body)
 }
 
@@ -90,9 +121,9 @@ pub fn read_frame(fd: RawFd) -> Result<Zeroizing<Vec<u8>>, String> {
 ///
 /// # Errors
 /// As [`read_frame`], or the JSON does not decode.
-pub fn read_json<T: serde::de::DeserializeOwned>(fd: RawFd) -> Result<T, String> {
+pub fn read_json<T: serde::de::DeserializeOwned>(fd: RawFd) -> Result<T, SpecPipeError> {
     let body = read_frame(fd)?;
-    serde_json::from_slice(&body).map_err(|e| format!("invalid instructions: {e}"))
+    serde_json::from_slice(&body).map_err(SpecPipeError::Json)
 }
 
 /// Writes `frames` to the launcher's end `sock`, then shuts its writing side, on the current
@@ -147,19 +178,16 @@ pub fn send_fd(sock: RawFd, fd: RawFd) -> io::Result<()> {
 /// carries the descriptor is still in the socket.
 ///
 /// # Errors
-/// The socket ends first, or the message carries no descriptor.
-pub fn receive_stdin(sock: RawFd) -> Result<(), String> {
+/// [`SpecPipeError`]: the socket ends first, or the message carries no descriptor.
+pub fn receive_stdin(sock: RawFd) -> Result<(), SpecPipeError> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     let mut data = [0u8; 1];
     let mut iov = [std::io::IoSliceMut::new(&mut data)];
     let mut space = nix::cmsg_space!([RawFd; 1]);
     let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)
-        .map_err(|e| format!("cannot receive the program's stdin: {e}"))?;
+        .map_err(SpecPipeError::ReceiveStdin)?;
     let mut got = None;
-    for c in msg
-        .cmsgs()
-        .map_err(|e| format!("cannot read the program's stdin: {e}"))?
-    {
+    for c in msg.cmsgs().map_err(SpecPipeError::StdinMessage)? {
         if let ControlMessageOwned::ScmRights(fds) = c {
             for fd in fds {
                 // SAFETY: the kernel just installed `fd` in this process; it is owned here.
@@ -170,13 +198,10 @@ pub fn receive_stdin(sock: RawFd) -> Result<(), String> {
             }
         }
     }
-    let fd = got.ok_or("the launcher sent no stdin for the program (internal error)")?;
+    let fd = got.ok_or(SpecPipeError::NoStdin)?;
     // SAFETY: dup2 of an open descriptor onto stdin (dup2 clears close-on-exec on the copy).
     if unsafe { libc::dup2(fd.as_raw_fd(), 0) } < 0 {
-        return Err(format!(
-            "cannot put the program's stdin in place: {}",
-            io::Error::last_os_error()
-        ));
+        return Err(SpecPipeError::PlaceStdin(io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -224,17 +249,28 @@ mod tests {
         w.write_all(&10u32.to_be_bytes()).unwrap();
         w.write_all(b"abc").unwrap();
         drop(w);
-        assert!(read_frame(b.as_raw_fd()).unwrap_err().contains("end early"));
+        assert!(
+            read_frame(b.as_raw_fd())
+                .unwrap_err()
+                .to_string()
+                .contains("end early")
+        );
         let (a, b) = socket_pair().unwrap();
         let mut w = std::os::unix::net::UnixStream::from(a);
         w.write_all(&u32::MAX.to_be_bytes()).unwrap();
         drop(w);
-        assert!(read_frame(b.as_raw_fd()).unwrap_err().contains("more than"));
+        assert!(
+            read_frame(b.as_raw_fd())
+                .unwrap_err()
+                .to_string()
+                .contains("more than")
+        );
         let (_a, b) = socket_pair().unwrap();
         drop(_a);
         assert!(
             read_frame(b.as_raw_fd())
                 .unwrap_err()
+                .to_string()
                 .contains("no instructions")
         );
     }

@@ -13,6 +13,7 @@
 //! instead.
 
 use crate::LinuxSandbox;
+use crate::launcher::RequestRefused;
 use crate::spec::HelperReport;
 use crate::spec_pipe;
 use nix::fcntl::OFlag;
@@ -119,13 +120,58 @@ fn describe_end(reports: &[HelperReport]) -> StdioEnd {
     StdioEnd::Ended(text)
 }
 
-fn pipe_pair() -> Result<(OwnedFd, OwnedFd), String> {
-    nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))
+/// Why a stdio program was not started; each says what to change or what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    /// The request itself is refused (level 0, a bad workspace, …).
+    #[error(transparent)]
+    Refused(#[from] RequestRefused),
+    /// A trailing `&` asks for a background launch.
+    #[error("a stdio program cannot be a background launch (remove the trailing &)")]
+    Background,
+    /// Level 4 is not offered to stdio programs.
+    #[error("a stdio program cannot run at level 4 (LEVEL_4_HOST_ROOT); choose level 1, 2 or 3")]
+    HostRoot,
+    /// The helper's spec could not be encoded.
+    #[error("cannot encode the helper spec: {0}")]
+    Encode(std::io::Error),
+    /// A pipe could not be created.
+    #[error("cannot create a pipe: {0}")]
+    Pipe(nix::errno::Errno),
+    /// The helper's socket could not be created.
+    #[error("cannot create the helper's socket: {0}")]
+    Socket(std::io::Error),
+    /// The helper program could not be started.
+    #[error("cannot start the sandbox helper {program}: {source}; the program did not run")]
+    Start {
+        /// The helper program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The helper's instructions could not be written.
+    #[error("cannot hand the helper its instructions: {0}")]
+    Instructions(std::io::Error),
+    /// The program's stdin could not be passed to the helper.
+    #[error("cannot hand the helper the program's stdin: {0}")]
+    PassStdin(std::io::Error),
+    /// The helper's socket could not be watched.
+    #[error("cannot watch the helper's socket: {0}")]
+    WatchSocket(std::io::Error),
+    /// The program's stdin could not be opened for writing.
+    #[error("cannot write to the program's stdin: {0}")]
+    WriteStdin(std::io::Error),
+    /// A pipe could not be watched.
+    #[error("cannot watch a pipe: {0}")]
+    WatchPipe(std::io::Error),
 }
 
-fn receiver(fd: OwnedFd) -> Result<pipe::Receiver, String> {
-    pipe::Receiver::from_file(std::fs::File::from(fd))
-        .map_err(|e| format!("cannot watch a pipe: {e}"))
+fn pipe_pair() -> Result<(OwnedFd, OwnedFd), StdioError> {
+    nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(StdioError::Pipe)
+}
+
+fn receiver(fd: OwnedFd) -> Result<pipe::Receiver, StdioError> {
+    pipe::Receiver::from_file(std::fs::File::from(fd)).map_err(StdioError::WatchPipe)
 }
 
 impl LinuxSandbox {
@@ -136,34 +182,26 @@ impl LinuxSandbox {
     /// as the program's stdout closing, and [`StdioProgram::finish`] then gives the reason.
     ///
     /// # Errors
-    /// The request is refused or the helper cannot be started; the text says why.
-    pub async fn spawn_stdio(&self, request: &ExecRequest) -> Result<StdioProgram, String> {
+    /// [`StdioError`]: the request is refused or the helper cannot be started.
+    pub async fn spawn_stdio(&self, request: &ExecRequest) -> Result<StdioProgram, StdioError> {
         let (mut spec, env) = self.helper_spec(request)?;
         if spec.background {
-            return Err(
-                "a stdio program cannot be a background launch (remove the trailing &)".into(),
-            );
+            return Err(StdioError::Background);
         }
         spec.stdio = true;
         let frames = vec![
-            spec_pipe::frame_json(&spec)
-                .map_err(|e| format!("cannot encode the helper spec: {e}"))?,
-            spec_pipe::frame_json(&env)
-                .map_err(|e| format!("cannot encode the helper spec: {e}"))?,
+            spec_pipe::frame_json(&spec).map_err(StdioError::Encode)?,
+            spec_pipe::frame_json(&env).map_err(StdioError::Encode)?,
         ];
         drop(env);
         if request.level == sayri_protocol::SandboxLevel::HostRoot {
-            return Err(
-                "a stdio program cannot run at level 4 (LEVEL_4_HOST_ROOT); choose level 1, 2 or 3"
-                    .into(),
-            );
+            return Err(StdioError::HostRoot);
         }
         let (program, args) = self.stdio_helper_command();
         let (in_r, in_w) = pipe_pair()?;
         let (out_r, out_w) = pipe_pair()?;
         let (err_r, err_w) = pipe_pair()?;
-        let (st_r, st_w) = spec_pipe::socket_pair()
-            .map_err(|e| format!("cannot create the helper's socket: {e}"))?;
+        let (st_r, st_w) = spec_pipe::socket_pair().map_err(StdioError::Socket)?;
         let mut cmd = tokio::process::Command::new(&program);
         cmd.args(&args)
             .env_clear()
@@ -172,11 +210,9 @@ impl LinuxSandbox {
             .stderr(Stdio::from(err_w));
         let child = crate::parent_death::spawn_self_arming(cmd)
             .await
-            .map_err(|e| {
-                format!(
-                    "cannot start the sandbox helper {}: {e}; the program did not run",
-                    program.to_string_lossy()
-                )
+            .map_err(|source| StdioError::Start {
+                program: program.to_string_lossy().into_owned(),
+                source,
             })?;
         let pid = child.id().map(|p| p as i32);
         let record = self.settings().child_registry.as_ref().and_then(|reg| {
@@ -191,18 +227,16 @@ impl LinuxSandbox {
             use std::io::Write;
             let mut w = &sock;
             for f in &frames {
-                w.write_all(f)
-                    .map_err(|e| format!("cannot hand the helper its instructions: {e}"))?;
+                w.write_all(f).map_err(StdioError::Instructions)?;
             }
         }
-        spec_pipe::send_fd(sock.as_raw_fd(), in_r.as_raw_fd())
-            .map_err(|e| format!("cannot hand the helper the program's stdin: {e}"))?;
+        spec_pipe::send_fd(sock.as_raw_fd(), in_r.as_raw_fd()).map_err(StdioError::PassStdin)?;
         drop(in_r);
         let _ = sock.shutdown(std::net::Shutdown::Write);
         sock.set_nonblocking(true)
-            .map_err(|e| format!("cannot watch the helper's socket: {e}"))?;
-        let mut reports = tokio::net::UnixStream::from_std(sock)
-            .map_err(|e| format!("cannot watch the helper's socket: {e}"))?;
+            .map_err(StdioError::WatchSocket)?;
+        let mut reports =
+            tokio::net::UnixStream::from_std(sock).map_err(StdioError::WatchSocket)?;
         let status = tokio::spawn(async move {
             let mut bytes = Vec::new();
             let mut chunk = [0u8; 4096];
@@ -211,8 +245,8 @@ impl LinuxSandbox {
             }
             String::from_utf8_lossy(&bytes).into_owned()
         });
-        let stdin = pipe::Sender::from_file(std::fs::File::from(in_w))
-            .map_err(|e| format!("cannot write to the program's stdin: {e}"))?;
+        let stdin =
+            pipe::Sender::from_file(std::fs::File::from(in_w)).map_err(StdioError::WriteStdin)?;
         Ok(StdioProgram {
             stdin: Some(stdin),
             stdout: Some(receiver(out_r)?),

@@ -33,15 +33,29 @@ pub enum Health {
 /// used: the protocol's types, so the daemon sends what the store made.
 pub use sayri_protocol::reply::database::{DatabaseState, DatabaseStatus};
 
+/// Why a database file failed `PRAGMA quick_check`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CheckFailed {
+    /// The first problems found, on one line (`quick_check: …`).
+    #[error("{0}")]
+    Problems(String),
+    /// The error that stopped the check.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
 /// `PRAGMA quick_check`: `Err` with the first problems found (or the error that stopped it).
-pub(crate) fn quick_check(conn: &Connection) -> Result<(), String> {
-    let rows: Result<Vec<String>, rusqlite::Error> = conn
+pub(crate) fn quick_check(conn: &Connection) -> Result<(), CheckFailed> {
+    let rows: Vec<String> = conn
         .prepare("PRAGMA quick_check(5)")
-        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
-    match rows {
-        Ok(r) if r.len() == 1 && r[0] == "ok" => Ok(()),
-        Ok(r) => Err(one_line(&format!("quick_check: {}", r.join("; ")))),
-        Err(e) => Err(e.to_string()),
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())?;
+    if rows.len() == 1 && rows[0] == "ok" {
+        Ok(())
+    } else {
+        Err(CheckFailed::Problems(one_line(&format!(
+            "quick_check: {}",
+            rows.join("; ")
+        ))))
     }
 }
 

@@ -118,7 +118,9 @@ impl Store {
             Ok(conn) => {
                 let health = match health::quick_check(&conn) {
                     Ok(()) => Health::Ok,
-                    Err(detail) => Health::Corrupt { detail },
+                    Err(e) => Health::Corrupt {
+                        detail: e.to_string(),
+                    },
                 };
                 Ok(Store::with_connection(conn, path, health))
             }

@@ -17,7 +17,7 @@
 //! The damaged copy is opened with checkpoint-on-close off and `query_only`, so reading it
 //! never writes into it.
 
-use crate::health::quick_check;
+use crate::health::{CheckFailed, quick_check};
 use crate::{Health, Store};
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value;
@@ -185,35 +185,62 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, RecoverError> {
                 tables,
             })
         }
-        Err(message) => {
+        Err(e) => {
             remove_set(&rebuilding);
             let _ = rename_set(&damaged, path);
-            Err(err(message))
+            Err(err(e.to_string()))
         }
     }
 }
 
+/// Why the rebuilt file could not be made (the damaged file is then put back).
+#[derive(Debug, thiserror::Error)]
+enum RebuildError {
+    /// The new file cannot be created.
+    #[error(transparent)]
+    Open(#[from] crate::OpenError),
+    /// The damaged copy cannot be opened.
+    #[error("cannot open the damaged copy {}: {source}", path.display())]
+    Damaged {
+        /// The damaged copy.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// A statement on the new file failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// A row could not be written to the new file.
+    #[error("cannot write the rebuilt file: {0}")]
+    Write(rusqlite::Error),
+    /// The new file failed its own check.
+    #[error("the rebuilt file failed its check: {0}")]
+    Check(CheckFailed),
+    /// The new file could not be closed cleanly.
+    #[error("cannot finish the rebuilt file: {0}")]
+    Finish(rusqlite::Error),
+}
+
 /// Copies what can be read of `damaged` into a new file at `fresh`, closed when this returns.
-fn rebuild(damaged: &Path, fresh: &Path) -> Result<Vec<TableRecovery>, String> {
-    let new = crate::open_connection(fresh).map_err(|e| e.to_string())?;
-    let old = Connection::open(damaged)
-        .map_err(|e| format!("cannot open the damaged copy {}: {e}", damaged.display()))?;
+fn rebuild(damaged: &Path, fresh: &Path) -> Result<Vec<TableRecovery>, RebuildError> {
+    let new = crate::open_connection(fresh)?;
+    let old = Connection::open(damaged).map_err(|source| RebuildError::Damaged {
+        path: damaged.to_path_buf(),
+        source,
+    })?;
     // Reading must not write: no checkpoint of its log into it when it closes.
     let _ = old.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
     let _ = old.pragma_update(None, "query_only", true);
-    new.pragma_update(None, "foreign_keys", false)
-        .map_err(|e| e.to_string())?;
-    let tables = table_names(&new).map_err(|e| e.to_string())?;
+    new.pragma_update(None, "foreign_keys", false)?;
+    let tables = table_names(&new)?;
     let mut out = Vec::new();
     for t in &tables {
         out.push(copy_table(&old, &new, t)?);
     }
-    drop_orphans(&new, &mut out).map_err(|e| e.to_string())?;
-    new.pragma_update(None, "foreign_keys", true)
-        .map_err(|e| e.to_string())?;
-    quick_check(&new).map_err(|e| format!("the rebuilt file failed its check: {e}"))?;
-    new.close()
-        .map_err(|(_, e)| format!("cannot finish the rebuilt file: {e}"))?;
+    drop_orphans(&new, &mut out)?;
+    new.pragma_update(None, "foreign_keys", true)?;
+    quick_check(&new).map_err(RebuildError::Check)?;
+    new.close().map_err(|(_, e)| RebuildError::Finish(e))?;
     Ok(out)
 }
 
@@ -317,7 +344,11 @@ fn skip_damage(old: &Connection, table: &str, after: i64) -> Option<i64> {
 }
 
 /// Copies one table (see the module rules).
-fn copy_table(old: &Connection, new: &Connection, table: &str) -> Result<TableRecovery, String> {
+fn copy_table(
+    old: &Connection,
+    new: &Connection,
+    table: &str,
+) -> Result<TableRecovery, RebuildError> {
     let mut rec = TableRecovery {
         table: table.to_string(),
         rows_kept: 0,
@@ -325,7 +356,7 @@ fn copy_table(old: &Connection, new: &Connection, table: &str) -> Result<TableRe
         rows_dropped: 0,
         error: None,
     };
-    let new_cols = columns(new, table).map_err(|e| e.to_string())?;
+    let new_cols = columns(new, table)?;
     let old_cols = match columns(old, table) {
         Ok(c) if !c.is_empty() => c,
         Ok(_) => return Ok(rec), // not in the damaged file's schema (an older version)
@@ -355,7 +386,7 @@ fn copy_table(old: &Connection, new: &Connection, table: &str) -> Result<TableRe
             let changed = new
                 .prepare_cached(&insert)
                 .and_then(|mut st| st.execute(params_from_iter(row[1..].iter())))
-                .map_err(|e| format!("cannot write the rebuilt file: {e}"))?;
+                .map_err(RebuildError::Write)?;
             if changed == 1 {
                 rec.rows_kept += 1;
             } else {

@@ -87,11 +87,11 @@ fn routine_from(row: &Row<'_>) -> rusqlite::Result<Result<Routine, BrokenRoutine
     };
     let zone = match zone.as_deref().map(parse_zone).transpose() {
         Ok(z) => z,
-        Err(e) => return broken(e),
+        Err(e) => return broken(e.to_string()),
     };
     let catch_up = match CatchUp::parse(&catch_up) {
         Ok(c) => c,
-        Err(e) => return broken(e),
+        Err(e) => return broken(e.to_string()),
     };
     let grace: i64 = row.get(12)?;
     let created: f64 = row.get(13)?;

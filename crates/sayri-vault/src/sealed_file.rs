@@ -71,40 +71,69 @@ fn cipher(key: &DataKey) -> XChaCha20Poly1305 {
     XChaCha20Poly1305::new(&(**key).into())
 }
 
-fn corrupt(why: impl Into<String>) -> String {
-    why.into()
+/// What is wrong with a vault file's form or one of its records: the reason of a
+/// [`VaultError::Corrupt`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Malformed {
+    /// The file does not end with a newline.
+    #[error("it does not end with a newline")]
+    NoFinalNewline,
+    /// The file has not exactly 3 lines.
+    #[error("it does not have exactly 3 lines")]
+    NotThreeLines,
+    /// The first line is not the magic.
+    #[error("the first line is not `{MAGIC}`")]
+    Magic,
+    /// The seal line is not base64.
+    #[error("the seal line is not base64")]
+    SealNotBase64,
+    /// The seal line has the wrong length or padding.
+    #[error("the seal line is malformed")]
+    Seal,
+    /// The header line is not the expected JSON.
+    #[error("its header is not valid JSON of the expected shape ({0})")]
+    Header(serde_json::Error),
+    /// A record's nonce is malformed.
+    #[error("the nonce of {0} is malformed")]
+    Nonce(String),
+    /// A record's ciphertext is not base64.
+    #[error("the ciphertext of {0} is not base64")]
+    Ciphertext(String),
+    /// A record does not decrypt.
+    #[error("the value of {0} does not decrypt")]
+    Decrypt(String),
+    /// A record decrypts to something else than a value and a description.
+    #[error("the value of {0} is malformed")]
+    Value(String),
 }
 
-/// Splits and parses a file without trusting it yet. Errors are a reason for [`VaultError::Corrupt`].
-pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
-    let text_end = bytes
-        .strip_suffix(b"\n")
-        .ok_or_else(|| corrupt("it does not end with a newline"))?;
+/// Splits and parses a file without trusting it yet.
+///
+/// # Errors
+/// [`Malformed`]: the reason for a [`VaultError::Corrupt`].
+pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed<'_>, Malformed> {
+    let text_end = bytes.strip_suffix(b"\n").ok_or(Malformed::NoFinalNewline)?;
     let mut lines = text_end.split(|b| *b == b'\n');
     let (Some(magic), Some(body), Some(seal), None) =
         (lines.next(), lines.next(), lines.next(), lines.next())
     else {
-        return Err(corrupt("it does not have exactly 3 lines"));
+        return Err(Malformed::NotThreeLines);
     };
     if magic != MAGIC.as_bytes() {
-        return Err(corrupt(format!("the first line is not `{MAGIC}`")));
+        return Err(Malformed::Magic);
     }
     let signed = &bytes[..magic.len() + 1 + body.len() + 1];
     let raw = URL_SAFE_NO_PAD
         .decode(seal)
-        .map_err(|_| corrupt("the seal line is not base64"))?;
+        .map_err(|_| Malformed::SealNotBase64)?;
     if raw.len() != NONCE_LEN + TAG_LEN || URL_SAFE_NO_PAD.encode(&raw).as_bytes() != seal {
-        return Err(corrupt("the seal line is malformed"));
+        return Err(Malformed::Seal);
     }
     let mut nonce = [0u8; NONCE_LEN];
     let mut tag = [0u8; TAG_LEN];
     nonce.copy_from_slice(&raw[..NONCE_LEN]);
     tag.copy_from_slice(&raw[NONCE_LEN..]);
-    let body: Body = serde_json::from_slice(body).map_err(|e| {
-        corrupt(format!(
-            "its header is not valid JSON of the expected shape ({e})"
-        ))
-    })?;
+    let body: Body = serde_json::from_slice(body).map_err(Malformed::Header)?;
     Ok(Parsed {
         body,
         signed,
@@ -201,19 +230,22 @@ pub(crate) fn encrypt_entry(
     })
 }
 
-/// Decrypts one record into (value, description). Errors are reasons for [`VaultError::Corrupt`].
+/// Decrypts one record into (value, description).
+///
+/// # Errors
+/// [`Malformed`]: the reason for a [`VaultError::Corrupt`].
 pub(crate) fn decrypt_entry(
     key: &DataKey,
     rec: &EntryRecord,
-) -> Result<(Zeroizing<String>, String), String> {
+) -> Result<(Zeroizing<String>, String), Malformed> {
     let nonce: [u8; NONCE_LEN] = STANDARD
         .decode(&rec.nonce)
         .ok()
         .and_then(|n| n.try_into().ok())
-        .ok_or_else(|| format!("the nonce of {} is malformed", rec.key))?;
+        .ok_or_else(|| Malformed::Nonce(rec.key.clone()))?;
     let ct = STANDARD
         .decode(&rec.ciphertext)
-        .map_err(|_| format!("the ciphertext of {} is not base64", rec.key))?;
+        .map_err(|_| Malformed::Ciphertext(rec.key.clone()))?;
     let aad = entry_aad(&rec.key);
     let plain = Zeroizing::new(
         cipher(key)
@@ -224,9 +256,9 @@ pub(crate) fn decrypt_entry(
                     aad: &aad,
                 },
             )
-            .map_err(|_| format!("the value of {} does not decrypt", rec.key))?,
+            .map_err(|_| Malformed::Decrypt(rec.key.clone()))?,
     );
-    let bad = || format!("the value of {} is malformed", rec.key);
+    let bad = || Malformed::Value(rec.key.clone());
     let len_bytes: [u8; 4] = plain
         .get(..4)
         .and_then(|b| b.try_into().ok())

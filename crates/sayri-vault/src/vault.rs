@@ -201,7 +201,7 @@ impl Vault {
         let bytes = fs::read(&path).map_err(|e| VaultError::io("reading", &path, e))?;
         let parsed = sealed_file::parse(&bytes).map_err(|why| VaultError::Corrupt {
             path: path.clone(),
-            why,
+            why: why.to_string(),
         })?;
         let recorded = parsed.body.key_source;
         if let Some(requested) = source.requested_kind()
@@ -284,7 +284,7 @@ impl Vault {
         let path = &self.paths.vault_file;
         let parsed = sealed_file::parse(bytes).map_err(|why| VaultError::Corrupt {
             path: path.clone(),
-            why,
+            why: why.to_string(),
         })?;
         if !parsed.verify(&self.key) {
             return Err(VaultError::Tampered {
@@ -310,8 +310,8 @@ impl Vault {
                     rec.key
                 )));
             }
-            let (value, description) =
-                sealed_file::decrypt_entry(&self.key, rec).map_err(corrupt)?;
+            let (value, description) = sealed_file::decrypt_entry(&self.key, rec)
+                .map_err(|why| corrupt(why.to_string()))?;
             let entry = Entry {
                 value,
                 description,

@@ -20,25 +20,35 @@ pub fn sniff_mime(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Checks an image's size and type; `Ok(mime)` or a sentence saying what is wrong and what to
-/// do.
+/// Why a file cannot be attached as an image: what is wrong and what to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ImageError {
+    /// No bytes.
+    #[error("the file is empty")]
+    Empty,
+    /// More than [`MAX_IMAGE_BYTES`].
+    #[error(
+        "the image is larger than {} MiB; send a smaller or scaled-down copy",
+        MAX_IMAGE_BYTES / (1024 * 1024)
+    )]
+    TooLarge,
+    /// Content of another kind than PNG, JPEG, GIF or WebP.
+    #[error("the file is not a PNG, JPEG, GIF or WebP image (judged by its content, not its name)")]
+    NotAnImage,
+}
+
+/// Checks an image's size and type; `Ok(mime)` or what is wrong and what to do.
 ///
 /// # Errors
-/// Empty, larger than [`MAX_IMAGE_BYTES`], or not PNG, JPEG, GIF or WebP.
-pub fn check_image(bytes: &[u8]) -> Result<&'static str, String> {
+/// [`ImageError`]: empty, larger than [`MAX_IMAGE_BYTES`], or not PNG, JPEG, GIF or WebP.
+pub fn check_image(bytes: &[u8]) -> Result<&'static str, ImageError> {
     if bytes.is_empty() {
-        return Err("the file is empty".into());
+        return Err(ImageError::Empty);
     }
     if bytes.len() as u64 > MAX_IMAGE_BYTES {
-        return Err(format!(
-            "the image is larger than {} MiB; send a smaller or scaled-down copy",
-            MAX_IMAGE_BYTES / (1024 * 1024)
-        ));
+        return Err(ImageError::TooLarge);
     }
-    sniff_mime(bytes).ok_or_else(|| {
-        "the file is not a PNG, JPEG, GIF or WebP image (judged by its content, not its name)"
-            .to_string()
-    })
+    sniff_mime(bytes).ok_or(ImageError::NotAnImage)
 }
 
 #[cfg(test)]
@@ -59,6 +69,7 @@ mod tests {
         assert!(
             check_image(&big)
                 .unwrap_err()
+                .to_string()
                 .contains("larger than 10 MiB")
         );
     }

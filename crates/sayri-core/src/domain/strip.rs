@@ -48,16 +48,26 @@ pub fn compile_pattern(pattern: &str) -> Result<Regex, regex::Error> {
 /// # Errors
 /// The first entry that does not, with the compiler's reason on one line, e.g.
 /// `pattern "((((" does not compile: unclosed group`.
-pub fn check_patterns(patterns: &str) -> Result<(), String> {
+pub fn check_patterns(patterns: &str) -> Result<(), PatternError> {
     for p in pattern_entries(patterns) {
         if let Err(e) = compile_pattern(p) {
-            return Err(format!(
-                "pattern {p:?} does not compile: {}",
-                regex_reason(&e)
-            ));
+            return Err(PatternError {
+                pattern: p.to_string(),
+                reason: regex_reason(&e),
+            });
         }
     }
     Ok(())
+}
+
+/// A `strip_patterns` entry that does not compile, with the compiler's reason on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pattern {pattern:?} does not compile: {reason}")]
+pub struct PatternError {
+    /// The entry as written.
+    pub pattern: String,
+    /// The compiler's reason, e.g. `unclosed group`.
+    pub reason: String,
 }
 
 /// The regex compiler's reason without its multi-line caret diagram (`unclosed group`).
@@ -108,11 +118,11 @@ mod tests {
     #[test]
     fn a_pattern_that_does_not_compile_is_named_with_the_compilers_reason() {
         assert_eq!(
-            check_patterns("<x>.*?</x>, (((("),
+            check_patterns("<x>.*?</x>, ((((").map_err(|e| e.to_string()),
             Err("pattern \"((((\" does not compile: unclosed group".into())
         );
         assert!(check_patterns(r"\[\[.*?\]\], <think>.*?</think>").is_ok());
-        let big = check_patterns(r"\w{1000}{1000}").unwrap_err();
+        let big = check_patterns(r"\w{1000}{1000}").unwrap_err().to_string();
         assert!(big.contains("more than"), "{big}");
     }
 }

@@ -152,6 +152,11 @@ pub mod exact {
         LIVE.load(Ordering::SeqCst) > 0
     }
 
+    /// The embedded `o200k_base` tables cannot be decoded (a broken build: reinstall Sayri).
+    #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+    #[error("cannot build the o200k_base tokenizer: {0}")]
+    pub struct TokenizerError(pub String);
+
     /// An `o200k_base` tokenizer. Building one takes about 0.3 s and 60 MB; drop it when done.
     pub struct ExactTokenizer {
         bpe: tiktoken_rs::CoreBPE,
@@ -161,10 +166,9 @@ pub mod exact {
         /// Builds the tokenizer from the tables embedded in the binary.
         ///
         /// # Errors
-        /// The embedded tables cannot be decoded (a broken build), as a message.
-        pub fn load() -> Result<ExactTokenizer, String> {
-            let bpe = tiktoken_rs::o200k_base()
-                .map_err(|e| format!("cannot build the o200k_base tokenizer: {e}"))?;
+        /// [`TokenizerError`]: the embedded tables cannot be decoded (a broken build).
+        pub fn load() -> Result<ExactTokenizer, TokenizerError> {
+            let bpe = tiktoken_rs::o200k_base().map_err(|e| TokenizerError(e.to_string()))?;
             LIVE.fetch_add(1, Ordering::SeqCst);
             Ok(ExactTokenizer { bpe })
         }
@@ -190,7 +194,7 @@ pub mod exact {
     ///
     /// # Errors
     /// As [`ExactTokenizer::load`].
-    pub fn count_once(text: &str) -> Result<usize, String> {
+    pub fn count_once(text: &str) -> Result<usize, TokenizerError> {
         Ok(ExactTokenizer::load()?.count(text))
     }
 }

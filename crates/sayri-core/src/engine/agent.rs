@@ -37,7 +37,7 @@ use super::delta_filter::DeltaFilter;
 use super::events::{CoreEvent, EventSink};
 use super::gate::{GateRequest, GateVerdict, PermissionGate};
 use crate::domain::agents::allow;
-use crate::domain::agents::delegation::Budget;
+use crate::domain::agents::delegation::{Budget, BudgetSpent};
 use crate::domain::codeblock;
 use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnStep};
 use crate::domain::frame::{Boundary, framed};
@@ -54,8 +54,8 @@ use crate::domain::tokens::{TokenEstimator, weighted_bytes};
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
     Entropy, ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate,
-    Redactor, Role, Sandbox, SessionSeed, SessionStore, SkillLibrary, ToolCallRecord, Usage,
-    redacted_prefix,
+    Redactor, Role, Sandbox, SessionSeed, SessionStore, SkillLibrary, SkillReadError, StoreError,
+    ToolCallRecord, Usage, redacted_prefix,
 };
 use crate::sync::{lock, read, write};
 use futures::StreamExt;
@@ -168,6 +168,25 @@ pub struct TurnRequest {
     pub fresh_context: bool,
     /// Cancels the turn.
     pub cancel: CancellationToken,
+}
+
+/// Why a `read_skill` step gets no skill text; the model is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SkillRefusal {
+    /// No skill library, or no skill by that name.
+    #[error("No skill named {0} is installed.")]
+    NotInstalled(String),
+    /// The agent's `allowed_skills` leave it out.
+    #[error("Skill {0} is not allowed for this agent.")]
+    NotAllowed(String),
+    /// The library refused it or could not read it.
+    #[error("Cannot read skill {id}: {source}")]
+    Unreadable {
+        /// The skill as the model named it.
+        id: String,
+        /// The library's reason.
+        source: SkillReadError,
+    },
 }
 
 /// A command that was not run, and why.
@@ -321,10 +340,10 @@ impl AgentEngine {
 
     /// Answers a `read_skill` request of `agent`: `Ok` with the skill's `SKILL.md` (outside
     /// text), or `Err` with why not.
-    fn read_skill(&self, agent: &AgentProfile, id: &str) -> Result<String, String> {
+    fn read_skill(&self, agent: &AgentProfile, id: &str) -> Result<String, SkillRefusal> {
         let lib = read(&self.skills).clone();
         let Some(lib) = lib else {
-            return Err(format!("No skill named {id} is installed."));
+            return Err(SkillRefusal::NotInstalled(id.into()));
         };
         let known = lib
             .offered()
@@ -334,10 +353,13 @@ impl AgentEngine {
             && !(allow::permits(&agent.allowed_skills, &s.id)
                 || allow::permits(&agent.allowed_skills, &s.name))
         {
-            return Err(format!("Skill {id} is not allowed for this agent."));
+            return Err(SkillRefusal::NotAllowed(id.into()));
         }
         lib.read(known.as_ref().map_or(id, |s| s.id.as_str()))
-            .map_err(|e| format!("Cannot read skill {id}: {e}"))
+            .map_err(|source| SkillRefusal::Unreadable {
+                id: id.into(),
+                source,
+            })
     }
 
     /// The ports (the core uses the store and clock directly).
@@ -368,7 +390,7 @@ impl AgentEngine {
         weight: usize,
         messages: usize,
         prompt_tokens: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let before = self.estimator(model);
         let after = before.calibrated(weight, messages, prompt_tokens);
         if after == before {
@@ -378,7 +400,6 @@ impl AgentEngine {
         self.ports
             .store
             .set_token_rate(model, after.bytes_per_token, self.ports.clock.now_unix())
-            .map_err(|e| e.to_string())
     }
 
     /// The token estimators used so far in this process, per model (for `status`), sorted by
@@ -599,10 +620,10 @@ impl AgentEngine {
         self.ports.sandbox.run(exec, cancel.clone()).await
     }
 
-    /// Answers a `search_history` request: this session first, then every session. `Ok` holds
-    /// the hits (text from earlier messages, outside text for this turn), `Err` Sayri's note
-    /// that there are none.
-    fn search_history(&self, session_id: &str, q: &str) -> Result<String, String> {
+    /// Answers a `search_history` request: this session first, then every session. `Some`
+    /// holds the hits (text from earlier messages, outside text for this turn), `None` when
+    /// there are none.
+    fn search_history(&self, session_id: &str, q: &str) -> Option<String> {
         let store = &self.ports.store;
         let mut hits = store
             .search_messages(q, Some(session_id), 6)
@@ -611,10 +632,7 @@ impl AgentEngine {
             hits = store.search_messages(q, None, 8).unwrap_or_default();
         }
         if hits.is_empty() {
-            return Err(format!(
-                "[History search for '{}']: no matching messages.",
-                step_label(q)
-            ));
+            return None;
         }
         let mut s = String::new();
         for h in hits {
@@ -629,7 +647,7 @@ impl AgentEngine {
                 self.ports.redactor.redact(&h.content)
             ));
         }
-        Ok(s)
+        Some(s)
     }
 
     /// The title a session starts with: the first words of its first request
@@ -977,23 +995,22 @@ impl<'a> Turn<'a> {
     /// Ends the turn because the request's budget is used up (`why`). The person's own turn
     /// ends with a note as its answer, streamed like one; a delegated turn fails with it, and
     /// the turn that delegated it is told.
-    fn out_of_budget(&mut self, call: usize, why: String) -> TurnOutcome {
+    fn out_of_budget(&mut self, call: usize, why: BudgetSpent) -> TurnOutcome {
         let spent = self.tree.spent();
         if self.depth > 0 {
             let msg = format!("Stopped: {why}.");
             return self.fail(Some(error_row(&msg, self.now())), msg);
         }
-        let budget = self.tree.budget();
-        let raise = if spent.calls >= budget.calls {
-            format!(
-                "agent.delegation_budget_calls {}",
-                budget.calls.saturating_mul(2)
-            )
-        } else {
-            format!(
-                "agent.delegation_budget_tokens {}",
-                budget.tokens.saturating_mul(2)
-            )
+        let raise = match why {
+            BudgetSpent::Calls { budget } => {
+                format!("agent.delegation_budget_calls {}", budget.saturating_mul(2))
+            }
+            BudgetSpent::Tokens { budget, .. } => {
+                format!(
+                    "agent.delegation_budget_tokens {}",
+                    budget.saturating_mul(2)
+                )
+            }
         };
         let note = format!(
             "I stopped here: {why}; {} model calls and {} tokens were used. Ask me to continue if you want more done, or raise the budget (`sayri config set {raise}`).",
@@ -1176,7 +1193,7 @@ impl<'a> Turn<'a> {
             .engine
             .calibrate(&self.model, weight, messages, u.prompt_tokens)
         {
-            self.sink.emit(CoreEvent::Error(e));
+            self.sink.emit(CoreEvent::Error(e.to_string()));
         }
         self.est = self.engine.estimator(&self.model);
     }
@@ -1234,13 +1251,16 @@ impl<'a> Turn<'a> {
         let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
         let obs = match self.engine.search_history(&self.req.session_id, query) {
-            Ok(hits) => {
+            Some(hits) => {
                 let hits = self.redacted(&hits);
                 self.tree.saw(&label, &hits);
                 let header = format!("[History search for '{}'] found:", step_label(query));
                 self.redacted(&framed(&header, &self.boundary, &hits, ""))
             }
-            Err(none) => self.redacted(&none),
+            None => self.redacted(&format!(
+                "[History search for '{}']: no matching messages.",
+                step_label(query)
+            )),
         };
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,
@@ -1262,7 +1282,7 @@ impl<'a> Turn<'a> {
                 let header = format!("[Skill {}: its SKILL.md]", step_label(id));
                 framed(&header, &self.boundary, &text, "")
             }
-            Err(why) => self.redacted(&why),
+            Err(why) => self.redacted(&why.to_string()),
         };
         self.sink.emit(CoreEvent::ToolFinish {
             command: label,

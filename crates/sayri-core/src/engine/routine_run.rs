@@ -16,7 +16,7 @@ use crate::domain::routines::{RunOutcome, RunStatus};
 use crate::domain::text::cut_chars;
 use crate::engine::agent::Refusal;
 use crate::engine::events::EventSink;
-use crate::ports::{Clock, Notifier, Speaker};
+use crate::ports::{Clock, Notifier, NotifyError, SpeakError, Speaker};
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
@@ -54,9 +54,9 @@ pub struct RunReport {
     /// Prompt and completion tokens as the server reported them.
     pub usage: crate::ports::Usage,
     /// Why the notification was not shown (`None`: shown, or not wanted).
-    pub notify_error: Option<String>,
+    pub notify_error: Option<NotifyError>,
     /// Why the result was not spoken (`None`: spoken, or not wanted).
-    pub speak_error: Option<String>,
+    pub speak_error: Option<SpeakError>,
 }
 
 /// What the run needs from the daemon.
@@ -129,7 +129,7 @@ pub async fn run(
         (true, Some(s), RunStatus::Ok | RunStatus::Refused) if !outcome.summary.is_empty() => {
             s.speak(&outcome.summary).await.err()
         }
-        (true, None, _) => Some("voice output is not available in this daemon".into()),
+        (true, None, _) => Some(SpeakError::Unavailable),
         _ => None,
     };
     RunReport {

@@ -5,25 +5,42 @@
 //! [`crate::domain::agents::effective_profile`] — there is no other way to get a runnable
 //! profile from a directory, so no path can forget the creator's limits.
 
-use crate::domain::agents;
+use crate::domain::agents::{self, ChainError};
 use crate::domain::profile::AgentProfile;
 use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+/// Why an [`AgentDirectory`] could not give or store a profile. Every variant is a sentence
+/// for the person, naming what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentDirError {
+    /// The profile's file is invalid or unreadable; the adapter's message names the file and
+    /// the field.
+    #[error("{0}")]
+    Invalid(String),
+    /// An agent with this id exists already (a new agent never replaces one); nothing was
+    /// written.
+    #[error("an agent named {0} exists already")]
+    Exists(String),
+    /// The profile could not be written; the adapter's message says why and what to do.
+    #[error("{0}")]
+    NotCreated(String),
+}
+
 /// Stored agent profiles.
 pub trait AgentDirectory: Send + Sync {
     /// The profile `id` as written (its creator not applied): `Ok(None)` if there is none,
-    /// `Err` with a user-facing message naming the file and field if it is invalid. `default`
-    /// always exists (its file, or the built-in).
-    fn stored(&self, id: &str) -> Result<Option<AgentProfile>, String>;
+    /// `Err` ([`AgentDirError::Invalid`]) naming the file and field if it is invalid.
+    /// `default` always exists (its file, or the built-in).
+    fn stored(&self, id: &str) -> Result<Option<AgentProfile>, AgentDirError>;
 
     /// The id of every stored agent (`default` first), valid or not.
     fn ids(&self) -> Vec<String>;
 
     /// Stores a new agent. Fails, writing nothing, when an agent with its id exists already
     /// (a new agent never replaces one) or it cannot be written.
-    fn create(&self, profile: &AgentProfile) -> Result<(), String>;
+    fn create(&self, profile: &AgentProfile) -> Result<(), AgentDirError>;
 }
 
 /// The effective profile of agent `id` — the one way the core resolves an agent it will run:
@@ -31,10 +48,13 @@ pub trait AgentDirectory: Send + Sync {
 /// such agent.
 ///
 /// # Errors
-/// A message naming the file and field when the agent's file or a creator's is invalid, or
-/// saying which creator is missing or that the creators loop.
-pub fn effective_agent(dir: &dyn AgentDirectory, id: &str) -> Result<Option<AgentProfile>, String> {
-    agents::resolve(id, |i| dir.stored(i)).map_err(|e| e.to_string())
+/// [`ChainError`]: the agent's file or a creator's is invalid (naming the file and field), a
+/// creator is missing, or the creators loop.
+pub fn effective_agent(
+    dir: &dyn AgentDirectory,
+    id: &str,
+) -> Result<Option<AgentProfile>, ChainError> {
+    agents::resolve(id, |i| dir.stored(i))
 }
 
 /// The effective profiles of the agents `id` created directly, in id order. Agents that cannot
@@ -72,7 +92,7 @@ impl StaticAgents {
 }
 
 impl AgentDirectory for StaticAgents {
-    fn stored(&self, id: &str) -> Result<Option<AgentProfile>, String> {
+    fn stored(&self, id: &str) -> Result<Option<AgentProfile>, AgentDirError> {
         Ok(self.map().get(id).cloned())
     }
 
@@ -83,10 +103,10 @@ impl AgentDirectory for StaticAgents {
         ids
     }
 
-    fn create(&self, profile: &AgentProfile) -> Result<(), String> {
+    fn create(&self, profile: &AgentProfile) -> Result<(), AgentDirError> {
         let mut map = self.map();
         if map.contains_key(&profile.id) {
-            return Err(format!("an agent named {} exists already", profile.id));
+            return Err(AgentDirError::Exists(profile.id.clone()));
         }
         map.insert(profile.id.clone(), profile.clone());
         Ok(())

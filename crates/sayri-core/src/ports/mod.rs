@@ -13,7 +13,7 @@ pub mod skills;
 pub mod speech;
 pub mod store;
 
-pub use agents::{AgentDirectory, StaticAgents, effective_agent, sub_agents};
+pub use agents::{AgentDirError, AgentDirectory, StaticAgents, effective_agent, sub_agents};
 pub use approvals::{ApprovalStore, StoreError};
 pub use chat::{
     ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, ChatStream, FinishReason,
@@ -21,10 +21,10 @@ pub use chat::{
 };
 pub use clock::{Clock, SystemZone};
 pub use entropy::Entropy;
-pub use notify::{NoNotifier, Notifier, Speaker};
+pub use notify::{NoNotifier, Notifier, NotifyError, SpeakError, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};
-pub use skills::SkillLibrary;
+pub use skills::{SkillLibrary, SkillReadError};
 pub use store::{
     Delegated, NewMessage, OpenTurn, Preference, PreferenceUpdate, SearchHit, SessionInfo,
     SessionSeed, SessionStore, StoredMessage, ToolCallRecord,

@@ -5,6 +5,20 @@
 
 use crate::domain::prompt::SkillSummary;
 
+/// Why a skill's `SKILL.md` cannot be given to the model: a sentence for the model, naming
+/// what the person can do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SkillReadError {
+    /// The skill may not be shown as it stands: there is no such skill, it has no
+    /// `SKILL.md`, or it changed since it was scanned ("changed since it was scanned; run
+    /// `sayri skills scan <slug>`").
+    #[error("{0}")]
+    Refused(String),
+    /// Its files cannot be read; the adapter's message names the file.
+    #[error("{0}")]
+    Unreadable(String),
+}
+
 /// Installed skills that passed their scan and still match it.
 pub trait SkillLibrary: Send + Sync {
     /// The skills that may be offered now (state `ready`), in name order.
@@ -13,7 +27,7 @@ pub trait SkillLibrary: Send + Sync {
     /// The whole `SKILL.md` of installed skill `id` (slug or name).
     ///
     /// # Errors
-    /// A sentence for the model: no such skill, or the skill changed since it was scanned
-    /// ("changed since it was scanned; run `sayri skills scan <slug>`"), or it cannot be read.
-    fn read(&self, id: &str) -> Result<String, String>;
+    /// [`SkillReadError`]: no such skill, or the skill changed since it was scanned, or it
+    /// cannot be read.
+    fn read(&self, id: &str) -> Result<String, SkillReadError>;
 }

@@ -164,9 +164,9 @@ fn cron_routines_follow_the_zone_too() {
 #[test]
 fn zones_are_named_by_iana_names_with_a_hint_when_wrong() {
     assert_eq!(parse_zone("Asia/Kolkata").unwrap().name(), "Asia/Kolkata");
-    let e = parse_zone("europe/berlin").unwrap_err();
+    let e = parse_zone("europe/berlin").unwrap_err().to_string();
     assert!(e.contains("did you mean Europe/Berlin?"), "{e}");
-    let e = parse_zone("Mars/Olympus").unwrap_err();
+    let e = parse_zone("Mars/Olympus").unwrap_err().to_string();
     assert!(e.contains("timedatectl list-timezones"), "{e}");
 }
 
@@ -196,6 +196,7 @@ fn the_system_zone_comes_from_tz_then_localtime_then_etc_timezone() {
     assert!(
         z(Some("CET-1CEST,M3.5.0,M10.5.0/3"), None, None)
             .unwrap_err()
+            .to_string()
             .contains("TZ=")
     );
     assert!(z(None, None, None).is_err());
@@ -330,7 +331,12 @@ fn the_original_routines_file_converts_entry_by_entry() {
         "{:?}",
         got.refused
     );
-    assert!(parse_legacy("[]", now).unwrap_err().contains("routines"));
+    assert!(
+        parse_legacy("[]", now)
+            .unwrap_err()
+            .to_string()
+            .contains("routines")
+    );
     // The imported hourly routine continues from its last run.
     let next = got.routines[1].job().decide(zone("UTC"), now);
     assert_eq!(

@@ -83,7 +83,7 @@ impl ZoneFiles {
         let link = std::fs::read_link(&self.localtime).ok();
         let link = link.as_deref().and_then(Path::to_str);
         let etc = std::fs::read_to_string(&self.timezone).ok();
-        system_zone_from(tz_var, link, etc.as_deref())
+        system_zone_from(tz_var, link, etc.as_deref()).map_err(|e| e.to_string())
     }
 }
 

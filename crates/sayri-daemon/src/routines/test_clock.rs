@@ -75,7 +75,7 @@ impl DrivenClock {
             Err(_) => super::clock::wall_now(),
         };
         let zone = match std::env::var("SAYRI_TEST_ZONE") {
-            Ok(z) => parse_zone(&z)?,
+            Ok(z) => parse_zone(&z).map_err(|e| e.to_string())?,
             Err(_) => chrono_tz::UTC,
         };
         let clock = DrivenClock::new(start, zone);

@@ -56,7 +56,7 @@ pub fn load_file(file: &Path) -> TriggerEntry {
         .and_then(|v| v.as_object().cloned())
         .unwrap_or_default();
     let trigger = match &text {
-        Ok(t) => TriggerFile::parse(&id, t),
+        Ok(t) => TriggerFile::parse(&id, t).map_err(|e| e.to_string()),
         Err(e) => Err(format!("cannot read it: {e}")),
     };
     TriggerEntry {
@@ -88,7 +88,7 @@ pub fn write_trigger(dir: &Path, fields: &Map<String, Value>) -> Result<TriggerE
     let mut fields = fields.clone();
     fields.insert("id".into(), Value::String(id.clone()));
     let text = serde_json::to_string_pretty(&Value::Object(fields)).map_err(|e| e.to_string())?;
-    TriggerFile::parse(&id, &text)?;
+    TriggerFile::parse(&id, &text).map_err(|e| e.to_string())?;
     sayri_client::paths::ensure_private_dir(dir).map_err(|e| e.to_string())?;
     let file = dir.join(format!("{id}.json"));
     sayri_vault::atomic_write::write_atomic(&file, format!("{text}\n").as_bytes())

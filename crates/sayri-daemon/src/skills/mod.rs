@@ -28,7 +28,7 @@ use sayri_core::domain::skills::install::{self, InstallRecord, SkillState};
 use sayri_core::domain::skills::{
     Report, SKILL_FILE, SkillFile, content_hash, parse_skill_md, scan, slug_from, valid_slug,
 };
-use sayri_core::ports::SkillLibrary;
+use sayri_core::ports::{SkillLibrary, SkillReadError};
 use serde::Serialize;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -416,9 +416,12 @@ impl SkillLibrary for Skills {
             .collect()
     }
 
-    fn read(&self, id: &str) -> Result<String, String> {
+    fn read(&self, id: &str) -> Result<String, SkillReadError> {
         crate::offload::blocking(|| {
-            let text = self.read_ready(id).map_err(|e| e.to_string())?;
+            let text = self.read_ready(id).map_err(|e| match e {
+                SkillsError::Io(message) => SkillReadError::Unreadable(message),
+                refused => SkillReadError::Refused(refused.to_string()),
+            })?;
             Ok(text + &self.settings_for_model(id))
         })
     }

@@ -139,13 +139,13 @@ async fn conformance(url: &str, lifecycle: Lifecycle) -> i32 {
     code
 }
 
-fn pairs(items: &[String], what: &str) -> Result<Vec<(String, String)>, String> {
+fn pairs(items: &[String], what: &str) -> Result<Vec<(String, String)>, Failure> {
     items
         .iter()
         .map(|i| {
             i.split_once('=')
                 .map(|(k, v)| (k.to_string(), v.to_string()))
-                .ok_or_else(|| format!("--{what} {i:?}: write NAME=VALUE"))
+                .ok_or_else(|| Failure::Other(format!("--{what} {i:?}: write NAME=VALUE")))
         })
         .collect()
 }
@@ -189,15 +189,9 @@ async fn stdio_inner(a: &StdioArgs) -> Result<Value, Failure> {
     def.level = a.level;
     def.network = a.network;
     def.read = a.read.clone();
-    def.env = pairs(&a.env, "env")
-        .map_err(Failure::Other)?
-        .into_iter()
-        .collect();
-    def.secrets = pairs(&a.secret, "secret")
-        .map_err(Failure::Other)?
-        .into_iter()
-        .collect();
-    def.validate().map_err(Failure::Other)?;
+    def.env = pairs(&a.env, "env")?.into_iter().collect();
+    def.secrets = pairs(&a.secret, "secret")?.into_iter().collect();
+    def.validate().map_err(|e| Failure::Other(e.to_string()))?;
     let vault: Map<String, Value> = if def.secrets.is_empty() {
         Map::new()
     } else {
@@ -216,7 +210,7 @@ async fn stdio_inner(a: &StdioArgs) -> Result<Value, Failure> {
             .and_then(Value::as_str)
             .map(|v| Zeroizing::new(v.to_string()))
     })
-    .map_err(Failure::Other)?;
+    .map_err(|e| Failure::Other(e.to_string()))?;
     let helper = std::env::current_exe()
         .map_err(|e| Failure::Other(format!("cannot find this program: {e}")))?;
     let sandbox = LinuxSandbox::new(LinuxSandboxSettings {

@@ -31,6 +31,7 @@ pub mod window;
 
 use crate::message::Event;
 use crate::names::event as name;
+use crate::reply::Nonconforming;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -85,28 +86,23 @@ pub fn parse<E: EventPayload>(frame: &Event) -> Option<Result<E, EventError>> {
 /// serde_json's `float_roundtrip` feature, as [`crate::reply::conforms`] says).
 ///
 /// # Errors
-/// What does not fit, or both texts when they differ.
-pub fn conforms(frame: &Event) -> Result<(), String> {
-    let typed = match AnyEvent::read(frame) {
-        Ok(AnyEvent::Unknown(_)) => {
-            return Err(format!("{} is not an event of the protocol", frame.event));
-        }
-        Ok(typed) => typed,
-        Err(e) => return Err(e.to_string()),
+/// [`Nonconforming`]: what does not fit, or both texts when they differ.
+pub fn conforms(frame: &Event) -> Result<(), Nonconforming> {
+    let typed = match AnyEvent::read(frame)? {
+        AnyEvent::Unknown(_) => return Err(Nonconforming::UnknownEvent(frame.event.clone())),
+        typed => typed,
     };
-    let again = typed.frame().map_err(|e| e.to_string())?;
+    let again = typed.frame()?;
     let text = |f: &Event| serde_json::to_value(f).map(|v| v.to_string());
-    let (sent, written) = (
-        text(frame).map_err(|e| e.to_string())?,
-        text(&again).map_err(|e| e.to_string())?,
-    );
-    if sent == written {
+    let (sent, typed) = (text(frame)?, text(&again)?);
+    if sent == typed {
         Ok(())
     } else {
-        Err(format!(
-            "the {} event is not its event type:\n  sent  {sent}\n  typed {written}",
-            frame.event
-        ))
+        Err(Nonconforming::EventDiffers {
+            event: frame.event.clone(),
+            sent,
+            typed,
+        })
     }
 }
 
@@ -288,9 +284,14 @@ mod tests {
         };
         assert_eq!(conforms(&busy(serde_json::json!({"active": true}))), Ok(()));
         let extra = busy(serde_json::json!({"active": true, "since": 3}));
-        assert!(conforms(&extra).unwrap_err().contains("since"));
+        assert!(conforms(&extra).unwrap_err().to_string().contains("since"));
         let missing = busy(serde_json::json!({}));
-        assert!(conforms(&missing).unwrap_err().contains("active"));
+        assert!(
+            conforms(&missing)
+                .unwrap_err()
+                .to_string()
+                .contains("active")
+        );
         assert!(conforms(&Event::new("from_the_future", Map::new())).is_err());
     }
 

@@ -112,6 +112,50 @@ pub fn decode<P: Params>(result: Value) -> Result<P::Reply, ReplyError> {
     })
 }
 
+/// Why a frame off the wire is not exactly its declared type: what [`conforms`] and
+/// [`crate::event::conforms`] report to the tests that hold the daemon to its types.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Nonconforming {
+    /// An event name the protocol does not have.
+    #[error("{0} is not an event of the protocol")]
+    UnknownEvent(String),
+    /// The event's payload does not read into its type.
+    #[error(transparent)]
+    Event(#[from] crate::event::EventError),
+    /// The reply does not read into its type.
+    #[error(transparent)]
+    Reply(#[from] ReplyError),
+    /// The typed value cannot be written as JSON again (serde_json's message).
+    #[error("{0}")]
+    Encode(String),
+    /// The reply reads into its type but is written back differently.
+    #[error("the reply to {cmd} is not its reply type:\n  sent  {sent}\n  typed {typed}")]
+    ReplyDiffers {
+        /// The command.
+        cmd: String,
+        /// The reply as sent.
+        sent: String,
+        /// The reply as its type writes it.
+        typed: String,
+    },
+    /// The event reads into its type but is written back differently.
+    #[error("the {event} event is not its event type:\n  sent  {sent}\n  typed {typed}")]
+    EventDiffers {
+        /// The event name.
+        event: String,
+        /// The frame as sent.
+        sent: String,
+        /// The frame as its type writes it.
+        typed: String,
+    },
+}
+
+impl From<serde_json::Error> for Nonconforming {
+    fn from(e: serde_json::Error) -> Self {
+        Nonconforming::Encode(e.to_string())
+    }
+}
+
 /// Whether `result`, a successful reply to `cmd` as it came off the wire, is exactly `cmd`'s
 /// reply type: read into the type and written again it gives the same JSON text (no member
 /// the type lacks, none it would add, the same `null`s and numbers). A command without a
@@ -121,8 +165,8 @@ pub fn decode<P: Params>(result: Value) -> Result<P::Reply, ReplyError> {
 /// serde_json's `float_roundtrip` feature, or a float may read one unit off and not compare.
 ///
 /// # Errors
-/// What does not fit, or both texts when they differ.
-pub fn conforms(cmd: &str, result: &Value) -> Result<(), String> {
+/// [`Nonconforming`]: what does not fit, or both texts when they differ.
+pub fn conforms(cmd: &str, result: &Value) -> Result<(), Nonconforming> {
     let Some(info) = crate::params::info(cmd) else {
         return Ok(());
     };
@@ -131,9 +175,11 @@ pub fn conforms(cmd: &str, result: &Value) -> Result<(), String> {
     if sent == typed {
         Ok(())
     } else {
-        Err(format!(
-            "the reply to {cmd} is not its reply type:\n  sent  {sent}\n  typed {typed}"
-        ))
+        Err(Nonconforming::ReplyDiffers {
+            cmd: cmd.to_string(),
+            sent,
+            typed,
+        })
     }
 }
 
@@ -197,13 +243,19 @@ mod tests {
         let v = json!({"protocol_version": 1, "version": "0.1.0"});
         assert_eq!(conforms("version", &v), Ok(()));
         let extra = json!({"protocol_version": 1, "version": "0.1.0", "build": "x"});
-        assert!(conforms("version", &extra).unwrap_err().contains("build"));
+        assert!(
+            conforms("version", &extra)
+                .unwrap_err()
+                .to_string()
+                .contains("build")
+        );
         let float = json!({"protocol_version": 1.0, "version": "0.1.0"});
         assert!(conforms("version", &float).is_err());
         let renamed = json!({"protocol": 1, "version": "0.1.0"});
         assert!(
             conforms("version", &renamed)
                 .unwrap_err()
+                .to_string()
                 .contains("protocol_version")
         );
         assert_eq!(conforms("no_such_command", &json!(1)), Ok(()));

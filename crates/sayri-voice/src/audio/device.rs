@@ -250,7 +250,7 @@ impl MicStream {
             backlog,
             reported_drops: 0,
             stop,
-            resampler: StreamResampler::new(rate).map_err(AudioError::Io)?,
+            resampler: StreamResampler::new(rate).map_err(|e| AudioError::Io(e.to_string()))?,
             pending: VecDeque::new(),
         })
     }
@@ -490,7 +490,8 @@ impl DeviceSink {
             rate,
             shared,
             stop,
-            resampler: StreamResampler::between(SAMPLE_RATE, rate).map_err(AudioError::Io)?,
+            resampler: StreamResampler::between(SAMPLE_RATE, rate)
+                .map_err(|e| AudioError::Io(e.to_string()))?,
         })
     }
 }

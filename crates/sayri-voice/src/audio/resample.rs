@@ -1,8 +1,9 @@
 //! Conversion to 16 kHz mono: channel mix-down and band-limited resampling (rubato's FFT
 //! resampler), for whole clips and for streams.
 
+use rubato::audioadapter_buffers::SizeError;
 use rubato::audioadapter_buffers::direct::InterleavedSlice;
-use rubato::{Fft, FixedSync, Resampler};
+use rubato::{Fft, FixedSync, Resampler, ResamplerConstructionError};
 use sayri_core::ports::audio::SAMPLE_RATE;
 
 /// Averages interleaved `channels` into mono.
@@ -20,8 +21,40 @@ fn to_i16(x: f32) -> i16 {
     (x * 32768.0).round().clamp(-32768.0, 32767.0) as i16
 }
 
-/// Resamples a whole mono clip from `rate` to 16 kHz. Errors name the unsupported rate.
-pub fn to_16k(samples: &[i16], rate: u32) -> Result<Vec<i16>, String> {
+/// Why audio cannot be resampled; the setup errors name the unsupported rate.
+#[derive(Debug, thiserror::Error)]
+pub enum ResampleError {
+    /// No resampler from `from` Hz to 16 kHz (a whole clip).
+    #[error("cannot resample {from} Hz audio: {source}")]
+    Clip {
+        /// The clip's rate.
+        from: u32,
+        /// rubato's reason.
+        source: ResamplerConstructionError,
+    },
+    /// No resampler from `from` Hz to `to` Hz (a stream).
+    #[error("cannot resample {from} Hz audio to {to} Hz: {source}")]
+    Stream {
+        /// The input rate.
+        from: u32,
+        /// The output rate.
+        to: u32,
+        /// rubato's reason.
+        source: ResamplerConstructionError,
+    },
+    /// The samples do not fit the resampler's buffer.
+    #[error(transparent)]
+    Buffer(#[from] SizeError),
+    /// The resampler failed on the samples.
+    #[error("resampling failed: {0}")]
+    Process(rubato::ResampleError),
+}
+
+/// Resamples a whole mono clip from `rate` to 16 kHz.
+///
+/// # Errors
+/// [`ResampleError`], naming the unsupported rate.
+pub fn to_16k(samples: &[i16], rate: u32) -> Result<Vec<i16>, ResampleError> {
     if rate == SAMPLE_RATE || samples.is_empty() {
         return Ok(samples.to_vec());
     }
@@ -33,11 +66,11 @@ pub fn to_16k(samples: &[i16], rate: u32) -> Result<Vec<i16>, String> {
         1,
         FixedSync::Input,
     )
-    .map_err(|e| format!("cannot resample {rate} Hz audio: {e}"))?;
-    let adapter = InterleavedSlice::new(&input, 1, input.len()).map_err(|e| e.to_string())?;
+    .map_err(|source| ResampleError::Clip { from: rate, source })?;
+    let adapter = InterleavedSlice::new(&input, 1, input.len())?;
     let out = r
         .process_all(&adapter, input.len(), None)
-        .map_err(|e| format!("resampling failed: {e}"))?;
+        .map_err(ResampleError::Process)?;
     Ok(out.take_data().into_iter().map(to_i16).collect())
 }
 
@@ -50,18 +83,24 @@ pub struct StreamResampler {
 
 impl StreamResampler {
     /// A resampler from `rate` Hz to 16 kHz (a pass-through at 16 kHz).
-    pub fn new(rate: u32) -> Result<StreamResampler, String> {
+    ///
+    /// # Errors
+    /// [`ResampleError::Stream`]: the rate is not supported.
+    pub fn new(rate: u32) -> Result<StreamResampler, ResampleError> {
         StreamResampler::between(rate, SAMPLE_RATE)
     }
 
     /// A resampler from `from` Hz to `to` Hz.
-    pub fn between(from: u32, to: u32) -> Result<StreamResampler, String> {
+    ///
+    /// # Errors
+    /// [`ResampleError::Stream`]: the rates are not supported.
+    pub fn between(from: u32, to: u32) -> Result<StreamResampler, ResampleError> {
         let inner = if from == to {
             None
         } else {
             Some(
                 Fft::<f32>::new(from as usize, to as usize, 1024, 1, FixedSync::Input)
-                    .map_err(|e| format!("cannot resample {from} Hz audio to {to} Hz: {e}"))?,
+                    .map_err(|source| ResampleError::Stream { from, to, source })?,
             )
         };
         let skip = inner.as_ref().map_or(0, |r| r.output_delay());

@@ -39,7 +39,7 @@ pub fn read_wav_16k(path: &Path) -> Result<Vec<i16>, AudioError> {
         (fmt, bits) => return Err(bad(format!("unsupported WAV format {fmt:?} {bits}-bit"))),
     };
     let mono = to_mono(&interleaved, usize::from(spec.channels));
-    to_16k(&mono, spec.sample_rate).map_err(bad)
+    to_16k(&mono, spec.sample_rate).map_err(|e| bad(e.to_string()))
 }
 
 /// Writes 16 kHz mono 16-bit samples to a WAV file.

@@ -3,7 +3,7 @@
 //! thread resamples the audio to 16 kHz as it arrives; cancelling kills the process, so
 //! synthesis stops at once, not only playback.
 
-use crate::audio::resample::StreamResampler;
+use crate::audio::resample::{ResampleError, StreamResampler};
 use sayri_core::ports::speech::{SpeechError, SpeechStream};
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin};
@@ -25,7 +25,7 @@ pub struct ProcessStream {
     engine: &'static str,
     child: Mutex<Option<Child>>,
     stdin: Mutex<Option<ChildStdin>>,
-    audio: Mutex<Receiver<Result<Vec<i16>, String>>>,
+    audio: Mutex<Receiver<Result<Vec<i16>, ResampleError>>>,
     stderr: Arc<Mutex<String>>,
     finished: AtomicBool,
     cancelled: AtomicBool,
@@ -90,7 +90,7 @@ impl ProcessStream {
     }
 }
 
-fn read_audio(mut out: impl Read, framing: Framing, tx: Sender<Result<Vec<i16>, String>>) {
+fn read_audio(mut out: impl Read, framing: Framing, tx: Sender<Result<Vec<i16>, ResampleError>>) {
     let rate = match framing {
         Framing::Raw(r) => r,
         Framing::Wav => {

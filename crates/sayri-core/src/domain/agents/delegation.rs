@@ -63,6 +63,30 @@ pub struct Spent {
     pub tokens: u64,
 }
 
+/// Why a request may make no further model call: its budget (its sub-agents' spending
+/// included) is used up. The text names the setting that raises it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetSpent {
+    /// The calls are used up.
+    #[error(
+        "this request has used its budget of {budget} model calls (its sub-agents' included; setting agent.delegation_budget_calls)"
+    )]
+    Calls {
+        /// The budget's calls.
+        budget: usize,
+    },
+    /// The tokens are used up.
+    #[error(
+        "this request has used its budget of {budget} tokens ({spent} so far, its sub-agents' included; setting agent.delegation_budget_tokens)"
+    )]
+    Tokens {
+        /// The budget's tokens.
+        budget: u64,
+        /// The tokens spent so far.
+        spent: u64,
+    },
+}
+
 impl Spent {
     /// Why no further model call may be made within `budget`, or `None` when one may.
     ///
@@ -70,21 +94,20 @@ impl Spent {
     /// use sayri_core::domain::agents::delegation::{Budget, Spent};
     /// let b = Budget { calls: 3, tokens: 1000 };
     /// assert!(Spent { calls: 2, tokens: 999 }.exhausted(&b).is_none());
-    /// assert!(Spent { calls: 3, tokens: 0 }.exhausted(&b).unwrap().contains("3 model calls"));
-    /// assert!(Spent { calls: 0, tokens: 1000 }.exhausted(&b).unwrap().contains("1000 tokens"));
+    /// assert!(Spent { calls: 3, tokens: 0 }.exhausted(&b).unwrap().to_string().contains("3 model calls"));
+    /// assert!(Spent { calls: 0, tokens: 1000 }.exhausted(&b).unwrap().to_string().contains("1000 tokens"));
     /// ```
-    pub fn exhausted(&self, budget: &Budget) -> Option<String> {
+    pub fn exhausted(&self, budget: &Budget) -> Option<BudgetSpent> {
         if self.calls >= budget.calls {
-            return Some(format!(
-                "this request has used its budget of {} model calls (its sub-agents' included; setting agent.delegation_budget_calls)",
-                budget.calls
-            ));
+            return Some(BudgetSpent::Calls {
+                budget: budget.calls,
+            });
         }
         if self.tokens >= budget.tokens {
-            return Some(format!(
-                "this request has used its budget of {} tokens ({} so far, its sub-agents' included; setting agent.delegation_budget_tokens)",
-                budget.tokens, self.tokens
-            ));
+            return Some(BudgetSpent::Tokens {
+                budget: budget.tokens,
+                spent: self.tokens,
+            });
         }
         None
     }

@@ -205,17 +205,17 @@ pub enum ChainError {
 }
 
 /// Loads agent `id` and its creators with `stored` (profiles as written: `Ok(None)` when there
-/// is no such agent, `Err` naming the file and field when its file is invalid) and returns its
-/// effective profile. `Ok(None)` when `id` itself does not exist.
+/// is no such agent, `Err` naming the file and field when its file is invalid — any error whose
+/// text says so) and returns its effective profile. `Ok(None)` when `id` itself does not exist.
 ///
 /// # Errors
 /// [`ChainError`]: the agent's file or a creator's is invalid, a creator is missing, the
 /// creators loop, or there are more than [`MAX_CHAIN`].
-pub fn resolve(
+pub fn resolve<E: std::fmt::Display>(
     id: &str,
-    mut stored: impl FnMut(&str) -> Result<Option<AgentProfile>, String>,
+    mut stored: impl FnMut(&str) -> Result<Option<AgentProfile>, E>,
 ) -> Result<Option<AgentProfile>, ChainError> {
-    let Some(child) = stored(id).map_err(ChainError::Bad)? else {
+    let Some(child) = stored(id).map_err(|e| ChainError::Bad(e.to_string()))? else {
         return Ok(None);
     };
     let creators = creators_of(&child, &mut stored)?;
@@ -226,9 +226,9 @@ pub fn resolve(
 ///
 /// # Errors
 /// As [`resolve`].
-pub fn creators_of(
+pub fn creators_of<E: std::fmt::Display>(
     child: &AgentProfile,
-    mut stored: impl FnMut(&str) -> Result<Option<AgentProfile>, String>,
+    mut stored: impl FnMut(&str) -> Result<Option<AgentProfile>, E>,
 ) -> Result<Vec<AgentProfile>, ChainError> {
     let mut chain: Vec<AgentProfile> = Vec::new();
     let mut seen = vec![child.id.clone()];
@@ -254,11 +254,11 @@ pub fn creators_of(
                     creator,
                 });
             }
-            Err(message) => {
+            Err(e) => {
                 return Err(ChainError::BadCreator {
                     agent: child.id.clone(),
                     creator,
-                    message,
+                    message: e.to_string(),
                 });
             }
         };

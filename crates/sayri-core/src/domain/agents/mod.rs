@@ -24,6 +24,28 @@ pub use effective::{
 
 use sayri_protocol::SandboxLevel;
 
+/// Why an agent may not create agents or install skills: only agents at levels 3 and 4 may.
+/// The text is the refusal shown to the person, with what to do instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LevelRefusal {
+    /// Creating a sub-agent at levels 0–2.
+    #[error(
+        "This agent runs at {level}, and agents at levels 0–2 cannot create sub-agents. Nothing was created. Create it yourself with `sayri agents create`, or ask an agent at level 3 or 4."
+    )]
+    CreateAgents {
+        /// The agent's level.
+        level: SandboxLevel,
+    },
+    /// Installing or creating a skill or plugin at levels 0–2.
+    #[error(
+        "This agent runs at {level}, and agents at levels 0–2 cannot install or create skills or plugins. Nothing was installed. Install it yourself from a terminal, or ask an agent at level 3 or 4."
+    )]
+    InstallSkills {
+        /// The agent's level.
+        level: SandboxLevel,
+    },
+}
+
 /// Whether an agent at `level` may create agents: only levels 3 and 4. `Err` is the refusal
 /// shown to the user (no model is asked, nothing is written).
 ///
@@ -33,22 +55,18 @@ use sayri_protocol::SandboxLevel;
 /// assert!(may_create_agents(SandboxLevel::IsolatedDev).is_err());
 /// assert!(may_create_agents(SandboxLevel::HostUser).is_ok());
 /// ```
-pub fn may_create_agents(level: SandboxLevel) -> Result<(), String> {
+pub fn may_create_agents(level: SandboxLevel) -> Result<(), LevelRefusal> {
     if level >= SandboxLevel::HostUser {
         return Ok(());
     }
-    Err(format!(
-        "This agent runs at {level}, and agents at levels 0–2 cannot create sub-agents. Nothing was created. Create it yourself with `sayri agents create`, or ask an agent at level 3 or 4."
-    ))
+    Err(LevelRefusal::CreateAgents { level })
 }
 
 /// Whether an agent at `level` may install skills or plugins: only levels 3 and 4. `Err` is the
 /// refusal shown to the user (no model is asked).
-pub fn may_install_skills(level: SandboxLevel) -> Result<(), String> {
+pub fn may_install_skills(level: SandboxLevel) -> Result<(), LevelRefusal> {
     if level >= SandboxLevel::HostUser {
         return Ok(());
     }
-    Err(format!(
-        "This agent runs at {level}, and agents at levels 0–2 cannot install or create skills or plugins. Nothing was installed. Install it yourself from a terminal, or ask an agent at level 3 or 4."
-    ))
+    Err(LevelRefusal::InstallSkills { level })
 }

@@ -8,7 +8,7 @@
 
 use super::{ConfigValue, ValueType};
 use crate::domain::profile::valid_agent_id;
-use crate::domain::strip::check_patterns;
+use crate::domain::strip::{PatternError, check_patterns};
 use crate::domain::text::cut_chars;
 
 /// Longest URL accepted, in characters.
@@ -23,6 +23,135 @@ pub const MAX_PATTERNS_LEN: usize = 4096;
 pub const MAX_CREDENTIAL_LEN: usize = 4096;
 /// Longest name (`Check::Name`, agent ids), in characters.
 pub const MAX_NAME_LEN: usize = 64;
+
+/// What is wrong with a value of the right type, in words that never repeat a secret (the
+/// caller adds the key and [`Check::expected`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueProblem {
+    /// A value of another type than the check's.
+    #[error("a value of the wrong type")]
+    WrongType,
+    /// A number outside the check's range.
+    #[error("out of range")]
+    OutOfRange,
+    /// A word not among the choices.
+    #[error("not one of the choices")]
+    NotAChoice,
+    /// Plain `http://` to another machine where only `https://` (or this machine) is allowed.
+    #[error(
+        "plain http:// is allowed only to this machine (127.0.0.1, ::1, localhost); use https://"
+    )]
+    PlainHttpElsewhere,
+    /// Longer than this many characters.
+    #[error("longer than {0} characters")]
+    LongerThanChars(usize),
+    /// Longer than this many bytes.
+    #[error("longer than {0} bytes")]
+    LongerThanBytes(usize),
+    /// A control character other than a line break or tab.
+    #[error("contains a control character")]
+    ControlCharacter,
+    /// A control character or a line break in a one-line value.
+    #[error("contains a control character or a line break")]
+    ControlOrLineBreak,
+    /// A space or a control character in a URL.
+    #[error("contains a space or a control character")]
+    SpaceOrControl,
+    /// A URL of another scheme.
+    #[error("does not start with http:// or https://")]
+    NotHttp,
+    /// Text the URL parser rejects.
+    #[error("not a URL: {0}")]
+    NotAUrl(url::ParseError),
+    /// A URL without a host.
+    #[error("no host")]
+    NoHost,
+    /// A URL with port 0.
+    #[error("port 0 is not a usable port")]
+    PortZero,
+    /// A base URL with a query or a fragment.
+    #[error("a base URL cannot have a query (?…) or a fragment (#…)")]
+    QueryOrFragment,
+    /// An empty line where one is needed.
+    #[error("empty")]
+    Empty,
+    /// A line with a space at either end.
+    #[error("starts or ends with a space")]
+    EdgeSpace,
+    /// Not a name of letters, digits, `-`, `_` and `.`.
+    #[error("not a valid name")]
+    NotAName,
+    /// Not a language code.
+    #[error("not a language code")]
+    NotALanguage,
+    /// Not a `language_REGION` code.
+    #[error("not a language_REGION code")]
+    NotALocale,
+    /// Not a valid agent id.
+    #[error("not a valid agent id")]
+    NotAnAgentId,
+    /// A local model that is neither an absolute path nor a model name.
+    #[error("neither an absolute path nor a model name (letters, digits, '-', '_', '.')")]
+    NotAModel,
+    /// A local model path without `.gguf`.
+    #[error("a model file path must end in .gguf")]
+    NotGguf,
+    /// A key shorter than the redactor can hide.
+    #[error("shorter than {0} characters, too short to be hidden from command output")]
+    CredentialTooShort(usize),
+    /// A key with a space or a byte an HTTP header cannot carry.
+    #[error("contains a space or a character that cannot be sent in an HTTP header")]
+    NotHeaderSafe,
+    /// A list with more than this many entries.
+    #[error("more than {0} entries")]
+    TooManyEntries(usize),
+    /// A header line without `:`.
+    #[error("entry {entry} has no ':' between name and value")]
+    HeaderWithoutColon {
+        /// 1-based entry number.
+        entry: usize,
+    },
+    /// A header name with a character outside RFC 9110's `tchar`.
+    #[error("entry {entry}: the header name must be letters, digits and !#$%&'*+-.^_`|~")]
+    HeaderName {
+        /// 1-based entry number.
+        entry: usize,
+    },
+    /// A header value that is not printable ASCII (the value is never shown: header values
+    /// often carry credentials).
+    #[error(
+        "entry {entry} ({name}): the value must be printable ASCII (no line breaks or control characters)"
+    )]
+    HeaderValue {
+        /// 1-based entry number.
+        entry: usize,
+        /// The header's name.
+        name: String,
+    },
+    /// A path longer than [`MAX_PATH_LEN`] bytes.
+    #[error("entry {entry} is longer than {MAX_PATH_LEN} bytes")]
+    EntryTooLong {
+        /// 1-based entry number.
+        entry: usize,
+    },
+    /// A path with a control character.
+    #[error("entry {entry} contains a control character")]
+    EntryControl {
+        /// 1-based entry number.
+        entry: usize,
+    },
+    /// A relative path.
+    #[error("entry {entry} ({shown:?}) is not an absolute path: it must start with '/'")]
+    NotAbsolute {
+        /// 1-based entry number.
+        entry: usize,
+        /// The path's first 80 characters.
+        shown: String,
+    },
+    /// A `strip_patterns` entry that does not compile.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+}
 
 /// The meaning of a setting's value: what [`Check::validate`] enforces on top of the type.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -215,10 +344,13 @@ impl Check {
         }
     }
 
-    /// Checks `value` (already of the right type). `Err` says what is wrong with it, in words
-    /// that never repeat a secret (e.g. `no host`, `pattern "((((" does not compile: unclosed
-    /// group`); the caller adds the key and [`Check::expected`].
-    pub fn validate(&self, value: &ConfigValue) -> Result<(), String> {
+    /// Checks `value` (already of the right type).
+    ///
+    /// # Errors
+    /// [`ValueProblem`]: what is wrong with it, in words that never repeat a secret (e.g.
+    /// `no host`, `pattern "((((" does not compile: unclosed group`); the caller adds the key
+    /// and [`Check::expected`].
+    pub fn validate(&self, value: &ConfigValue) -> Result<(), ValueProblem> {
         match (self, value) {
             (Check::Flag, ConfigValue::Bool(_)) => Ok(()),
             (Check::Int { min, max, .. }, ConfigValue::Int(v)) => {
@@ -234,7 +366,7 @@ impl Check {
                 if words.contains(&s.as_str()) {
                     Ok(())
                 } else {
-                    Err("not one of the choices".into())
+                    Err(ValueProblem::NotAChoice)
                 }
             }
             (Check::HttpUrl, ConfigValue::Str(s)) => http_url(s),
@@ -248,69 +380,69 @@ impl Check {
                 if valid_agent_id(s) && s.chars().count() <= MAX_NAME_LEN {
                     Ok(())
                 } else {
-                    Err("not a valid agent id".into())
+                    Err(ValueProblem::NotAnAgentId)
                 }
             }
             (Check::Patterns, ConfigValue::Str(s)) => {
                 if s.len() > MAX_PATTERNS_LEN {
-                    return Err(format!("longer than {MAX_PATTERNS_LEN} bytes"));
+                    return Err(ValueProblem::LongerThanBytes(MAX_PATTERNS_LEN));
                 }
                 if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-                    return Err("contains a control character".into());
+                    return Err(ValueProblem::ControlCharacter);
                 }
-                check_patterns(s)
+                Ok(check_patterns(s)?)
             }
             (Check::Credential { min }, ConfigValue::Str(s)) => credential(s, *min),
             (Check::LocalModel, ConfigValue::Str(s)) => local_model(s),
             (Check::Headers, ConfigValue::StrList(items)) => headers(items),
             (Check::AbsolutePaths { .. }, ConfigValue::StrList(items)) => absolute_paths(items),
-            _ => Err("a value of the wrong type".into()),
+            _ => Err(ValueProblem::WrongType),
         }
     }
 }
 
-fn in_range(ok: bool) -> Result<(), String> {
+fn in_range(ok: bool) -> Result<(), ValueProblem> {
     if ok {
         Ok(())
     } else {
-        Err("out of range".into())
+        Err(ValueProblem::OutOfRange)
     }
 }
 
-fn http_url(s: &str) -> Result<(), String> {
+fn http_url(s: &str) -> Result<(), ValueProblem> {
     if s.chars().count() > MAX_URL_LEN {
-        return Err(format!("longer than {MAX_URL_LEN} characters"));
+        return Err(ValueProblem::LongerThanChars(MAX_URL_LEN));
     }
     if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("contains a space or a control character".into());
+        return Err(ValueProblem::SpaceOrControl);
     }
     let lower = s.to_ascii_lowercase();
     if !lower.starts_with("http://") && !lower.starts_with("https://") {
-        return Err("does not start with http:// or https://".into());
+        return Err(ValueProblem::NotHttp);
     }
-    let url = url::Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+    let url = url::Url::parse(s).map_err(ValueProblem::NotAUrl)?;
     if url.host_str().is_none_or(str::is_empty) {
-        return Err("no host".into());
+        return Err(ValueProblem::NoHost);
     }
     if url.port() == Some(0) {
-        return Err("port 0 is not a usable port".into());
+        return Err(ValueProblem::PortZero);
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err("a base URL cannot have a query (?…) or a fragment (#…)".into());
+        return Err(ValueProblem::QueryOrFragment);
     }
     Ok(())
 }
 
-fn secure_url(s: &str) -> Result<(), String> {
+fn secure_url(s: &str) -> Result<(), ValueProblem> {
     if s.is_empty() {
         return Ok(());
     }
     http_url(s)?;
-    let url = url::Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+    let url = url::Url::parse(s).map_err(ValueProblem::NotAUrl)?;
     if url.scheme() == "https" || is_loopback(&url) {
         Ok(())
     } else {
-        Err("plain http:// is allowed only to this machine (127.0.0.1, ::1, localhost); use https://".into())
+        Err(ValueProblem::PlainHttpElsewhere)
     }
 }
 
@@ -331,37 +463,37 @@ pub fn is_loopback(url: &url::Url) -> bool {
     }
 }
 
-fn line(s: &str, max: usize, empty_ok: bool) -> Result<(), String> {
+fn line(s: &str, max: usize, empty_ok: bool) -> Result<(), ValueProblem> {
     if s.is_empty() {
         return if empty_ok {
             Ok(())
         } else {
-            Err("empty".into())
+            Err(ValueProblem::Empty)
         };
     }
     if s.chars().count() > max {
-        return Err(format!("longer than {max} characters"));
+        return Err(ValueProblem::LongerThanChars(max));
     }
     if s.chars().any(char::is_control) {
-        return Err("contains a control character or a line break".into());
+        return Err(ValueProblem::ControlOrLineBreak);
     }
     if s.trim() != s {
-        return Err("starts or ends with a space".into());
+        return Err(ValueProblem::EdgeSpace);
     }
     Ok(())
 }
 
-fn paragraph(s: &str, max: usize) -> Result<(), String> {
+fn paragraph(s: &str, max: usize) -> Result<(), ValueProblem> {
     if s.len() > max {
-        return Err(format!("longer than {max} bytes"));
+        return Err(ValueProblem::LongerThanBytes(max));
     }
     if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return Err("contains a control character".into());
+        return Err(ValueProblem::ControlCharacter);
     }
     Ok(())
 }
 
-fn name(s: &str) -> Result<(), String> {
+fn name(s: &str) -> Result<(), ValueProblem> {
     let ok = !s.is_empty()
         && !s.starts_with('.')
         && s.chars().count() <= MAX_NAME_LEN
@@ -370,20 +502,20 @@ fn name(s: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err("not a valid name".into())
+        Err(ValueProblem::NotAName)
     }
 }
 
-fn language(s: &str) -> Result<(), String> {
+fn language(s: &str) -> Result<(), ValueProblem> {
     let code = (2..=3).contains(&s.len()) && s.chars().all(|c| c.is_ascii_lowercase());
     if s == "auto" || code {
         Ok(())
     } else {
-        Err("not a language code".into())
+        Err(ValueProblem::NotALanguage)
     }
 }
 
-fn locale(s: &str) -> Result<(), String> {
+fn locale(s: &str) -> Result<(), ValueProblem> {
     let ok = s.split_once('_').is_some_and(|(lang, region)| {
         (2..=3).contains(&lang.len())
             && lang.chars().all(|c| c.is_ascii_lowercase())
@@ -393,44 +525,40 @@ fn locale(s: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err("not a language_REGION code".into())
+        Err(ValueProblem::NotALocale)
     }
 }
 
-fn local_model(s: &str) -> Result<(), String> {
+fn local_model(s: &str) -> Result<(), ValueProblem> {
     if s.is_empty() {
         return Ok(());
     }
     if !s.starts_with('/') {
-        return name(s).map_err(|_| {
-            "neither an absolute path nor a model name (letters, digits, '-', '_', '.')".into()
-        });
+        return name(s).map_err(|_| ValueProblem::NotAModel);
     }
     if s.len() > MAX_PATH_LEN {
-        return Err(format!("longer than {MAX_PATH_LEN} bytes"));
+        return Err(ValueProblem::LongerThanBytes(MAX_PATH_LEN));
     }
     if s.chars().any(char::is_control) {
-        return Err("contains a control character".into());
+        return Err(ValueProblem::ControlCharacter);
     }
     if !s.ends_with(".gguf") {
-        return Err("a model file path must end in .gguf".into());
+        return Err(ValueProblem::NotGguf);
     }
     Ok(())
 }
 
-fn credential(s: &str, min: usize) -> Result<(), String> {
+fn credential(s: &str, min: usize) -> Result<(), ValueProblem> {
     if !s.is_empty() && s.len() < min {
-        return Err(format!(
-            "shorter than {min} characters, too short to be hidden from command output"
-        ));
+        return Err(ValueProblem::CredentialTooShort(min));
     }
     if s.len() > MAX_CREDENTIAL_LEN {
-        return Err(format!("longer than {MAX_CREDENTIAL_LEN} bytes"));
+        return Err(ValueProblem::LongerThanBytes(MAX_CREDENTIAL_LEN));
     }
     if s.bytes().all(|b| b.is_ascii_graphic()) {
         Ok(())
     } else {
-        Err("contains a space or a character that cannot be sent in an HTTP header".into())
+        Err(ValueProblem::NotHeaderSafe)
     }
 }
 
@@ -439,20 +567,18 @@ fn is_tchar(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
 
-fn headers(items: &[String]) -> Result<(), String> {
+fn headers(items: &[String]) -> Result<(), ValueProblem> {
     if items.len() > MAX_LIST_LEN {
-        return Err(format!("more than {MAX_LIST_LEN} entries"));
+        return Err(ValueProblem::TooManyEntries(MAX_LIST_LEN));
     }
     for (i, item) in items.iter().enumerate() {
         let n = i + 1;
         let Some((name, value)) = item.split_once(':') else {
-            return Err(format!("entry {n} has no ':' between name and value"));
+            return Err(ValueProblem::HeaderWithoutColon { entry: n });
         };
         let name = name.trim();
         if name.is_empty() || !name.chars().all(is_tchar) {
-            return Err(format!(
-                "entry {n}: the header name must be letters, digits and !#$%&'*+-.^_`|~"
-            ));
+            return Err(ValueProblem::HeaderName { entry: n });
         }
         if !value
             .trim()
@@ -460,31 +586,32 @@ fn headers(items: &[String]) -> Result<(), String> {
             .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
         {
             // The value is never echoed: header values often carry credentials.
-            return Err(format!(
-                "entry {n} ({name}): the value must be printable ASCII (no line breaks or control characters)"
-            ));
+            return Err(ValueProblem::HeaderValue {
+                entry: n,
+                name: name.to_string(),
+            });
         }
     }
     Ok(())
 }
 
-fn absolute_paths(items: &[String]) -> Result<(), String> {
+fn absolute_paths(items: &[String]) -> Result<(), ValueProblem> {
     if items.len() > MAX_LIST_LEN {
-        return Err(format!("more than {MAX_LIST_LEN} entries"));
+        return Err(ValueProblem::TooManyEntries(MAX_LIST_LEN));
     }
     for (i, p) in items.iter().enumerate() {
         let n = i + 1;
         if p.len() > MAX_PATH_LEN {
-            return Err(format!("entry {n} is longer than {MAX_PATH_LEN} bytes"));
+            return Err(ValueProblem::EntryTooLong { entry: n });
         }
         if p.chars().any(char::is_control) {
-            return Err(format!("entry {n} contains a control character"));
+            return Err(ValueProblem::EntryControl { entry: n });
         }
         if !p.starts_with('/') {
-            return Err(format!(
-                "entry {n} ({:?}) is not an absolute path: it must start with '/'",
-                cut_chars(p, 80)
-            ));
+            return Err(ValueProblem::NotAbsolute {
+                entry: n,
+                shown: cut_chars(p, 80),
+            });
         }
     }
     Ok(())

@@ -406,7 +406,7 @@ impl KeySpec {
     pub fn validate(&self, value: &ConfigValue) -> Result<(), ConfigError> {
         self.check
             .validate(value)
-            .map_err(|detail| self.refuse(&value.to_json(), Some(detail)))
+            .map_err(|detail| self.refuse(&value.to_json(), Some(detail.to_string())))
     }
 
     /// Parses command-line text by this key's type (booleans `true/false/yes/no/on/off/1/0`,

@@ -2,7 +2,7 @@
 //! once into the database. Each entry is converted on its own: a bad one is reported and the
 //! others are still imported (the file itself is left as it is).
 
-use super::routine::{Routine, RoutineDraft};
+use super::routine::{Routine, RoutineDraft, RoutineError};
 use super::timing::{Timing, from_epoch};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -34,16 +34,39 @@ pub struct LegacyImport {
     pub refused: Vec<String>,
 }
 
+/// Why the original file cannot be imported at all (nothing is imported; the file is left as
+/// it is).
+#[derive(Debug, thiserror::Error)]
+pub enum LegacyError {
+    /// The text is not JSON.
+    #[error("not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// The JSON has no `routines` list.
+    #[error("it has no \"routines\" list")]
+    NoList,
+}
+
+/// Why one entry of the file does not convert (the others still do).
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    /// A field of the wrong type.
+    #[error(transparent)]
+    Fields(#[from] serde_json::Error),
+    /// The routine it describes is refused.
+    #[error(transparent)]
+    Routine(#[from] RoutineError),
+}
+
 /// Reads the original file's text at `now`.
 ///
 /// # Errors
-/// The text is not JSON, or has no `routines` list.
-pub fn parse_legacy(text: &str, now: DateTime<Utc>) -> Result<LegacyImport, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+/// [`LegacyError`]: the text is not JSON, or has no `routines` list.
+pub fn parse_legacy(text: &str, now: DateTime<Utc>) -> Result<LegacyImport, LegacyError> {
+    let v: Value = serde_json::from_str(text).map_err(LegacyError::NotJson)?;
     let list = v
         .get("routines")
         .and_then(Value::as_array)
-        .ok_or("it has no \"routines\" list")?;
+        .ok_or(LegacyError::NoList)?;
     let mut out = LegacyImport::default();
     for (i, entry) in list.iter().enumerate() {
         let label = entry.get("id").and_then(Value::as_str).map_or_else(
@@ -58,8 +81,8 @@ pub fn parse_legacy(text: &str, now: DateTime<Utc>) -> Result<LegacyImport, Stri
     Ok(out)
 }
 
-fn convert(entry: &Value, now: DateTime<Utc>) -> Result<Routine, String> {
-    let l: LegacyRoutine = serde_json::from_value(entry.clone()).map_err(|e| e.to_string())?;
+fn convert(entry: &Value, now: DateTime<Utc>) -> Result<Routine, EntryError> {
+    let l: LegacyRoutine = serde_json::from_value(entry.clone())?;
     let time_spec = match l.time_spec {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s),
@@ -81,7 +104,7 @@ fn convert(entry: &Value, now: DateTime<Utc>) -> Result<Routine, String> {
         catch_up: None,
         grace_minutes: None,
     };
-    let mut r = draft.apply(None, now).map_err(|e| e.to_string())?;
+    let mut r = draft.apply(None, now)?;
     r.created_at = created;
     let last_run = l.last_run.filter(|t| *t > 0.0).and_then(from_epoch);
     // The original recorded no slot; its last run stands for the slot it served, so a routine

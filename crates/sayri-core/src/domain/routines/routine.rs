@@ -2,8 +2,8 @@
 //! is applied and validated, and the legacy `routines.json` format.
 
 use super::schedule::{Schedule, ScheduleError};
-use super::timing::{CatchUp, MAX_GRACE_MINUTES, Policy, Timing};
-use super::zone::parse_zone;
+use super::timing::{CatchUp, CatchUpError, MAX_GRACE_MINUTES, Policy, Timing};
+use super::zone::{ZoneError, parse_zone};
 use crate::domain::profile::valid_agent_id;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -130,6 +130,12 @@ pub enum RoutineError {
     /// The trigger or its time spec.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    /// The `zone`.
+    #[error(transparent)]
+    Zone(#[from] ZoneError),
+    /// The `catch_up`.
+    #[error(transparent)]
+    CatchUp(#[from] CatchUpError),
     /// Any other field, with what to write instead.
     #[error("{0}")]
     Field(String),
@@ -164,7 +170,7 @@ impl RoutineDraft {
         let schedule = self.schedule(existing)?;
         let zone = match (&self.zone, existing) {
             (Some(z), _) if z.trim().is_empty() => None,
-            (Some(z), _) => Some(parse_zone(z).map_err(field)?),
+            (Some(z), _) => Some(parse_zone(z)?),
             (None, Some(r)) => r.zone,
             (None, None) => None,
         };
@@ -267,7 +273,7 @@ impl RoutineDraft {
     fn policy(&self, existing: Option<&Routine>) -> Result<Policy, RoutineError> {
         let mut p = existing.map_or_else(Policy::default, |r| r.policy);
         if let Some(c) = &self.catch_up {
-            p.catch_up = CatchUp::parse(c).map_err(field)?;
+            p.catch_up = CatchUp::parse(c)?;
         }
         if let Some(g) = self.grace_minutes {
             if g > MAX_GRACE_MINUTES {

@@ -56,17 +56,20 @@ impl CatchUp {
     /// Parses `run_once` / `skip` (also `run-once`).
     ///
     /// # Errors
-    /// A message naming the accepted values.
-    pub fn parse(s: &str) -> Result<CatchUp, String> {
+    /// [`CatchUpError`], naming the accepted values.
+    pub fn parse(s: &str) -> Result<CatchUp, CatchUpError> {
         match s.trim() {
             "run_once" | "run-once" => Ok(CatchUp::RunOnce),
             "skip" => Ok(CatchUp::Skip),
-            other => Err(format!(
-                "unknown catch_up {other:?}: use run_once (run a missed slot once) or skip"
-            )),
+            other => Err(CatchUpError(other.to_string())),
         }
     }
 }
+
+/// A `catch_up` value that is neither `run_once` nor `skip`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown catch_up {0:?}: use run_once (run a missed slot once) or skip")]
+pub struct CatchUpError(pub String);
 
 /// A job's catch-up policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

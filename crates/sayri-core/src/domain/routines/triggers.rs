@@ -21,9 +21,9 @@
 //! `target_agent_id` (`default`), `enabled` (true), `created_at`, `notify_desktop` (true),
 //! `speak_tts` (false).
 
-use super::schedule::{CronSchedule, Schedule};
-use super::timing::{CatchUp, MAX_GRACE_MINUTES, Policy};
-use super::zone::parse_zone;
+use super::schedule::{CronSchedule, Schedule, ScheduleError};
+use super::timing::{CatchUp, CatchUpError, MAX_GRACE_MINUTES, Policy};
+use super::zone::{ZoneError, parse_zone};
 use crate::domain::profile::valid_agent_id;
 use chrono::TimeDelta;
 use chrono_tz::Tz;
@@ -167,40 +167,117 @@ pub fn valid_trigger_id(id: &str) -> bool {
     super::routine::valid_routine_id(id)
 }
 
+/// Why a trigger file cannot be used; nothing runs from it. Each message says what to write
+/// instead.
+#[derive(Debug, thiserror::Error)]
+pub enum TriggerError {
+    /// The text is not JSON of a trigger object (or has an unknown field).
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The file name is no trigger id.
+    #[error("invalid trigger id {0:?}: use 1 to 64 letters, digits, '-' and '_'")]
+    BadId(String),
+    /// Its `id` field differs from its file name.
+    #[error("its id {own:?} differs from its file name {file}.json; make them equal")]
+    IdDiffers {
+        /// The `id` field.
+        own: String,
+        /// The file name without `.json`.
+        file: String,
+    },
+    /// No `prompt`.
+    #[error("\"prompt\" is missing: the text its agent runs")]
+    NoPrompt,
+    /// A `target_agent_id` that is no agent id.
+    #[error("invalid target_agent_id {0:?}")]
+    BadAgent(String),
+    /// No `event_type`.
+    #[error("\"event_type\" is missing: use one of {}", EVENT_TYPES.join(", "))]
+    NoEventType,
+    /// An `event_type` that is none of [`EVENT_TYPES`].
+    #[error("unknown event_type {:?}: use one of {}", .0, EVENT_TYPES.join(", "))]
+    UnknownEventType(String),
+    /// A `threshold_percent` outside 1–99.
+    #[error("threshold_percent {0} is out of range: use 1 to 99")]
+    Threshold(u8),
+    /// `on_schedule` without `cron_expr`.
+    #[error("on_schedule needs \"cron_expr\", e.g. \"0 9 * * MON-FRI\"")]
+    NoCronExpr,
+    /// A `cron_expr` that does not parse.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// A `zone` that is no IANA zone.
+    #[error(transparent)]
+    Zone(#[from] ZoneError),
+    /// A `catch_up` that is neither `run_once` nor `skip`.
+    #[error(transparent)]
+    CatchUp(#[from] CatchUpError),
+    /// A `grace_minutes` over [`MAX_GRACE_MINUTES`].
+    #[error("grace_minutes {0} is too long: use at most {MAX_GRACE_MINUTES}")]
+    GraceTooLong(u32),
+    /// `on_file_changed` without `path`.
+    #[error("on_file_changed needs \"path\": an absolute path or ~/…")]
+    NoPath,
+    /// A `path` that is neither absolute nor in the home.
+    #[error("path {0:?} must be absolute (/…) or in your home (~/…)")]
+    RelativePath(String),
+    /// A `glob` that does not compile.
+    #[error("invalid glob {glob:?}: {source}")]
+    BadGlob {
+        /// The glob as written.
+        glob: String,
+        /// The glob compiler's reason.
+        source: globset::Error,
+    },
+    /// A `debounce_ms` outside 100–600000.
+    #[error("debounce_ms {0} is out of range: use 100 to 600000")]
+    Debounce(u64),
+    /// A field of another event type (a sign of a mistake).
+    #[error("\"{field}\" is only for {owner} triggers, not {event_type}")]
+    ForeignField {
+        /// The field.
+        field: &'static str,
+        /// The event type it belongs to.
+        owner: &'static str,
+        /// The file's event type.
+        event_type: String,
+    },
+}
+
 impl TriggerFile {
     /// Parses a file's text; `id` is its name without `.json`.
     ///
     /// # Errors
-    /// Why the file cannot be used (JSON, unknown field, missing or contradicting field).
-    pub fn parse(id: &str, text: &str) -> Result<Trigger, String> {
-        let f: TriggerFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    /// [`TriggerError`]: why the file cannot be used (JSON, unknown field, missing or
+    /// contradicting field).
+    pub fn parse(id: &str, text: &str) -> Result<Trigger, TriggerError> {
+        let f: TriggerFile = serde_json::from_str(text)?;
         f.validate(id)
     }
 
     /// Checks the fields for the trigger `id`.
     ///
     /// # Errors
-    /// The first problem found, with what to write instead.
-    pub fn validate(&self, id: &str) -> Result<Trigger, String> {
+    /// [`TriggerError`]: the first problem found, with what to write instead.
+    pub fn validate(&self, id: &str) -> Result<Trigger, TriggerError> {
         if !valid_trigger_id(id) {
-            return Err(format!(
-                "invalid trigger id {id:?}: use 1 to 64 letters, digits, '-' and '_'"
-            ));
+            return Err(TriggerError::BadId(id.to_string()));
         }
         if let Some(own) = self.id.as_deref().filter(|own| *own != id) {
-            return Err(format!(
-                "its id {own:?} differs from its file name {id}.json; make them equal"
-            ));
+            return Err(TriggerError::IdDiffers {
+                own: own.to_string(),
+                file: id.to_string(),
+            });
         }
         if self.prompt.trim().is_empty() {
-            return Err("\"prompt\" is missing: the text its agent runs".into());
+            return Err(TriggerError::NoPrompt);
         }
         let agent_id = self
             .target_agent_id
             .clone()
             .unwrap_or_else(|| "default".into());
         if !valid_agent_id(&agent_id) {
-            return Err(format!("invalid target_agent_id {agent_id:?}"));
+            return Err(TriggerError::BadAgent(agent_id));
         }
         self.check_fields_belong()?;
         Ok(Trigger {
@@ -219,7 +296,7 @@ impl TriggerFile {
         })
     }
 
-    fn event(&self) -> Result<TriggerEvent, String> {
+    fn event(&self) -> Result<TriggerEvent, TriggerError> {
         Ok(match self.event_type.trim() {
             "on_login" => TriggerEvent::OnLogin,
             "on_network_change" => TriggerEvent::OnNetworkChange,
@@ -228,38 +305,24 @@ impl TriggerFile {
             "on_battery_low" => {
                 let t = self.threshold_percent.unwrap_or(DEFAULT_BATTERY_THRESHOLD);
                 if !(1..=99).contains(&t) {
-                    return Err(format!(
-                        "threshold_percent {t} is out of range: use 1 to 99"
-                    ));
+                    return Err(TriggerError::Threshold(t));
                 }
                 TriggerEvent::OnBatteryLow {
                     threshold_percent: t,
                 }
             }
-            "" => {
-                return Err(format!(
-                    "\"event_type\" is missing: use one of {}",
-                    EVENT_TYPES.join(", ")
-                ));
-            }
-            other => {
-                return Err(format!(
-                    "unknown event_type {other:?}: use one of {}",
-                    EVENT_TYPES.join(", ")
-                ));
-            }
+            "" => return Err(TriggerError::NoEventType),
+            other => return Err(TriggerError::UnknownEventType(other.to_string())),
         })
     }
 
-    fn schedule_event(&self) -> Result<TriggerEvent, String> {
+    fn schedule_event(&self) -> Result<TriggerEvent, TriggerError> {
         let expr = self
             .cron_expr
             .as_deref()
             .filter(|e| !e.trim().is_empty())
-            .ok_or("on_schedule needs \"cron_expr\", e.g. \"0 9 * * MON-FRI\"")?;
-        let schedule = Schedule::Cron(Box::new(
-            CronSchedule::parse(expr).map_err(|e| e.to_string())?,
-        ));
+            .ok_or(TriggerError::NoCronExpr)?;
+        let schedule = Schedule::Cron(Box::new(CronSchedule::parse(expr)?));
         let zone = match self.zone.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(z) => Some(parse_zone(z)?),
@@ -270,9 +333,7 @@ impl TriggerFile {
         }
         if let Some(g) = self.grace_minutes {
             if g > MAX_GRACE_MINUTES {
-                return Err(format!(
-                    "grace_minutes {g} is too long: use at most {MAX_GRACE_MINUTES}"
-                ));
+                return Err(TriggerError::GraceTooLong(g));
             }
             policy.grace = TimeDelta::minutes(i64::from(g));
         }
@@ -283,27 +344,26 @@ impl TriggerFile {
         })
     }
 
-    fn file_event(&self) -> Result<TriggerEvent, String> {
+    fn file_event(&self) -> Result<TriggerEvent, TriggerError> {
         let path = self
             .path
             .as_deref()
             .map(str::trim)
             .filter(|p| !p.is_empty())
-            .ok_or("on_file_changed needs \"path\": an absolute path or ~/…")?;
+            .ok_or(TriggerError::NoPath)?;
         if !(path.starts_with('/') || path == "~" || path.starts_with("~/")) {
-            return Err(format!(
-                "path {path:?} must be absolute (/…) or in your home (~/…)"
-            ));
+            return Err(TriggerError::RelativePath(path.to_string()));
         }
         let glob = self.glob.clone().filter(|g| !g.trim().is_empty());
         if let Some(g) = &glob {
-            globset::Glob::new(g).map_err(|e| format!("invalid glob {g:?}: {e}"))?;
+            globset::Glob::new(g).map_err(|source| TriggerError::BadGlob {
+                glob: g.clone(),
+                source,
+            })?;
         }
         let debounce_ms = self.debounce_ms.unwrap_or(DEFAULT_DEBOUNCE_MS);
         if !(100..=600_000).contains(&debounce_ms) {
-            return Err(format!(
-                "debounce_ms {debounce_ms} is out of range: use 100 to 600000"
-            ));
+            return Err(TriggerError::Debounce(debounce_ms));
         }
         Ok(TriggerEvent::OnFileChanged {
             path: path.to_string(),
@@ -313,7 +373,7 @@ impl TriggerFile {
     }
 
     /// Refuses a field that belongs to another event type (a sign of a mistake).
-    fn check_fields_belong(&self) -> Result<(), String> {
+    fn check_fields_belong(&self) -> Result<(), TriggerError> {
         let ty = self.event_type.trim();
         let owned: [(&str, bool, &str); 8] = [
             ("cron_expr", self.cron_expr.is_some(), "on_schedule"),
@@ -331,7 +391,11 @@ impl TriggerFile {
         ];
         for (name, set, owner) in owned {
             if set && ty != owner && EVENT_TYPES.contains(&ty) {
-                return Err(format!("\"{name}\" is only for {owner} triggers, not {ty}"));
+                return Err(TriggerError::ForeignField {
+                    field: name,
+                    owner,
+                    event_type: ty.to_string(),
+                });
             }
         }
         Ok(())

@@ -144,6 +144,102 @@ pub fn vault_key(slug: &str, key: &str) -> String {
         .replace('-', "_")
 }
 
+/// Why a skill's `settings` declaration is refused (the skill's settings cannot be used).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeclarationError {
+    /// `settings` is not a list.
+    #[error("`settings` must be a list of settings, each with at least a `key`")]
+    NotAList,
+    /// More than [`MAX_SETTINGS`] settings.
+    #[error("`settings` declares {0} settings; at most {MAX_SETTINGS} are allowed")]
+    TooMany(usize),
+    /// One setting is wrong.
+    #[error("setting {n} of `settings`: {source}")]
+    Setting {
+        /// 1-based position in the list.
+        n: usize,
+        /// What is wrong with it.
+        source: SettingError,
+    },
+    /// Two settings share a key.
+    #[error("setting {0} is declared twice")]
+    Twice(String),
+}
+
+/// What is wrong with one declared setting, naming its key where there is one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingError {
+    /// Not a mapping of fields.
+    #[error("write it as fields (`key: …`, `label: …`)")]
+    NotFields,
+    /// A key outside `[a-z][a-z0-9_]{0,63}`.
+    #[error("key {0:?} is not a setting key: use 1–64 of a–z, 0–9 and _, starting with a letter")]
+    BadKey(String),
+    /// An unknown `kind`.
+    #[error(
+        "{key}: unknown kind {kind:?} (use text, textarea, password, number, toggle or choice)"
+    )]
+    UnknownKind {
+        /// The setting's key.
+        key: String,
+        /// The kind as written.
+        kind: String,
+    },
+    /// A `secret` that is not a boolean.
+    #[error("{0}: `secret` must be true or false")]
+    SecretNotBool(String),
+    /// A choice without `options`.
+    #[error("{0}: a choice needs `options`")]
+    ChoiceWithoutOptions(String),
+    /// `min` above `max`.
+    #[error("{key}: `min` ({min}) is above `max` ({max})")]
+    MinAboveMax {
+        /// The setting's key.
+        key: String,
+        /// Its `min`.
+        min: f64,
+        /// Its `max`.
+        max: f64,
+    },
+    /// A secret with a `default` (it would sit in `SKILL.md` for anyone to read).
+    #[error("{0}: a secret cannot have a default (it would sit in SKILL.md for anyone to read)")]
+    SecretDefault(String),
+    /// A `default` the setting's own check refuses.
+    #[error("its default is refused: {0}")]
+    DefaultRefused(ValueRefused),
+    /// A text field written as a bare YAML boolean.
+    #[error(
+        "`{0}` must be text (quote it: YAML reads a bare yes, no, on, off, y or n as true or false)"
+    )]
+    BoolNotText(&'static str),
+    /// A text field of another type.
+    #[error("`{0}` must be text")]
+    NotText(&'static str),
+    /// A number field that is no finite number.
+    #[error("`{0}` must be a number")]
+    NotANumber(&'static str),
+    /// An `{value, label}` option without a text `value`.
+    #[error("{0}: every option needs a text `value`")]
+    OptionWithoutValue(String),
+    /// An option that is neither text, a number nor `{value, label}`.
+    #[error("{0}: an option is text or {{value, label}}")]
+    BadOption(String),
+    /// `options` that are not a list.
+    #[error("{0}: `options` must be a list")]
+    OptionsNotAList(String),
+}
+
+/// A value refused for a setting: what it must be, and what was sent (a secret's value is
+/// never repeated, only its length or type).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected {expected}; got {got}")]
+pub struct ValueRefused {
+    /// What a value must be ([`SettingSpec::expected`]).
+    pub expected: String,
+    /// What was sent, shortened, or for a secret its length or type.
+    pub got: String,
+}
+
 /// The settings a skill's frontmatter declares (`metadata` is [`super::SkillDoc::metadata`]);
 /// empty when it declares none.
 ///
@@ -160,25 +256,20 @@ pub fn vault_key(slug: &str, key: &str) -> String {
 /// assert_eq!((s[0].key.as_str(), s[0].kind), ("city", SettingKind::Text));
 /// assert!(s[1].secret);
 /// ```
-pub fn declared(metadata: &Map<String, Value>) -> Result<Vec<SettingSpec>, String> {
+pub fn declared(metadata: &Map<String, Value>) -> Result<Vec<SettingSpec>, DeclarationError> {
     let list = match metadata.get("settings") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
-        Some(_) => {
-            return Err("`settings` must be a list of settings, each with at least a `key`".into());
-        }
+        Some(_) => return Err(DeclarationError::NotAList),
     };
     if list.len() > MAX_SETTINGS {
-        return Err(format!(
-            "`settings` declares {} settings; at most {MAX_SETTINGS} are allowed",
-            list.len()
-        ));
+        return Err(DeclarationError::TooMany(list.len()));
     }
     let mut out: Vec<SettingSpec> = Vec::new();
     for (i, item) in list.iter().enumerate() {
-        let spec = one(item).map_err(|e| format!("setting {} of `settings`: {e}", i + 1))?;
+        let spec = one(item).map_err(|source| DeclarationError::Setting { n: i + 1, source })?;
         if out.iter().any(|s| s.key == spec.key) {
-            return Err(format!("setting {} is declared twice", spec.key));
+            return Err(DeclarationError::Twice(spec.key));
         }
         out.push(spec);
     }
@@ -186,31 +277,28 @@ pub fn declared(metadata: &Map<String, Value>) -> Result<Vec<SettingSpec>, Strin
 }
 
 /// Reads one declared setting.
-fn one(item: &Value) -> Result<SettingSpec, String> {
+fn one(item: &Value) -> Result<SettingSpec, SettingError> {
     let Value::Object(m) = item else {
-        return Err("write it as fields (`key: …`, `label: …`)".into());
+        return Err(SettingError::NotFields);
     };
     let key = field_text(m, "key")?.unwrap_or_default();
     if !valid_key(&key) {
-        return Err(format!(
-            "key {key:?} is not a setting key: use 1–64 of a–z, 0–9 and _, starting with a letter"
-        ));
+        return Err(SettingError::BadKey(key));
     }
     let kind = match field_text(m, "kind")?
         .or(field_text(m, "type")?)
         .or(field_text(m, "t")?)
     {
         None => SettingKind::Text,
-        Some(k) => SettingKind::parse(&k).ok_or_else(|| {
-            format!(
-                "{key}: unknown kind {k:?} (use text, textarea, password, number, toggle or choice)"
-            )
+        Some(k) => SettingKind::parse(&k).ok_or_else(|| SettingError::UnknownKind {
+            key: key.clone(),
+            kind: k.clone(),
         })?,
     };
     let secret = match m.get("secret") {
         None | Some(Value::Null) => kind == SettingKind::Password,
         Some(Value::Bool(b)) => *b || kind == SettingKind::Password,
-        Some(_) => return Err(format!("{key}: `secret` must be true or false")),
+        Some(_) => return Err(SettingError::SecretNotBool(key)),
     };
     // A secret line is entered as a password (hidden), whatever kind was written.
     let kind = if secret && kind == SettingKind::Text {
@@ -220,13 +308,17 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
     };
     let options = options_of(m, &key)?;
     if kind == SettingKind::Choice && options.is_empty() {
-        return Err(format!("{key}: a choice needs `options`"));
+        return Err(SettingError::ChoiceWithoutOptions(key));
     }
     let (min, max) = (field_number(m, "min")?, field_number(m, "max")?);
     if let (Some(lo), Some(hi)) = (min, max)
         && lo > hi
     {
-        return Err(format!("{key}: `min` ({lo}) is above `max` ({hi})"));
+        return Err(SettingError::MinAboveMax {
+            key,
+            min: lo,
+            max: hi,
+        });
     }
     let mut spec = SettingSpec {
         label: field_text(m, "label")?
@@ -246,16 +338,9 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
     };
     match m.get("default") {
         None | Some(Value::Null) => {}
-        Some(_) if spec.secret => {
-            return Err(format!(
-                "{}: a secret cannot have a default (it would sit in SKILL.md for anyone to read)",
-                spec.key
-            ));
-        }
+        Some(_) if spec.secret => return Err(SettingError::SecretDefault(spec.key)),
         Some(d) => {
-            let checked = spec
-                .check(d)
-                .map_err(|e| format!("its default is refused: {e}"))?;
+            let checked = spec.check(d).map_err(SettingError::DefaultRefused)?;
             spec.default = Some(checked);
         }
     }
@@ -263,34 +348,32 @@ fn one(item: &Value) -> Result<SettingSpec, String> {
 }
 
 /// A text field of a declared setting (a number is read as its text); `None` when absent.
-fn field_text(m: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+fn field_text(m: &Map<String, Value>, name: &'static str) -> Result<Option<String>, SettingError> {
     match m.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
         Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(Value::Bool(_)) => Err(format!(
-            "`{name}` must be text (quote it: YAML reads a bare yes, no, on, off, y or n as true or false)"
-        )),
-        Some(_) => Err(format!("`{name}` must be text")),
+        Some(Value::Bool(_)) => Err(SettingError::BoolNotText(name)),
+        Some(_) => Err(SettingError::NotText(name)),
     }
 }
 
 /// A finite number field of a declared setting; `None` when absent.
-fn field_number(m: &Map<String, Value>, name: &str) -> Result<Option<f64>, String> {
+fn field_number(m: &Map<String, Value>, name: &'static str) -> Result<Option<f64>, SettingError> {
     match m.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => n
             .as_f64()
             .filter(|f| f.is_finite())
             .map(Some)
-            .ok_or_else(|| format!("`{name}` must be a number")),
-        Some(_) => Err(format!("`{name}` must be a number")),
+            .ok_or(SettingError::NotANumber(name)),
+        Some(_) => Err(SettingError::NotANumber(name)),
     }
 }
 
 /// The `options` of setting `key` as (value, label) pairs: each written as text, a number or
 /// `{value, label}` (the label defaults to the value).
-fn options_of(m: &Map<String, Value>, key: &str) -> Result<Vec<(String, String)>, String> {
+fn options_of(m: &Map<String, Value>, key: &str) -> Result<Vec<(String, String)>, SettingError> {
     Ok(match m.get("options") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a
@@ -306,12 +389,12 @@ fn options_of(m: &Map<String, Value>, key: &str) -> Result<Vec<(String, String)>
                             .unwrap_or(v)
                             .to_string(),
                     )),
-                    _ => Err(format!("{key}: every option needs a text `value`")),
+                    _ => Err(SettingError::OptionWithoutValue(key.to_string())),
                 },
-                _ => Err(format!("{key}: an option is text or {{value, label}}")),
+                _ => Err(SettingError::BadOption(key.to_string())),
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err(format!("{key}: `options` must be a list")),
+        Some(_) => return Err(SettingError::OptionsNotAList(key.to_string())),
     })
 }
 
@@ -342,7 +425,7 @@ impl SettingSpec {
     /// Nothing is clamped or truncated.
     ///
     /// # Errors
-    /// `expected WHAT; got VALUE` (a secret's value is not repeated).
+    /// [`ValueRefused`]: `expected WHAT; got VALUE` (a secret's value is not repeated).
     ///
     /// ```
     /// use sayri_core::domain::skills::parse_skill_md;
@@ -350,9 +433,9 @@ impl SettingSpec {
     /// let doc = parse_skill_md(b"---\nsettings:\n  - {key: days, kind: number, min: 1, max: 14}\n---\n").unwrap();
     /// let days = &declared(&doc.metadata).unwrap()[0];
     /// assert_eq!(days.check(&serde_json::json!("7")).unwrap(), serde_json::json!(7));
-    /// assert!(days.check(&serde_json::json!(15)).unwrap_err().contains("from 1 to 14"));
+    /// assert!(days.check(&serde_json::json!(15)).unwrap_err().to_string().contains("from 1 to 14"));
     /// ```
-    pub fn check(&self, sent: &Value) -> Result<Value, String> {
+    pub fn check(&self, sent: &Value) -> Result<Value, ValueRefused> {
         let refuse = || {
             let got = if self.secret {
                 match sent {
@@ -367,7 +450,10 @@ impl SettingSpec {
                     shown
                 }
             };
-            format!("expected {}; got {got}", self.expected())
+            ValueRefused {
+                expected: self.expected(),
+                got,
+            }
         };
         match self.kind {
             SettingKind::Toggle => match sent {
@@ -513,7 +599,7 @@ mod tests {
     use super::*;
     use crate::domain::skills::parse_skill_md;
 
-    fn specs(yaml: &str) -> Result<Vec<SettingSpec>, String> {
+    fn specs(yaml: &str) -> Result<Vec<SettingSpec>, DeclarationError> {
         let doc = parse_skill_md(format!("---\n{yaml}---\nbody\n").as_bytes()).unwrap();
         declared(&doc.metadata)
     }
@@ -539,7 +625,7 @@ mod tests {
                 "cannot have a default",
             ),
         ] {
-            let e = specs(yaml).unwrap_err();
+            let e = specs(yaml).unwrap_err().to_string();
             assert!(e.contains(says), "{yaml}: {e}");
         }
         assert!(specs("name: x\n").unwrap().is_empty());
@@ -554,14 +640,27 @@ mod tests {
         assert_eq!(s[0].check(&json!("on")).unwrap(), json!(true));
         assert!(s[0].check(&json!("maybe")).is_err());
         assert_eq!(s[1].check(&json!("2.5")).unwrap(), json!(2.5));
-        assert!(s[1].check(&json!(11)).unwrap_err().contains("from 0 to 10"));
+        assert!(
+            s[1].check(&json!(11))
+                .unwrap_err()
+                .to_string()
+                .contains("from 0 to 10")
+        );
         assert!(s[1].check(&json!(-1)).is_err(), "no clamping to 0");
         assert_eq!(s[2].check(&json!("b")).unwrap(), json!("b"));
-        assert!(s[2].check(&json!("z")).unwrap_err().contains("one of a, b"));
+        assert!(
+            s[2].check(&json!("z"))
+                .unwrap_err()
+                .to_string()
+                .contains("one of a, b")
+        );
         assert!(s[3].check(&json!("two\nlines")).is_err());
         assert!(s[3].check(&json!(5)).is_err(), "no coercion to text");
         assert!(s[4].secret);
-        let e = s[4].check(&json!("line\nsecret-value")).unwrap_err();
+        let e = s[4]
+            .check(&json!("line\nsecret-value"))
+            .unwrap_err()
+            .to_string();
         assert!(
             !e.contains("secret-value"),
             "a secret is never repeated: {e}"

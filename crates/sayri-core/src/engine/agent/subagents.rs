@@ -18,10 +18,12 @@
 //!   delegating turn's.
 
 use super::{AgentEngine, INTERRUPTED, Observed, Parent, Step, Turn, TurnOutcome, TurnRequest};
-use crate::domain::agents::delegation::{self, Delegation, MAX_DEPTH, MAX_FAN_OUT, same_task};
+use crate::domain::agents::delegation::{
+    self, BudgetSpent, Delegation, MAX_DEPTH, MAX_FAN_OUT, same_task,
+};
 use crate::domain::agents::intent::{self, Intent};
 use crate::domain::agents::{
-    self, clamped_for_storage, creators_of, effective_profile, narrowings, proposal,
+    self, ChainError, clamped_for_storage, creators_of, effective_profile, narrowings, proposal,
 };
 use crate::domain::codeblock;
 use crate::domain::context::StepObservation;
@@ -32,8 +34,9 @@ use crate::domain::text::cut_chars;
 use crate::engine::events::{CoreEvent, EventSink};
 use crate::engine::gate::{Confirmation, GateVerdict};
 use crate::ports::{
-    AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream,
-    Delegated, ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent, sub_agents,
+    AgentDirError, AgentDirectory, ChatError, ChatEvent, ChatMessage, ChatModel, ChatRequest,
+    ChatStream, Delegated, ModelEndpoint, NewMessage, Role, ToolCallRecord, effective_agent,
+    sub_agents,
 };
 use crate::sync::{read, write};
 use futures::StreamExt;
@@ -147,10 +150,10 @@ impl Turn<'_> {
         match intent::detect(&self.req.text)? {
             Intent::InstallSkill => {
                 let refusal = agents::may_install_skills(self.level).err()?;
-                Some(self.reply(refusal))
+                Some(self.reply(refusal.to_string()))
             }
             Intent::CreateAgent => Some(match agents::may_create_agents(self.level) {
-                Err(refusal) => self.reply(refusal),
+                Err(refusal) => self.reply(refusal.to_string()),
                 Ok(()) => {
                     let text = self.create_agent().await;
                     if self.req.cancel.is_cancelled() {
@@ -243,7 +246,9 @@ impl Turn<'_> {
             max_tokens: self.max_tokens.or(Some(800)),
             tools: None,
         };
-        self.tree.take_call().map_err(ChatError::Other)?;
+        self.tree
+            .take_call()
+            .map_err(|e| ChatError::Other(e.to_string()))?;
         self.out.model_calls += 1;
         let mut stream = self.chat.stream_chat(request);
         let mut text = String::new();
@@ -385,34 +390,28 @@ impl Turn<'_> {
     /// The sub-agent `d` may be handed its task: `Ok` with its effective profile, or why not
     /// (too deep, not this agent's own, a cycle, the delegating turn's own request handed down,
     /// the request's budget used up).
-    fn may_delegate(&self, d: &Delegation) -> Result<Arc<AgentProfile>, String> {
+    fn may_delegate(&self, d: &Delegation) -> Result<Arc<AgentProfile>, Refused> {
         if self.depth >= MAX_DEPTH {
-            return Err(format!(
-                "sub-agents can delegate at most {MAX_DEPTH} levels deep, and this is level {}",
-                self.depth
-            ));
+            return Err(Refused::TooDeep { depth: self.depth });
         }
         if self.chain.iter().any(|(agent, _)| agent == &d.agent_id) {
             let path: Vec<&str> = self.chain.iter().map(|(a, _)| a.as_str()).collect();
-            return Err(format!(
-                "{} already works on this request up the chain ({} → {}); delegating to it again would go round in a circle",
-                d.agent_id,
-                path.join(" → "),
-                d.agent_id
-            ));
+            return Err(Refused::Circle {
+                agent: d.agent_id.clone(),
+                path: path.join(" → "),
+            });
         }
         if self
             .chain
             .iter()
             .any(|(_, request)| same_task(&d.task, request))
         {
-            return Err(format!(
-                "the task is the request this agent was given, handed down unchanged; do the work yourself, or give {} a smaller, different part of it",
-                d.agent_id
-            ));
+            return Err(Refused::SameTask {
+                agent: d.agent_id.clone(),
+            });
         }
         if let Some(why) = self.tree.spent().exhausted(&self.tree.budget()) {
-            return Err(why);
+            return Err(why.into());
         }
         self.sub_agent(&d.agent_id)
     }
@@ -428,23 +427,20 @@ impl Turn<'_> {
 
     /// The effective profile of `id` if it is one of this agent's own sub-agents; otherwise
     /// why not.
-    fn sub_agent(&self, id: &str) -> Result<Arc<AgentProfile>, String> {
-        let dir = self
-            .engine
-            .agent_directory()
-            .ok_or("delegation is not available here")?;
+    fn sub_agent(&self, id: &str) -> Result<Arc<AgentProfile>, Refused> {
+        let dir = self.engine.agent_directory().ok_or(Refused::Unavailable)?;
         let stored = dir
             .stored(id)?
-            .ok_or_else(|| format!("there is no agent {id}"))?;
+            .ok_or_else(|| Refused::NoSuchAgent(id.into()))?;
         if stored.parent.as_deref() != Some(self.profile.id.as_str()) {
-            return Err(format!(
-                "{id} is not a sub-agent of {}; an agent can only delegate to agents it created",
-                self.profile.id
-            ));
+            return Err(Refused::NotOwn {
+                agent: id.into(),
+                creator: self.profile.id.clone(),
+            });
         }
         effective_agent(&*dir, id)?
             .map(Arc::new)
-            .ok_or_else(|| format!("there is no agent {id}"))
+            .ok_or_else(|| Refused::NoSuchAgent(id.into()))
     }
 
     /// The sub-agent's own turn, in a session of its own (its parent: this turn's session), one
@@ -474,6 +470,60 @@ impl Turn<'_> {
         };
         self.engine.run_turn_in(req, &sink, Some(parent)).await
     }
+}
+
+/// Why a delegation is not run; the model is told, with what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Refused {
+    /// The delegating turn is [`MAX_DEPTH`] levels deep already.
+    #[error("sub-agents can delegate at most {MAX_DEPTH} levels deep, and this is level {depth}")]
+    TooDeep {
+        /// The delegating turn's depth.
+        depth: usize,
+    },
+    /// The sub-agent works on this request further up the chain.
+    #[error(
+        "{agent} already works on this request up the chain ({path} → {agent}); delegating to it again would go round in a circle"
+    )]
+    Circle {
+        /// The sub-agent asked for.
+        agent: String,
+        /// The agents up the chain, `a → b`.
+        path: String,
+    },
+    /// The task is a request up the chain, handed down unchanged.
+    #[error(
+        "the task is the request this agent was given, handed down unchanged; do the work yourself, or give {agent} a smaller, different part of it"
+    )]
+    SameTask {
+        /// The sub-agent asked for.
+        agent: String,
+    },
+    /// The request's budget is used up.
+    #[error(transparent)]
+    Budget(#[from] BudgetSpent),
+    /// This engine has no agent directory.
+    #[error("delegation is not available here")]
+    Unavailable,
+    /// No agent has this id.
+    #[error("there is no agent {0}")]
+    NoSuchAgent(String),
+    /// The agent was not created by the delegating agent.
+    #[error(
+        "{agent} is not a sub-agent of {creator}; an agent can only delegate to agents it created"
+    )]
+    NotOwn {
+        /// The agent asked for.
+        agent: String,
+        /// The delegating agent.
+        creator: String,
+    },
+    /// The sub-agent's file cannot be read.
+    #[error(transparent)]
+    Directory(#[from] AgentDirError),
+    /// The sub-agent's creators cannot be resolved.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
 }
 
 /// The reply after a creation: the id, the level it got, and what its creator took away.

@@ -10,7 +10,7 @@
 //!   command came from that text, with the person's own words — the request that started the
 //!   tree, never a delegated task — as what is theirs.
 
-use crate::domain::agents::delegation::{Budget, Spent};
+use crate::domain::agents::delegation::{Budget, BudgetSpent, Spent};
 use crate::domain::provenance::{self, Evidence, FromOutside, OutsideText};
 use crate::ports::Usage;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -47,7 +47,7 @@ impl Tree {
 
     /// Takes one model call from the budget; `Err` says why there is none left (then nothing
     /// is taken).
-    pub(super) fn take_call(&self) -> Result<(), String> {
+    pub(super) fn take_call(&self) -> Result<(), BudgetSpent> {
         let mut s = self.state();
         if let Some(why) = s.spent.exhausted(&self.budget) {
             return Err(why);

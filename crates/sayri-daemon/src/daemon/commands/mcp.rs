@@ -131,7 +131,8 @@ fn def_of(p: &McpAddParams) -> Result<ServerDef, ProtocolError> {
     def.read = p.read.iter().map(Into::into).collect();
     def.env = p.env.clone();
     def.secrets = p.secrets.clone();
-    def.validate().map_err(ProtocolError::invalid_params)?;
+    def.validate()
+        .map_err(|e| ProtocolError::invalid_params(e.to_string()))?;
     Ok(def)
 }
 
@@ -219,7 +220,8 @@ fn secrets_for(
             ),
         ));
     };
-    launch::resolve_secrets(def, |k| vault.get(k)).map_err(ProtocolError::invalid_params)
+    launch::resolve_secrets(def, |k| vault.get(k))
+        .map_err(|e| ProtocolError::invalid_params(e.to_string()))
 }
 
 /// `mcp_test {name}` → connects, lists the tools, disconnects.

@@ -282,7 +282,7 @@ pub async fn plugin_settings_set(
     } else {
         let value = match &p.value {
             Value::Null => None,
-            v => Some(spec.check(v).map_err(refused)?),
+            v => Some(spec.check(v).map_err(|e| refused(e.to_string()))?),
         };
         let shown = value
             .clone()
@@ -415,7 +415,7 @@ async fn set_secret(
     let value = if clear {
         None
     } else {
-        Some(spec.check(sent).map_err(&refused)?)
+        Some(spec.check(sent).map_err(|e| refused(e.to_string()))?)
     };
     {
         let mut guard = brain.vault();
