@@ -133,7 +133,7 @@ fn run(args: &Args) -> Result<(), String> {
         });
     }
     if wanted("voice") {
-        let model = model::Model::start(Arc::new(ExactTokenizer::load()?))?;
+        let model = model::Model::start(Arc::new(ExactTokenizer::load().map_err(|e| e.to_string())?))?;
         sections.push(voice::run(&bin, &model.server.base_url())?);
     }
     if wanted("models") {
@@ -195,7 +195,7 @@ fn update_report(
 /// The token economy section, the footprint section (when `footprint`), and the daemon's
 /// `smaps_rollup` snapshots.
 fn conversations_and_footprint(bin: &std::path::Path, footprint: bool) -> Result<Measured, String> {
-    let tokenizer = Arc::new(ExactTokenizer::load()?);
+    let tokenizer = Arc::new(ExactTokenizer::load().map_err(|e| e.to_string())?);
     let model = model::Model::start(tokenizer.clone())?;
     let base_url = model.server.base_url();
     let logs = tempfile::tempdir_in("/var/tmp").map_err(|e| e.to_string())?;

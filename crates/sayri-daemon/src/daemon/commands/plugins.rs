@@ -377,7 +377,7 @@ async fn set_ui_plugin_setting(
     } else {
         let value = match sent {
             Value::Null => None,
-            v => Some(spec.check(v).map_err(refused)?),
+            v => Some(spec.check(v).map_err(|e| refused(e.to_string()))?),
         };
         let file = plugin
             .settings_file(&ctx.daemon.paths.config_dir)
