@@ -1933,8 +1933,10 @@ mod tests {
     fn skills_install_takes_exactly_one_of_path_and_slug() {
         let p: SkillsInstallParams = parse(map(json!({"slug": "@alice/weather"}))).unwrap();
         assert_eq!(p.source, SkillSource::Slug("@alice/weather".into()));
-        let p: SkillsInstallParams =
-            parse(map(json!({"path": "/x.zip", "install_as": "w", "confirm": true}))).unwrap();
+        let p: SkillsInstallParams = parse(map(
+            json!({"path": "/x.zip", "install_as": "w", "confirm": true}),
+        ))
+        .unwrap();
         assert_eq!(p.source, SkillSource::Path("/x.zip".into()));
         assert_eq!((p.install_as.as_deref(), p.confirm), (Some("w"), true));
         for (bad, says) in [
@@ -1948,7 +1950,10 @@ mod tests {
             assert_eq!(e.code, ErrorCode::InvalidParams);
             assert!(e.message.contains(says), "{bad}: {}", e.message);
         }
-        assert_eq!(field_names::<SkillsInstallParams>(), ["path", "slug", "install_as", "confirm"]);
+        assert_eq!(
+            field_names::<SkillsInstallParams>(),
+            ["path", "slug", "install_as", "confirm"]
+        );
         assert!(refuses_unknown::<SkillsInstallParams>());
         let sent = to_map(&SkillsInstallParams {
             source: SkillSource::Slug("w".into()),

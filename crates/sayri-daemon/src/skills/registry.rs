@@ -19,8 +19,8 @@ use super::archive::{self, Kind};
 use super::{Installed, Skills, SkillsError, now};
 use sayri_core::domain::config::Config;
 use sayri_core::domain::config::check::is_loopback;
-use sayri_core::domain::skills::registry::{Index, Package, SlugRequest};
 use sayri_core::domain::skills::hash::sha256;
+use sayri_core::domain::skills::registry::{Index, Package, SlugRequest};
 use sayri_core::domain::skills::{SKILL_FILE, parse_skill_md};
 use sayri_http::{LimitError, Limits, without_credentials};
 use sayri_protocol::reply::skills::{FoundSkill, SkillsSearchDetail};
@@ -117,7 +117,9 @@ impl Registry {
             ))
         })?;
         allowed(&index).map_err(RegistryError::Refused)?;
-        let secs = u64::try_from(cfg.skills.registry_timeout).unwrap_or(30).max(1);
+        let secs = u64::try_from(cfg.skills.registry_timeout)
+            .unwrap_or(30)
+            .max(1);
         Ok(Some(Registry {
             index,
             timeout: Duration::from_secs(secs),
@@ -146,9 +148,8 @@ impl Registry {
         };
         self.fetch(&self.index, MAX_INDEX_BYTES, deadline, "index", &mut sink)
             .await?;
-        Index::parse(&body).map_err(|e| {
-            RegistryError::Refused(format!("{} at {}", e, self.address()))
-        })
+        Index::parse(&body)
+            .map_err(|e| RegistryError::Refused(format!("{} at {}", e, self.address())))
     }
 
     /// Downloads `package` before `deadline`: its bytes (at most [`MAX_PACKAGE_BYTES`]) and
@@ -179,7 +180,10 @@ impl Registry {
             .fetch(&url, MAX_PACKAGE_BYTES, deadline, "package", &mut sink)
             .await?;
         let hashed = sha256(&body);
-        let sha256 = hashed.strip_prefix("sha256:").unwrap_or(&hashed).to_string();
+        let sha256 = hashed
+            .strip_prefix("sha256:")
+            .unwrap_or(&hashed)
+            .to_string();
         let shown = without_credentials(url.as_str());
         if let Some(expected) = &package.sha256 {
             let expected = expected.strip_prefix("sha256:").unwrap_or(expected);
@@ -373,7 +377,11 @@ fn bare_skill_md(bytes: &[u8]) -> Result<(tempfile::TempDir, PathBuf), SkillsErr
         ))
     };
     let text = std::str::from_utf8(bytes).map_err(|_| refuse("it is not text".into()))?;
-    let first = text.trim_start_matches('\u{feff}').lines().next().unwrap_or("");
+    let first = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .next()
+        .unwrap_or("");
     if first.trim_end() != "---" {
         return Err(refuse(format!(
             "a {SKILL_FILE} opens with its --- frontmatter"
@@ -494,7 +502,11 @@ mod tests {
 
     #[test]
     fn a_download_that_is_no_archive_and_no_skill_md_is_refused() {
-        for junk in [&b"\x00\x01 binary junk"[..], b"<html>404</html>", b"\xff\xfe"] {
+        for junk in [
+            &b"\x00\x01 binary junk"[..],
+            b"<html>404</html>",
+            b"\xff\xfe",
+        ] {
             let e = bare_skill_md(junk).unwrap_err().to_string();
             assert!(e.contains("neither"), "{e}");
         }

@@ -165,8 +165,12 @@ pub(crate) fn run(paths: &Paths, action: SkillsAction) -> anyhow::Result<i32> {
 fn looks_like_path(source: &str) -> bool {
     let lower = source.to_ascii_lowercase();
     Path::new(source).exists()
-        || ["/", "./", "../", "~"].iter().any(|p| source.starts_with(p))
-        || [".zip", ".tar.gz", ".tgz"].iter().any(|x| lower.ends_with(x))
+        || ["/", "./", "../", "~"]
+            .iter()
+            .any(|p| source.starts_with(p))
+        || [".zip", ".tar.gz", ".tgz"]
+            .iter()
+            .any(|x| lower.ends_with(x))
 }
 
 /// The registry of the configuration file, and a runtime to ask it on.
@@ -193,9 +197,8 @@ fn install_slug(
     json: bool,
 ) -> anyhow::Result<i32> {
     let (configured, rt) = registry_and_runtime(paths)?;
-    let done = configured.and_then(|reg| {
-        rt.block_on(registry::install(lib, reg.as_ref(), slug, name, accept))
-    });
+    let done = configured
+        .and_then(|reg| rt.block_on(registry::install(lib, reg.as_ref(), slug, name, accept)));
     match done {
         Ok(done) => {
             let line = format!(
@@ -259,7 +262,9 @@ fn list(lib: &Skills, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if all.is_empty() {
-        println!("no skills installed (install one with `sayri skills install FOLDER|ARCHIVE|SLUG`)");
+        println!(
+            "no skills installed (install one with `sayri skills install FOLDER|ARCHIVE|SLUG`)"
+        );
     }
     for s in all {
         let verdict = s.verdict.unwrap_or_else(|| "-".into());

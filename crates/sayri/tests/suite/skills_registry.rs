@@ -211,7 +211,11 @@ fn hostile_registries_and_path_like_slugs_are_clear_errors_that_write_nothing() 
     let mut c = RawClient::connect(&env.socket());
     let cases: &[(&str, &str, &[&str])] = &[
         ("huge", "invalid_params", &["larger than 16 MiB"]),
-        ("remote-http", "invalid_params", &["plain http://", "https://"]),
+        (
+            "remote-http",
+            "invalid_params",
+            &["plain http://", "https://"],
+        ),
         ("escape", "invalid_params", &["outside the skill"]),
         ("tampered", "invalid_params", &["SHA-256", "index says"]),
         ("../../etc", "not_found", &["no skill \"etc\"", "../../etc"]),
@@ -240,10 +244,7 @@ fn hostile_registries_and_path_like_slugs_are_clear_errors_that_write_nothing() 
     ] {
         let r = c.call("skills_install", params, id);
         assert_eq!(r["code"], "invalid_params", "{r}");
-        assert!(
-            r["error"].as_str().unwrap().contains("exactly one"),
-            "{r}"
-        );
+        assert!(r["error"].as_str().unwrap().contains("exactly one"), "{r}");
     }
 
     // An index that never ends is capped; one that stalls hits the deadline.
@@ -256,7 +257,10 @@ fn hostile_registries_and_path_like_slugs_are_clear_errors_that_write_nothing() 
     );
     let r = install(&mut c, "weather-clean", 30);
     assert_eq!(r["code"], "invalid_params", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("larger than 4 MiB"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("larger than 4 MiB"),
+        "{r}"
+    );
     rig.server.set(
         "index.json",
         File {
@@ -267,10 +271,7 @@ fn hostile_registries_and_path_like_slugs_are_clear_errors_that_write_nothing() 
     let started = std::time::Instant::now();
     let r = install(&mut c, "weather-clean", 31);
     assert_eq!(r["code"], "timeout", "{r}");
-    assert!(
-        r["error"].as_str().unwrap().contains("within 3 s"),
-        "{r}"
-    );
+    assert!(r["error"].as_str().unwrap().contains("within 3 s"), "{r}");
     assert!(started.elapsed() < std::time::Duration::from_secs(8));
     assert!(skills_dir_entries(env).is_empty());
 }
@@ -293,7 +294,10 @@ fn search_finds_registry_skills_by_description_and_survives_a_registry_that_is_d
     let r = c.call("skills_search", json!({"query": "plugin"}), 2);
     assert_eq!(r["result"], json!([]), "{r}");
 
-    assert_eq!(install(&mut c, "weather-clean", 3)["result"]["installed"], true);
+    assert_eq!(
+        install(&mut c, "weather-clean", 3)["result"]["installed"],
+        true
+    );
     let r = c.call("skills_search", json!({"query": "briefings"}), 4);
     let results = r["result"].as_array().unwrap();
     assert_eq!(results.len(), 1, "listed once: {r}");
@@ -332,7 +336,10 @@ fn search_finds_registry_skills_by_description_and_survives_a_registry_that_is_d
         8,
     );
     assert_eq!(r["ok"], false, "{r}");
-    assert!(r["error"].as_str().unwrap().contains("skills.registry_url"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("skills.registry_url"),
+        "{r}"
+    );
     let r = c.call(
         "config_set",
         json!({"key": "skills.registry_url", "value": ""}),
@@ -367,7 +374,11 @@ fn the_cli_installs_by_slug_printing_the_hash_and_searches_the_registry() {
         "{}",
         stdout(&o)
     );
-    assert!(env.config_dir().join("skills/weather-clean/SKILL.md").exists());
+    assert!(
+        env.config_dir()
+            .join("skills/weather-clean/SKILL.md")
+            .exists()
+    );
 
     let o = env.run(&["skills", "install", "evil-weather"]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));

@@ -177,10 +177,8 @@ impl Index {
 
 impl Package {
     fn from_entry(e: Entry) -> Package {
-        let shown = |s: Option<String>, max| {
-            s.map(|s| display_text(&s, max))
-                .filter(|s| !s.is_empty())
-        };
+        let shown =
+            |s: Option<String>, max| s.map(|s| display_text(&s, max)).filter(|s| !s.is_empty());
         let id = e.id.trim().to_string();
         Package {
             name: shown(e.name, MAX_NAME_CHARS).unwrap_or_else(|| display_text(&id, 64)),
@@ -276,16 +274,26 @@ mod tests {
         assert_eq!(ids, ["weather-brief", "notes", "no-download"]);
         assert_eq!(index.packages[0].sha256.as_deref(), Some("abcd"));
         for bad in [&b"{}"[..], b"[]", b"not json", br#"{"packages": {}}"#] {
-            assert!(Index::parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                Index::parse(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
     #[test]
     fn a_slug_finds_a_package_by_id_or_by_name_and_an_owner_must_be_its_author() {
         let i = index();
-        let find = |s: &str| i.find(&SlugRequest::parse(s).unwrap()).map(|p| p.id.clone());
+        let find = |s: &str| {
+            i.find(&SlugRequest::parse(s).unwrap())
+                .map(|p| p.id.clone())
+        };
         assert_eq!(find("weather-brief").as_deref(), Some("weather-brief"));
-        assert_eq!(find("@alice/weather-brief").as_deref(), Some("weather-brief"));
+        assert_eq!(
+            find("@alice/weather-brief").as_deref(),
+            Some("weather-brief")
+        );
         assert_eq!(find("bob/weather-brief"), None);
         assert_eq!(find("NOTES").as_deref(), Some("notes"));
         assert_eq!(find("no-download"), None, "nothing to download");
@@ -310,7 +318,17 @@ mod tests {
         assert_eq!(ok("we ather!").slug, "weather");
         assert_eq!(ok("a/b/c").slug, "bc");
         assert_eq!(ok("../../etc").owner, None, "an owner of only dots is none");
-        for bad in ["", "   ", "@", "../..", "/", "___", "-rf", "é", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "   ",
+            "@",
+            "../..",
+            "/",
+            "___",
+            "-rf",
+            "é",
+            &"a".repeat(65),
+        ] {
             let e = SlugRequest::parse(bad).unwrap_err();
             assert!(e.to_string().contains("names no skill"), "{bad:?}: {e}");
         }

@@ -11,8 +11,8 @@ use sayri_protocol::params::{
     SkillsUninstallParams,
 };
 use sayri_protocol::reply::skills::{
-    Finding, InstalledSkill, ScanReport, SkillsInstallReply, SkillsListReply,
-    SkillsScanReply, SkillsSearchReply, SkillsUninstallReply,
+    Finding, InstalledSkill, ScanReport, SkillsInstallReply, SkillsListReply, SkillsScanReply,
+    SkillsSearchReply, SkillsUninstallReply,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
 use std::path::PathBuf;
