@@ -269,9 +269,10 @@ mod tests {
 
     #[test]
     fn only_skill_packages_with_an_id_are_read_and_bad_entries_are_skipped() {
-        let ids: Vec<&str> = index().packages.iter().map(|p| p.id.as_str()).collect();
+        let index = index();
+        let ids: Vec<&str> = index.packages.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids, ["weather-brief", "notes", "no-download"]);
-        assert_eq!(index().packages[0].sha256.as_deref(), Some("abcd"));
+        assert_eq!(index.packages[0].sha256.as_deref(), Some("abcd"));
         for bad in [&b"{}"[..], b"[]", b"not json", br#"{"packages": {}}"#] {
             assert!(
                 Index::parse(bad).is_err(),
