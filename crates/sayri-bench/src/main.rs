@@ -133,7 +133,8 @@ fn run(args: &Args) -> Result<(), String> {
         });
     }
     if wanted("voice") {
-        let model = model::Model::start(Arc::new(ExactTokenizer::load().map_err(|e| e.to_string())?))?;
+        let model =
+            model::Model::start(Arc::new(ExactTokenizer::load().map_err(|e| e.to_string())?))?;
         sections.push(voice::run(&bin, &model.server.base_url())?);
     }
     if wanted("models") {
