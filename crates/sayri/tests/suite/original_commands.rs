@@ -468,9 +468,15 @@ fn every_original_command_with_its_original_parameters_is_answered_in_the_origin
         &mut c,
         n,
         "gateway_save",
-        json!({"instance": {"id": "gw1", "plugin_id": "telegram", "name": "Chat", "enabled": false,
-                            "agent_id": "default", "sandbox_level": "LEVEL_1_READONLY"}}),
+        json!({"instance": {"id": "gw1", "plugin": "telegram"}}),
         Object(&["saved", "instance_id"]),
+    );
+    let listed = send(&mut c, n, "gateway_list", json!({}), List(&["id"]));
+    assert!(
+        listed
+            .as_array()
+            .is_some_and(|l| l.iter().any(|i| i["id"] == "gw1")),
+        "gw1 not listed: {listed}"
     );
     send(
         &mut c,
