@@ -166,6 +166,11 @@ pub fn recovery(r: &RecoveryReport) -> database::DbRecoverReply {
 pub fn gateway_instance(i: &GatewayInstance) -> gateways::GatewayInstance {
     gateways::GatewayInstance {
         id: i.id.clone(),
+        name: if i.name.is_empty() {
+            i.id.clone()
+        } else {
+            i.name.clone()
+        },
         plugin: i.plugin.clone(),
         agent: i.agent.clone(),
         agents: i.agents.clone(),
@@ -177,6 +182,9 @@ pub fn gateway_instance(i: &GatewayInstance) -> gateways::GatewayInstance {
         legacy: i.legacy,
         legacy_authors: i.legacy_authors.clone(),
         legacy_chats: i.legacy_chats.clone(),
+        secret_key: i.secret_key.clone(),
+        allow_resume_previous: i.allow_resume_previous,
+        inactivity_timeout_minutes: i.inactivity_timeout_minutes,
     }
 }
 

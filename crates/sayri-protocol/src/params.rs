@@ -1582,11 +1582,15 @@ pub struct GatewayInstanceParams {
     /// Instance id: 1–32 of `a–z 0–9 _ -`, starting with a letter or digit.
     #[serde(deserialize_with = "non_empty")]
     pub id: String,
-    /// The gateway program: `telegram` runs `sayri-gateway-telegram`.
+    /// Display name *(original: `name`)*.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The gateway plugin: an installed plugin folder of that id, else the built-in program
+    /// (`telegram` runs `sayri-gateway-telegram`). The original's `plugin_id` is read as it.
+    #[serde(default, alias = "plugin_id", skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
-    /// The agent its messages go to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The agent its messages go to. The original's `agent_id` is read as it.
+    #[serde(default, alias = "agent_id", skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// Further agents a chat may switch to (`/agent ID`); array or comma string.
     #[serde(
@@ -1596,8 +1600,12 @@ pub struct GatewayInstanceParams {
     )]
     pub agents: Option<Vec<String>>,
     /// The highest sandbox level its turns run at (`0`–`4` or a level name); a message can
-    /// only lower it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// only lower it. The original's `sandbox_level` is read as it.
+    #[serde(
+        default,
+        alias = "sandbox_level",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub level_cap: Option<String>,
     /// Secrets the gateway process receives: environment variable name → vault key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1613,9 +1621,10 @@ pub struct GatewayInstanceParams {
         deserialize_with = "list_or_csv"
     )]
     pub allowed_groups: Option<Vec<String>>,
-    /// Started with the daemon.
+    /// Started with the daemon. The original's `enabled` is read as it.
     #[serde(
         default,
+        alias = "enabled",
         skip_serializing_if = "Option::is_none",
         deserialize_with = "flag"
     )]
@@ -1642,6 +1651,28 @@ pub struct GatewayInstanceParams {
         deserialize_with = "list_or_csv"
     )]
     pub legacy_chats: Option<Vec<String>>,
+    /// The vault key a plugin's required secrets are read from when `secrets` does not name
+    /// them *(original)*; `""` clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_key: Option<String>,
+    /// Whether a plugin gateway may resume a chat's previous session *(original)*.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub allow_resume_previous: Option<bool>,
+    /// Minutes of silence before a plugin gateway starts a new session *(original)*.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inactivity_timeout_minutes: Option<u32>,
+    /// The original's listing field, sent back by its clients: read and ignored (the
+    /// plugin's manifest decides how senders are authorized).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_mode: Option<serde_json::Value>,
+    /// The original's listing field, sent back by its clients: read and ignored (the store
+    /// keeps when the instance was made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<serde_json::Value>,
 }
 
 /// `gateway_save {instance, mode?}` → `{"saved", "instance_id", "created", "instance",

@@ -240,6 +240,15 @@ impl Daemon {
                 !legacy_activated,
             ));
             tokio::spawn(crate::gateways::auto_start(state.clone()));
+            let services = state.clone();
+            tokio::spawn(async move {
+                crate::plugins::services::auto_start(
+                    services.supervisor.clone(),
+                    services.paths.clone(),
+                    services.brain.get().cloned(),
+                )
+                .await;
+            });
         }
         if let Some(alias) = aliases.control {
             let (state, dispatcher, inner) = (state.clone(), dispatcher.clone(), tracker.clone());

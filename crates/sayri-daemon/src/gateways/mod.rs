@@ -39,7 +39,7 @@ use sayri_core::domain::gateway::{GatewayInstance, PinBook, PinPolicy, ReplyLimi
 use sayri_core::ports::Clock;
 use sayri_core::sync::lock;
 use sayri_protocol::ProtocolError;
-use sayri_protocol::reply::gateways::GatewayEntry;
+use sayri_protocol::reply::gateways::{GatewayEntry, OriginalInstanceNames};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -328,6 +328,13 @@ pub fn list(state: &dyn Host) -> Result<Vec<GatewayEntry>, GatewayError> {
         .db(|s| Ok::<_, sayri_store::StoreError>((s.gateway_instances()?, s.peers()?)))
         .map_err(store_err)?;
     let notes = lock(&state.gateways().notes).clone();
+    let dirs = crate::plugins::PluginDirs::from_env(state.paths());
+    let found = crate::offload::blocking(|| crate::plugins::discover(&dirs));
+    let auth_mode = |plugin: &str| match found.find(plugin) {
+        Some(p) => p.auth_mode().to_string(),
+        None if plugin == "telegram" => "pairing_otp".to_string(),
+        None => "none".to_string(),
+    };
     Ok(instances
         .into_iter()
         .map(|instance| {
@@ -344,8 +351,22 @@ pub fn list(state: &dyn Host) -> Result<Vec<GatewayEntry>, GatewayError> {
                 (Some(s), None) => (s.state, s.last_error.clone()),
                 (None, None) => (ChildState::Stopped, None),
             };
+            let running = matches!(
+                state,
+                ChildState::Starting | ChildState::Running | ChildState::Backoff
+            );
+            let original = OriginalInstanceNames {
+                plugin_id: instance.plugin.clone(),
+                agent_id: instance.agent.clone(),
+                sandbox_level: instance.level_cap.name().to_string(),
+                enabled: instance.auto_start,
+                running,
+                status: if running { "running" } else { "stopped" }.into(),
+                auth_mode: auth_mode(&instance.plugin),
+            };
             GatewayEntry {
                 instance: crate::wire::gateway_instance(&instance),
+                original,
                 state: state.as_str().into(),
                 pid: status.as_ref().and_then(|s| s.pid),
                 restarts: status.as_ref().map_or(0, |s| s.restarts),

@@ -2,17 +2,18 @@
 //! `ui_list`, `ui_start`, `ui_stop`, `ui_status`, `killall`, `clipboard_copy`, `window`,
 //! `attach_image`.
 
-use super::Never;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// `plugins_list` → the gateway programs found, then the UIs.
+/// `plugins_list` → the installed plugins (the user's, then the system's), the built-in
+/// gateway programs not hidden by a plugin of the same id, then the built-in UIs; broken
+/// plugin folders are listed too, with `error`.
 pub type PluginsListReply = Vec<Plugin>;
 
-/// A plugin: a channel gateway program or a UI.
+/// A plugin: an installed plugin folder, a built-in gateway program or a built-in UI.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plugin {
-    /// Its id (`telegram`, `orb`, `web`).
+    /// Its id (`telegram`, `orb`, `web`, a plugin folder's id).
     pub id: String,
     /// Its display name.
     pub name: String,
@@ -20,27 +21,81 @@ pub struct Plugin {
     pub description: String,
     /// Its version, when known.
     pub version: Option<String>,
-    /// `gateway` or `ui`.
+    /// `gateway`, `ui`, `service`, `tool` or `mcp`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The same as `type` (the original listed both).
+    #[serde(default)]
+    pub plugin_type: String,
+    /// Its author (`Sayri Community` when the manifest names none; `Sayri` for built-ins).
+    #[serde(default)]
+    pub author: String,
+    /// `user` (`$CONFIG/plugins`), `system` (the system's plugins folder) or `builtin`.
+    #[serde(default)]
+    pub scope: String,
     /// How senders are authorised: `pairing_otp` (gateways) or `none`.
     pub auth_mode: String,
     /// The vault keys it needs.
     pub required_secrets: Vec<String>,
-    /// Its program (gateways).
+    /// Its folder (installed plugins) or program (built-in gateways).
     pub path: Option<PathBuf>,
-    /// It has a background service of its own (none has).
+    /// Its entrypoint, resolved inside its folder (installed plugins that have one).
+    #[serde(default)]
+    pub entrypoint: Option<PathBuf>,
+    /// Why it cannot be used (a broken plugin folder: nothing of it is run), else `null`.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// It has a background service of its own.
     pub has_service: bool,
     /// Its service is enabled (`null`: it has none).
     pub service_enabled: Option<bool>,
     /// Its service runs (`null`: it has none).
     pub service_running: Option<bool>,
+    /// Its service's process (`null`: it has none).
+    #[serde(default)]
+    pub service: Option<PluginService>,
 }
 
-/// `plugin_set_enabled` never succeeds: no plugin of this Sayri has a background service, so
-/// a known plugin is answered `invalid_params` saying how to start it, an unknown one
-/// `not_found`.
-pub type PluginSetEnabledReply = Never;
+/// A plugin's background service as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginService {
+    /// `starting`, `running`, `backoff`, `stopping`, `stopped` (also: never started) or
+    /// `failed`.
+    pub state: String,
+    /// The program's pid while it runs.
+    pub pid: Option<u32>,
+    /// Restarts since it was last started by request.
+    pub restarts: u32,
+    /// Why it last exited on its own or could not start.
+    pub last_error: Option<String>,
+    /// In `backoff`: milliseconds until the next start.
+    pub restart_in_ms: Option<u64>,
+    /// Its log file.
+    pub log_file: PathBuf,
+    /// The key of its enable flag in the plugin's settings file.
+    pub enabled_key: String,
+    /// The label of the settings form's check box for the flag.
+    pub enabled_label: String,
+    /// It starts with the daemon when enabled.
+    pub auto_start: bool,
+    /// The plugin's settings file.
+    pub settings_file: PathBuf,
+}
+
+/// `plugin_set_enabled` → `{plugin_id, enabled, ok, message, service}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginSetEnabledReply {
+    /// The plugin.
+    pub plugin_id: String,
+    /// The enable flag as now stored.
+    pub enabled: bool,
+    /// The service is now in the state asked for (running when enabled, stopped when not).
+    pub ok: bool,
+    /// A sentence saying what happened.
+    pub message: String,
+    /// Its service's process after the change.
+    pub service: PluginService,
+}
 
 /// `ui_list` → every UI: Sayri's own (`orb`, `web`), then the UI plugins found (the user's,
 /// then the system's).

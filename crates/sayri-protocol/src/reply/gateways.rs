@@ -13,7 +13,11 @@ use std::path::PathBuf;
 pub struct GatewayInstance {
     /// Its id (1–32 of `a–z 0–9 _ -`).
     pub id: String,
-    /// The program it runs: `telegram` runs `sayri-gateway-telegram`.
+    /// Display name (the id when none was given).
+    #[serde(default)]
+    pub name: String,
+    /// The plugin it runs: an installed gateway plugin of that id, else the built-in program
+    /// (`telegram` runs `sayri-gateway-telegram`).
     pub plugin: String,
     /// The agent its messages go to.
     pub agent: String,
@@ -43,6 +47,24 @@ pub struct GatewayInstance {
     /// Chat ids whose original-wire messages are answered *(extension)*.
     #[serde(default)]
     pub legacy_chats: Vec<String>,
+    /// The vault key a plugin's required secrets are read from when `secrets` does not name
+    /// them.
+    #[serde(default)]
+    pub secret_key: Option<String>,
+    /// Whether a plugin gateway may resume a chat's previous session.
+    #[serde(default = "yes")]
+    pub allow_resume_previous: bool,
+    /// Minutes of silence before a plugin gateway starts a new session.
+    #[serde(default = "thirty")]
+    pub inactivity_timeout_minutes: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn thirty() -> u32 {
+    30
 }
 
 /// `gateway_list` → every instance with its process.
@@ -54,6 +76,9 @@ pub struct GatewayEntry {
     /// Its settings.
     #[serde(flatten)]
     pub instance: GatewayInstance,
+    /// The original's names of its settings, for the original's clients.
+    #[serde(flatten)]
+    pub original: OriginalInstanceNames,
     /// `starting`, `running`, `backoff`, `stopping`, `stopped` (also: never started) or
     /// `failed` (the crash-loop breaker tripped, or it could not be started).
     pub state: String,
@@ -79,6 +104,27 @@ pub struct GatewayEntry {
     /// or a failure to pass.
     #[serde(default)]
     pub next_retry_at: Option<f64>,
+}
+
+/// An instance's settings under the original's names, next to today's in `gateway_list`
+/// *(original)*.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginalInstanceNames {
+    /// `plugin`.
+    pub plugin_id: String,
+    /// `agent`.
+    pub agent_id: String,
+    /// `level_cap`, as a level name (`LEVEL_1_READONLY`).
+    pub sandbox_level: String,
+    /// `auto_start`.
+    pub enabled: bool,
+    /// Whether its process runs now (`starting`, `running` or `backoff`).
+    pub running: bool,
+    /// `running` or `stopped`, as the original's listing said.
+    pub status: String,
+    /// How the plugin authorizes senders (its manifest's `authorization.mode`; `pairing_otp`
+    /// for the built-in Telegram gateway, `none` for a plugin that is not installed).
+    pub auth_mode: String,
 }
 
 /// `gateway_save` → `{saved, instance_id, created, instance, restarted}`.

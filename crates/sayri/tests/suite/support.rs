@@ -130,6 +130,11 @@ impl Env {
     pub fn socket(&self) -> PathBuf {
         self.state_dir().join("sayri-daemon.sock")
     }
+    /// The shared folder (`SAYRI_SHARED_DIR`): system plugins are in its `plugins`, so the
+    /// machine's own `/usr/share/sayri/plugins` never reaches a test.
+    pub fn shared_dir(&self) -> PathBuf {
+        self.dir.path().join("share")
+    }
     pub fn daemon_log(&self) -> PathBuf {
         self.dir.path().join("daemon-foreground.log")
     }
@@ -151,6 +156,7 @@ impl Env {
                 .env_remove("XDG_CONFIG_HOME");
         }
         c.env("SAYRI_STATE_DIR", self.state_dir())
+            .env("SAYRI_SHARED_DIR", self.shared_dir())
             .env("HOME", self.dir.path())
             .env_remove("XDG_RUNTIME_DIR")
             .env_remove("SAYRI_LOG")

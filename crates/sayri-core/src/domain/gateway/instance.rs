@@ -3,7 +3,9 @@
 //! Rules:
 //! * The id names the instance everywhere (`sayri gateway start ID`, its log, its peers); it is
 //!   1–32 of `a–z 0–9 _ -`, starting with a letter or digit.
-//! * The plugin names the program the daemon runs: `sayri-gateway-<plugin>`.
+//! * The plugin names the program the daemon runs: an installed gateway plugin of that id, else
+//!   the built-in `sayri-gateway-<plugin>`; it is 1–48 of `A–Z a–z 0–9 . _ -`, starting with a
+//!   letter or digit (a plugin id).
 //! * A turn of the instance runs at the **lowest** of the instance's cap, the agent's own level
 //!   and the level a message asks for ([`GatewayInstance::level_for`]): a message can only
 //!   lower it.
@@ -40,6 +42,9 @@ pub const LEGACY_PLUGIN: &str = "legacy";
 pub struct GatewayInstance {
     /// Unique id (see the module rules).
     pub id: String,
+    /// Display name (empty: the id).
+    #[serde(default)]
+    pub name: String,
     /// Program suffix: `telegram` runs `sayri-gateway-telegram`.
     pub plugin: String,
     /// The agent its messages go to.
@@ -70,6 +75,40 @@ pub struct GatewayInstance {
     /// Chat ids whose original-wire messages are answered.
     #[serde(default)]
     pub legacy_chats: Vec<String>,
+    /// The vault key a plugin's `required_secrets` are read from when the instance does not
+    /// list them in `secrets` (the original's `secret_key`; the secret is also given under
+    /// this name).
+    #[serde(default)]
+    pub secret_key: Option<String>,
+    /// Whether a plugin gateway may resume a chat's previous session (given to it as
+    /// `SAYRI_ALLOW_RESUME_PREVIOUS`).
+    #[serde(default = "yes")]
+    pub allow_resume_previous: bool,
+    /// Minutes of silence after which a plugin gateway starts a new session (given to it in
+    /// seconds as `SAYRI_INACTIVITY_TIMEOUT`).
+    #[serde(default = "thirty")]
+    pub inactivity_timeout_minutes: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn thirty() -> u32 {
+    30
+}
+
+/// Longest plugin id.
+pub const MAX_PLUGIN_CHARS: usize = 48;
+
+/// Whether `plugin` is a valid plugin id.
+pub fn valid_plugin(plugin: &str) -> bool {
+    !plugin.is_empty()
+        && plugin.len() <= MAX_PLUGIN_CHARS
+        && plugin.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && plugin
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// Why an instance is invalid; the message says what to change.
@@ -112,6 +151,7 @@ impl GatewayInstance {
     pub fn new(id: &str, plugin: &str) -> Self {
         GatewayInstance {
             id: id.to_string(),
+            name: String::new(),
             plugin: plugin.to_string(),
             agent: "default".into(),
             agents: Vec::new(),
@@ -123,6 +163,9 @@ impl GatewayInstance {
             legacy: false,
             legacy_authors: Vec::new(),
             legacy_chats: Vec::new(),
+            secret_key: None,
+            allow_resume_previous: true,
+            inactivity_timeout_minutes: 30,
         }
     }
 
@@ -212,6 +255,19 @@ impl GatewayInstance {
         if let Some(v) = &p.legacy_chats {
             inst.legacy_chats = v.iter().map(|c| c.trim().to_string()).collect();
         }
+        if let Some(v) = &p.name {
+            inst.name = v.trim().to_string();
+        }
+        if let Some(v) = &p.secret_key {
+            let v = v.trim();
+            inst.secret_key = (!v.is_empty()).then(|| v.to_string());
+        }
+        if let Some(v) = p.allow_resume_previous {
+            inst.allow_resume_previous = v;
+        }
+        if let Some(v) = p.inactivity_timeout_minutes {
+            inst.inactivity_timeout_minutes = v;
+        }
         inst.validate()?;
         Ok(inst)
     }
@@ -227,10 +283,22 @@ impl GatewayInstance {
                 self.id
             )));
         }
-        if !valid_word(&self.plugin) {
+        if !valid_plugin(&self.plugin) {
             return Err(err(format!(
-                "invalid plugin {:?}: use a-z, 0-9, '_' and '-' (e.g. telegram)",
+                "invalid plugin {:?}: use 1-{MAX_PLUGIN_CHARS} letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. telegram)",
                 self.plugin
+            )));
+        }
+        if self.name.chars().count() > 80 || self.name.contains(['\0', '\n', '\r']) {
+            return Err(err(
+                "invalid name: at most 80 characters, without line breaks",
+            ));
+        }
+        if let Some(k) = &self.secret_key
+            && !valid_env_name(k)
+        {
+            return Err(err(format!(
+                "invalid secret_key {k:?}: a vault key uses letters, digits and '_', not starting with a digit"
             )));
         }
         for a in std::iter::once(&self.agent).chain(&self.agents) {

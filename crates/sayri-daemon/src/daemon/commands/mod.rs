@@ -18,6 +18,7 @@ pub mod desktop;
 pub mod gateways;
 pub mod mcp;
 pub mod permissions;
+pub mod plugin_services;
 pub mod plugins;
 pub mod routines;
 pub mod runtime;
@@ -114,8 +115,8 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, skills::skills_scan)
         .register(ReadOnly, Task, skills::skills_search);
     // Plugins and UIs: starting a front-end hands the assistant to it, so it is management.
-    d.register(ReadOnly, Task, ui::plugins_list)
-        .register(Management, Task, ui::plugin_set_enabled)
+    d.register(ReadOnly, Task, plugin_services::plugins_list)
+        .register(Management, Task, plugin_services::plugin_set_enabled)
         .register(ReadOnly, Inline, ui::ui_list)
         .register(ReadOnly, Inline, ui::ui_status)
         .register(Management, Task, ui::ui_start)

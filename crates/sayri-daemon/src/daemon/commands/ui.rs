@@ -1,5 +1,4 @@
-//! Front-ends the daemon can run, and the plugins it has: `ui_list`, `ui_start`, `ui_stop`,
-//! `ui_status`, `plugins_list`, `plugin_set_enabled`.
+//! Front-ends the daemon can run: `ui_list`, `ui_start`, `ui_stop`, `ui_status`.
 //!
 //! * **UIs.** Sayri's own front-ends: `orb` (the GTK4 orb, program `sayri-orb`; also reached
 //!   as `desktop`, `sayri-ui-orb`, `legacy`) and `web` (the web bubble, `sayri web --port 0
@@ -12,36 +11,30 @@
 //!   one it names. Nothing is ever found or signalled by its process name. Its connections
 //!   count as the person's ([`front_end_keepers`]): only the person can start one (`ui_start`
 //!   is management), and it must be able to answer permission cards.
-//! * **Plugins.** The channel gateways Sayri can run (`sayri-gateway-<id>` beside `sayri` or
-//!   on `PATH`) and the UIs above. None of them has a background service of its own, so
-//!   `plugin_set_enabled` answers that (skills, Sayri's other extensions, are `skills_*`).
+//! * **Plugins** (`plugins_list`, `plugin_set_enabled`) are in `super::plugin_services`.
 
 use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
 use crate::supervisor::{ChildSpec, ChildState, ChildStatus};
 use crate::ui_plugins::{UiPlugin, UiPlugins};
-use sayri_protocol::params::{
-    PluginSetEnabledParams, PluginsListParams, UiListParams, UiStartParams, UiStatusParams,
-    UiStopParams,
-};
-use sayri_protocol::reply::Never;
+use sayri_protocol::params::{UiListParams, UiStartParams, UiStatusParams, UiStopParams};
 use sayri_protocol::reply::desktop::{
-    Plugin, PluginsListReply, UiEntry, UiListReply, UiStartReply, UiStatusReply, UiStopReply,
+    UiEntry, UiListReply, UiStartReply, UiStatusReply, UiStopReply,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
 use std::path::PathBuf;
 
 /// One front-end Sayri can run.
 #[derive(Debug, Clone, Copy)]
-struct Ui {
-    id: &'static str,
-    name: &'static str,
-    kind: &'static str,
-    description: &'static str,
+pub(super) struct Ui {
+    pub(super) id: &'static str,
+    pub(super) name: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) description: &'static str,
 }
 
 /// Every front-end, in listing order.
-const UIS: [Ui; 2] = [
+pub(super) const UIS: [Ui; 2] = [
     Ui {
         id: "orb",
         name: "Sayri orb",
@@ -425,134 +418,6 @@ pub async fn ui_status(p: UiStatusParams, ctx: Ctx) -> Result<UiStatusReply, Pro
         last_error: d.last_error,
         log_file: d.log_file,
     })
-}
-
-/// The gateway programs found (`sayri-gateway-<id>` beside `sayri`, then on `PATH`), by id.
-fn gateway_plugins() -> Vec<(String, PathBuf)> {
-    let prefix = crate::gateways::launch::PROGRAM_PREFIX;
-    let mut dirs: Vec<PathBuf> = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(PathBuf::from))
-        .into_iter()
-        .collect();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path).filter(|d| d.is_absolute()));
-    }
-    let mut found: Vec<(String, PathBuf)> = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut here: Vec<(String, PathBuf)> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let id = name.strip_prefix(prefix)?.to_string();
-                let valid = !id.is_empty()
-                    && id
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-                (valid && is_executable(&e.path())).then(|| (id, e.path()))
-            })
-            .collect();
-        here.sort();
-        for (id, path) in here {
-            if !found.iter().any(|(f, _)| *f == id) {
-                found.push((id, path));
-            }
-        }
-    }
-    found
-}
-
-/// `plugins_list` → `[{id, name, description, version, type, auth_mode, required_secrets, path,
-/// has_service, service_enabled, service_running}]`: the gateway programs found, then the UIs.
-pub async fn plugins_list(
-    _: PluginsListParams,
-    _ctx: Ctx,
-) -> Result<PluginsListReply, ProtocolError> {
-    let gateways = tokio::task::spawn_blocking(gateway_plugins)
-        .await
-        .map_err(|e| ProtocolError::internal(format!("plugins_list stopped: {e}")))?;
-    let version = || Some(env!("CARGO_PKG_VERSION").to_string());
-    let mut out: Vec<Plugin> =
-        gateways
-            .into_iter()
-            .map(|(id, path)| {
-                let telegram = id == "telegram";
-                Plugin {
-                name: if telegram { "Telegram".to_string() } else { id.clone() },
-                description: if telegram {
-                    "Answers paired Telegram chats (a gateway instance runs it; see gateway_save)."
-                } else {
-                    "A channel gateway program (a gateway instance with this plugin runs it)."
-                }
-                .into(),
-                version: if telegram { version() } else { None },
-                kind: "gateway".into(),
-                auth_mode: "pairing_otp".into(),
-                required_secrets: if telegram {
-                    vec!["TELEGRAM_BOT_TOKEN".into()]
-                } else {
-                    Vec::new()
-                },
-                path: Some(path),
-                has_service: false,
-                service_enabled: None,
-                service_running: None,
-                id,
-            }
-            })
-            .collect();
-    for ui in &UIS {
-        out.push(Plugin {
-            id: ui.id.into(),
-            name: ui.name.into(),
-            description: ui.description.into(),
-            version: version(),
-            kind: "ui".into(),
-            auth_mode: "none".into(),
-            required_secrets: Vec::new(),
-            path: None,
-            has_service: false,
-            service_enabled: None,
-            service_running: None,
-        });
-    }
-    Ok(out)
-}
-
-/// `plugin_set_enabled {plugin_id, enabled}`: turns a plugin's background service on or off.
-/// No plugin of this Sayri has one, so a known plugin answers that (and nothing changes).
-///
-/// # Errors
-/// `not_found` for an unknown plugin; `invalid_params` saying that it has no background service
-/// (start a gateway with `gateway_start`, a UI with `ui_start`).
-pub async fn plugin_set_enabled(
-    p: PluginSetEnabledParams,
-    ctx: Ctx,
-) -> Result<Never, ProtocolError> {
-    let listed = plugins_list(PluginsListParams {}, ctx).await?;
-    let known = listed.into_iter().find(|v| v.id == p.plugin_id);
-    match known {
-        None => Err(ProtocolError::new(
-            ErrorCode::NotFound,
-            format!(
-                "plugin not found: {} (`plugins_list` shows the plugins)",
-                p.plugin_id
-            ),
-        )),
-        Some(v) => Err(ProtocolError::invalid_params(format!(
-            "{} has no background service to {}; {}",
-            p.plugin_id,
-            if p.enabled { "enable" } else { "disable" },
-            if v.kind == "ui" {
-                "start or stop the UI with ui_start / ui_stop"
-            } else {
-                "start or stop a gateway instance with gateway_start / gateway_stop"
-            }
-        ))),
-    }
 }
 
 #[cfg(test)]
