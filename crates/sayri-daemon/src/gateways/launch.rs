@@ -137,10 +137,12 @@ pub fn spec_for(state: &dyn Host, inst: &GatewayInstance) -> Result<ChildSpec, S
         .iter()
         .map(|(n, k)| (n.clone(), k.clone()))
         .collect();
-    if let Some(key) = inst.secret_key.as_ref().filter(|_| plugin_used) {
-        if !inst.secrets.contains_key(key) {
-            wanted.push((key.clone(), key.clone()));
-        }
+    if let Some(key) = inst
+        .secret_key
+        .as_ref()
+        .filter(|k| plugin_used && !inst.secrets.contains_key(*k))
+    {
+        wanted.push((key.clone(), key.clone()));
     }
     for name in needed {
         if !inst.secrets.contains_key(&name) && !wanted.iter().any(|(n, _)| *n == name) {

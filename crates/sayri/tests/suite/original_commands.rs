@@ -468,16 +468,26 @@ fn every_original_command_with_its_original_parameters_is_answered_in_the_origin
         &mut c,
         n,
         "gateway_save",
-        json!({"instance": {"id": "gw1", "plugin": "telegram"}}),
+        json!({"instance": {"id": "gw1", "plugin_id": "telegram", "name": "Chat", "enabled": false,
+                            "agent_id": "default", "sandbox_level": "LEVEL_1_READONLY"}}),
         Object(&["saved", "instance_id"]),
     );
     let listed = send(&mut c, n, "gateway_list", json!({}), List(&["id"]));
-    assert!(
-        listed
-            .as_array()
-            .is_some_and(|l| l.iter().any(|i| i["id"] == "gw1")),
-        "gw1 not listed: {listed}"
-    );
+    let row = listed
+        .as_array()
+        .and_then(|l| l.iter().find(|i| i["id"] == "gw1"))
+        .unwrap_or_else(|| panic!("gw1 not listed: {listed}"))
+        .clone();
+    for (field, value) in [
+        ("plugin_id", json!("telegram")),
+        ("name", json!("Chat")),
+        ("enabled", json!(false)),
+        ("agent_id", json!("default")),
+        ("sandbox_level", json!("LEVEL_1_READONLY")),
+        ("running", json!(false)),
+    ] {
+        assert_eq!(row[field], value, "{field} of {row}");
+    }
     send(
         &mut c,
         n,
