@@ -239,16 +239,7 @@ impl Daemon {
                 tracker.clone(),
                 !legacy_activated,
             ));
-            tokio::spawn(crate::gateways::auto_start(state.clone()));
-            let services = state.clone();
-            tokio::spawn(async move {
-                crate::plugins::services::auto_start(
-                    services.supervisor.clone(),
-                    services.paths.clone(),
-                    services.brain.get().cloned(),
-                )
-                .await;
-            });
+            start_enabled_programs(&state);
         }
         if let Some(alias) = aliases.control {
             let (state, dispatcher, inner) = (state.clone(), dispatcher.clone(), tracker.clone());
@@ -290,19 +281,7 @@ impl Daemon {
         tracing::info!("shutting down");
         let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
         drop(listener);
-        if let Some(routines) = state.routines.get() {
-            // No routine starts from now on; running ones stop (their slots stay served).
-            routines.shutdown().await;
-        }
-        if let Some(brain) = state.brain.get() {
-            // Open questions end (each sends `permission_resolved`); a running turn stops.
-            brain.broker.shutdown();
-            brain.core.interrupt();
-        }
-        // The microphone is released and a speech file finished before the daemon exits.
-        let voice = state.clone();
-        let _ = tokio::task::spawn_blocking(move || voice.voice.shutdown()).await;
-        state.supervisor.shutdown().await;
+        stop_services(&state).await;
         if !activated {
             let _ = std::fs::remove_file(state.paths.socket());
         }
@@ -321,6 +300,38 @@ impl Daemon {
         drop(lock);
         tracing::info!("stopped");
     }
+}
+
+/// Starts what the person turned on: the gateway instances set to start with the daemon and the
+/// plugins' enabled background services.
+fn start_enabled_programs(state: &Arc<DaemonState>) {
+    tokio::spawn(crate::gateways::auto_start(state.clone()));
+    let services = state.clone();
+    tokio::spawn(async move {
+        crate::plugins::services::auto_start(
+            services.supervisor.clone(),
+            services.paths.clone(),
+            services.brain.get().cloned(),
+        )
+        .await;
+    });
+}
+
+/// Stops the daemon's services in order: routines (no new one starts, running ones stop), open
+/// questions and the running turn, the voice loop (microphone released, speech file finished),
+/// then every supervised program.
+async fn stop_services(state: &Arc<DaemonState>) {
+    if let Some(routines) = state.routines.get() {
+        routines.shutdown().await;
+    }
+    if let Some(brain) = state.brain.get() {
+        // Each open question sends `permission_resolved` as it ends.
+        brain.broker.shutdown();
+        brain.core.interrupt();
+    }
+    let voice = state.clone();
+    let _ = tokio::task::spawn_blocking(move || voice.voice.shutdown()).await;
+    state.supervisor.shutdown().await;
 }
 
 /// Serves one accepted control-socket connection (at either path), unless its peer belongs to
