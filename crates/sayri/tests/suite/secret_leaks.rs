@@ -312,11 +312,14 @@ fn vault_set_rewrites_rows_already_stored_and_search_history_is_no_oracle() {
     let chars: Vec<char> = value.chars().collect();
     let piece = |a: usize, b: usize| chars[a..b].iter().collect::<String>();
     // Pieces of 7 characters (the model's own query goes back to it; 8 would count as a leak
-    // of the query itself), the whole value, and controls.
+    // of the query itself), the whole value, and controls. A piece starts at the value's
+    // beginning or right after one of its symbols: the leak check also reads the requests with
+    // whitespace removed, where the fence's `search_history` ends just before the query, and a
+    // piece preceded in the value by a `y` would read as 8 characters of it.
     // Five searches and the answer fill the turn's six model calls.
     let probes = vec![
         piece(0, 7),
-        piece(20, 27),
+        piece(22, 29),
         value.clone(),
         "zq-nowhere-7".to_string(),
         "deploy key".to_string(),
