@@ -44,6 +44,7 @@ mod permission_cards;
 pub mod permission_rig;
 mod permissions_check_cli;
 mod permissions_exec_in_arguments;
+mod plugin_services;
 mod plugin_settings;
 pub mod proc_scan;
 mod process_secrets;
