@@ -1677,14 +1677,95 @@ pub struct GatewayInstanceParams {
 
 /// `gateway_save {instance, mode?}` → `{"saved", "instance_id", "created", "instance",
 /// "restarted"}`. A running instance is restarted so the new settings apply.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Read in two forms: the instance's fields in an `instance` object beside `mode` (what
+/// [`to_map`] sends), or the instance's fields themselves at the top level, `mode` among them
+/// (what original clients send). An object with an `instance` member is the first form; any
+/// other object the second. Either way an unknown name is refused, naming it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GatewaySaveParams {
     /// The instance's fields.
     pub instance: GatewayInstanceParams,
     /// `create` never replaces an instance, `update` must find one; absent = either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<SaveMode>,
+}
+
+/// The member names of [`GatewaySaveParams`]'s wrapped form, as documented.
+const GATEWAY_SAVE_FIELDS: &[&str] = &["instance", "mode"];
+
+/// [`GatewaySaveParams`]'s wrapped form, as the wire has it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GatewaySaveWrapped {
+    instance: GatewayInstanceParams,
+    #[serde(default)]
+    mode: Option<SaveMode>,
+}
+
+/// `T` read from `value`; the error names the member at fault (`` `instance.id`: … ``), with
+/// `prefix` before its path.
+fn read_at<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match (prefix, path.as_str()) {
+            ("", ".") => inner.to_string(),
+            ("", p) => format!("`{p}`: {inner}"),
+            (pre, ".") => format!("`{pre}`: {inner}"),
+            (pre, p) => format!("`{pre}.{p}`: {inner}"),
+        }
+    })
+}
+
+impl GatewaySaveParams {
+    /// Reads either form of the params object (see the type's documentation).
+    fn from_object(all: Map<String, Value>) -> Result<Self, String> {
+        if all.contains_key("instance") {
+            let w: GatewaySaveWrapped = read_at(Value::Object(all), "")?;
+            return Ok(GatewaySaveParams {
+                instance: w.instance,
+                mode: w.mode,
+            });
+        }
+        Self::from_flat(all).map_err(|e| {
+            format!("{e} (the instance's fields go in `instance`, or all at the top level)")
+        })
+    }
+
+    /// The second form: `mode` and the instance's fields side by side.
+    fn from_flat(mut all: Map<String, Value>) -> Result<Self, String> {
+        let mode = match all.remove("mode") {
+            None | Some(Value::Null) => None,
+            Some(m) => Some(read_at(m, "mode")?),
+        };
+        Ok(GatewaySaveParams {
+            instance: read_at(Value::Object(all), "")?,
+            mode,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for GatewaySaveParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> de::Visitor<'de> for Either {
+            type Value = GatewaySaveParams;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object: {instance, mode} or the instance's fields with mode")
+            }
+
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut all = Map::new();
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    all.insert(k, v);
+                }
+                GatewaySaveParams::from_object(all).map_err(de::Error::custom)
+            }
+        }
+        d.deserialize_struct("GatewaySaveParams", GATEWAY_SAVE_FIELDS, Either)
+    }
 }
 
 impl Params for GatewaySaveParams {
@@ -2021,6 +2102,80 @@ mod tests {
         assert_eq!(p.setting(), "ui.autostart");
         let p: ConfigGetParams = parse(map(json!({"group": "ui", "key": "x.y"}))).unwrap();
         assert_eq!(p.setting(), "x.y");
+    }
+
+    #[test]
+    fn gateway_save_takes_the_instance_object_or_its_fields_at_the_top_level() {
+        let wrapped: GatewaySaveParams = parse(map(json!({
+            "instance": {"id": "home", "plugin_id": "telegram", "enabled": false},
+            "mode": "create"
+        })))
+        .unwrap();
+        let flat: GatewaySaveParams = parse(map(
+            json!({"id": "home", "plugin_id": "telegram", "enabled": false, "mode": "create"}),
+        ))
+        .unwrap();
+        assert_eq!(wrapped, flat);
+        assert_eq!(flat.instance.id, "home");
+        assert_eq!(flat.instance.plugin.as_deref(), Some("telegram"));
+        assert_eq!(flat.instance.auto_start, Some(false));
+        assert_eq!(flat.mode, Some(SaveMode::Create));
+        for no_mode in [json!({"id": "home"}), json!({"id": "home", "mode": null})] {
+            let p: GatewaySaveParams = parse(map(no_mode)).unwrap();
+            assert_eq!((p.instance.id.as_str(), p.mode), ("home", None));
+        }
+        // A client sends the wrapped form, and it reads back the same.
+        let sent = to_map(&flat).unwrap();
+        assert_eq!(
+            Value::Object(sent.clone()),
+            json!({"instance": {"id": "home", "plugin": "telegram", "auto_start": false}, "mode": "create"})
+        );
+        assert_eq!(parse::<GatewaySaveParams>(sent).unwrap(), flat);
+        assert_eq!(field_names::<GatewaySaveParams>(), ["instance", "mode"]);
+        assert!(refuses_unknown::<GatewaySaveParams>());
+    }
+
+    #[test]
+    fn gateway_save_refuses_unknown_names_and_a_missing_id_in_either_form() {
+        for (bad, says) in [
+            (json!({"id": "home", "bogus": 1}), "unknown field `bogus`"),
+            (
+                json!({"instance": {"id": "home"}, "bogus": 1}),
+                "unknown field `bogus`",
+            ),
+            (
+                json!({"instance": {"id": "home", "bogus": 1}}),
+                "unknown field `bogus`",
+            ),
+            (
+                json!({"instance": {"id": "home"}, "id": "home"}),
+                "unknown field `id`",
+            ),
+            (json!({"instance": {}}), "`instance`: missing field `id`"),
+            (json!({"plugin_id": "telegram"}), "missing field `id`"),
+            (json!({}), "missing field `id`"),
+            (json!({"id": ""}), "`id`"),
+            (
+                json!({"id": "home", "mode": "upsert"}),
+                "`mode`: unknown variant",
+            ),
+            (
+                json!({"instance": {"id": "home", "inactivity_timeout_minutes": "x"}}),
+                "`instance.inactivity_timeout_minutes`",
+            ),
+            (
+                json!({"id": "home", "inactivity_timeout_minutes": "x"}),
+                "`inactivity_timeout_minutes`",
+            ),
+        ] {
+            let e = parse::<GatewaySaveParams>(map(bad.clone())).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParams);
+            assert!(
+                e.message.contains("gateway_save") && e.message.contains(says),
+                "{bad}: {}",
+                e.message
+            );
+        }
     }
 
     #[test]

@@ -312,6 +312,7 @@ fn start_enabled_programs(state: &Arc<DaemonState>) {
             services.supervisor.clone(),
             services.paths.clone(),
             services.brain.get().cloned(),
+            services.service_start_errors.clone(),
         )
         .await;
     });

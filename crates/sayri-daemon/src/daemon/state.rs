@@ -39,6 +39,9 @@ pub struct DaemonState {
     pub routines: OnceLock<Arc<Routines>>,
     /// Channel gateways: pairing PINs, refusal limits, per-chat locks.
     pub gateways: crate::gateways::Gateways,
+    /// Why plugin background services failed to start before their program ran, for
+    /// `plugins_list` and `status`.
+    pub service_start_errors: crate::plugins::services::StartErrors,
     /// The voice loop (microphone, wake word, speech to text and speech); stopped at shutdown.
     pub voice: crate::voice::VoiceService,
     /// Voice model downloads running now (`asset_download`): one per asset at a time.
@@ -66,6 +69,7 @@ impl DaemonState {
             supervisor: Supervisor::with_observer(supervisor_config(&paths), observer),
             routines: OnceLock::new(),
             gateways: crate::gateways::Gateways::new(),
+            service_start_errors: Default::default(),
             assets: crate::assets::Downloads::default(),
             socket_warnings: std::sync::Mutex::new(Vec::new()),
             paths,

@@ -185,9 +185,26 @@ impl Plugin {
             .unwrap_or_else(|| format!("{}.json", self.id))
     }
 
-    /// Its settings file under `config_dir`.
+    /// Where its settings file is under `config_dir` (to show and to hand to its programs;
+    /// read and write it through [`Plugin::settings`]).
     pub fn settings_file(&self, config_dir: &Path) -> PathBuf {
         config_dir.join(self.settings_file_name())
+    }
+
+    /// Its settings file under `config_dir`, checked ([`settings_file::SettingsFile`]).
+    ///
+    /// # Errors
+    /// Its manifest names a place Sayri does not write.
+    pub fn settings(
+        &self,
+        config_dir: &Path,
+    ) -> Result<settings_file::SettingsFile, settings_file::SettingsFileError> {
+        let declared = self
+            .manifest
+            .ui
+            .as_ref()
+            .and_then(|u| u.settings_file.as_deref());
+        settings_file::SettingsFile::resolve(config_dir, &self.id, declared)
     }
 }
 

@@ -22,6 +22,12 @@
 //! (default true) that is enabled is started. Turning a service on or off writes the flag
 //! first, so the choice holds across restarts even when starting fails.
 //!
+//! A start that fails before the program runs (a required secret missing from the vault, the
+//! settings file unreadable) is kept in [`StartErrors`] until the next start or stop, so the
+//! service is listed as `failed` with that reason; a program that keeps exiting is `backoff`,
+//! then `failed` once the supervisor's crash-loop breaker trips, with its last exit as reason
+//! ([`listed_state`]).
+//!
 //! The program's environment is the supervisor's plus `SAYRI_CONFIG_DIR`, `SAYRI_STATE_DIR`,
 //! `SAYRI_PLUGIN_ID`, `SAYRI_PLUGIN_DIR` and `SAYRI_SETTINGS_FILE`. The plugin's
 //! `required_secrets` come from the vault keys of those names on the secrets descriptor (a
@@ -32,8 +38,11 @@ use super::settings_file::{self, SettingsFileError};
 use super::{Command, Plugin, Runner, Service};
 use crate::supervisor::{ChildSpec, ChildState, ChildStatus, INHERITED_ENV, Supervisor};
 use sayri_client::paths::Paths;
+use sayri_core::sync::lock;
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use zeroize::Zeroizing;
 
@@ -57,37 +66,73 @@ pub fn is_running(status: &ChildStatus) -> bool {
     )
 }
 
+/// Why each plugin's service last failed to start before its program ran, by plugin id. Kept
+/// in memory only; shared by every clone.
+#[derive(Debug, Clone, Default)]
+pub struct StartErrors(Arc<Mutex<HashMap<String, String>>>);
+
+impl StartErrors {
+    /// Records why the service of plugin `id` did not start.
+    pub fn record(&self, id: &str, why: String) {
+        lock(&self.0).insert(id.to_string(), why);
+    }
+
+    /// Forgets the failed start of plugin `id` (it was started or stopped since).
+    pub fn clear(&self, id: &str) {
+        lock(&self.0).remove(id);
+    }
+
+    /// Why the service of plugin `id` last failed to start, if its last start failed so.
+    pub fn get(&self, id: &str) -> Option<String> {
+        lock(&self.0).get(id).cloned()
+    }
+}
+
+/// A service's state and last error as listed, from its supervised child (if it ever ran) and
+/// the failed start recorded since: such a failure is newer than the child's record, so it
+/// wins (`failed`, with its reason); a service that never ran is `stopped`.
+pub fn listed_state(
+    status: Option<&ChildStatus>,
+    start_error: Option<String>,
+) -> (ChildState, Option<String>) {
+    match (status, start_error) {
+        (_, Some(e)) => (ChildState::Failed, Some(e)),
+        (Some(s), None) => (s.state, s.last_error.clone()),
+        (None, None) => (ChildState::Stopped, None),
+    }
+}
+
 /// Whether the service of `plugin` is enabled: the flag in its settings file, else the
 /// manifest's default.
 ///
 /// # Errors
-/// The settings file exists but cannot be read or is not a JSON object.
+/// The settings file is refused where it is, cannot be read, or is not a JSON object.
 pub fn enabled(
     plugin: &Plugin,
     service: &Service,
     config_dir: &Path,
 ) -> Result<bool, SettingsFileError> {
-    let values = settings_file::read(&plugin.settings_file(config_dir))?;
+    let values = plugin.settings(config_dir)?.read()?.unwrap_or_default();
     Ok(values
         .get(&service.enabled_key)
         .map_or(service.enabled_by_default, settings_file::truthy))
 }
 
-/// Writes the enable flag of `plugin`'s service.
+/// Writes the enable flag of `plugin`'s service, every other key of the file kept.
 ///
 /// # Errors
-/// The settings file cannot be read back or written (it is then unchanged).
+/// The settings file is refused where it is, cannot be read back, or cannot be written (it is
+/// then unchanged).
 pub fn set_enabled(
     plugin: &Plugin,
     service: &Service,
     config_dir: &Path,
     on: bool,
 ) -> Result<(), SettingsFileError> {
-    settings_file::write_key(
-        &plugin.settings_file(config_dir),
-        &service.enabled_key,
-        Some(serde_json::Value::Bool(on)),
-    )
+    plugin
+        .settings(config_dir)?
+        .write_key(&service.enabled_key, Some(serde_json::Value::Bool(on)))
+        .map(drop)
 }
 
 /// The supervised child running `plugin`'s service, with `secrets` (name, value) on its
@@ -246,7 +291,7 @@ async fn run_stop_command(plugin: &Plugin, cmd: &Command, paths: &Paths) -> Resu
 /// # Errors
 /// The vault is unavailable, or a secret is not in it (named, with how to set it).
 pub fn secrets_for(
-    brain: Option<&std::sync::Arc<crate::brain::Brain>>,
+    brain: Option<&Arc<crate::brain::Brain>>,
     plugin: &Plugin,
 ) -> Result<Vec<(String, Zeroizing<String>)>, String> {
     let needed = plugin.required_secrets();
@@ -284,11 +329,13 @@ pub fn secrets_for(
 }
 
 /// Starts every enabled service whose `auto_start` is on (the daemon calls it once, at
-/// start); a failure is written to the daemon's log.
+/// start). A service that cannot be started is written to the daemon's log and recorded in
+/// `errors`, so that it is listed as failed with the reason.
 pub async fn auto_start(
     supervisor: Supervisor,
     paths: Paths,
-    brain: Option<std::sync::Arc<crate::brain::Brain>>,
+    brain: Option<Arc<crate::brain::Brain>>,
+    errors: StartErrors,
 ) {
     let dirs = super::PluginDirs::from_env(&paths);
     let found = crate::offload::blocking(|| super::discover(&dirs));
@@ -303,19 +350,81 @@ pub async fn auto_start(
         if !service.auto_start || service.start.is_none() {
             continue;
         }
-        let on = crate::offload::blocking(|| enabled(plugin, service, &paths.config_dir));
-        match on {
-            Ok(true) => {}
+        let on = crate::offload::blocking(|| enabled(plugin, service, &paths.config_dir))
+            .map_err(|e| format!("whether it is turned on cannot be read: {e}"));
+        let started = match on {
             Ok(false) => continue,
+            Ok(true) => secrets_for(brain.as_ref(), plugin)
+                .and_then(|s| start(&supervisor, plugin, service, &paths, s)),
+            Err(e) => Err(e),
+        };
+        match started {
+            Ok(_) => errors.clear(&plugin.id),
             Err(e) => {
-                tracing::warn!("plugin service {} was not started: {e}", plugin.id);
-                continue;
+                tracing::error!("plugin service {} was not started: {e}", plugin.id);
+                errors.record(&plugin.id, e);
             }
         }
-        let started = secrets_for(brain.as_ref(), plugin)
-            .and_then(|s| start(&supervisor, plugin, service, &paths, s));
-        if let Err(e) = started {
-            tracing::error!("plugin service {} was not started: {e}", plugin.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn child(state: ChildState, last_error: Option<&str>) -> ChildStatus {
+        ChildStatus {
+            name: child_name("p"),
+            state,
+            pid: None,
+            keeper_pid: None,
+            restarts: 4,
+            last_error: last_error.map(str::to_string),
+            restart_in_ms: None,
+            log_file: PathBuf::from("/state/logs/service-p.log"),
+        }
+    }
+
+    #[test]
+    fn a_failed_start_is_listed_as_failed_with_its_reason_until_it_is_cleared() {
+        let errors = StartErrors::default();
+        assert_eq!(
+            listed_state(None, errors.get("p")),
+            (ChildState::Stopped, None)
+        );
+        errors.record(
+            "p",
+            "plugin p needs secret T, which is not in the vault".into(),
+        );
+        let shared = errors.clone();
+        let (state, why) = listed_state(None, shared.get("p"));
+        assert_eq!(state, ChildState::Failed);
+        assert!(why.unwrap().contains("needs secret T"));
+        // Newer than what the supervisor last knew of an earlier run.
+        let old_run = child(ChildState::Stopped, None);
+        assert_eq!(
+            listed_state(Some(&old_run), errors.get("p")).0,
+            ChildState::Failed
+        );
+        assert_eq!(errors.get("other"), None);
+        errors.clear("p");
+        assert_eq!(shared.get("p"), None);
+        assert_eq!(
+            listed_state(Some(&old_run), errors.get("p")),
+            (ChildState::Stopped, None)
+        );
+    }
+
+    #[test]
+    fn a_program_that_keeps_exiting_is_listed_with_its_last_exit() {
+        let why = "exited with status 3 (see /state/logs/service-p.log)";
+        for state in [ChildState::Backoff, ChildState::Failed] {
+            let st = child(state, Some(why));
+            assert_eq!(
+                listed_state(Some(&st), None),
+                (state, Some(why.to_string()))
+            );
         }
     }
 }

@@ -16,12 +16,13 @@
 //!   runs, `$STATE/<id>.pid` holds its pid, as the original wrote it, for the original tray and
 //!   companions.
 //! * **Settings**: the nodes of its manifest's `ui.settings`
-//!   (`sayri_core::domain::plugin_form`), stored in its settings file ([`settings_file`]),
-//!   which is created with the defaults before the plugin first starts.
+//!   (`sayri_core::domain::plugin_form`), stored in its settings file (the plugin loader's
+//!   [`crate::plugins::settings_file`]), which is created with the defaults before the plugin
+//!   first starts.
 
 pub mod launch;
-pub mod settings_file;
 
+use crate::plugins::settings_file;
 use crate::plugins::{Discovery, Plugin, PluginDirs, PluginKind, Program, Scope};
 use sayri_client::paths::Paths;
 use sayri_core::domain::plugin_form;
@@ -197,7 +198,7 @@ impl UiPlugin {
         &self,
         config_dir: &Path,
     ) -> Result<settings_file::SettingsFile, settings_file::SettingsFileError> {
-        settings_file::SettingsFile::resolve(config_dir, &self.id, self.settings_file.as_deref())
+        self.plugin.settings(config_dir)
     }
 
     /// The settings it declares (none when its declaration cannot be used).

@@ -87,7 +87,6 @@ fn every_recorded_event_reads_into_its_type_and_writes_back_the_same_bytes() {
 /// through the CLI): each says why, and has a round trip in `round_trip.rs`.
 const NOT_RECORDED: &[(&str, &str)] = &[
     ("listen", "the socket tests capture through `sayri listen`"),
-    ("plugin_set_enabled", "it never succeeds"),
     (
         "transcript",
         "the socket tests capture through `sayri listen`",

@@ -3,7 +3,8 @@
 use sayri_client::autostart::connect_or_start;
 use sayri_client::paths::Paths;
 use sayri_client::terminal_text::terminal_safe;
-use sayri_protocol::params::StatusParams;
+use sayri_protocol::params::{PluginsListParams, StatusParams};
+use sayri_protocol::reply::desktop::Plugin;
 use sayri_protocol::reply::runtime::{LocalModelStatus, SandboxStatus, StatusReply};
 
 /// Runs `sayri status`.
@@ -56,6 +57,12 @@ pub(crate) async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow:
     {
         println!("database: {}", terminal_safe(&line));
     }
+    // A daemon that cannot list its plugins has no service line to show.
+    if let Ok(plugins) = client.request_with(&PluginsListParams {}).await {
+        for line in plugins.iter().filter_map(service_line) {
+            println!("service:  {}", terminal_safe(&line));
+        }
+    }
     println!("config:   {}", status.config_dir.display());
     println!("data:     {}", status.state_dir.display());
     println!("socket:   {}", status.socket.display());
@@ -105,4 +112,24 @@ fn local_model_line(lm: Option<&LocalModelStatus>) -> String {
         other => other.to_string(),
     };
     format!("{name}: {}", terminal_safe(&state))
+}
+
+/// `ID  STATE  pid PID` / `ID  failed — WHY` for a plugin's background service (`off` after the
+/// state when it is turned off); `None` for a plugin without one.
+fn service_line(p: &Plugin) -> Option<String> {
+    let s = p.service.as_ref()?;
+    let mut line = format!("{}  {}", p.id, s.state);
+    if p.service_enabled == Some(false) {
+        line.push_str(" (off)");
+    }
+    if let Some(pid) = s.pid {
+        line.push_str(&format!("  pid {pid}"));
+    }
+    if s.restarts > 0 {
+        line.push_str(&format!("  restarts {}", s.restarts));
+    }
+    if let Some(e) = &s.last_error {
+        line.push_str(&format!(" — {e}"));
+    }
+    Some(line)
 }

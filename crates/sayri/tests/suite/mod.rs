@@ -45,6 +45,7 @@ pub mod permission_rig;
 mod permissions_check_cli;
 mod permissions_exec_in_arguments;
 pub mod plugin_gateways;
+mod plugin_service_failures;
 mod plugin_services;
 mod plugin_settings;
 pub mod proc_scan;

@@ -468,9 +468,24 @@ fn every_original_command_with_its_original_parameters_is_answered_in_the_origin
         &mut c,
         n,
         "gateway_save",
-        json!({"instance": {"id": "gw1", "plugin_id": "telegram", "name": "Chat", "enabled": false,
+        json!({"instance": {"id": "gw1", "plugin_id": "telegram", "name": "Draft", "enabled": false,
                             "agent_id": "default", "sandbox_level": "LEVEL_1_READONLY"}}),
         Object(&["saved", "instance_id"]),
+    );
+    // The original also took the instance's fields as the params themselves.
+    send(
+        &mut c,
+        n,
+        "gateway_save",
+        json!({"id": "gw1", "name": "Chat", "mode": "update"}),
+        Object(&["saved", "instance_id"]),
+    );
+    send(
+        &mut c,
+        n,
+        "gateway_save",
+        json!({"id": "gw1", "nmae": "Chat"}),
+        Refused("nmae"),
     );
     let listed = send(&mut c, n, "gateway_list", json!({}), List(&["id"]));
     let row = listed

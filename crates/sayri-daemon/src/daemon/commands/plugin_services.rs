@@ -70,18 +70,18 @@ fn gateway_programs() -> Vec<(String, PathBuf)> {
     found
 }
 
-/// A service as listed: its process (state `stopped` when it never ran) and its flag's key.
+/// A service as listed: its process (state `stopped` when it never ran, `failed` with the
+/// reason when its last start failed before a process ran) and its flag's key.
 fn service_entry(state: &DaemonState, p: &Found, s: &Service) -> PluginService {
     let name = services::child_name(&p.id);
     let status = state.supervisor.status(&name);
+    let (listed, last_error) =
+        services::listed_state(status.as_ref(), state.service_start_errors.get(&p.id));
     PluginService {
-        state: status
-            .as_ref()
-            .map_or("stopped", |s| s.state.as_str())
-            .into(),
+        state: listed.as_str().into(),
         pid: status.as_ref().and_then(|s| s.pid),
         restarts: status.as_ref().map_or(0, |s| s.restarts),
-        last_error: status.as_ref().and_then(|s| s.last_error.clone()),
+        last_error,
         restart_in_ms: status.as_ref().and_then(|s| s.restart_in_ms),
         log_file: state.paths.logs_dir().join(format!("{name}.log")),
         enabled_key: s.enabled_key.clone(),
@@ -210,7 +210,9 @@ async fn set_enabled(
             p.id
         ))
     })?;
+    let errors = &state.service_start_errors;
     if !on {
+        errors.clear(&p.id);
         let (was, failure) = services::stop(&state.supervisor, p, s, &state.paths).await;
         let mut message = if was {
             format!("Stopped the service of {} and turned it off", p.id)
@@ -225,16 +227,22 @@ async fn set_enabled(
     let brain = state.brain.get();
     let started = services::secrets_for(brain, p)
         .and_then(|secrets| services::start(&state.supervisor, p, s, &state.paths, secrets));
+    if started.is_ok() {
+        errors.clear(&p.id);
+    }
     Ok(match started {
         Ok((_, true)) => (true, format!("The service of {} was already running", p.id)),
         Ok((_, false)) => (true, format!("Started the service of {}", p.id)),
-        Err(e) => (
-            false,
-            format!(
-                "The service of {} is turned on but did not start: {e}",
-                p.id
-            ),
-        ),
+        Err(e) => {
+            errors.record(&p.id, e.clone());
+            (
+                false,
+                format!(
+                    "The service of {} is turned on but did not start: {e}",
+                    p.id
+                ),
+            )
+        }
     })
 }
 

@@ -6,7 +6,7 @@
 //!   (`crate::skills::settings`), secrets in the vault as `SKILL_<SLUG>_<KEY>`.
 //! * A UI plugin declares them as the form nodes of its manifest's `ui.settings`
 //!   (`sayri_core::domain::plugin_form`); plain values live in its own settings file, which
-//!   the plugin reads (`crate::ui_plugins::settings_file`: created with the defaults the first
+//!   the plugin reads (`crate::plugins::settings_file`: created with the defaults the first
 //!   time, one key merged per change, atomically, never outside `$CONFIG`); secrets in the
 //!   vault as `PLUGIN_<ID>_<KEY>`, handed to the plugin's program on its secrets descriptor
 //!   when it starts.
@@ -17,10 +17,10 @@
 use crate::brain::Brain;
 use crate::daemon::DaemonState;
 use crate::daemon::dispatch::Ctx;
+use crate::plugins::settings_file::SettingsFileError;
 use crate::skills::{Skills, SkillsError};
 use crate::supervisor::ChildSpec;
 use crate::ui_plugins::UiPlugin;
-use crate::ui_plugins::settings_file::SettingsFileError;
 use sayri_core::domain::skills::settings::{MASK, SettingSpec, vault_key};
 use sayri_core::domain::skills::valid_slug;
 use sayri_protocol::event::settings::PluginSettingsChanged;
