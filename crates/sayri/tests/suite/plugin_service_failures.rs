@@ -1,10 +1,10 @@
-//! Plugin background services that cannot run, over the real daemon and real processes. Started with the
-//! daemon: a service whose program stays up is listed `running` with its pid; one whose
-//! required secret is not in the vault is listed `failed` with that reason; one whose program
-//! exits at once is listed with its exit as the last error, and `failed` once the supervisor's
-//! crash-loop breaker trips; one turned off by default is `stopped` with no error.
-//! `plugin_set_enabled` starts the one that lacked its secret once the secret is there (the
-//! failure is then gone) and stops another. `sayri status` shows one line per service.
+//! Plugin background services that cannot run, beside ones that can, over the real daemon and real
+//! processes. Started with the daemon: a service whose program stays up is listed `running` with
+//! its pid; one whose required secret is not in the vault is listed `failed` with that reason; one
+//! whose program exits at once is listed with its exit as the last error, and `failed` once the
+//! supervisor's crash-loop breaker trips; one turned off by default is `stopped` with no error.
+//! `plugin_set_enabled` starts the one that lacked its secret once the secret is there (the failure
+//! is then gone) and stops another. `sayri status` shows one line per service.
 
 use super::support::*;
 use serde_json::{Value, json};
