@@ -423,3 +423,69 @@ fn hostile_ui_plugin_ids_and_settings_files_outside_the_config_folder_are_refuse
         "the refused calls wrote nothing in the config folder"
     );
 }
+
+#[test]
+fn a_ui_plugins_secret_setting_is_kept_in_the_vault_shown_masked_and_reaches_only_its_program() {
+    const TOKEN: &str = "uitok-Zr91-Qm44-never-in-a-file";
+    let env = Env::new();
+    install(&env, PLUGIN, |m| {
+        m["ui"]["settings"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"t": "entry", "key": "api_token", "label": "API token", "secret": true}));
+    });
+    let _d = env.start_daemon();
+    let mut c = RawClient::connect(&env.socket());
+    let settings_file = env.config_dir().join(format!("{PLUGIN}.json"));
+
+    let r = set(&mut c, PLUGIN, "api_token", json!(TOKEN), 1);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(
+        !r.to_string().contains(TOKEN),
+        "the answer repeats the secret: {r}"
+    );
+    let vault = c.call("vault_list", json!({}), 2);
+    assert!(
+        vault
+            .to_string()
+            .contains("PLUGIN_SAYRI_UI_TESTPAL_API_TOKEN"),
+        "stored in the vault under the plugin's key: {vault}"
+    );
+    let schema = c.call("settings_schema", json!({}), 3);
+    let field = section(&schema, PLUGIN)["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["key"] == "api_token")
+        .cloned()
+        .unwrap();
+    assert!(!field.to_string().contains(TOKEN), "{field}");
+
+    let r = c.call("ui_start", json!({"ui_id": PLUGIN}), 4);
+    assert_eq!(r["result"]["already_running"], false, "{r}");
+    let seen_file = env.state_dir().join("testpal.seen");
+    assert!(eventually(Duration::from_secs(20), || seen_file.exists()));
+    let seen = read_json(&seen_file);
+    let reversed: String = TOKEN.chars().rev().collect();
+    assert_eq!(seen["api_token_reversed"], reversed, "{seen}");
+    let pid = seen["pid"].as_u64().unwrap();
+    for part in ["cmdline", "environ"] {
+        let bytes = std::fs::read(format!("/proc/{pid}/{part}")).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(TOKEN),
+            "the secret is in the plugin's {part}"
+        );
+    }
+    let r = c.call("ui_stop", json!({"ui_id": PLUGIN}), 5);
+    assert_eq!(r["ok"], true, "{r}");
+
+    // In no file Sayri or the plugin keeps.
+    for name in files_under(env.dir.path()) {
+        let bytes = std::fs::read(env.dir.path().join(&name)).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(TOKEN),
+            "the secret is in {name}"
+        );
+    }
+    assert!(settings_file.exists());
+}
