@@ -79,6 +79,7 @@ impl KeyPage {
     ///
     /// # Errors
     /// As [`KeyPage::zeroed`].
+    #[cfg(any(test, feature = "keyring"))]
     pub(crate) fn from_bytes(bytes: &[u8; KEY_LEN]) -> Result<Self, VaultError> {
         let mut k = Self::zeroed()?;
         k.copy_from_slice(bytes);
