@@ -190,9 +190,24 @@ impl Xvfb {
     }
 
     fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_x_server(&mut self.child);
     }
+}
+
+/// Stops an X server child with SIGTERM, so it removes its lock file and socket, and waits for
+/// it (SIGKILL after 5 s).
+pub fn stop_x_server(child: &mut Child) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Runs the GTK main loop for `d`.

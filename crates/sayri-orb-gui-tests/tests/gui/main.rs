@@ -15,6 +15,8 @@
 //! 4. Without `SAYRI_ORB_TEST_BUS`: re-executes itself inside `dbus-run-session`, so GTK, the
 //!    accessibility bus and the tray find a private session bus.
 //! 5. Otherwise: starts `Xvfb` on a free display, initialises GTK and runs the tests.
+//!    The monitor-layout tests (`layouts.rs`) also start an Xorg of their own with real RandR
+//!    outputs (`dummy_x.rs`) and run the orb program (3) on it.
 //!
 //! `cargo test -p sayri-orb-gui-tests --test gui -- NAME` runs the tests whose name contains
 //! NAME.
@@ -24,7 +26,9 @@
 
 mod acceptance;
 mod case49;
+mod dummy_x;
 mod harness;
+mod layouts;
 mod monitors;
 mod screenshots;
 mod world;
@@ -97,6 +101,18 @@ fn main() -> ExitCode {
         (
             "orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle",
             monitors::orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle,
+        ),
+        (
+            "orb_sits_in_the_primary_monitors_corner_not_the_screens",
+            layouts::orb_sits_in_the_primary_monitors_corner_not_the_screens,
+        ),
+        (
+            "orb_follows_the_primary_monitor_when_it_moves_and_when_a_third_appears",
+            layouts::orb_follows_the_primary_monitor_when_it_moves_and_when_a_third_appears,
+        ),
+        (
+            "orb_moves_to_the_remaining_monitor_when_its_own_is_unplugged_and_back_when_replugged",
+            layouts::orb_moves_to_the_remaining_monitor_when_its_own_is_unplugged_and_back_when_replugged,
         ),
         (
             "screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ",

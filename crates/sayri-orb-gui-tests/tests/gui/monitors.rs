@@ -1,8 +1,9 @@
 //! The orb under a real window manager (openbox): it appears in the top-right corner of the
 //! monitor, never takes the keyboard from the window the person is typing in (not when it
 //! appears, not while it answers), and takes pointer input only inside its round orb (the X
-//! input shape the server applies to clicks). Which monitor it picks among several is pinned
-//! by the placement's unit tests: this Xvfb ignores `xrandr --setmonitor`.
+//! input shape the server applies to clicks). This Xvfb has one monitor; which monitor the orb
+//! picks among several, and how it follows them when they change, is tested on real RandR
+//! outputs in `layouts.rs`.
 
 use super::harness::{settle, wait_until};
 use gtk::prelude::*;

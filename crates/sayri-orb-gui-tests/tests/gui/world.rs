@@ -262,6 +262,39 @@ impl World {
         std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
     }
 
+    /// The `sayri-orb` program (this executable in the `orb` role) on X display `display`,
+    /// with the world's directories, not starting the daemon and without a tray icon; its
+    /// log goes to `orb.log` in the world's directory.
+    pub fn orb_program(&self, display: &str) -> Command {
+        use std::os::unix::process::CommandExt as _;
+        let mut c = Command::new(std::env::current_exe().expect("test executable"));
+        // Named as the installed program, so its windows carry the program's `WM_CLASS`.
+        c.arg0("sayri-orb");
+        for (k, v) in self.sayri_env() {
+            c.env(k, v);
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("orb.log"))
+            .expect("orb log");
+        c.env(ROLE_VAR, "orb")
+            .env("DISPLAY", display)
+            .env("GDK_BACKEND", "x11")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("XDG_RUNTIME_DIR")
+            .args(["--no-start", "--no-tray"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        c
+    }
+
+    /// What the orb program logged (see [`World::orb_program`]).
+    pub fn orb_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("orb.log")).unwrap_or_default()
+    }
+
     /// The orb under test, connected to this world's socket and shown. With `start`, it may
     /// start the daemon itself (by running `sayri ping`, as the real binary does).
     pub fn orb(&self, start: bool) -> Rc<OrbApp> {

@@ -6,7 +6,8 @@
 //! * **Which monitor**: the primary one (RandR), else the first that exists — never the
 //!   monitor the window happened to be mapped on, which may be gone. [`follow_monitors`] places
 //!   it again whenever a monitor is added, removed or changed (a dock unplugged, the primary
-//!   moved), so it never stays on a monitor that no longer exists.
+//!   moved), once the change has settled, so it never stays on a monitor that no longer
+//!   exists.
 //! * **HiDPI**: positions are computed in the monitor's logical pixels and sent in device
 //!   pixels (times the surface's scale).
 //! * **Focus**: the window is mapped with `_NET_WM_USER_TIME` 0, which tells an EWMH window
@@ -18,7 +19,11 @@
 //! wlr-layer-shell instead.
 
 use crate::view::{OrbCorner, UiPrefs};
+use gtk::glib;
 use gtk::prelude::*;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
 
 /// Gap between the window and the screen edges, in logical pixels.
 pub const MARGIN: i32 = 16;
@@ -121,15 +126,46 @@ mod x11 {
         ))
     }
 
-    /// What the monitors are now (to notice a change).
-    pub fn signature() -> Vec<(bool, i32, i32, i32, i32)> {
-        match x11rb::connect(None) {
-            Ok((conn, screen)) => match conn.setup().roots.get(screen) {
-                Some(r) => monitors(&conn, r.root),
-                None => Vec::new(),
-            },
-            Err(_) => Vec::new(),
-        }
+    /// Calls `on_change` whenever RandR reports a change of the screen, its outputs, CRTCs
+    /// (modes, positions) or the primary output, from a connection of its own watched by the
+    /// GLib main loop. The returned source stops the watch when removed.
+    pub fn watch_randr(on_change: impl Fn() + 'static) -> Result<glib::SourceId, String> {
+        use std::os::fd::AsRawFd;
+        use x11rb::protocol::randr::{ConnectionExt as _, NotifyMask};
+        let (conn, screen) = x11rb::connect(None).map_err(|e| e.to_string())?;
+        let root = conn.setup().roots.get(screen).ok_or("no X screen")?.root;
+        conn.randr_query_version(1, 5)
+            .map_err(|e| e.to_string())?
+            .reply()
+            .map_err(|e| e.to_string())?;
+        let mask = NotifyMask::SCREEN_CHANGE
+            | NotifyMask::CRTC_CHANGE
+            | NotifyMask::OUTPUT_CHANGE
+            | NotifyMask::RESOURCE_CHANGE;
+        conn.randr_select_input(root, mask)
+            .map_err(|e| e.to_string())?
+            .check()
+            .map_err(|e| e.to_string())?;
+        let fd = conn.stream().as_raw_fd();
+        let watch = glib::IOCondition::IN | glib::IOCondition::HUP | glib::IOCondition::ERR;
+        // The connection lives in the closure, so its socket stays open as long as the watch.
+        Ok(glib::unix_fd_add_local(fd, watch, move |_, cond| {
+            let mut changed = false;
+            loop {
+                match conn.poll_for_event() {
+                    Ok(Some(_)) => changed = true,
+                    Ok(None) => break,
+                    Err(_) => return glib::ControlFlow::Break,
+                }
+            }
+            if changed {
+                on_change();
+            }
+            if cond.intersects(glib::IOCondition::HUP | glib::IOCondition::ERR) {
+                return glib::ControlFlow::Break;
+            }
+            glib::ControlFlow::Continue
+        }))
     }
 
     const NET_WM_STATE_REMOVE: u32 = 0;
@@ -194,29 +230,73 @@ pub fn pick(monitors: &[(bool, i32, i32, i32, i32)]) -> Option<(i32, i32, i32, i
         .map(|m| (m.1, m.2, m.3, m.4))
 }
 
-/// How often the monitors are compared with the last placement.
-pub const MONITOR_CHECK: std::time::Duration = std::time::Duration::from_millis(700);
+/// How long the monitors must stay unchanged before the window is placed again: one layout
+/// change (`xrandr` switching several outputs) arrives as a burst of events, and a placement in
+/// the middle of it would use a half-applied layout.
+pub const MONITOR_SETTLE: Duration = Duration::from_millis(150);
+
+/// The window is placed once more this long after a monitor change, because a window manager
+/// moves windows by itself when the screen changes size, possibly after the first placement.
+pub const WINDOW_MANAGER_SETTLE: Duration = Duration::from_millis(600);
+
+/// Runs a placement once changes have settled (see [`MONITOR_SETTLE`]).
+struct Settled {
+    place: Box<dyn Fn()>,
+    pending: Cell<Option<glib::SourceId>>,
+}
+
+impl Settled {
+    /// A change happened: (re)starts the wait, then places, then places once more after
+    /// [`WINDOW_MANAGER_SETTLE`].
+    fn changed(self: &Rc<Self>) {
+        if let Some(id) = self.pending.take() {
+            id.remove();
+        }
+        let me = self.clone();
+        let id = glib::timeout_add_local_once(MONITOR_SETTLE, move || {
+            me.pending.set(None);
+            (me.place)();
+            let again = me.clone();
+            glib::timeout_add_local_once(WINDOW_MANAGER_SETTLE, move || (again.place)());
+        });
+        self.pending.set(Some(id));
+    }
+}
 
 /// Places `window` again whenever the monitors change (see the module rules): GDK's monitor
-/// list (outputs), and, on X11, RandR's monitors, compared every [`MONITOR_CHECK`] (one round
-/// trip to the X server) because GDK does not report those.
+/// list (a monitor added or removed) and, on X11, every RandR change of the screen, its
+/// outputs, their positions and modes and the primary output (a monitor that moves or becomes
+/// primary changes no item of that list). Stops following when the window is destroyed.
 pub fn follow_monitors(window: &gtk::Window, place_again: impl Fn() + 'static) {
-    let place_again = std::rc::Rc::new(place_again);
-    let again = place_again.clone();
-    gtk::prelude::WidgetExt::display(window)
-        .monitors()
-        .connect_items_changed(move |_, _, _, _| again());
-    if !gtk::prelude::WidgetExt::display(window).is::<gdk4_x11::X11Display>() {
-        return;
-    }
-    let mut last = x11::signature();
-    gtk::glib::timeout_add_local(MONITOR_CHECK, move || {
-        let now = x11::signature();
-        if now != last {
-            last = now;
-            place_again();
+    let settled = Rc::new(Settled {
+        place: Box::new(place_again),
+        pending: Cell::new(None),
+    });
+    let monitors = WidgetExt::display(window).monitors();
+    let s = settled.clone();
+    let handler = monitors.connect_items_changed(move |_, _, _, _| s.changed());
+    let randr = if WidgetExt::display(window).is::<gdk4_x11::X11Display>() {
+        let s = settled.clone();
+        x11::watch_randr(move || s.changed())
+            .inspect_err(|e| tracing::debug!("monitor changes come from GDK only: {e}"))
+            .ok()
+    } else {
+        None
+    };
+    let stop = Cell::new(Some((handler, randr)));
+    window.connect_destroy(move |_| {
+        if let Some((handler, randr)) = stop.take() {
+            monitors.disconnect(handler);
+            // The watch may have ended by itself (the X connection closed).
+            if let Some(source) =
+                randr.and_then(|id| glib::MainContext::default().find_source_by_id(&id))
+            {
+                source.destroy();
+            }
         }
-        gtk::glib::ControlFlow::Continue
+        if let Some(id) = settled.pending.take() {
+            id.remove();
+        }
     });
 }
 
