@@ -51,6 +51,11 @@ pub mod cmd {
         MCP_LIST = "mcp_list", MCP_SHOW = "mcp_show", MCP_ADD = "mcp_add",
         MCP_REMOVE = "mcp_remove", MCP_ENABLE = "mcp_enable", MCP_DISABLE = "mcp_disable",
         MCP_TEST = "mcp_test",
+        // Long-term memory (Sayri's additions): short facts a person keeps for the agents.
+        MEMORY_ADD = "memory_add", MEMORY_LIST = "memory_list", MEMORY_GET = "memory_get",
+        MEMORY_EDIT = "memory_edit", MEMORY_FORGET = "memory_forget",
+        MEMORY_SEARCH = "memory_search", MEMORY_EXPORT = "memory_export",
+        MEMORY_IMPORT = "memory_import",
         // The session database (Sayri's additions).
         DB_RECOVER = "db_recover",
         // Connection: a client narrowing what its own connection may do (the web bubble's bridge).

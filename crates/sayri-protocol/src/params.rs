@@ -196,6 +196,15 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<McpEnableParams>(),
     ParamsInfo::of::<McpDisableParams>(),
     ParamsInfo::of::<McpTestParams>(),
+    // Long-term memory
+    ParamsInfo::of::<MemoryAddParams>(),
+    ParamsInfo::of::<MemoryListParams>(),
+    ParamsInfo::of::<MemoryGetParams>(),
+    ParamsInfo::of::<MemoryEditParams>(),
+    ParamsInfo::of::<MemoryForgetParams>(),
+    ParamsInfo::of::<MemorySearchParams>(),
+    ParamsInfo::of::<MemoryExportParams>(),
+    ParamsInfo::of::<MemoryImportParams>(),
     // Connection
     ParamsInfo::of::<ClientHelloParams>(),
     // Routines and triggers
@@ -288,6 +297,8 @@ no_params! {
     SettingsSchemaParams = cmd::SETTINGS_SCHEMA => reply::config::SettingsSchemaReply;
     /// `mcp_list` → every MCP server the user added.
     McpListParams = cmd::MCP_LIST => reply::mcp::McpListReply;
+    /// `memory_export` → `{count, lines}`: every fact of long-term memory as JSON lines.
+    MemoryExportParams = cmd::MEMORY_EXPORT => reply::memory::MemoryExportReply;
     /// `gateway_list` → every gateway instance with its process state.
     GatewayListParams = cmd::GATEWAY_LIST => reply::gateways::GatewayListReply;
     /// `stop_listening` → `{"stopped": true}`: the microphone closes, a spoken query in
@@ -1567,6 +1578,125 @@ pub struct AssetDownloadParams {
 impl Params for AssetDownloadParams {
     const CMD: &'static str = cmd::ASSET_DOWNLOAD;
     type Reply = reply::voice::AssetDownloadReply;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Long-term memory
+
+/// `memory_add {text, agent?}` → the fact as stored (provenance `person`). Refused: a blank
+/// text, more than 500 characters, a text holding a vault secret (in any encoding the vault
+/// recognises), an unknown agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryAddParams {
+    /// The fact (trimmed; blank is refused).
+    #[serde(deserialize_with = "non_blank")]
+    pub text: String,
+    /// The agent it is for; absent = every agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl Params for MemoryAddParams {
+    const CMD: &'static str = cmd::MEMORY_ADD;
+    type Reply = reply::memory::MemoryAddReply;
+}
+
+/// `memory_list {agent?}` → the facts, oldest first: all of them, or those `agent` sees (its
+/// own and those for every agent).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryListParams {
+    /// Only the facts this agent sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl Params for MemoryListParams {
+    const CMD: &'static str = cmd::MEMORY_LIST;
+    type Reply = reply::memory::MemoryListReply;
+}
+
+/// Declares params structs that name one fact by its id: `{id}` (unknown fields refused).
+macro_rules! fact_id_params {
+    ($($(#[$doc:meta])* $name:ident = $cmd:path => $reply:ty;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// The fact's id (as `memory_list` shows it).
+            pub id: i64,
+        }
+
+        impl Params for $name {
+            const CMD: &'static str = $cmd;
+            type Reply = $reply;
+        }
+    )*};
+}
+
+fact_id_params! {
+    /// `memory_get {id}` → the fact; `not_found` when no fact has that id.
+    MemoryGetParams = cmd::MEMORY_GET => reply::memory::MemoryGetReply;
+    /// `memory_forget {id}` → `{id, forgotten}`: the fact and its search entry are deleted.
+    MemoryForgetParams = cmd::MEMORY_FORGET => reply::memory::MemoryForgetReply;
+}
+
+/// `memory_edit {id, text}` → the fact with its new text (same checks as `memory_add`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryEditParams {
+    /// The fact's id.
+    pub id: i64,
+    /// Its new text (trimmed; blank is refused).
+    #[serde(deserialize_with = "non_blank")]
+    pub text: String,
+}
+
+impl Params for MemoryEditParams {
+    const CMD: &'static str = cmd::MEMORY_EDIT;
+    type Reply = reply::memory::MemoryEditReply;
+}
+
+/// `memory_search {query, limit=10}` → the facts holding any word of `query`, best first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySearchParams {
+    /// Words to look for (any case, with or without accents; every other character only
+    /// separates words).
+    #[serde(deserialize_with = "non_blank")]
+    pub query: String,
+    /// How many facts (clamped to 1–100; absent = 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+impl MemorySearchParams {
+    /// The limit, clamped to 1–100 (absent = 10).
+    pub fn limit(&self) -> usize {
+        self.limit.map_or(10, |n| n.clamp(1, 100) as usize)
+    }
+}
+
+impl Params for MemorySearchParams {
+    const CMD: &'static str = cmd::MEMORY_SEARCH;
+    type Reply = reply::memory::MemorySearchReply;
+}
+
+/// `memory_import {lines}` → `{imported, skipped}`: every line of `lines` (JSON lines as
+/// `memory_export` writes them) is checked first; one bad line refuses the whole text, naming
+/// its line number, and nothing is stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryImportParams {
+    /// The file's text: one JSON object per line (`{"text", "agent"?, "created_at"?, …}`);
+    /// blank lines are skipped.
+    pub lines: String,
+}
+
+impl Params for MemoryImportParams {
+    const CMD: &'static str = cmd::MEMORY_IMPORT;
+    type Reply = reply::memory::MemoryImportReply;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! SQLite storage for Sayri: sessions, messages (with tool calls and token usage), learned
 //! preferences, security authorizations (approvals), gateway instances, peers and chats, the
-//! journal of running turns, calibrated token rates, routines with the scheduler's state, and
-//! the images attached to requests.
+//! journal of running turns, calibrated token rates, routines with the scheduler's state, the
+//! images attached to requests, and long-term memory (facts with a full-text index).
 //!
 //! One file (`$STATE/sessions.db`), opened by [`Store::open`]: WAL journal, `foreign_keys=ON`,
 //! `secure_delete=ON`, versioned migrations (see [`migrations`]). With
@@ -19,6 +19,7 @@ mod gateway_replies;
 mod gateways;
 pub mod health;
 mod lock_holders;
+mod memory;
 pub mod migrations;
 mod peers;
 mod preferences;
@@ -42,6 +43,7 @@ pub use gateway_replies::KEEP_SECONDS as KEEP_REPLY_SECONDS;
 pub use gateways::{GatewayChat, InstanceSave};
 pub use health::{DatabaseState, DatabaseStatus, Health};
 pub use lock_holders::{LockHolder, LockKind, lock_holders};
+pub use memory::MemoryError;
 pub use peers::GatewayPeer;
 pub use recover::{RecoverError, RecoveryReport, TableRecovery};
 pub use redaction::RewriteReport;

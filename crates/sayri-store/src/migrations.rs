@@ -34,6 +34,13 @@
 //!   table version 10; a file it wrote (version 10, the table present, no
 //!   `sessions.parent_id`) gets the column before this step, and the table is created only
 //!   where it is missing.
+//! * Version 12 — long-term memory: `memory` (one short fact per row: its text, the agent it
+//!   is for or `NULL` for every agent, its source `person`/`model`/`import`, when it was added
+//!   and changed, how often and when it was last recalled) and `memory_fts`, an FTS5 index of
+//!   the text (external content, kept in step by triggers; the `unicode61` tokenizer folds case
+//!   and removes diacritics, so `Cafe` finds `café`). The index runs with FTS5's
+//!   `secure-delete`, so a forgotten fact's words leave the index at once instead of waiting
+//!   for a merge.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -41,7 +48,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 11;
+pub const LATEST: i64 = 12;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +187,31 @@ CREATE TABLE IF NOT EXISTS gateway_replies (
 CREATE INDEX IF NOT EXISTS gateway_replies_by_age ON gateway_replies(created_at);
 ";
 
+const V12_MEMORY: &str = "
+CREATE TABLE memory (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  text TEXT NOT NULL CHECK (length(trim(text)) BETWEEN 1 AND 500),
+  agent TEXT,
+  source TEXT NOT NULL CHECK (source IN ('person', 'model', 'import')),
+  created_at REAL NOT NULL, updated_at REAL NOT NULL,
+  recalled_count INTEGER NOT NULL DEFAULT 0, last_recalled_at REAL);
+CREATE INDEX memory_by_agent ON memory(agent, id);
+CREATE VIRTUAL TABLE memory_fts USING fts5(
+  text, content = 'memory', content_rowid = 'id',
+  tokenize = 'unicode61 remove_diacritics 2');
+INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 1);
+CREATE TRIGGER memory_fts_insert AFTER INSERT ON memory BEGIN
+  INSERT INTO memory_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER memory_fts_delete AFTER DELETE ON memory BEGIN
+  INSERT INTO memory_fts(memory_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER memory_fts_update AFTER UPDATE OF text ON memory BEGIN
+  INSERT INTO memory_fts(memory_fts, rowid, text) VALUES ('delete', old.id, old.text);
+  INSERT INTO memory_fts(rowid, text) VALUES (new.id, new.text);
+END;
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
 const STEPS: [&str; LATEST as usize] = [
     V1,
@@ -193,6 +225,7 @@ const STEPS: [&str; LATEST as usize] = [
     V9_ERROR_RECORDS,
     V10_PARENT_SESSIONS,
     V11_GATEWAY_REPLIES,
+    V12_MEMORY,
 ];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.

@@ -244,11 +244,19 @@ fn rebuild(damaged: &Path, fresh: &Path) -> Result<Vec<TableRecovery>, RebuildEr
     Ok(out)
 }
 
-/// The tables of the current schema, in creation order.
+/// The tables of the current schema, in creation order. Full-text indexes (virtual tables and
+/// their `<name>_…` shadow tables) are not copied: the triggers of their content table rebuild
+/// them as its rows are copied.
 fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut st = conn.prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
-         ORDER BY rowid",
+        "SELECT t.name FROM sqlite_master t
+         WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite_%'
+           AND t.sql NOT LIKE 'CREATE VIRTUAL TABLE%'
+           AND NOT EXISTS (
+             SELECT 1 FROM sqlite_master v
+             WHERE v.type = 'table' AND v.sql LIKE 'CREATE VIRTUAL TABLE%'
+               AND substr(t.name, 1, length(v.name) + 1) = v.name || '_')
+         ORDER BY t.rowid",
     )?;
     st.query_map([], |r| r.get(0))?.collect()
 }

@@ -31,6 +31,7 @@ pub mod database;
 pub mod desktop;
 pub mod gateways;
 pub mod mcp;
+pub mod memory;
 pub mod permissions;
 pub mod routines;
 pub mod runtime;

@@ -181,6 +181,11 @@ fn session_ids_with_prefix_match_literally() {
     );
 }
 
+/// Removes what versions after 11 added (long-term memory and its index).
+const LATER_THAN_11: &str = "
+DROP TRIGGER memory_fts_insert; DROP TRIGGER memory_fts_delete; DROP TRIGGER memory_fts_update;
+DROP TABLE memory_fts; DROP TABLE memory;";
+
 /// Turns a fresh database into what an older build left at version 10: `without` names the
 /// table or column that build did not have.
 fn version_10_file(dir: &std::path::Path, without: &str) -> std::path::PathBuf {
@@ -192,6 +197,8 @@ fn version_10_file(dir: &std::path::Path, without: &str) -> std::path::PathBuf {
         _ => "DROP INDEX sessions_by_parent; ALTER TABLE sessions DROP COLUMN parent_id;",
     };
     conn.execute_batch(undo).unwrap();
+    // Nor the tables of later versions.
+    conn.execute_batch(LATER_THAN_11).unwrap();
     conn.execute_batch(
         "INSERT INTO sessions (id, title, agent_id, created_at, updated_at)
            VALUES ('kept', 'Kept', 'default', 1, 2);

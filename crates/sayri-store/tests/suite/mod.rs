@@ -3,6 +3,7 @@ mod corruption;
 mod crash;
 mod gateways;
 mod holder;
+mod memory;
 mod migrations;
 mod preferences;
 mod routines;

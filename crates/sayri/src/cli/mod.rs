@@ -18,6 +18,7 @@ pub(crate) mod generate;
 pub(crate) mod install;
 pub(crate) mod local;
 pub(crate) mod mcp;
+pub(crate) mod memory;
 pub(crate) mod model_checks;
 pub(crate) mod models;
 pub(crate) mod permissions;
@@ -170,6 +171,13 @@ pub(crate) enum Command {
         /// What to do.
         #[command(subcommand)]
         action: mcp::McpAction,
+    },
+    /// Long-term memory: short facts you keep for Sayri (add, list, show, edit, forget, search,
+    /// export, import; no agent recalls them yet).
+    Memory {
+        /// What to do.
+        #[command(subcommand)]
+        action: memory::MemoryAction,
     },
     /// The session database: its state, or rebuilding it when it is corrupt.
     Db {
@@ -423,6 +431,7 @@ async fn run_client(command: Command, paths: Paths, start: bool) -> anyhow::Resu
         Command::Routines { action } => routines::run(&paths, start, action).await,
         Command::Gateway { action } => done(gateway::run(&paths, start, action).await),
         Command::Mcp { action } => done(mcp::run(&paths, start, action).await),
+        Command::Memory { action } => done(memory::run(&paths, start, action).await),
         Command::Listen(args) => voice::listen(&paths, start, &args).await,
         Command::Voice {
             action: voice::VoiceAction::Status { json },

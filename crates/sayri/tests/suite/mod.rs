@@ -34,6 +34,7 @@ mod leak_guard;
 mod local_model;
 mod management_access;
 mod mcp_cli;
+mod memory_cli;
 mod model_downloads;
 mod observation_frames;
 mod open_card_lifecycle;

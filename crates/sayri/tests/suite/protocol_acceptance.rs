@@ -502,6 +502,24 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
             json!({"path": ids.image}),
             Obj(&["path", "mime", "bytes", "waiting"]),
         ),
+        // Long-term memory: the fresh database's first fact has id 1.
+        "memory_add" => (
+            json!({"text": "The acceptance fact: lunch is at one"}),
+            Obj(MEMORY_FACT),
+        ),
+        "memory_list" => (json!({"agent": "default"}), ArrOf(MEMORY_FACT)),
+        "memory_get" => (json!({"id": 1}), Obj(MEMORY_FACT)),
+        "memory_edit" => (
+            json!({"id": 1, "text": "The acceptance fact: lunch is at two"}),
+            Obj(MEMORY_FACT),
+        ),
+        "memory_search" => (json!({"query": "LUNCH", "limit": 5}), ArrOf(MEMORY_FACT)),
+        "memory_export" => (json!({}), Obj(&["count", "lines"])),
+        "memory_import" => (
+            json!({"lines": "{\"text\": \"An imported fact\"}\n"}),
+            Obj(&["imported", "skipped"]),
+        ),
+        "memory_forget" => (json!({"id": 1}), Obj(&["id", "forgotten"])),
         other => panic!("{other} is implemented but has no valid call in this test; add one"),
     };
     (params, Expect::Ok(shape))
@@ -522,6 +540,18 @@ const MCP_SERVER: &[&str] = &[
     "read",
     "env",
     "workspace",
+];
+
+/// The members of a fact in the `memory_*` replies.
+const MEMORY_FACT: &[&str] = &[
+    "id",
+    "text",
+    "agent",
+    "source",
+    "created_at",
+    "updated_at",
+    "recalled_count",
+    "last_recalled_at",
 ];
 
 const ORDER: &[&str] = &[
@@ -580,6 +610,14 @@ const ORDER: &[&str] = &[
     "mcp_enable",
     "mcp_test",
     "mcp_remove",
+    "memory_add",
+    "memory_list",
+    "memory_get",
+    "memory_edit",
+    "memory_search",
+    "memory_export",
+    "memory_import",
+    "memory_forget",
     "trigger_save",
     "triggers_list",
     "trigger_delete",

@@ -17,6 +17,7 @@ pub mod database;
 pub mod desktop;
 pub mod gateways;
 pub mod mcp;
+pub mod memory;
 pub mod permissions;
 pub mod plugin_services;
 pub mod plugins;
@@ -108,6 +109,16 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, mcp::mcp_enable)
         .register(Management, Task, mcp::mcp_disable)
         .register(Management, Task, mcp::mcp_test);
+    // Long-term memory: what is written there is the person's own, and will steer what agents
+    // recall, so changing it is management; looking at it is not.
+    d.register(Management, Task, memory::memory_add)
+        .register(ReadOnly, Task, memory::memory_list)
+        .register(ReadOnly, Task, memory::memory_get)
+        .register(Management, Task, memory::memory_edit)
+        .register(Management, Task, memory::memory_forget)
+        .register(ReadOnly, Task, memory::memory_search)
+        .register(ReadOnly, Task, memory::memory_export)
+        .register(Management, Task, memory::memory_import);
     // Skills
     d.register(ReadOnly, Task, skills::skills_list)
         .register(Management, Task, skills::skills_install)

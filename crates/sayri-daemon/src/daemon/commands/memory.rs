@@ -1,0 +1,150 @@
+//! `memory_add`, `memory_list`, `memory_get`, `memory_edit`, `memory_forget`, `memory_search`,
+//! `memory_export`, `memory_import`: the person's long-term memory, in the session database
+//! (see `sayri_store`'s memory module for the rules every write follows).
+//!
+//! A fact holding a vault secret is refused by the store's own redactor (the vault's, kept
+//! current by `vault_set`); the refusal never repeats the value. Nothing here reaches a model.
+
+use crate::daemon::dispatch::Ctx;
+use sayri_core::assistant::CoreError;
+use sayri_core::domain::memory::MemorySource;
+use sayri_protocol::params::{
+    MemoryAddParams, MemoryEditParams, MemoryExportParams, MemoryForgetParams, MemoryGetParams,
+    MemoryImportParams, MemoryListParams, MemorySearchParams,
+};
+use sayri_protocol::reply::memory::{
+    MemoryAddReply, MemoryEditReply, MemoryExportReply, MemoryForgetReply, MemoryGetReply,
+    MemoryImportReply, MemoryListReply, MemorySearchReply,
+};
+use sayri_protocol::{ErrorCode, ProtocolError};
+use sayri_store::MemoryError;
+
+/// Unix seconds now.
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The protocol error for a refused memory write.
+fn memory_err(e: MemoryError) -> ProtocolError {
+    let code = match &e {
+        MemoryError::Fact(_) | MemoryError::BadLine { .. } => ErrorCode::InvalidParams,
+        MemoryError::NotFound(_) => ErrorCode::NotFound,
+        MemoryError::Store(_) => ErrorCode::Internal,
+    };
+    ProtocolError::new(code, e.to_string())
+}
+
+fn store_err(e: sayri_core::ports::StoreError) -> ProtocolError {
+    ProtocolError::internal(e.to_string())
+}
+
+/// `memory_add {text, agent?}` → the fact as stored (source `person`).
+pub async fn memory_add(p: MemoryAddParams, ctx: Ctx) -> Result<MemoryAddReply, ProtocolError> {
+    let brain = ctx.daemon.brain()?;
+    let agent = p.agent.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    if let Some(agent) = agent
+        && sayri_core::domain::profile::valid_agent_id(agent)
+        && matches!(
+            crate::offload::blocking(|| brain.core.resolve(agent)),
+            Err(CoreError::UnknownAgent(_))
+        )
+    {
+        return Err(ProtocolError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "no agent is named {agent:?}: give one of `sayri agents list`, or no agent for a fact every agent may use; nothing was stored"
+            ),
+        ));
+    }
+    brain
+        .db(|s| s.memory_add(&p.text, agent, MemorySource::Person, now()))
+        .map_err(memory_err)
+}
+
+/// `memory_list {agent?}` → the facts, oldest first.
+pub async fn memory_list(p: MemoryListParams, ctx: Ctx) -> Result<MemoryListReply, ProtocolError> {
+    let agent = p.agent.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    ctx.daemon
+        .brain()?
+        .db(|s| s.memory_list(agent))
+        .map_err(store_err)
+}
+
+/// `memory_get {id}` → the fact.
+pub async fn memory_get(p: MemoryGetParams, ctx: Ctx) -> Result<MemoryGetReply, ProtocolError> {
+    ctx.daemon
+        .brain()?
+        .db(|s| s.memory_get(p.id))
+        .map_err(store_err)?
+        .ok_or_else(|| memory_err(MemoryError::NotFound(p.id)))
+}
+
+/// `memory_edit {id, text}` → the fact with its new text.
+pub async fn memory_edit(p: MemoryEditParams, ctx: Ctx) -> Result<MemoryEditReply, ProtocolError> {
+    ctx.daemon
+        .brain()?
+        .db(|s| s.memory_edit(p.id, &p.text, now()))
+        .map_err(memory_err)
+}
+
+/// `memory_forget {id}` → `{id, forgotten}`.
+pub async fn memory_forget(
+    p: MemoryForgetParams,
+    ctx: Ctx,
+) -> Result<MemoryForgetReply, ProtocolError> {
+    let forgotten = ctx
+        .daemon
+        .brain()?
+        .db(|s| s.memory_forget(p.id))
+        .map_err(store_err)?;
+    Ok(MemoryForgetReply {
+        id: p.id,
+        forgotten,
+    })
+}
+
+/// `memory_search {query, limit?}` → the matching facts, best first.
+pub async fn memory_search(
+    p: MemorySearchParams,
+    ctx: Ctx,
+) -> Result<MemorySearchReply, ProtocolError> {
+    let limit = p.limit();
+    ctx.daemon
+        .brain()?
+        .db(|s| s.memory_search(&p.query, limit))
+        .map_err(store_err)
+}
+
+/// `memory_export` → `{count, lines}`.
+pub async fn memory_export(
+    _: MemoryExportParams,
+    ctx: Ctx,
+) -> Result<MemoryExportReply, ProtocolError> {
+    let (count, lines) = ctx
+        .daemon
+        .brain()?
+        .db(|s| s.memory_export())
+        .map_err(store_err)?;
+    Ok(MemoryExportReply {
+        count: count as u64,
+        lines,
+    })
+}
+
+/// `memory_import {lines}` → `{imported, skipped}`.
+pub async fn memory_import(
+    p: MemoryImportParams,
+    ctx: Ctx,
+) -> Result<MemoryImportReply, ProtocolError> {
+    let (imported, skipped) = ctx
+        .daemon
+        .brain()?
+        .db(|s| s.memory_import(&p.lines, now()))
+        .map_err(memory_err)?;
+    Ok(MemoryImportReply {
+        imported: imported as u64,
+        skipped: skipped as u64,
+    })
+}

@@ -1,0 +1,70 @@
+//! Replies of the long-term memory commands: `memory_add`, `memory_list`, `memory_get`,
+//! `memory_edit`, `memory_forget`, `memory_search`, `memory_export`, `memory_import`.
+
+use serde::{Deserialize, Serialize};
+
+/// One fact of long-term memory, as every memory command shows it (and as one line of
+/// `memory_export` writes it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryFact {
+    /// Its id (never reused after it is forgotten).
+    pub id: i64,
+    /// The fact (trimmed, 1–500 characters).
+    pub text: String,
+    /// The agent it is for; `null` = every agent.
+    pub agent: Option<String>,
+    /// Its provenance: `person`, `model` or `import`.
+    pub source: String,
+    /// When it was added, Unix seconds.
+    pub created_at: f64,
+    /// When its text last changed, Unix seconds.
+    pub updated_at: f64,
+    /// How many times it was recalled into a turn.
+    pub recalled_count: u64,
+    /// When it was last recalled, Unix seconds; `null` = never.
+    pub last_recalled_at: Option<f64>,
+}
+
+/// `memory_add` → the fact as stored.
+pub type MemoryAddReply = MemoryFact;
+
+/// `memory_list` → the facts, oldest first.
+pub type MemoryListReply = Vec<MemoryFact>;
+
+/// `memory_get` → the fact.
+pub type MemoryGetReply = MemoryFact;
+
+/// `memory_edit` → the fact with its new text.
+pub type MemoryEditReply = MemoryFact;
+
+/// `memory_search` → the matching facts, best first.
+pub type MemorySearchReply = Vec<MemoryFact>;
+
+/// `memory_forget` → `{id, forgotten}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryForgetReply {
+    /// The fact's id.
+    pub id: i64,
+    /// `false` when no fact had that id.
+    pub forgotten: bool,
+}
+
+/// `memory_export` → `{count, lines}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryExportReply {
+    /// How many facts.
+    pub count: u64,
+    /// Every fact as one JSON object per line (each ending in `\n`), oldest first: what
+    /// `memory_import` reads.
+    pub lines: String,
+}
+
+/// `memory_import` → `{imported, skipped}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryImportReply {
+    /// Facts added.
+    pub imported: u64,
+    /// Lines whose fact (same text, same agent) was already stored, or repeated an earlier
+    /// line.
+    pub skipped: u64,
+}
