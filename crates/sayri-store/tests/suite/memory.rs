@@ -140,7 +140,10 @@ fn a_fact_is_added_listed_and_found_with_its_provenance_and_dates() {
         store.memory_list(Some("ops")).unwrap(),
         [a.clone(), b.clone()]
     );
-    assert_eq!(store.memory_list(Some("writer")).unwrap(), std::slice::from_ref(&a));
+    assert_eq!(
+        store.memory_list(Some("writer")).unwrap(),
+        std::slice::from_ref(&a)
+    );
     assert_eq!(store.memory_get(b.id).unwrap(), Some(b.clone()));
     assert_eq!(store.memory_get(999).unwrap(), None);
 
