@@ -25,6 +25,8 @@ pub enum Action {
     Skill,
     /// Starting a sub-agent.
     Subagent,
+    /// Storing a fact in long-term memory (the resource is the fact).
+    Memory,
     /// Any action (`*`).
     #[serde(rename = "*")]
     Any,
@@ -40,6 +42,7 @@ impl Action {
             "web" => Action::Web,
             "skill" => Action::Skill,
             "subagent" => Action::Subagent,
+            "memory" => Action::Memory,
             "*" => Action::Any,
             _ => return None,
         })
@@ -54,6 +57,7 @@ impl Action {
             Action::Web => "web",
             Action::Skill => "skill",
             Action::Subagent => "subagent",
+            Action::Memory => "memory",
             Action::Any => "*",
         }
     }

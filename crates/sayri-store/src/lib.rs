@@ -20,6 +20,7 @@ mod gateways;
 pub mod health;
 mod lock_holders;
 mod memory;
+mod memory_book;
 pub mod migrations;
 mod peers;
 mod preferences;

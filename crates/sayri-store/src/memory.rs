@@ -92,7 +92,7 @@ struct NewFact {
 
 /// The FTS5 query for `query`: each word quoted as a plain term (no word holds a quote), joined
 /// with `OR`; `None` when the query has no word.
-fn fts_query(query: &str) -> Option<String> {
+pub(crate) fn fts_query(query: &str) -> Option<String> {
     let words: Vec<String> = search_words(query)
         .into_iter()
         .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))

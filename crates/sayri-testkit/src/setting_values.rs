@@ -118,6 +118,7 @@ pub fn near(check: Check) -> BoxedStrategy<Json> {
         Check::Patterns => strings("[()\\[\\]*.?+a-z<>/]{0,10}(, ?[a-z<>/.*?]{1,8}){0,2}".boxed()),
         Check::Headers => lists("[A-Za-z-]{1,10}: [ -~]{0,16}".boxed()),
         Check::AbsolutePaths { .. } => lists("/?[a-z0-9_.-]{1,8}(/[a-z0-9_.-]{1,8}){0,2}".boxed()),
+        Check::AgentIds => lists("[a-z0-9._/-]{0,10}".boxed()),
     }
 }
 

@@ -172,6 +172,49 @@ pub fn history_search(answer: &str) -> Option<String> {
     None
 }
 
+/// The words of the first memory search in `answer`: a ```` ```recall ```` block (also written
+/// ```` ```recall_memory ```` or ```` ```search_memory ````), its lines joined with spaces.
+///
+/// ```
+/// use sayri_core::domain::codeblock::memory_recall;
+/// assert_eq!(memory_recall("```recall\nbackup disk\n```").as_deref(), Some("backup disk"));
+/// assert_eq!(memory_recall("```recall\n \n```"), None);
+/// ```
+pub fn memory_recall(answer: &str) -> Option<String> {
+    first_body(answer, &["recall", "recall_memory", "search_memory"])
+}
+
+/// The fact proposed by the first ```` ```remember ```` block of `answer` (its lines joined with
+/// spaces); the engine decides whether it is stored.
+///
+/// ```
+/// use sayri_core::domain::codeblock::memory_proposal;
+/// assert_eq!(
+///     memory_proposal("Sure.\n```remember\nMy backup disk is /mnt/tank\n```").as_deref(),
+///     Some("My backup disk is /mnt/tank")
+/// );
+/// ```
+pub fn memory_proposal(answer: &str) -> Option<String> {
+    first_body(answer, &["remember", "remember_fact"])
+}
+
+/// The body of the first closed, non-blank block tagged one of `langs`, its non-blank lines
+/// trimmed and joined with single spaces.
+fn first_body(answer: &str, langs: &[&str]) -> Option<String> {
+    extract_blocks(answer)
+        .into_iter()
+        .filter(|b| b.closed && langs.contains(&b.lang.as_str()))
+        .map(|b| {
+            b.body
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .find(|t| !t.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,5 +277,19 @@ mod tests {
             Some("wifi")
         );
         assert_eq!(history_search("```bash\nls\n```"), None);
+    }
+
+    #[test]
+    fn memory_blocks_are_found_only_when_closed_and_not_blank() {
+        assert_eq!(
+            memory_recall("x\n```search_memory\n backup\n  disk \n```").as_deref(),
+            Some("backup disk")
+        );
+        assert_eq!(memory_recall("```recall\nbackup disk"), None);
+        assert_eq!(
+            memory_proposal("```remember\n\n```\n```remember\nI use zsh\n```").as_deref(),
+            Some("I use zsh")
+        );
+        assert_eq!(memory_proposal("```bash\necho remember\n```"), None);
     }
 }

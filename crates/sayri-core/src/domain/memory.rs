@@ -9,8 +9,19 @@
 //!   the vault's own redactor, so a secret is recognised in every encoding it knows.
 //! * A search takes the words of the query only ([`search_words`]): letters and digits, split at
 //!   everything else, so no character a person types can become query syntax.
+//! * **Who reads what** ([`MemoryScope::for_agent`]): an agent the person made reads its own
+//!   facts and those for every agent. A sub-agent reads only its own, unless its creator is
+//!   listed in `memory.shared_with_sub_agents`: then also what its creator reads. A model's
+//!   fact is written to its own agent's memory only ([`MemoryScope::writes_to`]).
+//! * **Recall within a budget** ([`recall_lines`]): facts go to the model best first, one line
+//!   each, while the lines fit `memory.recall_tokens`; a fact that does not fit is left out
+//!   whole, never cut.
+//! * **Automatic recall** ([`auto_recall_matches`]): a fact passes when it shares at least
+//!   [`AUTO_RECALL_MIN_WORDS`] distinct words of [`AUTO_RECALL_MIN_CHARS`] or more characters
+//!   with the person's message (case folded).
 
-use crate::ports::Redactor;
+use crate::ports::{RecalledFact, Redactor};
+use std::collections::HashSet;
 
 /// The most characters a fact may have.
 pub const MAX_FACT_CHARS: usize = 500;
@@ -152,6 +163,164 @@ fn is_combining_mark(c: char) -> bool {
         | '\u{1DC0}'..='\u{1DFF}'
         | '\u{20D0}'..='\u{20FF}'
         | '\u{FE20}'..='\u{FE2F}')
+}
+
+/// What a turn may read from memory, and where its model's facts go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryScope {
+    /// The agent of the turn (its model's facts are written here).
+    pub agent: String,
+    /// Agents whose own facts the turn reads (the turn's agent first).
+    pub readable: Vec<String>,
+    /// Whether the facts for every agent are read.
+    pub every_agent: bool,
+}
+
+impl MemoryScope {
+    /// The scope of a turn of `agent`, created by `parent` (`None` for an agent the person made),
+    /// where `shared_with_sub_agents` lists the creators whose sub-agents may read their memory.
+    ///
+    /// ```
+    /// use sayri_core::domain::memory::MemoryScope;
+    /// let own = MemoryScope::for_agent("helper", Some("default"), &[]);
+    /// assert_eq!(own.readable, ["helper"]);
+    /// assert!(!own.every_agent);
+    /// let shared = MemoryScope::for_agent("helper", Some("default"), &["default".into()]);
+    /// assert_eq!(shared.readable, ["helper", "default"]);
+    /// assert!(shared.every_agent);
+    /// ```
+    pub fn for_agent(
+        agent: &str,
+        parent: Option<&str>,
+        shared_with_sub_agents: &[String],
+    ) -> MemoryScope {
+        let mut readable = vec![agent.to_string()];
+        let every_agent = match parent {
+            None => true,
+            Some(p) if shared_with_sub_agents.iter().any(|s| s == p) => {
+                readable.push(p.to_string());
+                true
+            }
+            Some(_) => false,
+        };
+        MemoryScope {
+            agent: agent.to_string(),
+            readable,
+            every_agent,
+        }
+    }
+
+    /// Whether a fact of `agent` (`None`: every agent) is readable in this scope.
+    pub fn reads(&self, agent: Option<&str>) -> bool {
+        match agent {
+            None => self.every_agent,
+            Some(a) => self.readable.iter().any(|r| r == a),
+        }
+    }
+
+    /// The agent a fact the model proposes is stored for: always the turn's own.
+    pub fn writes_to(&self) -> &str {
+        &self.agent
+    }
+}
+
+/// The `[memory]` settings a turn uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemorySettings {
+    /// `memory.auto_accept`: a model's fact is stored without a card.
+    pub auto_accept: bool,
+    /// `memory.recall_tokens`: most tokens of facts one recall puts in a request.
+    pub recall_tokens: usize,
+    /// `memory.auto_recall`: matching facts are added before the first model call of a turn.
+    pub auto_recall: bool,
+    /// `memory.shared_with_sub_agents`: creators whose sub-agents read their memory.
+    pub shared_with_sub_agents: Vec<String>,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        MemorySettings {
+            auto_accept: false,
+            recall_tokens: DEFAULT_RECALL_TOKENS,
+            auto_recall: false,
+            shared_with_sub_agents: Vec::new(),
+        }
+    }
+}
+
+/// `memory.recall_tokens` by default.
+pub const DEFAULT_RECALL_TOKENS: usize = 300;
+
+/// Most facts one search asks the store for (the token budget usually stops earlier).
+pub const RECALL_SEARCH_LIMIT: usize = 20;
+
+/// Fewest shared words for [`auto_recall_matches`].
+pub const AUTO_RECALL_MIN_WORDS: usize = 2;
+
+/// Shortest word [`auto_recall_matches`] counts (shorter ones are mostly function words).
+pub const AUTO_RECALL_MIN_CHARS: usize = 4;
+
+/// The lines given to the model for `facts` (best first): `- <fact>` each, while their tokens
+/// (`tokens_of` a line) stay within `cap`. Returns the text and the ids of the facts in it.
+///
+/// ```
+/// use sayri_core::domain::memory::recall_lines;
+/// use sayri_core::ports::RecalledFact;
+/// let fact = |id, text: &str| RecalledFact { id, text: text.into(), agent: None };
+/// let facts = vec![fact(1, "aaaa"), fact(2, &"b".repeat(40)), fact(3, "cc")];
+/// let (text, ids) = recall_lines(&facts, 5, |l| l.len() / 2);
+/// assert_eq!(ids, [1, 3]);
+/// assert_eq!(text, "- aaaa\n- cc\n");
+/// ```
+pub fn recall_lines(
+    facts: &[RecalledFact],
+    cap: usize,
+    tokens_of: impl Fn(&str) -> usize,
+) -> (String, Vec<i64>) {
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    let mut used = 0usize;
+    for f in facts {
+        let line = format!("- {}\n", f.text.replace(['\n', '\r'], " "));
+        let cost = tokens_of(&line);
+        if used + cost > cap {
+            continue;
+        }
+        used += cost;
+        text.push_str(&line);
+        ids.push(f.id);
+    }
+    (text, ids)
+}
+
+/// The distinct words of `text` that [`auto_recall_matches`] compares: case folded, at least
+/// [`AUTO_RECALL_MIN_CHARS`] characters.
+fn content_words(text: &str) -> HashSet<String> {
+    search_words(text)
+        .into_iter()
+        .map(|w| w.to_lowercase())
+        .filter(|w| w.chars().count() >= AUTO_RECALL_MIN_CHARS)
+        .collect()
+}
+
+/// The facts of `candidates` that share at least [`AUTO_RECALL_MIN_WORDS`] content words with
+/// `message`, in the candidates' order.
+///
+/// ```
+/// use sayri_core::domain::memory::auto_recall_matches;
+/// use sayri_core::ports::RecalledFact;
+/// let fact = |id, text: &str| RecalledFact { id, text: text.into(), agent: None };
+/// let facts = vec![fact(1, "My backup disk is /mnt/tank"), fact(2, "I like backup tapes")];
+/// let hits = auto_recall_matches("Where is my BACKUP disk?", &facts);
+/// assert_eq!(hits.iter().map(|f| f.id).collect::<Vec<_>>(), [1]);
+/// ```
+pub fn auto_recall_matches(message: &str, candidates: &[RecalledFact]) -> Vec<RecalledFact> {
+    let asked = content_words(message);
+    candidates
+        .iter()
+        .filter(|f| content_words(&f.text).intersection(&asked).count() >= AUTO_RECALL_MIN_WORDS)
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

@@ -27,6 +27,10 @@ pub struct SkillSummary {
 /// Most `o200k_base` tokens of the default agent's fixed prompt (no skills installed).
 pub const FIXED_PROMPT_BUDGET: usize = 350;
 
+/// The prompt's only memory text: how to recall (saved facts first, then older messages) and
+/// how to propose a fact. No fact is ever in the fixed prompt.
+pub const MEMORY_SECTION: &str = "\nMEMORY\nReply with only ```recall\n<keyword>\n``` to recall facts or older messages, ```remember\n<fact>\n``` to save one.\n";
+
 /// Most `o200k_base` tokens of the default agent's fixed prompt with 10 skills installed
 /// (asserted by `ten_installed_skills_keep_the_default_agents_fixed_prompt_within_budget`).
 pub const FIXED_PROMPT_BUDGET_WITH_10_SKILLS: usize = 450;
@@ -210,7 +214,7 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host
             "\nHOW TO ACT\n\
 - To run a command, end your reply with one block:\n```bash\n<command>\n```\n\
 - Only the first block runs; never use one for examples.\n\
-- You then get its output and can go on for a few steps.\n\
+- You then get its output and may continue.\n\
 - Run commands only for actions or facts you must not guess; once you have the answer, reply without a block.\n",
         );
         if profile.investigation_loop {
@@ -221,7 +225,7 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host
             );
         }
     }
-    p.push_str("\nMEMORY\nTo recall details of older messages, reply with only:\n```search_history\n<keyword>\n```\n");
+    p.push_str(MEMORY_SECTION);
     if profile.reinforcement_learning && can_run {
         p.push_str("To see commands that worked before for a similar request, run `sayri pref query \"<words>\"`.\n");
     }
@@ -253,6 +257,19 @@ mod tests {
         root: false,
         tools: DesktopTools::ALL,
     };
+
+    #[test]
+    fn long_term_memory_costs_the_fixed_prompt_at_most_ten_tokens() {
+        // The section it replaced announced the history search only.
+        const HISTORY_ONLY: &str = "\nMEMORY\nTo recall details of older messages, reply with only:\n```search_history\n<keyword>\n```\n";
+        let tokenizer = ExactTokenizer::load().unwrap();
+        let p = build_system_prompt(&AgentProfile::builtin_default(), &[], &DESKTOP);
+        assert!(p.contains(MEMORY_SECTION), "{p}");
+        let before = p.replace(MEMORY_SECTION, HISTORY_ONLY);
+        let (with, without) = (tokenizer.count(&p), tokenizer.count(&before));
+        println!("memory section: {with} tokens against {without} without it");
+        assert!(with <= without + 10, "{with} > {without} + 10");
+    }
 
     #[test]
     fn default_agent_prompt_fits_its_budget() {

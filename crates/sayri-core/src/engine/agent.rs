@@ -9,6 +9,12 @@
 //!   others were not run.
 //! * **A block in the last allowed step** is not run; the final answer says so.
 //! * **History search** (```` ```search_history ````) is answered from the store, at any level.
+//! * **Memory**: a ```` ```recall ```` block is answered with the facts the agent may read
+//!   (`domain::memory`), within `memory.recall_tokens`, as outside text; with none it falls back
+//!   to a history search. A ```` ```remember ```` block is stored in the agent's own memory after
+//!   a card (an `allow` rule does not skip it), or at once with `memory.auto_accept`; on a path
+//!   with no approver and no `auto_accept` it is not stored and the model is told.
+//!   `memory.auto_recall` adds matching facts to the first request of a turn, capped the same.
 //! * **Skill reading** (```` ```read_skill ````) is answered from the installed skills the agent
 //!   may use, only while their files still match their scan.
 //! * **Cancellation**: the turn's `CancellationToken` is checked before every model call,
@@ -43,6 +49,7 @@ use crate::domain::context::{ContextBudget, StepObservation, Transcript, TurnSte
 use crate::domain::frame::{Boundary, framed};
 use crate::domain::hints;
 use crate::domain::history::{self, HistoryBudget};
+use crate::domain::memory::MemorySettings;
 use crate::domain::observation::{CommandObservation, Excerpt, step_label};
 use crate::domain::profile::AgentProfile;
 use crate::domain::prompt::{self, SkillSummary};
@@ -51,6 +58,7 @@ use crate::domain::repetition::{self, RepetitionGuard, Verdict};
 use crate::domain::strip::strip_patterns;
 use crate::domain::title;
 use crate::domain::tokens::{TokenEstimator, weighted_bytes};
+use crate::ports::MemoryBook;
 use crate::ports::{
     AgentDirectory, ChatError, ChatEvent, ChatImage, ChatMessage, ChatModel, ChatRequest, Clock,
     Entropy, ExecRequest, ExecResult, ExecStatus, FinishReason, NewMessage, PreferenceUpdate,
@@ -68,6 +76,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+mod memory;
 mod subagents;
 mod tree;
 
@@ -106,6 +115,8 @@ pub struct EngineSettings {
     /// What one request may spend, its sub-agents included (`agent.delegation_budget_calls`,
     /// `agent.delegation_budget_tokens`).
     pub delegation_budget: Budget,
+    /// Long-term memory (`[memory]`).
+    pub memory: MemorySettings,
 }
 
 impl Default for EngineSettings {
@@ -123,6 +134,7 @@ impl Default for EngineSettings {
             desktop_tools: prompt::DesktopTools::default(),
             command_env: Vec::new(),
             delegation_budget: Budget::default(),
+            memory: MemorySettings::default(),
         }
     }
 }
@@ -221,6 +233,11 @@ pub struct TurnOutcome {
     pub usage: Usage,
     /// Whether the session was created by this turn (its first exchange).
     pub new_session: bool,
+    /// Facts of long-term memory put in this turn's requests (recalled or added by
+    /// `memory.auto_recall`).
+    pub facts_recalled: usize,
+    /// Facts the model proposed that were stored.
+    pub facts_saved: usize,
 }
 
 /// The system message of the session-title request (it starts with
@@ -258,6 +275,9 @@ pub struct AgentEngine {
     windows: Mutex<HashMap<WindowKey, Option<usize>>>,
     /// Stored agents, for delegation and creation (set by the core; without it neither happens).
     agents: RwLock<Option<Arc<dyn AgentDirectory>>>,
+    /// Long-term memory (set by the daemon; without it recall finds nothing and nothing is
+    /// remembered).
+    memory: RwLock<Option<Arc<dyn MemoryBook>>>,
 }
 
 /// Whose context window: (the agent's own endpoint, or `None` for the provider's; model name).
@@ -311,7 +331,18 @@ impl AgentEngine {
             rates: Mutex::new(HashMap::new()),
             windows: Mutex::new(HashMap::new()),
             agents: RwLock::new(None),
+            memory: RwLock::new(None),
         }
+    }
+
+    /// Sets the long-term memory recall and remember blocks use.
+    pub fn set_memory(&self, book: Arc<dyn MemoryBook>) {
+        *write(&self.memory) = Some(book);
+    }
+
+    /// The memory, if one is set.
+    fn memory_book(&self) -> Option<Arc<dyn MemoryBook>> {
+        read(&self.memory).clone()
     }
 
     /// Replaces the settings (e.g. after `config_set`); running turns keep theirs. Context
@@ -620,15 +651,15 @@ impl AgentEngine {
         self.ports.sandbox.run(exec, cancel.clone()).await
     }
 
-    /// Answers a `search_history` request: this session first, then every session. `Some`
-    /// holds the hits (text from earlier messages, outside text for this turn), `None` when
-    /// there are none.
-    fn search_history(&self, session_id: &str, q: &str) -> Option<String> {
+    /// Answers a `search_history` request: this session first, then (with `everywhere`) every
+    /// session. `Some` holds the hits (text from earlier messages, outside text for this
+    /// turn), `None` when there are none.
+    fn search_history(&self, session_id: &str, q: &str, everywhere: bool) -> Option<String> {
         let store = &self.ports.store;
         let mut hits = store
             .search_messages(q, Some(session_id), 6)
             .unwrap_or_default();
-        if hits.is_empty() {
+        if hits.is_empty() && everywhere {
             hits = store.search_messages(q, None, 8).unwrap_or_default();
         }
         if hits.is_empty() {
@@ -909,6 +940,8 @@ impl<'a> Turn<'a> {
             &self.settings.history,
             &self.est,
         );
+        let recalled = self.auto_recalled();
+        self.transcript.current.push_str(&recalled);
         self.transcript.current_images = self.req.images.clone();
         if let Err(e) = self.transcript.check_fits(&self.budget, &self.est) {
             return Err(Box::new(self.fail(None, format!("Not sent: {e}."))));
@@ -1077,6 +1110,14 @@ impl<'a> Turn<'a> {
             return Some(out);
         }
         let last_step = call == self.max_calls;
+        if !last_step && let Some(q) = codeblock::memory_recall(&step.answer) {
+            self.answer_recall(&step, &q);
+            return None;
+        }
+        if !last_step && let Some(fact) = codeblock::memory_proposal(&step.answer) {
+            self.answer_remember(&step, &fact).await;
+            return None;
+        }
         if !last_step && let Some(q) = codeblock::history_search(&step.answer) {
             self.answer_history_search(&step, &q);
             return None;
@@ -1250,7 +1291,12 @@ impl<'a> Turn<'a> {
     fn answer_history_search(&mut self, step: &Step, query: &str) {
         let label = self.redacted(&format!("search_history: {query}"));
         self.sink.emit(CoreEvent::ToolStart(label.clone()));
-        let obs = match self.engine.search_history(&self.req.session_id, query) {
+        // A sub-agent searches other sessions only where it may read its creator's memory.
+        let everywhere = self.memory_scope().every_agent;
+        let obs = match self
+            .engine
+            .search_history(&self.req.session_id, query, everywhere)
+        {
             Some(hits) => {
                 let hits = self.redacted(&hits);
                 self.tree.saw(&label, &hits);

@@ -6,6 +6,7 @@ pub mod audio;
 pub mod chat;
 pub mod clock;
 pub mod entropy;
+pub mod memory;
 pub mod notify;
 pub mod redact;
 pub mod sandbox;
@@ -21,6 +22,7 @@ pub use chat::{
 };
 pub use clock::{Clock, SystemZone};
 pub use entropy::Entropy;
+pub use memory::{MemoryBook, RecalledFact};
 pub use notify::{NoNotifier, Notifier, NotifyError, SpeakError, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};

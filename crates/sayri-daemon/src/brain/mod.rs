@@ -166,6 +166,7 @@ impl Brain {
             settings::engine_settings(cfg),
         ));
         engine.set_skills(Arc::new(crate::skills::Skills::new(paths.skills_dir())));
+        engine.set_memory(store.clone());
         let core = SayriCore::new(
             engine,
             agents.clone(),

@@ -5,6 +5,7 @@ use sayri_client::paths::Paths;
 use sayri_core::domain::agents::delegation::Budget;
 use sayri_core::domain::config::Config;
 use sayri_core::domain::history::HistoryBudget;
+use sayri_core::domain::memory::{DEFAULT_RECALL_TOKENS, MemorySettings};
 use sayri_core::engine::EngineSettings;
 use sayri_llm::{ClientConfig, InlineThink};
 use sayri_sandbox::LinuxSandboxSettings;
@@ -75,6 +76,14 @@ pub fn engine_settings(cfg: &Config) -> EngineSettings {
             tokens: u64::try_from(cfg.agent.delegation_budget_tokens)
                 .unwrap_or(250_000)
                 .max(1_000),
+        },
+        memory: MemorySettings {
+            auto_accept: cfg.memory.auto_accept,
+            recall_tokens: usize::try_from(cfg.memory.recall_tokens)
+                .unwrap_or(DEFAULT_RECALL_TOKENS)
+                .max(1),
+            auto_recall: cfg.memory.auto_recall,
+            shared_with_sub_agents: cfg.memory.shared_with_sub_agents.clone(),
         },
         ..EngineSettings::default()
     }

@@ -35,6 +35,7 @@ mod local_model;
 mod management_access;
 mod mcp_cli;
 mod memory_cli;
+mod memory_turns;
 mod model_downloads;
 mod observation_frames;
 mod open_card_lifecycle;

@@ -243,6 +243,8 @@ pub enum Check {
         /// An example path for this key.
         example: &'static str,
     },
+    /// A list of agent ids (at most [`MAX_LIST_LEN`]), each as [`Check::AgentId`].
+    AgentIds,
 }
 
 impl Check {
@@ -270,7 +272,7 @@ impl Check {
                     ValueType::Str
                 )
                 | (
-                    Check::Headers | Check::AbsolutePaths { .. },
+                    Check::Headers | Check::AbsolutePaths { .. } | Check::AgentIds,
                     ValueType::StrList
                 )
         )
@@ -338,6 +340,9 @@ impl Check {
             Check::LocalModel => "\"\" (none), an absolute path to a .gguf file, or the name of \
                 a model listed by `sayri models list`"
                 .into(),
+            Check::AgentIds => format!(
+                "a list of at most {MAX_LIST_LEN} agent ids (letters, digits, '-' and '_'), e.g. [\"default\"]"
+            ),
             Check::AbsolutePaths { example } => {
                 format!("a list of at most {MAX_LIST_LEN} absolute paths, e.g. [\"{example}\"]")
             }
@@ -396,6 +401,7 @@ impl Check {
             (Check::LocalModel, ConfigValue::Str(s)) => local_model(s),
             (Check::Headers, ConfigValue::StrList(items)) => headers(items),
             (Check::AbsolutePaths { .. }, ConfigValue::StrList(items)) => absolute_paths(items),
+            (Check::AgentIds, ConfigValue::StrList(items)) => agent_ids(items),
             _ => Err(ValueProblem::WrongType),
         }
     }
@@ -593,6 +599,20 @@ fn headers(items: &[String]) -> Result<(), ValueProblem> {
         }
     }
     Ok(())
+}
+
+fn agent_ids(items: &[String]) -> Result<(), ValueProblem> {
+    if items.len() > MAX_LIST_LEN {
+        return Err(ValueProblem::TooManyEntries(MAX_LIST_LEN));
+    }
+    if items
+        .iter()
+        .all(|a| valid_agent_id(a) && a.chars().count() <= MAX_NAME_LEN)
+    {
+        Ok(())
+    } else {
+        Err(ValueProblem::NotAnAgentId)
+    }
 }
 
 fn absolute_paths(items: &[String]) -> Result<(), ValueProblem> {

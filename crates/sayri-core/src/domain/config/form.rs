@@ -127,7 +127,7 @@ pub fn kind(spec: &KeySpec) -> &'static str {
         Check::Int { .. } | Check::IntOrZero { .. } | Check::Float { .. } => "number",
         Check::Credential { .. } => "password",
         Check::Paragraph { .. } | Check::Patterns => "textarea",
-        Check::Headers | Check::AbsolutePaths { .. } => "list",
+        Check::Headers | Check::AbsolutePaths { .. } | Check::AgentIds => "list",
         Check::HttpUrl
         | Check::SecureUrl
         | Check::Line { .. }

@@ -735,6 +735,18 @@ config_keys! {
             Form::new(Assistant, "Tokens per request").step(1000.0),
             "Most tokens (prompt and completion) one request may use, its sub-agents' included; then it stops and says so.";
     }
+    memory => MemoryConfig, "`[memory]`: long-term memory (facts recalled on demand; none is in the fixed prompt)." {
+        auto_accept: bool = false, Check::Flag, Form::new(Assistant, "Remember without asking"),
+            "Store a fact the model proposes (a remember block) without a card; a request that has read outside text (command output, a recalled fact) still asks.";
+        recall_tokens: i64 = 300, Check::Int { min: 20, max: 4_000, unit: "tokens" },
+            Form::new(Assistant, "Memory recall budget").step(10.0),
+            "Most tokens of saved facts one recall (or memory.auto_recall) puts in a request; facts that do not fit are left out whole.";
+        auto_recall: bool = false, Check::Flag, Form::new(Assistant, "Recall automatically"),
+            "Before the first model call of a turn, add saved facts sharing at least two words (of four letters or more) with the message, within memory.recall_tokens.";
+        shared_with_sub_agents: Vec<String> = &[], Check::AgentIds,
+            Form::new(Assistant, "Agents whose sub-agents read their memory"),
+            "Creator agents whose sub-agents may read their memory (a sub-agent always writes only to its own).";
+    }
     permissions => PermissionsConfig, "`[permissions]`: the permission broker." {
         ask_timeout: i64 = 120, SECONDS_1_TO_A_DAY,
             Form::new(Security, "Permission question timeout").restart(),

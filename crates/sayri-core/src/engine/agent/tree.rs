@@ -85,6 +85,11 @@ impl Tree {
         });
     }
 
+    /// Whether any step of the request has put outside text in front of the model.
+    pub(super) fn has_seen_outside(&self) -> bool {
+        !self.state().seen.is_empty()
+    }
+
     /// Records a command that ran (it is the request's own from now on).
     pub(super) fn ran(&self, command: &str) {
         self.state().ran.push(command.to_string());
