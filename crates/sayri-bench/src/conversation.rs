@@ -1,7 +1,9 @@
 //! Token economy and the daemon's memory over real conversations: one daemon, the scripted
 //! model, and `sayri ask` turns exactly as a user would run them.
 //!
-//! Sessions: `Say hi` twice; `Say hi 1` … `Say hi 20`; 20 turns of `Turn N: how much disk
+//! Sessions: `Say hi` twice; `Say hi, memory check` before and after 1,000 facts are imported
+//! into long-term memory (the requests must be equal: no fact is in the fixed prompt and the
+//! turn recalls none); `Say hi 1` … `Say hi 20`; 20 turns of `Turn N: how much disk
 //! space is free?` (one `df -h /` per turn); one turn that `cat`s a 1.38 MB log. Request sizes
 //! and provider-style token counts come from the request bodies the server received; the token
 //! totals of a session come from the daemon itself (`sayri sessions show --json` → `usage`,
@@ -157,6 +159,7 @@ pub fn run(
     economy.extend(request_rows("\"Say hi\", turn 1", &first, PEERS));
     economy.extend(request_rows("\"Say hi\", turn 2", &second, ""));
 
+    economy.push(memory_row(&mut r)?);
     short_chat(&mut r, &mut economy)?;
     let footprint = footprint_after_chat(&daemon, install, &mut smaps);
 
@@ -198,6 +201,51 @@ pub fn run(
         footprint,
         smaps,
     })
+}
+
+/// A turn with 1,000 stored facts that recalls none, against the same turn with an empty
+/// memory: request bytes (the value is with the facts; the note compares).
+fn memory_row(r: &mut Runner<'_>) -> Result<Row, String> {
+    const TEXT: &str = "Say hi, memory check";
+    r.ask(None, TEXT)?;
+    let (empty, _) = sum(&r.new_requests());
+    let facts: String = (0..1000)
+        .map(|i| {
+            serde_json::json!({"text": format!("Fact {i}: the spare key number {i} hangs on hook {i} in the hall")})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    let file = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    std::fs::write(file.path(), facts).map_err(|e| e.to_string())?;
+    let out = r
+        .install
+        .cmd()
+        .args(["memory", "import"])
+        .arg(file.path())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "`sayri memory import` failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    r.ask(None, TEXT)?;
+    let (full, _) = sum(&r.new_requests());
+    let verdict = if full == empty {
+        "equal".to_string()
+    } else {
+        format!("DIFFERENT by {:+.0} B", full - empty)
+    };
+    Ok(Row::new(
+        "\"Say hi\" turn with 1,000 stored facts and no recall: request bytes",
+        Some(Stat::exact(full)),
+        "B",
+    )
+    .decimals(0)
+    .reference("target: equal to the same turn with an empty memory")
+    .note(format!("with an empty memory {empty:.0} B: {verdict}")))
 }
 
 /// The 20-turn "Say hi N" chat: its requests' total, their growth per extra turn and the

@@ -55,7 +55,7 @@ pub mod cmd {
         MEMORY_ADD = "memory_add", MEMORY_LIST = "memory_list", MEMORY_GET = "memory_get",
         MEMORY_EDIT = "memory_edit", MEMORY_FORGET = "memory_forget",
         MEMORY_SEARCH = "memory_search", MEMORY_EXPORT = "memory_export",
-        MEMORY_IMPORT = "memory_import",
+        MEMORY_IMPORT = "memory_import", MEMORY_REVIEW = "memory_review",
         // The session database (Sayri's additions).
         DB_RECOVER = "db_recover",
         // Connection: a client narrowing what its own connection may do (the web bubble's bridge).

@@ -205,6 +205,7 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<MemorySearchParams>(),
     ParamsInfo::of::<MemoryExportParams>(),
     ParamsInfo::of::<MemoryImportParams>(),
+    ParamsInfo::of::<MemoryReviewParams>(),
     // Connection
     ParamsInfo::of::<ClientHelloParams>(),
     // Routines and triggers
@@ -299,6 +300,9 @@ no_params! {
     McpListParams = cmd::MCP_LIST => reply::mcp::McpListReply;
     /// `memory_export` → `{count, lines}`: every fact of long-term memory as JSON lines.
     MemoryExportParams = cmd::MEMORY_EXPORT => reply::memory::MemoryExportReply;
+    /// `memory_review` → `{ttl_days, conflicts, stale}`: facts that contradict an older one,
+    /// and facts not recalled within `memory.ttl_days`.
+    MemoryReviewParams = cmd::MEMORY_REVIEW => reply::memory::MemoryReviewReply;
     /// `gateway_list` → every gateway instance with its process state.
     GatewayListParams = cmd::GATEWAY_LIST => reply::gateways::GatewayListReply;
     /// `stop_listening` → `{"stopped": true}`: the microphone closes, a spoken query in

@@ -15,7 +15,9 @@
 
 use crate::Store;
 use rusqlite::{OptionalExtension, Row, Transaction, params};
-use sayri_core::domain::memory::{FactError, MemorySource, fact_agent, fact_text, search_words};
+use sayri_core::domain::memory::{
+    FactError, MemorySource, fact_agent, fact_text, same_fact, search_words,
+};
 use sayri_core::ports::StoreError;
 use sayri_protocol::reply::memory::MemoryFact;
 use serde::Deserialize;
@@ -101,7 +103,9 @@ pub(crate) fn fts_query(query: &str) -> Option<String> {
 }
 
 impl Store {
-    /// Adds a fact from `source` at `now` (Unix seconds); returns it as stored.
+    /// Adds a fact from `source` at `now` (Unix seconds); returns it as stored. A fact already
+    /// stored for the same agent ([`same_fact`]: differing only in case, spacing or a final
+    /// full stop) is not stored again: the stored one is returned.
     ///
     /// # Errors
     /// [`MemoryError::Fact`] when it breaks a rule (nothing is written), else the store's error.
@@ -120,7 +124,10 @@ impl Store {
         };
         let mut conn = self.lock()?;
         let tx = conn.transaction().map_err(|e| self.fail(e))?;
-        let id = insert(&tx, &fact, source).map_err(|e| self.fail(e))?;
+        let id = match same_stored(&tx, &fact).map_err(|e| self.fail(e))? {
+            Some(id) => id,
+            None => insert(&tx, &fact, source).map_err(|e| self.fail(e))?,
+        };
         let row = get(&tx, id).map_err(|e| self.fail(e))?;
         tx.commit().map_err(|e| self.fail(e))?;
         row.ok_or(MemoryError::NotFound(id))
@@ -322,6 +329,21 @@ fn insert(tx: &Transaction<'_>, f: &NewFact, source: MemorySource) -> rusqlite::
         params![f.text, f.agent, source.as_str(), f.created_at, f.updated_at],
     )?;
     Ok(tx.last_insert_rowid())
+}
+
+/// The id of a stored fact of the same agent that says the same as `f` ([`same_fact`]).
+fn same_stored(tx: &Transaction<'_>, f: &NewFact) -> rusqlite::Result<Option<i64>> {
+    let mut st = tx.prepare("SELECT id, text FROM memory WHERE agent IS ?1 ORDER BY id")?;
+    let rows = st.query_map([&f.agent], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+    })?;
+    for row in rows {
+        let (id, text) = row?;
+        if same_fact(&text, &f.text) {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
 }
 
 fn exists(tx: &Transaction<'_>, f: &NewFact) -> rusqlite::Result<bool> {

@@ -3,8 +3,8 @@
 //!
 //! * A search reads the facts of the scope's agents, and those for every agent only when the
 //!   scope says so; the same quoted-word query as `memory_search`, ranked by `bm25`.
-//! * Remembering a fact already stored for the same agent (same text) stores nothing new and
-//!   answers the existing id: duplicates are merged, not repeated.
+//! * Remembering a fact already stored for the same agent stores nothing new and answers the
+//!   existing id (`memory_add`'s rule): duplicates are merged, not repeated.
 
 use crate::Store;
 use crate::memory::MemoryError;
@@ -68,19 +68,6 @@ impl MemoryBook for Store {
         source: MemorySource,
         now: f64,
     ) -> Result<i64, String> {
-        let same = {
-            let conn = self.lock().map_err(|e| e.to_string())?;
-            conn.query_row(
-                "SELECT id FROM memory WHERE text = ?1 AND agent IS ?2 ORDER BY id LIMIT 1",
-                params![text.trim(), agent],
-                |r| r.get::<_, i64>(0),
-            )
-        };
-        match same {
-            Ok(id) => return Ok(id),
-            Err(rusqlite::Error::QueryReturnedNoRows) => {}
-            Err(e) => return Err(self.fail(e).to_string()),
-        }
         self.memory_add(text, agent, source, now)
             .map(|f| f.id)
             .map_err(|e: MemoryError| e.to_string())

@@ -236,8 +236,25 @@
     return node;
   }
 
+  // A line the person said, with a "Remember this" button that keeps it as a fact of
+  // long-term memory (its label is drawn by CSS, so the line's text stays what was said).
   function addUser(text) {
-    addItem(el('li', { className: 'msg-user', 'aria-label': 'You said' }, text));
+    const keep = el('button', {
+      className: 'remember',
+      type: 'button',
+      title: 'Remember this',
+      'aria-label': 'Remember this',
+    });
+    keep.addEventListener('click', () => {
+      keep.disabled = true;
+      call('memory_add', { text: text })
+        .then((fact) => notice('Remembered as fact ' + fact.id + ' (sayri memory list shows it).'))
+        .catch((e) => {
+          keep.disabled = false;
+          notice('Not remembered: ' + e.message);
+        });
+    });
+    addItem(el('li', { className: 'msg-user', 'aria-label': 'You said' }, text, keep));
   }
 
   function addError(text) {

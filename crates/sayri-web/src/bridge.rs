@@ -26,7 +26,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The commands the page may send: conversation, sessions, agents list and switch, permission
-/// cards, settings and status reading. No settings, secret or skill writes, no deletion, no
+/// cards, settings and status reading, adding a fact to memory. No settings, secret or skill writes, no deletion, no
 /// `quit`: those stay with the command line.
 pub const ALLOWED_COMMANDS: &[&str] = &[
     names::cmd::PING,
@@ -45,14 +45,20 @@ pub const ALLOWED_COMMANDS: &[&str] = &[
     names::cmd::PERMISSION_ANSWER,
     names::cmd::CONFIG_GET,
     names::cmd::CONFIG_LIST,
+    names::cmd::MEMORY_ADD,
 ];
 
 /// The access class the bridge's daemon connection keeps.
 pub const HELLO_ACCESS: AccessClass = AccessClass::Assistant;
 
 /// The management commands the bridge's daemon connection keeps besides [`HELLO_ACCESS`]:
-/// answering permission cards and switching agents, both things the person at the page does.
-pub const HELLO_ALLOW: &[&str] = &[names::cmd::PERMISSION_ANSWER, names::cmd::AGENT_SWITCH];
+/// answering permission cards, switching agents and "Remember this" on a message, all things
+/// the person at the page does.
+pub const HELLO_ALLOW: &[&str] = &[
+    names::cmd::PERMISSION_ANSWER,
+    names::cmd::AGENT_SWITCH,
+    names::cmd::MEMORY_ADD,
+];
 
 /// WebSocket close code when the daemon connection ended (the page reconnects).
 pub const CLOSE_DAEMON_GONE: u16 = 4001;

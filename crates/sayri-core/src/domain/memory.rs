@@ -16,6 +16,12 @@
 //! * **Recall within a budget** ([`recall_lines`]): facts go to the model best first, one line
 //!   each, while the lines fit `memory.recall_tokens`; a fact that does not fit is left out
 //!   whole, never cut.
+//! * **Hygiene**: two facts are the same ([`same_fact`]) when they differ only in case, spacing
+//!   or a final full stop; the same fact is never stored twice for one agent. Two facts
+//!   **contradict** ([`contradicts`]) when they state a different value for the same subject:
+//!   the words before the first ` is `, ` are `, ` = ` or `: ` ([`subject`]). A fact not
+//!   recalled for `memory.ttl_days` is **stale** ([`is_stale`]): listed for review, never
+//!   deleted by Sayri.
 //! * **Automatic recall** ([`auto_recall_matches`]): a fact passes when it shares at least
 //!   [`AUTO_RECALL_MIN_WORDS`] distinct words of [`AUTO_RECALL_MIN_CHARS`] or more characters
 //!   with the person's message (case folded).
@@ -321,6 +327,96 @@ pub fn auto_recall_matches(message: &str, candidates: &[RecalledFact]) -> Vec<Re
         .filter(|f| content_words(&f.text).intersection(&asked).count() >= AUTO_RECALL_MIN_WORDS)
         .cloned()
         .collect()
+}
+
+/// `text` as compared for sameness: lower case, runs of whitespace as one space, without a
+/// final `.`.
+fn fact_key(text: &str) -> String {
+    let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+    words.join(" ").trim_end_matches('.').trim_end().to_string()
+}
+
+/// Whether `a` and `b` say the same thing (see the module rules).
+///
+/// ```
+/// use sayri_core::domain::memory::same_fact;
+/// assert!(same_fact("My backup disk is /mnt/tank.", "my  backup disk is /mnt/tank"));
+/// assert!(!same_fact("My backup disk is /mnt/tank", "My backup disk is /mnt/pool"));
+/// ```
+pub fn same_fact(a: &str, b: &str) -> bool {
+    fact_key(a) == fact_key(b)
+}
+
+/// The subject of a fact: its words before the first ` is `, ` are `, ` = ` or `: `, in lower
+/// case; `None` when it has no such separator or nothing before it.
+///
+/// ```
+/// use sayri_core::domain::memory::subject;
+/// assert_eq!(subject("My backup disk is /mnt/tank").as_deref(), Some("my backup disk"));
+/// assert_eq!(subject("Editor: vim").as_deref(), Some("editor"));
+/// assert_eq!(subject("I prefer metric units"), None);
+/// ```
+pub fn subject(text: &str) -> Option<String> {
+    let key = fact_key(text);
+    let cut = [" is ", " are ", " = ", ": "]
+        .iter()
+        .filter_map(|sep| key.find(sep))
+        .min()?;
+    let s = key[..cut].trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Whether `newer` and `older` give different values for the same subject.
+///
+/// ```
+/// use sayri_core::domain::memory::contradicts;
+/// assert!(contradicts("My backup disk is /mnt/pool", "my backup disk is /mnt/tank"));
+/// assert!(!contradicts("My backup disk is /mnt/tank.", "My backup disk is /mnt/tank"));
+/// assert!(!contradicts("My editor is vim", "My backup disk is /mnt/tank"));
+/// ```
+pub fn contradicts(newer: &str, older: &str) -> bool {
+    match (subject(newer), subject(older)) {
+        (Some(a), Some(b)) => a == b && !same_fact(newer, older),
+        _ => false,
+    }
+}
+
+/// The pairs `(newer, older)` of indices into `facts` (each `(agent, text)`, oldest first)
+/// that [`contradict`](contradicts) each other within one agent, newest first.
+///
+/// ```
+/// use sayri_core::domain::memory::conflicting_pairs;
+/// let facts = [
+///     (None, "My backup disk is /mnt/tank"),
+///     (Some("ops"), "My backup disk is /srv/b"),
+///     (None, "My backup disk is /mnt/pool"),
+/// ];
+/// assert_eq!(conflicting_pairs(&facts), [(2, 0)]);
+/// ```
+pub fn conflicting_pairs(facts: &[(Option<&str>, &str)]) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    for (j, (agent_j, newer)) in facts.iter().enumerate().rev() {
+        for (i, (agent_i, older)) in facts[..j].iter().enumerate().rev() {
+            if agent_i == agent_j && contradicts(newer, older) {
+                pairs.push((j, i));
+            }
+        }
+    }
+    pairs
+}
+
+/// Whether a fact last recalled at `last_recalled` (or never: then counted from `created_at`)
+/// is stale at `now` with `ttl_days`.
+///
+/// ```
+/// use sayri_core::domain::memory::is_stale;
+/// let day = 86_400.0;
+/// assert!(is_stale(0.0, None, 91.0 * day, 90));
+/// assert!(!is_stale(0.0, Some(2.0 * day), 91.0 * day, 90));
+/// ```
+pub fn is_stale(created_at: f64, last_recalled: Option<f64>, now: f64, ttl_days: u32) -> bool {
+    let since = last_recalled.unwrap_or(created_at);
+    now - since > f64::from(ttl_days) * 86_400.0
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Replies of the long-term memory commands: `memory_add`, `memory_list`, `memory_get`,
-//! `memory_edit`, `memory_forget`, `memory_search`, `memory_export`, `memory_import`.
+//! `memory_edit`, `memory_forget`, `memory_search`, `memory_export`, `memory_import`,
+//! `memory_review`.
 
 use serde::{Deserialize, Serialize};
 
@@ -67,4 +68,26 @@ pub struct MemoryImportReply {
     /// Lines whose fact (same text, same agent) was already stored, or repeated an earlier
     /// line.
     pub skipped: u64,
+}
+
+/// Two facts of one agent that state different values for the same subject.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryConflict {
+    /// The subject both state (lower case), e.g. `my backup disk`.
+    pub subject: String,
+    /// The newer fact.
+    pub newer: MemoryFact,
+    /// The older fact it contradicts.
+    pub older: MemoryFact,
+}
+
+/// `memory_review` → `{ttl_days, conflicts, stale}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReviewReply {
+    /// `memory.ttl_days` as used.
+    pub ttl_days: u32,
+    /// Facts contradicting an older one of the same agent, newest first.
+    pub conflicts: Vec<MemoryConflict>,
+    /// Facts not recalled (nor added) within `ttl_days`, oldest first.
+    pub stale: Vec<MemoryFact>,
 }

@@ -1,8 +1,8 @@
-//! `sayri memory add|list|show|edit|forget|search|export|import` (through the daemon): the short
-//! facts a person keeps for Sayri. A fact that holds a vault secret is refused by the daemon and
-//! nothing is stored; secrets belong in `sayri vault`.
-//!
-//! No fact reaches a model yet: these commands only keep and show them.
+//! `sayri memory add|list|show|edit|forget|search|export|import|review` (through the daemon):
+//! the short facts a person keeps for Sayri. A fact that holds a vault secret is refused by the
+//! daemon and nothing is stored; secrets belong in `sayri vault`. Adding a fact that is already
+//! stored for the same agent keeps the one fact. `review` lists facts that contradict an older
+//! one and facts not recalled within `memory.ttl_days`; it changes nothing.
 
 use anyhow::Context as _;
 use sayri_client::autostart::connect_or_start;
@@ -12,7 +12,7 @@ use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::ndjson::MAX_LINE_BYTES;
 use sayri_protocol::params::{
     MemoryAddParams, MemoryEditParams, MemoryExportParams, MemoryForgetParams, MemoryGetParams,
-    MemoryImportParams, MemoryListParams, MemorySearchParams,
+    MemoryImportParams, MemoryListParams, MemoryReviewParams, MemorySearchParams,
 };
 use sayri_protocol::reply::memory::MemoryFact;
 use std::io::{Read as _, Write as _};
@@ -83,6 +83,13 @@ pub(crate) enum MemoryAction {
     Import {
         /// The file.
         file: PathBuf,
+    },
+    /// List what needs your eye: facts contradicting an older one (keep one with `forget`) and
+    /// facts not recalled within memory.ttl_days. Nothing is changed.
+    Review {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -163,6 +170,7 @@ pub(crate) async fn run(
         }
         MemoryAction::Export { file } => export(&mut c, file).await,
         MemoryAction::Import { file } => import(&mut c, &file).await,
+        MemoryAction::Review { json } => review(&mut c, json).await,
     }
 }
 
@@ -297,5 +305,44 @@ async fn import(c: &mut Client, file: &std::path::Path) -> anyhow::Result<()> {
         file.display(),
         v.skipped
     );
+    Ok(())
+}
+
+async fn review(c: &mut Client, json: bool) -> anyhow::Result<()> {
+    let r = c
+        .request_with(&MemoryReviewParams {})
+        .await
+        .map_err(remote)?;
+    if json {
+        return crate::cli::print_json(&r);
+    }
+    if r.conflicts.is_empty() && r.stale.is_empty() {
+        println!(
+            "nothing to review: no fact contradicts another and every fact was used within {} days",
+            r.ttl_days
+        );
+        return Ok(());
+    }
+    for c in &r.conflicts {
+        println!(
+            "fact {} contradicts fact {} about \"{}\":\n  {:>4} (newer): {}\n  {:>4} (older): {}\n  keep one: sayri memory forget {}   (or forget {})",
+            c.newer.id,
+            c.older.id,
+            terminal_safe(&c.subject),
+            c.newer.id,
+            terminal_safe(&c.newer.text),
+            c.older.id,
+            terminal_safe(&c.older.text),
+            c.older.id,
+            c.newer.id
+        );
+    }
+    if !r.stale.is_empty() {
+        println!(
+            "not recalled in {} days (still kept; forget what is no longer true):",
+            r.ttl_days
+        );
+        print_table(&r.stale);
+    }
     Ok(())
 }

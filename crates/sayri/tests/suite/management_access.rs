@@ -75,6 +75,7 @@ const CLASSES: &[(&str, Access)] = &[
     ("memory_get", Access::ReadOnly),
     ("memory_search", Access::ReadOnly),
     ("memory_export", Access::ReadOnly),
+    ("memory_review", Access::ReadOnly),
     ("memory_add", Access::Management),
     ("memory_edit", Access::Management),
     ("memory_forget", Access::Management),

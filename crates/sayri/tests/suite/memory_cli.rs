@@ -188,3 +188,67 @@ fn a_fact_holding_a_vault_secret_is_refused_and_the_database_holds_no_trace_of_i
     );
     assert_clean("what the CLI printed", printed.concat().as_bytes(), &secret);
 }
+
+#[test]
+fn the_same_fact_is_kept_once_and_review_lists_contradictions_and_facts_unused_past_the_ttl() {
+    let env = Env::new();
+    let _d = env.start_daemon();
+    let first = ok(&env, &["memory", "add", "My backup disk is /mnt/tank"]);
+    assert!(first.contains("remembered fact 1"), "{first}");
+    let again = ok(&env, &["memory", "add", "my  backup disk is /mnt/tank."]);
+    assert!(
+        again.contains("remembered fact 1"),
+        "the same fact: {again}"
+    );
+    let nothing = ok(&env, &["memory", "review"]);
+    assert!(nothing.contains("nothing to review"), "{nothing}");
+
+    ok(&env, &["memory", "add", "My backup disk is /mnt/pool"]);
+    // Another agent's fact about the same subject contradicts nothing of every agent's.
+    ok(
+        &env,
+        &[
+            "memory",
+            "add",
+            "--agent",
+            "default",
+            "My backup disk is /srv/b",
+        ],
+    );
+    let file = env.dir.path().join("old.jsonl");
+    // Added (and never recalled) two years ago: past memory.ttl_days (90).
+    let old = chrono::Utc::now().timestamp() as f64 - 2.0 * 365.0 * 86_400.0;
+    std::fs::write(
+        &file,
+        format!("{{\"text\": \"The wifi password hint is the cat\", \"created_at\": {old}}}\n"),
+    )
+    .unwrap();
+    ok(&env, &["memory", "import", file.to_str().unwrap()]);
+
+    let review = ok(&env, &["memory", "review"]);
+    assert!(
+        review.contains("fact 2 contradicts fact 1 about \"my backup disk\""),
+        "{review}"
+    );
+    assert!(review.contains("sayri memory forget 1"), "{review}");
+    assert!(!review.contains("/srv/b"), "{review}");
+    assert!(review.contains("not recalled in 90 days"), "{review}");
+    assert!(
+        review.contains("The wifi password hint is the cat"),
+        "{review}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&env, &["memory", "review", "--json"])).unwrap();
+    assert_eq!(json["ttl_days"], 90);
+    assert_eq!(json["conflicts"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(json["conflicts"][0]["newer"]["id"], 2);
+    assert_eq!(json["conflicts"][0]["older"]["id"], 1);
+    assert_eq!(json["stale"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(json["stale"][0]["source"], "import");
+    // Review changes nothing.
+    assert_eq!(
+        ok(&env, &["memory", "list"]).lines().count(),
+        5,
+        "a header and four facts"
+    );
+}

@@ -360,3 +360,40 @@ fn auto_accept_stores_without_a_card_and_auto_recall_adds_matching_facts_to_the_
         "a fact sharing no words is not added: {first}"
     );
 }
+
+#[test]
+fn a_card_for_a_fact_that_contradicts_an_older_one_shows_the_older_fact() {
+    let (env, _model) = start();
+    let _d = env.start_daemon();
+    let mut a = Peer::connect(&env, "asker");
+    let mut b = Peer::connect(&env, "watcher");
+    let older = a.call(
+        "memory_add",
+        json!({"text": "My backup disk is /mnt/old", "agent": AGENT}),
+    );
+    let id = ask(
+        &mut a,
+        AGENT,
+        "Please remember that my backup disk is /mnt/tank",
+    );
+    let card = a.event("permission_request")["request"].clone();
+    let shown = card["segments"].to_string();
+    assert!(
+        shown.contains(&format!(
+            "older fact {}: My backup disk is /mnt/old",
+            older["id"]
+        )),
+        "{card}"
+    );
+    let rid = card["id"].as_str().unwrap().to_string();
+    b.call(
+        "permission_answer",
+        json!({"request_id": rid, "allow": true}),
+    );
+    assert_eq!(a.response(id)["text"], "Noted.");
+    assert_eq!(
+        facts(&mut a).len(),
+        2,
+        "both are kept for the person to choose"
+    );
+}

@@ -520,6 +520,7 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
             Obj(&["imported", "skipped"]),
         ),
         "memory_forget" => (json!({"id": 1}), Obj(&["id", "forgotten"])),
+        "memory_review" => (json!({}), Obj(&["ttl_days", "conflicts", "stale"])),
         other => panic!("{other} is implemented but has no valid call in this test; add one"),
     };
     (params, Expect::Ok(shape))
@@ -617,6 +618,7 @@ const ORDER: &[&str] = &[
     "memory_search",
     "memory_export",
     "memory_import",
+    "memory_review",
     "memory_forget",
     "trigger_save",
     "triggers_list",

@@ -84,6 +84,15 @@ fn edits() -> Vec<(&'static str, Value, Value)> {
             json!(500000),
             json!(500000),
         ),
+        ("memory.auto_accept", json!(true), json!(true)),
+        ("memory.recall_tokens", json!("500"), json!(500)),
+        ("memory.auto_recall", json!(true), json!(true)),
+        (
+            "memory.shared_with_sub_agents",
+            json!("default, ops"),
+            json!(["default", "ops"]),
+        ),
+        ("memory.ttl_days", json!(30), json!(30)),
         ("permissions.ask_timeout", json!(60), json!(60)),
         (
             "lookup.duckduckgo_url",

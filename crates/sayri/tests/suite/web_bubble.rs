@@ -112,6 +112,50 @@ fn a_typed_question_streams_its_answer_shows_the_command_step_and_an_allowed_car
 }
 
 #[test]
+fn remember_this_on_a_said_line_keeps_it_as_a_fact_of_the_person_without_changing_the_line() {
+    let env = Env::new();
+    let (_model, _daemon, web) = start(&env);
+    let said = "My backup disk is /mnt/tank";
+    runtime().run(async {
+        let chrome = Chrome::launch(&env, "remember_this").await;
+        let (page, _requests) = chrome.tab(None).await;
+        log_in(&page, &web).await;
+        type_message(&page, said).await;
+        wait_for(
+            &page,
+            "Array.from(document.querySelectorAll('#transcript .msg-assistant')).some(a => a.textContent.includes('Nothing to run.'))",
+            LONG,
+            "the answer",
+        )
+        .await;
+        let line = js(&page, "document.querySelector('#transcript .msg-user').textContent").await;
+        assert_eq!(line, Value::from(said), "the button adds no text to the line");
+        page.find_element("#transcript .msg-user button.remember")
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for(
+            &page,
+            "document.getElementById('notice').textContent.startsWith('Remembered as fact 1')",
+            LONG,
+            "the notice that the fact was kept",
+        )
+        .await;
+        chrome.screenshot(&page, "remembered").await;
+        chrome.close().await;
+    });
+    let mut c = RawClient::connect(&env.socket());
+    let facts = c.call("memory_list", serde_json::json!({}), 1);
+    let facts = facts["result"].as_array().cloned().unwrap_or_default();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    assert_eq!(facts[0]["text"], said);
+    assert_eq!(facts[0]["source"], "person");
+    assert_eq!(facts[0]["agent"], Value::Null);
+}
+
+#[test]
 fn a_card_answered_from_the_keyboard_denies_first_and_the_command_does_not_run() {
     let env = Env::new();
     let (_model, _daemon, web) = start(&env);

@@ -746,6 +746,9 @@ config_keys! {
         shared_with_sub_agents: Vec<String> = &[], Check::AgentIds,
             Form::new(Assistant, "Agents whose sub-agents read their memory"),
             "Creator agents whose sub-agents may read their memory (a sub-agent always writes only to its own).";
+        ttl_days: i64 = 90, Check::Int { min: 1, max: 3_650, unit: "days" },
+            Form::new(Assistant, "Review facts unused for"),
+            "Days after which a fact never recalled since is listed by `sayri memory review` (it is never deleted by itself).";
     }
     permissions => PermissionsConfig, "`[permissions]`: the permission broker." {
         ask_timeout: i64 = 120, SECONDS_1_TO_A_DAY,

@@ -152,8 +152,9 @@ impl Turn<'_> {
             Err(e) => return format!("Not saved: {e}."),
         };
         let scope = self.memory_scope();
+        let older = self.contradicted(&text, &scope);
         let unasked = self.settings.memory.auto_accept && !self.tree.has_seen_outside();
-        if !unasked && let Some(why) = self.confirm_fact(&text, scope.writes_to()).await {
+        if !unasked && let Some(why) = self.confirm_fact(&text, scope.writes_to(), &older).await {
             return format!("Not saved: {why}.");
         }
         match book.remember(
@@ -170,8 +171,32 @@ impl Turn<'_> {
         }
     }
 
-    /// Asks the person to confirm storing `text` for `agent`; `None` when allowed, else why not.
-    async fn confirm_fact(&self, text: &str, agent: &str) -> Option<String> {
+    /// The stored facts of the turn's own agent that `text` contradicts (same subject, another
+    /// value), redacted: shown on the card so the person can choose.
+    fn contradicted(&self, text: &str, scope: &MemoryScope) -> Vec<RecalledFact> {
+        let (Some(book), Some(subject)) = (self.engine.memory_book(), memory::subject(text)) else {
+            return Vec::new();
+        };
+        book.search(&subject, scope, RECALL_SEARCH_LIMIT)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.agent.as_deref() == Some(scope.writes_to()))
+            .filter(|f| memory::contradicts(text, &f.text))
+            .map(|f| RecalledFact {
+                text: self.redacted(&f.text),
+                ..f
+            })
+            .collect()
+    }
+
+    /// Asks the person to confirm storing `text` for `agent`, showing the `older` facts it
+    /// contradicts; `None` when allowed, else why not.
+    async fn confirm_fact(
+        &self,
+        text: &str,
+        agent: &str,
+        older: &[RecalledFact],
+    ) -> Option<String> {
         let reason = if self.settings.memory.auto_accept {
             format!(
                 "{} asks to remember a fact; memory.auto_accept does not apply because this request has read text from outside",
@@ -196,7 +221,15 @@ impl Turn<'_> {
                     subject: text.to_string(),
                     resource: text.to_string(),
                     reason,
-                    lines: Vec::new(),
+                    lines: older
+                        .iter()
+                        .map(|f| {
+                            (
+                                format!("older fact {}: {}", f.id, f.text),
+                                format!("says otherwise; both are kept — `sayri memory review` lists them and `sayri memory forget {}` removes the older one", f.id),
+                            )
+                        })
+                        .collect(),
                     approver_available: self.req.approver_available,
                 },
                 self.req.cancel.clone(),

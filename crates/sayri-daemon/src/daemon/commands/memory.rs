@@ -1,20 +1,21 @@
 //! `memory_add`, `memory_list`, `memory_get`, `memory_edit`, `memory_forget`, `memory_search`,
-//! `memory_export`, `memory_import`: the person's long-term memory, in the session database
-//! (see `sayri_store`'s memory module for the rules every write follows).
+//! `memory_export`, `memory_import`, `memory_review`: the person's long-term memory, in the
+//! session database (see `sayri_store`'s memory module for the rules every write follows).
 //!
 //! A fact holding a vault secret is refused by the store's own redactor (the vault's, kept
-//! current by `vault_set`); the refusal never repeats the value. Nothing here reaches a model.
+//! current by `vault_set`); the refusal never repeats the value. Nothing here reaches a model
+//! (turns recall facts through the engine's memory port).
 
 use crate::daemon::dispatch::Ctx;
 use sayri_core::assistant::CoreError;
-use sayri_core::domain::memory::MemorySource;
+use sayri_core::domain::memory::{self, MemorySource};
 use sayri_protocol::params::{
     MemoryAddParams, MemoryEditParams, MemoryExportParams, MemoryForgetParams, MemoryGetParams,
-    MemoryImportParams, MemoryListParams, MemorySearchParams,
+    MemoryImportParams, MemoryListParams, MemoryReviewParams, MemorySearchParams,
 };
 use sayri_protocol::reply::memory::{
-    MemoryAddReply, MemoryEditReply, MemoryExportReply, MemoryForgetReply, MemoryGetReply,
-    MemoryImportReply, MemoryListReply, MemorySearchReply,
+    MemoryAddReply, MemoryConflict, MemoryEditReply, MemoryExportReply, MemoryForgetReply,
+    MemoryGetReply, MemoryImportReply, MemoryListReply, MemoryReviewReply, MemorySearchReply,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_store::MemoryError;
@@ -146,5 +147,43 @@ pub async fn memory_import(
     Ok(MemoryImportReply {
         imported: imported as u64,
         skipped: skipped as u64,
+    })
+}
+
+/// `memory_review {}` → `{ttl_days, conflicts, stale}`: facts contradicting an older one of the
+/// same agent (the person chooses which to keep), and facts not recalled within
+/// `memory.ttl_days` (listed, never deleted).
+pub async fn memory_review(
+    _: MemoryReviewParams,
+    ctx: Ctx,
+) -> Result<MemoryReviewReply, ProtocolError> {
+    let ttl_days = u32::try_from(ctx.daemon.config().memory.ttl_days).unwrap_or(90);
+    let facts = ctx
+        .daemon
+        .brain()?
+        .db(|s| s.memory_list(None))
+        .map_err(store_err)?;
+    let texts: Vec<(Option<&str>, &str)> = facts
+        .iter()
+        .map(|f| (f.agent.as_deref(), f.text.as_str()))
+        .collect();
+    let conflicts = memory::conflicting_pairs(&texts)
+        .into_iter()
+        .map(|(newer, older)| MemoryConflict {
+            subject: memory::subject(&facts[newer].text).unwrap_or_default(),
+            newer: facts[newer].clone(),
+            older: facts[older].clone(),
+        })
+        .collect();
+    let now = now();
+    let stale = facts
+        .iter()
+        .filter(|f| memory::is_stale(f.created_at, f.last_recalled_at, now, ttl_days))
+        .cloned()
+        .collect();
+    Ok(MemoryReviewReply {
+        ttl_days,
+        conflicts,
+        stale,
     })
 }

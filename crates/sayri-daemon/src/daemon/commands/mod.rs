@@ -118,7 +118,8 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, memory::memory_forget)
         .register(ReadOnly, Task, memory::memory_search)
         .register(ReadOnly, Task, memory::memory_export)
-        .register(Management, Task, memory::memory_import);
+        .register(Management, Task, memory::memory_import)
+        .register(ReadOnly, Task, memory::memory_review);
     // Skills
     d.register(ReadOnly, Task, skills::skills_list)
         .register(Management, Task, skills::skills_install)
