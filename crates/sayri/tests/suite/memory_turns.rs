@@ -397,3 +397,33 @@ fn a_card_for_a_fact_that_contradicts_an_older_one_shows_the_older_fact() {
         "both are kept for the person to choose"
     );
 }
+
+#[test]
+fn a_routine_proposes_a_fact_but_never_writes_it_even_with_auto_accept() {
+    let (env, model) = start();
+    let _d = env.start_daemon();
+    let mut a = Peer::connect(&env, "asker");
+    a.call(
+        "config_set",
+        json!({"key": "memory.auto_accept", "value": true}),
+    );
+    let routine = a.call(
+        "routine_save",
+        json!({"name": "Keeper", "prompt": "Please remember that my backup disk is /mnt/routine",
+               "trigger": "cron", "time_spec": "0 9 1 1 *", "agent_id": AGENT}),
+    );
+    let id = routine["id"].as_str().unwrap().to_string();
+    let out = env.run(&["routines", "run", &id]);
+    assert!(out.status.success(), "{}", super::support::stderr(&out));
+    a.wait_for("routine_finished", |v| v["event"] == "routine_finished");
+    a.sync();
+    assert!(a.kept_events("permission_request").is_empty(), "no card");
+    let said = model
+        .turn_bodies()
+        .iter()
+        .map(last_message)
+        .rfind(|m| m.contains("Not saved"))
+        .expect("the model was told");
+    assert!(said.contains("Not saved"), "{said}");
+    assert!(facts(&mut a).is_empty(), "a routine writes no fact");
+}

@@ -11,10 +11,12 @@
 //!   `memory.recall_tokens` whole fact by whole fact.
 //! * A proposed fact is checked first (length, secrets: a fact holding a vault secret is
 //!   refused and never shown on a card). It is stored without a card only with
-//!   `memory.auto_accept` and only while the request has seen no outside text (a fact copied
-//!   from a command's output or a recalled fact still needs a person); otherwise a card asks
-//!   (only "Allow" stores it; a `deny memory` rule refuses it unasked). With no approver and no
-//!   `auto_accept` nothing is stored and the model is told so.
+//!   `memory.auto_accept`, only in the person's own turns (a gateway's or a routine's turn
+//!   proposes, never writes: someone else's words must not steer the person's agents later)
+//!   and only while the request has seen no outside text (a fact copied from a command's output
+//!   or a recalled fact still needs a person); otherwise a card asks (only "Allow" stores it; a
+//!   `deny memory` rule refuses it unasked). With no approver nothing is stored and the model is
+//!   told so.
 
 use super::{Step, Turn};
 use crate::domain::context::StepObservation;
@@ -153,7 +155,9 @@ impl Turn<'_> {
         };
         let scope = self.memory_scope();
         let older = self.contradicted(&text, &scope);
-        let unasked = self.settings.memory.auto_accept && !self.tree.has_seen_outside();
+        let unasked = self.settings.memory.auto_accept
+            && self.req.approver_available
+            && !self.tree.has_seen_outside();
         if !unasked && let Some(why) = self.confirm_fact(&text, scope.writes_to(), &older).await {
             return format!("Not saved: {why}.");
         }
