@@ -275,3 +275,32 @@ pub fn settings_view_shows_validation_errors_beside_the_field() {
         "the orb follows ui.orb_size"
     );
 }
+
+pub fn remember_this_on_a_said_line_keeps_it_as_a_fact_of_the_person() {
+    let mut w = World::new();
+    w.start_daemon();
+    let app = w.orb(false);
+    wait_connected(&app);
+    type_request(&app, "My backup disk is /mnt/tank");
+    assert!(
+        wait_until(LONG, || !named(&app.window, "remember-this").is_empty()),
+        "the said line has a Remember this button"
+    );
+    let keep: gtk::Button = one(&app.window, "remember-this");
+    keep.emit_clicked();
+    assert!(
+        wait_until(LONG, || shows(&app.window, "Remembered as fact 1")),
+        "no notice that the fact was kept; daemon log:\n{}",
+        w.daemon_log()
+    );
+    let out = w.cli(&["memory", "list", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let facts: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(facts.as_array().map(Vec::len), Some(1), "{facts}");
+    assert_eq!(facts[0]["text"], "My backup disk is /mnt/tank");
+    assert_eq!(facts[0]["source"], "person");
+}

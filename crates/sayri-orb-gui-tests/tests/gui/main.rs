@@ -87,6 +87,10 @@ fn main() -> ExitCode {
             acceptance::settings_view_shows_validation_errors_beside_the_field,
         ),
         (
+            "remember_this_on_a_said_line_keeps_it_as_a_fact_of_the_person",
+            acceptance::remember_this_on_a_said_line_keeps_it_as_a_fact_of_the_person,
+        ),
+        (
             "model_text_with_controls_and_markup_is_shown_as_text",
             case49::model_text_with_controls_and_markup_is_shown_as_text,
         ),

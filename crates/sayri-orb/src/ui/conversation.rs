@@ -4,8 +4,9 @@
 //! [`inline_markup`], which escapes every run with `glib::markup_escape_text` before joining it
 //! to the few tags the card itself writes (`<b>`, `<i>`, `<tt>`, and `<a>` for web links only).
 
+use super::permissions::ActionSink;
 use crate::markdown::{self, Block, Inline};
-use crate::view::{ToolStep, Turn, TurnItem};
+use crate::view::{Action, ToolStep, Turn, TurnItem};
 use gtk::glib;
 use gtk::prelude::*;
 use std::rc::Rc;
@@ -141,8 +142,9 @@ pub fn step_widget(step: &ToolStep) -> gtk::Widget {
     expander.upcast()
 }
 
-/// A whole turn.
-pub fn turn_widget(turn: &Turn, on_link: &LinkHandler) -> gtk::Widget {
+/// A whole turn; the line the person said has a "Remember this" button (`sink` gets
+/// [`Action::Remember`] with that line).
+pub fn turn_widget(turn: &Turn, on_link: &LinkHandler, sink: &ActionSink) -> gtk::Widget {
     let b = gtk::Box::new(gtk::Orientation::Vertical, 6);
     b.add_css_class("turn");
     if let Some(user) = &turn.user {
@@ -151,6 +153,13 @@ pub fn turn_widget(turn: &Turn, on_link: &LinkHandler) -> gtk::Widget {
         u.set_halign(gtk::Align::End);
         u.update_property(&[gtk::accessible::Property::Label("You asked")]);
         b.append(&u);
+        let keep = gtk::Button::with_label("Remember this");
+        keep.set_widget_name("remember-this");
+        keep.add_css_class("flat");
+        keep.set_halign(gtk::Align::End);
+        let (s, said) = (sink.clone(), user.clone());
+        keep.connect_clicked(move |_| s(Action::Remember(said.clone())));
+        b.append(&keep);
     }
     for item in &turn.items {
         match item {
@@ -180,7 +189,13 @@ pub struct TurnList {
 
 impl TurnList {
     /// Updates `container` to show `turns`.
-    pub fn sync(&mut self, container: &gtk::Box, turns: &[Turn], on_link: &LinkHandler) {
+    pub fn sync(
+        &mut self,
+        container: &gtk::Box,
+        turns: &[Turn],
+        on_link: &LinkHandler,
+        sink: &ActionSink,
+    ) {
         while self.shown.len() > turns.len() {
             if let Some((_, w)) = self.shown.pop() {
                 container.remove(&w);
@@ -190,14 +205,14 @@ impl TurnList {
             match self.shown.get_mut(i) {
                 Some((old, _)) if old == turn => {}
                 Some((old, w)) => {
-                    let new = turn_widget(turn, on_link);
+                    let new = turn_widget(turn, on_link, sink);
                     container.insert_child_after(&new, Some(&*w));
                     container.remove(&*w);
                     *old = turn.clone();
                     *w = new;
                 }
                 None => {
-                    let new = turn_widget(turn, on_link);
+                    let new = turn_widget(turn, on_link, sink);
                     container.append(&new);
                     self.shown.push((turn.clone(), new));
                 }

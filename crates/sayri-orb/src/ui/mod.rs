@@ -295,9 +295,12 @@ impl OrbApp {
             self.w.render_notices(&m);
         }
         if ch.conversation {
-            self.turns
-                .borrow_mut()
-                .sync(&self.w.conversation, &m.turns, &self.w.on_link);
+            self.turns.borrow_mut().sync(
+                &self.w.conversation,
+                &m.turns,
+                &self.w.on_link,
+                &self.w.sink,
+            );
             self.w.render_partial(&m.partial);
             self.w.scroll_to_end();
         }

@@ -20,9 +20,9 @@ pub use settings::{OrbCorner, SettingRow, UiPrefs};
 use sayri_protocol::event::AnyEvent;
 use sayri_protocol::params::{
     AgentSwitchParams, AgentsListParams, ConfigListParams, ConfigSetParams, InterruptParams,
-    NewConversationParams, PermissionListParams, SessionDeleteParams, SessionGetParams,
-    SessionRenameParams, SessionsListParams, StatusParams, SwitchSessionParams, TalkParams,
-    ToggleListeningParams,
+    MemoryAddParams, NewConversationParams, PermissionListParams, SessionDeleteParams,
+    SessionGetParams, SessionRenameParams, SessionsListParams, StatusParams, SwitchSessionParams,
+    TalkParams, ToggleListeningParams,
 };
 use sayri_protocol::reply::sessions::SessionSummary;
 use sayri_protocol::reply::{self, ReplyError, agents::ListedAgent, runtime::StatusReply};
@@ -212,6 +212,8 @@ pub enum Action {
     ToggleWindow,
     /// Show or hide the card beside the orb (right click on the orb).
     ToggleCard,
+    /// "Remember this" on a line the person said: keep it as a fact for every agent.
+    Remember(String),
 }
 
 /// One thing that happened.
@@ -560,6 +562,16 @@ impl ViewModel {
                 return Ok(self.session_switched(id));
             }
             Tag::RenameSession | Tag::DeleteSession => return Ok(vec![sessions_list()]),
+            Tag::Remember => {
+                let fact = reply::decode::<MemoryAddParams>(value)?;
+                self.notice(
+                    &format!(
+                        "Remembered as fact {} (`sayri memory list` shows it).",
+                        fact.id
+                    ),
+                    false,
+                );
+            }
             Tag::Answer { .. } | Tag::Talk | Tag::ToggleListening | Tag::Interrupt => {}
         }
         Ok(Vec::new())
@@ -672,6 +684,16 @@ impl ViewModel {
                 )]
             }
             Action::SetConfig { key, value } => self.set_config(key, value),
+            Action::Remember(text) => {
+                let text = text.trim().to_string();
+                if text.is_empty() {
+                    return Vec::new();
+                }
+                vec![Request::typed(
+                    Tag::Remember,
+                    &MemoryAddParams { text, agent: None },
+                )]
+            }
             Action::ToggleWindow => {
                 self.set_visible(!self.visible);
                 Vec::new()

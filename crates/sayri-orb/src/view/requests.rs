@@ -45,6 +45,8 @@ pub enum Tag {
     DeleteSession,
     /// `agent_switch`.
     AgentSwitch,
+    /// `memory_add` ("Remember this" on a line the person said).
+    Remember,
 }
 
 impl Tag {
@@ -67,6 +69,7 @@ impl Tag {
             Tag::RenameSession => cmd::SESSION_RENAME,
             Tag::DeleteSession => cmd::SESSION_DELETE,
             Tag::AgentSwitch => cmd::AGENT_SWITCH,
+            Tag::Remember => cmd::MEMORY_ADD,
         }
     }
 }

@@ -748,6 +748,40 @@ fn agents_badge_and_switch() {
     assert_eq!(vm.agent_name().as_deref(), Some("Builder"));
 }
 
+#[test]
+fn remember_this_sends_the_said_line_to_memory_and_says_which_fact_it_became() {
+    let mut vm = connected();
+    assert!(
+        vm.apply(Input::Action(Action::Remember("  ".into())), 0)
+            .is_empty()
+    );
+    let r = vm.apply(
+        Input::Action(Action::Remember("My backup disk is /mnt/tank".into())),
+        0,
+    );
+    assert_eq!(r[0].command(), "memory_add");
+    assert_eq!(r[0].params["text"], "My backup disk is /mnt/tank");
+    assert!(r[0].params.get("agent").is_none(), "a fact for every agent");
+    vm.apply(
+        Input::Response {
+            tag: Tag::Remember,
+            result: Ok(
+                json!({"id": 7, "text": "My backup disk is /mnt/tank", "agent": null,
+                "source": "person", "created_at": 1.0, "updated_at": 1.0,
+                "recalled_count": 0, "last_recalled_at": null}),
+            ),
+        },
+        0,
+    );
+    let last = vm.notices.last().expect("a notice");
+    assert!(
+        last.text.starts_with("Remembered as fact 7"),
+        "{}",
+        last.text
+    );
+    assert!(!last.error);
+}
+
 fn config_rows() -> Value {
     json!([
         {"group": "ui", "key": "orb_size", "value": 140, "is_secret": false, "type": "int", "doc": "Orb diameter, pixels."},
