@@ -81,6 +81,14 @@ fn ask(peer: &mut Peer, agent: &str, text: &str) -> u64 {
     )
 }
 
+/// Answers the permission card `card` from `peer`.
+fn answer(peer: &mut Peer, card: &Value, allow: bool) {
+    peer.call(
+        "permission_answer",
+        json!({"request_id": card["id"], "allow": allow}),
+    );
+}
+
 /// Every stored fact.
 fn facts(peer: &mut Peer) -> Vec<Value> {
     peer.call("memory_list", json!({}))
@@ -135,11 +143,7 @@ fn a_fact_the_person_asks_to_keep_is_carded_stored_and_recalled_in_a_new_convers
         facts(&mut b).len() == 60,
         "nothing is stored before the answer"
     );
-    let rid = card["id"].as_str().unwrap().to_string();
-    b.call(
-        "permission_answer",
-        json!({"request_id": rid, "allow": true}),
-    );
+    answer(&mut b, &card, true);
     assert_eq!(a.response(id)["text"], "Noted.");
     let stored: Vec<Value> = facts(&mut a)
         .into_iter()
@@ -202,14 +206,8 @@ fn a_denied_card_stores_nothing_and_a_fact_holding_a_vault_secret_is_refused_wit
         AGENT,
         "Please remember that my backup disk is /mnt/tank",
     );
-    let rid = a.event("permission_request")["request"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    b.call(
-        "permission_answer",
-        json!({"request_id": rid, "allow": false}),
-    );
+    let card = a.event("permission_request")["request"].clone();
+    answer(&mut b, &card, false);
     assert_eq!(a.response(id)["text"], "I did not save it.");
     assert!(facts(&mut a).is_empty());
 
@@ -281,14 +279,8 @@ fn a_sub_agent_reads_its_creators_memory_only_when_the_creator_shares_it_and_wri
         "helper",
         "Please remember that my backup disk is /mnt/helper",
     );
-    let rid = a.event("permission_request")["request"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    b.call(
-        "permission_answer",
-        json!({"request_id": rid, "allow": true}),
-    );
+    let card = a.event("permission_request")["request"].clone();
+    answer(&mut b, &card, true);
     assert_eq!(a.response(id)["text"], "Noted.");
     let mine: Vec<Value> = facts(&mut a)
         .into_iter()
@@ -385,11 +377,7 @@ fn a_card_for_a_fact_that_contradicts_an_older_one_shows_the_older_fact() {
         )),
         "{card}"
     );
-    let rid = card["id"].as_str().unwrap().to_string();
-    b.call(
-        "permission_answer",
-        json!({"request_id": rid, "allow": true}),
-    );
+    answer(&mut b, &card, true);
     assert_eq!(a.response(id)["text"], "Noted.");
     assert_eq!(
         facts(&mut a).len(),
