@@ -109,17 +109,7 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, mcp::mcp_enable)
         .register(Management, Task, mcp::mcp_disable)
         .register(Management, Task, mcp::mcp_test);
-    // Long-term memory: what is written there is the person's own, and will steer what agents
-    // recall, so changing it is management; looking at it is not.
-    d.register(Management, Task, memory::memory_add)
-        .register(ReadOnly, Task, memory::memory_list)
-        .register(ReadOnly, Task, memory::memory_get)
-        .register(Management, Task, memory::memory_edit)
-        .register(Management, Task, memory::memory_forget)
-        .register(ReadOnly, Task, memory::memory_search)
-        .register(ReadOnly, Task, memory::memory_export)
-        .register(Management, Task, memory::memory_import)
-        .register(ReadOnly, Task, memory::memory_review);
+    register_memory(d);
     // Skills
     d.register(ReadOnly, Task, skills::skills_list)
         .register(Management, Task, skills::skills_install)
@@ -133,4 +123,21 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(ReadOnly, Inline, ui::ui_status)
         .register(Management, Task, ui::ui_start)
         .register(Management, Task, ui::ui_stop);
+}
+
+/// Registers the long-term memory commands.
+fn register_memory(d: &mut Dispatcher) {
+    use Access::{Management, ReadOnly};
+    use Mode::Task;
+    // Long-term memory: what is written there is the person's own, and will steer what agents
+    // recall, so changing it is management; looking at it is not.
+    d.register(Management, Task, memory::memory_add)
+        .register(ReadOnly, Task, memory::memory_list)
+        .register(ReadOnly, Task, memory::memory_get)
+        .register(Management, Task, memory::memory_edit)
+        .register(Management, Task, memory::memory_forget)
+        .register(ReadOnly, Task, memory::memory_search)
+        .register(ReadOnly, Task, memory::memory_export)
+        .register(Management, Task, memory::memory_import)
+        .register(ReadOnly, Task, memory::memory_review);
 }
