@@ -793,11 +793,12 @@ fn websocket_frames(web: &WebProc, until: impl Fn(u8, &[u8]) -> bool) -> Vec<(u8
 #[test]
 fn the_bridge_limits_its_daemon_connection_before_anything_else_and_fails_closed_when_refused() {
     // A daemon that accepts the limit: the bridge's first request names exactly the assistant
-    // class plus permission answers and agent switches, and only then the page gets `ready`.
+    // class plus permission answers, agent switches and "Remember this", and only then the page
+    // gets `ready`.
     let env = Env::new();
     let accepting = FakeDaemon::serve(
         &env.socket(),
-        json!({"ok": true, "result": {"access": "assistant", "allow": ["agent_switch", "permission_answer"]}}),
+        json!({"ok": true, "result": {"access": "assistant", "allow": ["agent_switch", "memory_add", "permission_answer"]}}),
     );
     let web = env.start_web();
     let frames = websocket_frames(&web, |op, _| op == 1);
@@ -808,7 +809,7 @@ fn the_bridge_limits_its_daemon_connection_before_anything_else_and_fails_closed
         (&bridge[0]["cmd"], &bridge[0]["params"]),
         (
             &json!("client_hello"),
-            &json!({"access": "assistant", "allow": ["permission_answer", "agent_switch"]})
+            &json!({"access": "assistant", "allow": ["permission_answer", "agent_switch", "memory_add"]})
         ),
         "{bridge:?}"
     );
