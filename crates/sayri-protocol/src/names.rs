@@ -56,6 +56,7 @@ pub mod cmd {
         MEMORY_EDIT = "memory_edit", MEMORY_FORGET = "memory_forget",
         MEMORY_SEARCH = "memory_search", MEMORY_EXPORT = "memory_export",
         MEMORY_IMPORT = "memory_import", MEMORY_REVIEW = "memory_review",
+        MEMORY_ACCEPT = "memory_accept", MEMORY_REJECT = "memory_reject",
         // The session database (Sayri's additions).
         DB_RECOVER = "db_recover",
         // Connection: a client narrowing what its own connection may do (the web bubble's bridge).

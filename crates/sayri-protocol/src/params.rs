@@ -206,6 +206,8 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<MemoryExportParams>(),
     ParamsInfo::of::<MemoryImportParams>(),
     ParamsInfo::of::<MemoryReviewParams>(),
+    ParamsInfo::of::<MemoryAcceptParams>(),
+    ParamsInfo::of::<MemoryRejectParams>(),
     // Connection
     ParamsInfo::of::<ClientHelloParams>(),
     // Routines and triggers
@@ -300,8 +302,9 @@ no_params! {
     McpListParams = cmd::MCP_LIST => reply::mcp::McpListReply;
     /// `memory_export` → `{count, lines}`: every fact of long-term memory as JSON lines.
     MemoryExportParams = cmd::MEMORY_EXPORT => reply::memory::MemoryExportReply;
-    /// `memory_review` → `{ttl_days, conflicts, stale}`: facts that contradict an older one,
-    /// and facts not recalled within `memory.ttl_days`.
+    /// `memory_review` → `{ttl_days, conflicts, stale, proposed}`: facts that contradict an
+    /// older one, facts not recalled within `memory.ttl_days`, and facts proposed where nobody
+    /// could be asked.
     MemoryReviewParams = cmd::MEMORY_REVIEW => reply::memory::MemoryReviewReply;
     /// `gateway_list` → every gateway instance with its process state.
     GatewayListParams = cmd::GATEWAY_LIST => reply::gateways::GatewayListReply;
@@ -1644,6 +1647,31 @@ fact_id_params! {
     MemoryGetParams = cmd::MEMORY_GET => reply::memory::MemoryGetReply;
     /// `memory_forget {id}` → `{id, forgotten}`: the fact and its search entry are deleted.
     MemoryForgetParams = cmd::MEMORY_FORGET => reply::memory::MemoryForgetReply;
+}
+
+macro_rules! proposal_id_params {
+    ($($(#[$doc:meta])* $name:ident = $cmd:path => $reply:ty;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// The proposal's id (as `memory_review` lists it under `proposed`).
+            pub id: i64,
+        }
+
+        impl Params for $name {
+            const CMD: &'static str = $cmd;
+            type Reply = $reply;
+        }
+    )*};
+}
+
+proposal_id_params! {
+    /// `memory_accept {id}` → the fact now in memory (checked again like any new fact); the
+    /// proposal is gone. `not_found` when no proposal has that id.
+    MemoryAcceptParams = cmd::MEMORY_ACCEPT => reply::memory::MemoryAcceptReply;
+    /// `memory_reject {id}` → `{id, rejected}`: the proposal is deleted, memory unchanged.
+    MemoryRejectParams = cmd::MEMORY_REJECT => reply::memory::MemoryRejectReply;
 }
 
 /// `memory_edit {id, text}` → the fact with its new text (same checks as `memory_add`).

@@ -21,6 +21,7 @@ pub mod health;
 mod lock_holders;
 mod memory;
 mod memory_book;
+mod memory_proposals;
 pub mod migrations;
 mod peers;
 mod preferences;

@@ -31,6 +31,14 @@ pub enum MemoryError {
     /// No fact has this id.
     #[error("no fact of memory has id {0}; `sayri memory list` shows the ids")]
     NotFound(i64),
+    /// As many proposals as may wait are waiting already; nothing was kept.
+    #[error(
+        "{0} proposed facts already wait for review; nothing more is kept until the person accepts or rejects some (`sayri memory review`)"
+    )]
+    TooManyProposals(usize),
+    /// No proposed fact has this id.
+    #[error("no proposed fact has id {0}; `sayri memory review` lists the proposals")]
+    NoProposal(i64),
     /// A line of an import is not a fact; nothing was imported.
     #[error(
         "line {line}: {reason}; nothing was imported — fix that line and import the file again"
@@ -85,11 +93,11 @@ struct ImportLine {
 }
 
 /// A fact checked and ready to insert.
-struct NewFact {
-    text: String,
-    agent: Option<String>,
-    created_at: f64,
-    updated_at: f64,
+pub(crate) struct NewFact {
+    pub(crate) text: String,
+    pub(crate) agent: Option<String>,
+    pub(crate) created_at: f64,
+    pub(crate) updated_at: f64,
 }
 
 /// The FTS5 query for `query`: each word quoted as a plain term (no word holds a quote), joined
@@ -124,10 +132,7 @@ impl Store {
         };
         let mut conn = self.lock()?;
         let tx = conn.transaction().map_err(|e| self.fail(e))?;
-        let id = match same_stored(&tx, &fact).map_err(|e| self.fail(e))? {
-            Some(id) => id,
-            None => insert(&tx, &fact, source).map_err(|e| self.fail(e))?,
-        };
+        let id = add_new(&tx, &fact, source).map_err(|e| self.fail(e))?;
         let row = get(&tx, id).map_err(|e| self.fail(e))?;
         tx.commit().map_err(|e| self.fail(e))?;
         row.ok_or(MemoryError::NotFound(id))
@@ -247,7 +252,8 @@ impl Store {
 
     /// Imports JSON lines (as [`Store::memory_export`] writes them) at `now`: every line is
     /// checked first, then all facts are written in one transaction. A fact already stored
-    /// (same text and agent), or repeated within the text, is skipped. Returns `(imported,
+    /// for the same agent (differing only in case, spacing or a final full stop), or repeated
+    /// within the text, is skipped. Returns `(imported,
     /// skipped)`.
     ///
     /// # Errors
@@ -259,7 +265,7 @@ impl Store {
         let tx = conn.transaction().map_err(|e| self.fail(e))?;
         let (mut imported, mut skipped) = (0, 0);
         for fact in &facts {
-            if exists(&tx, fact).map_err(|e| self.fail(e))? {
+            if same_stored(&tx, fact).map_err(|e| self.fail(e))?.is_some() {
                 skipped += 1;
                 continue;
             }
@@ -322,6 +328,18 @@ fn serde_error(e: &serde_json::Error) -> String {
     "a member has the wrong type: \"text\" and \"agent\" are strings, \"created_at\" and \"updated_at\" numbers".into()
 }
 
+/// Stores `f` unless the same fact is stored for its agent; the id of the one kept.
+pub(crate) fn add_new(
+    tx: &Transaction<'_>,
+    f: &NewFact,
+    source: MemorySource,
+) -> rusqlite::Result<i64> {
+    match same_stored(tx, f)? {
+        Some(id) => Ok(id),
+        None => insert(tx, f, source),
+    }
+}
+
 fn insert(tx: &Transaction<'_>, f: &NewFact, source: MemorySource) -> rusqlite::Result<i64> {
     tx.execute(
         "INSERT INTO memory (text, agent, source, created_at, updated_at)
@@ -332,7 +350,7 @@ fn insert(tx: &Transaction<'_>, f: &NewFact, source: MemorySource) -> rusqlite::
 }
 
 /// The id of a stored fact of the same agent that says the same as `f` ([`same_fact`]).
-fn same_stored(tx: &Transaction<'_>, f: &NewFact) -> rusqlite::Result<Option<i64>> {
+pub(crate) fn same_stored(tx: &Transaction<'_>, f: &NewFact) -> rusqlite::Result<Option<i64>> {
     let mut st = tx.prepare("SELECT id, text FROM memory WHERE agent IS ?1 ORDER BY id")?;
     let rows = st.query_map([&f.agent], |r| {
         Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
@@ -346,15 +364,7 @@ fn same_stored(tx: &Transaction<'_>, f: &NewFact) -> rusqlite::Result<Option<i64
     Ok(None)
 }
 
-fn exists(tx: &Transaction<'_>, f: &NewFact) -> rusqlite::Result<bool> {
-    tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM memory WHERE text = ?1 AND agent IS ?2)",
-        params![f.text, f.agent],
-        |r| r.get(0),
-    )
-}
-
-fn get(conn: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<MemoryFact>> {
+pub(crate) fn get(conn: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<MemoryFact>> {
     conn.query_row(
         &format!("SELECT {COLS} FROM memory WHERE id = ?1"),
         [id],

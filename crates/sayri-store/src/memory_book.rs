@@ -10,7 +10,7 @@ use crate::Store;
 use crate::memory::MemoryError;
 use rusqlite::params;
 use sayri_core::domain::memory::{MemoryScope, MemorySource};
-use sayri_core::ports::{MemoryBook, RecalledFact, StoreError};
+use sayri_core::ports::{MemoryBook, Proposed, RecalledFact, StoreError};
 
 impl MemoryBook for Store {
     fn search(
@@ -71,5 +71,16 @@ impl MemoryBook for Store {
         self.memory_add(text, agent, source, now)
             .map(|f| f.id)
             .map_err(|e: MemoryError| e.to_string())
+    }
+
+    fn propose(
+        &self,
+        text: &str,
+        agent: &str,
+        session_id: &str,
+        now: f64,
+    ) -> Result<Proposed, String> {
+        self.memory_propose(text, agent, session_id, now)
+            .map_err(|e| e.to_string())
     }
 }

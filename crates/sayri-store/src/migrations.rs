@@ -41,6 +41,10 @@
 //!   and removes diacritics, so `Cafe` finds `café`). The index runs with FTS5's
 //!   `secure-delete`, so a forgotten fact's words leave the index at once instead of waiting
 //!   for a merge.
+//! * Version 13 — `memory_proposals`: facts a model proposed in a turn nobody could answer a
+//!   card in (a routine's or a gateway's), kept apart from `memory` (never searched, never
+//!   recalled) until the person accepts one into memory or rejects it; each names the agent it
+//!   would be for and the session that proposed it.
 //!
 //! Each step runs in its own transaction together with the version bump, so a crash during a
 //! migration leaves the file at the previous version. A file newer than [`LATEST`] is refused.
@@ -48,7 +52,7 @@
 use rusqlite::Connection;
 
 /// The latest schema version this build writes.
-pub const LATEST: i64 = 12;
+pub const LATEST: i64 = 13;
 
 /// Why a migration failed.
 #[derive(Debug, thiserror::Error)]
@@ -212,6 +216,15 @@ CREATE TRIGGER memory_fts_update AFTER UPDATE OF text ON memory BEGIN
 END;
 ";
 
+const V13_MEMORY_PROPOSALS: &str = "
+CREATE TABLE memory_proposals (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  text TEXT NOT NULL CHECK (length(trim(text)) BETWEEN 1 AND 500),
+  agent TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  created_at REAL NOT NULL);
+";
+
 /// The migration steps; index `i` upgrades version `i` to `i + 1`.
 const STEPS: [&str; LATEST as usize] = [
     V1,
@@ -226,6 +239,7 @@ const STEPS: [&str; LATEST as usize] = [
     V10_PARENT_SESSIONS,
     V11_GATEWAY_REPLIES,
     V12_MEMORY,
+    V13_MEMORY_PROPOSALS,
 ];
 
 /// Brings `conn` to [`LATEST`], one transaction per step.

@@ -238,6 +238,8 @@ pub struct TurnOutcome {
     pub facts_recalled: usize,
     /// Facts the model proposed that were stored.
     pub facts_saved: usize,
+    /// Facts the model proposed that wait for the person (nobody could be asked in the turn).
+    pub facts_proposed: usize,
 }
 
 /// The system message of the session-title request (it starts with

@@ -17,6 +17,16 @@ pub struct RecalledFact {
     pub agent: Option<String>,
 }
 
+/// What became of a proposed fact ([`MemoryBook::propose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proposed {
+    /// Memory already holds the same fact for that agent: its fact id; nothing was kept.
+    Known(i64),
+    /// It waits for the person, under this proposal id (an equal proposal already waiting
+    /// keeps its id).
+    Waiting(i64),
+}
+
 /// Long-term memory as a turn sees it.
 pub trait MemoryBook: Send + Sync {
     /// The facts `scope` may read that hold a word of `query`, best first, at most `limit`.
@@ -40,4 +50,15 @@ pub trait MemoryBook: Send + Sync {
         source: MemorySource,
         now: f64,
     ) -> Result<i64, String>;
+
+    /// Keeps `text`, proposed by a turn of `session_id` that nobody could be asked in, for the
+    /// person to accept into `agent`'s memory or reject; it is not recalled meanwhile. `Err`
+    /// holds why not, as for [`MemoryBook::remember`].
+    fn propose(
+        &self,
+        text: &str,
+        agent: &str,
+        session_id: &str,
+        now: f64,
+    ) -> Result<Proposed, String>;
 }

@@ -22,7 +22,7 @@ pub use chat::{
 };
 pub use clock::{Clock, SystemZone};
 pub use entropy::Entropy;
-pub use memory::{MemoryBook, RecalledFact};
+pub use memory::{MemoryBook, Proposed, RecalledFact};
 pub use notify::{NoNotifier, Notifier, NotifyError, SpeakError, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};
 pub use sandbox::{ExecRequest, ExecResult, ExecStatus, OutputSize, Sandbox};

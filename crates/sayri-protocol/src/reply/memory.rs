@@ -1,6 +1,6 @@
 //! Replies of the long-term memory commands: `memory_add`, `memory_list`, `memory_get`,
 //! `memory_edit`, `memory_forget`, `memory_search`, `memory_export`, `memory_import`,
-//! `memory_review`.
+//! `memory_review`, `memory_accept`, `memory_reject`.
 
 use serde::{Deserialize, Serialize};
 
@@ -65,8 +65,8 @@ pub struct MemoryExportReply {
 pub struct MemoryImportReply {
     /// Facts added.
     pub imported: u64,
-    /// Lines whose fact (same text, same agent) was already stored, or repeated an earlier
-    /// line.
+    /// Lines whose fact was already stored for the same agent (differing only in case,
+    /// spacing or a final full stop), or repeated an earlier line.
     pub skipped: u64,
 }
 
@@ -81,7 +81,35 @@ pub struct MemoryConflict {
     pub older: MemoryFact,
 }
 
-/// `memory_review` → `{ttl_days, conflicts, stale}`.
+/// A fact a model proposed in a turn nobody could answer a card in (a routine's or a
+/// gateway's): not in memory (never recalled) until the person accepts it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryProposal {
+    /// Its id among proposals (`memory_accept` / `memory_reject` take it; not a fact id).
+    pub id: i64,
+    /// The proposed fact (checked like any fact: no secret, 1–500 characters).
+    pub text: String,
+    /// The agent it would be for (the proposing turn's own agent).
+    pub agent: String,
+    /// The session of the turn that proposed it (a routine's or a gateway chat's).
+    pub session_id: String,
+    /// When it was proposed, Unix seconds.
+    pub created_at: f64,
+}
+
+/// `memory_accept` → the fact as stored in memory (source `model`).
+pub type MemoryAcceptReply = MemoryFact;
+
+/// `memory_reject` → `{id, rejected}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryRejectReply {
+    /// The proposal's id.
+    pub id: i64,
+    /// `false` when no proposal had that id.
+    pub rejected: bool,
+}
+
+/// `memory_review` → `{ttl_days, conflicts, stale, proposed}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryReviewReply {
     /// `memory.ttl_days` as used.
@@ -90,4 +118,6 @@ pub struct MemoryReviewReply {
     pub conflicts: Vec<MemoryConflict>,
     /// Facts not recalled (nor added) within `ttl_days`, oldest first.
     pub stale: Vec<MemoryFact>,
+    /// Facts proposed where nobody could be asked, waiting for the person, oldest first.
+    pub proposed: Vec<MemoryProposal>,
 }

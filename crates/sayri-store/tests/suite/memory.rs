@@ -90,7 +90,7 @@ fn a_version_11_file_gains_the_memory_table_and_its_index() {
         conn.execute_batch(
             "DROP TRIGGER memory_fts_insert; DROP TRIGGER memory_fts_delete;
              DROP TRIGGER memory_fts_update; DROP TABLE memory_fts; DROP TABLE memory;
-             PRAGMA user_version = 11;",
+             DROP TABLE memory_proposals; PRAGMA user_version = 11;",
         )
         .unwrap();
     }
@@ -412,6 +412,10 @@ fn export_then_import_round_trips_and_repeats_are_skipped() {
     let twice = format!("{lines}\n{{\"text\": \"New one\"}}\n{{\"text\": \"New one\"}}\n");
     assert_eq!(other.memory_import(&twice, 600.0).unwrap(), (1, 3));
     assert_eq!(other.memory_search("lunch", 10).unwrap().len(), 1);
+    // A line saying the same as a stored fact but for case, spacing or a final full stop is
+    // the same fact (as for `memory_add`).
+    let alike = "{\"text\": \"lunch  is at ONE.\"}\n{\"text\": \"use the blue folder\", \"agent\": \"ops\"}\n";
+    assert_eq!(other.memory_import(alike, 700.0).unwrap(), (0, 2));
 }
 
 #[test]

@@ -4,6 +4,7 @@ mod crash;
 mod gateways;
 mod holder;
 mod memory;
+mod memory_proposals;
 mod migrations;
 mod preferences;
 mod routines;

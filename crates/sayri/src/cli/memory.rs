@@ -11,8 +11,9 @@ use sayri_client::paths::Paths;
 use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::ndjson::MAX_LINE_BYTES;
 use sayri_protocol::params::{
-    MemoryAddParams, MemoryEditParams, MemoryExportParams, MemoryForgetParams, MemoryGetParams,
-    MemoryImportParams, MemoryListParams, MemoryReviewParams, MemorySearchParams,
+    MemoryAcceptParams, MemoryAddParams, MemoryEditParams, MemoryExportParams, MemoryForgetParams,
+    MemoryGetParams, MemoryImportParams, MemoryListParams, MemoryRejectParams, MemoryReviewParams,
+    MemorySearchParams,
 };
 use sayri_protocol::reply::memory::MemoryFact;
 use std::io::{Read as _, Write as _};
@@ -84,12 +85,23 @@ pub(crate) enum MemoryAction {
         /// The file.
         file: PathBuf,
     },
-    /// List what needs your eye: facts contradicting an older one (keep one with `forget`) and
-    /// facts not recalled within memory.ttl_days. Nothing is changed.
+    /// List what needs your eye: facts contradicting an older one (keep one with `forget`),
+    /// facts not recalled within memory.ttl_days, and facts a routine or a chat proposed
+    /// (`accept` or `reject` them). Nothing is changed.
     Review {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Accept a proposed fact into memory (`sayri memory review` lists the proposals).
+    Accept {
+        /// The proposal's id.
+        id: i64,
+    },
+    /// Reject a proposed fact: it is deleted, memory is unchanged.
+    Reject {
+        /// The proposal's id.
+        id: i64,
     },
 }
 
@@ -171,6 +183,35 @@ pub(crate) async fn run(
         MemoryAction::Export { file } => export(&mut c, file).await,
         MemoryAction::Import { file } => import(&mut c, &file).await,
         MemoryAction::Review { json } => review(&mut c, json).await,
+        MemoryAction::Accept { id } => accept(&mut c, id).await,
+        MemoryAction::Reject { id } => reject(&mut c, id).await,
+    }
+}
+
+async fn accept(c: &mut Client, id: i64) -> anyhow::Result<()> {
+    let f = c
+        .request_with(&MemoryAcceptParams { id })
+        .await
+        .map_err(remote)?;
+    println!(
+        "remembered fact {} ({}): {}",
+        f.id,
+        for_whom(&f),
+        terminal_safe(&f.text)
+    );
+    Ok(())
+}
+
+async fn reject(c: &mut Client, id: i64) -> anyhow::Result<()> {
+    let v = c
+        .request_with(&MemoryRejectParams { id })
+        .await
+        .map_err(remote)?;
+    if v.rejected {
+        println!("rejected proposal {id}; memory is unchanged");
+        Ok(())
+    } else {
+        anyhow::bail!("no proposed fact has id {id}; `sayri memory review` lists the proposals")
     }
 }
 
@@ -316,12 +357,24 @@ async fn review(c: &mut Client, json: bool) -> anyhow::Result<()> {
     if json {
         return crate::cli::print_json(&r);
     }
-    if r.conflicts.is_empty() && r.stale.is_empty() {
+    if r.conflicts.is_empty() && r.stale.is_empty() && r.proposed.is_empty() {
         println!(
-            "nothing to review: no fact contradicts another and every fact was used within {} days",
+            "nothing to review: no fact contradicts another, every fact was used within {} days and nothing proposed waits",
             r.ttl_days
         );
         return Ok(());
+    }
+    for p in &r.proposed {
+        println!(
+            "proposal {} for agent {} (from session {}, {}):\n  {}\n  keep it: sayri memory accept {}   (or reject {})",
+            p.id,
+            terminal_safe(&p.agent),
+            terminal_safe(&p.session_id),
+            date(p.created_at),
+            terminal_safe(&p.text),
+            p.id,
+            p.id
+        );
     }
     for c in &r.conflicts {
         println!(

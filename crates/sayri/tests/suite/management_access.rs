@@ -76,6 +76,8 @@ const CLASSES: &[(&str, Access)] = &[
     ("memory_search", Access::ReadOnly),
     ("memory_export", Access::ReadOnly),
     ("memory_review", Access::ReadOnly),
+    ("memory_accept", Access::Management),
+    ("memory_reject", Access::Management),
     ("memory_add", Access::Management),
     ("memory_edit", Access::Management),
     ("memory_forget", Access::Management),

@@ -386,8 +386,30 @@ fn a_card_for_a_fact_that_contradicts_an_older_one_shows_the_older_fact() {
     );
 }
 
+/// Saves a yearly routine of `AGENT` with `prompt`, runs it now and waits for its end.
+fn run_routine(env: &Env, peer: &mut Peer, name: &str, prompt: &str) {
+    let routine = peer.call(
+        "routine_save",
+        json!({"name": name, "prompt": prompt, "trigger": "cron", "time_spec": "0 9 1 1 *",
+               "agent_id": AGENT}),
+    );
+    let id = routine["id"].as_str().unwrap().to_string();
+    let out = env.run(&["routines", "run", &id]);
+    assert!(out.status.success(), "{}", super::support::stderr(&out));
+    peer.wait_for("routine_finished", |v| v["event"] == "routine_finished");
+    peer.sync();
+}
+
+/// The proposals `memory_review` lists.
+fn proposals(peer: &mut Peer) -> Vec<Value> {
+    peer.call("memory_review", json!({}))["proposed"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
 #[test]
-fn a_routine_proposes_a_fact_but_never_writes_it_even_with_auto_accept() {
+fn a_routines_fact_waits_as_a_proposal_outside_memory_until_the_person_accepts_or_rejects_it() {
     let (env, model) = start();
     let _d = env.start_daemon();
     let mut a = Peer::connect(&env, "asker");
@@ -395,16 +417,12 @@ fn a_routine_proposes_a_fact_but_never_writes_it_even_with_auto_accept() {
         "config_set",
         json!({"key": "memory.auto_accept", "value": true}),
     );
-    let routine = a.call(
-        "routine_save",
-        json!({"name": "Keeper", "prompt": "Please remember that my backup disk is /mnt/routine",
-               "trigger": "cron", "time_spec": "0 9 1 1 *", "agent_id": AGENT}),
+    run_routine(
+        &env,
+        &mut a,
+        "Keeper",
+        "Please remember that my backup disk is /mnt/routine",
     );
-    let id = routine["id"].as_str().unwrap().to_string();
-    let out = env.run(&["routines", "run", &id]);
-    assert!(out.status.success(), "{}", super::support::stderr(&out));
-    a.wait_for("routine_finished", |v| v["event"] == "routine_finished");
-    a.sync();
     assert!(a.kept_events("permission_request").is_empty(), "no card");
     let said = model
         .turn_bodies()
@@ -412,6 +430,71 @@ fn a_routine_proposes_a_fact_but_never_writes_it_even_with_auto_accept() {
         .map(last_message)
         .rfind(|m| m.contains("Not saved"))
         .expect("the model was told");
-    assert!(said.contains("Not saved"), "{said}");
+    assert!(said.contains("waits as proposal"), "{said}");
     assert!(facts(&mut a).is_empty(), "a routine writes no fact");
+    let found = a.call("memory_search", json!({"query": "backup disk"}));
+    assert_eq!(found, json!([]), "a proposal is never searched or recalled");
+    let waiting = proposals(&mut a);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0]["text"], "my backup disk is /mnt/routine");
+    assert_eq!(waiting[0]["agent"], AGENT);
+    assert!(
+        waiting[0]["session_id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+    );
+
+    // The same fact proposed again waits once.
+    run_routine(
+        &env,
+        &mut a,
+        "Again",
+        "Now remember that My backup disk is /mnt/routine.",
+    );
+    assert_eq!(
+        proposals(&mut a).len(),
+        1,
+        "the same fact is not kept twice"
+    );
+
+    let id = waiting[0]["id"].as_i64().unwrap().to_string();
+    let out = env.run(&["memory", "accept", &id]);
+    assert!(out.status.success(), "{}", super::support::stderr(&out));
+    let kept = facts(&mut a);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        (&kept[0]["text"], &kept[0]["source"], &kept[0]["agent"]),
+        (
+            &json!("my backup disk is /mnt/routine"),
+            &json!("model"),
+            &json!(AGENT)
+        )
+    );
+    assert!(proposals(&mut a).is_empty(), "accepted: no longer waiting");
+    let found = a.call("memory_search", json!({"query": "backup disk"}));
+    assert_eq!(
+        found.as_array().map(Vec::len),
+        Some(1),
+        "now recalled: {found}"
+    );
+
+    run_routine(
+        &env,
+        &mut a,
+        "Cat",
+        "Please remember that my cat is called Mishi",
+    );
+    let waiting = proposals(&mut a);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let id = waiting[0]["id"].as_i64().unwrap().to_string();
+    let out = env.run(&["memory", "reject", &id]);
+    assert!(out.status.success(), "{}", super::support::stderr(&out));
+    assert!(proposals(&mut a).is_empty(), "rejected: gone");
+    assert_eq!(facts(&mut a).len(), 1, "memory unchanged by a rejection");
+    for verb in ["accept", "reject"] {
+        let out = env.run(&["memory", verb, &id]);
+        assert!(!out.status.success(), "{verb} of a gone proposal fails");
+        let err = super::support::stderr(&out);
+        assert!(err.contains("no proposed fact has id"), "{verb}: {err}");
+    }
 }

@@ -105,7 +105,8 @@ enum Expect {
     /// `ok: true` with a result of this shape.
     Ok(Shape),
     /// The documented refusal with this code (a command whose valid call needs a part this
-    /// machine lacks: speech input without voice models).
+    /// machine lacks, such as speech input without voice models, or a state this run never
+    /// makes, such as a proposed fact).
     Refused(&'static str),
 }
 
@@ -520,7 +521,13 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
             Obj(&["imported", "skipped"]),
         ),
         "memory_forget" => (json!({"id": 1}), Obj(&["id", "forgotten"])),
-        "memory_review" => (json!({}), Obj(&["ttl_days", "conflicts", "stale"])),
+        "memory_review" => (
+            json!({}),
+            Obj(&["ttl_days", "conflicts", "stale", "proposed"]),
+        ),
+        "memory_reject" => (json!({"id": 1}), Obj(&["id", "rejected"])),
+        // No turn of this run had no approver, so nothing waits: the documented refusal.
+        "memory_accept" => return (json!({"id": 1}), Expect::Refused("not_found")),
         other => panic!("{other} is implemented but has no valid call in this test; add one"),
     };
     (params, Expect::Ok(shape))
@@ -619,6 +626,8 @@ const ORDER: &[&str] = &[
     "memory_export",
     "memory_import",
     "memory_review",
+    "memory_accept",
+    "memory_reject",
     "memory_forget",
     "trigger_save",
     "triggers_list",

@@ -737,7 +737,7 @@ config_keys! {
     }
     memory => MemoryConfig, "`[memory]`: long-term memory (facts recalled on demand; none is in the fixed prompt)." {
         auto_accept: bool = false, Check::Flag, Form::new(Assistant, "Remember without asking"),
-            "Store a fact the model proposes (a remember block) without a card, in your own requests only (a gateway's or routine's turn never writes memory); a request that has read outside text (command output, a recalled fact) still asks.";
+            "Store a fact the model proposes (a remember block) without a card, in your own requests only (a gateway's or routine's fact waits for `sayri memory review`); a request that has read outside text (command output, a recalled fact) still asks.";
         recall_tokens: i64 = 300, Check::Int { min: 20, max: 4_000, unit: "tokens" },
             Form::new(Assistant, "Memory recall budget").step(10.0),
             "Most tokens of saved facts one recall (or memory.auto_recall) puts in a request; facts that do not fit are left out whole.";

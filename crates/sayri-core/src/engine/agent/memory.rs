@@ -15,8 +15,9 @@
 //!   proposes, never writes: someone else's words must not steer the person's agents later)
 //!   and only while the request has seen no outside text (a fact copied from a command's output
 //!   or a recalled fact still needs a person); otherwise a card asks (only "Allow" stores it; a
-//!   `deny memory` rule refuses it unasked). With no approver nothing is stored and the model is
-//!   told so.
+//!   `deny memory` rule refuses it unasked). Where nobody can be asked (a routine's or a
+//!   gateway's turn) the fact is kept as a proposal, outside memory and never recalled, until
+//!   the person accepts or rejects it (`sayri memory review`); the model is told so.
 
 use super::{Step, Turn};
 use crate::domain::context::StepObservation;
@@ -25,8 +26,8 @@ use crate::domain::memory::{self, MemoryScope, MemorySource, RECALL_SEARCH_LIMIT
 use crate::domain::observation::step_label;
 use crate::domain::tokens::weighted_bytes;
 use crate::engine::events::CoreEvent;
-use crate::engine::gate::{Confirmation, GateVerdict};
-use crate::ports::RecalledFact;
+use crate::engine::gate::{Confirmation, GateVerdict, RefusalKind};
+use crate::ports::{MemoryBook, Proposed, RecalledFact};
 use sayri_permissions::Action;
 
 impl Turn<'_> {
@@ -158,8 +159,13 @@ impl Turn<'_> {
         let unasked = self.settings.memory.auto_accept
             && self.req.approver_available
             && !self.tree.has_seen_outside();
-        if !unasked && let Some(why) = self.confirm_fact(&text, scope.writes_to(), &older).await {
-            return format!("Not saved: {why}.");
+        if !unasked
+            && let Some((kind, why)) = self.confirm_fact(&text, scope.writes_to(), &older).await
+        {
+            return match kind {
+                RefusalKind::NoApprover => self.propose(book.as_ref(), &text, scope.writes_to()),
+                _ => format!("Not saved: {why}."),
+            };
         }
         match book.remember(
             &text,
@@ -170,6 +176,23 @@ impl Turn<'_> {
             Ok(id) => {
                 self.out.facts_saved += 1;
                 format!("Saved to long-term memory as fact {id}: {text}")
+            }
+            Err(e) => format!("Not saved: {e}."),
+        }
+    }
+
+    /// Keeps `text` as a proposal for `agent` (nobody can be asked now); returns what the
+    /// model is told.
+    fn propose(&mut self, book: &dyn MemoryBook, text: &str, agent: &str) -> String {
+        match book.propose(text, agent, &self.req.session_id, self.now()) {
+            Ok(Proposed::Known(id)) => {
+                format!("Already in long-term memory as fact {id}; nothing new was saved.")
+            }
+            Ok(Proposed::Waiting(id)) => {
+                self.out.facts_proposed += 1;
+                format!(
+                    "Not saved yet: nobody can confirm it here, so it waits as proposal {id} for the person to accept or reject (`sayri memory review`); it is not in memory until then."
+                )
             }
             Err(e) => format!("Not saved: {e}."),
         }
@@ -194,13 +217,13 @@ impl Turn<'_> {
     }
 
     /// Asks the person to confirm storing `text` for `agent`, showing the `older` facts it
-    /// contradicts; `None` when allowed, else why not.
+    /// contradicts; `None` when allowed, else what refused it and why.
     async fn confirm_fact(
         &self,
         text: &str,
         agent: &str,
         older: &[RecalledFact],
-    ) -> Option<String> {
+    ) -> Option<(RefusalKind, String)> {
         let reason = if self.settings.memory.auto_accept {
             format!(
                 "{} asks to remember a fact; memory.auto_accept does not apply because this request has read text from outside",
@@ -241,7 +264,7 @@ impl Turn<'_> {
             .await;
         match verdict {
             GateVerdict::Allow { .. } => None,
-            GateVerdict::Refuse { message, .. } => Some(message),
+            GateVerdict::Refuse { kind, message } => Some((kind, message)),
         }
     }
 

@@ -1,6 +1,7 @@
 //! `memory_add`, `memory_list`, `memory_get`, `memory_edit`, `memory_forget`, `memory_search`,
-//! `memory_export`, `memory_import`, `memory_review`: the person's long-term memory, in the
-//! session database (see `sayri_store`'s memory module for the rules every write follows).
+//! `memory_export`, `memory_import`, `memory_review`, `memory_accept`, `memory_reject`: the
+//! person's long-term memory, in the session database (see `sayri_store`'s memory modules for
+//! the rules every write follows).
 //!
 //! A fact holding a vault secret is refused by the store's own redactor (the vault's, kept
 //! current by `vault_set`); the refusal never repeats the value. Nothing here reaches a model
@@ -10,12 +11,14 @@ use crate::daemon::dispatch::Ctx;
 use sayri_core::assistant::CoreError;
 use sayri_core::domain::memory::{self, MemorySource};
 use sayri_protocol::params::{
-    MemoryAddParams, MemoryEditParams, MemoryExportParams, MemoryForgetParams, MemoryGetParams,
-    MemoryImportParams, MemoryListParams, MemoryReviewParams, MemorySearchParams,
+    MemoryAcceptParams, MemoryAddParams, MemoryEditParams, MemoryExportParams, MemoryForgetParams,
+    MemoryGetParams, MemoryImportParams, MemoryListParams, MemoryRejectParams, MemoryReviewParams,
+    MemorySearchParams,
 };
 use sayri_protocol::reply::memory::{
-    MemoryAddReply, MemoryConflict, MemoryEditReply, MemoryExportReply, MemoryForgetReply,
-    MemoryGetReply, MemoryImportReply, MemoryListReply, MemoryReviewReply, MemorySearchReply,
+    MemoryAcceptReply, MemoryAddReply, MemoryConflict, MemoryEditReply, MemoryExportReply,
+    MemoryForgetReply, MemoryGetReply, MemoryImportReply, MemoryListReply, MemoryRejectReply,
+    MemoryReviewReply, MemorySearchReply,
 };
 use sayri_protocol::{ErrorCode, ProtocolError};
 use sayri_store::MemoryError;
@@ -31,7 +34,8 @@ fn now() -> f64 {
 fn memory_err(e: MemoryError) -> ProtocolError {
     let code = match &e {
         MemoryError::Fact(_) | MemoryError::BadLine { .. } => ErrorCode::InvalidParams,
-        MemoryError::NotFound(_) => ErrorCode::NotFound,
+        MemoryError::TooManyProposals(_) => ErrorCode::Busy,
+        MemoryError::NotFound(_) | MemoryError::NoProposal(_) => ErrorCode::NotFound,
         MemoryError::Store(_) => ErrorCode::Internal,
     };
     ProtocolError::new(code, e.to_string())
@@ -150,19 +154,17 @@ pub async fn memory_import(
     })
 }
 
-/// `memory_review {}` → `{ttl_days, conflicts, stale}`: facts contradicting an older one of the
-/// same agent (the person chooses which to keep), and facts not recalled within
-/// `memory.ttl_days` (listed, never deleted).
+/// `memory_review {}` → `{ttl_days, conflicts, stale, proposed}`: facts contradicting an older
+/// one of the same agent (the person chooses which to keep), facts not recalled within
+/// `memory.ttl_days` (listed, never deleted), and facts proposed where nobody could be asked.
 pub async fn memory_review(
     _: MemoryReviewParams,
     ctx: Ctx,
 ) -> Result<MemoryReviewReply, ProtocolError> {
     let ttl_days = u32::try_from(ctx.daemon.config().memory.ttl_days).unwrap_or(90);
-    let facts = ctx
-        .daemon
-        .brain()?
-        .db(|s| s.memory_list(None))
-        .map_err(store_err)?;
+    let brain = ctx.daemon.brain()?;
+    let facts = brain.db(|s| s.memory_list(None)).map_err(store_err)?;
+    let proposed = brain.db(|s| s.memory_proposals()).map_err(store_err)?;
     let texts: Vec<(Option<&str>, &str)> = facts
         .iter()
         .map(|f| (f.agent.as_deref(), f.text.as_str()))
@@ -185,5 +187,30 @@ pub async fn memory_review(
         ttl_days,
         conflicts,
         stale,
+        proposed,
     })
+}
+
+/// `memory_accept {id}` → the proposed fact, now in memory (source `model`).
+pub async fn memory_accept(
+    p: MemoryAcceptParams,
+    ctx: Ctx,
+) -> Result<MemoryAcceptReply, ProtocolError> {
+    ctx.daemon
+        .brain()?
+        .db(|s| s.memory_accept(p.id, now()))
+        .map_err(memory_err)
+}
+
+/// `memory_reject {id}` → `{id, rejected}`; memory is unchanged.
+pub async fn memory_reject(
+    p: MemoryRejectParams,
+    ctx: Ctx,
+) -> Result<MemoryRejectReply, ProtocolError> {
+    let rejected = ctx
+        .daemon
+        .brain()?
+        .db(|s| s.memory_reject(p.id))
+        .map_err(store_err)?;
+    Ok(MemoryRejectReply { id: p.id, rejected })
 }

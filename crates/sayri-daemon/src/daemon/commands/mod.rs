@@ -139,5 +139,7 @@ fn register_memory(d: &mut Dispatcher) {
         .register(ReadOnly, Task, memory::memory_search)
         .register(ReadOnly, Task, memory::memory_export)
         .register(Management, Task, memory::memory_import)
-        .register(ReadOnly, Task, memory::memory_review);
+        .register(ReadOnly, Task, memory::memory_review)
+        .register(Management, Task, memory::memory_accept)
+        .register(Management, Task, memory::memory_reject);
 }
