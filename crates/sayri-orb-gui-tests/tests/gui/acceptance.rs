@@ -23,7 +23,7 @@ fn open_card_id(app: &sayri_orb::ui::OrbApp) -> String {
     app.model().permissions[0].id.clone()
 }
 
-fn wait_for_card(app: &sayri_orb::ui::OrbApp, w: &World) -> gtk::Widget {
+pub fn wait_for_card(app: &sayri_orb::ui::OrbApp, w: &World) -> gtk::Widget {
     let ok = wait_until(LONG, || !named(&app.window, "permission-card").is_empty());
     assert!(
         ok,

@@ -1,6 +1,8 @@
 //! The orb under a real window manager (openbox): it appears in the top-right corner of the
 //! monitor, never takes the keyboard from the window the person is typing in (not when it
-//! appears, not while it answers), and takes pointer input only inside its round orb (the X
+//! appears, not while it answers, runs a step or shows a permission card: keys typed meanwhile
+//! reach the person's window exactly; a click into its entry gives it the keyboard and a click
+//! back gives it back), and takes pointer input only inside its round orb (the X
 //! input shape the server applies to clicks). This Xvfb has one monitor; which monitor the orb
 //! picks among several, and how it follows them when they change, is tested on real RandR
 //! outputs in `layouts.rs`.
@@ -34,6 +36,28 @@ fn active_window() -> Option<u32> {
         .output()
         .ok()?;
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// Runs `xdotool ARGS`; it must succeed.
+fn xdotool(args: &[&str]) {
+    let status = Command::new("xdotool")
+        .args(args)
+        .status()
+        .expect("xdotool runs");
+    assert!(status.success(), "xdotool {args:?}");
+}
+
+/// Clicks the middle of `widget`, which is inside the X window `window`, with the real pointer.
+fn click_widget(window: u32, widget: &impl IsA<gtk::Widget>) {
+    let root = widget.root().expect("a widget in a window");
+    let bounds = widget
+        .compute_bounds(&root)
+        .expect("the widget is laid out");
+    let (x, y, _, _) = geometry(window);
+    let cx = x + (bounds.x() + bounds.width() / 2.0) as i32;
+    let cy = y + (bounds.y() + bounds.height() / 2.0) as i32;
+    xdotool(&["mousemove", "--sync", &cx.to_string(), &cy.to_string()]);
+    xdotool(&["click", "1"]);
 }
 
 fn xid(w: &gtk::Window) -> u32 {
@@ -103,7 +127,8 @@ pub fn orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle
     settle(Duration::from_millis(800));
     // The window the person types in.
     let holder = gtk::Window::builder().title("sy-64-holder").build();
-    holder.set_child(Some(&gtk::Entry::new()));
+    let typed = gtk::Entry::new();
+    holder.set_child(Some(&typed));
     holder.present();
     assert!(
         wait_until(WAIT, || holder.is_mapped()),
@@ -168,6 +193,74 @@ pub fn orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle
         input_rects(orb).iter().take(8).collect::<Vec<_>>()
     );
     assert!(!takes_input_at(orb, ox + side - 4, oy + side - 4));
+
+    assert!(
+        wait_until(Duration::from_secs(20), || !app.model().busy),
+        "the answer did not finish"
+    );
+    // Nor does a tool step and the permission card it raises; what the person types still
+    // lands in their window, exactly.
+    let marker = world.home().join("sy64-card");
+    super::world::type_request(
+        &app,
+        &format!("<cmd>echo step && touch {}</cmd>", marker.display()),
+    );
+    let card = super::acceptance::wait_for_card(&app, &world);
+    settle(Duration::from_millis(500));
+    assert_eq!(
+        active_window(),
+        Some(holder_id),
+        "the permission card took the focus"
+    );
+    xdotool(&["type", "--delay", "30", "sy64 typed"]);
+    assert!(
+        wait_until(WAIT, || typed.text() == "sy64 typed"),
+        "the keys did not reach the person's window exactly: {:?}",
+        typed.text()
+    );
+    let deny: gtk::Button = super::harness::one(&card, "permission-deny");
+    deny.emit_clicked();
+    assert!(
+        wait_until(WAIT, || super::harness::named(
+            &app.window,
+            "permission-card"
+        )
+        .is_empty()),
+        "the card goes away once answered"
+    );
+    assert!(!marker.exists(), "denied: nothing ran");
+    assert_eq!(active_window(), Some(holder_id), "answering took the focus");
+
+    // A click into the orb's entry gives it the keyboard (it takes focus when asked), and a
+    // click back into the person's window takes it back: no grab is left behind.
+    let entry: gtk::Entry = super::harness::one(&app.window, "talk-entry");
+    // The card has just grown with the answer; let the window reach its size first.
+    settle(Duration::from_secs(1));
+    click_widget(orb, &entry);
+    assert!(
+        wait_until(WAIT, || active_window() == Some(orb)),
+        "a click into the entry did not give the orb the keyboard"
+    );
+    xdotool(&["type", "--delay", "30", "hello"]);
+    assert!(
+        wait_until(WAIT, || entry.text() == "hello"),
+        "typed into the orb: {:?}",
+        entry.text()
+    );
+    xdotool(&["key", "Escape"]);
+    settle(Duration::from_millis(300));
+    click_widget(holder_id, &typed);
+    assert!(
+        wait_until(WAIT, || active_window() == Some(holder_id)),
+        "a click into the person's window did not take the keyboard back"
+    );
+    xdotool(&["type", "--delay", "30", " back"]);
+    assert!(
+        wait_until(WAIT, || typed.text() == "sy64 typed back"),
+        "the keys went elsewhere: holder {:?}, orb entry {:?}",
+        typed.text(),
+        entry.text()
+    );
 
     app.quit();
     holder.destroy();
