@@ -2,7 +2,7 @@
 //! monitor, never takes the keyboard from the window the person is typing in (not when it
 //! appears, not while it answers, runs a step or shows a permission card: keys typed meanwhile
 //! reach the person's window exactly; a click into its entry gives it the keyboard and a click
-//! back gives it back), and takes pointer input only inside its round orb (the X
+//! back gives it back), stays above a window raised over it, and takes pointer input only inside its round orb (the X
 //! input shape the server applies to clicks). This Xvfb has one monitor; which monitor the orb
 //! picks among several, and how it follows them when they change, is tested on real RandR
 //! outputs in `layouts.rs`.
@@ -36,6 +36,31 @@ fn active_window() -> Option<u32> {
         .output()
         .ok()?;
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// The managed windows, bottom to top (the window manager's `_NET_CLIENT_LIST_STACKING`).
+fn stacking() -> Vec<u32> {
+    let (conn, screen) = x11rb::connect(None).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let atom = conn
+        .intern_atom(false, b"_NET_CLIENT_LIST_STACKING")
+        .unwrap()
+        .reply()
+        .unwrap()
+        .atom;
+    let reply = conn
+        .get_property(
+            false,
+            root,
+            atom,
+            x11rb::protocol::xproto::AtomEnum::WINDOW,
+            0,
+            1024,
+        )
+        .unwrap()
+        .reply()
+        .unwrap();
+    reply.value32().map(Iterator::collect).unwrap_or_default()
 }
 
 /// Runs `xdotool ARGS`; it must succeed.
@@ -260,6 +285,25 @@ pub fn orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle
         "the keys went elsewhere: holder {:?}, orb entry {:?}",
         typed.text(),
         entry.text()
+    );
+
+    // With `ui.always_on_top` (the default) the orb stays above the person's window when
+    // that window is moved over it and raised: the window manager's stacking order says so.
+    let (ox, oy, _, _) = geometry(orb);
+    xdotool(&[
+        "windowmove",
+        "--sync",
+        &holder_id.to_string(),
+        &ox.to_string(),
+        &oy.to_string(),
+    ]);
+    xdotool(&["windowraise", &holder_id.to_string()]);
+    settle(Duration::from_millis(500));
+    let order = stacking();
+    let at = |id: u32| order.iter().position(|w| *w == id);
+    assert!(
+        matches!((at(holder_id), at(orb)), (Some(h), Some(o)) if o > h),
+        "the raised window is above the orb: stacking {order:?}, holder {holder_id}, orb {orb}"
     );
 
     app.quit();
