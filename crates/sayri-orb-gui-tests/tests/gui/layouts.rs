@@ -2,7 +2,8 @@
 //! [`super::dummy_x`]) under a window manager (openbox), connected to a real daemon: it sits in
 //! the top-right corner of the primary monitor, not of the whole screen, and follows the
 //! monitors within 3 s when the primary one moves, a third one appears, its monitor is
-//! unplugged (it goes to the one left, and is drawn there) and plugged back.
+//! unplugged (it goes to the one left, and is drawn there) and plugged back; at `GDK_SCALE=2`
+//! it is drawn twice as large, in device pixels.
 //!
 //! "On a monitor" means: the orb's window lies inside the monitor's rectangle within 64 pixels
 //! of its top-right corner, and a root-window screenshot of that rectangle has drawn pixels
@@ -56,9 +57,16 @@ impl Desk {
 
     /// Starts the orb program and waits until it is on `monitor`.
     fn start_orb(&mut self, monitor: Rect) {
+        self.start_orb_with(monitor, &[]);
+    }
+
+    /// Starts the orb program with the extra environment `env` and waits until it is on
+    /// `monitor`.
+    fn start_orb_with(&mut self, monitor: Rect, env: &[(&str, &str)]) {
         let child = self
             .world
             .orb_program(self.x.display())
+            .envs(env.iter().copied())
             .spawn()
             .expect("start the orb program");
         self.orb = Some(child);
@@ -170,4 +178,34 @@ pub fn orb_moves_to_the_remaining_monitor_when_its_own_is_unplugged_and_back_whe
     desk.follow(Layout::Single, LEFT);
     desk.follow(Layout::TwoPrimaryRight, RIGHT);
     desk.assert_not_on(LEFT);
+}
+
+pub fn orb_at_gdk_scale_2_is_drawn_twice_as_large_on_the_primary_monitor() {
+    // The same orb at scale 1, then at scale 2: the window doubles in device pixels each way,
+    // the orb (`ui.orb_size` 140) is 280 device pixels high plus its margin, and about four
+    // times as many pixels are drawn.
+    let mut sizes = Vec::new();
+    for scale in ["1", "2"] {
+        let mut desk = Desk::new(Layout::TwoPrimaryRight);
+        desk.start_orb_with(RIGHT, &[("GDK_SCALE", scale)]);
+        std::thread::sleep(Duration::from_millis(500));
+        let (_, _, w, h) = desk.x.geometry_of_class(ORB_CLASS).expect("the orb window");
+        let painted = desk.x.painted(RIGHT);
+        println!("    GDK_SCALE={scale}: window {w} x {h}, {painted} pixels drawn");
+        desk.assert_not_on(LEFT);
+        sizes.push((w, h, painted));
+    }
+    let ((w1, h1, p1), (w2, h2, p2)) = (sizes[0], sizes[1]);
+    assert!(
+        (w2 - 2 * w1).abs() <= 4 && (h2 - 2 * h1).abs() <= 4,
+        "scale 2 is not twice scale 1: {w1} x {h1} then {w2} x {h2}"
+    );
+    assert!(
+        (280..=360).contains(&h2),
+        "the orb window is {h2} device pixels high at scale 2"
+    );
+    assert!(
+        p2 > 40_000 && p2 >= 3 * p1,
+        "{p2} pixels drawn at scale 2 against {p1} at scale 1"
+    );
 }

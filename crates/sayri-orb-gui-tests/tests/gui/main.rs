@@ -119,6 +119,10 @@ fn main() -> ExitCode {
             layouts::orb_moves_to_the_remaining_monitor_when_its_own_is_unplugged_and_back_when_replugged,
         ),
         (
+            "orb_at_gdk_scale_2_is_drawn_twice_as_large_on_the_primary_monitor",
+            layouts::orb_at_gdk_scale_2_is_drawn_twice_as_large_on_the_primary_monitor,
+        ),
+        (
             "screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ",
             screenshots::screenshots_of_idle_streaming_and_permission_are_not_blank_and_differ,
         ),
