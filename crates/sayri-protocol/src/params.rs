@@ -1625,13 +1625,15 @@ impl Params for MemoryListParams {
 }
 
 /// Declares params structs that name one fact by its id: `{id}` (unknown fields refused).
-macro_rules! fact_id_params {
-    ($($(#[$doc:meta])* $name:ident = $cmd:path => $reply:ty;)*) => {$(
+/// Declares params structs that name one row by its number: `{id}` (unknown fields refused);
+/// `$id_doc` says whose id it is.
+macro_rules! memory_id_params {
+    ($id_doc:literal; $($(#[$doc:meta])* $name:ident = $cmd:path => $reply:ty;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
-            /// The fact's id (as `memory_list` shows it).
+            #[doc = $id_doc]
             pub id: i64,
         }
 
@@ -1642,31 +1644,16 @@ macro_rules! fact_id_params {
     )*};
 }
 
-fact_id_params! {
+memory_id_params! {
+    "The fact's id (as `memory_list` shows it).";
     /// `memory_get {id}` → the fact; `not_found` when no fact has that id.
     MemoryGetParams = cmd::MEMORY_GET => reply::memory::MemoryGetReply;
     /// `memory_forget {id}` → `{id, forgotten}`: the fact and its search entry are deleted.
     MemoryForgetParams = cmd::MEMORY_FORGET => reply::memory::MemoryForgetReply;
 }
 
-macro_rules! proposal_id_params {
-    ($($(#[$doc:meta])* $name:ident = $cmd:path => $reply:ty;)*) => {$(
-        $(#[$doc])*
-        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        pub struct $name {
-            /// The proposal's id (as `memory_review` lists it under `proposed`).
-            pub id: i64,
-        }
-
-        impl Params for $name {
-            const CMD: &'static str = $cmd;
-            type Reply = $reply;
-        }
-    )*};
-}
-
-proposal_id_params! {
+memory_id_params! {
+    "The proposal's id (as `memory_review` lists it under `proposed`).";
     /// `memory_accept {id}` → the fact now in memory (checked again like any new fact); the
     /// proposal is gone. `not_found` when no proposal has that id.
     MemoryAcceptParams = cmd::MEMORY_ACCEPT => reply::memory::MemoryAcceptReply;

@@ -192,10 +192,14 @@ impl Store {
     /// # Errors
     /// The store's error.
     pub fn memory_forget(&self, id: i64) -> Result<bool, StoreError> {
+        self.delete_leaving_no_trace("DELETE FROM memory WHERE id = ?1", id)
+    }
+
+    /// Runs the `DELETE` statement `sql` for `id`; when a row went, empties the write-ahead
+    /// log (best effort) so its text is left in no old frame. Returns whether a row went.
+    pub(crate) fn delete_leaving_no_trace(&self, sql: &str, id: i64) -> Result<bool, StoreError> {
         let conn = self.lock()?;
-        let gone = conn
-            .execute("DELETE FROM memory WHERE id = ?1", [id])
-            .map_err(|e| self.fail(e))?;
+        let gone = conn.execute(sql, [id]).map_err(|e| self.fail(e))?;
         if gone > 0 {
             // The row is (busy, frames in the log, frames checkpointed).
             let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {

@@ -137,17 +137,7 @@ impl Store {
     /// # Errors
     /// The store's error.
     pub fn memory_reject(&self, id: i64) -> Result<bool, StoreError> {
-        let conn = self.lock()?;
-        let gone = conn
-            .execute("DELETE FROM memory_proposals WHERE id = ?1", [id])
-            .map_err(|e| self.fail(e))?;
-        if gone > 0 {
-            // The row is (busy, frames in the log, frames checkpointed).
-            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                r.get::<_, i64>(0)
-            });
-        }
-        Ok(gone > 0)
+        self.delete_leaving_no_trace("DELETE FROM memory_proposals WHERE id = ?1", id)
     }
 }
 

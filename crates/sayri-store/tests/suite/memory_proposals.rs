@@ -174,3 +174,29 @@ fn proposals_are_bounded_and_a_bad_agent_is_refused() {
         Err(MemoryError::Fact(FactError::BadAgent(_)))
     ));
 }
+
+#[test]
+fn a_version_12_file_keeps_its_facts_and_gains_the_proposals_table() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path(), SECRET);
+        store
+            .memory_add("Lunch is at one", None, MemorySource::Person, 1.0)
+            .unwrap();
+    }
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("sessions.db")).unwrap();
+        conn.execute_batch("DROP TABLE memory_proposals; PRAGMA user_version = 12;")
+            .unwrap();
+    }
+    let store = open(dir.path(), SECRET);
+    assert_eq!(
+        store.schema_version().unwrap(),
+        sayri_store::migrations::LATEST
+    );
+    assert_eq!(store.memory_list(None).unwrap().len(), 1, "facts kept");
+    assert!(matches!(
+        store.memory_propose("The standup is at ten", "default", "s", 2.0),
+        Ok(Proposed::Waiting(_))
+    ));
+}

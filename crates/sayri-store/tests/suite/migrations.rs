@@ -181,10 +181,10 @@ fn session_ids_with_prefix_match_literally() {
     );
 }
 
-/// Removes what versions after 11 added (long-term memory and its index).
+/// Removes what versions after 11 added (long-term memory, its index and proposals).
 const LATER_THAN_11: &str = "
 DROP TRIGGER memory_fts_insert; DROP TRIGGER memory_fts_delete; DROP TRIGGER memory_fts_update;
-DROP TABLE memory_fts; DROP TABLE memory;";
+DROP TABLE memory_fts; DROP TABLE memory; DROP TABLE memory_proposals;";
 
 /// Turns a fresh database into what an older build left at version 10: `without` names the
 /// table or column that build did not have.
