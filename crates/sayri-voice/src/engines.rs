@@ -77,7 +77,13 @@ fn load_stt(plan: &VoicePlan, store: &ModelStore) -> Result<Box<dyn SpeechToText
     };
     #[cfg(feature = "whisper")]
     {
-        let stt = crate::stt::WhisperStt::load(store, name, &plan.language)?;
+        // Loaded now (a broken model is reported at start-up), released at rest and loaded
+        // again when a query comes (see `OnDemandStt`).
+        let (store, name, language) = (store.clone(), name.clone(), plan.language.clone());
+        let stt = crate::stt::OnDemandStt::new(Box::new(move || {
+            crate::stt::WhisperStt::load(&store, &name, &language)
+                .map(|w| Box::new(w) as Box<dyn SpeechToText>)
+        }))?;
         Ok(Box::new(stt))
     }
     #[cfg(not(feature = "whisper"))]

@@ -31,7 +31,10 @@ pub fn environment(store: &ModelStore) -> Result<Environment, SpeechError> {
 }
 
 /// Opens `model` as a single-threaded session (the voice loop runs several small models per
-/// 80 ms frame; one thread each keeps them from fighting over the cores).
+/// 80 ms frame; one thread each keeps them from fighting over the cores), without ONNX
+/// Runtime's memory arena and memory patterns: the voice models are tiny and run on fixed
+/// small frames, so an arena sized for large tensors would only keep megabytes per session
+/// resident while the daemon waits for its wake word.
 pub fn session(env: &Environment, model: &Path) -> Result<Session, SpeechError> {
     let fail = |e: ort::Error| SpeechError::NotReady {
         what: format!("ONNX model {}", model.display()),
@@ -50,6 +53,12 @@ pub fn session(env: &Environment, model: &Path) -> Result<Session, SpeechError> 
         .with_intra_threads(1)
         .map_err(|e| fail(e.into()))?
         .with_inter_threads(1)
+        .map_err(|e| fail(e.into()))?
+        .with_execution_providers([ort::ep::CPU::default().with_arena_allocator(false).build()])
+        .map_err(|e| fail(e.into()))?
+        .with_memory_pattern(false)
+        .map_err(|e| fail(e.into()))?
+        .with_prepacking(false)
         .map_err(|e| fail(e.into()))?
         .commit_from_file(model)
         .map_err(fail)

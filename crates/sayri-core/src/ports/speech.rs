@@ -76,6 +76,21 @@ pub trait SpeechToText: Send {
 
     /// Engine and model name for status (`"whisper ggml-tiny.en.bin"`).
     fn name(&self) -> String;
+
+    /// Gets ready to transcribe soon: loads what [`SpeechToText::rest`] released. Called when a
+    /// query is about to be spoken (a wake word was heard, listening was asked for), so the
+    /// loading overlaps the person's words. Engines that hold nothing releasable do nothing.
+    ///
+    /// # Errors
+    /// The engine cannot be loaded; [`SpeechToText::transcribe`] will say so again.
+    fn prepare(&mut self) -> Result<(), SpeechError> {
+        Ok(())
+    }
+
+    /// Releases the memory transcription holds until the next [`SpeechToText::prepare`] or
+    /// [`SpeechToText::transcribe`] (called after a quiet period, so a daemon at rest stays
+    /// small). Engines that hold nothing releasable do nothing.
+    fn rest(&mut self) {}
 }
 
 /// Audio produced by a [`TextToSpeech`] engine while it synthesises. Shared between the

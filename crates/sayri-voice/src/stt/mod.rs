@@ -1,10 +1,14 @@
 //! Speech-to-text adapters.
 
+pub mod on_demand;
+
 #[cfg(feature = "whisper")]
 pub mod whisper;
 
 #[cfg(feature = "whisper")]
 pub use whisper::WhisperStt;
+
+pub use on_demand::{OnDemandStt, SttLoader};
 
 /// The whisper language code for a config value: `auto`/empty → `auto`, `en_US`/`en-US` →
 /// `en`, otherwise the first two letters, lowercased.

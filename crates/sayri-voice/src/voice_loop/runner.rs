@@ -1,7 +1,9 @@
 //! The tick loop behind [`super::VoiceLoop`].
 
 mod mic_watch;
-use super::workers::{SttJob, SttKind, Work, spawn_agent, spawn_speech_reader, spawn_stt};
+use super::workers::{
+    STT_REST_AFTER, SttJob, SttKind, SttRequest, Work, spawn_agent, spawn_speech_reader, spawn_stt,
+};
 use super::{Agent, Command, Engines, LoopConfig, LoopStats, TimedEvent, VoiceError};
 use crate::audio::level::LevelMeter;
 use crate::echo::{EchoCanceller, EchoTracker};
@@ -73,7 +75,7 @@ pub struct Runner {
     wake: Option<Box<dyn WakeWord>>,
     playback_wake: Option<Box<dyn WakeWord>>,
     tts: Option<Arc<dyn TextToSpeech>>,
-    stt_tx: Sender<SttJob>,
+    stt_tx: Sender<SttRequest>,
     /// Why the speech-to-text thread did not start, if it did not.
     no_stt_thread: Option<std::io::Error>,
     work_tx: Sender<Work>,
@@ -133,7 +135,8 @@ impl Runner {
     ) -> Runner {
         let (work_tx, work_rx) = channel();
         // Without its thread the loop cannot transcribe; `run` reports why before it starts.
-        let (stt_tx, no_stt_thread) = match spawn_stt(engines.stt, work_tx.clone()) {
+        let (stt_tx, no_stt_thread) = match spawn_stt(engines.stt, work_tx.clone(), STT_REST_AFTER)
+        {
             Ok(tx) => (tx, None),
             Err(e) => (channel().0, Some(e)),
         };
@@ -304,7 +307,19 @@ impl Runner {
         }
     }
 
+    /// A query is about to be spoken: the transcription thread loads its engine if it rests,
+    /// while the person talks.
+    fn prepare_stt(&mut self) {
+        let _ = self.stt_tx.send(SttRequest::Prepare);
+    }
+
     fn handle_command(&mut self, cmd: Command) {
+        if matches!(
+            cmd,
+            Command::StartListening | Command::ListenOnce | Command::ToggleListening
+        ) {
+            self.prepare_stt();
+        }
         let input = match cmd {
             Command::StartListening => Input::StartListening,
             Command::ListenOnce => Input::ListenOnce,
@@ -577,7 +592,7 @@ impl Runner {
             evidence,
             cancel: cancel.clone(),
         };
-        if self.stt_tx.send(job).is_err() {
+        if self.stt_tx.send(SttRequest::Job(job)).is_err() {
             return None;
         }
         self.stt_pending = Some(Pending {
@@ -969,6 +984,7 @@ impl Runner {
         self.wake_quiet_until = self.clock + ms_to_samples(self.cfg.wake_refractory_ms);
         self.stats.wake_detections += 1;
         let phrase = w.phrase().to_string();
+        self.prepare_stt();
         let actions = self.machine.handle(Input::Wake { phrase, score });
         self.apply(actions);
         Ok(())
