@@ -161,9 +161,9 @@ impl Connection {
                 Self::http(&def.name, url, lifecycle, launch.handshake_timeout).await
             }
             Transport::Stdio { .. } => {
-                if let Some(reason) =
+                if let Some(reason) = launch::hidden_program(def).or_else(|| {
                     launch::hidden_read_path(def, &sandbox.settings().deny_read_paths())
-                {
+                }) {
                     return Err(McpError::Refused {
                         server: def.name.clone(),
                         reason,

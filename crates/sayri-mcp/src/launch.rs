@@ -181,6 +181,31 @@ pub fn hidden_read_path(def: &ServerDef, protected: &[PathBuf]) -> Option<String
     None
 }
 
+/// Why the program of the stdio server `def` cannot be found inside the sandbox, if it cannot:
+/// at levels 1 and 2 the sandbox replaces `/tmp` with a private, empty one, so a program
+/// installed under `/tmp` (a virtual environment in a home directory under `/tmp`, say) would
+/// start as "No such file or directory". Such a server is refused with this reason instead.
+pub fn hidden_program(def: &ServerDef) -> Option<String> {
+    let Transport::Stdio { command, .. } = &def.transport else {
+        return None;
+    };
+    if def.level >= 3 || !command.starts_with('/') {
+        return None;
+    }
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let program = canon(Path::new(command));
+    let tmp = canon(Path::new("/tmp"));
+    program.starts_with(&tmp).then(|| {
+        format!(
+            "its program {} lies under {}, which the sandbox replaces with a private, empty one at level {}; install the server outside {} (or run it at level 3 with `--level 3`)",
+            program.display(),
+            tmp.display(),
+            def.level,
+            tmp.display()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +251,33 @@ mod tests {
         assert!(why.contains(".ssh"), "{why}");
         def.level = 3;
         assert!(hidden_read_path(&def, &["/home/u/.ssh".into()]).is_none());
+    }
+
+    #[test]
+    fn a_program_under_the_private_tmp_is_named_at_levels_1_and_2_only() {
+        let dir = tempfile::Builder::new()
+            .prefix("sy-mcp-prog")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let program = dir.path().join("server");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        let mut def = ServerDef::stdio("srv", program.to_str().unwrap(), vec![]);
+        for level in [1, 2] {
+            def.level = level;
+            let why = hidden_program(&def).expect("refused");
+            assert!(why.contains("/tmp") && why.contains("--level 3"), "{why}");
+        }
+        def.level = 3;
+        assert!(
+            hidden_program(&def).is_none(),
+            "level 3 sees the host's /tmp"
+        );
+        let elsewhere = ServerDef::stdio("srv", "/usr/bin/env", vec![]);
+        assert!(hidden_program(&elsewhere).is_none());
+        let on_path = ServerDef::stdio("srv", "mcp-server-time", vec![]);
+        assert!(
+            hidden_program(&on_path).is_none(),
+            "a bare name is looked up inside"
+        );
     }
 }

@@ -32,20 +32,26 @@ fn venv() -> PathBuf {
     v
 }
 
-fn fixture() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/process_report_server.py")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// A fake installation: state, config and home directories, with a canary key in `~/.ssh`.
+/// A fake installation: state, config and home directories, with a canary key in `~/.ssh`,
+/// and the report server's script where a sandboxed server can read it.
 struct Install {
     dir: tempfile::TempDir,
+    /// The checkout may live under `/tmp`, which levels 1 and 2 replace with a private one: the
+    /// script is copied to `/var/tmp`, as an installed server would live outside `/tmp`.
+    scripts: tempfile::TempDir,
 }
 
 impl Install {
     fn new() -> Self {
+        let scripts = tempfile::Builder::new()
+            .prefix("sy-mcp-fixture")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/process_report_server.py"),
+            scripts.path().join("process_report_server.py"),
+        )
+        .unwrap();
         let dir = tempfile::tempdir().unwrap();
         for d in ["state", "config", "home/.ssh"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
@@ -55,7 +61,16 @@ impl Install {
             "sy-test-53-private",
         )
         .unwrap();
-        Install { dir }
+        Install { dir, scripts }
+    }
+
+    /// The report server's script, readable inside the sandbox.
+    fn fixture(&self) -> String {
+        self.scripts
+            .path()
+            .join("process_report_server.py")
+            .to_string_lossy()
+            .into_owned()
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -114,7 +129,7 @@ impl Install {
             vault,
             &[
                 py.to_str().unwrap(),
-                &fixture(),
+                &self.fixture(),
                 "--name",
                 name,
                 "--probe",
@@ -342,7 +357,7 @@ fn case53_loader_variables_and_secret_references_are_refused_before_anything_run
         ],
         &[],
         "",
-        &[py.to_str().unwrap(), &fixture(), "--name", "rogue"],
+        &[py.to_str().unwrap(), &install.fixture(), "--name", "rogue"],
     );
     assert_eq!(code, 1, "{out}");
     let e = out["error"].as_str().unwrap();
@@ -359,7 +374,7 @@ fn case53_loader_variables_and_secret_references_are_refused_before_anything_run
         "",
         &[
             py.to_str().unwrap(),
-            &fixture(),
+            &install.fixture(),
             "--name",
             "argv",
             "--token",
@@ -406,7 +421,7 @@ fn a_declared_secret_missing_from_the_vault_stops_the_start_with_the_fix() {
         &["--name", "notes", "--secret", "NOTES_TOKEN=NOTES_TOKEN"],
         &[],
         "{}",
-        &[py.to_str().unwrap(), &fixture(), "--name", "notes"],
+        &[py.to_str().unwrap(), &install.fixture(), "--name", "notes"],
     );
     assert_eq!(code, 1, "{out}");
     assert!(
@@ -427,7 +442,7 @@ fn a_level_the_kernel_cannot_give_refuses_the_server_and_never_runs_it_on_the_ho
         &["--name", "old"],
         &[("SAYRI_SANDBOX_MAX_LANDLOCK_ABI", "1")],
         "",
-        &[py.to_str().unwrap(), &fixture(), "--name", "old"],
+        &[py.to_str().unwrap(), &install.fixture(), "--name", "old"],
     );
     assert_eq!(code, 3, "{out}");
     let why = out["refused"].as_str().unwrap();
@@ -448,7 +463,7 @@ fn a_read_path_the_sandbox_hides_refuses_the_server() {
         &["--name", "keys", "--read", ssh.to_str().unwrap()],
         &[],
         "",
-        &[py.to_str().unwrap(), &fixture(), "--name", "keys"],
+        &[py.to_str().unwrap(), &install.fixture(), "--name", "keys"],
     );
     assert_eq!(code, 3, "{out}");
     assert!(out["refused"].as_str().unwrap().contains(".ssh"), "{out}");
