@@ -2,13 +2,16 @@
 //! inside the sandbox ([`launch`], [`env`]), and connections through the official Rust SDK
 //! `rmcp` ([`client`]).
 //!
-//! Nothing a server offers reaches the model in this version: tools are listed and called only
-//! for the user (`sayri mcp test`), never offered to an agent. Approval, pinning and the prompt
-//! line come later and sit on [`client::Connection::tools`].
+//! What the user approved of each server is pinned by hash ([`pins`]): a tool reaches a model
+//! or a call only as it was approved. Nothing a server offers reaches the model in this
+//! version: tools are listed, reviewed and approved by the user (`sayri mcp test`, `sayri mcp
+//! approve`), never offered to an agent yet; the prompt line comes later and sits on
+//! [`pins::Review::approved`].
 
 pub mod client;
 pub mod env;
 pub mod launch;
+pub mod pins;
 pub mod servers;
 
 pub use client::{CallResult, Connection, Lifecycle, McpError, ToolInfo};

@@ -196,6 +196,7 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<McpEnableParams>(),
     ParamsInfo::of::<McpDisableParams>(),
     ParamsInfo::of::<McpTestParams>(),
+    ParamsInfo::of::<McpApproveParams>(),
     // Long-term memory
     ParamsInfo::of::<MemoryAddParams>(),
     ParamsInfo::of::<MemoryListParams>(),
@@ -1051,6 +1052,24 @@ pub struct McpAddParams {
 impl Params for McpAddParams {
     const CMD: &'static str = cmd::MCP_ADD;
     type Reply = reply::mcp::McpAddReply;
+}
+
+/// `mcp_approve {name, tools}` → `{name, approved, changed_since_shown, not_offered}`: pins
+/// each named tool at the hash the user was shown (`mcp_test`'s `sha256`), only when the
+/// server offers exactly that definition now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpApproveParams {
+    /// The server's name.
+    #[serde(deserialize_with = "non_empty")]
+    pub name: String,
+    /// Tool name → the `sha256` of the definition the user approved.
+    pub tools: BTreeMap<String, String>,
+}
+
+impl Params for McpApproveParams {
+    const CMD: &'static str = cmd::MCP_APPROVE;
+    type Reply = reply::mcp::McpApproveReply;
 }
 
 /// `skills_scan {slug | path, confirm?}` → the scan report plus `admitted`.

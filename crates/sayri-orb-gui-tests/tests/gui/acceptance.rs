@@ -9,7 +9,7 @@ use std::time::Duration;
 const LONG: Duration = Duration::from_secs(30);
 
 /// Text of every `reply` box's labels, joined.
-fn reply_text(app: &sayri_orb::ui::OrbApp) -> String {
+pub fn reply_text(app: &sayri_orb::ui::OrbApp) -> String {
     named(&app.window, "reply")
         .iter()
         .flat_map(super::harness::label_texts)
@@ -27,7 +27,8 @@ pub fn wait_for_card(app: &sayri_orb::ui::OrbApp, w: &World) -> gtk::Widget {
     let ok = wait_until(LONG, || !named(&app.window, "permission-card").is_empty());
     assert!(
         ok,
-        "no permission card appeared; daemon log:\n{}",
+        "no permission card appeared; the card shows {:?}; daemon log:\n{}",
+        reply_text(app),
         w.daemon_log()
     );
     named(&app.window, "permission-card").remove(0)

@@ -219,9 +219,15 @@ pub fn orb_sits_in_the_corner_takes_no_focus_and_passes_clicks_around_its_circle
     );
     assert!(!takes_input_at(orb, ox + side - 4, oy + side - 4));
 
+    // The first answer has ended (its last words are shown and the orb is idle) before the
+    // next request: `busy` alone is also false before a slow daemon has begun the turn.
     assert!(
-        wait_until(Duration::from_secs(20), || !app.model().busy),
-        "the answer did not finish"
+        wait_until(Duration::from_secs(30), || {
+            super::acceptance::reply_text(&app).contains(super::world::ANSWER_END)
+                && !app.model().busy
+        }),
+        "the answer did not finish: {:?}",
+        super::acceptance::reply_text(&app)
     );
     // Nor does a tool step and the permission card it raises; what the person types still
     // lands in their window, exactly.

@@ -1,5 +1,5 @@
 //! Replies of the MCP server commands: `mcp_list`, `mcp_show`, `mcp_add`, `mcp_remove`,
-//! `mcp_enable`, `mcp_disable`, `mcp_test`.
+//! `mcp_enable`, `mcp_disable`, `mcp_test`, `mcp_approve`.
 
 use crate::level::SandboxLevel;
 use serde::{Deserialize, Serialize};
@@ -68,8 +68,8 @@ pub struct McpRemoveReply {
     pub removed: bool,
 }
 
-/// `mcp_test` → what the server said when Sayri connected. Shown to the user only: nothing of
-/// it reaches a model.
+/// `mcp_test` → what the server said when Sayri connected, each tool judged against what the
+/// user approved. Shown to the user only: nothing of it reaches a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpTestReply {
     /// The server's name.
@@ -82,6 +82,50 @@ pub struct McpTestReply {
     pub server_version: Option<String>,
     /// Every tool it offers.
     pub tools: Vec<McpTool>,
+    /// Tools approved once that it no longer offers (they disappear).
+    #[serde(default)]
+    pub removed: Vec<String>,
+    /// Why the approvals could not be read, when they could not: every tool is then withheld.
+    #[serde(default)]
+    pub pins_error: Option<String>,
+}
+
+/// Where a tool stands against what the user approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpApproval {
+    /// Offered exactly as approved.
+    Approved,
+    /// Approved once, offered now under another definition: withheld until approved again.
+    Changed,
+    /// Never approved: withheld.
+    New,
+    /// The approvals cannot be read: withheld.
+    Unknown,
+}
+
+/// One finding on a tool's text (the skills scanner's rules, and `names_other_tool`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpFinding {
+    /// The rule's wire name.
+    pub kind: String,
+    /// What it means.
+    pub detail: String,
+    /// The text it is about, hidden characters shown as `<U+XXXX>`.
+    pub excerpt: String,
+}
+
+/// `mcp_approve` → what was pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpApproveReply {
+    /// The server's name.
+    pub name: String,
+    /// Tools approved as shown.
+    pub approved: Vec<String>,
+    /// Tools whose definition changed after the user was shown it: not approved.
+    pub changed_since_shown: Vec<String>,
+    /// Tools named that the server does not offer.
+    pub not_offered: Vec<String>,
 }
 
 /// A tool as the server describes it (outside text, verbatim).
@@ -93,4 +137,11 @@ pub struct McpTool {
     pub description: Option<String>,
     /// Its input schema.
     pub input_schema: serde_json::Value,
+    /// SHA-256 of its canonical definition (what `mcp_approve` pins).
+    pub sha256: String,
+    /// Approved, changed, new, or unknown (approvals unreadable).
+    pub approval: McpApproval,
+    /// What the scanner found in its text.
+    #[serde(default)]
+    pub findings: Vec<McpFinding>,
 }

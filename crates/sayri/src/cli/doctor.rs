@@ -150,6 +150,7 @@ pub(crate) async fn diagnose(paths: &Paths) -> Report {
     voice(&cfg, &mut checks);
     desktop_bus(&mut checks).await;
     checks.push(super::doctor_database::check(paths, daemon_status.as_ref()));
+    super::doctor_mcp::check(paths, &mut checks);
     disk(paths, &mut checks);
     systemd_unit(&mut checks);
     let ok = cfg_ok && checks.iter().all(|c| c.status != Status::Fail);

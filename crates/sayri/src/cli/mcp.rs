@@ -1,19 +1,21 @@
-//! `sayri mcp add|list|show|remove|enable|disable|test` (through the daemon): the MCP servers
-//! the user added. A secret never comes from the command line: `--secret VAR=KEY` names a vault
-//! key (`sayri vault set KEY` stores the value).
+//! `sayri mcp add|list|show|remove|enable|disable|test|approve` (through the daemon): the MCP
+//! servers the user added. A secret never comes from the command line: `--secret VAR=KEY`
+//! names a vault key (`sayri vault set KEY` stores the value).
 //!
-//! Nothing a server offers reaches a model yet: `test` prints its tools for the user only.
+//! Nothing a server offers reaches a model yet: `test` prints its tools for the user only, each
+//! with its approval state; `approve` shows the card (see `mcp_card`) and pins what was shown.
 
+use crate::cli::mcp_card;
 use sayri_client::autostart::connect_or_start;
 use sayri_client::client::Client;
 use sayri_client::paths::Paths;
 use sayri_client::terminal_text::terminal_safe;
 use sayri_protocol::SandboxLevel;
 use sayri_protocol::params::{
-    McpAddParams, McpDisableParams, McpEnableParams, McpListParams, McpRemoveParams, McpShowParams,
-    McpTestParams,
+    McpAddParams, McpApproveParams, McpDisableParams, McpEnableParams, McpListParams,
+    McpRemoveParams, McpShowParams, McpTestParams,
 };
-use sayri_protocol::reply::mcp::McpServer;
+use sayri_protocol::reply::mcp::{McpApproval, McpServer};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -80,13 +82,27 @@ pub(crate) enum McpAction {
         /// The server.
         name: String,
     },
-    /// Connect to a server (a stdio one inside the sandbox), list its tools and disconnect.
+    /// Connect to a server (a stdio one inside the sandbox), list its tools with their
+    /// approval state and disconnect.
     Test {
         /// The server.
         name: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Show every tool a server offers that is not approved yet — name, description and input
+    /// schema verbatim, with the scanner's findings — and approve them as shown. A tool whose
+    /// definition changes later is withheld until approved again.
+    Approve {
+        /// The server.
+        name: String,
+        /// Approve only this tool (repeatable; default: every tool shown).
+        #[arg(long = "tool", value_name = "TOOL")]
+        tools: Vec<String>,
+        /// Approve without asking (after reading `sayri mcp approve NAME` or `test` output).
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -203,6 +219,7 @@ pub(crate) async fn run(paths: &Paths, allow_start: bool, action: McpAction) -> 
             Ok(())
         }
         McpAction::Test { name, json } => test(&mut c, name, json).await,
+        McpAction::Approve { name, tools, yes } => approve(&mut c, name, tools, yes).await,
     }
 }
 
@@ -277,7 +294,8 @@ async fn test(c: &mut Client, name: String, json: bool) -> anyhow::Result<()> {
     if json {
         return crate::cli::print_json(&v);
     }
-    let who = match (&v.server_name, &v.server_version) {
+    let named = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
+    let who = match (&named(&v.server_name), &named(&v.server_version)) {
         (Some(n), Some(ver)) => format!(" ({} {})", terminal_safe(n), terminal_safe(ver)),
         (Some(n), None) => format!(" ({})", terminal_safe(n)),
         _ => String::new(),
@@ -288,10 +306,104 @@ async fn test(c: &mut Client, name: String, json: bool) -> anyhow::Result<()> {
         v.protocol_version.as_deref().unwrap_or("unknown"),
         v.tools.len()
     );
+    if let Some(e) = &v.pins_error {
+        println!("warning: {}", terminal_safe(e));
+    }
     for t in &v.tools {
         let d = t.description.as_deref().unwrap_or("");
         let first = d.lines().next().unwrap_or("");
-        println!("  {}  {}", terminal_safe(&t.name), terminal_safe(first));
+        let found = match t.findings.len() {
+            0 => String::new(),
+            n => format!("  [{n} finding(s)]"),
+        };
+        println!(
+            "  {}  [{}]{found}  {}",
+            mcp_card::visible(&t.name),
+            mcp_card::state_word(t.approval),
+            mcp_card::visible(first)
+        );
+    }
+    for r in &v.removed {
+        println!("  {}  [removed since approved]", mcp_card::visible(r));
+    }
+    if v.tools.iter().any(|t| t.approval != McpApproval::Approved) {
+        println!(
+            "review and approve with: sayri mcp approve {}",
+            terminal_safe(&v.name)
+        );
     }
     Ok(())
+}
+
+async fn approve(c: &mut Client, name: String, only: Vec<String>, yes: bool) -> anyhow::Result<()> {
+    let v = c
+        .request_with(&McpTestParams { name: name.clone() })
+        .await
+        .map_err(remote)?;
+    if let Some(e) = &v.pins_error {
+        anyhow::bail!("{e}");
+    }
+    if let Some(missing) = only.iter().find(|t| !v.tools.iter().any(|x| &x.name == *t)) {
+        anyhow::bail!(
+            "MCP server {} offers no tool named {:?}; see `sayri mcp test {}`",
+            terminal_safe(&name),
+            terminal_safe(missing),
+            terminal_safe(&name)
+        );
+    }
+    let pending = mcp_card::print_card(&v, &only);
+    if pending.is_empty() {
+        println!(
+            "every tool of {} is approved as offered",
+            terminal_safe(&name)
+        );
+        return Ok(());
+    }
+    if !yes && !confirmed(pending.len())? {
+        println!("nothing approved");
+        return Ok(());
+    }
+    let tools = pending
+        .iter()
+        .map(|t| (t.name.clone(), t.sha256.clone()))
+        .collect();
+    let out = c
+        .request_with(&McpApproveParams { name, tools })
+        .await
+        .map_err(remote)?;
+    for t in &out.approved {
+        println!(
+            "approved {}.{}",
+            terminal_safe(&out.name),
+            mcp_card::visible(t)
+        );
+    }
+    for t in &out.changed_since_shown {
+        println!(
+            "NOT approved {}.{}: the server changed it after it was shown; run `sayri mcp approve {}` again",
+            terminal_safe(&out.name),
+            mcp_card::visible(t),
+            terminal_safe(&out.name)
+        );
+    }
+    if out.changed_since_shown.is_empty() && out.not_offered.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("some tools were not approved (see above)")
+    }
+}
+
+/// Asks on the terminal; refuses without one.
+fn confirmed(n: usize) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "approving MCP tools needs a person: run this in a terminal, or pass --yes after reading the card above"
+        );
+    }
+    print!("Approve these {n} tool(s) as shown? Type yes: ");
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == "yes")
 }

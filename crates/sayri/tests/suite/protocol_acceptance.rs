@@ -402,6 +402,12 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
         "mcp_list" => (json!({}), ArrOf(MCP_SERVER)),
         "mcp_show" | "mcp_enable" | "mcp_disable" => (json!({"name": "acc"}), Obj(MCP_SERVER)),
         "mcp_test" => return (json!({"name": "acc"}), Expect::Refused("unavailable")),
+        "mcp_approve" => {
+            return (
+                json!({"name": "acc", "tools": {"t": "sha256:00"}}),
+                Expect::Refused("unavailable"),
+            );
+        }
         "mcp_remove" => (json!({"name": "acc"}), Obj(&["name", "removed"])),
         "trigger_save" => (
             json!({"trigger": {"id": "acc_t", "event_type": "on_file_changed", "name": "T",
@@ -617,6 +623,7 @@ const ORDER: &[&str] = &[
     "mcp_disable",
     "mcp_enable",
     "mcp_test",
+    "mcp_approve",
     "mcp_remove",
     "memory_add",
     "memory_list",

@@ -1,19 +1,23 @@
-//! `mcp_list`, `mcp_show`, `mcp_add`, `mcp_remove`, `mcp_enable`, `mcp_disable`, `mcp_test`:
-//! the MCP servers the user added (`$CONFIG/mcp-servers.toml`, see `sayri_mcp::servers`).
+//! `mcp_list`, `mcp_show`, `mcp_add`, `mcp_remove`, `mcp_enable`, `mcp_disable`, `mcp_test`,
+//! `mcp_approve`: the MCP servers the user added (`$CONFIG/mcp-servers.toml`, see
+//! `sayri_mcp::servers`) and what the user approved of them (`$STATE/mcp-pins.json`, see
+//! `sayri_mcp::pins`).
 //!
-//! Nothing a server offers reaches a model: `mcp_test` shows its tools to the user only. No
-//! reply carries a secret value (a vault variable names its key).
+//! Nothing a server offers reaches a model: `mcp_test` shows its tools to the user only, each
+//! judged against the pins with the scanner's findings; `mcp_approve` pins what the user was
+//! shown. No reply carries a secret value (a vault variable names its key).
 
 use crate::daemon::dispatch::Ctx;
 use sayri_mcp::launch::{self, Launch};
-use sayri_mcp::{Connection, Lifecycle, McpError, ServerDef, ServersFile, Transport};
+use sayri_mcp::pins::{self, PinStore, Pins, PinsError, Review, ToolState};
+use sayri_mcp::{Connection, Lifecycle, McpError, ServerDef, ServersFile, ToolInfo, Transport};
 use sayri_protocol::params::{
-    McpAddParams, McpDisableParams, McpEnableParams, McpListParams, McpRemoveParams, McpShowParams,
-    McpTestParams,
+    McpAddParams, McpApproveParams, McpDisableParams, McpEnableParams, McpListParams,
+    McpRemoveParams, McpShowParams, McpTestParams,
 };
 use sayri_protocol::reply::mcp::{
-    McpAddReply, McpEnableReply, McpEnvVar, McpListReply, McpRemoveReply, McpServer, McpShowReply,
-    McpTestReply, McpTool,
+    McpAddReply, McpApproval, McpApproveReply, McpEnableReply, McpEnvVar, McpFinding, McpListReply,
+    McpRemoveReply, McpServer, McpShowReply, McpTestReply, McpTool,
 };
 use sayri_protocol::{ErrorCode, ProtocolError, SandboxLevel};
 use std::path::Path;
@@ -21,6 +25,13 @@ use std::sync::Mutex;
 
 /// One change of the servers file at a time (read, change, write).
 static FILE_LOCK: Mutex<()> = Mutex::new(());
+
+/// One change of the pins file at a time (read, change, write).
+static PINS_LOCK: Mutex<()> = Mutex::new(());
+
+fn pin_store(ctx: &Ctx) -> PinStore {
+    PinStore::in_state_dir(&ctx.daemon.paths.state_dir)
+}
 
 fn file(ctx: &Ctx) -> ServersFile {
     ServersFile::in_config_dir(&ctx.daemon.paths.config_dir)
@@ -169,11 +180,28 @@ pub async fn mcp_remove(p: McpRemoveParams, ctx: Ctx) -> Result<McpRemoveReply, 
         file(&ctx)
             .save(&servers)
             .map_err(|e| ProtocolError::internal(e.to_string()))?;
+        forget_pins(&ctx, &p.name)?;
     }
     Ok(McpRemoveReply {
         name: p.name,
         removed,
     })
+}
+
+/// A removed server's approvals go with it (a new server of the same name starts unapproved).
+/// An unreadable pins file is left as it is: it withholds everything anyway.
+fn forget_pins(ctx: &Ctx, name: &str) -> Result<(), ProtocolError> {
+    let _guard = PINS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let store = pin_store(ctx);
+    let Ok(mut all) = store.load() else {
+        return Ok(());
+    };
+    if all.forget(name) {
+        store
+            .save(&all)
+            .map_err(|e| ProtocolError::internal(e.to_string()))?;
+    }
+    Ok(())
 }
 
 fn set_enabled(ctx: &Ctx, name: &str, enabled: bool) -> Result<McpServer, ProtocolError> {
@@ -224,35 +252,125 @@ fn secrets_for(
         .map_err(|e| ProtocolError::invalid_params(e.to_string()))
 }
 
-/// `mcp_test {name}` → connects, lists the tools, disconnects.
-pub async fn mcp_test(p: McpTestParams, ctx: Ctx) -> Result<McpTestReply, ProtocolError> {
-    let def = find(&load(&ctx)?, &p.name)?;
-    let mut launch = Launch::new(&ctx.daemon.paths.state_dir, &def);
+/// What `def` offers now: connects, lists the tools, disconnects.
+async fn offered(
+    ctx: &Ctx,
+    def: &ServerDef,
+) -> Result<(Vec<ToolInfo>, Option<String>, Option<(String, String)>), ProtocolError> {
+    let mut launch = Launch::new(&ctx.daemon.paths.state_dir, def);
     launch.lifetime = std::time::Duration::from_secs(120);
-    launch.secrets = secrets_for(&ctx, &def)?;
+    launch.secrets = secrets_for(ctx, def)?;
     let sandbox = ctx.daemon.brain()?.sandbox.clone();
-    let conn = Connection::open(&def, &sandbox, &launch, Lifecycle::Auto)
+    let conn = Connection::open(def, &sandbox, &launch, Lifecycle::Auto)
         .await
         .map_err(mcp_err)?;
     let tools = conn.tools().await;
     let protocol_version = conn.protocol_version();
     let info = conn.server_info();
     let _ = conn.close().await;
-    let tools = tools.map_err(mcp_err)?;
+    Ok((tools.map_err(mcp_err)?, protocol_version, info))
+}
+
+/// `def`'s tools judged against `all` pins; the names of every other server and their
+/// approved tools feed the "names another tool or server" rule.
+fn review_of(def: &ServerDef, tools: Vec<ToolInfo>, all: &Pins, servers: &[ServerDef]) -> Review {
+    let mut others: Vec<String> = servers
+        .iter()
+        .filter(|s| s.name != def.name)
+        .map(|s| s.name.clone())
+        .collect();
+    for (server, tools) in &all.servers {
+        if server != &def.name {
+            others.extend(tools.keys().cloned());
+        }
+    }
+    pins::review(tools, all.of(&def.name), &others)
+}
+
+fn tool_reply(r: pins::Reviewed, unknown: bool) -> McpTool {
+    let approval = match (unknown, r.state) {
+        (true, _) => McpApproval::Unknown,
+        (false, ToolState::Approved) => McpApproval::Approved,
+        (false, ToolState::Changed) => McpApproval::Changed,
+        (false, ToolState::New) => McpApproval::New,
+    };
+    McpTool {
+        name: r.tool.name,
+        description: r.tool.description,
+        input_schema: r.tool.input_schema,
+        sha256: r.sha256,
+        approval,
+        findings: r
+            .findings
+            .into_iter()
+            .map(|f| McpFinding {
+                kind: f.kind,
+                detail: f.detail,
+                excerpt: f.excerpt,
+            })
+            .collect(),
+    }
+}
+
+/// `mcp_test {name}` → connects, lists the tools, disconnects; each tool judged against what
+/// the user approved (every tool withheld, `pins_error` set, when the approvals are
+/// unreadable).
+pub async fn mcp_test(p: McpTestParams, ctx: Ctx) -> Result<McpTestReply, ProtocolError> {
+    let servers = load(&ctx)?;
+    let def = find(&servers, &p.name)?;
+    let (tools, protocol_version, info) = offered(&ctx, &def).await?;
+    let (all, pins_error) = match pin_store(&ctx).load() {
+        Ok(all) => (all, None),
+        Err(e) => (Pins::new(), Some(e.to_string())),
+    };
+    let review = review_of(&def, tools, &all, &servers);
+    let unknown = pins_error.is_some();
     Ok(McpTestReply {
         name: def.name,
         protocol_version,
         server_name: info.as_ref().map(|i| i.0.clone()),
         server_version: info.map(|i| i.1),
-        tools: tools
+        tools: review
+            .tools
             .into_iter()
-            .map(|t| McpTool {
-                name: t.name,
-                description: t.description,
-                input_schema: t.input_schema,
-            })
+            .map(|r| tool_reply(r, unknown))
             .collect(),
+        removed: if unknown { Vec::new() } else { review.removed },
+        pins_error,
     })
+}
+
+/// `mcp_approve {name, tools}` → connects, lists the tools again, and pins each named tool
+/// whose definition is still the one the user was shown.
+pub async fn mcp_approve(p: McpApproveParams, ctx: Ctx) -> Result<McpApproveReply, ProtocolError> {
+    if p.tools.is_empty() {
+        return Err(ProtocolError::invalid_params(
+            "name at least one tool to approve, with the `sha256` `mcp_test` showed for it",
+        ));
+    }
+    let servers = load(&ctx)?;
+    let def = find(&servers, &p.name)?;
+    let (tools, _, _) = offered(&ctx, &def).await?;
+    let _guard = PINS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let store = pin_store(&ctx);
+    let mut all = store.load().map_err(pins_err)?;
+    let review = review_of(&def, tools, &all, &servers);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let out = all.approve(&def.name, &p.tools, &review, now);
+    store.save(&all).map_err(pins_err)?;
+    Ok(McpApproveReply {
+        name: def.name,
+        approved: out.approved,
+        changed_since_shown: out.changed_since_shown,
+        not_offered: out.not_offered,
+    })
+}
+
+fn pins_err(e: PinsError) -> ProtocolError {
+    ProtocolError::new(ErrorCode::Unavailable, e.to_string())
 }
 
 fn mcp_err(e: McpError) -> ProtocolError {

@@ -108,7 +108,8 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Management, Task, mcp::mcp_remove)
         .register(Management, Task, mcp::mcp_enable)
         .register(Management, Task, mcp::mcp_disable)
-        .register(Management, Task, mcp::mcp_test);
+        .register(Management, Task, mcp::mcp_test)
+        .register(Management, Task, mcp::mcp_approve);
     register_memory(d);
     // Skills
     d.register(ReadOnly, Task, skills::skills_list)
