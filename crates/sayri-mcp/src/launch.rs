@@ -181,29 +181,57 @@ pub fn hidden_read_path(def: &ServerDef, protected: &[PathBuf]) -> Option<String
     None
 }
 
-/// Why the program of the stdio server `def` cannot be found inside the sandbox, if it cannot:
-/// at levels 1 and 2 the sandbox replaces `/tmp` with a private, empty one, so a program
-/// installed under `/tmp` (a virtual environment in a home directory under `/tmp`, say) would
-/// start as "No such file or directory". Such a server is refused with this reason instead.
+/// Why a path the stdio server `def` is given cannot be seen inside the sandbox, if one
+/// cannot: at levels 1 and 2 the sandbox replaces `/tmp` with a private, empty one, so a
+/// program installed under `/tmp` (a virtual environment in a home directory under `/tmp`,
+/// say) would start as "No such file or directory", and a script, a `--read` path or a file
+/// named in an argument or a variable would be missing inside. The paths checked: the program,
+/// every argument that is an absolute path (alone or after `=`, as in `--config=/tmp/c.json`),
+/// every `--read` path and every literal variable value that is an absolute path — each one
+/// only when it exists on the host (a path the server means to create in its own `/tmp` is
+/// fine). Such a server is refused with this reason instead.
 pub fn hidden_program(def: &ServerDef) -> Option<String> {
-    let Transport::Stdio { command, .. } = &def.transport else {
+    let Transport::Stdio { command, args } = &def.transport else {
         return None;
     };
-    if def.level >= 3 || !command.starts_with('/') {
+    if def.level >= 3 {
         return None;
     }
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let program = canon(Path::new(command));
     let tmp = canon(Path::new("/tmp"));
-    program.starts_with(&tmp).then(|| {
-        format!(
-            "its program {} lies under {}, which the sandbox replaces with a private, empty one at level {}; install the server outside {} (or run it at level 3 with `--level 3`)",
-            program.display(),
-            tmp.display(),
-            def.level,
-            tmp.display()
+    let under_tmp = |text: &str| {
+        let path = Path::new(text);
+        (path.is_absolute() && path.exists() && canon(path).starts_with(&tmp)).then(|| canon(path))
+    };
+    let given = std::iter::once(("its program", command.as_str()))
+        .chain(args.iter().map(|a| {
+            let path = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
+            (
+                "its argument",
+                if path.starts_with('/') {
+                    path
+                } else {
+                    a.as_str()
+                },
+            )
+        }))
+        .chain(
+            def.read
+                .iter()
+                .filter_map(|r| r.to_str())
+                .map(|r| ("its `--read` path", r)),
         )
-    })
+        .chain(def.env.values().map(|v| ("a variable's value", v.as_str())));
+    let (what, path) = given
+        .filter_map(|(what, text)| under_tmp(text).map(|p| (what, p)))
+        .next()?;
+    Some(format!(
+        "{what} {} lies under {}, which the sandbox replaces with a private, empty one at level {}; put the server's files outside {} (or run it at level 3 with `--level 3`)",
+        path.display(),
+        tmp.display(),
+        def.level,
+        tmp.display()
+    ))
 }
 
 #[cfg(test)]
@@ -271,6 +299,29 @@ mod tests {
         assert!(
             hidden_program(&def).is_none(),
             "level 3 sees the host's /tmp"
+        );
+        // A script, a `--read` path, an `--opt=PATH` argument or a variable's value under
+        // /tmp are as hidden as the program.
+        let script = program.to_str().unwrap().to_string();
+        let mut interpreted = ServerDef::stdio("srv", "/usr/bin/env", vec![script.clone()]);
+        interpreted.level = 2;
+        let why = hidden_program(&interpreted).expect("the script is hidden");
+        assert!(why.starts_with("its argument"), "{why}");
+        interpreted.transport = Transport::Stdio {
+            command: "/usr/bin/env".into(),
+            args: vec![format!("--config={script}")],
+        };
+        assert!(hidden_program(&interpreted).is_some(), "--opt=PATH");
+        let mut read = ServerDef::stdio("srv", "/usr/bin/env", vec![]);
+        read.read = vec![dir.path().to_path_buf()];
+        assert!(hidden_program(&read).is_some_and(|w| w.contains("--read")));
+        let mut var = ServerDef::stdio("srv", "/usr/bin/env", vec![]);
+        var.env.insert("CONFIG".into(), script.clone());
+        assert!(hidden_program(&var).is_some_and(|w| w.contains("variable")));
+        let scratch = ServerDef::stdio("srv", "/usr/bin/env", vec!["/tmp/not-there-yet".into()]);
+        assert!(
+            hidden_program(&scratch).is_none(),
+            "a path the server will create in its own /tmp is fine"
         );
         let elsewhere = ServerDef::stdio("srv", "/usr/bin/env", vec![]);
         assert!(hidden_program(&elsewhere).is_none());

@@ -52,7 +52,12 @@ impl Install {
             scripts.path().join("process_report_server.py"),
         )
         .unwrap();
-        let dir = tempfile::tempdir().unwrap();
+        // The install (and the key the server must not read) lives outside `/tmp` too: under
+        // `/tmp` the sandbox's private `/tmp` would hide the key whatever the read rules say.
+        let dir = tempfile::Builder::new()
+            .prefix("sy-mcp-install")
+            .tempdir_in("/var/tmp")
+            .unwrap();
         for d in ["state", "config", "home/.ssh"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
