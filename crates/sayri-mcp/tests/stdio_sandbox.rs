@@ -151,18 +151,11 @@ impl Install {
     }
 }
 
-/// A listening Unix socket standing in for the daemon's (outside `/tmp`, which levels 1–2
-/// replace with a private one, so only the sandbox's socket rules keep the server from it).
+/// A listening Unix socket standing in for the daemon's, in the install folder (under
+/// `/var/tmp`: outside `/tmp`, which levels 1–2 replace with a private one, wherever the
+/// checkout lives — so only the sandbox's socket rules keep the server from it).
 fn socket_path(install: &Install) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let name = install
-        .dir
-        .path()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let p = dir.join(format!("{name}.sock"));
+    let p = install.path("daemon.sock");
     if !p.exists() {
         let l = std::os::unix::net::UnixListener::bind(&p).unwrap();
         std::mem::forget(l);
