@@ -161,7 +161,7 @@ impl Connection {
                 Self::http(&def.name, url, lifecycle, launch.handshake_timeout).await
             }
             Transport::Stdio { .. } => {
-                if let Some(reason) = launch::hidden_program(def).or_else(|| {
+                if let Some(reason) = launch::hidden_under_tmp(def).or_else(|| {
                     launch::hidden_read_path(def, &sandbox.settings().deny_read_paths())
                 }) {
                     return Err(McpError::Refused {

@@ -190,7 +190,7 @@ pub fn hidden_read_path(def: &ServerDef, protected: &[PathBuf]) -> Option<String
 /// every `--read` path and every literal variable value that is an absolute path — each one
 /// only when it exists on the host (a path the server means to create in its own `/tmp` is
 /// fine). Such a server is refused with this reason instead.
-pub fn hidden_program(def: &ServerDef) -> Option<String> {
+pub fn hidden_under_tmp(def: &ServerDef) -> Option<String> {
     let Transport::Stdio { command, args } = &def.transport else {
         return None;
     };
@@ -292,12 +292,12 @@ mod tests {
         let mut def = ServerDef::stdio("srv", program.to_str().unwrap(), vec![]);
         for level in [1, 2] {
             def.level = level;
-            let why = hidden_program(&def).expect("refused");
+            let why = hidden_under_tmp(&def).expect("refused");
             assert!(why.contains("/tmp") && why.contains("--level 3"), "{why}");
         }
         def.level = 3;
         assert!(
-            hidden_program(&def).is_none(),
+            hidden_under_tmp(&def).is_none(),
             "level 3 sees the host's /tmp"
         );
         // A script, a `--read` path, an `--opt=PATH` argument or a variable's value under
@@ -305,29 +305,29 @@ mod tests {
         let script = program.to_str().unwrap().to_string();
         let mut interpreted = ServerDef::stdio("srv", "/usr/bin/env", vec![script.clone()]);
         interpreted.level = 2;
-        let why = hidden_program(&interpreted).expect("the script is hidden");
+        let why = hidden_under_tmp(&interpreted).expect("the script is hidden");
         assert!(why.starts_with("its argument"), "{why}");
         interpreted.transport = Transport::Stdio {
             command: "/usr/bin/env".into(),
             args: vec![format!("--config={script}")],
         };
-        assert!(hidden_program(&interpreted).is_some(), "--opt=PATH");
+        assert!(hidden_under_tmp(&interpreted).is_some(), "--opt=PATH");
         let mut read = ServerDef::stdio("srv", "/usr/bin/env", vec![]);
         read.read = vec![dir.path().to_path_buf()];
-        assert!(hidden_program(&read).is_some_and(|w| w.contains("--read")));
+        assert!(hidden_under_tmp(&read).is_some_and(|w| w.contains("--read")));
         let mut var = ServerDef::stdio("srv", "/usr/bin/env", vec![]);
         var.env.insert("CONFIG".into(), script.clone());
-        assert!(hidden_program(&var).is_some_and(|w| w.contains("variable")));
+        assert!(hidden_under_tmp(&var).is_some_and(|w| w.contains("variable")));
         let scratch = ServerDef::stdio("srv", "/usr/bin/env", vec!["/tmp/not-there-yet".into()]);
         assert!(
-            hidden_program(&scratch).is_none(),
+            hidden_under_tmp(&scratch).is_none(),
             "a path the server will create in its own /tmp is fine"
         );
         let elsewhere = ServerDef::stdio("srv", "/usr/bin/env", vec![]);
-        assert!(hidden_program(&elsewhere).is_none());
+        assert!(hidden_under_tmp(&elsewhere).is_none());
         let on_path = ServerDef::stdio("srv", "mcp-server-time", vec![]);
         assert!(
-            hidden_program(&on_path).is_none(),
+            hidden_under_tmp(&on_path).is_none(),
             "a bare name is looked up inside"
         );
     }
