@@ -21,7 +21,7 @@
 //! A frame is one function, [`framed`], used by every path that puts outside text in front of
 //! the model, so a new source of outside text (a new tool) gets the same rules by calling it.
 
-use crate::domain::skills::scanner::hidden::is_hidden;
+use crate::domain::skills::scanner::hidden::{is_hidden, is_separator};
 use crate::static_regex::static_regex;
 use regex::Regex;
 use std::sync::OnceLock;
@@ -113,7 +113,8 @@ pub fn neutralise(text: &str) -> String {
     current
 }
 
-/// `text` without hidden characters, with `\r\n` and a lone `\r` as `\n`.
+/// `text` without hidden characters, with `\r\n`, a lone `\r` and the Unicode line and
+/// paragraph separators as `\n` (a model reads them as line breaks, so the frame does too).
 fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -124,6 +125,7 @@ fn clean(text: &str) -> String {
                     out.push('\n');
                 }
             }
+            c if is_separator(c) => out.push('\n'),
             c if is_hidden(c) => {}
             c => out.push(c),
         }

@@ -85,9 +85,22 @@ pub struct McpTestReply {
     /// Tools approved once that it no longer offers (they disappear).
     #[serde(default)]
     pub removed: Vec<String>,
+    /// Tools refused outright (a name outside MCP's tool-name rule, a name offered twice, too
+    /// many tools, a description or schema too large): never shown for approval, never called.
+    #[serde(default)]
+    pub refused: Vec<McpRefusedTool>,
     /// Why the approvals could not be read, when they could not: every tool is then withheld.
     #[serde(default)]
     pub pins_error: Option<String>,
+}
+
+/// A tool refused outright.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpRefusedTool {
+    /// The name as the server sent it (untrusted: show it escaped).
+    pub name: String,
+    /// Why, in words for the person.
+    pub reason: String,
 }
 
 /// Where a tool stands against what the user approved.

@@ -55,7 +55,7 @@ pub fn check(paths: &Paths, out: &mut Vec<Finding>) {
     for def in &servers {
         let approved = pins
             .as_ref()
-            .and_then(|p| p.of(&def.name))
+            .and_then(|p| p.of(&def.name, &sayri_mcp::pins::source_of(def)))
             .map_or(0, |t| t.len());
         out.push(server_line(def, approved, pins.is_some()));
     }

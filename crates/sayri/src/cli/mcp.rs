@@ -296,14 +296,14 @@ async fn test(c: &mut Client, name: String, json: bool) -> anyhow::Result<()> {
     }
     let named = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
     let who = match (&named(&v.server_name), &named(&v.server_version)) {
-        (Some(n), Some(ver)) => format!(" ({} {})", terminal_safe(n), terminal_safe(ver)),
-        (Some(n), None) => format!(" ({})", terminal_safe(n)),
+        (Some(n), Some(ver)) => format!(" ({} {})", mcp_card::one_line(n), mcp_card::one_line(ver)),
+        (Some(n), None) => format!(" ({})", mcp_card::one_line(n)),
         _ => String::new(),
     };
     println!(
         "connected to {}{who}, protocol {}; {} tool(s):",
-        terminal_safe(&v.name),
-        v.protocol_version.as_deref().unwrap_or("unknown"),
+        mcp_card::one_line(&v.name),
+        mcp_card::one_line(v.protocol_version.as_deref().unwrap_or("unknown")),
         v.tools.len()
     );
     if let Some(e) = &v.pins_error {
@@ -318,14 +318,15 @@ async fn test(c: &mut Client, name: String, json: bool) -> anyhow::Result<()> {
         };
         println!(
             "  {}  [{}]{found}  {}",
-            mcp_card::visible(&t.name),
+            mcp_card::one_line(&t.name),
             mcp_card::state_word(t.approval),
-            mcp_card::visible(first)
+            mcp_card::one_line(first)
         );
     }
     for r in &v.removed {
-        println!("  {}  [removed since approved]", mcp_card::visible(r));
+        println!("  {}  [removed since approved]", mcp_card::one_line(r));
     }
+    mcp_card::print_refused(&v);
     if v.tools.iter().any(|t| t.approval != McpApproval::Approved) {
         println!(
             "review and approve with: sayri mcp approve {}",

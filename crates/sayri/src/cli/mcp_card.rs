@@ -2,6 +2,10 @@
 //! tool's name, description and input schema shown verbatim, except that control, invisible,
 //! direction-changing and tag characters are shown as `<U+XXXX>` (so the text can neither
 //! hide words from the person nor drive the terminal), with the scanner's findings under it.
+//!
+//! A server cannot forge the card's own lines: every text it sent that may span lines (a
+//! description, a schema) is printed behind a `│` gutter, and every other text it sent (a tool
+//! or server name, a version, a finding's excerpt) on one line ([`one_line`]).
 
 use sayri_core::domain::skills::scanner::hidden::excerpt;
 use sayri_protocol::reply::mcp::{McpApproval, McpTestReply, McpTool};
@@ -19,6 +23,12 @@ pub(crate) fn visible(text: &str) -> String {
         .join("\n")
 }
 
+/// `text` on one line: newlines and every other control, hidden or separator character shown
+/// as `<U+XXXX>`, cut at 200 characters.
+pub(crate) fn one_line(text: &str) -> String {
+    excerpt(text, 200)
+}
+
 /// The word the person reads for a tool's approval state.
 pub(crate) fn state_word(a: McpApproval) -> &'static str {
     match a {
@@ -31,12 +41,12 @@ pub(crate) fn state_word(a: McpApproval) -> &'static str {
 
 /// One tool, whole, indented under a heading.
 pub(crate) fn print_tool(t: &McpTool) {
-    println!("── tool {} — {}", visible(&t.name), state_word(t.approval));
+    println!("── tool {} — {}", one_line(&t.name), state_word(t.approval));
     match &t.description {
         Some(d) => {
             println!("   description:");
             for line in visible(d).lines() {
-                println!("     {line}");
+                println!("   │ {line}");
             }
         }
         None => println!("   description: (none)"),
@@ -44,7 +54,7 @@ pub(crate) fn print_tool(t: &McpTool) {
     println!("   input schema:");
     let schema = serde_json::to_string_pretty(&t.input_schema).unwrap_or_default();
     for line in visible(&schema).lines() {
-        println!("     {line}");
+        println!("   │ {line}");
     }
     if t.findings.is_empty() {
         println!("   scanner: nothing found");
@@ -52,9 +62,9 @@ pub(crate) fn print_tool(t: &McpTool) {
     for f in &t.findings {
         println!(
             "   ⚠ {}: {} — {}",
-            f.kind,
-            visible(&f.detail),
-            visible(&f.excerpt)
+            one_line(&f.kind),
+            one_line(&f.detail),
+            one_line(&f.excerpt)
         );
     }
 }
@@ -68,18 +78,30 @@ pub(crate) fn print_card<'a>(v: &'a McpTestReply, only: &[String]) -> Vec<&'a Mc
         .filter(|t| only.is_empty() || only.contains(&t.name))
         .filter(|t| t.approval != McpApproval::Approved)
         .collect();
+    print_refused(v);
     if pending.is_empty() {
         return pending;
     }
     println!(
         "MCP server {} offers {} tool(s) to approve. Read what each says: this text will be shown to the model.",
-        visible(&v.name),
+        one_line(&v.name),
         pending.len()
     );
     for t in &pending {
         print_tool(t);
     }
     pending
+}
+
+/// The tools refused outright, one line each.
+pub(crate) fn print_refused(v: &McpTestReply) {
+    for r in &v.refused {
+        println!(
+            "  refused: a tool named {} — {}",
+            one_line(&r.name),
+            one_line(&r.reason)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -93,5 +115,17 @@ mod tests {
             "a<U+200B>b\n  <U+202E>c<U+001B>[2J"
         );
         assert_eq!(visible("tag\u{E0041}"), "tag<U+E0041>");
+    }
+
+    #[test]
+    fn a_name_or_version_is_shown_on_one_line_whatever_it_holds() {
+        assert_eq!(
+            one_line("add\n── tool evil — approved\r"),
+            "add<U+000A>── tool evil — approved<U+000D>"
+        );
+        assert_eq!(
+            one_line("2026\x1b]52;c;eA==\x07"),
+            "2026<U+001B>]52;c;eA==<U+0007>"
+        );
     }
 }

@@ -17,7 +17,7 @@ use sayri_protocol::params::{
 };
 use sayri_protocol::reply::mcp::{
     McpAddReply, McpApproval, McpApproveReply, McpEnableReply, McpEnvVar, McpFinding, McpListReply,
-    McpRemoveReply, McpServer, McpShowReply, McpTestReply, McpTool,
+    McpRefusedTool, McpRemoveReply, McpServer, McpShowReply, McpTestReply, McpTool,
 };
 use sayri_protocol::{ErrorCode, ProtocolError, SandboxLevel};
 use std::path::Path;
@@ -147,7 +147,8 @@ fn def_of(p: &McpAddParams) -> Result<ServerDef, ProtocolError> {
     Ok(def)
 }
 
-/// `mcp_add {name, command | url, …}` → the server as saved.
+/// `mcp_add {name, command | url, …}` → the server as saved. Replacing a server with another
+/// definition forgets its approvals first (refused, nothing changed, while they cannot be read).
 pub async fn mcp_add(p: McpAddParams, ctx: Ctx) -> Result<McpAddReply, ProtocolError> {
     let def = def_of(&p)?;
     let _guard = FILE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -159,8 +160,11 @@ pub async fn mcp_add(p: McpAddParams, ctx: Ctx) -> Result<McpAddReply, ProtocolE
                 def.name
             )));
         }
+        forget_pins(&ctx, &def.name, Some(&pins::source_of(&def)))?;
         servers[i] = def.clone();
     } else {
+        // Approvals left by an earlier server of this name (a hand-edited file) never carry over.
+        forget_pins(&ctx, &def.name, Some(&pins::source_of(&def)))?;
         servers.push(def.clone());
     }
     file(&ctx)
@@ -177,10 +181,10 @@ pub async fn mcp_remove(p: McpRemoveParams, ctx: Ctx) -> Result<McpRemoveReply, 
     servers.retain(|s| s.name != p.name);
     let removed = servers.len() != before;
     if removed {
+        forget_pins(&ctx, &p.name, None)?;
         file(&ctx)
             .save(&servers)
             .map_err(|e| ProtocolError::internal(e.to_string()))?;
-        forget_pins(&ctx, &p.name)?;
     }
     Ok(McpRemoveReply {
         name: p.name,
@@ -188,15 +192,29 @@ pub async fn mcp_remove(p: McpRemoveParams, ctx: Ctx) -> Result<McpRemoveReply, 
     })
 }
 
-/// A removed server's approvals go with it (a new server of the same name starts unapproved).
-/// An unreadable pins file is left as it is: it withholds everything anyway.
-fn forget_pins(ctx: &Ctx, name: &str) -> Result<(), ProtocolError> {
+/// Forgets `name`'s approvals (all of them with `keep: None`, a server removed; those given to
+/// another definition than `keep`, a server redefined), so a new server of the same name starts
+/// unapproved.
+///
+/// # Errors
+/// `unavailable` when the approvals file cannot be read or written: the caller changes nothing
+/// (an approval that could not be forgotten would come back with the file).
+fn forget_pins(ctx: &Ctx, name: &str, keep: Option<&str>) -> Result<(), ProtocolError> {
     let _guard = PINS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let store = pin_store(ctx);
-    let Ok(mut all) = store.load() else {
-        return Ok(());
+    let mut all = store.load().map_err(|e| {
+        ProtocolError::new(
+            ErrorCode::Unavailable,
+            format!(
+                "{e}; nothing was changed, since the approvals of {name:?} could not be forgotten (`sayri mcp disable {name}` stops Sayri using it meanwhile)"
+            ),
+        )
+    })?;
+    let forgot = match keep {
+        None => all.forget(name),
+        Some(source) => all.forget_unless(name, source),
     };
-    if all.forget(name) {
+    if forgot {
         store
             .save(&all)
             .map_err(|e| ProtocolError::internal(e.to_string()))?;
@@ -279,12 +297,12 @@ fn review_of(def: &ServerDef, tools: Vec<ToolInfo>, all: &Pins, servers: &[Serve
         .filter(|s| s.name != def.name)
         .map(|s| s.name.clone())
         .collect();
-    for (server, tools) in &all.servers {
+    for (server, pinned) in &all.servers {
         if server != &def.name {
-            others.extend(tools.keys().cloned());
+            others.extend(pinned.tools.keys().cloned());
         }
     }
-    pins::review(tools, all.of(&def.name), &others)
+    pins::review(tools, all.of(&def.name, &pins::source_of(def)), &others)
 }
 
 fn tool_reply(r: pins::Reviewed, unknown: bool) -> McpTool {
@@ -335,6 +353,14 @@ pub async fn mcp_test(p: McpTestParams, ctx: Ctx) -> Result<McpTestReply, Protoc
             .into_iter()
             .map(|r| tool_reply(r, unknown))
             .collect(),
+        refused: review
+            .refused
+            .into_iter()
+            .map(|r| McpRefusedTool {
+                name: r.name,
+                reason: r.reason,
+            })
+            .collect(),
         removed: if unknown { Vec::new() } else { review.removed },
         pins_error,
     })
@@ -359,7 +385,7 @@ pub async fn mcp_approve(p: McpApproveParams, ctx: Ctx) -> Result<McpApproveRepl
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let out = all.approve(&def.name, &p.tools, &review, now);
+    let out = all.approve(&def.name, &pins::source_of(&def), &p.tools, &review, now);
     store.save(&all).map_err(pins_err)?;
     Ok(McpApproveReply {
         name: def.name,

@@ -14,12 +14,22 @@ pub const PADDING_SPACES: usize = 400;
 /// Characters from which a line is very long.
 pub const LONG_LINE: usize = 2000;
 
-/// Zero-width and other invisible formatting characters (not counting bidi controls and tags).
+/// Zero-width and other invisible formatting characters (not counting bidi controls and tags):
+/// zero-width spaces and joiners, word joiner and invisible operators, the deprecated format
+/// controls (U+206A–U+206F), variation selectors (U+FE00–U+FE0F and U+E0100–U+E01EF),
+/// interlinear annotation marks (U+FFF9–U+FFFB), musical formatting controls
+/// (U+1D173–U+1D17A), fillers and the soft hyphen.
 fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{200B}'..='\u{200D}'
-            | '\u{2060}'..='\u{2064}'
+            | '\u{2060}'..='\u{2065}'
+            | '\u{206A}'..='\u{206F}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{17B4}'
+            | '\u{17B5}'
             | '\u{FEFF}'
             | '\u{00AD}'
             | '\u{034F}'
@@ -38,6 +48,12 @@ fn is_bidi(c: char) -> bool {
         c,
         '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
     )
+}
+
+/// The Unicode line and paragraph separators: line breaks to a model and to some renderers, but
+/// not to a terminal or to a line-by-line reader.
+pub fn is_separator(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 /// Whether `c` cannot be seen where it stands: an invisible formatting character, a
@@ -72,6 +88,7 @@ pub fn normalize(line: &str) -> String {
         .chars()
         .filter_map(|c| match tag_ascii(c) {
             Some(a) => Some(a),
+            None if is_separator(c) => Some(' '),
             None if is_invisible(c) || is_bidi(c) || ('\u{E0000}'..='\u{E007F}').contains(&c) => {
                 None
             }
@@ -130,25 +147,25 @@ fn is_mixed_confusable(word: &str) -> bool {
         && word.chars().any(|c| latin_lookalike(c).is_some())
 }
 
-/// `text` cut to `max` characters for a report: control, invisible, bidi and tag characters
-/// shown as `<U+XXXX>` (so an excerpt can neither hide text nor move a terminal's cursor).
+/// `text` cut to `max` characters for a report, on one line: control characters (newline and
+/// carriage return among them), line separators, invisible, bidi and tag characters shown as
+/// `<U+XXXX>` (so an excerpt can neither hide text, nor move a terminal's cursor, nor look like
+/// more than one line). Only spaces, tabs and newlines at either end are cut.
 ///
 /// ```
 /// use sayri_core::domain::skills::scanner::hidden::excerpt;
 /// assert_eq!(excerpt("a\u{200b}b\x1b[2J", 80), "a<U+200B>b<U+001B>[2J");
+/// assert_eq!(excerpt(" a\nb\r", 80), "a<U+000A>b<U+000D>");
 /// ```
 pub fn excerpt(text: &str, max: usize) -> String {
     let mut out = String::new();
-    for (n, c) in text.trim().chars().enumerate() {
+    let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n'));
+    for (n, c) in trimmed.chars().enumerate() {
         if n >= max {
             out.push('…');
             break;
         }
-        if c.is_control()
-            || is_invisible(c)
-            || is_bidi(c)
-            || ('\u{E0000}'..='\u{E007F}').contains(&c)
-        {
+        if c.is_control() || is_separator(c) || is_hidden(c) {
             out.push_str(&format!("<U+{:04X}>", c as u32));
         } else {
             out.push(c);
@@ -283,4 +300,41 @@ fn distinct_codes(chars: &[char]) -> String {
     codes.dedup();
     codes.truncate(4);
     codes.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_invisible_formatting_character_is_hidden_and_shown_in_excerpts() {
+        for c in [
+            '\u{FE00}',
+            '\u{FE0F}',
+            '\u{FFF9}',
+            '\u{FFFB}',
+            '\u{1D173}',
+            '\u{1D17A}',
+            '\u{206A}',
+            '\u{2065}',
+            '\u{17B4}',
+            '\u{E0101}',
+        ] {
+            assert!(is_hidden(c), "U+{:04X} is hidden", c as u32);
+            let shown = excerpt(&format!("ig{c}nore"), 80);
+            assert_eq!(shown, format!("ig<U+{:04X}>nore", c as u32));
+            assert_eq!(normalize(&format!("ig{c}nore")), "ignore");
+        }
+        assert!(!is_hidden('é') && !is_hidden('\u{3000}'));
+    }
+
+    #[test]
+    fn an_excerpt_is_one_line_and_keeps_carriage_returns_and_separators_visible() {
+        assert_eq!(
+            excerpt("\rname\u{2028}[approved]\u{2029}x\r", 80),
+            "<U+000D>name<U+2028>[approved]<U+2029>x<U+000D>"
+        );
+        assert_eq!(excerpt("\t a\nb \n", 80), "a<U+000A>b");
+        assert_eq!(normalize("ignore\u{2028}previous"), "ignore previous");
+    }
 }
