@@ -20,8 +20,9 @@
 //!    `./ls` is not allowed by `ls *`.
 //! 3. **Saved approvals** (agent-scoped "Allow always") turn an `ask` of step 2 into `allow`;
 //!    they never lift a deny.
-//! 4. **Default** when no agent rule matched: `deny` at level 0, else the agent's
-//!    `sandbox.default_effect`: `allow`, `ask`, `deny`, or `read_only` (on the host, commands of
+//! 4. **Default** when no agent rule matched: `deny` at level 0; for an `mcp` call `deny` when
+//!    the default is `deny`, `allow` when it is `allow`, otherwise `ask` at every level (the
+//!    tool runs outside the agent's sandbox); else the agent's `sandbox.default_effect`: `allow`, `ask`, `deny`, or `read_only` (on the host, commands of
 //!    the read-only table ([`super::read_only`]) are allowed, everything else and every file
 //!    write asks; in a sandbox they run). Other targets without a matching rule add nothing.
 //! 5. **Policy layer** ([`super::policy`]), last match wins, tighten-only: `deny` denies, `ask`
@@ -262,6 +263,17 @@ fn default_for(default_effect: DefaultEffect, level: SandboxLevel, read_only: bo
     }
 }
 
+/// The effect of `default_effect` for an MCP call no rule matches: the tool runs in its own
+/// server, outside the agent's sandbox, so the agent's level does not bound it and the
+/// `read_only` default (which trusts a sandbox) asks. Conversation-only agents never call.
+fn mcp_default(default_effect: DefaultEffect, level: SandboxLevel) -> Effect {
+    match (level, default_effect) {
+        (SandboxLevel::NoExec, _) | (_, DefaultEffect::Deny) => Effect::Deny,
+        (_, DefaultEffect::Allow) => Effect::Allow,
+        (_, DefaultEffect::Ask | DefaultEffect::ReadOnly) => Effect::Ask,
+    }
+}
+
 /// Whether a file write no rule matches asks (the `read_only` default on the host).
 fn asks_before_writes(default_effect: DefaultEffect, level: SandboxLevel) -> bool {
     default_effect == DefaultEffect::ReadOnly && on_host(level)
@@ -283,6 +295,7 @@ fn say_of<'a>(
         .find(|r| hit.is_none_or(|h| r.effect > h.effect) && possibly_matches(r, s));
     let default = match hit {
         Some(_) => None,
+        None if s.primary && s.action == Action::Mcp => Some(mcp_default(default_effect, level)),
         None if s.primary => Some(default_for(default_effect, level, s.read_only)),
         None if s.action == Action::Write
             && asks_before_writes(default_effect, level)

@@ -27,6 +27,9 @@ pub enum Action {
     Subagent,
     /// Storing a fact in long-term memory (the resource is the fact).
     Memory,
+    /// Calling a tool of an MCP server (the resource is `server.tool`). With no rule for it, a
+    /// call asks (see `evaluate`), whatever the agent's level.
+    Mcp,
     /// Any action (`*`).
     #[serde(rename = "*")]
     Any,
@@ -43,6 +46,7 @@ impl Action {
             "skill" => Action::Skill,
             "subagent" => Action::Subagent,
             "memory" => Action::Memory,
+            "mcp" => Action::Mcp,
             "*" => Action::Any,
             _ => return None,
         })
@@ -58,6 +62,7 @@ impl Action {
             Action::Skill => "skill",
             Action::Subagent => "subagent",
             Action::Memory => "memory",
+            Action::Mcp => "mcp",
             Action::Any => "*",
         }
     }
@@ -201,7 +206,7 @@ pub struct Rule {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "invalid permission rule #{index} in {source_label} ({rule}): {problem}. Fix or remove this rule; \
-     actions are shell|read|write|web|skill|subagent|*, effects allow|ask|deny"
+     actions are shell|read|write|web|skill|subagent|memory|mcp|*, effects allow|ask|deny"
 )]
 pub struct RuleError {
     /// Zero-based position of the rule in its list.

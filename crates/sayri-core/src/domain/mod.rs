@@ -9,6 +9,7 @@ pub mod gateway;
 pub mod hints;
 pub mod history;
 pub mod image;
+pub mod mcp_block;
 pub mod memory;
 pub mod observation;
 pub mod plugin_form;

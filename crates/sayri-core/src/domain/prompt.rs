@@ -5,10 +5,11 @@
 //! these budgets.
 //!
 //! Order: identity and agent, where commands run (the level in plain words), restrictions,
-//! skills (one line each), the block protocol, memory/preferences, truthfulness rules, then the
+//! skills (one line each), MCP servers (one line each), the block protocol, memory/preferences, truthfulness rules, then the
 //! agent's own `system_prompt` and `custom_instructions`. No secret values, no history.
 
 use super::agents::allow;
+use super::mcp_block::{McpServerSummary, mcp_section};
 use super::profile::AgentProfile;
 use sayri_protocol::SandboxLevel;
 use std::fmt::Write;
@@ -162,8 +163,20 @@ pub fn describe_level(level: SandboxLevel, allow_network: bool, host: &Host) -> 
     }
 }
 
-/// Builds the system prompt for `profile` (at `profile.sandbox.level`) with `skills`.
+/// Builds the system prompt for `profile` (at `profile.sandbox.level`) with `skills` and no MCP
+/// tools.
 pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host: &Host) -> String {
+    build_system_prompt_with(profile, skills, host, &[])
+}
+
+/// Builds the system prompt for `profile` with `skills` and the MCP servers `mcp` (their
+/// approved tools the agent may use, one line per server: see `domain::mcp_block`).
+pub fn build_system_prompt_with(
+    profile: &AgentProfile,
+    skills: &[SkillSummary],
+    host: &Host,
+    mcp: &[McpServerSummary],
+) -> String {
     let level = profile.sandbox.level;
     let can_run = level != SandboxLevel::NoExec;
     let mut p = String::with_capacity(2048);
@@ -208,6 +221,10 @@ pub fn build_system_prompt(profile: &AgentProfile, skills: &[SkillSummary], host
             for s in listed {
                 let _ = writeln!(p, "- {}: {}", s.id, skill_line(&s.description));
             }
+        }
+
+        if let Some(section) = mcp_section(mcp) {
+            p.push_str(&section);
         }
 
         p.push_str(

@@ -8,6 +8,7 @@ mod evasion;
 mod expansion;
 mod host_reach;
 mod levels;
+mod mcp_calls;
 mod property;
 mod remote_exec;
 mod rules;

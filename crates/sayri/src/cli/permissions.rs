@@ -238,7 +238,7 @@ fn check(
 ) -> Result<i32, String> {
     let action = Action::parse(&args.action).ok_or_else(|| {
         format!(
-            "unknown action {:?}; use shell, read, write, web, skill or subagent",
+            "unknown action {:?}; use shell, read, write, web, skill, subagent, memory or mcp",
             args.action
         )
     })?;
