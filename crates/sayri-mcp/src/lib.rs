@@ -6,8 +6,10 @@
 //! or a call only as it was approved. Nothing a server offers reaches the model in this
 //! version: tools are listed, reviewed and approved by the user (`sayri mcp test`, `sayri mcp
 //! approve`), never offered to an agent yet; the prompt line comes later and sits on
-//! [`pins::Review::approved`].
+//! [`pins::Review::approved`]. A call goes through [`calls::call_approved`], which refuses a
+//! tool that is not approved as the server offers it at that moment.
 
+pub mod calls;
 pub mod client;
 pub mod env;
 pub mod launch;

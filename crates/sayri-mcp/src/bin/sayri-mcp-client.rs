@@ -5,16 +5,21 @@
 //!   suite appends its scenario server's URL): connects over Streamable HTTP, lists the tools
 //!   and calls each once with arguments made from its input schema, printing what it got.
 //! * `sayri-mcp-client stdio --state DIR --config DIR --home DIR [--level N] [--network]
-//!   [--env VAR=VALUE]… [--secret VAR=KEY]… [--call TOOL [--args JSON]] -- PROGRAM ARGS…` —
-//!   starts a stdio server inside the sandbox as the daemon would and prints one JSON object
-//!   (`protocol`, `tools`, `result`, or `refused` / `error`). The declared secrets' values come
+//!   [--env VAR=VALUE]… [--secret VAR=KEY]… [--pin-all] [--approved-only]
+//!   [--call TOOL [--args JSON]] -- PROGRAM ARGS…` — starts a stdio server inside the sandbox
+//!   as the daemon would and prints one JSON object (`protocol`, `tools`, `result`, or
+//!   `refused` / `error`). `--pin-all` approves every tool offered (in `$STATE/mcp-pins.json`,
+//!   standing in for the person); `--approved-only` makes the call as the daemon does, only
+//!   when approved (`withheld` says why not). The declared secrets' values come
 //!   as one JSON object `{KEY: value}` on stdin (standing in for the vault).
 //!
 //! It nests the sandbox's exec helper (first argument `__sandbox-exec`), so it is its own
 //! helper program.
 
 use clap::{Parser, Subcommand};
+use sayri_mcp::calls::{self, CallRefused};
 use sayri_mcp::launch::{self, Launch};
+use sayri_mcp::pins::{self, PinStore};
 use sayri_mcp::{Connection, Lifecycle, McpError, ServerDef};
 use sayri_sandbox::{LinuxSandbox, LinuxSandboxSettings};
 use serde_json::{Map, Value, json};
@@ -58,6 +63,12 @@ struct StdioArgs {
     env: Vec<String>,
     #[arg(long = "secret")]
     secret: Vec<String>,
+    /// Approve (pin) every tool the server offers now.
+    #[arg(long)]
+    pin_all: bool,
+    /// Call only as approved (through `calls::call_approved`).
+    #[arg(long)]
+    approved_only: bool,
     #[arg(long)]
     call: Option<String>,
     #[arg(long, default_value = "{}")]
@@ -236,20 +247,51 @@ async fn stdio_inner(a: &StdioArgs) -> Result<Value, Failure> {
         "protocol": conn.protocol_version(),
         "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
     });
+    let store = PinStore::in_state_dir(&a.state);
+    if a.pin_all {
+        out["pinned"] = json!(pin_all(&store, &def, tools)?);
+    }
     if let Some(tool) = &a.call {
         let args: Value = serde_json::from_str(&a.args)
             .map_err(|e| Failure::Other(format!("--args is not JSON: {e}")))?;
-        match conn.call(tool, args).await {
+        let result = if a.approved_only {
+            calls::call_approved(&conn, &def, &store.load(), &[], tool, args).await
+        } else {
+            conn.call(tool, args).await.map_err(Into::into)
+        };
+        match result {
             Ok(r) => {
                 out["result"] = json!(r.text);
                 out["is_error"] = json!(r.is_error);
             }
-            Err(e) => out["error"] = json!(e.to_string()),
+            Err(CallRefused::Mcp(e)) => out["error"] = json!(e.to_string()),
+            Err(e) => out["withheld"] = json!(e.to_string()),
         }
     }
     let end = conn.close().await;
     out["ended"] = json!(format!("{end:?}"));
     Ok(out)
+}
+
+/// Approves every tool of `tools` (as offered now) for `def`; the names pinned.
+fn pin_all(
+    store: &PinStore,
+    def: &ServerDef,
+    tools: Vec<sayri_mcp::ToolInfo>,
+) -> Result<Vec<String>, Failure> {
+    let mut all = store.load().map_err(|e| Failure::Other(e.to_string()))?;
+    let source = pins::source_of(def);
+    let review = pins::review(tools, all.of(&def.name, &source), &[]);
+    let shown = review
+        .tools
+        .iter()
+        .map(|r| (r.tool.name.clone(), r.sha256.clone()))
+        .collect();
+    let done = all.approve(&def.name, &source, &shown, &review, 1);
+    store
+        .save(&all)
+        .map_err(|e| Failure::Other(e.to_string()))?;
+    Ok(done.approved)
 }
 
 /// Arguments for a tool: a value for every required property, by its schema type.
