@@ -427,14 +427,22 @@ impl Connection {
         McpError::Request {
             server: self.server.clone(),
             request: request.to_string(),
-            message: with_tail(&message, &self.stderr),
+            // The server's own words (a JSON-RPC error message) are shown safely, on one line.
+            message: with_tail(
+                &sayri_core::domain::skills::scanner::hidden::excerpt(&message, 600),
+                &self.stderr,
+            ),
         }
     }
 }
 
+/// Keeps `line` of a server's stderr (its text shown safely: a server's output must not drive
+/// the terminal of whoever reads an error message).
 fn push_tail(tail: &StderrTail, line: String) {
     if let Ok(mut t) = tail.lock() {
-        t.push(line);
+        t.push(sayri_core::domain::skills::scanner::hidden::excerpt(
+            &line, 400,
+        ));
         let extra = t.len().saturating_sub(STDERR_TAIL_LINES);
         t.drain(..extra);
     }

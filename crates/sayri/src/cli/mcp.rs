@@ -300,14 +300,15 @@ async fn test(c: &mut Client, name: String, json: bool) -> anyhow::Result<()> {
         (Some(n), None) => format!(" ({})", mcp_card::one_line(n)),
         _ => String::new(),
     };
-    println!(
+    let heading = format!(
         "connected to {}{who}, protocol {}; {} tool(s):",
         mcp_card::one_line(&v.name),
         mcp_card::one_line(v.protocol_version.as_deref().unwrap_or("unknown")),
         v.tools.len()
     );
+    mcp_card::print_rows("", "   ┆ ", &heading);
     if let Some(e) = &v.pins_error {
-        println!("warning: {}", terminal_safe(e));
+        mcp_card::print_rows("warning: ", "   ┆ ", &mcp_card::one_line(e));
     }
     for t in &v.tools {
         let d = t.description.as_deref().unwrap_or("");
@@ -316,15 +317,17 @@ async fn test(c: &mut Client, name: String, json: bool) -> anyhow::Result<()> {
             0 => String::new(),
             n => format!("  [{n} finding(s)]"),
         };
-        println!(
-            "  {}  [{}]{found}  {}",
+        let line = format!(
+            "{}  [{}]{found}  {}",
             mcp_card::one_line(&t.name),
             mcp_card::state_word(t.approval),
             mcp_card::one_line(first)
         );
+        mcp_card::print_rows("  ", "    ┆ ", &line);
     }
     for r in &v.removed {
-        println!("  {}  [removed since approved]", mcp_card::one_line(r));
+        let line = format!("{}  [removed since approved]", mcp_card::one_line(r));
+        mcp_card::print_rows("  ", "    ┆ ", &line);
     }
     mcp_card::print_refused(&v);
     if v.tools.iter().any(|t| t.approval != McpApproval::Approved) {
@@ -342,7 +345,7 @@ async fn approve(c: &mut Client, name: String, only: Vec<String>, yes: bool) -> 
         .await
         .map_err(remote)?;
     if let Some(e) = &v.pins_error {
-        anyhow::bail!("{e}");
+        anyhow::bail!("{}", mcp_card::one_line(e));
     }
     if let Some(missing) = only.iter().find(|t| !v.tools.iter().any(|x| &x.name == *t)) {
         anyhow::bail!(

@@ -324,7 +324,9 @@ pub fn main() -> ExitCode {
     match run(cli, passed) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
+            // An error may quote a server, a file or a model: shown without terminal controls.
             let msg = format!("{e:#}").replace('\n', " ");
+            let msg = sayri_client::terminal_text::terminal_safe(&msg);
             eprintln!("sayri: error: {msg}");
             ExitCode::from(1)
         }

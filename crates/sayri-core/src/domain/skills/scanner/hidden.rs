@@ -14,32 +14,47 @@ pub const PADDING_SPACES: usize = 400;
 /// Characters from which a line is very long.
 pub const LONG_LINE: usize = 2000;
 
-/// Zero-width and other invisible formatting characters (not counting bidi controls and tags):
-/// zero-width spaces and joiners, word joiner and invisible operators, the deprecated format
-/// controls (U+206A–U+206F), variation selectors (U+FE00–U+FE0F and U+E0100–U+E01EF),
-/// interlinear annotation marks (U+FFF9–U+FFFB), musical formatting controls
-/// (U+1D173–U+1D17A), fillers and the soft hyphen.
+/// Invisible characters (not counting bidi controls and tags): every Default_Ignorable_Code_Point
+/// of Unicode (zero-width spaces and joiners, word joiner and invisible operators, deprecated
+/// format controls, variation selectors including the Mongolian ones, fillers, the soft hyphen,
+/// shorthand format controls, musical formatting controls, reserved U+FFF0–U+FFF8 and
+/// U+E0080–U+E0FFF) and the other format characters (general category Cf) that render as
+/// nothing or as a mark a reader takes for nothing: Arabic and Syriac prepended marks,
+/// interlinear annotation marks, Kaithi and Egyptian hieroglyph format controls.
 fn is_invisible(c: char) -> bool {
     matches!(
         c,
-        '\u{200B}'..='\u{200D}'
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200D}'
             | '\u{2060}'..='\u{2065}'
             | '\u{206A}'..='\u{206F}'
-            | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{17B4}'
-            | '\u{17B5}'
-            | '\u{FEFF}'
-            | '\u{00AD}'
-            | '\u{034F}'
-            | '\u{180E}'
-            | '\u{115F}'
-            | '\u{1160}'
             | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
             | '\u{FFA0}'
-            | '\u{E0100}'..='\u{E01EF}'
+            | '\u{FFF0}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0080}'..='\u{E0FFF}'
     )
+}
+
+/// A control character a text has no business holding: every C0 and C1 control but tab,
+/// newline and carriage return.
+pub fn is_stray_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
 }
 
 /// Characters that change the displayed order of text.
@@ -89,6 +104,7 @@ pub fn normalize(line: &str) -> String {
         .filter_map(|c| match tag_ascii(c) {
             Some(a) => Some(a),
             None if is_separator(c) => Some(' '),
+            None if is_stray_control(c) => None,
             None if is_invisible(c) || is_bidi(c) || ('\u{E0000}'..='\u{E007F}').contains(&c) => {
                 None
             }
@@ -158,13 +174,25 @@ fn is_mixed_confusable(word: &str) -> bool {
 /// assert_eq!(excerpt(" a\nb\r", 80), "a<U+000A>b<U+000D>");
 /// ```
 pub fn excerpt(text: &str, max: usize) -> String {
-    let mut out = String::new();
     let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n'));
-    for (n, c) in trimmed.chars().enumerate() {
-        if n >= max {
-            out.push('…');
-            break;
-        }
+    let mut out = shown(&trimmed.chars().take(max).collect::<String>());
+    if trimmed.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// `text` whole, nothing trimmed or cut: every control character (tab, newline and carriage
+/// return among them), line separator, invisible, bidi and tag character shown as
+/// `<U+XXXX>`.
+///
+/// ```
+/// use sayri_core::domain::skills::scanner::hidden::shown;
+/// assert_eq!(shown("\ta b \n"), "<U+0009>a b <U+000A>");
+/// ```
+pub fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
         if c.is_control() || is_separator(c) || is_hidden(c) {
             out.push_str(&format!("<U+{:04X}>", c as u32));
         } else {
@@ -319,6 +347,20 @@ mod tests {
             '\u{2065}',
             '\u{17B4}',
             '\u{E0101}',
+            '\u{180B}',
+            '\u{180F}',
+            '\u{1BCA1}',
+            '\u{13430}',
+            '\u{E0080}',
+            '\u{FFF0}',
+            '\u{0600}',
+            '\u{06DD}',
+            '\u{070F}',
+            '\u{0890}',
+            '\u{08E2}',
+            '\u{110BD}',
+            '\u{110CD}',
+            '\u{E0FFF}',
         ] {
             assert!(is_hidden(c), "U+{:04X} is hidden", c as u32);
             let shown = excerpt(&format!("ig{c}nore"), 80);
@@ -326,6 +368,11 @@ mod tests {
             assert_eq!(normalize(&format!("ig{c}nore")), "ignore");
         }
         assert!(!is_hidden('é') && !is_hidden('\u{3000}'));
+        assert_eq!(
+            normalize("ig\u{000B}nore"),
+            "ignore",
+            "a stray control splits no word"
+        );
     }
 
     #[test]
