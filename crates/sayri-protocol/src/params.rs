@@ -1065,6 +1065,10 @@ pub struct McpApproveParams {
     pub name: String,
     /// Tool name → the `sha256` of the definition the user approved.
     pub tools: BTreeMap<String, String>,
+    /// The `definition` `mcp_test` showed with them: refused when the server was redefined
+    /// since (another program under the same name offering the same texts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
 }
 
 impl Params for McpApproveParams {

@@ -74,6 +74,10 @@ pub struct McpRemoveReply {
 pub struct McpTestReply {
     /// The server's name.
     pub name: String,
+    /// `sha256:<hex>` of what identifies the server's definition (program, arguments or
+    /// address, variables); approvals belong to it (`mcp_approve` takes it back).
+    #[serde(default)]
+    pub definition: String,
     /// The protocol revision the connection settled on.
     pub protocol_version: Option<String>,
     /// The name the server gave itself.

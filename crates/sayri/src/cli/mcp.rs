@@ -372,7 +372,11 @@ async fn approve(c: &mut Client, name: String, only: Vec<String>, yes: bool) -> 
         .map(|t| (t.name.clone(), t.sha256.clone()))
         .collect();
     let out = c
-        .request_with(&McpApproveParams { name, tools })
+        .request_with(&McpApproveParams {
+            name,
+            tools,
+            definition: Some(v.definition.clone()),
+        })
         .await
         .map_err(remote)?;
     for t in &out.approved {

@@ -334,6 +334,27 @@ fn approvals_do_not_survive_a_server_redefined_under_the_same_name() {
         "a replaced server starts unapproved"
     );
     ok(&env, &["mcp", "approve", "adder", "--yes"]);
+    // An approval made from a card of the earlier definition is refused after a redefinition,
+    // even when the new program offers the same texts.
+    let (_, shown) = approvals(&env, "adder");
+    let seen = shown["definition"].as_str().unwrap().to_string();
+    let sha = shown["tools"][0]["sha256"].as_str().unwrap().to_string();
+    server.add_with(&env, "adder", &["--replace", "--env", "MODE=third"]);
+    let r = super::gateway_rig::ipc(
+        &env,
+        "mcp_approve",
+        serde_json::json!({"name": "adder", "tools": {"add": sha}, "definition": seen}),
+    );
+    assert_eq!(r["code"], "invalid_params", "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("redefined")),
+        "{r}"
+    );
+    assert_eq!(approvals(&env, "adder").0[0].1, "new");
+    server.add_with(&env, "adder", &["--replace", "--env", "MODE=other"]);
+    ok(&env, &["mcp", "approve", "adder", "--yes"]);
     // Replacing with the very same definition keeps them.
     server.add_with(&env, "adder", &["--replace", "--env", "MODE=other"]);
     assert_eq!(approvals(&env, "adder").0[0].1, "approved");

@@ -344,6 +344,7 @@ pub async fn mcp_test(p: McpTestParams, ctx: Ctx) -> Result<McpTestReply, Protoc
     let review = review_of(&def, tools, &all, &servers);
     let unknown = pins_error.is_some();
     Ok(McpTestReply {
+        definition: pins::source_of(&def),
         name: def.name,
         protocol_version,
         server_name: info.as_ref().map(|i| i.0.clone()),
@@ -376,6 +377,14 @@ pub async fn mcp_approve(p: McpApproveParams, ctx: Ctx) -> Result<McpApproveRepl
     }
     let servers = load(&ctx)?;
     let def = find(&servers, &p.name)?;
+    if let Some(shown) = &p.definition
+        && *shown != pins::source_of(&def)
+    {
+        return Err(ProtocolError::invalid_params(format!(
+            "MCP server {} was redefined since its tools were shown (another program, arguments or variables); nothing was approved — run `sayri mcp approve {}` again",
+            def.name, def.name
+        )));
+    }
     let (tools, _, _) = offered(&ctx, &def).await?;
     let _guard = PINS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let store = pin_store(&ctx);
