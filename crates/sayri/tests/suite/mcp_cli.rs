@@ -347,9 +347,7 @@ fn approvals_do_not_survive_a_server_redefined_under_the_same_name() {
     );
     assert_eq!(r["code"], "invalid_params", "{r}");
     assert!(
-        r["error"]
-            .as_str()
-            .is_some_and(|m| m.contains("redefined")),
+        r["error"].as_str().is_some_and(|m| m.contains("redefined")),
         "{r}"
     );
     assert_eq!(approvals(&env, "adder").0[0].1, "new");
