@@ -5,7 +5,12 @@
 #       ~/.cache/sayri/mcp/node-path), whose client scenarios drive Sayri's client
 #       (crates/sayri-mcp/tests/conformance.rs);
 #   ~/.cache/sayri/mcp/venv/bin/mcp-server-time
-#       a real stdio MCP server from PyPI for `sayri mcp test` and the sandbox tests.
+#       a real stdio MCP server from PyPI for `sayri mcp test` and the sandbox tests;
+#   ~/.cache/sayri/mcp/venv/bin/mcp-server-git
+#       the reference git server from PyPI, for the end-to-end turns;
+#   ~/.cache/sayri/mcp/servers/node_modules/@modelcontextprotocol/server-filesystem
+#       the reference filesystem server from npm, for the end-to-end turns and the sandbox's
+#       read boundary.
 # Idempotent: each part is skipped when it is already installed.
 set -euo pipefail
 [[ " $* " == *" --tests "* ]] || exit 0
@@ -16,6 +21,8 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/sayri"
 mcp="$cache/mcp"
 conformance_version="0.1.16"
 time_version="2026.10.19"
+git_version="2026.10.19"
+filesystem_version="2026.8.31"
 mkdir -p "$mcp"
 
 suite="$mcp/conformance"
@@ -45,4 +52,28 @@ if [[ ! -x "$venv/bin/mcp-server-time" ]]; then
         exit 1
     fi
     rm -f "$mcp/pip.log"
+fi
+
+if [[ ! -x "$venv/bin/mcp-server-git" ]]; then
+    echo "[57-mcp-test-servers] installing mcp-server-git==$git_version from PyPI into $venv…"
+    if ! "$venv/bin/pip" install --disable-pip-version-check -q "mcp-server-git==$git_version" >"$mcp/pip.log" 2>&1; then
+        cat "$mcp/pip.log" >&2
+        echo "setup: pip could not install mcp-server-git into $venv (log above)" >&2
+        exit 1
+    fi
+    rm -f "$mcp/pip.log"
+fi
+
+servers="$mcp/servers"
+if [[ ! -f "$servers/node_modules/@modelcontextprotocol/server-filesystem/package.json" ]]; then
+    echo "[57-mcp-test-servers] installing @modelcontextprotocol/server-filesystem@$filesystem_version from npm…"
+    mkdir -p "$servers"
+    [[ -f "$servers/package.json" ]] || printf '{ "name": "sayri-mcp-servers", "private": true }\n' >"$servers/package.json"
+    if ! (cd "$servers" && sayri_npm "$node" install --no-audit --no-fund --loglevel=error \
+        -E "@modelcontextprotocol/server-filesystem@$filesystem_version") >"$servers/npm.log" 2>&1; then
+        cat "$servers/npm.log" >&2
+        echo "setup: npm could not install @modelcontextprotocol/server-filesystem into $servers (log above)" >&2
+        exit 1
+    fi
+    rm -f "$servers/npm.log"
 fi

@@ -119,6 +119,7 @@ async fn sandboxed(sandbox: &LinuxSandbox, level: SandboxLevel) -> Result<Durati
         env: vec![],
         allowed_secrets: vec![],
         output_limit: 0,
+        readable: None,
     };
     let t = Instant::now();
     let r = sandbox.run(req, CancellationToken::new()).await;

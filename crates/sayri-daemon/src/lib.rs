@@ -36,6 +36,7 @@ pub mod desktop_tools;
 pub(crate) mod footprint;
 pub mod gateways;
 pub mod local_model;
+pub mod mcp_tools;
 pub mod notify;
 pub mod offload;
 pub mod owned_port;

@@ -86,7 +86,7 @@ pub enum McpError {
 }
 
 /// One tool a server offers, as the server describes it. Outside text: nothing here may reach
-/// the model before the user approves it (not offered to the agent in this version at all).
+/// the model before the user approves it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolInfo {
     /// The tool's name.

@@ -3,8 +3,9 @@
 //! The server runs as `exec PROGRAM ARGS…` under the exec helper at its level (default 2, with
 //! a workspace of its own, `$STATE/sandboxes/mcp-<name>`), network off unless declared, with the
 //! environment of [`crate::env`] and its declared secrets from the vault, and descriptors 0–2
-//! only (pipes to Sayri). A level the kernel cannot give refuses the server; it is never
-//! started on the host instead.
+//! only (pipes to Sayri). At levels 1–2 it reads only the system directories, its workspace and
+//! what [`readable_paths`] lists (its program's install tree and what it was given). A level the
+//! kernel cannot give refuses the server; it is never started on the host instead.
 
 use crate::servers::{ServerDef, Transport};
 use sayri_core::ports::ExecRequest;
@@ -153,7 +154,142 @@ pub fn exec_request(def: &ServerDef, launch: &Launch) -> Result<ExecRequest, Lau
         // agent profile is involved.
         allowed_secrets: Vec::new(),
         output_limit: 0,
+        readable: (level <= SandboxLevel::IsolatedDev).then(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            readable_paths(def, std::env::var_os("PATH").as_deref(), home.as_deref())
+        }),
     })
+}
+
+/// The text of every path `def` is given, with what it is: its program, each argument that is
+/// an absolute path (alone or after `=`, as in `--config=/etc/c.json`), each `--read` path and
+/// each literal variable value that is an absolute path.
+fn given_paths(def: &ServerDef) -> Vec<(&'static str, &str)> {
+    let Transport::Stdio { command, args } = &def.transport else {
+        return Vec::new();
+    };
+    let mut given = vec![("its program", command.as_str())];
+    for a in args {
+        let path = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
+        if path.starts_with('/') {
+            given.push(("its argument", path));
+        }
+    }
+    given.extend(
+        def.read
+            .iter()
+            .filter_map(|r| r.to_str())
+            .map(|r| ("its `--read` path", r)),
+    );
+    given.extend(
+        def.env
+            .values()
+            .filter(|v| v.starts_with('/'))
+            .map(|v| ("a variable's value", v.as_str())),
+    );
+    given
+}
+
+/// The install tree of a program or script at `path`: the outermost `node_modules` directory
+/// above it when there is one (a Node package needs its neighbours), else the directory above
+/// a `bin`/`sbin` directory holding it (a virtual environment, `~/.local`, a Node install),
+/// else its own directory — never the home directory or `/` themselves (the program's own
+/// directory, or the file alone, instead).
+fn install_tree(path: &Path, home: Option<&Path>) -> PathBuf {
+    let too_wide = |p: &Path| p == Path::new("/") || Some(p) == home;
+    if let Some(top) = path
+        .ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+    {
+        return top.to_path_buf();
+    }
+    let Some(dir) = path.parent() else {
+        return path.to_path_buf();
+    };
+    let above_bin = dir
+        .file_name()
+        .is_some_and(|n| n == "bin" || n == "sbin")
+        .then(|| dir.parent())
+        .flatten()
+        .filter(|p| !too_wide(p));
+    match above_bin {
+        Some(tree) => tree.to_path_buf(),
+        None if too_wide(dir) => path.to_path_buf(),
+        None => dir.to_path_buf(),
+    }
+}
+
+/// The interpreter a script at `path` names on its `#!` line (through `/usr/bin/env`, found on
+/// `path_var`), when it is one.
+fn interpreter_of(
+    path: &Path,
+    path_var: Option<&std::ffi::OsStr>,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    let name = if Path::new(first).file_name().is_some_and(|n| n == "env") {
+        words.find(|w| !w.starts_with('-'))?
+    } else {
+        first
+    };
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    which::which_in(name, path_var, home.unwrap_or(Path::new("/"))).ok()
+}
+
+/// What the stdio server `def` reads at levels 1–2 besides the system directories and its
+/// workspace: its program's [`install_tree`] (found on `path_var` when it is a bare name; as
+/// named and as its links resolve) and that of the interpreter a script program names on its
+/// `#!` line, every `--read` path, and every other path it was given (see
+/// `given_paths`) that exists — a directory whole, a file with its [`install_tree`]. `home` is
+/// the user's home, which is never made readable whole unless it was named itself.
+pub fn readable_paths(
+    def: &ServerDef,
+    path_var: Option<&std::ffi::OsStr>,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = def.read.clone();
+    for (what, text) in given_paths(def) {
+        let mut path = PathBuf::from(text);
+        if what == "its program" && !text.contains('/') {
+            let cwd = home.unwrap_or(Path::new("/"));
+            match which::which_in(text, path_var, cwd) {
+                Ok(found) => path = found,
+                Err(_) => continue,
+            }
+        }
+        if what == "its `--read` path" || !path.exists() {
+            continue;
+        }
+        let resolved = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        let mut found = vec![path.clone(), resolved];
+        if what == "its program" {
+            if let Some(interpreter) = interpreter_of(&path, path_var, home) {
+                let resolved = std::fs::canonicalize(&interpreter).unwrap_or(interpreter.clone());
+                found.extend([interpreter, resolved]);
+            }
+        }
+        for p in found {
+            let entry = if p.is_dir() && what != "its program" {
+                p
+            } else {
+                install_tree(&p, home)
+            };
+            if !out.contains(&entry) {
+                out.push(entry);
+            }
+        }
+    }
+    out
 }
 
 /// The first of `def`'s read paths the sandbox hides (`protected`: its deny-read list), as the
@@ -191,10 +327,7 @@ pub fn hidden_read_path(def: &ServerDef, protected: &[PathBuf]) -> Option<String
 /// only when it exists on the host (a path the server means to create in its own `/tmp` is
 /// fine). Such a server is refused with this reason instead.
 pub fn hidden_under_tmp(def: &ServerDef) -> Option<String> {
-    let Transport::Stdio { command, args } = &def.transport else {
-        return None;
-    };
-    if def.level >= 3 {
+    if !matches!(def.transport, Transport::Stdio { .. }) || def.level >= 3 {
         return None;
     }
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -203,25 +336,7 @@ pub fn hidden_under_tmp(def: &ServerDef) -> Option<String> {
         let path = Path::new(text);
         (path.is_absolute() && path.exists() && canon(path).starts_with(&tmp)).then(|| canon(path))
     };
-    let given = std::iter::once(("its program", command.as_str()))
-        .chain(args.iter().map(|a| {
-            let path = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
-            (
-                "its argument",
-                if path.starts_with('/') {
-                    path
-                } else {
-                    a.as_str()
-                },
-            )
-        }))
-        .chain(
-            def.read
-                .iter()
-                .filter_map(|r| r.to_str())
-                .map(|r| ("its `--read` path", r)),
-        )
-        .chain(def.env.values().map(|v| ("a variable's value", v.as_str())));
+    let given = given_paths(def).into_iter();
     let (what, path) = given
         .filter_map(|(what, text)| under_tmp(text).map(|p| (what, p)))
         .next()?;
@@ -330,5 +445,73 @@ mod tests {
             hidden_under_tmp(&on_path).is_none(),
             "a bare name is looked up inside"
         );
+    }
+
+    /// A file tree for the readable-path tests: `root/home` is the home.
+    fn tree(files: &[&str]) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        for f in files {
+            let p = root.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x").unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn a_server_reads_its_program_tree_and_what_it_was_given_and_nothing_else() {
+        let root = tree(&[
+            "home/venv/bin/srv",
+            "home/apps/node_modules/@x/fs/dist/index.js",
+            "home/notes/a.txt",
+            "home/other/b.txt",
+            "home/loose.py",
+        ]);
+        let r = root.path();
+        let home = r.join("home");
+        let p = |s: &str| home.join(s).display().to_string();
+        let mut def = ServerDef::stdio(
+            "s",
+            &p("venv/bin/srv"),
+            vec![
+                p("apps/node_modules/@x/fs/dist/index.js"),
+                format!("--root={}", p("notes")),
+                p("loose.py"),
+                p("missing/dir"),
+                "relative/notes".into(),
+            ],
+        );
+        def.read.push(PathBuf::from("/srv/declared"));
+        let got = readable_paths(&def, None, Some(&home));
+        assert_eq!(
+            got,
+            vec![
+                PathBuf::from("/srv/declared"),
+                home.join("venv"),
+                home.join("apps/node_modules"),
+                home.join("notes"),
+                home.join("loose.py"),
+            ],
+            "the program's venv, the script's node_modules, the given directory, a file in the home alone; {got:?}"
+        );
+        assert!(!got.iter().any(|g| g == &home || g.ends_with("other")));
+    }
+
+    #[test]
+    fn a_bare_program_name_is_found_on_path_and_a_program_in_the_home_bin_is_its_directory() {
+        let root = tree(&["home/bin/tool"]);
+        let home = root.path().join("home");
+        let bin = home.join("bin");
+        std::fs::set_permissions(
+            bin.join("tool"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let def = ServerDef::stdio("s", "tool", Vec::new());
+        let path = std::env::join_paths([bin.as_path(), Path::new("/usr/bin")]).unwrap();
+        let got = readable_paths(&def, Some(&path), Some(&home));
+        assert_eq!(got, vec![bin.clone()], "~/bin, not the home: {got:?}");
+        let def = ServerDef::stdio("s", "no-such-program-anywhere", Vec::new());
+        assert!(readable_paths(&def, Some(&path), Some(&home)).is_empty());
     }
 }

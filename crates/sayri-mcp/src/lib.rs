@@ -3,11 +3,11 @@
 //! `rmcp` ([`client`]).
 //!
 //! What the user approved of each server is pinned by hash ([`pins`]): a tool reaches a model
-//! or a call only as it was approved. Nothing a server offers reaches the model in this
-//! version: tools are listed, reviewed and approved by the user (`sayri mcp test`, `sayri mcp
-//! approve`), never offered to an agent yet; the prompt line comes later and sits on
-//! [`pins::Review::approved`]. A call goes through [`calls::call_approved`], which refuses a
-//! tool that is not approved as the server offers it at that moment.
+//! or a call only as it was approved. Tools are reviewed and approved by the user (`sayri mcp
+//! test`, `sayri mcp approve`); the daemon offers the approved ones to agents (one prompt line
+//! per server, from [`pins::Review::approved`]) and calls them through
+//! [`calls::call_approved`], which refuses a tool that is not approved as the server offers it
+//! at that moment and arguments that do not satisfy its schema.
 
 pub mod calls;
 pub mod client;

@@ -201,7 +201,7 @@ pub fn probe_here() -> KernelFeatures {
             mounts::setup(None, &[], 1 << 20, false)?;
             privileges::set_no_new_privs()?;
             privileges::drop_all_capabilities()?;
-            landlock::restrict(&["/tmp".into()], true)?;
+            landlock::restrict(&["/tmp".into()], None, true)?;
             Ok(seccomp::install(&seccomp::build()?)?)
         })
     });

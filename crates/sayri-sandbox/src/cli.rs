@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// Output cap in bytes.
     #[arg(long, default_value_t = crate::settings::DEFAULT_OUTPUT_LIMIT)]
     pub output_limit: usize,
+    /// Levels 1-2: read only the system directories, the writable places and these paths
+    /// (repeatable; without it the command reads everything but the hidden paths).
+    #[arg(long = "read", value_name = "PATH")]
+    pub read: Vec<PathBuf>,
     /// Extra environment variable for the command (KEY=VALUE; repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
@@ -111,6 +115,7 @@ pub async fn run_cli(cmd: SandboxCommand, settings: LinuxSandboxSettings) -> i32
                 env,
                 allowed_secrets: Vec::new(),
                 output_limit: a.output_limit,
+                readable: (!a.read.is_empty()).then(|| a.read.clone()),
             };
             let cancel = CancellationToken::new();
             let c2 = cancel.clone();

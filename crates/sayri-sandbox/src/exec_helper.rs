@@ -328,7 +328,11 @@ fn isolate_and_exec(spec: &HelperSpec, plan: &SandboxPlan) -> Result<String, Ste
     rlimits::apply(&spec.limits, cpu_seconds(spec), spec.limits.processes)?;
     privileges::set_no_new_privs()?;
     privileges::drop_all_capabilities()?;
-    landlock::restrict(&plan.writable, !spec.allow_network)?;
+    landlock::restrict(
+        &plan.writable,
+        spec.readable.as_deref(),
+        !spec.allow_network,
+    )?;
     seccomp::install(&plan.filters)?;
     Ok(exec(&plan.prepared))
 }

@@ -1,6 +1,8 @@
-//! The Landlock ruleset of levels 1–2: read (and execute) everywhere, write only in the private
-//! `/tmp`, the workspace and a few harmless device nodes; no TCP bind/connect when the network is
-//! off; no abstract Unix sockets or signals outside the sandbox (scopes).
+//! The Landlock ruleset of levels 1–2: read (and execute) everywhere — or, for a request that
+//! lists what it may read (an MCP server), only the system directories ([`SYSTEM_READABLE`]),
+//! those paths and its writable places — write only in the private `/tmp`, the workspace and a
+//! few harmless device nodes; no TCP bind/connect when the network is off; no abstract Unix
+//! sockets or signals outside the sandbox (scopes).
 //!
 //! Landlock checks the *resolved* file, so symlinks planted in the workspace that point outside
 //! stay read-only, and linking or renaming a file into a more permissive place fails (`EXDEV`).
@@ -125,12 +127,42 @@ pub fn kernel_abi() -> Result<i32, LandlockError> {
     Ok(v as i32)
 }
 
+/// The directories a command limited to what it may read still reads: the operating system's
+/// programs, libraries, configuration and kernel interfaces (never a home directory, `/var`,
+/// `/run` or `/mnt`).
+pub const SYSTEM_READABLE: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys", "/dev",
+];
+
+/// What a command may read: everywhere (`None`), or the system directories, the files that
+/// `/etc/resolv.conf` and `/etc/localtime` link to, and `readable` (those that exist).
+fn read_roots(readable: Option<&[PathBuf]>) -> Vec<PathBuf> {
+    let Some(extra) = readable else {
+        return vec![PathBuf::from("/")];
+    };
+    let mut roots: Vec<PathBuf> = SYSTEM_READABLE.iter().map(PathBuf::from).collect();
+    for link in ["/etc/resolv.conf", "/etc/localtime"] {
+        if let Ok(target) = std::fs::canonicalize(link) {
+            roots.push(target);
+        }
+    }
+    roots.extend(extra.iter().cloned());
+    roots.retain(|p| p.exists());
+    roots
+}
+
 /// Restricts the calling process (and every later child) and requires full enforcement.
-/// `writable` are directories granted every filesystem right; `network_off` also denies TCP.
+/// `writable` are directories granted every filesystem right; `readable`, when given, limits
+/// reading to it and the system directories (see [`SYSTEM_READABLE`]); `network_off` also
+/// denies TCP.
 ///
 /// # Errors
 /// [`LandlockError`] naming the missing feature and what to do.
-pub fn restrict(writable: &[PathBuf], network_off: bool) -> Result<(), LandlockError> {
+pub fn restrict(
+    writable: &[PathBuf],
+    readable: Option<&[PathBuf]>,
+    network_off: bool,
+) -> Result<(), LandlockError> {
     let abi = ABI::V6;
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -147,7 +179,10 @@ pub fn restrict(writable: &[PathBuf], network_off: bool) -> Result<(), LandlockE
     let status = ruleset
         .create()
         .map_err(LandlockError::Build)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+        .add_rules(path_beneath_rules(
+            read_roots(readable),
+            AccessFs::from_read(abi),
+        ))
         .map_err(LandlockError::Build)?
         .add_rules(path_beneath_rules(
             devices.iter().filter(|p| std::path::Path::new(p).exists()),

@@ -282,6 +282,13 @@ impl LinuxSandbox {
             timeout_ms: (req.timeout.as_millis() as u64).max(1),
             allow_network: req.allow_network,
             deny_read,
+            readable: match level {
+                SandboxLevel::ReadOnly | SandboxLevel::IsolatedDev => req
+                    .readable
+                    .as_ref()
+                    .map(|r| r.iter().map(|p| canon(p)).collect()),
+                _ => None,
+            },
             sandboxes_root,
             background: level >= SandboxLevel::HostUser
                 && background::is_background_launch(&req.command),

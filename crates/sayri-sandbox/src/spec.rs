@@ -29,6 +29,11 @@ pub struct HelperSpec {
     pub allow_network: bool,
     /// Levels 1–2: paths hidden from the command.
     pub deny_read: Vec<PathBuf>,
+    /// Levels 1–2: when given, the only places the command reads besides the system
+    /// directories and its writable places (see [`crate::landlock::SYSTEM_READABLE`]); the
+    /// hidden paths stay hidden inside them.
+    #[serde(default)]
+    pub readable: Option<Vec<PathBuf>>,
     /// Root of default workspaces (may lie inside a hidden path; re-exposed for the workspace only).
     pub sandboxes_root: PathBuf,
     /// Levels 3–4: run detached and report the pid (declared background launch).

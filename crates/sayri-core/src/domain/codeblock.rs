@@ -127,6 +127,22 @@ pub fn command_blocks(answer: &str) -> Vec<CodeBlock> {
         .collect()
 }
 
+/// The body of the first ```` ```mcp ```` block of `answer`, when it comes before every
+/// command block (only the first actionable block of a reply is acted on).
+///
+/// ```
+/// use sayri_core::domain::codeblock::mcp_request;
+/// assert_eq!(mcp_request("```mcp\ntime.now {}\n```").as_deref(), Some("time.now {}"));
+/// assert_eq!(mcp_request("```bash\nls\n```\n```mcp\ntime.now\n```"), None);
+/// ```
+pub fn mcp_request(answer: &str) -> Option<String> {
+    extract_blocks(answer)
+        .into_iter()
+        .find(|b| (b.is_command() || b.lang == "mcp") && !b.body.trim().is_empty())
+        .filter(|b| b.lang == "mcp")
+        .map(|b| b.body)
+}
+
 /// The skill named by the first ```` ```read_skill ```` block of `answer` (first line, trimmed).
 ///
 /// ```

@@ -17,6 +17,9 @@
 //!   `memory.auto_recall` adds matching facts to the first request of a turn, capped the same.
 //! * **Skill reading** (```` ```read_skill ````) is answered from the installed skills the agent
 //!   may use, only while their files still match their scan.
+//! * **MCP tools** (```` ```mcp ````): the approved tools of the user's MCP servers the agent
+//!   may use are listed one line per server; a call goes through the gate as action `mcp`
+//!   (see `agent::mcp`), its result is outside text.
 //! * **Cancellation**: the turn's `CancellationToken` is checked before every model call,
 //!   authorisation and command, aborts the model stream at once (the stream is dropped), ends
 //!   open permission questions and kills the running command (the sandbox takes the token).
@@ -76,6 +79,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+mod mcp;
 mod memory;
 mod subagents;
 mod tree;
@@ -280,6 +284,8 @@ pub struct AgentEngine {
     /// Long-term memory (set by the daemon; without it recall finds nothing and nothing is
     /// remembered).
     memory: RwLock<Option<Arc<dyn MemoryBook>>>,
+    /// The user's MCP servers (set by the daemon; without it no MCP tool is offered).
+    mcp: RwLock<Option<Arc<dyn crate::ports::McpTools>>>,
 }
 
 /// Whose context window: (the agent's own endpoint, or `None` for the provider's; model name).
@@ -334,6 +340,7 @@ impl AgentEngine {
             windows: Mutex::new(HashMap::new()),
             agents: RwLock::new(None),
             memory: RwLock::new(None),
+            mcp: RwLock::new(None),
         }
     }
 
@@ -487,6 +494,16 @@ impl AgentEngine {
 
     /// The system prompt a turn of `agent` at `level` (capped at the agent's) would use.
     pub fn system_prompt(&self, agent: &AgentProfile, level: SandboxLevel) -> String {
+        self.system_prompt_with(agent, level, &[])
+    }
+
+    /// [`AgentEngine::system_prompt`] listing the MCP servers `mcp`.
+    fn system_prompt_with(
+        &self,
+        agent: &AgentProfile,
+        level: SandboxLevel,
+        mcp: &[crate::domain::mcp_block::McpServerSummary],
+    ) -> String {
         let mut p = agent.clone();
         p.sandbox.level = level.min(agent.sandbox.level);
         let settings = self.settings();
@@ -494,7 +511,7 @@ impl AgentEngine {
             root: settings.runs_as_root,
             tools: settings.desktop_tools,
         };
-        prompt::build_system_prompt(&p, &self.offered_skills(), &host)
+        prompt::build_system_prompt_with(&p, &self.offered_skills(), &host, mcp)
     }
 
     /// Runs one turn to its end (answer, error, or cancellation). Events go to `sink` until
@@ -649,6 +666,7 @@ impl AgentEngine {
             env: settings.command_env,
             allowed_secrets: profile.allowed_secrets.clone(),
             output_limit: settings.output_limit,
+            readable: None,
         };
         self.ports.sandbox.run(exec, cancel.clone()).await
     }
@@ -801,6 +819,8 @@ struct Turn<'a> {
     /// The command between its proposal and its stored result (an interrupt records it as not
     /// completed).
     pending_command: Option<String>,
+    /// The MCP servers and tools this turn offers (listed in its prompt at its start).
+    mcp: Vec<crate::domain::mcp_block::McpServerSummary>,
 }
 
 /// What a delegated turn gets from the turn that delegates it.
@@ -868,6 +888,7 @@ impl<'a> Turn<'a> {
             chain,
             person_sink: parent.person_sink,
             pending_command: None,
+            mcp: Vec::new(),
             profile: Arc::new(profile),
             level,
             model,
@@ -932,7 +953,13 @@ impl<'a> Turn<'a> {
                 &self.req.cancel,
             )
             .await;
-        let mut system = self.engine.system_prompt(&self.profile, self.level);
+        self.mcp = self
+            .engine
+            .mcp_offered(&self.profile, self.level, self.req.cancel.clone())
+            .await;
+        let mut system = self
+            .engine
+            .system_prompt_with(&self.profile, self.level, &self.mcp);
         system.push_str(&self.delegation_prompt());
         let past: &[_] = if self.req.fresh_context { &[] } else { &past };
         self.transcript = history::build_transcript(
@@ -1127,6 +1154,16 @@ impl<'a> Turn<'a> {
         if !last_step && let Some(id) = codeblock::skill_read(&step.answer) {
             self.answer_skill_read(&step, &id);
             return None;
+        }
+        if let Some(body) = codeblock::mcp_request(&step.answer) {
+            if last_step {
+                let note = "(I reached the step limit for this request, so this tool was not called. Ask me to continue if you want it called.)".to_string();
+                return Some(self.stop_with_note(call, &step, note, reasoning));
+            }
+            return match self.answer_mcp(&step, &body, reasoning, now).await {
+                Observed::Continue => None,
+                Observed::End(out) => Some(out),
+            };
         }
         if !last_step && let Some(d) = subagents::delegation_first(&step.answer) {
             return match self.delegate(&step, d, reasoning, now).await {

@@ -6,6 +6,7 @@ pub mod audio;
 pub mod chat;
 pub mod clock;
 pub mod entropy;
+pub mod mcp;
 pub mod memory;
 pub mod notify;
 pub mod redact;
@@ -22,6 +23,7 @@ pub use chat::{
 };
 pub use clock::{Clock, SystemZone};
 pub use entropy::Entropy;
+pub use mcp::{McpCallError, McpOutput, McpTools};
 pub use memory::{MemoryBook, Proposed, RecalledFact};
 pub use notify::{NoNotifier, Notifier, NotifyError, SpeakError, Speaker};
 pub use redact::{NoSecrets, Redactor, SECRET_MARKER_PREFIX, redacted_prefix};

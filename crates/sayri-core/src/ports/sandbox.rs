@@ -32,6 +32,10 @@ pub struct ExecRequest {
     pub allowed_secrets: Vec<String>,
     /// Cap on captured output in bytes (stdout and stderr interleaved).
     pub output_limit: usize,
+    /// Levels 1–2: `Some` limits what the command reads to these paths, the operating
+    /// system's directories and its writable places (an MCP server reads what it was given);
+    /// `None` reads everywhere but the hidden paths (an agent's command).
+    pub readable: Option<Vec<PathBuf>>,
 }
 
 impl std::fmt::Debug for ExecRequest {
@@ -46,6 +50,7 @@ impl std::fmt::Debug for ExecRequest {
             .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .field("allowed_secrets", &self.allowed_secrets)
             .field("output_limit", &self.output_limit)
+            .field("readable", &self.readable)
             .finish()
     }
 }
@@ -176,6 +181,7 @@ mod tests {
             env: vec![("API_TOKEN".into(), "s3cr3t-value-9f2".into())],
             allowed_secrets: vec!["API_TOKEN".into()],
             output_limit: 10,
+            readable: None,
         };
         let shown = format!("{req:?}");
         assert!(shown.contains("API_TOKEN"), "{shown}");

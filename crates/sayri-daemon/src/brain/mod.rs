@@ -167,6 +167,12 @@ impl Brain {
         ));
         engine.set_skills(Arc::new(crate::skills::Skills::new(paths.skills_dir())));
         engine.set_memory(store.clone());
+        engine.set_mcp(Arc::new(crate::mcp_tools::McpService::new(
+            &paths.config_dir,
+            &paths.state_dir,
+            sandbox.clone(),
+            vault.clone(),
+        )));
         let core = SayriCore::new(
             engine,
             agents.clone(),

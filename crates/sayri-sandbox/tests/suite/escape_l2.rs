@@ -92,3 +92,77 @@ fn level2_refuses_a_workspace_that_exposes_protected_paths() {
     assert_eq!(o.status, "denied");
     assert!(!o.output.contains("ran"));
 }
+
+/// A level-2 command given what it may read (`--read`, as an MCP server is) reads the system,
+/// its workspace and those paths, and nothing else of the home: not a sibling directory, not
+/// the home itself, not through a symlink planted in its workspace; the hidden paths stay
+/// hidden even inside a readable path.
+fn level2_reads_only_what_it_was_given(user: User) {
+    let f = Fixture::new(user);
+    let h = f.home.display().to_string();
+    let given = f.home.join("given");
+    std::fs::create_dir_all(&given).unwrap();
+    std::fs::write(given.join("note.txt"), "given text").unwrap();
+    if user == User::Nobody {
+        std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&given)
+            .status()
+            .unwrap();
+    }
+    let read = ["--read", given.to_str().unwrap()];
+    let o = f.run("2", &[], &format!("cat {h}/given/note.txt"));
+    assert_eq!(o.output.trim(), "given text", "without --read: {o:?}");
+    let o = f.run(
+        "2",
+        &read,
+        &format!("cat {h}/given/note.txt; head -c 4 /etc/passwd; echo"),
+    );
+    assert!(o.output.contains("given text"), "{o:?}");
+    assert!(
+        o.output.contains("root"),
+        "the system stays readable: {o:?}"
+    );
+    let denied = &["Permission denied"][..];
+    run_all(
+        &f,
+        "2",
+        &read,
+        &[
+            attempt(
+                "a sibling of the given path",
+                format!("cat {h}/sayri-outside/victim.txt"),
+                denied,
+            ),
+            attempt("the home itself", format!("ls {h}"), denied),
+            attempt(
+                "a symlink in the workspace to outside",
+                format!("ln -sfn {h}/sayri-outside out; cat out/victim.txt"),
+                denied,
+            ),
+            attempt("/var", "ls /var/tmp", denied),
+            attempt(
+                "the workspace stays writable",
+                "echo w > w.txt && cat w.txt",
+                &["w"],
+            ),
+        ],
+    );
+    let o = f.run(
+        "2",
+        &["--read", &h],
+        &format!("cat {h}/.ssh/id_ed25519; cat {h}/sayri-outside/victim.txt"),
+    );
+    assert!(!o.output.contains("PRIVATE KEY"), "{o:?}");
+    assert!(o.output.contains("original"), "{o:?}");
+}
+
+#[test]
+fn level2_reads_only_what_it_was_given_as_root() {
+    level2_reads_only_what_it_was_given(User::Root);
+}
+
+#[test]
+fn level2_reads_only_what_it_was_given_as_unprivileged_user() {
+    level2_reads_only_what_it_was_given(User::Nobody);
+}

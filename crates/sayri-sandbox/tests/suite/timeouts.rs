@@ -145,6 +145,7 @@ fn request(level: SandboxLevel, command: &str) -> ExecRequest {
         env: vec![],
         allowed_secrets: vec![],
         output_limit: 0,
+        readable: None,
     }
 }
 

@@ -5,7 +5,7 @@
 use super::support::*;
 use std::path::PathBuf;
 
-fn ok(env: &Env, args: &[&str]) -> String {
+pub(super) fn ok(env: &Env, args: &[&str]) -> String {
     let out = env.run(args);
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     stdout(&out)
@@ -21,7 +21,7 @@ fn refused(env: &Env, args: &[&str]) -> String {
     stderr(&out)
 }
 
-fn time_server() -> PathBuf {
+pub(super) fn time_server() -> PathBuf {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
@@ -133,12 +133,12 @@ fn mcp_cli_adds_tests_and_removes_a_real_server_run_inside_the_sandbox() {
 /// A server (the official Python SDK, from the same venv) whose one tool's description is
 /// read from `desc.txt` beside it at each start. Its folder is outside `/tmp`, where a level-2
 /// server can be given it to read.
-struct ChangingServer {
+pub(super) struct ChangingServer {
     dir: tempfile::TempDir,
 }
 
 impl ChangingServer {
-    fn new(description: &str) -> ChangingServer {
+    pub(super) fn new(description: &str) -> ChangingServer {
         let dir = tempfile::Builder::new()
             .prefix("sayri-mcp-changing")
             .tempdir_in("/var/tmp")
@@ -153,7 +153,7 @@ impl ChangingServer {
         s
     }
 
-    fn describe(&self, description: &str) {
+    pub(super) fn describe(&self, description: &str) {
         std::fs::write(self.dir.path().join("desc.txt"), description).unwrap();
     }
 
@@ -162,7 +162,7 @@ impl ChangingServer {
     }
 
     /// Adds the server under `name` with `more` flags before `--`.
-    fn add_with(&self, env: &Env, name: &str, more: &[&str]) {
+    pub(super) fn add_with(&self, env: &Env, name: &str, more: &[&str]) {
         let python = time_server().with_file_name("python");
         let dir = self.dir.path().to_str().unwrap();
         let desc = format!("DESC_FILE={dir}/desc.txt");

@@ -272,10 +272,11 @@ fn store_value_before_it_is_a_secret(env: &Env, value: &str) {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
-/// Waits (up to 10 s) until the title request of the first session has reached `llm`: it is
-/// sent after the turn's answer, and it still carries the value from before it became a secret.
+/// Waits (up to 60 s: the machine may be busy with other tests) until the title request of the
+/// first session has reached `llm`: it is sent after the turn's answer, and it still carries
+/// the value from before it became a secret.
 fn wait_for_title_request(llm: &FakeLlm) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !llm
         .chat_bodies()
         .iter()

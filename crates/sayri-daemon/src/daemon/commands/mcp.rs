@@ -292,16 +292,7 @@ async fn offered(
 /// `def`'s tools judged against `all` pins; the names of every other server and their
 /// approved tools feed the "names another tool or server" rule.
 fn review_of(def: &ServerDef, tools: Vec<ToolInfo>, all: &Pins, servers: &[ServerDef]) -> Review {
-    let mut others: Vec<String> = servers
-        .iter()
-        .filter(|s| s.name != def.name)
-        .map(|s| s.name.clone())
-        .collect();
-    for (server, pinned) in &all.servers {
-        if server != &def.name {
-            others.extend(pinned.tools.keys().cloned());
-        }
-    }
+    let others = sayri_mcp::calls::others_of(def, servers, all);
     pins::review(tools, all.of(&def.name, &pins::source_of(def)), &others)
 }
 
