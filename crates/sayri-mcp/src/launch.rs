@@ -272,11 +272,12 @@ pub fn readable_paths(
         }
         let resolved = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         let mut found = vec![path.clone(), resolved];
-        if what == "its program" {
-            if let Some(interpreter) = interpreter_of(&path, path_var, home) {
-                let resolved = std::fs::canonicalize(&interpreter).unwrap_or(interpreter.clone());
-                found.extend([interpreter, resolved]);
-            }
+        let interpreter = (what == "its program")
+            .then(|| interpreter_of(&path, path_var, home))
+            .flatten();
+        if let Some(interpreter) = interpreter {
+            let resolved = std::fs::canonicalize(&interpreter).unwrap_or(interpreter.clone());
+            found.extend([interpreter, resolved]);
         }
         for p in found {
             let entry = if p.is_dir() && what != "its program" {

@@ -13,7 +13,10 @@
 //!   arguments that are not one JSON object, is a [`BlockError`] the model is told about, and
 //!   nothing is called.
 
+use super::agents::allow;
+use super::profile::AgentProfile;
 use super::prompt::skill_line;
+use sayri_protocol::SandboxLevel;
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
@@ -37,6 +40,34 @@ pub struct McpServerSummary {
     /// What it is for (the user's words or the server's own `instructions`), cut like a
     /// skill's description; may be empty.
     pub description: String,
+}
+
+/// What of `servers` (approved tools, per server) `agent` is offered at `level`: nothing at
+/// level 0 (the agent's own level or the turn's), otherwise the tools its `allowed_tools`
+/// permit (`mcp` every server, `mcp:<server>` one server, `<server>.<tool>` one tool), and
+/// only servers left with a tool.
+pub fn offered_to(
+    agent: &AgentProfile,
+    level: SandboxLevel,
+    servers: Vec<McpServerSummary>,
+) -> Vec<McpServerSummary> {
+    if level.min(agent.sandbox.level) == SandboxLevel::NoExec {
+        return Vec::new();
+    }
+    let list = &agent.allowed_tools;
+    let may_use = |server: &str, tool: &str| {
+        allow::permits(list, "mcp")
+            || allow::permits(list, &format!("mcp:{server}"))
+            || allow::permits(list, &format!("{server}.{tool}"))
+    };
+    servers
+        .into_iter()
+        .map(|mut s| {
+            s.tools.retain(|t| may_use(&s.name, t));
+            s
+        })
+        .filter(|s| !s.tools.is_empty())
+        .collect()
 }
 
 /// The prompt's MCP section for `servers`, or `None` when no server has a tool to offer.

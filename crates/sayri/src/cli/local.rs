@@ -2,9 +2,12 @@
 
 use sayri_client::paths::Paths;
 use sayri_core::domain::agents::delegation;
+use sayri_core::domain::mcp_block::{self, McpServerSummary};
 use sayri_core::domain::{prompt, tokens};
 use sayri_core::ports::{PreferenceUpdate, SessionStore, sub_agents};
 use sayri_daemon::agents::FileAgents;
+use sayri_mcp::ServersFile;
+use sayri_mcp::pins::PinStore;
 use sayri_store::Store;
 
 /// `sayri prompt …`.
@@ -15,7 +18,7 @@ pub(crate) enum PromptAction {
         /// Agent id (default: the configured default agent).
         #[arg(long)]
         agent: Option<String>,
-        /// Also print its size in tokens (o200k_base) on stderr.
+        /// Also print its size in tokens (o200k_base) on stderr, and what the MCP line costs.
         #[arg(long)]
         tokens: bool,
     },
@@ -43,20 +46,67 @@ pub(crate) fn prompt(paths: &Paths, action: PromptAction) -> anyhow::Result<()> 
         root: nix::unistd::geteuid().is_root(),
         tools: sayri_daemon::desktop_tools::offered(),
     };
-    let mut text = prompt::build_system_prompt(&profile, &[], &host);
+    let mcp = mcp_block::offered_to(&profile, profile.sandbox.level, approved_mcp(paths));
+    let mut text = prompt::build_system_prompt_with(&profile, &[], &host, &mcp);
     if profile.sandbox.level != sayri_core::SandboxLevel::NoExec {
         text.push_str(&delegation::prompt_line(&sub_agents(&agents, &id)));
     }
     println!("{text}");
     if show_tokens {
-        // The exact tokenizer is built for this count only and freed with the process.
-        let n = tokens::exact::count_once(&text).map_err(|e| anyhow::anyhow!(e))?;
+        // The exact tokenizer is built for these counts only and freed with the process.
+        let counter = tokens::exact::ExactTokenizer::load().map_err(|e| anyhow::anyhow!(e))?;
         eprintln!(
-            "{n} tokens (o200k_base; your model's tokenizer may count differently), {} bytes",
+            "{} tokens (o200k_base; your model's tokenizer may count differently), {} bytes",
+            counter.count(&text),
             text.len()
         );
+        if let Some(section) = mcp_block::mcp_section(&mcp) {
+            let tools: usize = mcp.iter().map(|s| s.tools.len()).sum();
+            eprintln!(
+                "of which the MCP line{}: {} tokens for {} server{} / {tools} tool{} (the tools you approved; a turn lists those the servers still offer)",
+                if mcp.len() == 1 { "" } else { "s" },
+                counter.count(&section),
+                mcp.len(),
+                if mcp.len() == 1 { "" } else { "s" },
+                if tools == 1 { "" } else { "s" },
+            );
+        }
     }
     Ok(())
+}
+
+/// The MCP tools the user approved, per enabled server, read from the servers and approvals
+/// files alone (no server is started); what cannot be read is said on stderr and lists nothing.
+fn approved_mcp(paths: &Paths) -> Vec<McpServerSummary> {
+    let servers = match ServersFile::in_config_dir(&paths.config_dir).load() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("MCP servers are not listed: {e}");
+            return Vec::new();
+        }
+    };
+    if servers.is_empty() {
+        return Vec::new();
+    }
+    let pins = match PinStore::in_state_dir(&paths.state_dir).load() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("no MCP tool is listed: {e}");
+            return Vec::new();
+        }
+    };
+    servers
+        .iter()
+        .filter(|def| def.enabled)
+        .filter_map(|def| {
+            let approved = pins.of(&def.name, &sayri_mcp::pins::source_of(def))?;
+            Some(McpServerSummary {
+                name: def.name.clone(),
+                tools: approved.keys().cloned().collect(),
+                description: String::new(),
+            })
+        })
+        .collect()
 }
 
 /// `sayri pref …`: learned preferences (which command served which request, with a score).

@@ -92,6 +92,23 @@ fn an_approved_tool_is_called_from_a_reply_after_a_schema_check_and_its_result_r
     );
     let mut d = start_debug_daemon(&env);
     let _server = approved_adder(&env, &secret);
+    // `prompt show` lists the approved tools from the files alone and says what the line costs.
+    let shown = env.run(&["prompt", "show", "--agent", "helper", "--tokens"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains("- adder: add, echo"),
+        "{}",
+        stdout(&shown)
+    );
+    let cost = stderr(&shown);
+    let tokens: usize = cost
+        .split("of which the MCP line: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no MCP cost line: {cost}"));
+    assert!(cost.contains("tokens for 1 server / 2 tools"), "{cost}");
+    assert!((10..=120).contains(&tokens), "{cost}");
 
     let o = ask(
         &env,

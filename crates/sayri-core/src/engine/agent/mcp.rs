@@ -15,7 +15,6 @@
 //!   framed in the turn's boundary, recorded as seen, and stored as a `tool` row.
 
 use super::{AgentEngine, Observed, Step, Turn, status_name};
-use crate::domain::agents::allow;
 use crate::domain::context::StepObservation;
 use crate::domain::frame::framed;
 use crate::domain::mcp_block::{self, McpRequest, McpServerSummary};
@@ -31,14 +30,6 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// Whether `agent`'s `allowed_tools` let it use `server`'s `tool`.
-fn agent_may_use(agent: &AgentProfile, server: &str, tool: &str) -> bool {
-    let list = &agent.allowed_tools;
-    allow::permits(list, "mcp")
-        || allow::permits(list, &format!("mcp:{server}"))
-        || allow::permits(list, &format!("{server}.{tool}"))
-}
 
 impl AgentEngine {
     /// Sets the user's MCP servers: listed in prompts (approved tools the agent may use) and
@@ -64,16 +55,7 @@ impl AgentEngine {
         if level.min(agent.sandbox.level) == SandboxLevel::NoExec {
             return Vec::new();
         }
-        tools
-            .offered(cancel)
-            .await
-            .into_iter()
-            .map(|mut s| {
-                s.tools.retain(|t| agent_may_use(agent, &s.name, t));
-                s
-            })
-            .filter(|s| !s.tools.is_empty())
-            .collect()
+        mcp_block::offered_to(agent, level, tools.offered(cancel).await)
     }
 
     /// [`AgentEngine::system_prompt`] with the MCP servers the agent is offered now.
