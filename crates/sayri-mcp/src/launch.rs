@@ -190,13 +190,48 @@ fn given_paths(def: &ServerDef) -> Vec<(&'static str, &str)> {
     given
 }
 
-/// The install tree of a program or script at `path`: the outermost `node_modules` directory
-/// above it when there is one (a Node package needs its neighbours), else the directory above
-/// a `bin`/`sbin` directory holding it (a virtual environment, `~/.local`, a Node install),
-/// else its own directory — never the home directory or `/` themselves (the program's own
-/// directory, or the file alone, instead).
-fn install_tree(path: &Path, home: Option<&Path>) -> PathBuf {
-    let too_wide = |p: &Path| p == Path::new("/") || Some(p) == home;
+/// The user's home as given and as its links resolve; no directory that holds it (or `/`) is
+/// ever made readable whole by what a server is given, only by an explicit `--read`.
+struct Home(Vec<PathBuf>);
+
+impl Home {
+    fn new(home: Option<&Path>) -> Home {
+        let mut v: Vec<PathBuf> = home.into_iter().map(Path::to_path_buf).collect();
+        if let Some(c) = home.and_then(|h| std::fs::canonicalize(h).ok()) {
+            v.push(c);
+        }
+        Home(v)
+    }
+
+    /// `/`, the home, or a directory above it.
+    fn too_wide(&self, p: &Path) -> bool {
+        p == Path::new("/") || self.0.iter().any(|h| h.starts_with(p))
+    }
+
+    /// A directory right inside the home whose name starts with `.` (`~/.cargo`, `~/.local`),
+    /// which holds more than programs.
+    fn dot_dir(&self, p: &Path) -> bool {
+        let dotted = p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        dotted && p.parent().is_some_and(|up| self.0.iter().any(|h| h == up))
+    }
+}
+
+/// `path` with its directory resolved (no `..`, no linked directories) and its last component
+/// kept as named, so a link to an interpreter stays in the tree it was placed in.
+fn tidy(path: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(path.parent()?).ok()?;
+    Some(dir.join(path.file_name()?))
+}
+
+/// The install tree of a program or script at `path` (tidied): the outermost `node_modules`
+/// directory above it when there is one (a Node package needs its neighbours), else the
+/// directory above a `bin`/`sbin` directory holding it (a virtual environment, a Node or
+/// Python install) — but only the `bin` directory itself when the one above is the home (or
+/// above it) or a dot directory of the home that is not a virtual environment (`~/.cargo`,
+/// `~/.local`) — else its own directory, or the file alone when that is the home or above.
+fn install_tree(path: &Path, home: &Home) -> PathBuf {
     if let Some(top) = path
         .ancestors()
         .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
@@ -212,10 +247,11 @@ fn install_tree(path: &Path, home: Option<&Path>) -> PathBuf {
         .is_some_and(|n| n == "bin" || n == "sbin")
         .then(|| dir.parent())
         .flatten()
-        .filter(|p| !too_wide(p));
+        .filter(|up| !home.too_wide(up))
+        .filter(|up| !home.dot_dir(up) || up.join("pyvenv.cfg").is_file());
     match above_bin {
         Some(tree) => tree.to_path_buf(),
-        None if too_wide(dir) => path.to_path_buf(),
+        None if home.too_wide(dir) => path.to_path_buf(),
         None => dir.to_path_buf(),
     }
 }
@@ -247,17 +283,25 @@ fn interpreter_of(
 }
 
 /// What the stdio server `def` reads at levels 1–2 besides the system directories and its
-/// workspace: its program's [`install_tree`] (found on `path_var` when it is a bare name; as
-/// named and as its links resolve) and that of the interpreter a script program names on its
-/// `#!` line, every `--read` path, and every other path it was given (see
-/// `given_paths`) that exists — a directory whole, a file with its [`install_tree`]. `home` is
-/// the user's home, which is never made readable whole unless it was named itself.
+/// workspace: every `--read` path as declared; its program's [`install_tree`] (found on
+/// `path_var` when it is a bare name; as named and as its links resolve) and that of the
+/// interpreter a script program names on its `#!` line; the script it runs (the first
+/// argument naming an existing file) with its [`install_tree`]; every other existing file it
+/// is given (see `given_paths`) alone; every existing directory it is given whole, unless that
+/// is `/`, the home or above (those only through `--read`). `home` is the user's home.
 pub fn readable_paths(
     def: &ServerDef,
     path_var: Option<&std::ffi::OsStr>,
     home: Option<&Path>,
 ) -> Vec<PathBuf> {
+    let home_dirs = Home::new(home);
     let mut out: Vec<PathBuf> = def.read.clone();
+    let mut push = |p: PathBuf| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    let mut script_seen = false;
     for (what, text) in given_paths(def) {
         let mut path = PathBuf::from(text);
         if what == "its program" && !text.contains('/') {
@@ -270,24 +314,28 @@ pub fn readable_paths(
         if what == "its `--read` path" || !path.exists() {
             continue;
         }
-        let resolved = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-        let mut found = vec![path.clone(), resolved];
-        let interpreter = (what == "its program")
-            .then(|| interpreter_of(&path, path_var, home))
-            .flatten();
-        if let Some(interpreter) = interpreter {
-            let resolved = std::fs::canonicalize(&interpreter).unwrap_or(interpreter.clone());
-            found.extend([interpreter, resolved]);
-        }
-        for p in found {
-            let entry = if p.is_dir() && what != "its program" {
-                p
-            } else {
-                install_tree(&p, home)
-            };
-            if !out.contains(&entry) {
-                out.push(entry);
+        let Ok(resolved) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        if resolved.is_dir() {
+            if what != "its program" && !home_dirs.too_wide(&resolved) {
+                push(resolved);
             }
+            continue;
+        }
+        let script = what == "its argument" && !std::mem::replace(&mut script_seen, true);
+        if what != "its program" && !script {
+            push(resolved);
+            continue;
+        }
+        let mut trees = vec![tidy(&path), Some(resolved)];
+        if what == "its program"
+            && let Some(interpreter) = interpreter_of(&path, path_var, home)
+        {
+            trees.extend([tidy(&interpreter), std::fs::canonicalize(&interpreter).ok()]);
+        }
+        for p in trees.into_iter().flatten() {
+            push(install_tree(&p, &home_dirs));
         }
     }
     out
@@ -514,5 +562,57 @@ mod tests {
         assert_eq!(got, vec![bin.clone()], "~/bin, not the home: {got:?}");
         let def = ServerDef::stdio("s", "no-such-program-anywhere", Vec::new());
         assert!(readable_paths(&def, Some(&path), Some(&home)).is_empty());
+    }
+
+    #[test]
+    fn nothing_a_server_is_given_makes_the_home_or_a_dot_directory_readable_whole() {
+        let root = tree(&[
+            "real/bin/srv.py",
+            "real/settings.json",
+            "real/.cargo/bin/tool",
+            "real/.cargo/credentials.toml",
+            "real/.venv/bin/python",
+            "real/.venv/pyvenv.cfg",
+        ]);
+        let real = root.path().join("real");
+        let link = root.path().join("home");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let home = |s: &str| format!("{}/{s}", link.display());
+        let wide = |def: &ServerDef| {
+            let got = readable_paths(def, None, Some(&link));
+            let bad: Vec<&PathBuf> = got
+                .iter()
+                .filter(|g| real.starts_with(g) || link.starts_with(g) || g.ends_with(".cargo"))
+                .collect();
+            assert!(bad.is_empty(), "{def:?} reads {bad:?} whole: {got:?}");
+            got
+        };
+        // `..` in a program or an argument, a home reached through a link, a value of `/`.
+        let mut def = ServerDef::stdio(
+            "s",
+            &home("bin/srv.py"),
+            vec![
+                format!("--config={}", home("bin/../settings.json")),
+                home("."),
+            ],
+        );
+        def.env.insert("PREFIX".into(), "/".into());
+        let got = wide(&def);
+        assert!(got.contains(&real.join("bin")), "{got:?}");
+        assert!(
+            got.contains(&real.join("settings.json")),
+            "the file alone: {got:?}"
+        );
+        wide(&ServerDef::stdio("s", &home("bin/../srv.py"), Vec::new()));
+        // A program in `~/.cargo/bin` reads that directory, not `~/.cargo`; a virtual
+        // environment in the home is read whole.
+        let got = wide(&ServerDef::stdio("s", &home(".cargo/bin/tool"), Vec::new()));
+        assert_eq!(got, vec![real.join(".cargo/bin")]);
+        let got = wide(&ServerDef::stdio(
+            "s",
+            &home(".venv/bin/python"),
+            Vec::new(),
+        ));
+        assert!(got.contains(&real.join(".venv")), "{got:?}");
     }
 }

@@ -11,8 +11,9 @@
 //! - Every call is judged by the permission gate (action `mcp`, resource `server.tool`), with
 //!   the block marked as outside text when it was copied from outside text; `describe` is not
 //!   judged (it returns the approved schema only).
-//! - A result is outside text: redacted, cut to the observation budget (head and tail),
-//!   framed in the turn's boundary, recorded as seen, and stored as a `tool` row.
+//! - A result — and a server's error text — is outside text: redacted, cut to the observation
+//!   budget (head and tail), framed in the turn's boundary, recorded as seen (a block copied
+//!   from it is judged as outside text), and stored as a `tool` row.
 
 use super::{AgentEngine, Observed, Step, Turn, status_name};
 use crate::domain::context::StepObservation;
@@ -248,8 +249,9 @@ impl Turn<'_> {
                 format!("[MCP {server}.{tool} was not called: {why}]"),
                 ExecStatus::Denied,
             ),
+            // The server's own error text and stderr: outside text like a result.
             Err(McpCallError::Failed(why)) => (
-                format!("[MCP {server}.{tool} failed: {why}]"),
+                self.mcp_framed(&format!("[MCP {server}.{tool} failed]"), &why),
                 ExecStatus::Failed,
             ),
         }
@@ -284,7 +286,7 @@ impl Turn<'_> {
                 (self.mcp_framed(&header, &schema), ExecStatus::Success)
             }
             Err(e) => (
-                format!("[MCP {server}.{tool}: no schema: {e}]"),
+                self.mcp_framed(&format!("[MCP {server}.{tool}: no schema]"), &e.to_string()),
                 ExecStatus::Failed,
             ),
         };
