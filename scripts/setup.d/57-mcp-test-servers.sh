@@ -10,7 +10,9 @@
 #       the reference git server from PyPI, for the end-to-end turns;
 #   ~/.cache/sayri/mcp/servers/node_modules/@modelcontextprotocol/server-filesystem
 #       the reference filesystem server from npm, for the end-to-end turns and the sandbox's
-#       read boundary.
+#       read boundary;
+#   ~/.cache/sayri/mcp/sdk-client/node_modules/@modelcontextprotocol/sdk
+#       the official TypeScript SDK, whose client drives `sayri mcp serve` in the tests.
 # Idempotent: each part is skipped when it is already installed.
 set -euo pipefail
 [[ " $* " == *" --tests "* ]] || exit 0
@@ -23,6 +25,7 @@ conformance_version="0.1.16"
 time_version="2026.10.19"
 git_version="2026.10.19"
 filesystem_version="2026.8.31"
+sdk_version="1.32.2"
 mkdir -p "$mcp"
 
 suite="$mcp/conformance"
@@ -76,4 +79,18 @@ if [[ ! -f "$servers/node_modules/@modelcontextprotocol/server-filesystem/packag
         exit 1
     fi
     rm -f "$servers/npm.log"
+fi
+
+sdk_client="$mcp/sdk-client"
+if [[ ! -f "$sdk_client/node_modules/@modelcontextprotocol/sdk/package.json" ]]; then
+    echo "[57-mcp-test-servers] installing @modelcontextprotocol/sdk@$sdk_version from npm…"
+    mkdir -p "$sdk_client"
+    [[ -f "$sdk_client/package.json" ]] || printf '{ "name": "sayri-mcp-sdk-client", "private": true }\n' >"$sdk_client/package.json"
+    if ! (cd "$sdk_client" && sayri_npm "$node" install --no-audit --no-fund --loglevel=error \
+        -E "@modelcontextprotocol/sdk@$sdk_version") >"$sdk_client/npm.log" 2>&1; then
+        cat "$sdk_client/npm.log" >&2
+        echo "setup: npm could not install @modelcontextprotocol/sdk into $sdk_client (log above)" >&2
+        exit 1
+    fi
+    rm -f "$sdk_client/npm.log"
 fi

@@ -8,12 +8,15 @@
 //! per server, from [`pins::Review::approved`]) and calls them through
 //! [`calls::call_approved`], which refuses a tool that is not approved as the server offers it
 //! at that moment and arguments that do not satisfy its schema.
+//!
+//! [`serve`] is the other direction: Sayri as an MCP server for other clients.
 
 pub mod calls;
 pub mod client;
 pub mod env;
 pub mod launch;
 pub mod pins;
+pub mod serve;
 pub mod servers;
 
 pub use client::{CallResult, Connection, Lifecycle, McpError, ToolInfo};

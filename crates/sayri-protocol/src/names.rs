@@ -51,6 +51,8 @@ pub mod cmd {
         MCP_LIST = "mcp_list", MCP_SHOW = "mcp_show", MCP_ADD = "mcp_add",
         MCP_REMOVE = "mcp_remove", MCP_ENABLE = "mcp_enable", MCP_DISABLE = "mcp_disable",
         MCP_TEST = "mcp_test", MCP_APPROVE = "mcp_approve",
+        // One command judged and run for a client (Sayri as an MCP server).
+        RUN_COMMAND = "run_command",
         // Long-term memory (Sayri's additions): short facts a person keeps for the agents.
         MEMORY_ADD = "memory_add", MEMORY_LIST = "memory_list", MEMORY_GET = "memory_get",
         MEMORY_EDIT = "memory_edit", MEMORY_FORGET = "memory_forget",

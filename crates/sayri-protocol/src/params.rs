@@ -197,6 +197,7 @@ pub const ALL: &[ParamsInfo] = &[
     ParamsInfo::of::<McpDisableParams>(),
     ParamsInfo::of::<McpTestParams>(),
     ParamsInfo::of::<McpApproveParams>(),
+    ParamsInfo::of::<RunCommandParams>(),
     // Long-term memory
     ParamsInfo::of::<MemoryAddParams>(),
     ParamsInfo::of::<MemoryListParams>(),
@@ -1074,6 +1075,31 @@ pub struct McpApproveParams {
 impl Params for McpApproveParams {
     const CMD: &'static str = cmd::MCP_APPROVE;
     type Reply = reply::mcp::McpApproveReply;
+}
+
+/// `run_command {command, agent_id, level?}` → `{agent_id, level, status, exit_code, output,
+/// output_tail, omitted_bytes, duration_ms}`: one shell command a client proposes, judged by the
+/// permission engine of agent `agent_id` exactly as a command its model proposed (a card to
+/// every desktop client where its rules ask; refused when nobody answers in time) and run in
+/// its sandbox; the output comes back redacted. Sayri as an MCP server (`sayri mcp serve`) uses
+/// it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunCommandParams {
+    /// The shell command (trimmed; blank is refused).
+    #[serde(deserialize_with = "non_blank")]
+    pub command: String,
+    /// The agent whose rules, level and sandbox apply.
+    #[serde(deserialize_with = "non_empty")]
+    pub agent_id: String,
+    /// A level below the agent's own (a level above it is lowered to the agent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<crate::level::SandboxLevel>,
+}
+
+impl Params for RunCommandParams {
+    const CMD: &'static str = cmd::RUN_COMMAND;
+    type Reply = reply::sessions::RunCommandReply;
 }
 
 /// `skills_scan {slug | path, confirm?}` → the scan report plus `admitted`.

@@ -612,6 +612,39 @@ impl AgentEngine {
         StepEnd::Done(step)
     }
 
+    /// Judges and runs one command a client proposes for `agent` (Sayri as an MCP server),
+    /// outside any turn: the same gate as a command its model proposed (rules, policies, saved
+    /// approvals, a card where they ask; a person can answer, so the card waits the ask
+    /// timeout), at `min(level, agent's level)`, in its sandbox with its workspace and
+    /// secrets. The output and its tail come back redacted; nothing is stored in a session.
+    pub async fn run_client_command(
+        &self,
+        agent: Arc<AgentProfile>,
+        level: SandboxLevel,
+        session_id: &str,
+        command: &str,
+        cancel: CancellationToken,
+    ) -> ExecResult {
+        let level = level.min(agent.sandbox.level);
+        let req = TurnRequest {
+            session_id: session_id.to_string(),
+            title_if_new: None,
+            agent: agent.clone(),
+            level,
+            text: command.to_string(),
+            images: Vec::new(),
+            approver_available: true,
+            fresh_context: false,
+            cancel,
+        };
+        let mut result = self
+            .authorize_and_run(&agent, level, &req, command, None)
+            .await;
+        result.output = self.ports.redactor.redact(&result.output);
+        result.output_tail = self.ports.redactor.redact(&result.output_tail);
+        result
+    }
+
     async fn authorize_and_run(
         &self,
         profile: &Arc<AgentProfile>,

@@ -26,6 +26,30 @@ pub struct AskReply {
     pub session_id: String,
 }
 
+/// `run_command` → how the command ended, its output redacted (vault secrets never leave).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCommandReply {
+    /// The agent whose rules and sandbox applied.
+    pub agent_id: String,
+    /// The level it ran at (or would have).
+    pub level: crate::level::SandboxLevel,
+    /// `success`, `failed` (non-zero exit), `denied` (not run: a rule, a person, nobody to
+    /// ask, or a sandbox that cannot give the level; `output` says which), `timeout` or
+    /// `killed` (the client went away).
+    pub status: String,
+    /// The exit code, when the process exited (126 for a refusal).
+    pub exit_code: Option<i32>,
+    /// stdout and stderr in order — or, for `denied`, why it did not run; the beginning only
+    /// when the output was longer than the output limit.
+    pub output: String,
+    /// The end of a long output (empty when `output` is whole).
+    pub output_tail: String,
+    /// Bytes left out between `output` and `output_tail`.
+    pub omitted_bytes: u64,
+    /// Wall time of the run.
+    pub duration_ms: f64,
+}
+
 /// `interrupt` → `{interrupted}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterruptReply {

@@ -1,9 +1,10 @@
-//! `sayri mcp add|list|show|remove|enable|disable|test|approve` (through the daemon): the MCP
+//! `sayri mcp add|list|show|remove|enable|disable|test|approve|serve` (through the daemon): the MCP
 //! servers the user added. A secret never comes from the command line: `--secret VAR=KEY`
 //! names a vault key (`sayri vault set KEY` stores the value).
 //!
-//! Nothing a server offers reaches a model yet: `test` prints its tools for the user only, each
-//! with its approval state; `approve` shows the card (see `mcp_card`) and pins what was shown.
+//! Nothing a server offers reaches a model before the user approves it: `test` prints its tools
+//! for the user only, each with its approval state; `approve` shows the card (see `mcp_card`)
+//! and pins what was shown. `serve` is the other direction (see `mcp_serve`).
 
 use crate::cli::mcp_card;
 use sayri_client::autostart::connect_or_start;
@@ -91,6 +92,14 @@ pub(crate) enum McpAction {
         #[arg(long)]
         json: bool,
     },
+    /// Be an MCP server on stdin/stdout for another MCP client (Claude Code, Codex, an editor):
+    /// its tools run one command through an agent's permission rules and sandbox (cards appear
+    /// on your desktop), ask that agent, or read Sayri's status.
+    Serve {
+        /// The agent whose rules, level and sandbox apply to the client's commands.
+        #[arg(long, default_value = "default")]
+        agent: String,
+    },
     /// Show every tool a server offers that is not approved yet — name, description and input
     /// schema verbatim, with the scanner's findings — and approve them as shown. A tool whose
     /// definition changes later is withheld until approved again.
@@ -140,6 +149,9 @@ fn level(text: &str) -> anyhow::Result<SandboxLevel> {
 
 /// Runs `sayri mcp …`.
 pub(crate) async fn run(paths: &Paths, allow_start: bool, action: McpAction) -> anyhow::Result<()> {
+    if let McpAction::Serve { agent } = action {
+        return crate::cli::mcp_serve::run(paths, allow_start, agent).await;
+    }
     let mut c = connect_or_start(paths, allow_start).await?;
     match action {
         McpAction::Add {
@@ -220,6 +232,7 @@ pub(crate) async fn run(paths: &Paths, allow_start: bool, action: McpAction) -> 
         }
         McpAction::Test { name, json } => test(&mut c, name, json).await,
         McpAction::Approve { name, tools, yes } => approve(&mut c, name, tools, yes).await,
+        McpAction::Serve { .. } => Ok(()),
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod install;
 pub(crate) mod local;
 pub(crate) mod mcp;
 pub(crate) mod mcp_card;
+pub(crate) mod mcp_serve;
 pub(crate) mod memory;
 pub(crate) mod model_checks;
 pub(crate) mod models;
@@ -167,8 +168,8 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: gateway::GatewayAction,
     },
-    /// MCP servers: add, list, show, remove, enable, disable, test (their tools are not given
-    /// to any agent yet).
+    /// MCP: the servers whose tools agents may call (add, list, show, remove, enable, disable,
+    /// test, approve), and Sayri as an MCP server for other clients (serve).
     Mcp {
         /// What to do.
         #[command(subcommand)]

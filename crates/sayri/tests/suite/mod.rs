@@ -34,6 +34,7 @@ mod leak_guard;
 mod local_model;
 mod management_access;
 mod mcp_cli;
+mod mcp_serve;
 mod mcp_turns;
 mod memory_cli;
 mod memory_turns;

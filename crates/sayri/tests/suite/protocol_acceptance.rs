@@ -290,6 +290,21 @@ fn valid(cmd: &str, ids: &Ids) -> (Value, Expect) {
             Obj(&["text", "error", "session_id"]),
         ),
         "interrupt" => (json!({}), Obj(&["interrupted"])),
+        // Lowered to level 0, the command is refused before any question: the reply says so.
+        "run_command" => (
+            json!({"command": "echo acceptance", "agent_id": "hostile",
+                   "level": "LEVEL_0_NO_EXEC"}),
+            Obj(&[
+                "agent_id",
+                "level",
+                "status",
+                "exit_code",
+                "output",
+                "output_tail",
+                "omitted_bytes",
+                "duration_ms",
+            ]),
+        ),
         "switch_session" => (json!({"session_id": ids.session}), Obj(&["session_id"])),
         "sessions_list" => (
             json!({"limit": 5}),
@@ -592,6 +607,7 @@ const ORDER: &[&str] = &[
     "talk",
     "ask",
     "interrupt",
+    "run_command",
     "switch_session",
     "sessions_list",
     "session_get",

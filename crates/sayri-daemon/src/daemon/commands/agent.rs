@@ -1,5 +1,6 @@
 //! The assistant's commands: `talk`, `ask`, `interrupt`, `new_conversation`, `switch_session`,
-//! `sessions_list`, `session_get`, `session_rename`, `session_delete`. Events of the turn reach
+//! `sessions_list`, `session_get`, `session_rename`, `session_delete`, and `run_command` (one
+//! command a client proposes, judged and run like a model's). Events of the turn reach
 //! every client through the broadcaster. (Agent profiles: [`super::agents`].)
 
 use crate::command_peer::Caller;
@@ -7,13 +8,14 @@ use crate::daemon::dispatch::{Access, Ctx};
 use crate::wire;
 use sayri_core::assistant::CoreError;
 use sayri_protocol::params::{
-    AskParams, InterruptParams, NewConversationParams, SessionDeleteParams, SessionGetParams,
-    SessionRenameParams, SessionsListParams, SwitchSessionParams, TalkParams, TurnTarget,
+    AskParams, InterruptParams, NewConversationParams, RunCommandParams, SessionDeleteParams,
+    SessionGetParams, SessionRenameParams, SessionsListParams, SwitchSessionParams, TalkParams,
+    TurnTarget,
 };
 use sayri_protocol::reply::sessions::{
-    AskReply, DelegatedUsage, InterruptReply, NewConversationReply, SessionDeleteReply,
-    SessionGetReply, SessionRenameReply, SessionUsage, SessionsListReply, SwitchSessionReply,
-    TalkReply,
+    AskReply, DelegatedUsage, InterruptReply, NewConversationReply, RunCommandReply,
+    SessionDeleteReply, SessionGetReply, SessionRenameReply, SessionUsage, SessionsListReply,
+    SwitchSessionReply, TalkReply,
 };
 use sayri_protocol::{ErrorCode, ProtocolError, names};
 use std::time::Duration;
@@ -130,6 +132,46 @@ pub async fn ask(p: AskParams, ctx: Ctx) -> Result<AskReply, ProtocolError> {
                 session_id: brain.core.status().session_id,
             })
         }
+    }
+}
+
+/// `run_command {command, agent_id, level?}` → how it ended and its redacted output. The
+/// agent's rules judge it as a command its model proposed (a card goes to every client where
+/// they ask); the card's questions belong to this connection, so they end when it goes.
+pub async fn run_command(p: RunCommandParams, ctx: Ctx) -> Result<RunCommandReply, ProtocolError> {
+    let brain = ctx.daemon.brain()?.clone();
+    let agent = brain.core.resolve(&p.agent_id).map_err(core_err)?;
+    let level = p
+        .level
+        .map_or(agent.sandbox.level, |l| l.min(agent.sandbox.level));
+    let session = format!("run_command:{}", ctx.client);
+    let cancel = ctx.client_gone.child_token();
+    let engine = brain.core.engine().clone();
+    let result = engine
+        .run_client_command(agent.clone(), level, &session, &p.command, cancel)
+        .await;
+    brain.broker.cancel_session(&session);
+    Ok(RunCommandReply {
+        agent_id: agent.id.clone(),
+        level,
+        status: exec_status_name(result.status).into(),
+        exit_code: result.exit_code,
+        output: result.output,
+        output_tail: result.output_tail,
+        omitted_bytes: result.omitted.bytes,
+        duration_ms: result.duration.as_secs_f64() * 1000.0,
+    })
+}
+
+/// The wire name of how a command ended.
+fn exec_status_name(s: sayri_core::ports::ExecStatus) -> &'static str {
+    use sayri_core::ports::ExecStatus;
+    match s {
+        ExecStatus::Success => "success",
+        ExecStatus::Failed => "failed",
+        ExecStatus::Denied => "denied",
+        ExecStatus::Timeout => "timeout",
+        ExecStatus::Killed => "killed",
     }
 }
 

@@ -45,6 +45,9 @@ pub fn register_all(d: &mut Dispatcher) {
         .register(Assistant, Task, agent::talk)
         .register(Assistant, Task, agent::ask)
         .register(Assistant, Inline, agent::interrupt)
+        // A client's own command, judged by an agent's rules: refused to a command of a turn,
+        // which could otherwise run under a wider agent than its own.
+        .register(Management, Task, agent::run_command)
         .register(Assistant, Inline, agent::new_conversation)
         .register(Assistant, Inline, agent::switch_session)
         .register(ReadOnly, Task, agent::sessions_list)
