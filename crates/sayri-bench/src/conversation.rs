@@ -4,7 +4,10 @@
 //! Sessions: `Say hi` twice; `Say hi, memory check` before and after 1,000 facts are imported
 //! into long-term memory (the requests must be equal: no fact is in the fixed prompt and the
 //! turn recalls none); `Say hi 1` … `Say hi 20`; 20 turns of `Turn N: how much disk
-//! space is free?` (one `df -h /` per turn); one turn that `cat`s a 1.38 MB log. Request sizes
+//! space is free?` (one `df -h /` per turn); one turn that `cat`s a 1.38 MB log; last, `Say hi`
+//! again with three real MCP servers added and approved (`mcp-server-time`, `mcp-server-git`,
+//! `@modelcontextprotocol/server-filesystem`, as `./scripts/setup --tests` installs them under
+//! `~/.cache/sayri/mcp`; the row says so when they are missing). Request sizes
 //! and provider-style token counts come from the request bodies the server received; the token
 //! totals of a session come from the daemon itself (`sayri sessions show --json` → `usage`,
 //! what the server reported and the daemon stored).
@@ -157,6 +160,7 @@ pub fn run(
     r.ask(Some(&s), "Say hi")?;
     let second = r.new_requests();
     economy.extend(request_rows("\"Say hi\", turn 1", &first, PEERS));
+    let (hi_bytes, _) = sum(&first);
     economy.extend(request_rows("\"Say hi\", turn 2", &second, ""));
 
     economy.push(memory_row(&mut r)?);
@@ -194,6 +198,7 @@ pub fn run(
         )
         .reference("ZeroClaw one-shot turn 21.5 MB peak; Codex 154 MB; nanobot 119 MB"),
     );
+    economy.push(mcp_row(&mut r, hi_bytes)?);
     daemon.stop()?;
     install.check_no_leftovers()?;
     Ok(Conversations {
@@ -319,4 +324,92 @@ fn footprint_after_chat(
             daemon.status_kib("RssFile").unwrap_or(0.0) / 1024.0
         )),
     ]
+}
+
+/// The three registry servers of the MCP tests, as `./scripts/setup --tests` installs them:
+/// (name, program, arguments). `None` when one is missing.
+fn mcp_servers(dir: &std::path::Path) -> Option<Vec<(&'static str, String, Vec<String>)>> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?
+        .join("sayri/mcp");
+    let node = std::fs::read_to_string(cache.join("node-path")).ok()?;
+    let fs =
+        cache.join("servers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let bin = cache.join("venv/bin");
+    let all = [
+        bin.join("mcp-server-time"),
+        bin.join("mcp-server-git"),
+        fs.clone(),
+    ];
+    if !all.iter().all(|p| p.is_file()) {
+        return None;
+    }
+    let path = |p: &std::path::Path| p.display().to_string();
+    Some(vec![
+        ("time", path(&all[0]), vec![]),
+        ("git", path(&all[1]), vec![]),
+        ("files", node.trim().to_string(), vec![path(&fs), path(dir)]),
+    ])
+}
+
+/// `Say hi` with three MCP servers added and approved, against the same turn without them:
+/// request bytes (the peers send every tool's schema in every request).
+fn mcp_row(r: &mut Runner<'_>, without: f64) -> Result<Row, String> {
+    const LABEL: &str = "\"Say hi\", turn 1, with 3 MCP servers approved: request bytes";
+    const PEERS_MCP: &str = "peers send every tool's JSON schema in every request: 17–87 % of \
+                             their request bytes (measured on a mock)";
+    // Outside /tmp: level 2 gives a server a private, empty /tmp.
+    let dir = tempfile::tempdir_in("/var/tmp").map_err(|e| e.to_string())?;
+    let Some(servers) = mcp_servers(dir.path()) else {
+        return Ok(Row::new(LABEL, None, "B").reference(PEERS_MCP).note(
+            "not measured: the servers are missing (./scripts/setup --tests installs them)",
+        ));
+    };
+    let run = |args: &[&str]| -> Result<String, String> {
+        let out = r
+            .install
+            .cmd()
+            .args(args)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "`sayri {}` failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        // `prompt show --tokens` prints its figures on stderr.
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        Ok(text)
+    };
+    for (name, program, args) in &servers {
+        let mut add = vec!["mcp", "add", name, "--", program.as_str()];
+        add.extend(args.iter().map(String::as_str));
+        run(&add)?;
+        run(&["mcp", "approve", name, "--yes"])?;
+    }
+    let tokens = run(&["prompt", "show", "--tokens"])?;
+    let mcp_line = tokens
+        .lines()
+        .find(|l| l.contains("the MCP line"))
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    r.ask(None, "Say hi")?;
+    let (with, _) = sum(&r.new_requests());
+    let share = if with > 0.0 {
+        (with - without) / with * 100.0
+    } else {
+        0.0
+    };
+    Ok(Row::new(LABEL, Some(Stat::exact(with)), "B")
+        .decimals(0)
+        .reference(PEERS_MCP)
+        .note(format!(
+            "{:+.0} B over the same turn without servers ({share:.1} % of the request); {mcp_line}",
+            with - without
+        )))
 }
