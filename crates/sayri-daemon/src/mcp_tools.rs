@@ -13,6 +13,9 @@
 //!   now (see `sayri_mcp::calls`).
 //! - A server that does not answer within [`OFFER_TIMEOUT`] is left out of the prompt (and
 //!   logged); a turn never waits longer for it.
+//! - What `status` shows of each server ([`McpService::states`]) is what the daemon last saw:
+//!   whether it holds a connection, how many approved tools the server last offered, and the
+//!   last failure (cleared by the next success). Reading it starts nothing.
 
 use sayri_core::domain::mcp_block::McpServerSummary;
 use sayri_core::ports::{McpCallError, McpOutput, McpTools};
@@ -49,6 +52,15 @@ pub struct McpService {
     sandbox: Arc<LinuxSandbox>,
     vault: Arc<Mutex<Option<Vault>>>,
     held: tokio::sync::Mutex<HashMap<String, Held>>,
+    seen: Mutex<HashMap<String, Seen>>,
+}
+
+/// What the daemon last saw of one server (for `status`).
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    connected: bool,
+    offered: Option<usize>,
+    last_error: Option<String>,
 }
 
 /// Everything one request needs: the server, the others, the approvals as read now.
@@ -74,7 +86,56 @@ impl McpService {
             sandbox,
             vault,
             held: tokio::sync::Mutex::new(HashMap::new()),
+            seen: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Each server of the file as the daemon last saw it (nothing is started or asked).
+    pub fn states(&self) -> Vec<sayri_protocol::reply::runtime::McpServerState> {
+        let Ok(servers) = self.servers.load() else {
+            return Vec::new();
+        };
+        let pins = self.pins.load().ok();
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        servers
+            .iter()
+            .map(|def| {
+                let s = seen.get(&def.name).cloned().unwrap_or_default();
+                sayri_protocol::reply::runtime::McpServerState {
+                    name: def.name.clone(),
+                    enabled: def.enabled,
+                    transport: match def.transport {
+                        sayri_mcp::Transport::Stdio { .. } => "stdio",
+                        sayri_mcp::Transport::Http { .. } => "http",
+                    }
+                    .into(),
+                    connected: s.connected,
+                    tools_approved: pins
+                        .as_ref()
+                        .and_then(|p| p.of(&def.name, &pins::source_of(def)))
+                        .map_or(0, |t| t.len()),
+                    tools_offered: s.offered,
+                    last_error: s.last_error,
+                }
+            })
+            .collect()
+    }
+
+    /// Records what was just seen of `server`.
+    fn see(&self, server: &str, f: impl FnOnce(&mut Seen)) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        f(seen.entry(server.to_string()).or_default());
+    }
+
+    /// Records a failure of `server` (one line), and that its connection is gone when `dropped`.
+    fn failed(&self, server: &str, error: &str, dropped: bool) {
+        let line: String = error.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.see(server, |s| {
+            s.last_error = Some(line);
+            if dropped {
+                s.connected = false;
+            }
+        });
     }
 
     /// The servers and approvals as the files say now.
@@ -112,9 +173,15 @@ impl McpService {
         }
         let mut launch = Launch::new(&self.state_dir, def);
         launch.secrets = self.secrets(def)?;
-        let conn = Connection::open(def, &self.sandbox, &launch, Lifecycle::Auto)
-            .await
-            .map_err(|e| e.to_string())?;
+        let conn = match Connection::open(def, &self.sandbox, &launch, Lifecycle::Auto).await {
+            Ok(c) => c,
+            Err(e) => {
+                let e = e.to_string();
+                self.failed(&def.name, &e, true);
+                return Err(e);
+            }
+        };
+        self.see(&def.name, |s| s.connected = true);
         let conn = Arc::new(conn);
         held.insert(
             def.name.clone(),
@@ -129,6 +196,7 @@ impl McpService {
     /// Drops the kept connection to `server` (the next use opens a new one).
     async fn forget(&self, server: &str) {
         self.held.lock().await.remove(server);
+        self.see(server, |s| s.connected = false);
     }
 
     fn secrets(
@@ -205,14 +273,31 @@ impl McpService {
             match tokio::time::timeout(OFFER_TIMEOUT, self.approved_names(def, &all, &servers))
                 .await
             {
-                Ok(Ok(tools)) => out.push(McpServerSummary {
-                    name: def.name.clone(),
-                    tools,
-                    description: String::new(),
-                }),
-                Ok(Err(e)) => tracing::warn!("MCP server {} is not offered: {e}", def.name),
+                Ok(Ok(tools)) => {
+                    self.see(&def.name, |s| {
+                        s.offered = Some(tools.len());
+                        s.last_error = None;
+                    });
+                    out.push(McpServerSummary {
+                        name: def.name.clone(),
+                        tools,
+                        description: String::new(),
+                    })
+                }
+                Ok(Err(e)) => {
+                    self.failed(&def.name, &e, false);
+                    tracing::warn!("MCP server {} is not offered: {e}", def.name)
+                }
                 Err(_) => {
                     self.forget(&def.name).await;
+                    self.failed(
+                        &def.name,
+                        &format!(
+                            "it did not list its tools within {} s",
+                            OFFER_TIMEOUT.as_secs()
+                        ),
+                        true,
+                    );
                     tracing::warn!(
                         "MCP server {} is not offered: it did not list its tools within {} s",
                         def.name,
@@ -269,6 +354,7 @@ impl McpService {
             )),
             CallRefused::Mcp(e) => {
                 self.forget(server).await;
+                self.failed(server, &e.to_string(), true);
                 McpCallError::Failed(e.to_string())
             }
         }

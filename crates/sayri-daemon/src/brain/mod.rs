@@ -96,6 +96,8 @@ pub struct Brain {
     pub agents: Arc<FileAgents>,
     /// The local model server (`provider.local_model`), a supervised child.
     pub local_model: Arc<LocalModel>,
+    /// The user's MCP servers as turns use them (for `status`).
+    pub mcp: Arc<crate::mcp_tools::McpService>,
 }
 
 impl Brain {
@@ -167,12 +169,13 @@ impl Brain {
         ));
         engine.set_skills(Arc::new(crate::skills::Skills::new(paths.skills_dir())));
         engine.set_memory(store.clone());
-        engine.set_mcp(Arc::new(crate::mcp_tools::McpService::new(
+        let mcp = Arc::new(crate::mcp_tools::McpService::new(
             &paths.config_dir,
             &paths.state_dir,
             sandbox.clone(),
             vault.clone(),
-        )));
+        ));
+        engine.set_mcp(mcp.clone());
         let core = SayriCore::new(
             engine,
             agents.clone(),
@@ -196,6 +199,7 @@ impl Brain {
             model,
             agents,
             local_model,
+            mcp,
         };
         Ok((brain, secrets.migrated))
     }

@@ -72,6 +72,7 @@ pub fn build_status(state: &DaemonState) -> StatusReply {
         uptime_ms: u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         supervised: state.supervisor.list().iter().map(wire::child).collect(),
         routines: state.routines.get().map(|r| r.status()),
+        mcp: brain.map(|b| b.mcp.states()).unwrap_or_default(),
         ..StatusReply::default()
     };
     state.voice.fill_status(&mut status);

@@ -89,6 +89,9 @@ pub struct StatusReply {
     pub supervised: Vec<SupervisedChild>,
     /// The scheduler (`null` before it started).
     pub routines: Option<RoutinesStatus>,
+    /// The MCP servers the user added, in the file's order (left out while there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<McpServerState>,
     /// Speech to text can run.
     pub stt_ready: bool,
     /// What speech to text lacks, one sentence each saying what to install or rebuild.
@@ -141,6 +144,27 @@ pub enum SandboxStatus {
         /// Always true.
         probing: bool,
     },
+}
+
+/// Where one MCP server stands, as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpServerState {
+    /// The server's name.
+    pub name: String,
+    /// `false` when the user disabled it (kept, never connected).
+    pub enabled: bool,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The daemon holds a connection to it now (a stdio server is running in its sandbox).
+    pub connected: bool,
+    /// How many of its tools the user approved (for its present definition).
+    pub tools_approved: usize,
+    /// How many approved tools it offered as approved when last asked (`null`: not asked since
+    /// the daemon started).
+    pub tools_offered: Option<usize>,
+    /// The last failure connecting to it or calling it (one line), `null` after a success.
+    pub last_error: Option<String>,
 }
 
 /// One level of [`SandboxStatus::Probed`].

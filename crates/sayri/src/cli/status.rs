@@ -63,10 +63,41 @@ pub(crate) async fn run(paths: &Paths, allow_start: bool, json: bool) -> anyhow:
             println!("service:  {}", terminal_safe(&line));
         }
     }
+    for server in &status.mcp {
+        println!("mcp:      {}", terminal_safe(&mcp_line(server)));
+    }
     println!("config:   {}", status.config_dir.display());
     println!("data:     {}", status.state_dir.display());
     println!("socket:   {}", status.socket.display());
     Ok(())
+}
+
+/// One `mcp:` line: the server, whether it runs, its approved tools, its last failure.
+fn mcp_line(s: &sayri_protocol::reply::runtime::McpServerState) -> String {
+    let state = if !s.enabled {
+        "disabled"
+    } else if s.connected {
+        "connected"
+    } else {
+        "not connected"
+    };
+    let mut line = format!(
+        "{} ({}): {state}, {} tool{} approved",
+        s.name,
+        s.transport,
+        s.tools_approved,
+        if s.tools_approved == 1 { "" } else { "s" }
+    );
+    if let Some(n) = s.tools_offered {
+        line.push_str(&format!(", {n} offered at the last turn"));
+    }
+    if s.enabled && s.tools_approved == 0 {
+        line.push_str(&format!(" (approve with `sayri mcp approve {}`)", s.name));
+    }
+    if let Some(e) = &s.last_error {
+        line.push_str(&format!("; last error: {e}"));
+    }
+    line
 }
 
 /// The `sandbox:` line: the levels that do not hold here, the probe's error, or that it runs.

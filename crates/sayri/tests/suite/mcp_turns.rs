@@ -157,6 +157,14 @@ fn an_approved_tool_is_called_from_a_reply_after_a_schema_check_and_its_result_r
             "request {i} leaks: {b}"
         );
     }
+    // `status` shows the server as the turns left it.
+    let status = ok(&env, &["status"]);
+    assert!(
+        status.contains(
+            "mcp:      adder (stdio): connected, 2 tools approved, 2 offered at the last turn"
+        ),
+        "{status}"
+    );
     quit_daemon(&env, &mut d);
     for (path, bytes) in file_bytes(&db_files(&env)) {
         assert!(
