@@ -174,7 +174,7 @@ impl ChangingServer {
     }
 
     /// Makes the server offer a second tool named `name`, from its next start.
-    fn extra_tool_named(&self, name: &str) -> String {
+    pub(super) fn extra_tool_named(&self, name: &str) -> String {
         let file = self.dir.path().join("extra.txt");
         std::fs::write(&file, name).unwrap();
         format!("EXTRA_NAME_FILE={}", file.display())

@@ -7,7 +7,10 @@
 //!   one tool); at level 0 nothing is offered. What the turn offered at its start is all it may
 //!   call: a tool that is not in that list is refused without asking anyone.
 //! - A bare tool name is called only when exactly one offered server has it; otherwise the
-//!   model is told to name the server. A call is never re-routed to another server.
+//!   model is told to name the server. A call is never re-routed to another server: a bare
+//!   name holding a dot (`files.write` where no offered server is `files`) reads as a server
+//!   and a tool, so it is not resolved to a tool of another server literally named so — the
+//!   model is told to write that server's name in front.
 //! - Every call is judged by the permission gate (action `mcp`, resource `server.tool`), with
 //!   the block marked as outside text when it was copied from outside text; `describe` is not
 //!   judged (it returns the approved schema only).
@@ -110,6 +113,14 @@ impl Turn<'_> {
                     .map(|s| s.name.as_str())
                     .collect();
                 match owners.as_slice() {
+                    [one] if tool.contains('.') => Err(format!(
+                        "[MCP: no offered server is named `{}`, so `{}` was not called. If you \
+                         mean the tool `{}` of server {one}, write `{one}.{}`.]",
+                        step_label(tool.split('.').next().unwrap_or(tool)),
+                        step_label(tool),
+                        step_label(tool),
+                        step_label(tool)
+                    )),
                     [one] => Ok((one.to_string(), tool.to_string())),
                     [] => Err(not_offered()),
                     many => Err(format!(
