@@ -8,8 +8,9 @@
 //!
 //! The server holds no rights of its own: every call is a request to the daemon through a
 //! [`Backend`], which applies the agent's rules, and every output it returns was redacted there
-//! (no vault secret leaves). A call the client cancels drops its request, and with it the
-//! daemon connection: a waiting card ends and a running command is killed.
+//! (no vault secret leaves). A call the client cancels drops its request and closes its
+//! daemon connection; the daemon does not yet end a card or a command on that alone (the card
+//! times out; the command ends at its agent's timeout).
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
@@ -192,7 +193,7 @@ impl<B: Backend> ServerHandler for SayriServer<B> {
         let args = request.arguments.unwrap_or_default();
         let result = tokio::select! {
             r = self.call(&request.name, &args) => r,
-            // Dropping the call drops its daemon request: the card ends, the command is killed.
+            // Dropping the call closes its daemon connection (the daemon lets the card time out).
             _ = context.ct.cancelled() => text_error("the call was cancelled".into()),
         };
         Ok(result.into())

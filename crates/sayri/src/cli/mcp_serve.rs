@@ -1,6 +1,6 @@
 //! `sayri mcp serve [--agent ID]`: Sayri as an MCP server on stdin/stdout for other MCP clients
 //! (see `sayri_mcp::serve`). Each tool call is its own connection to the daemon, so a call the
-//! client cancels closes it: the daemon ends the card it raised and kills the command.
+//! client cancels closes it (the daemon does not yet end the card or the command on that alone).
 //!
 //! stdout carries the protocol only; everything for the person goes to stderr.
 
