@@ -637,12 +637,9 @@ impl AgentEngine {
             fresh_context: false,
             cancel,
         };
-        let mut result = self
-            .authorize_and_run(&agent, level, &req, command, None)
-            .await;
-        result.output = self.ports.redactor.redact(&result.output);
-        result.output_tail = self.ports.redactor.redact(&result.output_tail);
-        result
+        self.authorize_and_run(&agent, level, &req, command, None)
+            .await
+            .redacted(self.ports.redactor.as_ref())
     }
 
     async fn authorize_and_run(
@@ -1464,15 +1461,16 @@ impl<'a> Turn<'a> {
         self.sink.emit(CoreEvent::ToolStart(shown.clone()));
         let outside = self.tree.outside_origin(&command);
         self.pending_command = Some(shown.clone());
+        let redactor = &self.engine.ports.redactor;
         let result = self
             .engine
             .authorize_and_run(&self.profile, self.level, self.req, &command, outside)
-            .await;
-        let redactor = &self.engine.ports.redactor;
+            .await
+            .redacted(redactor.as_ref());
         if result.status == ExecStatus::Denied {
             self.out.refused_commands.push(Refusal {
                 command: shown.clone(),
-                reason: redactor.redact(&result.output),
+                reason: result.output.clone(),
             });
         } else {
             self.out.commands_run += 1;
@@ -1481,8 +1479,8 @@ impl<'a> Turn<'a> {
             result.status,
             result.exit_code,
             Excerpt {
-                head: redactor.redact(&result.output),
-                tail: redactor.redact(&result.output_tail),
+                head: result.output.clone(),
+                tail: result.output_tail.clone(),
                 omitted: result.omitted,
             },
             not_run,

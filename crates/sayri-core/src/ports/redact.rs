@@ -15,6 +15,13 @@ pub trait Redactor: Send + Sync {
     fn redact_cut(&self, text: &str) -> String {
         self.redact(text)
     }
+
+    /// As [`Redactor::redact`], for a text whose beginning was cut off (the tail of a long
+    /// output): a leading piece of at least 4 characters that ends a secret is replaced too,
+    /// since its start was cut off. The default redacts whole secrets only.
+    fn redact_cut_start(&self, text: &str) -> String {
+        self.redact(text)
+    }
 }
 
 /// The first `max` characters of `text` as they may be shown or stored: redacted before the

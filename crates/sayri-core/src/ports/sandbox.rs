@@ -128,6 +128,19 @@ pub struct ExecResult {
 }
 
 impl ExecResult {
+    /// This result with its output redacted as it may leave the daemon. A long output was cut
+    /// into a head and a tail where a secret may straddle either cut, so the head's end and the
+    /// tail's start are redacted as cut texts (a piece of a secret at the cut is replaced too).
+    pub fn redacted(mut self, redactor: &dyn crate::ports::Redactor) -> ExecResult {
+        if self.omitted.is_zero() && self.output_tail.is_empty() {
+            self.output = redactor.redact(&self.output);
+        } else {
+            self.output = redactor.redact_cut(&self.output);
+            self.output_tail = redactor.redact_cut_start(&self.output_tail);
+        }
+        self
+    }
+
     /// A result with `output` whole (nothing omitted), no duration and no background pid.
     pub fn new(status: ExecStatus, exit_code: Option<i32>, output: impl Into<String>) -> Self {
         ExecResult {

@@ -187,6 +187,35 @@ impl SecretRedactor {
         }
     }
 
+    /// As [`Self::redact`], for a text whose beginning was cut off (the tail of a long
+    /// output): a leading piece of at least [`MIN_SECRET_CHARS`] characters that ends a
+    /// secret's value is replaced too (the longest such piece, by the marker of its secret).
+    pub fn redact_cut_start(&self, text: &str) -> String {
+        let mut best: Option<(usize, usize)> = None;
+        for (idx, (_, value)) in self.inner.secrets.iter().enumerate() {
+            let chars = value.chars().count();
+            // `at` starts a suffix of at least MIN_SECRET_CHARS characters.
+            for (n, (at, _)) in value.char_indices().enumerate().skip(1) {
+                if chars - n < MIN_SECRET_CHARS {
+                    break;
+                }
+                let piece = &value[at..];
+                if text.starts_with(piece) && best.is_none_or(|(len, _)| piece.len() > len) {
+                    best = Some((piece.len(), idx));
+                }
+            }
+        }
+        match best {
+            None => self.redact(text),
+            Some((len, idx)) => {
+                let mut out = String::from(MARKER_PREFIX);
+                out.push_str(&self.inner.secrets[idx].0);
+                out.push_str(&self.redact(&text[len..]));
+                out
+            }
+        }
+    }
+
     /// A streaming redactor over this redactor's secrets (see [`StreamRedactor`]).
     pub fn stream(&self) -> StreamRedactor {
         StreamRedactor::new(self.clone())
@@ -376,5 +405,9 @@ impl sayri_core::ports::Redactor for SecretRedactor {
 
     fn redact_cut(&self, text: &str) -> String {
         SecretRedactor::redact_cut(self, text)
+    }
+
+    fn redact_cut_start(&self, text: &str) -> String {
+        SecretRedactor::redact_cut_start(self, text)
     }
 }

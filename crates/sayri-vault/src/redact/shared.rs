@@ -53,4 +53,8 @@ impl sayri_core::ports::Redactor for SharedRedactor {
     fn redact_cut(&self, text: &str) -> String {
         self.current().redact_cut(text)
     }
+
+    fn redact_cut_start(&self, text: &str) -> String {
+        self.current().redact_cut_start(text)
+    }
 }

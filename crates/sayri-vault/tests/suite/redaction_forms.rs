@@ -215,3 +215,18 @@ fn a_text_cut_inside_a_secret_loses_the_cut_start_too() {
     );
     assert_eq!(r().redact_cut("nothing here"), "nothing here");
 }
+
+#[test]
+fn a_text_whose_start_was_cut_inside_a_secret_loses_the_cut_end_too() {
+    // The tail of a long output may start inside a secret: the end that is left (4 characters
+    // or more) is replaced by `redact_cut_start`; a shorter end stays.
+    let cut = format!("{} was printed", &TOKEN[6..]);
+    assert_eq!(r().redact(&cut), cut, "redact alone cannot know");
+    assert_eq!(r().redact_cut_start(&cut), "$SECRET:API_TOKEN was printed");
+    let short = &TOKEN[TOKEN.len() - 3..];
+    assert_eq!(
+        r().redact_cut_start(&format!("{short} and {TOKEN}")),
+        format!("{short} and $SECRET:API_TOKEN")
+    );
+    assert_eq!(r().redact_cut_start("nothing here"), "nothing here");
+}

@@ -59,6 +59,7 @@ mod protocol_status;
 mod repetition_guard;
 mod routines_daemon;
 pub mod scripted_turns;
+mod secret_at_output_cuts;
 mod secret_leaks;
 mod secret_profile_pinned;
 mod secret_redaction_ipc;
