@@ -32,18 +32,24 @@ suite="$mcp/conformance"
 # The suite needs Node.js 22 (fs.globSync): Debian 12's is 18, so usually the PyPI build.
 node="$(sayri_node "$cache/test-models" 22)"
 printf '%s\n' "$node" >"$mcp/node-path"
-if [[ ! -f "$suite/node_modules/@modelcontextprotocol/conformance/package.json" ]]; then
-    echo "[57-mcp-test-servers] installing @modelcontextprotocol/conformance@$conformance_version from npm…"
-    mkdir -p "$suite"
-    [[ -f "$suite/package.json" ]] || printf '{ "name": "sayri-mcp-conformance", "private": true }\n' >"$suite/package.json"
-    if ! (cd "$suite" && sayri_npm "$node" install --no-audit --no-fund --loglevel=error \
-        -E "@modelcontextprotocol/conformance@$conformance_version") >"$suite/npm.log" 2>&1; then
-        cat "$suite/npm.log" >&2
-        echo "setup: npm could not install @modelcontextprotocol/conformance into $suite (log above)" >&2
+
+# npm_once DIR NAME PACKAGE VERSION: installs PACKAGE@VERSION (exact) into DIR/node_modules with
+# the Node.js above, unless it is there already; DIR gets a private package.json named NAME.
+npm_once() {
+    local dir="$1" name="$2" package="$3" version="$4"
+    [[ -f "$dir/node_modules/$package/package.json" ]] && return 0
+    echo "[57-mcp-test-servers] installing $package@$version from npm…"
+    mkdir -p "$dir"
+    [[ -f "$dir/package.json" ]] || printf '{ "name": "%s", "private": true }\n' "$name" >"$dir/package.json"
+    if ! (cd "$dir" && sayri_npm "$node" install --no-audit --no-fund --loglevel=error \
+        -E "$package@$version") >"$dir/npm.log" 2>&1; then
+        cat "$dir/npm.log" >&2
+        echo "setup: npm could not install $package into $dir (log above)" >&2
         exit 1
     fi
-    rm -f "$suite/npm.log"
-fi
+    rm -f "$dir/npm.log"
+}
+npm_once "$suite" sayri-mcp-conformance @modelcontextprotocol/conformance "$conformance_version"
 
 venv="$mcp/venv"
 if [[ ! -x "$venv/bin/mcp-server-time" ]]; then
@@ -68,29 +74,7 @@ if [[ ! -x "$venv/bin/mcp-server-git" ]]; then
 fi
 
 servers="$mcp/servers"
-if [[ ! -f "$servers/node_modules/@modelcontextprotocol/server-filesystem/package.json" ]]; then
-    echo "[57-mcp-test-servers] installing @modelcontextprotocol/server-filesystem@$filesystem_version from npm…"
-    mkdir -p "$servers"
-    [[ -f "$servers/package.json" ]] || printf '{ "name": "sayri-mcp-servers", "private": true }\n' >"$servers/package.json"
-    if ! (cd "$servers" && sayri_npm "$node" install --no-audit --no-fund --loglevel=error \
-        -E "@modelcontextprotocol/server-filesystem@$filesystem_version") >"$servers/npm.log" 2>&1; then
-        cat "$servers/npm.log" >&2
-        echo "setup: npm could not install @modelcontextprotocol/server-filesystem into $servers (log above)" >&2
-        exit 1
-    fi
-    rm -f "$servers/npm.log"
-fi
+npm_once "$servers" sayri-mcp-servers @modelcontextprotocol/server-filesystem "$filesystem_version"
 
 sdk_client="$mcp/sdk-client"
-if [[ ! -f "$sdk_client/node_modules/@modelcontextprotocol/sdk/package.json" ]]; then
-    echo "[57-mcp-test-servers] installing @modelcontextprotocol/sdk@$sdk_version from npm…"
-    mkdir -p "$sdk_client"
-    [[ -f "$sdk_client/package.json" ]] || printf '{ "name": "sayri-mcp-sdk-client", "private": true }\n' >"$sdk_client/package.json"
-    if ! (cd "$sdk_client" && sayri_npm "$node" install --no-audit --no-fund --loglevel=error \
-        -E "@modelcontextprotocol/sdk@$sdk_version") >"$sdk_client/npm.log" 2>&1; then
-        cat "$sdk_client/npm.log" >&2
-        echo "setup: npm could not install @modelcontextprotocol/sdk into $sdk_client (log above)" >&2
-        exit 1
-    fi
-    rm -f "$sdk_client/npm.log"
-fi
+npm_once "$sdk_client" sayri-mcp-sdk-client @modelcontextprotocol/sdk "$sdk_version"

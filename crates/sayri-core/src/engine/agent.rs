@@ -319,16 +319,6 @@ impl TurnSink<'_> {
     }
 }
 
-fn status_name(s: ExecStatus) -> &'static str {
-    match s {
-        ExecStatus::Success => "success",
-        ExecStatus::Failed => "failed",
-        ExecStatus::Denied => "denied",
-        ExecStatus::Timeout => "timeout",
-        ExecStatus::Killed => "killed",
-    }
-}
-
 impl AgentEngine {
     /// An engine over `ports` with `settings`.
     pub fn new(ports: EnginePorts, settings: EngineSettings) -> AgentEngine {
@@ -1499,7 +1489,7 @@ impl<'a> Turn<'a> {
         tool.tool_call = Some(ToolCallRecord {
             command: shown.clone(),
             exit_code: result.exit_code,
-            status: status_name(result.status).into(),
+            status: result.status.as_str().into(),
             output: output.clone(),
             duration_ms: result.duration.as_secs_f64() * 1000.0,
             delegated: None,

@@ -71,6 +71,20 @@ pub enum ExecStatus {
     Killed,
 }
 
+impl ExecStatus {
+    /// The name clients and tool rows use (`success`, `failed`, `denied`, `timeout`, `killed`),
+    /// the same as its serde form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecStatus::Success => "success",
+            ExecStatus::Failed => "failed",
+            ExecStatus::Denied => "denied",
+            ExecStatus::Timeout => "timeout",
+            ExecStatus::Killed => "killed",
+        }
+    }
+}
+
 /// A size of command output: bytes and line breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct OutputSize {

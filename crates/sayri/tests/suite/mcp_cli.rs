@@ -22,19 +22,25 @@ fn refused(env: &Env, args: &[&str]) -> String {
 }
 
 pub(super) fn time_server() -> PathBuf {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let p = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".cache"))
-        .join("sayri/mcp/venv/bin/mcp-server-time");
+    let p = mcp_cache().join("venv/bin/mcp-server-time");
     assert!(
         p.is_file(),
         "{} is missing; run ./scripts/setup --tests",
         p.display()
     );
     p
+}
+
+/// The MCP test tools' cache directory (`~/.cache/sayri/mcp`, as `./scripts/setup --tests`
+/// fills it).
+pub(super) fn mcp_cache() -> PathBuf {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"))
+        .join("sayri/mcp")
 }
 
 #[test]

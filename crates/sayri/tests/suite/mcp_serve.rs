@@ -5,25 +5,14 @@
 //! desktop clients and runs only after an answer; a denied one, or one the person refuses, is a
 //! tool error and never runs. `ask` is one turn of that agent in a session of its own.
 
+use super::mcp_cli::mcp_cache;
 use super::permission_rig::Peer;
 use super::secret_rig::*;
 use super::support::*;
 use sayri_testkit::FakeLlm;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-
-/// The MCP test tools' cache (`~/.cache/sayri/mcp`).
-fn mcp_cache() -> PathBuf {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".cache"))
-        .join("sayri/mcp")
-}
 
 /// The SDK client running `sayri mcp serve --agent AGENT` with the environment's directories.
 struct SdkClient {

@@ -6,7 +6,7 @@
 //! against the tool's schema; the result comes back as framed, redacted outside text; a tool
 //! changed after approval is neither listed nor callable.
 
-use super::mcp_cli::{ChangingServer, ok, time_server};
+use super::mcp_cli::{ChangingServer, mcp_cache, ok};
 use super::secret_rig::*;
 use super::support::*;
 use sayri_testkit::{FakeLlm, Reply, sse};
@@ -239,17 +239,6 @@ fn a_tool_changed_after_approval_is_neither_listed_nor_called_and_a_denied_tool_
     assert!(system.contains("- adder: add, echo\n"), "{system}");
     quit_daemon(&env, &mut d);
     drop(rt);
-}
-
-/// The MCP test tools' cache directory (`~/.cache/sayri/mcp`, as `./scripts/setup --tests`
-/// fills it).
-fn mcp_cache() -> std::path::PathBuf {
-    time_server()
-        .parent()
-        .and_then(|bin| bin.parent())
-        .and_then(|venv| venv.parent())
-        .unwrap()
-        .to_path_buf()
 }
 
 /// `mcp add NAME -- PROGRAM ARGS…`, then approves every tool it offers.

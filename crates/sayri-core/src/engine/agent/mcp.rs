@@ -18,7 +18,7 @@
 //!   budget (head and tail), framed in the turn's boundary, recorded as seen (a block copied
 //!   from it is judged as outside text), and stored as a `tool` row.
 
-use super::{AgentEngine, Observed, Step, Turn, status_name};
+use super::{AgentEngine, Observed, Step, Turn};
 use crate::domain::context::StepObservation;
 use crate::domain::frame::framed;
 use crate::domain::mcp_block::{self, McpRequest, McpServerSummary};
@@ -332,7 +332,7 @@ impl Turn<'_> {
         row.tool_call = Some(ToolCallRecord {
             command: label.to_string(),
             exit_code,
-            status: status_name(status).into(),
+            status: status.as_str().into(),
             output: obs.clone(),
             duration_ms: ms,
             delegated: None,

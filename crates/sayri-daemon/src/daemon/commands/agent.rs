@@ -154,25 +154,13 @@ pub async fn run_command(p: RunCommandParams, ctx: Ctx) -> Result<RunCommandRepl
     Ok(RunCommandReply {
         agent_id: agent.id.clone(),
         level,
-        status: exec_status_name(result.status).into(),
+        status: result.status.as_str().into(),
         exit_code: result.exit_code,
         output: result.output,
         output_tail: result.output_tail,
         omitted_bytes: result.omitted.bytes,
         duration_ms: result.duration.as_secs_f64() * 1000.0,
     })
-}
-
-/// The wire name of how a command ended.
-fn exec_status_name(s: sayri_core::ports::ExecStatus) -> &'static str {
-    use sayri_core::ports::ExecStatus;
-    match s {
-        ExecStatus::Success => "success",
-        ExecStatus::Failed => "failed",
-        ExecStatus::Denied => "denied",
-        ExecStatus::Timeout => "timeout",
-        ExecStatus::Killed => "killed",
-    }
 }
 
 /// `interrupt` → `{"interrupted": bool}` (true when a turn was running); a spoken answer
