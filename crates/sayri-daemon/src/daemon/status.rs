@@ -72,7 +72,7 @@ pub fn build_status(state: &DaemonState) -> StatusReply {
         uptime_ms: u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         supervised: state.supervisor.list().iter().map(wire::child).collect(),
         routines: state.routines.get().map(|r| r.status()),
-        mcp: brain.map(|b| b.mcp.states()).unwrap_or_default(),
+        mcp: brain.map(|b| mcp_states(b)).unwrap_or_default(),
         ..StatusReply::default()
     };
     state.voice.fill_status(&mut status);
@@ -122,4 +122,15 @@ fn provider(
             local: false,
         },
     }
+}
+
+/// The MCP servers as the daemon last saw them; a failure may quote what a server wrote (its
+/// stderr, which can hold a secret it was given), so it is redacted like any outside text.
+fn mcp_states(b: &crate::brain::Brain) -> Vec<sayri_protocol::reply::runtime::McpServerState> {
+    use sayri_core::ports::Redactor;
+    let mut states = b.mcp.states();
+    for s in &mut states {
+        s.last_error = s.last_error.take().map(|e| b.redactor.redact(&e));
+    }
+    states
 }

@@ -424,6 +424,10 @@ fn a_block_copied_from_a_servers_error_text_is_judged_as_outside_text_and_not_ru
         json!([{"action": "mcp", "resource": "adder.*", "effect": "allow"}]),
     );
     let mut d = start_debug_daemon(&env);
+    // The server was given a secret, and its dying words say it.
+    let secret = canary();
+    let set = run_with_stdin(&env, &["vault", "set", "CRASH_KEY"], &secret);
+    assert!(set.status.success(), "{}", stderr(&set));
     let server = ChangingServer::new("Adds two numbers.");
     let crash_block = format!("CRASH_BLOCK={block}");
     server.add_with(
@@ -436,6 +440,8 @@ fn a_block_copied_from_a_servers_error_text_is_judged_as_outside_text_and_not_ru
             "CRASH_TOOL=1",
             "--env",
             &crash_block,
+            "--secret",
+            "ECHO_SUFFIX=CRASH_KEY",
         ],
     );
     ok(&env, &["mcp", "approve", "adder", "--yes"]);
@@ -459,6 +465,19 @@ fn a_block_copied_from_a_servers_error_text_is_judged_as_outside_text_and_not_ru
         "the copied block ran on the allow rule: {}",
         all[2]
     );
+    for (i, b) in all.iter().enumerate() {
+        assert!(leaks(b.as_bytes(), &secret).is_empty(), "request {i}: {b}");
+    }
+    // `status` says how the server failed, without the secret its error text held.
+    let status = ok(&env, &["status"]);
+    assert!(
+        status.contains("mcp:      adder (stdio): not connected"),
+        "{status}"
+    );
+    assert!(status.contains("last error:"), "{status}");
+    assert!(leaks(status.as_bytes(), &secret).is_empty(), "{status}");
+    let raw = env.run(&["status", "--json"]);
+    assert!(leaks(&raw.stdout, &secret).is_empty(), "{}", stdout(&raw));
     quit_daemon(&env, &mut d);
     drop(rt);
 }
