@@ -85,6 +85,18 @@ pub enum ClientError {
     /// Reading or writing failed.
     #[error("connection error: {0}")]
     Io(#[from] io::Error),
+    /// The request would be a line longer than the daemon reads: it is not sent (the daemon
+    /// would discard it unanswered, and the caller would wait for nothing).
+    #[error(
+        "the {cmd} request is {bytes} bytes, more than the {max} (1 MiB) the daemon reads; send less text",
+        max = ndjson::MAX_LINE_BYTES
+    )]
+    TooLong {
+        /// The command.
+        cmd: String,
+        /// The request's size in bytes, without its line break.
+        bytes: usize,
+    },
     /// The daemon sent something that is not protocol.
     #[error("the daemon sent an invalid frame: {0}")]
     BadFrame(String),
@@ -232,6 +244,13 @@ impl Client {
         self.next_id += 1;
         let line = ndjson::encode_line(&Request::new(cmd, params, id))
             .map_err(|e| ClientError::BadFrame(e.to_string()))?;
+        let bytes = line.len().saturating_sub(1);
+        if bytes > ndjson::MAX_LINE_BYTES {
+            return Err(ClientError::TooLong {
+                cmd: cmd.to_string(),
+                bytes,
+            });
+        }
         self.wr.write_all(&line).await?;
         Ok(id)
     }

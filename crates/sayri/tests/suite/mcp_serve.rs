@@ -219,6 +219,17 @@ fn an_sdk_client_runs_commands_under_the_agents_rules_with_cards_on_the_desktop_
     assert_eq!(r["isError"], true, "{r}");
     assert!(text_of(&r).contains("unknown argument \"sudo\""), "{r}");
 
+    // An argument too long for the daemon's request line is answered at once, not left waiting.
+    let huge = format!("echo {}", "y".repeat(2 << 20));
+    let r = client.call("ask", json!({"text": huge}));
+    assert_eq!(
+        r["isError"],
+        true,
+        "{}",
+        &r.to_string()[..300.min(r.to_string().len())]
+    );
+    assert!(text_of(&r).contains("1 MiB"), "{}", text_of(&r));
+
     // `ask`: one turn of the agent, in a session of its own.
     let r = client.call("ask", json!({"text": "How is my disk?"}));
     assert_eq!(text_of(&r), "Helper here: the disk is fine.", "{r}");

@@ -314,13 +314,18 @@ fn vault_set_rewrites_rows_already_stored_and_search_history_is_no_oracle() {
     let piece = |a: usize, b: usize| chars[a..b].iter().collect::<String>();
     // Pieces of 7 characters (the model's own query goes back to it; 8 would count as a leak
     // of the query itself), the whole value, and controls. A piece starts at the value's
-    // beginning or right after one of its symbols: the leak check also reads the requests with
-    // whitespace removed, where the fence's `search_history` ends just before the query, and a
-    // piece preceded in the value by a `y` would read as 8 characters of it.
+    // beginning or right after one of its symbols other than `:`: the leak check also reads
+    // the text with whitespace removed, where the fence's `search_history` and the card's
+    // `search_history:` end just before the query, and a piece preceded in the value by a `y`
+    // or a `:` would read as 8 characters of it.
     // Five searches and the answer fill the turn's six model calls.
+    let inner = [22, 19, 16, 13, 10, 7, 4]
+        .into_iter()
+        .find(|&s| chars[s - 1] != ':')
+        .unwrap_or(0);
     let probes = vec![
         piece(0, 7),
-        piece(22, 29),
+        piece(inner, inner + 7),
         value.clone(),
         "zq-nowhere-7".to_string(),
         "deploy key".to_string(),
